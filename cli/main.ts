@@ -1,0 +1,121 @@
+/**
+ * `kfarm`: tracker, agent, status and the demo on an embedded farm.
+ */
+import { Command, InvalidArgumentError, Option } from "commander";
+import { FarmError } from "../protos/index.ts";
+import { startTracker, formatSummary } from "../tracker/index.ts";
+import { startAgent, parseBoardFlag, parseBytes, readAgentConfigFile, type BoardConfig } from "../device-agent/index.ts";
+import { connectTracker } from "../host-sdk/index.ts";
+import { runDemo } from "./demo.ts";
+
+function integer(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`${JSON.stringify(value)} is not a non-negative integer`);
+  return n;
+}
+
+function bytes(value: string): number {
+  try {
+    return parseBytes(value, "size");
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
+}
+
+/** Runs until SIGINT/SIGTERM, then calls `stop`. */
+function untilSignal(stop: () => Promise<void> | void): void {
+  let stopping = false;
+  for (const sig of ["SIGINT", "SIGTERM"] as const) {
+    process.on(sig, () => {
+      if (stopping) process.exit(1);
+      stopping = true;
+      void Promise.resolve(stop()).finally(() => process.exit(0));
+    });
+  }
+}
+
+const program = new Command("kfarm")
+  .description("kernelfarm: a device farm for tensor kernels (tracker, agents, status)")
+  .showHelpAfterError();
+
+program
+  .command("tracker")
+  .description("run the tracker: agents attach to it, hosts request sessions from it")
+  .option("--host <host>", "interface to bind", "127.0.0.1")
+  .addOption(new Option("--port <port>", "port to bind (0: any free port)").default(9190).argParser(integer))
+  .addOption(new Option("--heartbeat-ms <ms>", "agent heartbeat interval").default(500).argParser(integer))
+  .addOption(new Option("--missed-heartbeats <n>", "heartbeats an agent may miss before it is lost").default(3).argParser(integer))
+  .addOption(new Option("--default-deadline-ms <ms>", "queue wait of requests that name no deadline").default(60_000).argParser(integer))
+  .action(async (o: { host: string; port: number; heartbeatMs: number; missedHeartbeats: number; defaultDeadlineMs: number }) => {
+    const tracker = await startTracker({
+      host: o.host,
+      port: o.port,
+      heartbeatIntervalMs: o.heartbeatMs,
+      maxMissedHeartbeats: o.missedHeartbeats,
+      defaultDeadlineMs: o.defaultDeadlineMs,
+    });
+    // One line on stdout that scripts (and our tests) read for the bound address.
+    console.log(`kfarm tracker listening on ${tracker.address}`);
+    untilSignal(() => tracker.close());
+  });
+
+program
+  .command("agent")
+  .description("run a device agent: dial the tracker and serve boards")
+  .option("--tracker <host:port>", "tracker address")
+  .option("--board <spec>", "a board, KIND[:INDEX][:key=K,name=N,label=V...], repeatable (e.g. cpu:key=cpu)", (v: string, acc: string[]) => [...acc, v], [] as string[])
+  .option("--config <file>", "JSON or YAML file with tracker, name and boards")
+  .option("--name <name>", "agent name shown in the summary")
+  .addOption(new Option("--max-upload-bytes <size>", "largest single upload (e.g. 512m)").argParser(bytes))
+  .addOption(new Option("--max-session-bytes <size>", "all files of one session (e.g. 4g)").argParser(bytes))
+  .addOption(new Option("--call-timeout-ms <ms>", "per-call timeout when the host gives none").argParser(integer))
+  .addOption(new Option("--warm-workers <n>", "idle session workers kept started per board").argParser(integer))
+  .action(async (o: { tracker?: string; board: string[]; config?: string; name?: string; maxUploadBytes?: number; maxSessionBytes?: number; callTimeoutMs?: number; warmWorkers?: number }) => {
+    const file = o.config ? readAgentConfigFile(o.config) : undefined;
+    const tracker = o.tracker ?? file?.tracker;
+    if (!tracker) throw new FarmError("INVALID_ARGUMENT", "kfarm agent needs --tracker HOST:PORT (or `tracker:` in --config)");
+    const boards: BoardConfig[] = [...(file?.boards ?? []), ...o.board.map((b, i) => parseBoardFlag(b, i + (file?.boards.length ?? 0)))];
+    if (boards.length === 0) throw new FarmError("INVALID_ARGUMENT", "kfarm agent needs at least one --board (e.g. --board cpu:key=cpu) or a --config file");
+    const agent = await startAgent({
+      tracker,
+      boards,
+      name: o.name ?? file?.name,
+      maxUploadBytes: o.maxUploadBytes,
+      maxSessionBytes: o.maxSessionBytes,
+      callTimeoutMs: o.callTimeoutMs,
+      warmWorkers: o.warmWorkers,
+    });
+    console.log(`kfarm agent ${agent.options.name} serving ${boards.map((b) => `${b.name} (${b.kind}, key ${b.key})`).join(", ")} for tracker ${tracker}`);
+    untilSignal(() => agent.close());
+  });
+
+program
+  .command("status")
+  .description("print the tracker's summary: queues per key, boards and their sessions")
+  .requiredOption("--tracker <host:port>", "tracker address")
+  .option("--json", "print JSON instead of a table")
+  .action(async (o: { tracker: string; json?: boolean }) => {
+    const client = await connectTracker(o.tracker);
+    try {
+      const summary = await client.summary();
+      console.log(o.json ? JSON.stringify(summary, null, 2) : formatSummary(summary, o.tracker));
+    } finally {
+      client.close();
+    }
+  });
+
+program
+  .command("demo")
+  .description("start an embedded farm (tracker + agent with CPU boards), run kernels on it and print what came back")
+  .addOption(new Option("--boards <n>", "CPU boards in the embedded farm").default(2).argParser(integer))
+  .action(async (o: { boards: number }) => {
+    await runDemo({ boards: o.boards });
+  });
+
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  const e = FarmError.from(err);
+  console.error(`kfarm: ${e.message} [${e.code}]`);
+  process.exit(1);
+}

@@ -1,0 +1,97 @@
+/**
+ * The device agent: dials the tracker, registers its boards and runs every
+ * session in a worker process of the board's pool.
+ */
+import { mkdirSync, rmSync } from "node:fs";
+import { parseAddress } from "../protos/index.ts";
+import type { BoardSpec } from "../protos/gen/farm/v1/BoardSpec.ts";
+import { describeBoard } from "./backends/index.ts";
+import { resolveAgentOptions, type AgentOptions, type ResolvedAgentOptions } from "./options.ts";
+import { BoardPool } from "./pool.ts";
+import { TrackerLink } from "./tracker-link.ts";
+
+export class Agent {
+  readonly options: ResolvedAgentOptions;
+  private readonly pools = new Map<string, BoardPool>();
+  private link: TrackerLink | undefined;
+  private draining = new Set<string>();
+
+  constructor(opts: AgentOptions) {
+    this.options = resolveAgentOptions(opts);
+    parseAddress(this.options.tracker);
+  }
+
+  get state() {
+    return this.link?.state ?? "connecting";
+  }
+
+  async start(): Promise<this> {
+    const o = this.options;
+    mkdirSync(o.workRoot, { recursive: true, mode: 0o700 });
+    const specs: BoardSpec[] = [];
+    for (const board of o.boards) {
+      const facts = await describeBoard(board.kind);
+      specs.push({
+        name: board.name,
+        key: board.key,
+        kind: board.kind,
+        labels: { ...facts.labels, ...board.labels },
+        capabilities: facts.capabilities,
+      });
+      const pool = new BoardPool(
+        {
+          tracker: o.tracker,
+          boardName: board.name,
+          kind: board.kind,
+          backendOptions: board.options,
+          workRoot: o.workRoot,
+          limits: { maxUploadBytes: o.maxUploadBytes, maxSessionBytes: o.maxSessionBytes, callTimeoutMs: o.callTimeoutMs },
+        },
+        o.warmWorkers,
+        {
+          ready: (name) => {
+            if (!this.draining.has(name)) this.link?.send({ board_ready: { board_name: name } });
+          },
+          sessionEnded: (sessionId, reason) => this.link?.send({ session_ended: { session_id: sessionId, reason: reason.toWire() } }),
+        },
+        o.logger,
+      );
+      this.pools.set(board.name, pool);
+      pool.fill();
+    }
+    this.link = new TrackerLink(o.tracker, o.name, specs, {
+      attached: () => {
+        for (const pool of this.pools.values()) if (pool.hasIdle && !this.draining.has(pool.boardName)) this.link?.send({ board_ready: { board_name: pool.boardName } });
+      },
+      detached: () => {
+        // The tracker's sessions are gone with it.
+        for (const pool of this.pools.values()) pool.abandonSessions();
+      },
+      assign: (a) => {
+        const pool = this.pools.get(a.board_name);
+        if (!pool) {
+          o.logger.error({ board: a.board_name }, "assignment for a board this agent does not have");
+          return;
+        }
+        pool.assign(a.session_id, a.token);
+      },
+      end: (sessionId, reason) => {
+        for (const pool of this.pools.values()) pool.end(sessionId, reason);
+      },
+      drain: (name) => {
+        for (const pool of this.pools.values()) if (!name || pool.boardName === name) this.draining.add(pool.boardName);
+      },
+    }, o.logger);
+    return this;
+  }
+
+  close(): void {
+    this.link?.close();
+    for (const pool of this.pools.values()) pool.close();
+    rmSync(this.options.workRoot, { recursive: true, force: true });
+  }
+}
+
+export async function startAgent(opts: AgentOptions): Promise<Agent> {
+  return new Agent(opts).start();
+}

@@ -1,0 +1,57 @@
+/**
+ * What a board kind provides to a session worker. One Backend instance lives
+ * in one worker process and serves its sessions one after another.
+ */
+import type { BundleTarget, FunctionSpec, ModuleBundle } from "../../protos/index.ts";
+
+/** Memory on the board holding one remote array. */
+export interface DeviceArray {
+  readonly nbytes: number;
+  write(offset: number, data: Uint8Array): void;
+  /** Bytes [offset, offset+length): may be a view, valid until the next call. */
+  read(offset: number, length: number): Uint8Array;
+  free(): void;
+}
+
+/** A checked argument, ready for the backend. */
+export type ArgValue = { kind: "buffer"; array: DeviceArray } | { kind: "scalar"; value: number };
+
+export interface LoadedFunction {
+  readonly spec: FunctionSpec;
+}
+
+export interface LoadedModule {
+  readonly functions: ReadonlyMap<string, LoadedFunction>;
+}
+
+export interface BackendStats {
+  counters: Record<string, number>;
+  info: Record<string, string>;
+}
+
+export interface Backend {
+  readonly kind: string;
+  readonly target: BundleTarget;
+  /** What one session may allocate in total. */
+  readonly memoryBytes: number;
+  alloc(nbytes: number): DeviceArray;
+  /** Loads a validated bundle whose target is this backend's. */
+  load(bundle: ModuleBundle, workdir: string): LoadedModule;
+  /** Runs the function once, synchronously, to completion. */
+  invoke(fn: LoadedFunction, args: readonly ArgValue[]): void;
+  /** Runs it `number` times back to back and returns the elapsed nanoseconds
+   * measured next to the device (CPU: a monotonic clock around the loop). */
+  timeCalls(fn: LoadedFunction, args: readonly ArgValue[], number: number): number;
+  /** True once foreign code was loaded: the worker must not serve another session. */
+  readonly tainted: boolean;
+  stats(): BackendStats;
+  clearStats(): void;
+  /** Frees what a session left behind, before the next session. */
+  reset(): void;
+}
+
+/** Board facts reported at registration (computed in the agent, not the worker). */
+export interface BoardFacts {
+  labels: Record<string, string>;
+  capabilities: Record<string, string>;
+}

@@ -1,0 +1,144 @@
+/**
+ * The CPU board: a shared object built by the host (`cc -shared -fPIC`),
+ * loaded with koffi; C ABI kernels `void f(T* a, ..., scalars)` called with
+ * the worker's own memory as device memory.
+ */
+import { writeFileSync } from "node:fs";
+import { cpus, totalmem } from "node:os";
+import { join } from "node:path";
+import koffi from "koffi";
+
+type KoffiLib = ReturnType<typeof koffi.load>;
+import { DTYPES, FarmError, hostCpuTarget, type FunctionSpec, type ModuleBundle } from "../../protos/index.ts";
+import type { ArgValue, Backend, BackendStats, BoardFacts, DeviceArray, LoadedFunction, LoadedModule } from "./backend.ts";
+
+export function describeCpuBoard(): BoardFacts {
+  const cpu = cpus();
+  return {
+    labels: { ...hostCpuTarget() },
+    capabilities: { cores: String(cpu.length), model: cpu[0]?.model.trim() ?? "unknown", memory_bytes: String(totalmem()) },
+  };
+}
+
+interface CpuFunction extends LoadedFunction {
+  readonly native: (...args: unknown[]) => unknown;
+}
+
+class HostArray implements DeviceArray {
+  constructor(
+    readonly buffer: Buffer,
+    private readonly onFree: (a: HostArray) => void,
+  ) {}
+  get nbytes(): number {
+    return this.buffer.byteLength;
+  }
+  write(offset: number, data: Uint8Array): void {
+    this.buffer.set(data, offset);
+  }
+  read(offset: number, length: number): Uint8Array {
+    return this.buffer.subarray(offset, offset + length);
+  }
+  free(): void {
+    this.onFree(this);
+  }
+}
+
+export interface CpuBackendOptions {
+  /** Total bytes of arrays one session may hold; default a quarter of RAM. */
+  memoryBytes?: number;
+}
+
+export class CpuBackend implements Backend {
+  readonly kind = "cpu";
+  readonly target = "cpu" as const;
+  readonly memoryBytes: number;
+  tainted = false;
+  private readonly arrays = new Set<HostArray>();
+  private libs: KoffiLib[] = [];
+  private modules = 0;
+  private calls = 0;
+  private callNs = 0;
+
+  constructor(opts: CpuBackendOptions = {}) {
+    this.memoryBytes = opts.memoryBytes ?? Math.floor(totalmem() / 4);
+  }
+
+  alloc(nbytes: number): DeviceArray {
+    const array = new HostArray(Buffer.alloc(nbytes), (a) => this.arrays.delete(a));
+    this.arrays.add(array);
+    return array;
+  }
+
+  load(bundle: ModuleBundle, workdir: string): LoadedModule {
+    const want = hostCpuTarget();
+    const got = { arch: bundle.targetDetails.arch, os: bundle.targetDetails.os };
+    if (got.arch !== want.arch || got.os !== want.os) {
+      throw new FarmError("TARGET_MISMATCH", `the module was built for ${got.os}/${got.arch} but this board is ${want.os}/${want.arch}`);
+    }
+    const path = join(workdir, `.module${this.modules++}.so`);
+    writeFileSync(path, bundle.binary);
+    this.tainted = true;
+    let lib: KoffiLib;
+    try {
+      lib = koffi.load(path);
+    } catch (err) {
+      throw new FarmError("LOAD_ERROR", `cannot load the shared object: ${(err as Error).message}`, { cause: err });
+    }
+    this.libs.push(lib);
+    const functions = new Map<string, CpuFunction>();
+    for (const spec of bundle.functions) functions.set(spec.name, { spec, native: bind(lib, spec) });
+    return { functions };
+  }
+
+  invoke(fn: LoadedFunction, args: readonly ArgValue[]): void {
+    const native = (fn as CpuFunction).native;
+    const values = args.map(toNative);
+    const t0 = process.hrtime.bigint();
+    native(...values);
+    this.callNs += Number(process.hrtime.bigint() - t0);
+    this.calls++;
+  }
+
+  timeCalls(fn: LoadedFunction, args: readonly ArgValue[], number: number): number {
+    const native = (fn as CpuFunction).native;
+    const values = args.map(toNative);
+    const t0 = process.hrtime.bigint();
+    for (let i = 0; i < number; i++) native(...values);
+    const ns = Number(process.hrtime.bigint() - t0);
+    this.calls += number;
+    this.callNs += ns;
+    return ns;
+  }
+
+  stats(): BackendStats {
+    let bytes = 0;
+    for (const a of this.arrays) bytes += a.nbytes;
+    return {
+      counters: { calls: this.calls, call_ns_total: this.callNs, array_bytes: bytes, arrays: this.arrays.size, modules: this.modules },
+      info: { kind: this.kind, arch: hostCpuTarget().arch, model: cpus()[0]?.model.trim() ?? "unknown" },
+    };
+  }
+
+  clearStats(): void {
+    this.calls = 0;
+    this.callNs = 0;
+  }
+
+  reset(): void {
+    this.arrays.clear();
+    this.clearStats();
+  }
+}
+
+function toNative(arg: ArgValue): unknown {
+  return arg.kind === "buffer" ? (arg.array as HostArray).buffer : arg.value;
+}
+
+function bind(lib: KoffiLib, spec: FunctionSpec): (...args: unknown[]) => unknown {
+  const types = spec.params.map((p) => (p.kind === "buffer" ? "void *" : DTYPES[p.dtype].c));
+  try {
+    return lib.func(spec.name, "void", types);
+  } catch (err) {
+    throw new FarmError("LOAD_ERROR", `the shared object has no usable function "${spec.name}": ${(err as Error).message}`, { cause: err });
+  }
+}

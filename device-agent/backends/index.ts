@@ -1,0 +1,32 @@
+/** Board kinds this agent can serve, by name. */
+import { FarmError } from "../../protos/index.ts";
+import type { Backend, BoardFacts } from "./backend.ts";
+
+export const BOARD_KINDS = ["cpu"] as const;
+export type BoardKind = (typeof BOARD_KINDS)[number];
+
+export function isBoardKind(kind: string): kind is BoardKind {
+  return (BOARD_KINDS as readonly string[]).includes(kind);
+}
+
+/** Facts for registration; cheap, runs in the agent process. */
+export async function describeBoard(kind: BoardKind): Promise<BoardFacts> {
+  switch (kind) {
+    case "cpu":
+      return (await import("./cpu.ts")).describeCpuBoard();
+  }
+}
+
+/** The backend itself; runs in the session worker (loads native code). */
+export async function createBackend(kind: string, options: Record<string, unknown>): Promise<Backend> {
+  switch (kind) {
+    case "cpu": {
+      const { CpuBackend } = await import("./cpu.ts");
+      return new CpuBackend({ memoryBytes: typeof options.memoryBytes === "number" ? options.memoryBytes : undefined });
+    }
+    default:
+      throw new FarmError("INVALID_ARGUMENT", `unknown board kind "${kind}"; this agent serves: ${BOARD_KINDS.join(", ")}`);
+  }
+}
+
+export type { Backend, BoardFacts, DeviceArray, ArgValue, LoadedFunction, LoadedModule, BackendStats } from "./backend.ts";

@@ -1,0 +1,97 @@
+/**
+ * Board declarations: `--board KIND[:INDEX][:k=v,...]` on the command line
+ * (`cpu:key=cpu`, `cpu:key=cpu,name=c0,zone=a`, later `cuda:0:key=h100`), or
+ * entries of a JSON/YAML agent config file.
+ */
+import { readFileSync } from "node:fs";
+import { parse as parseYaml } from "yaml";
+import { FarmError } from "../protos/index.ts";
+import { isBoardKind, BOARD_KINDS, type BoardKind } from "./backends/index.ts";
+
+export interface BoardConfig {
+  kind: BoardKind;
+  /** The key hosts request. */
+  key: string;
+  /** Unique within the agent; default kind + position. */
+  name: string;
+  labels: Record<string, string>;
+  /** Device index for kinds with several devices. */
+  index?: string;
+  /** Backend settings (memoryBytes, ...). */
+  options: Record<string, unknown>;
+}
+
+/** Keys of `k=v` pairs that configure the board rather than label it. */
+const RESERVED = new Set(["key", "name", "memory"]);
+
+export function parseBoardFlag(flag: string, position: number): BoardConfig {
+  const [kind, ...rest] = flag.split(":");
+  if (!kind || !isBoardKind(kind)) {
+    throw new FarmError("INVALID_ARGUMENT", `--board ${JSON.stringify(flag)}: unknown board kind ${JSON.stringify(kind)}; known kinds: ${BOARD_KINDS.join(", ")}`);
+  }
+  const pairs: Record<string, string> = {};
+  let index: string | undefined;
+  for (const part of rest) {
+    if (!part.includes("=")) {
+      index = part;
+      continue;
+    }
+    for (const kv of part.split(",")) {
+      const eq = kv.indexOf("=");
+      if (eq <= 0) throw new FarmError("INVALID_ARGUMENT", `--board ${JSON.stringify(flag)}: "${kv}" is not KEY=VALUE`);
+      pairs[kv.slice(0, eq)] = kv.slice(eq + 1);
+    }
+  }
+  const labels = Object.fromEntries(Object.entries(pairs).filter(([k]) => !RESERVED.has(k)));
+  const options: Record<string, unknown> = {};
+  if (pairs.memory !== undefined) options.memoryBytes = parseBytes(pairs.memory, flag);
+  return checkBoard({ kind, key: pairs.key ?? kind, name: pairs.name ?? `${kind}${index ?? position}`, labels, index, options }, flag);
+}
+
+/** Reads `{ tracker?, name?, boards: [{kind, key, name?, labels?, index?, options?}] }`. */
+export function readAgentConfigFile(path: string): { tracker?: string; name?: string; boards: BoardConfig[] } {
+  let doc: unknown;
+  try {
+    const text = readFileSync(path, "utf8");
+    doc = path.endsWith(".json") ? JSON.parse(text) : parseYaml(text);
+  } catch (err) {
+    throw new FarmError("INVALID_ARGUMENT", `cannot read agent config ${path}: ${(err as Error).message}`, { cause: err });
+  }
+  const d = doc as { tracker?: unknown; name?: unknown; boards?: unknown };
+  if (!Array.isArray(d?.boards)) throw new FarmError("INVALID_ARGUMENT", `agent config ${path}: "boards" must be a list`);
+  const boards = d.boards.map((b: Record<string, unknown>, i: number) => {
+    const at = `agent config ${path}: boards[${i}]`;
+    if (typeof b?.kind !== "string" || !isBoardKind(b.kind)) throw new FarmError("INVALID_ARGUMENT", `${at}.kind must be one of ${BOARD_KINDS.join(", ")}`);
+    return checkBoard(
+      {
+        kind: b.kind,
+        key: typeof b.key === "string" ? b.key : b.kind,
+        name: typeof b.name === "string" ? b.name : `${b.kind}${i}`,
+        labels: Object.fromEntries(Object.entries((b.labels as Record<string, unknown>) ?? {}).map(([k, v]) => [k, String(v)])),
+        index: b.index === undefined ? undefined : String(b.index),
+        options: (b.options as Record<string, unknown>) ?? {},
+      },
+      at,
+    );
+  });
+  return {
+    tracker: typeof d.tracker === "string" ? d.tracker : undefined,
+    name: typeof d.name === "string" ? d.name : undefined,
+    boards,
+  };
+}
+
+function checkBoard(b: BoardConfig, where: string): BoardConfig {
+  if (!/^[A-Za-z0-9_.:-]+$/.test(b.key)) throw new FarmError("INVALID_ARGUMENT", `${where}: key ${JSON.stringify(b.key)} may hold only letters, digits and _ . : -`);
+  if (!/^[A-Za-z0-9_.-]+$/.test(b.name)) throw new FarmError("INVALID_ARGUMENT", `${where}: name ${JSON.stringify(b.name)} may hold only letters, digits and _ . -`);
+  return b;
+}
+
+const UNITS: Record<string, number> = { "": 1, k: 1 << 10, m: 1 << 20, g: 1 << 30, t: 2 ** 40 };
+
+/** "512m", "4g", "1048576" → bytes. */
+export function parseBytes(text: string, where: string): number {
+  const m = /^(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?$/i.exec(text.trim());
+  if (!m) throw new FarmError("INVALID_ARGUMENT", `${where}: ${JSON.stringify(text)} is not a size (examples: 1048576, 512m, 4g)`);
+  return Math.floor(Number(m[1]) * UNITS[m[2]!.toLowerCase()]!);
+}

@@ -1,0 +1,51 @@
+import { hostname, tmpdir } from "node:os";
+import { join } from "node:path";
+import { componentLogger, type Logger } from "../protos/index.ts";
+import type { BoardConfig } from "./board-config.ts";
+
+export interface AgentOptions {
+  /** Tracker address HOST:PORT. */
+  tracker: string;
+  boards: BoardConfig[];
+  /** How the agent appears in the summary; default the host name and pid. */
+  name?: string;
+  /** Parent of the per-session working directories. */
+  workRoot?: string;
+  /** Largest single upload. */
+  maxUploadBytes?: number;
+  /** All files of one session together. */
+  maxSessionBytes?: number;
+  /** Per-call timeout when the host gives none. */
+  callTimeoutMs?: number;
+  /** Idle workers kept started per board. */
+  warmWorkers?: number;
+  logger?: Logger;
+}
+
+export type ResolvedAgentOptions = Required<AgentOptions>;
+
+export const DEFAULT_MAX_UPLOAD_BYTES = 1 << 30;
+export const DEFAULT_MAX_SESSION_BYTES = 4 * (1 << 30);
+export const DEFAULT_CALL_TIMEOUT_MS = 60_000;
+export const DEFAULT_WARM_WORKERS = 1;
+
+export function resolveAgentOptions(opts: AgentOptions): ResolvedAgentOptions {
+  if (opts.boards.length === 0) throw new RangeError("an agent needs at least one board (--board cpu:key=cpu)");
+  const names = new Set<string>();
+  for (const b of opts.boards) {
+    if (names.has(b.name)) throw new RangeError(`two boards are named "${b.name}"; give each a distinct name=`);
+    names.add(b.name);
+  }
+  const name = opts.name ?? `${hostname()}-${process.pid}`;
+  return {
+    tracker: opts.tracker,
+    boards: opts.boards,
+    name,
+    workRoot: opts.workRoot ?? join(tmpdir(), `kfarm-agent-${process.pid}`),
+    maxUploadBytes: opts.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_BYTES,
+    maxSessionBytes: opts.maxSessionBytes ?? DEFAULT_MAX_SESSION_BYTES,
+    callTimeoutMs: opts.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS,
+    warmWorkers: Math.max(1, opts.warmWorkers ?? DEFAULT_WARM_WORKERS),
+    logger: opts.logger ?? componentLogger("agent", { agent: name }),
+  };
+}

@@ -1,0 +1,185 @@
+/**
+ * Session workers of one board. Keeps `warm` started workers idle so a grant
+ * never waits for a process start, hands each assignment to one, and turns a
+ * worker's death into a session end with the reason (crash, call timeout).
+ *
+ * Worker states: `starting` → `idle` → `serving` → (`idle` again when it ran
+ * no foreign code | exit); any state → exit.
+ */
+import { fork, type ChildProcess } from "node:child_process";
+import { rmSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { FarmError, type Logger } from "../protos/index.ts";
+import type { AgentToWorker, WorkerConfig, WorkerToAgent } from "./worker/protocol.ts";
+import { TIMEOUT_MARKER } from "./worker/watchdog.ts";
+
+const WORKER_MAIN = fileURLToPath(new URL("./worker/main.ts", import.meta.url));
+const TSX_LOADER = import.meta.resolve("tsx");
+/** How much of a dead worker's stderr goes into the error message. */
+const STDERR_TAIL_BYTES = 2048;
+/** A cleanly ended session's worker gets this long to report before it is killed. */
+const CLEAN_END_GRACE_MS = 2000;
+
+type WorkerState = "starting" | "idle" | "serving" | "exiting";
+
+interface WorkerHandle {
+  readonly child: ChildProcess;
+  state: WorkerState;
+  sessionId?: string;
+  stderrTail: string;
+  /** Set when the agent itself killed it: its exit is not news. */
+  expectedExit: boolean;
+  graceTimer?: NodeJS.Timeout;
+}
+
+export interface PoolEvents {
+  /** The board has an idle worker and no session: it may be granted. */
+  ready(boardName: string): void;
+  /** A session ended on this side (worker died, call timed out). */
+  sessionEnded(sessionId: string, reason: FarmError): void;
+}
+
+export class BoardPool {
+  private readonly workers = new Set<WorkerHandle>();
+  private closed = false;
+
+  constructor(
+    private readonly config: WorkerConfig,
+    private readonly warm: number,
+    private readonly events: PoolEvents,
+    private readonly log: Logger,
+  ) {}
+
+  get boardName(): string {
+    return this.config.boardName;
+  }
+
+  private count(state: WorkerState): number {
+    let n = 0;
+    for (const w of this.workers) if (w.state === state) n++;
+    return n;
+  }
+
+  get hasIdle(): boolean {
+    return this.count("idle") > 0;
+  }
+
+  /** Starts workers until `warm` are idle or starting. */
+  fill(): void {
+    while (!this.closed && this.count("idle") + this.count("starting") < this.warm) this.spawn();
+  }
+
+  private spawn(): void {
+    const child = fork(WORKER_MAIN, [], {
+      execArgv: ["--import", TSX_LOADER],
+      env: { ...process.env, KFARM_WORKER: JSON.stringify(this.config) },
+      stdio: ["ignore", "inherit", "pipe", "ipc"],
+      serialization: "json",
+    });
+    const w: WorkerHandle = { child, state: "starting", stderrTail: "", expectedExit: false };
+    this.workers.add(w);
+    child.stderr!.on("data", (chunk: Buffer) => {
+      process.stderr.write(chunk);
+      w.stderrTail = (w.stderrTail + chunk.toString()).slice(-STDERR_TAIL_BYTES);
+    });
+    child.on("message", (msg: WorkerToAgent) => this.onMessage(w, msg));
+    child.on("exit", (code, signal) => this.onExit(w, code, signal));
+    child.on("error", (err) => this.log.error({ board: this.boardName, err: err.message }, "session worker failed to start"));
+  }
+
+  private onMessage(w: WorkerHandle, msg: WorkerToAgent): void {
+    if (msg.t === "ready") {
+      w.state = "idle";
+      if (!this.serving()) this.events.ready(this.boardName);
+    } else if (msg.t === "ended") {
+      clearTimeout(w.graceTimer);
+      w.sessionId = undefined;
+      if (msg.reusable && this.count("idle") < this.warm && !this.closed) {
+        w.state = "idle";
+      } else {
+        w.state = "exiting";
+        w.expectedExit = true;
+        // A tainted worker exits by itself; an extra clean one is told to go.
+        if (msg.reusable) w.child.kill("SIGTERM");
+      }
+      this.fill();
+      if (this.hasIdle) this.events.ready(this.boardName);
+    }
+  }
+
+  private onExit(w: WorkerHandle, code: number | null, signal: NodeJS.Signals | null): void {
+    this.workers.delete(w);
+    clearTimeout(w.graceTimer);
+    if (w.sessionId) rmSync(join(this.config.workRoot, w.sessionId), { recursive: true, force: true });
+    if (w.state === "serving" && w.sessionId && !w.expectedExit) {
+      this.events.sessionEnded(w.sessionId, this.deathReason(w, code, signal));
+    } else if (!w.expectedExit && !this.closed) {
+      this.log.warn({ board: this.boardName, code, signal, stderr: w.stderrTail.slice(-500) }, `idle session worker ${w.child.pid} died`);
+    }
+    this.fill();
+    if (this.hasIdle && !this.serving()) this.events.ready(this.boardName);
+  }
+
+  private deathReason(w: WorkerHandle, code: number | null, signal: NodeJS.Signals | null): FarmError {
+    const marker = w.stderrTail.lastIndexOf(TIMEOUT_MARKER);
+    if (marker >= 0) {
+      const line = w.stderrTail.slice(marker + TIMEOUT_MARKER.length).split("\n")[0]!.trim();
+      return new FarmError("TIMEOUT", `${line}; the session worker was killed and the board returned to the pool`);
+    }
+    const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
+    const tail = w.stderrTail.trim().split("\n").slice(-5).join("\n").trim();
+    return new FarmError("RUNTIME_CRASH", `the session worker (pid ${w.child.pid}) ${how}${tail ? `; its last output:\n${tail}` : ""}`);
+  }
+
+  private serving(): WorkerHandle | undefined {
+    for (const w of this.workers) if (w.state === "serving") return w;
+    return undefined;
+  }
+
+  assign(sessionId: string, token: string): void {
+    const w = [...this.workers].find((x) => x.state === "idle");
+    if (!w) {
+      this.events.sessionEnded(sessionId, new FarmError("INTERNAL", `board ${this.boardName} had no warm worker for session ${sessionId}`));
+      return;
+    }
+    w.state = "serving";
+    w.sessionId = sessionId;
+    this.send(w, { t: "assign", sessionId, token });
+    this.fill();
+    if (this.hasIdle) this.events.ready(this.boardName);
+  }
+
+  /** The tracker ended a session: a clean end lets the worker finish, any other kills it. */
+  end(sessionId: string, reason: FarmError | null): void {
+    const w = [...this.workers].find((x) => x.sessionId === sessionId && x.state === "serving");
+    if (!w) return;
+    if (reason) {
+      this.kill(w);
+      return;
+    }
+    // Its streams are closing too; it reports "ended" by itself, or is killed.
+    w.graceTimer = setTimeout(() => this.kill(w), CLEAN_END_GRACE_MS);
+  }
+
+  private send(w: WorkerHandle, msg: AgentToWorker): void {
+    if (w.child.connected) w.child.send(msg);
+  }
+
+  private kill(w: WorkerHandle): void {
+    w.expectedExit = true;
+    w.state = "exiting";
+    w.child.kill("SIGKILL");
+  }
+
+  /** Kills every worker (sessions included). */
+  close(): void {
+    this.closed = true;
+    for (const w of this.workers) this.kill(w);
+  }
+
+  /** Ends every session in progress (the tracker is gone, its sessions with it). */
+  abandonSessions(): void {
+    for (const w of this.workers) if (w.state === "serving") this.kill(w);
+  }
+}

@@ -1,0 +1,136 @@
+/**
+ * The agent's Attach stream to the tracker: register, heartbeat, receive
+ * assignments. When the tracker goes away (stream error, or `maxMissed`
+ * heartbeats unanswered) the link re-dials with capped backoff and
+ * registers again, so boards come back within a second of the tracker
+ * listening again.
+ *
+ * | state        | meaning                                       |
+ * |--------------|-----------------------------------------------|
+ * | `connecting` | dialing / waiting for Registered              |
+ * | `attached`   | registered; heartbeats flowing                |
+ * | `backoff`    | lost the tracker; waiting to re-dial          |
+ * | `closed`     | stopped for good                              |
+ */
+import * as grpc from "@grpc/grpc-js";
+import { AgentService, CHANNEL_OPTIONS, FarmError, type AgentServiceClient, type Logger } from "../protos/index.ts";
+import type { AgentMessage } from "../protos/gen/farm/v1/AgentMessage.ts";
+import type { BoardSpec } from "../protos/gen/farm/v1/BoardSpec.ts";
+import type { TrackerMessage__Output } from "../protos/gen/farm/v1/TrackerMessage.ts";
+import type { AssignSession__Output } from "../protos/gen/farm/v1/AssignSession.ts";
+
+export type LinkState = "connecting" | "attached" | "backoff" | "closed";
+
+export interface LinkEvents {
+  attached(agentId: string): void;
+  detached(why: string): void;
+  assign(a: AssignSession__Output): void;
+  end(sessionId: string, reason: FarmError | null): void;
+  drain(boardName: string): void;
+}
+
+const BACKOFF_START_MS = 50;
+const BACKOFF_MAX_MS = 500;
+
+export class TrackerLink {
+  state: LinkState = "connecting";
+  private readonly client: AgentServiceClient;
+  private call: grpc.ClientDuplexStream<AgentMessage, TrackerMessage__Output> | undefined;
+  private heartbeat: NodeJS.Timeout | undefined;
+  private retry: NodeJS.Timeout | undefined;
+  private backoffMs = BACKOFF_START_MS;
+  private seq = 0;
+  private acked = 0;
+
+  constructor(
+    readonly address: string,
+    private readonly agentName: string,
+    private readonly boards: BoardSpec[],
+    private readonly events: LinkEvents,
+    private readonly log: Logger,
+  ) {
+    this.client = new (AgentService as unknown as grpc.ServiceClientConstructor)(address, grpc.credentials.createInsecure(), {
+      ...CHANNEL_OPTIONS,
+      "grpc.initial_reconnect_backoff_ms": 100,
+      "grpc.min_reconnect_backoff_ms": 100,
+      "grpc.max_reconnect_backoff_ms": 500,
+    }) as unknown as AgentServiceClient;
+    this.dial();
+  }
+
+  send(msg: AgentMessage): void {
+    if (this.state === "attached" && this.call && !this.call.writableEnded) this.call.write(msg);
+  }
+
+  private dial(): void {
+    if (this.state === "closed") return;
+    this.state = "connecting";
+    const call = this.client.Attach() as unknown as grpc.ClientDuplexStream<AgentMessage, TrackerMessage__Output>;
+    this.call = call;
+    let lost = false;
+    const lose = (why: string) => {
+      if (lost || this.call !== call) return;
+      lost = true;
+      this.lost(why);
+    };
+    call.on("data", (msg: TrackerMessage__Output) => this.onMessage(msg));
+    call.on("error", (err) => lose(FarmError.from(err).message));
+    call.on("end", () => lose("the tracker closed the stream"));
+    call.on("status", (s: grpc.StatusObject) => lose(`the tracker ended the stream: ${s.details}`));
+    call.write({ register: { agent_name: this.agentName, boards: this.boards, version: "0.1.0" } });
+  }
+
+  private onMessage(msg: TrackerMessage__Output): void {
+    if (msg.registered) {
+      this.state = "attached";
+      this.backoffMs = BACKOFF_START_MS;
+      this.startHeartbeats(msg.registered.heartbeat_interval_ms, msg.registered.max_missed_heartbeats);
+      this.log.info({ tracker: this.address, agent: msg.registered.agent_id }, "attached to tracker");
+      this.events.attached(msg.registered.agent_id);
+    } else if (msg.heartbeat_ack) {
+      this.acked = Math.max(this.acked, msg.heartbeat_ack.seq);
+    } else if (msg.assign) {
+      this.events.assign(msg.assign);
+    } else if (msg.end_session) {
+      this.events.end(msg.end_session.session_id, msg.end_session.reason ? FarmError.fromWire(msg.end_session.reason) : null);
+    } else if (msg.drain) {
+      this.events.drain(msg.drain.board_name);
+    }
+  }
+
+  private startHeartbeats(intervalMs: number, maxMissed: number): void {
+    clearInterval(this.heartbeat);
+    this.seq = 0;
+    this.acked = 0;
+    this.heartbeat = setInterval(() => {
+      if (this.seq - this.acked > maxMissed + 1) {
+        // The tracker stopped answering without closing the stream (frozen, partitioned).
+        this.call?.cancel();
+        this.lost(`the tracker answered no heartbeat for ${(this.seq - this.acked) * intervalMs} ms`);
+        return;
+      }
+      this.send({ heartbeat: { seq: ++this.seq } });
+    }, intervalMs || 500);
+  }
+
+  private lost(why: string): void {
+    clearInterval(this.heartbeat);
+    this.call = undefined;
+    if (this.state === "closed") return;
+    const wasAttached = this.state === "attached";
+    this.state = "backoff";
+    if (wasAttached) this.log.warn({ tracker: this.address }, `lost the tracker: ${why}`);
+    this.events.detached(why);
+    const delay = this.backoffMs * (0.75 + Math.random() / 2);
+    this.backoffMs = Math.min(BACKOFF_MAX_MS, this.backoffMs * 2);
+    this.retry = setTimeout(() => this.dial(), delay);
+  }
+
+  close(): void {
+    this.state = "closed";
+    clearInterval(this.heartbeat);
+    clearTimeout(this.retry);
+    this.call?.cancel();
+    this.client.close();
+  }
+}

@@ -1,0 +1,122 @@
+/**
+ * A session's working directory: uploads land here under validated plain
+ * names, with a cap per file and per session.
+ */
+import { closeSync, openSync, readdirSync, readFileSync, statSync, unlinkSync, writeSync } from "node:fs";
+import { join } from "node:path";
+import { FarmError } from "../../protos/index.ts";
+
+const MAX_NAME_LENGTH = 255;
+
+/** A plain file name: no path separators, no `..`, no control characters. */
+export function checkUploadName(name: string): string {
+  const problem =
+    name.length === 0 ? "is empty"
+    : name.length > MAX_NAME_LENGTH ? `is longer than ${MAX_NAME_LENGTH} characters`
+    : /[/\\]/.test(name) ? "contains a path separator"
+    : name.includes("..") ? 'contains ".."'
+    : name === "." ? 'is "."'
+    : /[\x00-\x1f\x7f]/.test(name) ? "contains a control character"
+    : name.startsWith(".module") ? "is reserved for loaded modules"
+    : undefined;
+  if (problem) {
+    throw new FarmError("INVALID_NAME", `file name ${JSON.stringify(name)} ${problem}; upload names must be plain file names`);
+  }
+  return name;
+}
+
+export interface FileLimits {
+  maxUploadBytes: number;
+  maxSessionBytes: number;
+}
+
+interface OpenUpload {
+  fd: number;
+  name: string;
+  written: number;
+}
+
+export class SessionFiles {
+  private used = 0;
+  private readonly sizes = new Map<string, number>();
+
+  constructor(
+    readonly dir: string,
+    private readonly limits: FileLimits,
+  ) {}
+
+  path(name: string): string {
+    return join(this.dir, checkUploadName(name));
+  }
+
+  begin(name: string, announcedBytes: number): OpenUpload {
+    const path = this.path(name);
+    this.checkSize(name, announcedBytes, this.sizes.get(name) ?? 0);
+    const fd = openSync(path, "w", 0o600);
+    this.release(name);
+    return { fd, name, written: 0 };
+  }
+
+  append(upload: OpenUpload, data: Uint8Array): void {
+    this.checkSize(upload.name, upload.written + data.byteLength, 0);
+    let off = 0;
+    while (off < data.byteLength) off += writeSync(upload.fd, data, off);
+    upload.written += data.byteLength;
+    this.used += data.byteLength;
+    this.sizes.set(upload.name, upload.written);
+  }
+
+  finish(upload: OpenUpload): void {
+    closeSync(upload.fd);
+  }
+
+  /** Closes and deletes an upload that failed half-way. */
+  abandon(upload: OpenUpload): void {
+    closeSync(upload.fd);
+    this.remove(upload.name);
+  }
+
+  read(name: string): Buffer {
+    try {
+      return readFileSync(this.path(name));
+    } catch (err) {
+      throw notFound(name, err);
+    }
+  }
+
+  list(): Array<{ name: string; size: number }> {
+    return readdirSync(this.dir)
+      .filter((n) => !n.startsWith(".module"))
+      .map((name) => ({ name, size: statSync(join(this.dir, name)).size }))
+      .sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  remove(name: string): void {
+    try {
+      unlinkSync(this.path(name));
+    } catch (err) {
+      throw notFound(name, err);
+    }
+    this.release(name);
+  }
+
+  private release(name: string): void {
+    this.used -= this.sizes.get(name) ?? 0;
+    this.sizes.delete(name);
+  }
+
+  /** `replacing`: bytes of an existing file of that name that the new one replaces. */
+  private checkSize(name: string, bytes: number, replacing: number): void {
+    if (bytes > this.limits.maxUploadBytes) {
+      throw new FarmError("TOO_LARGE", `upload "${name}" is ${bytes} bytes; this board accepts at most ${this.limits.maxUploadBytes} bytes per file`);
+    }
+    if (this.used - replacing + bytes > this.limits.maxSessionBytes) {
+      throw new FarmError("TOO_LARGE", `upload "${name}" would bring this session's files to ${this.used - replacing + bytes} bytes; the cap is ${this.limits.maxSessionBytes} bytes per session`);
+    }
+  }
+}
+
+function notFound(name: string, err: unknown): FarmError {
+  if ((err as NodeJS.ErrnoException).code === "ENOENT") return new FarmError("NOT_FOUND", `no file "${name}" in this session`);
+  return FarmError.from(err);
+}

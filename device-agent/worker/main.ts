@@ -1,0 +1,85 @@
+/**
+ * A session worker process. It warms up (backend, gRPC connection to the
+ * tracker), says "ready", and then serves the sessions the agent assigns to
+ * it, one at a time, each in its own working directory. A worker that loaded
+ * foreign code serves no further session: it exits after that one.
+ */
+import { mkdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import * as grpc from "@grpc/grpc-js";
+import {
+  AgentService, CHANNEL_OPTIONS, FarmError, SESSION_ID_HEADER, SESSION_TOKEN_HEADER, componentLogger,
+  type AgentServiceClient,
+} from "../../protos/index.ts";
+import { createBackend } from "../backends/index.ts";
+import type { AgentToWorker, WorkerConfig, WorkerToAgent } from "./protocol.ts";
+import { SessionServer } from "./session-server.ts";
+import { Watchdog } from "./watchdog.ts";
+
+const config = JSON.parse(process.env.KFARM_WORKER ?? "null") as WorkerConfig | null;
+if (!config || !process.send) {
+  console.error("kfarm session worker: start me through `kfarm agent`, not by hand");
+  process.exit(2);
+}
+const log = componentLogger("worker", { board: config.boardName });
+
+function tell(msg: WorkerToAgent): Promise<void> {
+  return new Promise((resolve) => process.send!(msg, undefined, {}, () => resolve()));
+}
+
+// The agent is gone: nothing left to serve for.
+process.on("disconnect", () => process.exit(0));
+
+const backend = await createBackend(config.kind, config.backendOptions);
+const watchdog = new Watchdog();
+const client = new (AgentService as unknown as grpc.ServiceClientConstructor)(config.tracker, grpc.credentials.createInsecure(), {
+  ...CHANNEL_OPTIONS,
+  "grpc.initial_reconnect_backoff_ms": 100,
+  "grpc.max_reconnect_backoff_ms": 500,
+}) as unknown as AgentServiceClient;
+
+// Connect before saying ready, so a grant never waits for a TCP handshake.
+await new Promise<void>((resolve) => {
+  const attempt = () => client.waitForReady(Date.now() + 5000, (err) => (err ? attempt() : resolve()));
+  attempt();
+});
+await tell({ t: "ready" });
+
+let serving: string | undefined;
+
+process.on("message", (msg: AgentToWorker) => {
+  if (msg.t === "assign") {
+    if (serving) {
+      log.error({ session: msg.sessionId, serving }, "assigned a session while serving another");
+      return;
+    }
+    serving = msg.sessionId;
+    void serve(msg.sessionId, msg.token);
+  }
+});
+
+async function serve(sessionId: string, token: string): Promise<void> {
+  const workdir = join(config!.workRoot, sessionId);
+  mkdirSync(workdir, { recursive: true, mode: 0o700 });
+  const metadata = new grpc.Metadata();
+  metadata.set(SESSION_ID_HEADER, sessionId);
+  metadata.set(SESSION_TOKEN_HEADER, token);
+  const stream = client.ServeSession(metadata) as unknown as grpc.ClientDuplexStream<Uint8Array, Buffer>;
+  const server = new SessionServer(backend, workdir, config!.limits, {
+    send: (frame) => stream.write(frame),
+    drained: () => new Promise((resolve) => stream.once("drain", resolve)),
+  }, watchdog);
+  stream.on("data", (bytes: Buffer) => server.receive(bytes));
+  void server.closed.then(() => stream.end());
+
+  const error = await new Promise<FarmError | undefined>((resolve) => {
+    stream.on("status", (s: grpc.StatusObject) => resolve(s.code === grpc.status.OK ? undefined : FarmError.from({ ...s, message: s.details })));
+    stream.on("error", (err) => resolve(FarmError.from(err)));
+  });
+  server.dispose();
+  rmSync(workdir, { recursive: true, force: true });
+  serving = undefined;
+  const reusable = !backend.tainted;
+  await tell({ t: "ended", sessionId, reusable, ...(error ? { error: error.toWire() as { code: FarmError["code"]; message: string } } : {}) });
+  if (!reusable) process.exit(0);
+}

@@ -1,0 +1,19 @@
+/** Messages between the agent and its session workers (Node IPC, JSON). */
+import type { FarmErrorCode } from "../../protos/index.ts";
+import type { SessionLimits } from "./session-server.ts";
+
+/** Given to a worker at spawn, in the KFARM_WORKER env variable. */
+export interface WorkerConfig {
+  tracker: string;
+  boardName: string;
+  kind: string;
+  backendOptions: Record<string, unknown>;
+  workRoot: string;
+  limits: SessionLimits;
+}
+
+export type AgentToWorker = { t: "assign"; sessionId: string; token: string };
+
+export type WorkerToAgent =
+  | { t: "ready" }
+  | { t: "ended"; sessionId: string; reusable: boolean; error?: { code: FarmErrorCode; message: string } };

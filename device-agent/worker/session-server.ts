@@ -1,0 +1,352 @@
+/**
+ * Serves one session's frames on one board: files, modules, arrays, calls,
+ * timing and stats. Frames are handled strictly in order; every request gets
+ * a reply (or, for chunked reads, replies) with its id.
+ */
+import {
+  CHUNK_BYTES, DTYPES, FarmError, decodeBundle, decodeHostFrame, dtypeBytes, elementCount, encodeBoardFrame, isDtype,
+  type BoardFrame, type Dtype, type HostFrame__Output,
+} from "../../protos/index.ts";
+import type { Call__Output } from "../../protos/gen/farm/v1/Call.ts";
+import type { ArgValue, Backend, DeviceArray, LoadedFunction, LoadedModule } from "../backends/index.ts";
+import { SessionFiles, type FileLimits } from "./files.ts";
+import { evaluateTime } from "./time-evaluator.ts";
+import type { Watchdog } from "./watchdog.ts";
+
+export interface SessionLimits extends FileLimits {
+  /** Per-call timeout when the host gives none. */
+  callTimeoutMs: number;
+}
+
+/** Where replies go; `send` returns false when the caller should wait for `drained`. */
+export interface FrameSink {
+  send(frame: Uint8Array): boolean;
+  drained(): Promise<void>;
+}
+
+interface RemoteArrayState {
+  array: DeviceArray;
+  dtype: Dtype;
+  shape: number[];
+}
+
+type Pending = { kind: "upload"; upload: ReturnType<SessionFiles["begin"]> | undefined } | { kind: "array"; failed: boolean };
+
+export class SessionServer {
+  private readonly files: SessionFiles;
+  private readonly modules = new Map<number, LoadedModule>();
+  private readonly arrays = new Map<number, RemoteArrayState>();
+  private readonly chunked = new Map<number, Pending>();
+  private arrayBytes = 0;
+  private nextModule = 1;
+  private nextArray = 1;
+  private queue: HostFrame__Output[] = [];
+  private running = false;
+  private closeRequested = false;
+  private resolveClosed!: () => void;
+  /** Resolves when the host asked to close and the reply went out. */
+  readonly closed = new Promise<void>((r) => (this.resolveClosed = r));
+
+  constructor(
+    private readonly backend: Backend,
+    workdir: string,
+    private readonly limits: SessionLimits,
+    private readonly sink: FrameSink,
+    private readonly watchdog?: Watchdog,
+  ) {
+    this.files = new SessionFiles(workdir, limits);
+  }
+
+  /** One encoded HostFrame from the host. */
+  receive(bytes: Uint8Array): void {
+    let frame: HostFrame__Output;
+    try {
+      frame = decodeHostFrame(bytes);
+    } catch (err) {
+      this.reply({ id: 0, error: new FarmError("PROTOCOL_ERROR", `undecodable frame: ${(err as Error).message}`).toWire() });
+      return;
+    }
+    this.queue.push(frame);
+    if (!this.running) void this.pump();
+  }
+
+  /** Frees everything the session holds (arrays, open uploads). */
+  dispose(): void {
+    for (const pending of this.chunked.values()) if (pending.kind === "upload" && pending.upload) this.files.abandon(pending.upload);
+    this.chunked.clear();
+    for (const a of this.arrays.values()) a.array.free();
+    this.arrays.clear();
+    this.backend.reset();
+  }
+
+  private async pump(): Promise<void> {
+    this.running = true;
+    try {
+      while (this.queue.length > 0) {
+        const frame = this.queue.shift()!;
+        try {
+          const done = this.handle(frame);
+          if (done) await done;
+        } catch (err) {
+          this.fail(frame, err);
+        }
+      }
+    } finally {
+      this.running = false;
+    }
+  }
+
+  private fail(frame: HostFrame__Output, err: unknown): void {
+    const e = FarmError.from(err);
+    this.reply({ id: frame.id, error: e.toWire() });
+  }
+
+  private reply(frame: BoardFrame): boolean {
+    return this.sink.send(encodeBoardFrame(frame));
+  }
+
+  private handle(f: HostFrame__Output): void | Promise<void> {
+    if (this.closeRequested) throw new FarmError("SESSION_CLOSED", "the session is closing");
+    switch (f.op) {
+      case "upload":
+        return this.upload(f.id, f.upload!);
+      case "download":
+        return this.sendChunks(f.id, this.files.read(f.download!.name));
+      case "listdir":
+        this.reply({ id: f.id, listing: { entries: this.files.list() } });
+        return;
+      case "remove":
+        this.files.remove(f.remove!.name);
+        this.reply({ id: f.id, ok: {} });
+        return;
+      case "load_module":
+        return this.loadModule(f.id, f.load_module!.name);
+      case "array_alloc":
+        return this.allocArray(f.id, f.array_alloc!.shape, f.array_alloc!.dtype);
+      case "array_write":
+        return this.writeArray(f.id, f.array_write!);
+      case "array_read":
+        return this.sendChunks(f.id, this.arrayOf(f.array_read!.array).array.read(0, this.arrayOf(f.array_read!.array).array.nbytes));
+      case "array_free": {
+        const a = this.arrayOf(f.array_free!.array);
+        a.array.free();
+        this.arrays.delete(f.array_free!.array);
+        this.arrayBytes -= a.array.nbytes;
+        this.reply({ id: f.id, ok: {} });
+        return;
+      }
+      case "call":
+        return this.call(f.id, f.call!);
+      case "time_evaluate":
+        return this.timeEvaluate(f);
+      case "stats": {
+        const s = this.backend.stats();
+        this.reply({ id: f.id, stats: { counters: s.counters, info: s.info } });
+        return;
+      }
+      case "clear_stats":
+        this.backend.clearStats();
+        this.reply({ id: f.id, ok: {} });
+        return;
+      case "close":
+        this.closeRequested = true;
+        this.reply({ id: f.id, ok: {} });
+        this.resolveClosed();
+        return;
+      default:
+        throw new FarmError("PROTOCOL_ERROR", `frame ${f.id} carries no known operation`);
+    }
+  }
+
+  private upload(id: number, u: NonNullable<HostFrame__Output["upload"]>): void {
+    let pending = this.chunked.get(id);
+    if (!pending) {
+      pending = { kind: "upload", upload: undefined };
+      this.chunked.set(id, pending);
+      try {
+        pending.upload = this.files.begin(u.name, u.total_bytes);
+      } catch (err) {
+        this.replyOnce(id, pending, u.done, err);
+        return;
+      }
+    }
+    if (pending.kind !== "upload") throw new FarmError("PROTOCOL_ERROR", `frame ${id} mixes an upload into another request`);
+    if (!pending.upload) return this.replyOnce(id, pending, u.done); // failed earlier: swallow the rest
+    try {
+      if (u.data.byteLength > 0) this.files.append(pending.upload, u.data);
+    } catch (err) {
+      this.files.abandon(pending.upload);
+      pending.upload = undefined;
+      this.replyOnce(id, pending, u.done, err);
+      return;
+    }
+    if (u.done) {
+      this.files.finish(pending.upload);
+      this.chunked.delete(id);
+      this.reply({ id, ok: {} });
+    }
+  }
+
+  /** For a chunked request that failed: reply with the error once, forget it after its last chunk. */
+  private replyOnce(id: number, pending: Pending, done: boolean, err?: unknown): void {
+    if (err !== undefined) this.fail({ id } as HostFrame__Output, err);
+    if (done) this.chunked.delete(id);
+    else if (pending.kind === "upload") pending.upload = undefined;
+    else pending.failed = true;
+  }
+
+  private async sendChunks(id: number, bytes: Uint8Array): Promise<void> {
+    const total = bytes.byteLength;
+    let offset = 0;
+    do {
+      const end = Math.min(total, offset + CHUNK_BYTES);
+      const ok = this.reply({ id, data: { data: bytes.subarray(offset, end), offset, total_bytes: total, done: end === total } });
+      offset = end;
+      if (!ok) await this.sink.drained();
+    } while (offset < total);
+  }
+
+  private loadModule(id: number, name: string): void {
+    const bundle = decodeBundle(this.files.read(name));
+    if (bundle.target !== this.backend.target) {
+      const details = Object.values(bundle.targetDetails).join("/");
+      throw new FarmError("TARGET_MISMATCH", `module "${name}" was built for target ${bundle.target}${details ? ` (${details})` : ""}, but this board is a ${this.backend.kind} board`);
+    }
+    const dir = this.files.dir;
+    const module = this.backend.load(bundle, dir);
+    const moduleId = this.nextModule++;
+    this.modules.set(moduleId, module);
+    this.reply({
+      id,
+      module: {
+        module: moduleId,
+        target: bundle.target,
+        functions: bundle.functions.map((fn) => ({
+          name: fn.name,
+          params: fn.params.map((p) => ({ name: p.name, kind: p.kind, dtype: p.dtype, shape: p.shape ?? [] })),
+        })),
+      },
+    });
+  }
+
+  private allocArray(id: number, shape: number[], dtype: string): void {
+    if (!isDtype(dtype)) throw new FarmError("BAD_ARGUMENTS", `unknown dtype ${JSON.stringify(dtype)}; known: ${Object.keys(DTYPES).join(", ")}`);
+    if (shape.some((d) => !Number.isInteger(d) || d < 0)) throw new FarmError("BAD_ARGUMENTS", `shape ${JSON.stringify(shape)} must be non-negative integers`);
+    const nbytes = elementCount(shape) * dtypeBytes(dtype);
+    if (this.arrayBytes + nbytes > this.backend.memoryBytes) {
+      throw new FarmError(
+        "OUT_OF_MEMORY",
+        `array [${shape.join(", ")}] ${dtype} needs ${nbytes} bytes; this board has ${this.backend.memoryBytes - this.arrayBytes} of its ${this.backend.memoryBytes} bytes left for this session`,
+      );
+    }
+    const array = this.backend.alloc(nbytes);
+    this.arrayBytes += nbytes;
+    const arrayId = this.nextArray++;
+    this.arrays.set(arrayId, { array, dtype, shape: [...shape] });
+    this.reply({ id, array: { array: arrayId, nbytes } });
+  }
+
+  private writeArray(id: number, w: NonNullable<HostFrame__Output["array_write"]>): void {
+    let pending = this.chunked.get(id);
+    if (!pending) this.chunked.set(id, (pending = { kind: "array", failed: false }));
+    if (pending.kind !== "array") throw new FarmError("PROTOCOL_ERROR", `frame ${id} mixes an array write into another request`);
+    if (pending.failed) return this.replyOnce(id, pending, w.done);
+    try {
+      const a = this.arrayOf(w.array).array;
+      if (w.offset < 0 || w.offset + w.data.byteLength > a.nbytes) {
+        throw new FarmError("BAD_ARGUMENTS", `write of ${w.data.byteLength} bytes at offset ${w.offset} overruns array ${w.array} (${a.nbytes} bytes)`);
+      }
+      a.write(w.offset, w.data);
+    } catch (err) {
+      this.replyOnce(id, pending, w.done, err);
+      return;
+    }
+    if (w.done) {
+      this.chunked.delete(id);
+      this.reply({ id, ok: {} });
+    }
+  }
+
+  private arrayOf(id: number): RemoteArrayState {
+    const a = this.arrays.get(id);
+    if (!a) throw new FarmError("NOT_FOUND", `no array ${id} in this session (freed, or never allocated)`);
+    return a;
+  }
+
+  /** Looks up the function and checks every argument against its parameters. */
+  private prepare(c: Call__Output): { fn: LoadedFunction; args: ArgValue[] } {
+    const module = this.modules.get(c.module);
+    if (!module) throw new FarmError("NOT_FOUND", `no module ${c.module} in this session; load one with loadModule`);
+    const fn = module.functions.get(c.function);
+    if (!fn) {
+      throw new FarmError("UNKNOWN_FUNCTION", `module ${c.module} has no function "${c.function}"; it has: ${[...module.functions.keys()].join(", ")}`);
+    }
+    const params = fn.spec.params;
+    const signature = `${fn.spec.name}(${params.map((p) => `${p.dtype}${p.kind === "buffer" ? "*" : ""} ${p.name}`).join(", ")})`;
+    if (c.args.length !== params.length) {
+      throw new FarmError("BAD_ARGUMENTS", `${signature} takes ${params.length} argument(s), got ${c.args.length}`);
+    }
+    const args = params.map((p, i): ArgValue => {
+      const arg = c.args[i]!;
+      const at = `argument ${i} (${p.name}) of ${signature}`;
+      if (p.kind === "buffer") {
+        if (arg.value !== "array") throw new FarmError("BAD_ARGUMENTS", `${at} must be a ${p.dtype} array, got a scalar`);
+        const a = this.arrayOf(arg.array ?? 0);
+        if (a.dtype !== p.dtype) throw new FarmError("BAD_ARGUMENTS", `${at} must be a ${p.dtype} array, got ${a.dtype}`);
+        if (p.shape && p.shape.length > 0 && (p.shape.length !== a.shape.length || p.shape.some((d, k) => d !== a.shape[k]))) {
+          throw new FarmError("BAD_ARGUMENTS", `${at} must have shape [${p.shape.join(", ")}], got [${a.shape.join(", ")}]`);
+        }
+        return { kind: "buffer", array: a.array };
+      }
+      if (arg.value === "array") throw new FarmError("BAD_ARGUMENTS", `${at} must be a ${p.dtype} scalar, got an array`);
+      const value = (arg.value === "int_value" ? arg.int_value : arg.float_value) ?? 0;
+      if (p.dtype.startsWith("float")) return { kind: "scalar", value };
+      if (arg.value !== "int_value" || !Number.isSafeInteger(value)) throw new FarmError("BAD_ARGUMENTS", `${at} must be an integer, got ${value}`);
+      return { kind: "scalar", value };
+    });
+    return { fn, args };
+  }
+
+  private guarded<T>(c: Call__Output, what: string, run: () => T): T {
+    const timeoutMs = c.timeout_ms || this.limits.callTimeoutMs;
+    this.watchdog?.arm(timeoutMs, `${what} ${c.function} ran past its ${timeoutMs} ms timeout`);
+    try {
+      return run();
+    } catch (err) {
+      if (err instanceof FarmError) throw err;
+      throw new FarmError("RUNTIME_ERROR", `${what} ${c.function} failed: ${(err as Error).message}`, { cause: err });
+    } finally {
+      this.watchdog?.disarm();
+    }
+  }
+
+  private call(id: number, c: Call__Output): void {
+    const { fn, args } = this.prepare(c);
+    const t0 = process.hrtime.bigint();
+    this.guarded(c, "call", () => this.backend.invoke(fn, args));
+    this.reply({ id, call: { elapsed_ns: Number(process.hrtime.bigint() - t0) } });
+  }
+
+  private timeEvaluate(f: HostFrame__Output): void {
+    const t = f.time_evaluate!;
+    if (!t.call) throw new FarmError("BAD_ARGUMENTS", "time_evaluate needs a call");
+    const c = t.call;
+    if (t.repeat < 1 || t.number < 1) throw new FarmError("BAD_ARGUMENTS", `time_evaluate needs number ≥ 1 and repeat ≥ 1 (got number ${t.number}, repeat ${t.repeat})`);
+    const { fn, args } = this.prepare(c);
+    const result = this.guarded(c, "time_evaluate of", () =>
+      evaluateTime(
+        {
+          number: t.number,
+          repeat: t.repeat,
+          minRepeatMs: t.min_repeat_ms,
+          cooldownMs: t.cooldown_ms,
+          repeatsToCooldown: t.repeats_to_cooldown || 1,
+          limitZeroTimeIterations: t.limit_zero_time_iterations || 100,
+        },
+        () => this.backend.invoke(fn, args),
+        (n) => this.backend.timeCalls(fn, args, n),
+      ),
+    );
+    this.reply({ id: f.id, time: { results_s: result.resultsS, number: result.number, conditions: this.backend.stats().info } });
+  }
+}

@@ -1,0 +1,370 @@
+/**
+ * A session on one board: the TVM `remote` object. Files, modules, arrays,
+ * calls and timing, over a FrameChannel. Requests are pipelined on one open
+ * stream; each gets its reply by id.
+ */
+import { readFile } from "node:fs/promises";
+import { basename } from "node:path";
+import {
+  CHUNK_BYTES, FarmError, decodeBoardFrame, dtypeBytes, dtypeOf, elementCount, encodeHostFrame, isDtype, viewAs,
+  type AnyTypedArray, type BoardFrame__Output, type Dtype, type HostFrame,
+} from "../protos/index.ts";
+import type { BoardInfo__Output } from "../protos/gen/farm/v1/BoardInfo.ts";
+import type { FunctionInfo__Output } from "../protos/gen/farm/v1/FunctionInfo.ts";
+import type { Arg } from "../protos/gen/farm/v1/Arg.ts";
+import { BenchmarkResult } from "./benchmark-result.ts";
+import type { FrameChannel } from "./frame-channel.ts";
+import type { CompiledModule } from "./compiled-module.ts";
+
+type Op = Omit<HostFrame, "id">;
+
+interface Reply {
+  frame: BoardFrame__Output;
+  /** Assembled chunked data (download, array read). */
+  data: Buffer | undefined;
+}
+
+interface Waiting {
+  resolve(reply: Reply): void;
+  reject(err: FarmError): void;
+  /** Chunked replies (download, array read) are assembled here. */
+  assembled?: Buffer;
+}
+
+export interface TimeEvaluatorOptions {
+  /** Calls per repeat (grows to reach minRepeatMs). Default 10. */
+  number?: number;
+  /** Repeats, each one result. Default 1. */
+  repeat?: number;
+  /** Grow `number` until one repeat lasts this long. Default 0. */
+  minRepeatMs?: number;
+  /** Sleep after repeats (see repeatsToCooldown). Default 0. */
+  cooldownMs?: number;
+  /** Sleep after repeat i when i % repeatsToCooldown == 0. Default 1. */
+  repeatsToCooldown?: number;
+  /** Stop growing after this many 0 ns measurements. Default 100. */
+  limitZeroTimeIterations?: number;
+  /** Per-evaluation timeout on the board; default the board's call timeout. */
+  timeoutMs?: number;
+}
+
+export type ScalarArg = number | bigint;
+export type CallArg = RemoteArray | ScalarArg;
+
+export interface CallOptions {
+  timeoutMs?: number;
+}
+
+export class RemoteArray {
+  private freed = false;
+  constructor(
+    private readonly session: Session,
+    readonly id: number,
+    readonly shape: readonly number[],
+    readonly dtype: Dtype,
+    readonly nbytes: number,
+  ) {}
+
+  /** Copies host data into the array (same byte length). */
+  async copyFrom(data: AnyTypedArray | Uint8Array): Promise<void> {
+    const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+    if (bytes.byteLength !== this.nbytes) {
+      throw new FarmError("BAD_ARGUMENTS", `copyFrom: array ${this.id} holds ${this.nbytes} bytes ([${this.shape.join(", ")}] ${this.dtype}), got ${bytes.byteLength}`);
+    }
+    await this.session.sendChunked(bytes, (chunk, offset, done) => ({ array_write: { array: this.id, offset, data: chunk, done } }));
+  }
+
+  /** The array's contents as a typed array of its dtype. */
+  async toArray(): Promise<AnyTypedArray> {
+    const bytes = await this.session.fetchChunked({ array_read: { array: this.id } });
+    return viewAs(this.dtype, bytes);
+  }
+
+  async free(): Promise<void> {
+    if (this.freed) return;
+    this.freed = true;
+    await this.session.request({ array_free: { array: this.id } });
+  }
+}
+
+export class RemoteModule {
+  constructor(
+    private readonly session: Session,
+    readonly id: number,
+    readonly target: string,
+    readonly functions: readonly FunctionInfo__Output[],
+  ) {}
+
+  private info(name: string): FunctionInfo__Output {
+    const fn = this.functions.find((f) => f.name === name);
+    if (!fn) throw new FarmError("UNKNOWN_FUNCTION", `module ${this.id} has no function "${name}"; it has: ${this.functions.map((f) => f.name).join(", ")}`);
+    return fn;
+  }
+
+  /** An awaitable handle on one function: `await fn(a, b, c, n)`. */
+  getFunction(name: string): RemoteFunction {
+    const info = this.info(name);
+    const fn = ((...args: CallArg[]) => this.session.call(this.id, info, args)) as RemoteFunction;
+    Object.defineProperties(fn, {
+      info: { value: info },
+      withOptions: { value: (opts: CallOptions) => (...args: CallArg[]) => this.session.call(this.id, info, args, opts) },
+    });
+    return fn;
+  }
+
+  /** TVM's module.time_evaluator: returns an evaluator to call with the arguments. */
+  timeEvaluator(name: string, opts: TimeEvaluatorOptions = {}): (...args: CallArg[]) => Promise<BenchmarkResult> {
+    const info = this.info(name);
+    let number = opts.number ?? 10;
+    return async (...args: CallArg[]) => {
+      const result = await this.session.timeEvaluate(this.id, info, args, { ...opts, number });
+      // As in TVM, the grown `number` persists into later evaluations of this evaluator.
+      number = result.number;
+      return result;
+    };
+  }
+}
+
+export interface RemoteFunction {
+  (...args: CallArg[]): Promise<void>;
+  readonly info: FunctionInfo__Output;
+  withOptions(opts: CallOptions): (...args: CallArg[]) => Promise<void>;
+}
+
+export class Session {
+  private nextId = 1;
+  private readonly waiting = new Map<number, Waiting>();
+  private endReason: FarmError | undefined;
+  private closing: Promise<void> | undefined;
+  private resolveEnded!: () => void;
+  private readonly ended = new Promise<void>((r) => (this.resolveEnded = r));
+  private readonly modules: RemoteModule[] = [];
+
+  constructor(
+    readonly id: string,
+    readonly board: BoardInfo__Output,
+    private readonly channel: FrameChannel,
+  ) {
+    channel.onFrame((bytes) => this.onFrame(bytes));
+    channel.onClose((reason) => this.onClose(reason));
+  }
+
+  /** Why the session ended, once it has. */
+  get closedReason(): FarmError | undefined {
+    return this.endReason;
+  }
+
+  get isClosed(): boolean {
+    return this.endReason !== undefined;
+  }
+
+  private onFrame(bytes: Uint8Array): void {
+    let frame: BoardFrame__Output;
+    try {
+      frame = decodeBoardFrame(bytes);
+    } catch (err) {
+      this.onClose(new FarmError("PROTOCOL_ERROR", `the board sent an undecodable frame: ${(err as Error).message}`));
+      this.channel.abort();
+      return;
+    }
+    const w = this.waiting.get(frame.id);
+    if (!w) return;
+    if (frame.result === "data") {
+      const d = frame.data!;
+      w.assembled ??= Buffer.allocUnsafe(d.total_bytes);
+      w.assembled.set(d.data, d.offset);
+      if (!d.done) return;
+    }
+    this.waiting.delete(frame.id);
+    if (frame.result === "error") w.reject(FarmError.fromWire(frame.error!));
+    else w.resolve({ frame, data: w.assembled });
+  }
+
+  private onClose(reason: FarmError | null): void {
+    if (this.endReason) return;
+    this.endReason = reason ?? new FarmError("SESSION_CLOSED", `session ${this.id} is closed`);
+    for (const w of this.waiting.values()) w.reject(this.endReason);
+    this.waiting.clear();
+    this.resolveEnded();
+  }
+
+  private checkOpen(): void {
+    if (this.endReason) {
+      const e = this.endReason;
+      throw new FarmError(e.code === "SESSION_CLOSED" ? "SESSION_CLOSED" : e.code, e.code === "SESSION_CLOSED" ? e.message : `session ${this.id} has ended: ${e.message}`);
+    }
+  }
+
+  /** @internal One request, one reply. */
+  async request(op: Op): Promise<BoardFrame__Output> {
+    this.checkOpen();
+    const id = this.nextId++;
+    const reply = this.expect(id);
+    if (!this.channel.send(encodeHostFrame({ id, ...op }))) await this.channel.drained();
+    return (await reply).frame;
+  }
+
+  private expect(id: number): Promise<Reply> {
+    return new Promise((resolve, reject) => this.waiting.set(id, { resolve, reject }));
+  }
+
+  /** @internal Sends `bytes` in chunks under one request id; one reply at the end. */
+  async sendChunked(bytes: Uint8Array, op: (chunk: Uint8Array, offset: number, done: boolean) => Op): Promise<BoardFrame__Output> {
+    this.checkOpen();
+    const id = this.nextId++;
+    const reply = this.expect(id);
+    let offset = 0;
+    do {
+      const end = Math.min(bytes.byteLength, offset + CHUNK_BYTES);
+      const ok = this.channel.send(encodeHostFrame({ id, ...op(bytes.subarray(offset, end), offset, end === bytes.byteLength) }));
+      offset = end;
+      // Stop early when the board already answered (it refused the transfer).
+      if (!this.waiting.has(id)) break;
+      if (!ok) await Promise.race([this.channel.drained(), reply.catch(() => {})]);
+    } while (offset < bytes.byteLength);
+    return (await reply).frame;
+  }
+
+  /** @internal A request whose reply comes in chunks; resolves to the assembled bytes. */
+  async fetchChunked(op: Op): Promise<Buffer> {
+    this.checkOpen();
+    const id = this.nextId++;
+    const reply = this.expect(id);
+    this.channel.send(encodeHostFrame({ id, ...op }));
+    return (await reply).data ?? Buffer.alloc(0);
+  }
+
+  // --- files
+
+  /**
+   * Uploads bytes, a file path, or a compiled module under `name`
+   * (default: the path's base name, or the module's own name).
+   */
+  async upload(source: Uint8Array | string | CompiledModule, name?: string): Promise<string> {
+    let bytes: Uint8Array;
+    let target: string;
+    if (typeof source === "string") {
+      bytes = await readFile(source);
+      target = name ?? basename(source);
+    } else if (source instanceof Uint8Array) {
+      if (!name) throw new FarmError("INVALID_ARGUMENT", "upload(bytes) needs a name");
+      bytes = source;
+      target = name;
+    } else {
+      bytes = source.bytes;
+      target = name ?? source.name;
+    }
+    await this.sendChunked(bytes, (chunk, _offset, done) => ({ upload: { name: target, total_bytes: bytes.byteLength, data: chunk, done } }));
+    return target;
+  }
+
+  async download(name: string): Promise<Buffer> {
+    return this.fetchChunked({ download: { name } });
+  }
+
+  async listdir(): Promise<Array<{ name: string; size: number }>> {
+    const r = await this.request({ listdir: {} });
+    return r.listing!.entries.map((e) => ({ name: e.name, size: e.size }));
+  }
+
+  async remove(name: string): Promise<void> {
+    await this.request({ remove: { name } });
+  }
+
+  // --- modules and calls
+
+  async loadModule(name: string): Promise<RemoteModule> {
+    const r = await this.request({ load_module: { name } });
+    const m = r.module!;
+    const module = new RemoteModule(this, m.module, m.target, m.functions);
+    this.modules.push(module);
+    return module;
+  }
+
+  private args(info: FunctionInfo__Output, args: readonly CallArg[]): Arg[] {
+    return args.map((a, i) => {
+      if (a instanceof RemoteArray) return { array: a.id };
+      const p = info.params[i];
+      const float = p?.dtype.startsWith("float");
+      if (typeof a === "bigint") return { int_value: Number(a) };
+      if (typeof a !== "number") throw new FarmError("BAD_ARGUMENTS", `argument ${i} of ${info.name} must be a RemoteArray or a number, got ${typeof a}`);
+      return float || !Number.isInteger(a) ? { float_value: a } : { int_value: a };
+    });
+  }
+
+  /** @internal */
+  async call(module: number, info: FunctionInfo__Output, args: readonly CallArg[], opts: CallOptions = {}): Promise<void> {
+    await this.request({ call: { module, function: info.name, args: this.args(info, args), timeout_ms: opts.timeoutMs ?? 0 } });
+  }
+
+  /** @internal */
+  async timeEvaluate(module: number, info: FunctionInfo__Output, args: readonly CallArg[], opts: TimeEvaluatorOptions): Promise<BenchmarkResult> {
+    const r = await this.request({
+      time_evaluate: {
+        call: { module, function: info.name, args: this.args(info, args), timeout_ms: opts.timeoutMs ?? 0 },
+        number: opts.number ?? 10,
+        repeat: opts.repeat ?? 1,
+        min_repeat_ms: opts.minRepeatMs ?? 0,
+        cooldown_ms: opts.cooldownMs ?? 0,
+        repeats_to_cooldown: opts.repeatsToCooldown ?? 1,
+        limit_zero_time_iterations: opts.limitZeroTimeIterations ?? 100,
+      },
+    });
+    const t = r.time!;
+    return new BenchmarkResult(t.results_s, t.number, t.conditions);
+  }
+
+  /**
+   * TVM's time_evaluator by function name, looked up in the modules this
+   * session loaded (the most recent first).
+   */
+  timeEvaluator(fnName: string, opts: TimeEvaluatorOptions = {}): (...args: CallArg[]) => Promise<BenchmarkResult> {
+    const module = [...this.modules].reverse().find((m) => m.functions.some((f) => f.name === fnName));
+    if (!module) throw new FarmError("UNKNOWN_FUNCTION", `no module loaded in session ${this.id} has a function "${fnName}"`);
+    return module.timeEvaluator(fnName, opts);
+  }
+
+  // --- arrays
+
+  /** A remote array: from host data (copied in), or empty of a shape and dtype. */
+  async array(init: AnyTypedArray | { shape: readonly number[]; dtype: Dtype }, shape?: readonly number[]): Promise<RemoteArray> {
+    const isData = ArrayBuffer.isView(init);
+    const dtype = isData ? dtypeOf(init as AnyTypedArray) : (init as { dtype: Dtype }).dtype;
+    if (!isDtype(dtype)) throw new FarmError("BAD_ARGUMENTS", `unknown dtype ${JSON.stringify(dtype)}`);
+    const dims = [...(shape ?? (isData ? [(init as AnyTypedArray).length] : (init as { shape: readonly number[] }).shape))];
+    if (isData && elementCount(dims) * dtypeBytes(dtype) !== (init as AnyTypedArray).byteLength) {
+      throw new FarmError("BAD_ARGUMENTS", `shape [${dims.join(", ")}] does not match ${(init as AnyTypedArray).length} elements`);
+    }
+    const r = await this.request({ array_alloc: { shape: dims, dtype } });
+    const array = new RemoteArray(this, r.array!.array, dims, dtype, r.array!.nbytes);
+    if (isData && array.nbytes > 0) await array.copyFrom(init as AnyTypedArray);
+    return array;
+  }
+
+  // --- stats and lifetime
+
+  async stats(): Promise<{ counters: Record<string, number>; info: Record<string, string> }> {
+    const r = await this.request({ stats: {} });
+    return { counters: { ...r.stats!.counters }, info: { ...r.stats!.info } };
+  }
+
+  async clearStats(): Promise<void> {
+    await this.request({ clear_stats: {} });
+  }
+
+  /** Ends the session; the board goes back to the pool. Safe to call twice. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      if (!this.endReason) {
+        try {
+          await this.request({ close: {} });
+        } catch {
+          // Already ending: the channel's close below settles it.
+        }
+        this.channel.end();
+      }
+      await this.ended;
+    })();
+    return this.closing;
+  }
+}

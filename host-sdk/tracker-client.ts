@@ -1,0 +1,105 @@
+/**
+ * connectTracker(): the host's handle on a farm. `request(key)` waits in the
+ * key's queue for a board and opens a Session on it (TVM's
+ * `tracker.request(key)`).
+ */
+import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
+import * as grpc from "@grpc/grpc-js";
+import { CHANNEL_OPTIONS, FarmError, HostService, parseAddress, type HostServiceClient } from "../protos/index.ts";
+import type { SummaryReply__Output } from "../protos/gen/farm/v1/SummaryReply.ts";
+import { GrpcFrameChannel } from "./frame-channel.ts";
+import { Session } from "./session.ts";
+
+export interface ConnectOptions {
+  /** Who this host is, for fairness between clients. Default host name + pid + random. */
+  clientId?: string;
+  /** How long to wait for the tracker to answer at all. Default 5000 ms. */
+  connectTimeoutMs?: number;
+  /** Deadline of short RPCs (summary, release). Default 10000 ms. */
+  rpcTimeoutMs?: number;
+}
+
+export interface RequestOptions {
+  /** Larger is served first. Default 1 (TVM's default). */
+  priority?: number;
+  /** Every label must match the board's. */
+  labels?: Record<string, string>;
+  /** Longest wait in the queue; default the tracker's (60 s). */
+  deadlineMs?: number;
+  /** The lease ends after this long; 0 or absent: no limit. */
+  sessionTimeoutMs?: number;
+}
+
+export const DEFAULT_CONNECT_TIMEOUT_MS = 5000;
+export const DEFAULT_RPC_TIMEOUT_MS = 10_000;
+/** Grace on top of the queue deadline for the grant to travel back. */
+const REQUEST_DEADLINE_SLACK_MS = 2000;
+const TRACKER_DEFAULT_DEADLINE_MS = 60_000;
+
+export class TrackerClient {
+  readonly clientId: string;
+  private readonly rpcTimeoutMs: number;
+
+  constructor(
+    readonly address: string,
+    private readonly client: HostServiceClient,
+    opts: ConnectOptions,
+  ) {
+    this.clientId = opts.clientId ?? `${hostname()}-${process.pid}-${randomBytes(2).toString("hex")}`;
+    this.rpcTimeoutMs = opts.rpcTimeoutMs ?? DEFAULT_RPC_TIMEOUT_MS;
+  }
+
+  private unreachable(err: unknown): FarmError {
+    const e = FarmError.from(err);
+    if (e.code === "UNAVAILABLE") return new FarmError("UNAVAILABLE", `cannot reach the tracker at ${this.address}: ${e.message}`, { cause: err });
+    return e;
+  }
+
+  /** Waits for a board of `key` and opens a session on it. */
+  async request(key: string, opts: RequestOptions = {}): Promise<Session> {
+    const waitMs = opts.deadlineMs ?? TRACKER_DEFAULT_DEADLINE_MS;
+    const grant = await new Promise<import("../protos/gen/farm/v1/SessionGrant.ts").SessionGrant__Output>((resolve, reject) =>
+      this.client.RequestSession(
+        {
+          key,
+          priority: opts.priority ?? 1,
+          labels: opts.labels ?? {},
+          deadline_ms: opts.deadlineMs ?? 0,
+          client_id: this.clientId,
+          session_timeout_ms: opts.sessionTimeoutMs ?? 0,
+        },
+        { deadline: Date.now() + waitMs + REQUEST_DEADLINE_SLACK_MS },
+        (err, reply) => (err ? reject(this.unreachable(err)) : resolve(reply!)),
+      ),
+    );
+    const channel = new GrpcFrameChannel(this.client, grant.session_id, grant.token);
+    return new Session(grant.session_id, grant.board!, channel);
+  }
+
+  /** The farm's state: queues per key, boards, agents (TVM's query_rpc_tracker). */
+  summary(): Promise<SummaryReply__Output> {
+    return new Promise((resolve, reject) =>
+      this.client.Summary({}, { deadline: Date.now() + this.rpcTimeoutMs }, (err, reply) => (err ? reject(this.unreachable(err)) : resolve(reply!))),
+    );
+  }
+
+  close(): void {
+    this.client.close();
+  }
+}
+
+/** Connects to a tracker at HOST:PORT; fails with UNAVAILABLE naming the address if nothing answers. */
+export async function connectTracker(address: string, opts: ConnectOptions = {}): Promise<TrackerClient> {
+  parseAddress(address);
+  const client = new (HostService as unknown as grpc.ServiceClientConstructor)(address, grpc.credentials.createInsecure(), CHANNEL_OPTIONS) as unknown as HostServiceClient;
+  const timeoutMs = opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+  await new Promise<void>((resolve, reject) =>
+    client.waitForReady(Date.now() + timeoutMs, (err) => {
+      if (!err) return resolve();
+      client.close();
+      reject(new FarmError("UNAVAILABLE", `cannot reach the tracker at ${address} within ${timeoutMs} ms; is \`kfarm tracker\` running there?`, { cause: err }));
+    }),
+  );
+  return new TrackerClient(address, client, opts);
+}

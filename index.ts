@@ -1,0 +1,15 @@
+/**
+ * kernelfarm: what host scripts import.
+ *
+ *   import { connectTracker, compileCpu } from "kernelfarm";
+ */
+export {
+  connectTracker, TrackerClient, Session, RemoteArray, RemoteModule, BenchmarkResult, compileCpu,
+  type ConnectOptions, type RequestOptions, type RemoteFunction, type TimeEvaluatorOptions, type CallArg,
+  type CallOptions, type CompileCpuOptions, type CompiledModule, type ParamDecl,
+} from "./host-sdk/index.ts";
+export { FarmError, FARM_ERROR_CODES, type FarmErrorCode, type Dtype, type ModuleBundle } from "./protos/index.ts";
+export { startTracker, Tracker, type TrackerOptions } from "./tracker/index.ts";
+export { startAgent, Agent, type AgentOptions } from "./device-agent/index.ts";
+export { LocalSession, type LocalSessionOptions } from "./local-session.ts";
+export { startLocalFarm, type LocalFarm, type LocalFarmOptions } from "./local-farm.ts";

@@ -1,0 +1,54 @@
+/**
+ * The embedded default farm: a tracker and an agent with built-in boards in
+ * this process (session workers are still separate processes), for the
+ * quick start, examples and benchmarks.
+ */
+import { Tracker, type TrackerOptions } from "./tracker/index.ts";
+import { Agent, parseBoardFlag, type AgentOptions } from "./device-agent/index.ts";
+import { connectTracker, type TrackerClient } from "./host-sdk/index.ts";
+
+export interface LocalFarmOptions {
+  /** `--board` style declarations; default two CPU boards of key "cpu". */
+  boards?: string[];
+  tracker?: Omit<TrackerOptions, "port">;
+  agent?: Omit<AgentOptions, "tracker" | "boards">;
+}
+
+export interface LocalFarm {
+  readonly address: string;
+  readonly tracker: Tracker;
+  readonly agent: Agent;
+  /** A client connected to the farm. */
+  readonly client: TrackerClient;
+  /** Resolves when every board is free. */
+  ready(timeoutMs?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startLocalFarm(opts: LocalFarmOptions = {}): Promise<LocalFarm> {
+  const tracker = await new Tracker({ ...opts.tracker, port: 0 }).listen();
+  const flags = opts.boards ?? ["cpu:key=cpu,name=cpu0", "cpu:key=cpu,name=cpu1"];
+  const agent = await new Agent({ ...opts.agent, name: opts.agent?.name ?? "local", tracker: tracker.address, boards: flags.map(parseBoardFlag) }).start();
+  const client = await connectTracker(tracker.address, { clientId: "local-farm" });
+  const farm: LocalFarm = {
+    address: tracker.address,
+    tracker,
+    agent,
+    client,
+    async ready(timeoutMs = 30_000) {
+      const until = Date.now() + timeoutMs;
+      for (;;) {
+        const s = await client.summary();
+        if (s.boards.length === flags.length && s.boards.every((b) => b.state === "free")) return;
+        if (Date.now() > until) throw new Error(`local farm not ready after ${timeoutMs} ms: ${s.boards.map((b) => `${b.id}=${b.state}`).join(", ")}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    },
+    async close() {
+      client.close();
+      agent.close();
+      await tracker.close();
+    },
+  };
+  return farm;
+}

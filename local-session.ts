@@ -1,0 +1,84 @@
+/**
+ * LocalSession: the Session API on a board run inside this process, with no
+ * tracker or agent (TVM's rpc.LocalSession). Frames still go through the
+ * real encoder and the agent's SessionServer, so behaviour matches a remote
+ * board; but a crashing kernel takes this process with it.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { FarmError } from "./protos/index.ts";
+import { createBackend, SessionServer, type SessionLimits } from "./device-agent/index.ts";
+import { Session, type FrameChannel } from "./host-sdk/index.ts";
+
+export interface LocalSessionOptions {
+  /** Board kind; default "cpu". */
+  kind?: string;
+  /** Backend settings (memoryBytes, ...). */
+  backendOptions?: Record<string, unknown>;
+  limits?: Partial<SessionLimits>;
+}
+
+const DEFAULT_LIMITS: SessionLimits = { maxUploadBytes: 1 << 30, maxSessionBytes: 4 * (1 << 30), callTimeoutMs: 0 };
+
+/** Frames cross between the two ends on the microtask queue, like on a stream. */
+class InProcessChannel implements FrameChannel {
+  private frameHandler: ((frame: Uint8Array) => void) | undefined;
+  private closeHandler: ((reason: FarmError | null) => void) | undefined;
+  private closed = false;
+  server: SessionServer | undefined;
+
+  send(frame: Uint8Array): boolean {
+    const copy = Uint8Array.from(frame);
+    queueMicrotask(() => this.server?.receive(copy));
+    return true;
+  }
+  deliver(frame: Uint8Array): void {
+    const copy = Uint8Array.from(frame);
+    queueMicrotask(() => this.frameHandler?.(copy));
+  }
+  drained(): Promise<void> {
+    return Promise.resolve();
+  }
+  onFrame(handler: (frame: Uint8Array) => void): void {
+    this.frameHandler = handler;
+  }
+  onClose(handler: (reason: FarmError | null) => void): void {
+    this.closeHandler = handler;
+  }
+  finish(reason: FarmError | null): void {
+    if (this.closed) return;
+    this.closed = true;
+    queueMicrotask(() => this.closeHandler?.(reason));
+  }
+  end(): void {
+    this.finish(null);
+  }
+  abort(): void {
+    this.finish(new FarmError("CANCELLED", "the local session was aborted"));
+  }
+}
+
+export class LocalSession extends Session {
+  static async open(opts: LocalSessionOptions = {}): Promise<LocalSession> {
+    const kind = opts.kind ?? "cpu";
+    const backend = await createBackend(kind, opts.backendOptions ?? {});
+    const workdir = mkdtempSync(join(tmpdir(), "kfarm-local-"));
+    const channel = new InProcessChannel();
+    const server = new SessionServer(backend, workdir, { ...DEFAULT_LIMITS, ...opts.limits }, {
+      send: (frame) => {
+        channel.deliver(frame);
+        return true;
+      },
+      drained: () => Promise.resolve(),
+    });
+    channel.server = server;
+    void server.closed.then(() => {
+      server.dispose();
+      rmSync(workdir, { recursive: true, force: true });
+      channel.finish(null);
+    });
+    const board = { id: `local/${kind}`, key: kind, kind, labels: {}, capabilities: {}, agent_id: "local", agent_name: "local", state: "busy", session_id: "local", client_id: "local" };
+    return new LocalSession("local", board, channel);
+  }
+}

@@ -1,0 +1,113 @@
+/**
+ * The module bundle: one file per compiled module, built by the host
+ * compilers, shipped with `upload` and checked by the agent before loading.
+ *
+ * Encoding: msgpackr of a plain record. `validateBundle` names the first bad
+ * field, so a malformed or foreign file is refused with a clear message.
+ */
+import { createHash } from "node:crypto";
+import { pack, unpack } from "msgpackr";
+import { FarmError } from "./errors.ts";
+import { isDtype, type Dtype } from "./dtype.ts";
+
+export const BUNDLE_FORMAT = "kernelfarm.bundle";
+export const BUNDLE_VERSION = 1;
+export const BUNDLE_TARGETS = ["cpu", "cuda", "vta"] as const;
+export type BundleTarget = (typeof BUNDLE_TARGETS)[number];
+
+export interface ParamSpec {
+  name: string;
+  kind: "buffer" | "scalar";
+  dtype: Dtype;
+  /** Fixed shape of a buffer parameter; absent: any shape. */
+  shape?: number[];
+}
+
+export interface FunctionSpec {
+  name: string;
+  params: ParamSpec[];
+  /** Target-specific extras (CUDA launch configuration, ...). */
+  launch?: Record<string, unknown>;
+}
+
+export interface ModuleBundle {
+  format: typeof BUNDLE_FORMAT;
+  version: number;
+  target: BundleTarget;
+  /** e.g. { arch: "x86_64", os: "linux" } or { arch: "sm_90" }. */
+  targetDetails: Record<string, string>;
+  /** The loadable binary: shared object, cubin/fatbin, VTA program. */
+  binary: Uint8Array;
+  functions: FunctionSpec[];
+  /** Free-form provenance: compiler, flags, source hash. */
+  meta?: Record<string, string>;
+}
+
+export function encodeBundle(bundle: ModuleBundle): Uint8Array {
+  validateBundle(bundle);
+  return pack(bundle);
+}
+
+export function decodeBundle(bytes: Uint8Array): ModuleBundle {
+  let value: unknown;
+  try {
+    value = unpack(bytes);
+  } catch (err) {
+    throw new FarmError("BAD_BUNDLE", `not a kernelfarm module bundle: msgpack decoding failed (${(err as Error).message})`, { cause: err });
+  }
+  validateBundle(value);
+  return value;
+}
+
+/** sha256 of the encoded bundle: its content address. */
+export function bundleDigest(bytes: Uint8Array): string {
+  return createHash("sha256").update(bytes).digest("hex");
+}
+
+function bad(field: string, problem: string): never {
+  throw new FarmError("BAD_BUNDLE", `invalid module bundle: ${field} ${problem}`, { details: { field } });
+}
+
+export function validateBundle(value: unknown): asserts value is ModuleBundle {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) bad("(root)", "is not a record");
+  const b = value as Record<string, unknown>;
+  if (b.format !== BUNDLE_FORMAT) bad("format", `is ${JSON.stringify(b.format)}, expected "${BUNDLE_FORMAT}"`);
+  if (b.version !== BUNDLE_VERSION) bad("version", `is ${JSON.stringify(b.version)}; this build reads version ${BUNDLE_VERSION}`);
+  if (!BUNDLE_TARGETS.includes(b.target as BundleTarget)) bad("target", `is ${JSON.stringify(b.target)}, expected one of ${BUNDLE_TARGETS.join(", ")}`);
+  if (typeof b.targetDetails !== "object" || b.targetDetails === null) bad("targetDetails", "is not a record");
+  for (const [k, v] of Object.entries(b.targetDetails as object)) {
+    if (typeof v !== "string") bad(`targetDetails.${k}`, "is not a string");
+  }
+  if (!(b.binary instanceof Uint8Array) || b.binary.byteLength === 0) bad("binary", "is missing or empty");
+  if (!Array.isArray(b.functions) || b.functions.length === 0) bad("functions", "is missing or empty");
+  const names = new Set<string>();
+  b.functions.forEach((f: unknown, i: number) => {
+    const at = `functions[${i}]`;
+    if (typeof f !== "object" || f === null) bad(at, "is not a record");
+    const fn = f as Record<string, unknown>;
+    if (typeof fn.name !== "string" || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(fn.name)) bad(`${at}.name`, `is not a C identifier: ${JSON.stringify(fn.name)}`);
+    if (names.has(fn.name)) bad(`${at}.name`, `repeats "${fn.name}"`);
+    names.add(fn.name);
+    if (!Array.isArray(fn.params)) bad(`${at}.params`, "is not a list");
+    fn.params.forEach((p: unknown, j: number) => validateParam(p, `${at}.params[${j}]`));
+    if (fn.launch !== undefined && (typeof fn.launch !== "object" || fn.launch === null)) bad(`${at}.launch`, "is not a record");
+  });
+}
+
+function validateParam(p: unknown, at: string): void {
+  if (typeof p !== "object" || p === null) bad(at, "is not a record");
+  const param = p as Record<string, unknown>;
+  if (typeof param.name !== "string") bad(`${at}.name`, "is not a string");
+  if (param.kind !== "buffer" && param.kind !== "scalar") bad(`${at}.kind`, `is ${JSON.stringify(param.kind)}, expected "buffer" or "scalar"`);
+  if (!isDtype(param.dtype)) bad(`${at}.dtype`, `is not a known dtype: ${JSON.stringify(param.dtype)}`);
+  if (param.shape !== undefined) {
+    if (param.kind !== "buffer") bad(`${at}.shape`, "is only allowed on buffers");
+    if (!Array.isArray(param.shape) || !param.shape.every((d) => Number.isInteger(d) && d > 0)) bad(`${at}.shape`, "is not a list of positive integers");
+  }
+}
+
+/** targetDetails of a CPU bundle built on this machine: arch as compilers name it (`uname -m`), os as Node does. */
+export function hostCpuTarget(): { arch: string; os: string } {
+  const arch = ({ x64: "x86_64", arm64: "aarch64" } as Record<string, string>)[process.arch] ?? process.arch;
+  return { arch, os: process.platform };
+}

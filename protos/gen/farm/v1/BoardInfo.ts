@@ -1,0 +1,62 @@
+// Original file: protos/farm/v1/common.proto
+
+
+/**
+ * A board as the tracker knows it. `kind` names the backend (cpu, cuda, vta-sim);
+ * `labels` are what hosts select on; `capabilities` are facts the agent reports
+ * (memory, arch, ...), shown in the summary but never matched on.
+ */
+export interface BoardInfo {
+  /**
+   * stable within the tracker: "<agent_id>/<local name>"
+   */
+  'id'?: (string);
+  'key'?: (string);
+  'kind'?: (string);
+  'labels'?: ({[key: string]: string});
+  'capabilities'?: ({[key: string]: string});
+  'agent_id'?: (string);
+  'agent_name'?: (string);
+  /**
+   * starting | free | busy | draining
+   */
+  'state'?: (string);
+  /**
+   * set while busy
+   */
+  'session_id'?: (string);
+  /**
+   * who holds the session
+   */
+  'client_id'?: (string);
+}
+
+/**
+ * A board as the tracker knows it. `kind` names the backend (cpu, cuda, vta-sim);
+ * `labels` are what hosts select on; `capabilities` are facts the agent reports
+ * (memory, arch, ...), shown in the summary but never matched on.
+ */
+export interface BoardInfo__Output {
+  /**
+   * stable within the tracker: "<agent_id>/<local name>"
+   */
+  'id': (string);
+  'key': (string);
+  'kind': (string);
+  'labels': ({[key: string]: string});
+  'capabilities': ({[key: string]: string});
+  'agent_id': (string);
+  'agent_name': (string);
+  /**
+   * starting | free | busy | draining
+   */
+  'state': (string);
+  /**
+   * set while busy
+   */
+  'session_id': (string);
+  /**
+   * who holds the session
+   */
+  'client_id': (string);
+}

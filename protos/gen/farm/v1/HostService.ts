@@ -1,0 +1,101 @@
+// Original file: protos/farm/v1/host.proto
+
+import type * as grpc from '@grpc/grpc-js'
+import type { MethodDefinition } from '@grpc/proto-loader'
+import type { BoardFrame as _farm_v1_BoardFrame, BoardFrame__Output as _farm_v1_BoardFrame__Output } from '../../farm/v1/BoardFrame';
+import type { HostFrame as _farm_v1_HostFrame, HostFrame__Output as _farm_v1_HostFrame__Output } from '../../farm/v1/HostFrame';
+import type { ReleaseReply as _farm_v1_ReleaseReply, ReleaseReply__Output as _farm_v1_ReleaseReply__Output } from '../../farm/v1/ReleaseReply';
+import type { ReleaseRequest as _farm_v1_ReleaseRequest, ReleaseRequest__Output as _farm_v1_ReleaseRequest__Output } from '../../farm/v1/ReleaseRequest';
+import type { SessionGrant as _farm_v1_SessionGrant, SessionGrant__Output as _farm_v1_SessionGrant__Output } from '../../farm/v1/SessionGrant';
+import type { SessionRequest as _farm_v1_SessionRequest, SessionRequest__Output as _farm_v1_SessionRequest__Output } from '../../farm/v1/SessionRequest';
+import type { SummaryReply as _farm_v1_SummaryReply, SummaryReply__Output as _farm_v1_SummaryReply__Output } from '../../farm/v1/SummaryReply';
+import type { SummaryRequest as _farm_v1_SummaryRequest, SummaryRequest__Output as _farm_v1_SummaryRequest__Output } from '../../farm/v1/SummaryRequest';
+
+/**
+ * The host side of the tracker: what the host SDK and `kfarm status` call.
+ */
+export interface HostServiceClient extends grpc.Client {
+  /**
+   * The session stream, with metadata `farm-session-id` and `farm-session-token`.
+   * Frames are relayed to the board's worker as opaque bytes.
+   */
+  OpenSession(metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientDuplexStream<_farm_v1_HostFrame, _farm_v1_BoardFrame__Output>;
+  OpenSession(options?: grpc.CallOptions): grpc.ClientDuplexStream<_farm_v1_HostFrame, _farm_v1_BoardFrame__Output>;
+  /**
+   * The session stream, with metadata `farm-session-id` and `farm-session-token`.
+   * Frames are relayed to the board's worker as opaque bytes.
+   */
+  openSession(metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientDuplexStream<_farm_v1_HostFrame, _farm_v1_BoardFrame__Output>;
+  openSession(options?: grpc.CallOptions): grpc.ClientDuplexStream<_farm_v1_HostFrame, _farm_v1_BoardFrame__Output>;
+  
+  ReleaseSession(argument: _farm_v1_ReleaseRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_farm_v1_ReleaseReply__Output>): grpc.ClientUnaryCall;
+  ReleaseSession(argument: _farm_v1_ReleaseRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_farm_v1_ReleaseReply__Output>): grpc.ClientUnaryCall;
+  ReleaseSession(argument: _farm_v1_ReleaseRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_farm_v1_ReleaseReply__Output>): grpc.ClientUnaryCall;
+  ReleaseSession(argument: _farm_v1_ReleaseRequest, callback: grpc.requestCallback<_farm_v1_ReleaseReply__Output>): grpc.ClientUnaryCall;
+  releaseSession(argument: _farm_v1_ReleaseRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_farm_v1_ReleaseReply__Output>): grpc.ClientUnaryCall;
+  releaseSession(argument: _farm_v1_ReleaseRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_farm_v1_ReleaseReply__Output>): grpc.ClientUnaryCall;
+  releaseSession(argument: _farm_v1_ReleaseRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_farm_v1_ReleaseReply__Output>): grpc.ClientUnaryCall;
+  releaseSession(argument: _farm_v1_ReleaseRequest, callback: grpc.requestCallback<_farm_v1_ReleaseReply__Output>): grpc.ClientUnaryCall;
+  
+  /**
+   * Waits in the key's queue until a matching board is free or the deadline passes.
+   */
+  RequestSession(argument: _farm_v1_SessionRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_farm_v1_SessionGrant__Output>): grpc.ClientUnaryCall;
+  RequestSession(argument: _farm_v1_SessionRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_farm_v1_SessionGrant__Output>): grpc.ClientUnaryCall;
+  RequestSession(argument: _farm_v1_SessionRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_farm_v1_SessionGrant__Output>): grpc.ClientUnaryCall;
+  RequestSession(argument: _farm_v1_SessionRequest, callback: grpc.requestCallback<_farm_v1_SessionGrant__Output>): grpc.ClientUnaryCall;
+  /**
+   * Waits in the key's queue until a matching board is free or the deadline passes.
+   */
+  requestSession(argument: _farm_v1_SessionRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_farm_v1_SessionGrant__Output>): grpc.ClientUnaryCall;
+  requestSession(argument: _farm_v1_SessionRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_farm_v1_SessionGrant__Output>): grpc.ClientUnaryCall;
+  requestSession(argument: _farm_v1_SessionRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_farm_v1_SessionGrant__Output>): grpc.ClientUnaryCall;
+  requestSession(argument: _farm_v1_SessionRequest, callback: grpc.requestCallback<_farm_v1_SessionGrant__Output>): grpc.ClientUnaryCall;
+  
+  /**
+   * TVM's query_rpc_tracker information, per key and per board.
+   */
+  Summary(argument: _farm_v1_SummaryRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_farm_v1_SummaryReply__Output>): grpc.ClientUnaryCall;
+  Summary(argument: _farm_v1_SummaryRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_farm_v1_SummaryReply__Output>): grpc.ClientUnaryCall;
+  Summary(argument: _farm_v1_SummaryRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_farm_v1_SummaryReply__Output>): grpc.ClientUnaryCall;
+  Summary(argument: _farm_v1_SummaryRequest, callback: grpc.requestCallback<_farm_v1_SummaryReply__Output>): grpc.ClientUnaryCall;
+  /**
+   * TVM's query_rpc_tracker information, per key and per board.
+   */
+  summary(argument: _farm_v1_SummaryRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_farm_v1_SummaryReply__Output>): grpc.ClientUnaryCall;
+  summary(argument: _farm_v1_SummaryRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_farm_v1_SummaryReply__Output>): grpc.ClientUnaryCall;
+  summary(argument: _farm_v1_SummaryRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_farm_v1_SummaryReply__Output>): grpc.ClientUnaryCall;
+  summary(argument: _farm_v1_SummaryRequest, callback: grpc.requestCallback<_farm_v1_SummaryReply__Output>): grpc.ClientUnaryCall;
+  
+}
+
+/**
+ * The host side of the tracker: what the host SDK and `kfarm status` call.
+ */
+export interface HostServiceHandlers extends grpc.UntypedServiceImplementation {
+  /**
+   * The session stream, with metadata `farm-session-id` and `farm-session-token`.
+   * Frames are relayed to the board's worker as opaque bytes.
+   */
+  OpenSession: grpc.handleBidiStreamingCall<_farm_v1_HostFrame__Output, _farm_v1_BoardFrame>;
+  
+  ReleaseSession: grpc.handleUnaryCall<_farm_v1_ReleaseRequest__Output, _farm_v1_ReleaseReply>;
+  
+  /**
+   * Waits in the key's queue until a matching board is free or the deadline passes.
+   */
+  RequestSession: grpc.handleUnaryCall<_farm_v1_SessionRequest__Output, _farm_v1_SessionGrant>;
+  
+  /**
+   * TVM's query_rpc_tracker information, per key and per board.
+   */
+  Summary: grpc.handleUnaryCall<_farm_v1_SummaryRequest__Output, _farm_v1_SummaryReply>;
+  
+}
+
+export interface HostServiceDefinition extends grpc.ServiceDefinition {
+  OpenSession: MethodDefinition<_farm_v1_HostFrame, _farm_v1_BoardFrame, _farm_v1_HostFrame__Output, _farm_v1_BoardFrame__Output>
+  ReleaseSession: MethodDefinition<_farm_v1_ReleaseRequest, _farm_v1_ReleaseReply, _farm_v1_ReleaseRequest__Output, _farm_v1_ReleaseReply__Output>
+  RequestSession: MethodDefinition<_farm_v1_SessionRequest, _farm_v1_SessionGrant, _farm_v1_SessionRequest__Output, _farm_v1_SessionGrant__Output>
+  Summary: MethodDefinition<_farm_v1_SummaryRequest, _farm_v1_SummaryReply, _farm_v1_SummaryRequest__Output, _farm_v1_SummaryReply__Output>
+}

@@ -1,0 +1,8 @@
+// Original file: protos/farm/v1/host.proto
+
+
+export interface ReleaseReply {
+}
+
+export interface ReleaseReply__Output {
+}

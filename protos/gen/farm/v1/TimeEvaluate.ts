@@ -1,0 +1,29 @@
+// Original file: protos/farm/v1/session.proto
+
+import type { Call as _farm_v1_Call, Call__Output as _farm_v1_Call__Output } from '../../farm/v1/Call';
+
+/**
+ * TVM's time_evaluator: see host-sdk/time-evaluator.ts for the semantics.
+ */
+export interface TimeEvaluate {
+  'call'?: (_farm_v1_Call | null);
+  'number'?: (number);
+  'repeat'?: (number);
+  'min_repeat_ms'?: (number | string);
+  'cooldown_ms'?: (number | string);
+  'repeats_to_cooldown'?: (number);
+  'limit_zero_time_iterations'?: (number);
+}
+
+/**
+ * TVM's time_evaluator: see host-sdk/time-evaluator.ts for the semantics.
+ */
+export interface TimeEvaluate__Output {
+  'call': (_farm_v1_Call__Output | null);
+  'number': (number);
+  'repeat': (number);
+  'min_repeat_ms': (number);
+  'cooldown_ms': (number);
+  'repeats_to_cooldown': (number);
+  'limit_zero_time_iterations': (number);
+}

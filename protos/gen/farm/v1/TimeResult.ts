@@ -1,0 +1,32 @@
+// Original file: protos/farm/v1/session.proto
+
+
+export interface TimeResult {
+  /**
+   * seconds per call, one per repeat
+   */
+  'results_s'?: (number | string)[];
+  /**
+   * the final number of calls per repeat
+   */
+  'number'?: (number);
+  /**
+   * board conditions at the time (clocks, ...)
+   */
+  'conditions'?: ({[key: string]: string});
+}
+
+export interface TimeResult__Output {
+  /**
+   * seconds per call, one per repeat
+   */
+  'results_s': (number)[];
+  /**
+   * the final number of calls per repeat
+   */
+  'number': (number);
+  /**
+   * board conditions at the time (clocks, ...)
+   */
+  'conditions': ({[key: string]: string});
+}

@@ -1,0 +1,75 @@
+import type * as grpc from '@grpc/grpc-js';
+import type { MessageTypeDefinition } from '@grpc/proto-loader';
+
+import type { Arg as _farm_v1_Arg, Arg__Output as _farm_v1_Arg__Output } from './farm/v1/Arg';
+import type { ArrayAlloc as _farm_v1_ArrayAlloc, ArrayAlloc__Output as _farm_v1_ArrayAlloc__Output } from './farm/v1/ArrayAlloc';
+import type { ArrayFree as _farm_v1_ArrayFree, ArrayFree__Output as _farm_v1_ArrayFree__Output } from './farm/v1/ArrayFree';
+import type { ArrayInfo as _farm_v1_ArrayInfo, ArrayInfo__Output as _farm_v1_ArrayInfo__Output } from './farm/v1/ArrayInfo';
+import type { ArrayRead as _farm_v1_ArrayRead, ArrayRead__Output as _farm_v1_ArrayRead__Output } from './farm/v1/ArrayRead';
+import type { ArrayWrite as _farm_v1_ArrayWrite, ArrayWrite__Output as _farm_v1_ArrayWrite__Output } from './farm/v1/ArrayWrite';
+import type { BoardFrame as _farm_v1_BoardFrame, BoardFrame__Output as _farm_v1_BoardFrame__Output } from './farm/v1/BoardFrame';
+import type { BoardInfo as _farm_v1_BoardInfo, BoardInfo__Output as _farm_v1_BoardInfo__Output } from './farm/v1/BoardInfo';
+import type { Call as _farm_v1_Call, Call__Output as _farm_v1_Call__Output } from './farm/v1/Call';
+import type { CallResult as _farm_v1_CallResult, CallResult__Output as _farm_v1_CallResult__Output } from './farm/v1/CallResult';
+import type { ClearStats as _farm_v1_ClearStats, ClearStats__Output as _farm_v1_ClearStats__Output } from './farm/v1/ClearStats';
+import type { Close as _farm_v1_Close, Close__Output as _farm_v1_Close__Output } from './farm/v1/Close';
+import type { Data as _farm_v1_Data, Data__Output as _farm_v1_Data__Output } from './farm/v1/Data';
+import type { DirEntry as _farm_v1_DirEntry, DirEntry__Output as _farm_v1_DirEntry__Output } from './farm/v1/DirEntry';
+import type { DirListing as _farm_v1_DirListing, DirListing__Output as _farm_v1_DirListing__Output } from './farm/v1/DirListing';
+import type { Download as _farm_v1_Download, Download__Output as _farm_v1_Download__Output } from './farm/v1/Download';
+import type { Error as _farm_v1_Error, Error__Output as _farm_v1_Error__Output } from './farm/v1/Error';
+import type { FunctionInfo as _farm_v1_FunctionInfo, FunctionInfo__Output as _farm_v1_FunctionInfo__Output } from './farm/v1/FunctionInfo';
+import type { HostFrame as _farm_v1_HostFrame, HostFrame__Output as _farm_v1_HostFrame__Output } from './farm/v1/HostFrame';
+import type { ListDir as _farm_v1_ListDir, ListDir__Output as _farm_v1_ListDir__Output } from './farm/v1/ListDir';
+import type { LoadModule as _farm_v1_LoadModule, LoadModule__Output as _farm_v1_LoadModule__Output } from './farm/v1/LoadModule';
+import type { ModuleInfo as _farm_v1_ModuleInfo, ModuleInfo__Output as _farm_v1_ModuleInfo__Output } from './farm/v1/ModuleInfo';
+import type { Ok as _farm_v1_Ok, Ok__Output as _farm_v1_Ok__Output } from './farm/v1/Ok';
+import type { ParamInfo as _farm_v1_ParamInfo, ParamInfo__Output as _farm_v1_ParamInfo__Output } from './farm/v1/ParamInfo';
+import type { Remove as _farm_v1_Remove, Remove__Output as _farm_v1_Remove__Output } from './farm/v1/Remove';
+import type { Stats as _farm_v1_Stats, Stats__Output as _farm_v1_Stats__Output } from './farm/v1/Stats';
+import type { StatsResult as _farm_v1_StatsResult, StatsResult__Output as _farm_v1_StatsResult__Output } from './farm/v1/StatsResult';
+import type { TimeEvaluate as _farm_v1_TimeEvaluate, TimeEvaluate__Output as _farm_v1_TimeEvaluate__Output } from './farm/v1/TimeEvaluate';
+import type { TimeResult as _farm_v1_TimeResult, TimeResult__Output as _farm_v1_TimeResult__Output } from './farm/v1/TimeResult';
+import type { Upload as _farm_v1_Upload, Upload__Output as _farm_v1_Upload__Output } from './farm/v1/Upload';
+
+type SubtypeConstructor<Constructor extends new (...args: any) => any, Subtype> = {
+  new(...args: ConstructorParameters<Constructor>): Subtype;
+};
+
+export interface ProtoGrpcType {
+  farm: {
+    v1: {
+      Arg: MessageTypeDefinition<_farm_v1_Arg, _farm_v1_Arg__Output>
+      ArrayAlloc: MessageTypeDefinition<_farm_v1_ArrayAlloc, _farm_v1_ArrayAlloc__Output>
+      ArrayFree: MessageTypeDefinition<_farm_v1_ArrayFree, _farm_v1_ArrayFree__Output>
+      ArrayInfo: MessageTypeDefinition<_farm_v1_ArrayInfo, _farm_v1_ArrayInfo__Output>
+      ArrayRead: MessageTypeDefinition<_farm_v1_ArrayRead, _farm_v1_ArrayRead__Output>
+      ArrayWrite: MessageTypeDefinition<_farm_v1_ArrayWrite, _farm_v1_ArrayWrite__Output>
+      BoardFrame: MessageTypeDefinition<_farm_v1_BoardFrame, _farm_v1_BoardFrame__Output>
+      BoardInfo: MessageTypeDefinition<_farm_v1_BoardInfo, _farm_v1_BoardInfo__Output>
+      Call: MessageTypeDefinition<_farm_v1_Call, _farm_v1_Call__Output>
+      CallResult: MessageTypeDefinition<_farm_v1_CallResult, _farm_v1_CallResult__Output>
+      ClearStats: MessageTypeDefinition<_farm_v1_ClearStats, _farm_v1_ClearStats__Output>
+      Close: MessageTypeDefinition<_farm_v1_Close, _farm_v1_Close__Output>
+      Data: MessageTypeDefinition<_farm_v1_Data, _farm_v1_Data__Output>
+      DirEntry: MessageTypeDefinition<_farm_v1_DirEntry, _farm_v1_DirEntry__Output>
+      DirListing: MessageTypeDefinition<_farm_v1_DirListing, _farm_v1_DirListing__Output>
+      Download: MessageTypeDefinition<_farm_v1_Download, _farm_v1_Download__Output>
+      Error: MessageTypeDefinition<_farm_v1_Error, _farm_v1_Error__Output>
+      FunctionInfo: MessageTypeDefinition<_farm_v1_FunctionInfo, _farm_v1_FunctionInfo__Output>
+      HostFrame: MessageTypeDefinition<_farm_v1_HostFrame, _farm_v1_HostFrame__Output>
+      ListDir: MessageTypeDefinition<_farm_v1_ListDir, _farm_v1_ListDir__Output>
+      LoadModule: MessageTypeDefinition<_farm_v1_LoadModule, _farm_v1_LoadModule__Output>
+      ModuleInfo: MessageTypeDefinition<_farm_v1_ModuleInfo, _farm_v1_ModuleInfo__Output>
+      Ok: MessageTypeDefinition<_farm_v1_Ok, _farm_v1_Ok__Output>
+      ParamInfo: MessageTypeDefinition<_farm_v1_ParamInfo, _farm_v1_ParamInfo__Output>
+      Remove: MessageTypeDefinition<_farm_v1_Remove, _farm_v1_Remove__Output>
+      Stats: MessageTypeDefinition<_farm_v1_Stats, _farm_v1_Stats__Output>
+      StatsResult: MessageTypeDefinition<_farm_v1_StatsResult, _farm_v1_StatsResult__Output>
+      TimeEvaluate: MessageTypeDefinition<_farm_v1_TimeEvaluate, _farm_v1_TimeEvaluate__Output>
+      TimeResult: MessageTypeDefinition<_farm_v1_TimeResult, _farm_v1_TimeResult__Output>
+      Upload: MessageTypeDefinition<_farm_v1_Upload, _farm_v1_Upload__Output>
+    }
+  }
+}
+

@@ -1,0 +1,86 @@
+/**
+ * The gRPC service definitions of farm.v1, and the channel settings every part uses.
+ *
+ * The session streams (HostService.OpenSession, AgentService.ServeSession) use
+ * identity serializers: each gRPC message is one encoded frame (frames.ts) that
+ * the tracker forwards without decoding.
+ */
+import { fileURLToPath } from "node:url";
+import * as grpc from "@grpc/grpc-js";
+import * as protoLoader from "@grpc/proto-loader";
+import { FarmError } from "./errors.ts";
+import type { ProtoGrpcType as AgentProto } from "./gen/agent.ts";
+import type { ProtoGrpcType as HostProto } from "./gen/host.ts";
+
+export const PROTO_DIR = fileURLToPath(new URL(".", import.meta.url));
+
+/** Session data is chunked to this size (1 MiB was best in every measurement). */
+export const CHUNK_BYTES = 1 << 20;
+/** Largest gRPC message any part accepts: a chunk plus generous framing. */
+export const MAX_MESSAGE_BYTES = 16 << 20;
+
+/** Metadata keys on the session streams. */
+export const SESSION_ID_HEADER = "farm-session-id";
+export const SESSION_TOKEN_HEADER = "farm-session-token";
+
+export const CHANNEL_OPTIONS: grpc.ChannelOptions = {
+  "grpc.max_receive_message_length": MAX_MESSAGE_BYTES,
+  "grpc.max_send_message_length": MAX_MESSAGE_BYTES,
+  // A window of a few MiB keeps bulk transfers from stalling on loopback and LANs.
+  "grpc-node.flow_control_window": 8 << 20,
+  "grpc.keepalive_time_ms": 30_000,
+  "grpc.keepalive_timeout_ms": 15_000,
+  "grpc.keepalive_permit_without_calls": 1,
+  // Each client keeps its own connection: a session worker must not share a
+  // subchannel with an unrelated client in the same process.
+  "grpc.use_local_subchannel_pool": 1,
+};
+
+export const SERVER_OPTIONS: grpc.ServerOptions = {
+  "grpc.max_receive_message_length": MAX_MESSAGE_BYTES,
+  "grpc.max_send_message_length": MAX_MESSAGE_BYTES,
+  "grpc-node.flow_control_window": 8 << 20,
+  "grpc.keepalive_time_ms": 30_000,
+  "grpc.keepalive_timeout_ms": 15_000,
+  "grpc.keepalive_permit_without_calls": 1,
+  "grpc.http2.min_ping_interval_without_data_ms": 5_000,
+};
+
+const packageDefinition = protoLoader.loadSync(
+  ["farm/v1/common.proto", "farm/v1/session.proto", "farm/v1/agent.proto", "farm/v1/host.proto"],
+  { keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true, includeDirs: [PROTO_DIR] },
+);
+
+function toBuffer(value: Uint8Array): Buffer {
+  return Buffer.isBuffer(value) ? value : Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+}
+
+function passThrough(method: protoLoader.MethodDefinition<object, object>): void {
+  const m = method as unknown as Record<string, unknown>;
+  m.requestSerialize = toBuffer;
+  m.requestDeserialize = (b: Buffer) => b;
+  m.responseSerialize = toBuffer;
+  m.responseDeserialize = (b: Buffer) => b;
+}
+
+passThrough((packageDefinition["farm.v1.HostService"] as protoLoader.ServiceDefinition).OpenSession!);
+passThrough((packageDefinition["farm.v1.AgentService"] as protoLoader.ServiceDefinition).ServeSession!);
+
+const loaded = grpc.loadPackageDefinition(packageDefinition) as unknown as AgentProto & HostProto;
+
+export const HostService = loaded.farm.v1.HostService;
+export const AgentService = loaded.farm.v1.AgentService;
+
+export type { HostServiceClient, HostServiceHandlers } from "./gen/farm/v1/HostService.ts";
+export type { AgentServiceClient, AgentServiceHandlers } from "./gen/farm/v1/AgentService.ts";
+
+/** "host:port" with a clear error for anything else. */
+export function parseAddress(address: string): { host: string; port: number } {
+  const i = address.lastIndexOf(":");
+  const host = i > 0 ? address.slice(0, i).replace(/^\[(.*)\]$/, "$1") : "";
+  const port = Number(address.slice(i + 1));
+  if (!host || !Number.isInteger(port) || port <= 0 || port > 65535) {
+    throw new FarmError("INVALID_ARGUMENT", `address must be HOST:PORT, got ${JSON.stringify(address)}`);
+  }
+  return { host, port };
+}

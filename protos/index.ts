@@ -1,0 +1,17 @@
+/** The contract shared by every part: errors, frames, bundle format, gRPC services. */
+export { FarmError, FARM_ERROR_CODES, CODE_TRAILER, type FarmErrorCode } from "./errors.ts";
+export { DTYPES, isDtype, dtypeBytes, dtypeOf, elementCount, viewAs, type Dtype, type AnyTypedArray, type TypedArrayOf } from "./dtype.ts";
+export {
+  BUNDLE_FORMAT, BUNDLE_VERSION, BUNDLE_TARGETS, encodeBundle, decodeBundle, validateBundle, bundleDigest, hostCpuTarget,
+  type ModuleBundle, type BundleTarget, type FunctionSpec, type ParamSpec,
+} from "./bundle.ts";
+export {
+  encodeHostFrame, decodeHostFrame, encodeBoardFrame, decodeBoardFrame,
+  type HostFrame, type HostFrame__Output, type BoardFrame, type BoardFrame__Output,
+} from "./frames.ts";
+export {
+  HostService, AgentService, CHANNEL_OPTIONS, SERVER_OPTIONS, CHUNK_BYTES, MAX_MESSAGE_BYTES,
+  SESSION_ID_HEADER, SESSION_TOKEN_HEADER, parseAddress,
+  type HostServiceClient, type HostServiceHandlers, type AgentServiceClient, type AgentServiceHandlers,
+} from "./grpc.ts";
+export { rootLogger, componentLogger, type Logger } from "./log.ts";

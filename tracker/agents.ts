@@ -1,0 +1,154 @@
+/**
+ * The Attach stream: agents register boards, send heartbeats and readiness,
+ * report session ends; the tracker assigns and ends sessions. An agent that
+ * misses `maxMissedHeartbeats` heartbeats (frozen, partitioned) is lost just
+ * like one whose stream closes: its boards leave the pool and its sessions
+ * end with AGENT_LOST.
+ */
+import { FarmError, type Logger } from "../protos/index.ts";
+import type { AgentMessage__Output } from "../protos/gen/farm/v1/AgentMessage.ts";
+import type { Register__Output } from "../protos/gen/farm/v1/Register.ts";
+import type { Lease } from "./lease.ts";
+import type { Agent, AttachCall, Board, Registry } from "./registry.ts";
+import type { Scheduler } from "./scheduler.ts";
+
+export interface AgentLinkOptions {
+  heartbeatIntervalMs: number;
+  maxMissedHeartbeats: number;
+}
+
+export class AgentLinks {
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor(
+    private readonly registry: Registry,
+    private readonly scheduler: Scheduler,
+    private readonly opts: AgentLinkOptions,
+    private readonly log: Logger,
+  ) {
+    this.sweeper = setInterval(() => this.sweep(), Math.max(50, opts.heartbeatIntervalMs / 2));
+    this.sweeper.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.sweeper);
+  }
+
+  /** Handler for AgentService.Attach. */
+  attach(call: AttachCall): void {
+    let agent: Agent | undefined;
+    call.on("data", (msg: AgentMessage__Output) => {
+      try {
+        if (msg.register) {
+          if (agent) throw new FarmError("PROTOCOL_ERROR", "an agent registers once per Attach stream");
+          agent = this.register(call, msg.register);
+          return;
+        }
+        if (!agent) throw new FarmError("PROTOCOL_ERROR", "the first message on Attach must be Register");
+        agent.lastSeen = Date.now();
+        if (msg.heartbeat) call.write({ heartbeat_ack: { seq: msg.heartbeat.seq } });
+        else if (msg.board_ready) this.boardReady(agent, msg.board_ready.board_name);
+        else if (msg.session_ended) this.sessionEnded(agent, msg.session_ended.session_id, msg.session_ended.reason);
+      } catch (err) {
+        const e = FarmError.from(err);
+        this.log.warn({ agent: agent?.id, peer: call.getPeer(), code: e.code }, e.message);
+        call.emit("error", e.toGrpc());
+      }
+    });
+    const gone = () => {
+      if (agent) this.lose(agent, `agent ${agent.name} disconnected`);
+    };
+    call.on("end", () => {
+      gone();
+      if (!call.writableEnded) call.end();
+    });
+    call.on("error", gone);
+    call.on("cancelled", gone);
+  }
+
+  private register(call: AttachCall, reg: Register__Output): Agent {
+    const name = reg.agent_name || call.getPeer();
+    const previous = this.registry.agentByName(name);
+    // A re-attaching agent replaces its stale self (the old stream may not have noticed yet).
+    if (previous) this.lose(previous, `agent ${name} attached again from ${call.getPeer()}`);
+    const id = this.registry.newAgentId(name);
+    const agent: Agent = { id, name, peer: call.getPeer(), call, attachedAt: Date.now(), lastSeen: Date.now(), boards: new Map() };
+    for (const spec of reg.boards) {
+      if (!spec.name || !spec.key) throw new FarmError("INVALID_ARGUMENT", `board ${JSON.stringify(spec.name)} needs a name and a key`);
+      if (agent.boards.has(spec.name)) throw new FarmError("INVALID_ARGUMENT", `agent ${name} registers board "${spec.name}" twice`);
+      const board: Board = {
+        id: `${name}/${spec.name}`,
+        name: spec.name,
+        key: spec.key,
+        kind: spec.kind,
+        labels: { ...spec.labels },
+        capabilities: { ...spec.capabilities },
+        agent,
+        ready: false,
+        draining: false,
+        lease: undefined,
+      };
+      agent.boards.set(spec.name, board);
+    }
+    this.registry.agents.set(id, agent);
+    call.write({
+      registered: { agent_id: id, heartbeat_interval_ms: this.opts.heartbeatIntervalMs, max_missed_heartbeats: this.opts.maxMissedHeartbeats },
+    });
+    this.log.info({ agent: id, peer: agent.peer, boards: [...agent.boards.keys()] }, "agent attached");
+    return agent;
+  }
+
+  private boardReady(agent: Agent, name: string): void {
+    const board = agent.boards.get(name);
+    if (!board) throw new FarmError("NOT_FOUND", `agent ${agent.name} has no board "${name}"`);
+    board.ready = true;
+    this.scheduler.dispatch(board.key);
+  }
+
+  private sessionEnded(agent: Agent, sessionId: string, reason: { code: string; message: string } | null): void {
+    const lease = this.scheduler.leases.get(sessionId);
+    if (!lease || lease.board.agent !== agent) return; // already over on our side
+    lease.end(reason ? FarmError.fromWire(reason) : null);
+  }
+
+  /** Tells the agent to start serving `lease` on its board. */
+  assign(lease: Lease): void {
+    lease.board.agent.call.write({
+      assign: {
+        session_id: lease.id,
+        board_name: lease.board.name,
+        token: lease.token,
+        session_timeout_ms: 0, // the tracker enforces the lease's timeout
+        client_id: lease.clientId,
+      },
+    });
+  }
+
+  /** Tells the agent a lease is over, so it recycles or kills the worker. */
+  end(lease: Lease): void {
+    const agent = lease.board.agent;
+    if (!this.registry.agents.has(agent.id) || agent.call.writableEnded) return;
+    agent.call.write({ end_session: { session_id: lease.id, reason: lease.reason ? lease.reason.toWire() : null } });
+  }
+
+  private lose(agent: Agent, why: string): void {
+    if (!this.registry.agents.delete(agent.id)) return;
+    this.log.warn({ agent: agent.id }, `agent lost: ${why}`);
+    for (const board of agent.boards.values()) {
+      board.lease?.end(new FarmError("AGENT_LOST", `board ${board.id} was lost: ${why}`));
+    }
+    if (!agent.call.writableEnded && !agent.call.destroyed) {
+      agent.call.emit("error", new FarmError("AGENT_LOST", why).toGrpc());
+    }
+  }
+
+  private sweep(): void {
+    const limit = this.opts.heartbeatIntervalMs * this.opts.maxMissedHeartbeats;
+    const now = Date.now();
+    for (const agent of [...this.registry.agents.values()]) {
+      if (now - agent.lastSeen > limit) {
+        this.lose(agent, `agent ${agent.name} missed ${this.opts.maxMissedHeartbeats} heartbeats (silent for ${now - agent.lastSeen} ms)`);
+      }
+    }
+  }
+}

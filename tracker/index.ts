@@ -1,0 +1,4 @@
+/** The tracker part: start one with startTracker(). */
+export { Tracker, startTracker } from "./tracker.ts";
+export { resolveTrackerOptions, type TrackerOptions, type ResolvedTrackerOptions } from "./options.ts";
+export { formatSummary } from "./summary.ts";

@@ -1,0 +1,138 @@
+/**
+ * A lease: one session's exclusive hold on one board.
+ *
+ * | state     | meaning                                                       |
+ * |-----------|---------------------------------------------------------------|
+ * | `granted` | the host got the grant; host and worker streams are arriving  |
+ * | `active`  | both streams are open and the relay runs                      |
+ * | `ended`   | over; `reason` says why (null: closed cleanly by the host)    |
+ *
+ * Every way a lease ends goes through `end()`, which tells both streams the
+ * reason, stops timers and hands the board back through `onEnded`.
+ */
+import type { ServerDuplexStream } from "@grpc/grpc-js";
+import { FarmError } from "../protos/index.ts";
+import type { Board } from "./registry.ts";
+import { Relay } from "./relay.ts";
+
+export type SessionStream = ServerDuplexStream<Buffer, Buffer>;
+export type LeaseState = "granted" | "active" | "ended";
+
+export interface LeaseTimeouts {
+  openTimeoutMs: number;
+  sessionTimeoutMs: number;
+  workerReportGraceMs: number;
+}
+
+export class Lease {
+  state: LeaseState = "granted";
+  reason: FarmError | null = null;
+  readonly grantedAt = Date.now();
+  private host: SessionStream | undefined;
+  private worker: SessionStream | undefined;
+  private relay: Relay | undefined;
+  private readonly timers = new Set<NodeJS.Timeout>();
+
+  constructor(
+    readonly id: string,
+    readonly token: string,
+    readonly board: Board,
+    readonly clientId: string,
+    private readonly timeouts: LeaseTimeouts,
+    private readonly onEnded: (lease: Lease) => void,
+  ) {
+    this.after(timeouts.openTimeoutMs, () => {
+      if (this.state === "granted") {
+        const missing = !this.host ? "host" : "board's worker";
+        this.end(new FarmError("CANCELLED", `session ${id} was released: the ${missing} did not open it within ${timeouts.openTimeoutMs} ms`));
+      }
+    });
+    if (timeouts.sessionTimeoutMs > 0) {
+      this.after(timeouts.sessionTimeoutMs, () =>
+        this.end(new FarmError("SESSION_TIMEOUT", `session ${id} exceeded its session timeout of ${timeouts.sessionTimeoutMs} ms; request a longer sessionTimeoutMs`)),
+      );
+    }
+  }
+
+  get relayStats() {
+    return this.relay?.stats;
+  }
+
+  attachHost(call: SessionStream): void {
+    if (this.host) throw new FarmError("PROTOCOL_ERROR", `session ${this.id} is already open`);
+    this.host = call;
+    this.watch(call, "host");
+    this.maybeStart();
+  }
+
+  attachWorker(call: SessionStream): void {
+    if (this.worker) throw new FarmError("PROTOCOL_ERROR", `session ${this.id} already has a worker stream`);
+    this.worker = call;
+    this.watch(call, "worker");
+    this.maybeStart();
+  }
+
+  private watch(call: SessionStream, side: "host" | "worker"): void {
+    // A stream that breaks without a clean half-close.
+    const broken = () => {
+      if (this.state === "ended") return;
+      if (side === "host") {
+        this.end(new FarmError("CANCELLED", `the host left session ${this.id}`));
+      } else {
+        // The agent usually knows why its worker went away (crash, call timeout);
+        // give its report a moment to arrive before settling for a generic reason.
+        this.after(this.timeouts.workerReportGraceMs, () =>
+          this.end(new FarmError("RUNTIME_CRASH", `the session worker of board ${this.board.id} disconnected`)),
+        );
+      }
+    };
+    call.on("cancelled", broken);
+    call.on("error", broken);
+  }
+
+  private maybeStart(): void {
+    if (this.state !== "granted" || !this.host || !this.worker) return;
+    this.state = "active";
+    this.relay = new Relay(
+      this.host,
+      this.worker,
+      () => {},
+      // The worker half-closes only after it answered Close (or gave up): the session is over.
+      () => this.end(null),
+    );
+  }
+
+  /** Ends the lease once; `reason` null means a clean close. */
+  end(reason: FarmError | null): void {
+    if (this.state === "ended") return;
+    this.state = "ended";
+    this.reason = reason;
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
+    this.relay?.stop();
+    for (const call of [this.host, this.worker]) {
+      if (!call) continue;
+      if (reason) failStream(call, reason);
+      else endStream(call);
+    }
+    this.onEnded(this);
+  }
+
+  private after(ms: number, fn: () => void): void {
+    const t = setTimeout(() => {
+      this.timers.delete(t);
+      fn();
+    }, ms);
+    this.timers.add(t);
+  }
+}
+
+function endStream(call: SessionStream): void {
+  if (!call.writableEnded && !call.destroyed) call.end();
+}
+
+/** Ends a server stream with the error as its status (code + `farm-code` trailer). */
+function failStream(call: SessionStream, reason: FarmError): void {
+  if (call.destroyed || call.writableEnded) return;
+  call.emit("error", reason.toGrpc());
+}

@@ -1,0 +1,92 @@
+/**
+ * Agents and their boards, as the tracker knows them.
+ *
+ * Board state is derived, never stored:
+ *
+ * | state      | when                                                     |
+ * |------------|----------------------------------------------------------|
+ * | `starting` | no session, the agent has no warm worker ready yet       |
+ * | `free`     | no session, agent ready, not draining: may be granted    |
+ * | `busy`     | a lease holds it                                         |
+ * | `draining` | no session, the agent asked not to get new ones          |
+ */
+import type { ServerDuplexStream } from "@grpc/grpc-js";
+import type { AgentMessage__Output } from "../protos/gen/farm/v1/AgentMessage.ts";
+import type { TrackerMessage } from "../protos/gen/farm/v1/TrackerMessage.ts";
+import type { BoardInfo } from "../protos/gen/farm/v1/BoardInfo.ts";
+import type { Lease } from "./lease.ts";
+
+export type AttachCall = ServerDuplexStream<AgentMessage__Output, TrackerMessage>;
+
+export interface Agent {
+  readonly id: string;
+  readonly name: string;
+  readonly peer: string;
+  readonly call: AttachCall;
+  readonly attachedAt: number;
+  lastSeen: number;
+  readonly boards: Map<string, Board>;
+}
+
+export type BoardState = "starting" | "free" | "busy" | "draining";
+
+export interface Board {
+  readonly id: string;
+  readonly name: string;
+  readonly key: string;
+  readonly kind: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly capabilities: Readonly<Record<string, string>>;
+  readonly agent: Agent;
+  /** The agent holds a warm worker for the next session. */
+  ready: boolean;
+  draining: boolean;
+  lease: Lease | undefined;
+}
+
+export function boardState(board: Board): BoardState {
+  if (board.lease) return "busy";
+  if (board.draining) return "draining";
+  return board.ready ? "free" : "starting";
+}
+
+export function describeBoard(board: Board): BoardInfo {
+  return {
+    id: board.id,
+    key: board.key,
+    kind: board.kind,
+    labels: { ...board.labels },
+    capabilities: { ...board.capabilities },
+    agent_id: board.agent.id,
+    agent_name: board.agent.name,
+    state: boardState(board),
+    session_id: board.lease?.id ?? "",
+    client_id: board.lease?.clientId ?? "",
+  };
+}
+
+export class Registry {
+  readonly agents = new Map<string, Agent>();
+  private nextAgent = 1;
+
+  newAgentId(name: string): string {
+    return `${name}#${this.nextAgent++}`;
+  }
+
+  *boards(): Iterable<Board> {
+    for (const agent of this.agents.values()) yield* agent.boards.values();
+  }
+
+  boardsOfKey(key: string): Board[] {
+    return [...this.boards()].filter((b) => b.key === key);
+  }
+
+  keys(): string[] {
+    return [...new Set([...this.boards()].map((b) => b.key))].sort();
+  }
+
+  agentByName(name: string): Agent | undefined {
+    for (const agent of this.agents.values()) if (agent.name === name) return agent;
+    return undefined;
+  }
+}

@@ -1,0 +1,63 @@
+/**
+ * Moves session frames between a host stream and a worker stream as opaque
+ * bytes, with back-pressure: when one side's send buffer is full, the other
+ * side stops being read until it drains. Nothing here decodes a frame.
+ */
+/** What the relay needs of a stream: both grpc-js call kinds satisfy it. */
+export interface FrameStream {
+  on(event: "data", listener: (chunk: Buffer) => void): unknown;
+  once(event: "end" | "drain", listener: () => void): unknown;
+  off(event: "data" | "end", listener: (...args: any[]) => void): unknown; // eslint-disable-line @typescript-eslint/no-explicit-any
+  write(chunk: Buffer): boolean;
+  end(): unknown;
+  pause(): unknown;
+  resume(): unknown;
+}
+
+export interface RelayStats {
+  hostToBoardBytes: number;
+  boardToHostBytes: number;
+}
+
+/** Pipes `from` into `to` until `from` ends; returns a function that stops it. */
+function pump(from: FrameStream, to: FrameStream, count: (n: number) => void, onEnd: () => void): () => void {
+  const onData = (chunk: Buffer) => {
+    count(chunk.length);
+    if (!to.write(chunk)) {
+      from.pause();
+      to.once("drain", () => from.resume());
+    }
+  };
+  from.on("data", onData);
+  from.once("end", onEnd);
+  return () => {
+    from.off("data", onData);
+    from.off("end", onEnd);
+  };
+}
+
+export class Relay {
+  readonly stats: RelayStats = { hostToBoardBytes: 0, boardToHostBytes: 0 };
+  private readonly stops: Array<() => void>;
+
+  /**
+   * `onHostEnd` / `onBoardEnd` fire when a side half-closes its sending
+   * direction; the other side's writable end is closed for it.
+   */
+  constructor(host: FrameStream, board: FrameStream, onHostEnd: () => void, onBoardEnd: () => void) {
+    this.stops = [
+      pump(host, board, (n) => (this.stats.hostToBoardBytes += n), () => {
+        board.end();
+        onHostEnd();
+      }),
+      pump(board, host, (n) => (this.stats.boardToHostBytes += n), () => {
+        host.end();
+        onBoardEnd();
+      }),
+    ];
+  }
+
+  stop(): void {
+    for (const stop of this.stops) stop();
+  }
+}

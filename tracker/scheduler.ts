@@ -1,0 +1,136 @@
+/**
+ * Matches session requests with free boards: one queue per key, label
+ * selectors, deadlines, and the hand-over of a board to a new lease.
+ */
+import { randomBytes } from "node:crypto";
+import { FarmError, type Logger } from "../protos/index.ts";
+import type { SessionRequest__Output } from "../protos/gen/farm/v1/SessionRequest.ts";
+import { Lease, type LeaseTimeouts } from "./lease.ts";
+import { labelsMatch, RequestQueue, type PendingRequest } from "./queue.ts";
+import { boardState, type Board, type Registry } from "./registry.ts";
+
+export interface Waiter extends PendingRequest {
+  readonly sessionTimeoutMs: number;
+  grant(lease: Lease, queuedMs: number): void;
+  fail(err: FarmError): void;
+  timer?: NodeJS.Timeout;
+}
+
+export interface SchedulerHooks {
+  /** A lease was granted: tell the board's agent. */
+  assigned(lease: Lease): void;
+  /** A lease ended: tell the board's agent, account for it. */
+  ended(lease: Lease): void;
+}
+
+export class Scheduler {
+  private readonly queues = new Map<string, RequestQueue<Waiter>>();
+  readonly leases = new Map<string, Lease>();
+  private seq = 0;
+  private nextSession = 1;
+
+  constructor(
+    private readonly registry: Registry,
+    private readonly timeouts: Omit<LeaseTimeouts, "sessionTimeoutMs"> & { defaultDeadlineMs: number },
+    private readonly hooks: SchedulerHooks,
+    private readonly log: Logger,
+  ) {}
+
+  pendingOf(key: string): number {
+    return this.queues.get(key)?.size ?? 0;
+  }
+
+  queuedKeys(): string[] {
+    return [...this.queues.entries()].filter(([, q]) => q.size > 0).map(([k]) => k);
+  }
+
+  /** Enqueues a request; fails at once when no board could ever serve it. */
+  request(
+    req: SessionRequest__Output,
+    callbacks: { grant: Waiter["grant"]; fail: Waiter["fail"] },
+  ): Waiter | undefined {
+    if (!req.key) {
+      callbacks.fail(new FarmError("INVALID_ARGUMENT", "RequestSession needs a key"));
+      return undefined;
+    }
+    const boards = this.registry.boardsOfKey(req.key);
+    if (boards.length === 0) {
+      const keys = this.registry.keys();
+      callbacks.fail(new FarmError("NO_BOARD", `no board serves key "${req.key}"; keys served: ${keys.length ? keys.join(", ") : "(none: no agent is attached)"}`));
+      return undefined;
+    }
+    const labels = req.labels ?? {};
+    if (!boards.some((b) => labelsMatch(labels, b.labels))) {
+      const seen = boards.map((b) => `${b.id} {${Object.entries(b.labels).map(([k, v]) => `${k}=${v}`).join(", ")}}`);
+      callbacks.fail(new FarmError("NO_BOARD", `no board of key "${req.key}" has labels ${JSON.stringify(labels)}; boards of that key: ${seen.join("; ")}`));
+      return undefined;
+    }
+    const deadlineMs = req.deadline_ms || this.timeouts.defaultDeadlineMs;
+    const waiter: Waiter = {
+      seq: this.seq++,
+      key: req.key,
+      priority: req.priority,
+      labels,
+      clientId: req.client_id || "anonymous",
+      enqueuedAt: Date.now(),
+      sessionTimeoutMs: req.session_timeout_ms,
+      grant: callbacks.grant,
+      fail: callbacks.fail,
+    };
+    const queue = this.queueOf(req.key);
+    queue.push(waiter);
+    waiter.timer = setTimeout(() => {
+      if (queue.remove(waiter)) {
+        const busy = this.registry.boardsOfKey(req.key).length;
+        waiter.fail(new FarmError("DEADLINE_EXCEEDED", `no board of key "${req.key}" became free within ${deadlineMs} ms (${busy} board(s) serve it, ${queue.size} other request(s) waiting)`));
+      }
+    }, deadlineMs);
+    this.dispatch(req.key);
+    return waiter;
+  }
+
+  /** The requester went away before being served. */
+  cancel(waiter: Waiter): void {
+    clearTimeout(waiter.timer);
+    this.queues.get(waiter.key)?.remove(waiter);
+  }
+
+  /** Grants free boards of `key` to waiting requests, best request first. */
+  dispatch(key: string): void {
+    const queue = this.queues.get(key);
+    if (!queue || queue.size === 0) return;
+    for (const board of this.registry.boardsOfKey(key)) {
+      if (boardState(board) !== "free") continue;
+      const waiter = queue.take((w) => labelsMatch(w.labels, board.labels));
+      if (!waiter) continue;
+      clearTimeout(waiter.timer);
+      this.grant(board, waiter);
+      if (queue.size === 0) return;
+    }
+  }
+
+  private grant(board: Board, waiter: Waiter): void {
+    const id = `s${this.nextSession++}-${randomBytes(3).toString("hex")}`;
+    const token = randomBytes(16).toString("hex");
+    const lease = new Lease(id, token, board, waiter.clientId, { ...this.timeouts, sessionTimeoutMs: waiter.sessionTimeoutMs }, (l) => this.onLeaseEnded(l));
+    board.lease = lease;
+    board.ready = false;
+    this.leases.set(id, lease);
+    this.hooks.assigned(lease);
+    waiter.grant(lease, Date.now() - waiter.enqueuedAt);
+  }
+
+  private onLeaseEnded(lease: Lease): void {
+    this.leases.delete(lease.id);
+    if (lease.board.lease === lease) lease.board.lease = undefined;
+    this.log.info({ session: lease.id, board: lease.board.id, reason: lease.reason?.code ?? "CLOSED", detail: lease.reason?.message }, "session ended");
+    this.hooks.ended(lease);
+    this.dispatch(lease.board.key);
+  }
+
+  private queueOf(key: string): RequestQueue<Waiter> {
+    let q = this.queues.get(key);
+    if (!q) this.queues.set(key, (q = new RequestQueue()));
+    return q;
+  }
+}

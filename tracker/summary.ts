@@ -1,0 +1,54 @@
+/**
+ * The Summary RPC's content (TVM's query_rpc_tracker: per key total / free /
+ * pending; per board agent, key, labels, state, session) and its text table.
+ */
+import type { SummaryReply, SummaryReply__Output } from "../protos/gen/farm/v1/SummaryReply.ts";
+import { boardState, describeBoard, type Registry } from "./registry.ts";
+import type { Scheduler } from "./scheduler.ts";
+
+export const TRACKER_VERSION = "0.1.0";
+
+export function buildSummary(registry: Registry, scheduler: Scheduler, startedAt: number): SummaryReply {
+  const boards = [...registry.boards()];
+  const keys = [...new Set([...boards.map((b) => b.key), ...scheduler.queuedKeys()])].sort();
+  return {
+    queues: keys.map((key) => {
+      const ofKey = boards.filter((b) => b.key === key);
+      return { key, total: ofKey.length, free: ofKey.filter((b) => boardState(b) === "free").length, pending: scheduler.pendingOf(key) };
+    }),
+    boards: boards.sort((a, b) => a.id.localeCompare(b.id)).map(describeBoard),
+    agents: [...registry.agents.values()].map((a) => ({ id: a.id, name: a.name, peer: a.peer, attached_at_ms: a.attachedAt, boards: a.boards.size })),
+    tracker_version: TRACKER_VERSION,
+    uptime_ms: Date.now() - startedAt,
+  };
+}
+
+function table(headers: string[], rows: string[][]): string[] {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd();
+  const rule = "-".repeat(widths.reduce((a, w) => a + w + 2, -2));
+  return [rule, line(headers), rule, ...rows.map(line), rule];
+}
+
+/** The summary as `kfarm status` prints it: boards, then queues (as TVM lays them out). */
+export function formatSummary(summary: SummaryReply__Output, address: string): string {
+  const out = [`Tracker address ${address}`, ""];
+  out.push("Board List");
+  out.push(
+    ...table(
+      ["board", "key", "kind", "state", "session", "labels"],
+      summary.boards.map((b) => [
+        b.id,
+        b.key,
+        b.kind,
+        b.state,
+        b.session_id ? `${b.session_id} (${b.client_id})` : "-",
+        Object.entries(b.labels).map(([k, v]) => `${k}=${v}`).join(",") || "-",
+      ]),
+    ),
+  );
+  out.push("", "Queue Status");
+  const rows = summary.queues.filter((q) => q.total > 0 || q.pending > 0).map((q) => [q.key, String(q.total), String(q.free), String(q.pending)]);
+  out.push(...table(["key", "total", "free", "pending"], rows));
+  return out.join("\n");
+}

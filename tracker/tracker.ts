@@ -1,0 +1,133 @@
+/**
+ * The tracker: a gRPC server that registers agents and boards, queues session
+ * requests, grants leases and relays session frames between hosts and board
+ * workers without decoding them.
+ */
+import * as grpc from "@grpc/grpc-js";
+import {
+  AgentService, FarmError, HostService, SERVER_OPTIONS, SESSION_ID_HEADER, SESSION_TOKEN_HEADER,
+  type AgentServiceHandlers, type HostServiceHandlers,
+} from "../protos/index.ts";
+import { AgentLinks } from "./agents.ts";
+import type { SessionStream } from "./lease.ts";
+import { resolveTrackerOptions, type ResolvedTrackerOptions, type TrackerOptions } from "./options.ts";
+import { Registry, describeBoard } from "./registry.ts";
+import { Scheduler } from "./scheduler.ts";
+import { buildSummary } from "./summary.ts";
+
+export class Tracker {
+  readonly options: ResolvedTrackerOptions;
+  readonly registry = new Registry();
+  readonly scheduler: Scheduler;
+  private readonly agents: AgentLinks;
+  private readonly server = new grpc.Server(SERVER_OPTIONS);
+  private readonly startedAt = Date.now();
+  private boundPort = 0;
+
+  constructor(opts: TrackerOptions = {}) {
+    this.options = resolveTrackerOptions(opts);
+    const log = this.options.logger;
+    this.scheduler = new Scheduler(
+      this.registry,
+      {
+        openTimeoutMs: this.options.openTimeoutMs,
+        workerReportGraceMs: this.options.workerReportGraceMs,
+        defaultDeadlineMs: this.options.defaultDeadlineMs,
+      },
+      { assigned: (lease) => this.agents.assign(lease), ended: (lease) => this.agents.end(lease) },
+      log,
+    );
+    this.agents = new AgentLinks(this.registry, this.scheduler, this.options, log);
+    this.server.addService(HostService.service, this.hostHandlers());
+    this.server.addService(AgentService.service, this.agentHandlers());
+  }
+
+  get port(): number {
+    return this.boundPort;
+  }
+
+  get address(): string {
+    return `${this.options.host.includes(":") ? `[${this.options.host}]` : this.options.host}:${this.boundPort}`;
+  }
+
+  async listen(): Promise<this> {
+    const target = `${this.options.host.includes(":") ? `[${this.options.host}]` : this.options.host}:${this.options.port}`;
+    this.boundPort = await new Promise<number>((resolve, reject) =>
+      this.server.bindAsync(target, grpc.ServerCredentials.createInsecure(), (err, port) =>
+        err ? reject(new FarmError("UNAVAILABLE", `tracker cannot listen on ${target}: ${err.message}`, { cause: err })) : resolve(port),
+      ),
+    );
+    this.options.logger.info({ address: this.address }, "tracker listening");
+    return this;
+  }
+
+  /** Ends every session (DRAINED) and stops serving. */
+  async close(): Promise<void> {
+    this.agents.stop();
+    for (const lease of [...this.scheduler.leases.values()]) lease.end(new FarmError("DRAINED", "the tracker is shutting down"));
+    await new Promise<void>((resolve) => {
+      const force = setTimeout(() => {
+        this.server.forceShutdown();
+        resolve();
+      }, 1000);
+      this.server.tryShutdown(() => {
+        clearTimeout(force);
+        resolve();
+      });
+    });
+  }
+
+  private hostHandlers(): HostServiceHandlers {
+    return {
+      RequestSession: (call, callback) => {
+        let settled = false;
+        const waiter = this.scheduler.request(call.request, {
+          grant: (lease, queuedMs) => {
+            settled = true;
+            callback(null, { session_id: lease.id, token: lease.token, board: describeBoard(lease.board), queued_ms: queuedMs });
+          },
+          fail: (err) => {
+            settled = true;
+            callback(err.toGrpc());
+          },
+        });
+        call.on("cancelled", () => {
+          if (waiter && !settled) this.scheduler.cancel(waiter);
+        });
+      },
+      OpenSession: (call) => this.joinSession(call as unknown as SessionStream, "host"),
+      ReleaseSession: (call, callback) => {
+        const lease = this.scheduler.leases.get(call.request.session_id);
+        if (lease && lease.token === call.request.token) lease.end(null);
+        callback(null, {});
+      },
+      Summary: (_call, callback) => callback(null, buildSummary(this.registry, this.scheduler, this.startedAt)),
+    };
+  }
+
+  private agentHandlers(): AgentServiceHandlers {
+    return {
+      Attach: (call) => this.agents.attach(call),
+      ServeSession: (call) => this.joinSession(call as unknown as SessionStream, "worker"),
+    };
+  }
+
+  /** A host or worker stream arrives for a granted session. */
+  private joinSession(call: SessionStream, side: "host" | "worker"): void {
+    try {
+      const id = String(call.metadata.get(SESSION_ID_HEADER)[0] ?? "");
+      const token = String(call.metadata.get(SESSION_TOKEN_HEADER)[0] ?? "");
+      const lease = this.scheduler.leases.get(id);
+      if (!lease) throw new FarmError("NOT_FOUND", `no session "${id}" (it ended or never existed)`);
+      if (lease.token !== token) throw new FarmError("PERMISSION_DENIED", `wrong token for session ${id}`);
+      if (side === "host") lease.attachHost(call);
+      else lease.attachWorker(call);
+    } catch (err) {
+      call.emit("error", FarmError.from(err).toGrpc());
+    }
+  }
+}
+
+export async function startTracker(opts: TrackerOptions = {}): Promise<Tracker> {
+  return new Tracker(opts).listen();
+}
