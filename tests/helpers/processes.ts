@@ -1,0 +1,136 @@
+/**
+ * Real farm processes for tests: `kfarm tracker` and `kfarm agent` started as
+ * children on 127.0.0.1 port 0. The tracker reports its bound address on
+ * stdout; the wait for it races the child's early exit.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { once } from "node:events";
+import { fileURLToPath } from "node:url";
+import { connectTracker, type TrackerClient } from "../../host-sdk/index.ts";
+
+const CLI = fileURLToPath(new URL("../../cli/main.ts", import.meta.url));
+const LOG_LEVEL = process.env.KFARM_TEST_LOG ?? "error";
+
+export interface FarmProcess {
+  readonly proc: ChildProcess;
+  /** Everything the process wrote on stderr, for assertions and failure reports. */
+  stderr(): string;
+  stop(signal?: NodeJS.Signals): Promise<void>;
+}
+
+function startCli(args: string[]): { proc: ChildProcess; stderr: () => string } {
+  const proc = spawn(process.execPath, ["--import", "tsx", CLI, ...args], {
+    env: { ...process.env, KFARM_LOG: LOG_LEVEL },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let err = "";
+  proc.stderr!.on("data", (c: Buffer) => {
+    err += c.toString();
+    if (process.env.KFARM_TEST_LOG) process.stderr.write(c);
+  });
+  live.add(proc);
+  proc.on("exit", () => live.delete(proc));
+  return { proc, stderr: () => err };
+}
+
+const live = new Set<ChildProcess>();
+process.on("exit", () => {
+  for (const p of live) p.kill("SIGKILL");
+});
+
+async function stopProcess(proc: ChildProcess, signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
+  if (proc.exitCode !== null || proc.signalCode !== null) return;
+  const exited = once(proc, "exit");
+  proc.kill(signal);
+  const timer = setTimeout(() => proc.kill("SIGKILL"), 5000);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** Waits for a stdout line matching `re`, or fails when the process exits first. */
+function waitForLine(proc: ChildProcess, re: RegExp, what: string, stderr: () => string, timeoutMs = 20_000): Promise<RegExpMatchArray> {
+  return new Promise((resolve, reject) => {
+    let out = "";
+    const onData = (c: Buffer) => {
+      out += c.toString();
+      const m = re.exec(out);
+      if (m) {
+        cleanup();
+        resolve(m);
+      }
+    };
+    const onExit = (code: number | null) => {
+      cleanup();
+      reject(new Error(`${what} exited (code ${code}) before it was ready:\n${stderr()}`));
+    };
+    const timer = setTimeout(() => {
+      cleanup();
+      reject(new Error(`${what} was not ready within ${timeoutMs} ms:\n${stderr()}`));
+    }, timeoutMs);
+    const cleanup = () => {
+      clearTimeout(timer);
+      proc.stdout!.off("data", onData);
+      proc.off("exit", onExit);
+    };
+    proc.stdout!.on("data", onData);
+    proc.once("exit", onExit);
+  });
+}
+
+export interface TrackerProcess extends FarmProcess {
+  readonly address: string;
+  readonly port: number;
+}
+
+export async function startTrackerProcess(args: string[] = [], port = 0): Promise<TrackerProcess> {
+  const { proc, stderr } = startCli(["tracker", "--port", String(port), ...args]);
+  const m = await waitForLine(proc, /listening on (\S+):(\d+)/, "kfarm tracker", stderr);
+  return { proc, stderr, address: `${m[1]}:${m[2]}`, port: Number(m[2]), stop: (s) => stopProcess(proc, s) };
+}
+
+export async function startAgentProcess(tracker: string, boards: string[], args: string[] = []): Promise<FarmProcess> {
+  const { proc, stderr } = startCli(["agent", "--tracker", tracker, ...boards.flatMap((b) => ["--board", b]), ...args]);
+  await waitForLine(proc, /kfarm agent .* serving/, "kfarm agent", stderr);
+  return { proc, stderr, stop: (s) => stopProcess(proc, s) };
+}
+
+export async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 15_000, everyMs = 20): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await probe();
+      if (v) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ""}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+/** Waits until the tracker lists `n` free boards (of `key`, if given). */
+export async function waitForFreeBoards(client: TrackerClient, n: number, key?: string, timeoutMs = 20_000): Promise<void> {
+  await waitFor(`${n} free board(s)${key ? ` of key ${key}` : ""}`, async () => {
+    const s = await client.summary();
+    return s.boards.filter((b) => b.state === "free" && (!key || b.key === key)).length >= n;
+  }, timeoutMs);
+}
+
+/** A tracker, one agent with `boards`, and a connected client. */
+export async function startFarm(boards: string[], opts: { trackerArgs?: string[]; agentArgs?: string[] } = {}) {
+  const tracker = await startTrackerProcess(opts.trackerArgs);
+  const agent = await startAgentProcess(tracker.address, boards, opts.agentArgs);
+  const client = await connectTracker(tracker.address);
+  await waitForFreeBoards(client, boards.length);
+  return {
+    tracker,
+    agent,
+    client,
+    async stop() {
+      client.close();
+      await agent.stop();
+      await tracker.stop();
+    },
+  };
+}
