@@ -52,7 +52,7 @@ export class Agent {
           ready: (name) => {
             if (!this.draining.has(name)) this.link?.send({ board_ready: { board_name: name } });
           },
-          sessionEnded: (sessionId, reason) => this.link?.send({ session_ended: { session_id: sessionId, reason: reason.toWire() } }),
+          sessionEnded: (sessionId, reason) => this.link?.send({ session_ended: { session_id: sessionId, reason: reason?.toWire() ?? null } }),
         },
         o.logger,
       );

@@ -36,8 +36,8 @@ interface WorkerHandle {
 export interface PoolEvents {
   /** The board has an idle worker and no session: it may be granted. */
   ready(boardName: string): void;
-  /** A session ended on this side (worker died, call timed out). */
-  sessionEnded(sessionId: string, reason: FarmError): void;
+  /** A session ended on this side: closed cleanly (null), or the worker died / timed out. */
+  sessionEnded(sessionId: string, reason: FarmError | null): void;
 }
 
 export class BoardPool {
@@ -94,6 +94,8 @@ export class BoardPool {
       if (!this.serving()) this.events.ready(this.boardName);
     } else if (msg.t === "ended") {
       clearTimeout(w.graceTimer);
+      // The tracker waits for this to tell a clean close from a dead worker.
+      this.events.sessionEnded(msg.sessionId, msg.error ? FarmError.fromWire(msg.error) : null);
       w.sessionId = undefined;
       if (msg.reusable && this.count("idle") < this.warm && !this.closed) {
         w.state = "idle";

@@ -247,7 +247,8 @@ export class Session {
       bytes = await readFile(source);
       target = name ?? basename(source);
     } else if (source instanceof Uint8Array) {
-      if (!name) throw new FarmError("INVALID_ARGUMENT", "upload(bytes) needs a name");
+      // Only a missing name is the caller's slip here; a bad one ("", "a/b") is the board's INVALID_NAME.
+      if (name === undefined) throw new FarmError("INVALID_ARGUMENT", "upload(bytes) needs a name");
       bytes = source;
       target = name;
     } else {

@@ -32,6 +32,7 @@ export class Lease {
   private worker: SessionStream | undefined;
   private relay: Relay | undefined;
   private readonly timers = new Set<NodeJS.Timeout>();
+  private awaitingReport = false;
 
   constructor(
     readonly id: string,
@@ -76,15 +77,8 @@ export class Lease {
     // A stream that breaks without a clean half-close.
     const broken = () => {
       if (this.state === "ended") return;
-      if (side === "host") {
-        this.end(new FarmError("CANCELLED", `the host left session ${this.id}`));
-      } else {
-        // The agent usually knows why its worker went away (crash, call timeout);
-        // give its report a moment to arrive before settling for a generic reason.
-        this.after(this.timeouts.workerReportGraceMs, () =>
-          this.end(new FarmError("RUNTIME_CRASH", `the session worker of board ${this.board.id} disconnected`)),
-        );
-      }
+      if (side === "host") this.end(new FarmError("CANCELLED", `the host left session ${this.id}`));
+      else this.awaitAgentReport();
     };
     call.on("cancelled", broken);
     call.on("error", broken);
@@ -97,8 +91,20 @@ export class Lease {
       this.host,
       this.worker,
       () => {},
-      // The worker half-closes only after it answered Close (or gave up): the session is over.
-      () => this.end(null),
+      () => this.awaitAgentReport(),
+    );
+  }
+
+  /**
+   * The worker's stream ended or broke. Only its agent knows whether that was
+   * a clean close or a death (crash, call timeout), and it reports either way
+   * (SessionEnded); give the report a moment before settling for a generic reason.
+   */
+  private awaitAgentReport(): void {
+    if (this.state === "ended" || this.awaitingReport) return;
+    this.awaitingReport = true;
+    this.after(this.timeouts.workerReportGraceMs, () =>
+      this.end(new FarmError("RUNTIME_CRASH", `the session worker of board ${this.board.id} went away and its agent did not say why`)),
     );
   }
 

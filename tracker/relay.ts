@@ -42,7 +42,7 @@ export class Relay {
 
   /**
    * `onHostEnd` / `onBoardEnd` fire when a side half-closes its sending
-   * direction; the other side's writable end is closed for it.
+   * direction. A host's half-close is passed on to the board.
    */
   constructor(host: FrameStream, board: FrameStream, onHostEnd: () => void, onBoardEnd: () => void) {
     this.stops = [
@@ -50,10 +50,9 @@ export class Relay {
         board.end();
         onHostEnd();
       }),
-      pump(board, host, (n) => (this.stats.boardToHostBytes += n), () => {
-        host.end();
-        onBoardEnd();
-      }),
+      // The board side's end is not forwarded: a worker that dies can look like a
+      // half-close, so the lease decides once the agent has said how it ended.
+      pump(board, host, (n) => (this.stats.boardToHostBytes += n), onBoardEnd),
     ];
   }
 

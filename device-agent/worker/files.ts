@@ -58,7 +58,8 @@ export class SessionFiles {
   }
 
   append(upload: OpenUpload, data: Uint8Array): void {
-    this.checkSize(upload.name, upload.written + data.byteLength, 0);
+    // The bytes already written are counted in `used`: they are replaced, not added.
+    this.checkSize(upload.name, upload.written + data.byteLength, upload.written);
     let off = 0;
     while (off < data.byteLength) off += writeSync(upload.fd, data, off);
     upload.written += data.byteLength;

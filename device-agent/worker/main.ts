@@ -70,9 +70,15 @@ async function serve(sessionId: string, token: string): Promise<void> {
     drained: () => new Promise((resolve) => stream.once("drain", resolve)),
   }, watchdog);
   stream.on("data", (bytes: Buffer) => server.receive(bytes));
-  void server.closed.then(() => stream.end());
 
+  // Over when the host closed (Close answered, or its side ended), or when the
+  // tracker ended the stream (lease timeout, host gone, agent lost).
   const error = await new Promise<FarmError | undefined>((resolve) => {
+    void server.closed.then(() => {
+      stream.end();
+      resolve(undefined);
+    });
+    stream.on("end", () => resolve(undefined));
     stream.on("status", (s: grpc.StatusObject) => resolve(s.code === grpc.status.OK ? undefined : FarmError.from({ ...s, message: s.details })));
     stream.on("error", (err) => resolve(FarmError.from(err)));
   });

@@ -30,6 +30,17 @@ interface RemoteArrayState {
   shape: number[];
 }
 
+/** Ranges of integer scalar dtypes; int64 takes any safe integer. */
+const INT_RANGES: Partial<Record<Dtype, readonly [number, number]>> = {
+  int8: [-(2 ** 7), 2 ** 7 - 1],
+  uint8: [0, 2 ** 8 - 1],
+  int16: [-(2 ** 15), 2 ** 15 - 1],
+  uint16: [0, 2 ** 16 - 1],
+  int32: [-(2 ** 31), 2 ** 31 - 1],
+  uint32: [0, 2 ** 32 - 1],
+  uint64: [0, Number.MAX_SAFE_INTEGER],
+};
+
 type Pending = { kind: "upload"; upload: ReturnType<SessionFiles["begin"]> | undefined } | { kind: "array"; failed: boolean };
 
 export class SessionServer {
@@ -141,7 +152,7 @@ export class SessionServer {
         return this.timeEvaluate(f);
       case "stats": {
         const s = this.backend.stats();
-        this.reply({ id: f.id, stats: { counters: s.counters, info: s.info } });
+        this.reply({ id: f.id, stats: { counters: s.counters, info: { ...s.info, worker_pid: String(process.pid) } } });
         return;
       }
       case "clear_stats":
@@ -302,6 +313,9 @@ export class SessionServer {
       const value = (arg.value === "int_value" ? arg.int_value : arg.float_value) ?? 0;
       if (p.dtype.startsWith("float")) return { kind: "scalar", value };
       if (arg.value !== "int_value" || !Number.isSafeInteger(value)) throw new FarmError("BAD_ARGUMENTS", `${at} must be an integer, got ${value}`);
+      // The FFI wraps out-of-range integers silently (2^32 + 8 → 8 for an int32): refuse them.
+      const [min, max] = INT_RANGES[p.dtype] ?? [Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER];
+      if (value < min || value > max) throw new FarmError("BAD_ARGUMENTS", `${at} must be a ${p.dtype} in [${min}, ${max}], got ${value}`);
       return { kind: "scalar", value };
     });
     return { fn, args };

@@ -1,0 +1,62 @@
+/**
+ * The farm a benchmark runs against: `kfarm tracker` and `kfarm agent` as
+ * real child processes on loopback (the deployment's shape), started with
+ * the test harness's launcher; the host side runs in the benchmark process.
+ */
+import { startFarm, waitFor } from "../../tests/helpers/processes.ts";
+import type { Session } from "../../host-sdk/index.ts";
+import { childrenOf, cpuSeconds } from "./procs.ts";
+
+export type BenchFarm = Awaited<ReturnType<typeof startFarm>> & {
+  readonly trackerPid: number;
+  readonly agentPid: number;
+  /** Session worker processes the agent runs now. */
+  workerPids(): number[];
+  /** Waits until `n` boards are free again (outside any timed region). */
+  waitFree(n?: number): Promise<void>;
+  /** A session with `fn` run on it, closed afterwards whatever happens. */
+  withSession<T>(fn: (s: Session) => Promise<T>): Promise<T>;
+};
+
+export async function startBenchFarm(boards = ["cpu:key=cpu"]): Promise<BenchFarm> {
+  const farm = await startFarm(boards);
+  const trackerPid = farm.tracker.proc.pid!;
+  const agentPid = farm.agent.proc.pid!;
+  return Object.assign(farm, {
+    trackerPid,
+    agentPid,
+    workerPids: () => childrenOf(agentPid),
+    async waitFree(n = boards.length) {
+      await waitFor(`${n} free board(s)`, async () => {
+        const s = await farm.client.summary();
+        return s.boards.filter((b) => b.state === "free").length >= n;
+      }, 30_000, 2);
+    },
+    async withSession<T>(fn: (s: Session) => Promise<T>): Promise<T> {
+      const s = await farm.client.request("cpu");
+      try {
+        return await fn(s);
+      } finally {
+        await s.close();
+      }
+    },
+  });
+}
+
+
+/**
+ * Waits until the agent's processes are quiet (a spare worker the pool
+ * started at the grant has finished booting), so its start-up CPU does not
+ * land in a measurement. Gives up after `timeoutMs`.
+ */
+export async function settle(farm: BenchFarm, timeoutMs = 8000): Promise<void> {
+  const busy = () => [farm.agentPid, ...farm.workerPids()].reduce((a, p) => a + cpuSeconds(p), 0);
+  const until = Date.now() + timeoutMs;
+  let last = busy();
+  while (Date.now() < until) {
+    await new Promise((r) => setTimeout(r, 150));
+    const now = busy();
+    if (now - last < 0.01) return;
+    last = now;
+  }
+}

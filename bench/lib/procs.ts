@@ -1,0 +1,89 @@
+/**
+ * What /proc says about the processes a benchmark runs: resident memory,
+ * CPU time, children, and the CPUs a process may run on.
+ */
+import { execFileSync } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
+
+const CLOCK_TICKS = (() => {
+  try {
+    return Number(execFileSync("getconf", ["CLK_TCK"]).toString().trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** Resident set size in bytes (VmRSS), or NaN when the process is gone. */
+export function rssBytes(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return m ? Number(m[1]) * 1024 : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+/** The CPUs `pid` may run on, as /proc prints them ("0-1", "0"). */
+export function allowedCpus(pid: number | "self" = "self"): string {
+  const m = /Cpus_allowed_list:\s+(\S+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  return m?.[1] ?? "?";
+}
+
+function stat(pid: number): string[] | undefined {
+  try {
+    const s = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // The command name (field 2) may hold spaces; fields after it are plain.
+    return s.slice(s.lastIndexOf(")") + 2).split(" ");
+  } catch {
+    return undefined;
+  }
+}
+
+/** User + system CPU seconds `pid` has used so far (0 when it is gone). */
+export function cpuSeconds(pid: number): number {
+  const f = stat(pid);
+  if (!f) return 0;
+  // After the name: state(0) ppid(1) ... utime(11) stime(12).
+  return (Number(f[11]) + Number(f[12])) / CLOCK_TICKS;
+}
+
+/** Live direct children of `pid`. */
+export function childrenOf(pid: number): number[] {
+  const out: number[] = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    const f = stat(Number(name));
+    if (f && Number(f[1]) === pid && f[0] !== "Z") out.push(Number(name));
+  }
+  return out;
+}
+
+/** CPU seconds of several processes, to diff around a measurement. */
+export function cpuSnapshot(pids: Record<string, number>): Record<string, number> {
+  const snap: Record<string, number> = {};
+  for (const [name, pid] of Object.entries(pids)) snap[name] = pid === process.pid ? selfCpuSeconds() : cpuSeconds(pid);
+  return snap;
+}
+
+export function selfCpuSeconds(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e6;
+}
+
+export function loadAverage(): string {
+  try {
+    return readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
+  } catch {
+    return "?";
+  }
+}
+
+/** Whether util-linux `taskset` is on PATH. */
+export function hasTaskset(): boolean {
+  try {
+    execFileSync("taskset", ["-p", String(process.pid)], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,124 @@
+/**
+ * Benchmark 5: the tracker's memory with 1,000 attached boards (50 simulated
+ * agents × 20 boards speaking the real Attach protocol, heartbeats included),
+ * and a Summary call's latency with them.
+ *
+ * Baseline, same run: the same tracker process with no agent attached
+ * (its RSS, and Summary latency with an empty farm).
+ */
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { fileURLToPath } from "node:url";
+import { connectTracker } from "../host-sdk/index.ts";
+import { startTrackerProcess, waitFor } from "../tests/helpers/processes.ts";
+import { cpuSeconds, rssBytes } from "./lib/procs.ts";
+import { fmtMiB, fmtMs, fmtRatio, nowMs, percentile, printTable, type Row } from "./lib/stats.ts";
+
+const SIM = fileURLToPath(new URL("./lib/sim-agents.ts", import.meta.url));
+const AGENTS = 50;
+const BOARDS_PER_AGENT = 20;
+const BOARDS = AGENTS * BOARDS_PER_AGENT;
+const SUMMARY_WARMUP = 20;
+const SUMMARY_CALLS = 100;
+const STEADY_MS = 5000;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export async function benchMemory(): Promise<void> {
+  const tracker = await startTrackerProcess();
+  const pid = tracker.proc.pid!;
+  const client = await connectTracker(tracker.address);
+  let sim: ReturnType<typeof spawn> | undefined;
+  try {
+    const summaryLatency = async () => {
+      for (let i = 0; i < SUMMARY_WARMUP; i++) await client.summary();
+      const lat: number[] = [];
+      for (let i = 0; i < SUMMARY_CALLS; i++) {
+        const t0 = nowMs();
+        await client.summary();
+        lat.push(nowMs() - t0);
+      }
+      return lat;
+    };
+
+    const emptyLat = await summaryLatency();
+    await sleep(1000);
+    const rssEmpty = rssBytes(pid);
+
+    const t0 = nowMs();
+    sim = spawn(process.execPath, ["--import", "tsx", SIM, tracker.address, String(AGENTS), String(BOARDS_PER_AGENT)], { stdio: ["pipe", "pipe", "inherit"] });
+    await new Promise<void>((resolve, reject) => {
+      let out = "";
+      sim!.stdout!.on("data", (c: Buffer) => {
+        out += c.toString();
+        if (out.includes("attached")) resolve();
+      });
+      sim!.once("exit", (code) => reject(new Error(`simulated agents exited (code ${code})`)));
+    });
+    await waitFor(`${BOARDS} free boards`, async () => {
+      const s = await client.summary();
+      return s.boards.filter((b) => b.state === "free").length === BOARDS;
+    }, 30_000, 50);
+    const attachMs = nowMs() - t0;
+
+    // Steady state: heartbeats from every agent; measure the tracker's CPU meanwhile.
+    const cpu0 = cpuSeconds(pid);
+    await sleep(STEADY_MS);
+    const heartbeatCpu = (cpuSeconds(pid) - cpu0) / (STEADY_MS / 1e3);
+    const rssFull = rssBytes(pid);
+
+    const fullLat = await summaryLatency();
+    const summaryBytes = JSON.stringify(await client.summary()).length;
+    const rssAfterSummaries = rssBytes(pid);
+
+    const p50 = percentile(fullLat, 50);
+    const emptyP50 = percentile(emptyLat, 50);
+    const rows: Row[] = [
+      {
+        figure: `tracker RSS, ${BOARDS} boards attached`,
+        value: fmtMiB(rssFull),
+        target: "none stated",
+        verdict: "",
+        baseline: `no boards ${fmtMiB(rssEmpty)}`,
+        ratio: `${fmtRatio(rssFull / rssEmpty)}; +${((rssFull - rssEmpty) / BOARDS / 1024).toFixed(1)} KiB/board`,
+      },
+      {
+        figure: `  after ${SUMMARY_WARMUP + SUMMARY_CALLS + 1} Summary calls`,
+        value: fmtMiB(rssAfterSummaries),
+        target: "",
+        verdict: "",
+        baseline: "",
+        ratio: fmtRatio(rssAfterSummaries / rssEmpty),
+      },
+      {
+        figure: `Summary call, ${BOARDS} boards, p50`,
+        value: fmtMs(p50),
+        target: "none stated",
+        verdict: "",
+        baseline: `no boards p50 ${fmtMs(emptyP50)}`,
+        ratio: fmtRatio(p50 / emptyP50),
+      },
+      { figure: "  p99", value: fmtMs(percentile(fullLat, 99)), target: "", verdict: "", baseline: `p99 ${fmtMs(percentile(emptyLat, 99))}`, ratio: "" },
+      {
+        figure: "tracker CPU with heartbeats only",
+        value: `${(heartbeatCpu * 100).toFixed(1)}% of a CPU`,
+        target: "",
+        verdict: "",
+        baseline: "",
+        ratio: "",
+      },
+    ];
+    printTable(`5. tracker memory with ${BOARDS} boards (${AGENTS} simulated agents × ${BOARDS_PER_AGENT}, real Attach protocol)`, rows, [
+      `all ${BOARDS} boards free ${(attachMs / 1e3).toFixed(1)} s after the agents started; RSS read ${STEADY_MS / 1e3} s later (VmRSS of the tracker process).`,
+      `Summary reply with ${BOARDS} boards: ~${(summaryBytes / 1024).toFixed(0)} KiB as JSON; ${SUMMARY_CALLS} calls after ${SUMMARY_WARMUP} warm-ups.`,
+    ]);
+  } finally {
+    if (sim && sim.exitCode === null) {
+      const exited = once(sim, "exit");
+      sim.kill("SIGTERM");
+      await exited;
+    }
+    client.close();
+    await tracker.stop();
+  }
+}

@@ -1,0 +1,76 @@
+/**
+ * kernelfarm benchmarks: `npm run bench` runs them all, `npm run bench -- NAME…`
+ * the named ones. Each prints its figures with the target, a physical baseline
+ * measured in the same run, and the ratio. See BENCHMARKS.md.
+ *
+ *   npm run bench -- --pin NAME   run under `taskset -c 0` (every process on CPU 0)
+ *   npm run bench -- --list       names and what each measures
+ */
+import { spawnSync } from "node:child_process";
+import { availableParallelism } from "node:os";
+import { fileURLToPath } from "node:url";
+import { benchArray } from "./array.ts";
+import { benchCall, callChildMain } from "./call.ts";
+import { benchGrant } from "./grant.ts";
+import { benchMemory } from "./memory.ts";
+import { allowedCpus, hasTaskset, loadAverage } from "./lib/procs.ts";
+import { benchUpload } from "./upload.ts";
+
+process.env.KFARM_LOG ??= "error";
+process.env.KFARM_TEST_LOG ??= process.env.KFARM_LOG;
+
+const BENCHMARKS: Record<string, { what: string; run: () => Promise<void> }> = {
+  grant: { what: "session grant → first call p50; sessions/s on one board", run: benchGrant },
+  upload: { what: "64 MiB upload and download through the tracker relay vs raw Node net", run: benchUpload },
+  array: { what: "64 MiB float32 array host → board and board → host", run: benchArray },
+  call: { what: "small call round trip p50/p99 vs raw socket ping-pong, unpinned and pinned", run: benchCall },
+  memory: { what: "tracker RSS and Summary latency with 1,000 attached boards", run: benchMemory },
+};
+
+const args = process.argv.slice(2);
+
+if (args[0] === "--call-child") {
+  await callChildMain();
+  process.exit(0);
+}
+
+if (args.includes("--list")) {
+  for (const [name, b] of Object.entries(BENCHMARKS)) console.log(`${name.padEnd(8)} ${b.what}`);
+  process.exit(0);
+}
+
+if (args.includes("--pin") && allowedCpus() !== "0") {
+  if (!hasTaskset()) {
+    console.error("bench: --pin needs taskset (util-linux)");
+    process.exit(1);
+  }
+  const self = fileURLToPath(import.meta.url);
+  const r = spawnSync("taskset", ["-c", "0", process.execPath, ...process.execArgv, self, ...args], { stdio: "inherit" });
+  process.exit(r.status ?? 1);
+}
+
+const names = args.filter((a) => !a.startsWith("--"));
+const unknown = names.filter((n) => !(n in BENCHMARKS));
+if (unknown.length > 0) {
+  console.error(`bench: unknown benchmark ${unknown.join(", ")}; known: ${Object.keys(BENCHMARKS).join(", ")}`);
+  process.exit(2);
+}
+const selected = names.length > 0 ? names : Object.keys(BENCHMARKS);
+
+console.log(`kernelfarm benchmarks: ${selected.join(", ")}`);
+console.log(
+  `node ${process.version}, ${availableParallelism()} CPU(s) usable, this process may run on CPU(s) ${allowedCpus()}` +
+    ` (${allowedCpus() === "0" ? "pinned: every process inherits CPU 0" : "unpinned"}), load average ${loadAverage()}`,
+);
+const t0 = performance.now();
+let failed = false;
+for (const name of selected) {
+  try {
+    await BENCHMARKS[name]!.run();
+  } catch (err) {
+    failed = true;
+    console.error(`\nbench ${name} failed: ${(err as Error).stack ?? err}`);
+  }
+}
+console.log(`\ndone in ${((performance.now() - t0) / 1e3).toFixed(1)} s; load average now ${loadAverage()}`);
+process.exit(failed ? 1 : 0);

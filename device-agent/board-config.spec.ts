@@ -1,0 +1,171 @@
+/** Board declarations: --board flags, agent config files, sizes. */
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, describe, it } from "node:test";
+import { FarmError } from "../protos/index.ts";
+import { parseBoardFlag, parseBytes, readAgentConfigFile } from "./board-config.ts";
+
+function invalid(re: RegExp) {
+  return (e: unknown) => {
+    assert.ok(e instanceof FarmError, `expected a FarmError, got ${String(e)}`);
+    assert.equal(e.code, "INVALID_ARGUMENT");
+    assert.match(e.message, re);
+    return true;
+  };
+}
+
+describe("parseBoardFlag", () => {
+  it("cpu:key=cpu", () => {
+    assert.deepEqual(parseBoardFlag("cpu:key=cpu", 0), { kind: "cpu", key: "cpu", name: "cpu0", labels: {}, index: undefined, options: {} });
+  });
+
+  it("defaults the key to the kind and the name to kind + position", () => {
+    const b = parseBoardFlag("cpu", 3);
+    assert.equal(b.key, "cpu");
+    assert.equal(b.name, "cpu3");
+  });
+
+  it("cpu:key=cpu,name=c0,zone=a → name c0, label zone=a (reserved keys are not labels)", () => {
+    const b = parseBoardFlag("cpu:key=cpu,name=c0,zone=a", 0);
+    assert.equal(b.kind, "cpu");
+    assert.equal(b.key, "cpu");
+    assert.equal(b.name, "c0");
+    assert.deepEqual(b.labels, { zone: "a" });
+    assert.deepEqual(b.options, {});
+  });
+
+  it("takes an index segment and uses it in the default name", () => {
+    const b = parseBoardFlag("cpu:1:key=big,rack=r2", 0);
+    assert.equal(b.index, "1");
+    assert.equal(b.name, "cpu1");
+    assert.equal(b.key, "big");
+    assert.deepEqual(b.labels, { rack: "r2" });
+  });
+
+  it("memory=512m → options.memoryBytes, not a label", () => {
+    const b = parseBoardFlag("cpu:key=small,memory=512m", 0);
+    assert.equal(b.options.memoryBytes, 512 * 1024 * 1024);
+    assert.deepEqual(b.labels, {});
+    assert.equal(parseBoardFlag("cpu:memory=1048576", 0).options.memoryBytes, 1 << 20);
+  });
+
+  it("refuses an unknown kind, naming it and the known kinds", () => {
+    assert.throws(() => parseBoardFlag("tpu:key=tpu", 0), invalid(/unknown board kind "tpu".*known kinds: cpu/));
+    assert.throws(() => parseBoardFlag("", 0), invalid(/unknown board kind/));
+    assert.throws(() => parseBoardFlag(":key=cpu", 0), invalid(/unknown board kind/));
+  });
+
+  it("refuses malformed pairs, quoting the bad pair", () => {
+    assert.throws(() => parseBoardFlag("cpu:key=cpu,zone", 0), invalid(/"zone" is not KEY=VALUE/));
+    assert.throws(() => parseBoardFlag("cpu:key=cpu,=a", 0), invalid(/"=a" is not KEY=VALUE/));
+    assert.throws(() => parseBoardFlag("cpu:key=cpu,,zone=a", 0), invalid(/"" is not KEY=VALUE/));
+  });
+
+  it("refuses a bad memory size", () => {
+    assert.throws(() => parseBoardFlag("cpu:memory=lots", 0), invalid(/"lots" is not a size/));
+  });
+
+  it("refuses key and name characters outside the allowed set", () => {
+    assert.throws(() => parseBoardFlag("cpu:key=a b", 0), invalid(/key "a b" may hold only/));
+    assert.throws(() => parseBoardFlag("cpu:key=a/b", 0), invalid(/key "a\/b"/));
+    assert.throws(() => parseBoardFlag("cpu:key=", 0), invalid(/key ""/));
+    assert.throws(() => parseBoardFlag("cpu:key=cpu,name=c/0", 0), invalid(/name "c\/0" may hold only/));
+    // ':' is allowed in a key, '.', '_' and '-' in both
+    assert.equal(parseBoardFlag("cpu:key=a.b_c-d,name=n.1_x-y", 0).key, "a.b_c-d");
+  });
+});
+
+describe("readAgentConfigFile", () => {
+  const dir = mkdtempSync(join(tmpdir(), "kf-board-config-"));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("reads a JSON file", () => {
+    const path = join(dir, "agent.json");
+    writeFileSync(path, JSON.stringify({
+      tracker: "127.0.0.1:9190",
+      name: "rack1",
+      boards: [
+        { kind: "cpu", key: "cpu", name: "c0", labels: { zone: "a", slot: 3 } },
+        { kind: "cpu", key: "small", options: { memoryBytes: 1024 }, index: 2 },
+      ],
+    }));
+    const cfg = readAgentConfigFile(path);
+    assert.equal(cfg.tracker, "127.0.0.1:9190");
+    assert.equal(cfg.name, "rack1");
+    assert.deepEqual(cfg.boards, [
+      { kind: "cpu", key: "cpu", name: "c0", labels: { zone: "a", slot: "3" }, index: undefined, options: {} },
+      { kind: "cpu", key: "small", name: "cpu1", labels: {}, index: "2", options: { memoryBytes: 1024 } },
+    ]);
+  });
+
+  it("reads a YAML file", () => {
+    const path = join(dir, "agent.yaml");
+    writeFileSync(path, [
+      "tracker: tracker.local:9190",
+      "boards:",
+      "  - kind: cpu",
+      "    key: cpu",
+      "    labels:",
+      "      zone: b",
+      "  - kind: cpu",
+      "    name: spare",
+      "",
+    ].join("\n"));
+    const cfg = readAgentConfigFile(path);
+    assert.equal(cfg.tracker, "tracker.local:9190");
+    assert.equal(cfg.name, undefined);
+    assert.deepEqual(cfg.boards.map((b) => [b.kind, b.key, b.name, b.labels]), [
+      ["cpu", "cpu", "cpu0", { zone: "b" }],
+      ["cpu", "cpu", "spare", {}],
+    ]);
+  });
+
+  it("refuses a file without a boards list", () => {
+    const path = join(dir, "noboards.yaml");
+    writeFileSync(path, "tracker: x:1\n");
+    assert.throws(() => readAgentConfigFile(path), invalid(/"boards" must be a list/));
+  });
+
+  it("refuses a board of unknown kind, naming its position", () => {
+    const path = join(dir, "badkind.json");
+    writeFileSync(path, JSON.stringify({ boards: [{ kind: "cpu" }, { kind: "fpga" }] }));
+    assert.throws(() => readAgentConfigFile(path), invalid(/boards\[1\]\.kind must be one of cpu/));
+  });
+
+  it("refuses a bad key in a file, naming the file", () => {
+    const path = join(dir, "badkey.json");
+    writeFileSync(path, JSON.stringify({ boards: [{ kind: "cpu", key: "has space" }] }));
+    assert.throws(() => readAgentConfigFile(path), invalid(/badkey\.json.*key "has space"/));
+  });
+
+  it("refuses a missing or unparsable file, naming the path", () => {
+    assert.throws(() => readAgentConfigFile(join(dir, "missing.yaml")), invalid(/cannot read agent config .*missing\.yaml/));
+    const path = join(dir, "broken.json");
+    writeFileSync(path, "{ boards: ");
+    assert.throws(() => readAgentConfigFile(path), invalid(/cannot read agent config .*broken\.json/));
+  });
+});
+
+describe("parseBytes", () => {
+  it("reads plain numbers and k/m/g/t suffixes, with optional i/b and any case", () => {
+    assert.equal(parseBytes("1048576", "t"), 1048576);
+    assert.equal(parseBytes("0", "t"), 0);
+    assert.equal(parseBytes("4k", "t"), 4096);
+    assert.equal(parseBytes("512m", "t"), 512 * 2 ** 20);
+    assert.equal(parseBytes("512M", "t"), 512 * 2 ** 20);
+    assert.equal(parseBytes("4g", "t"), 4 * 2 ** 30);
+    assert.equal(parseBytes("2t", "t"), 2 * 2 ** 40);
+    assert.equal(parseBytes("1GiB", "t"), 2 ** 30);
+    assert.equal(parseBytes("1kb", "t"), 1024);
+    assert.equal(parseBytes("1.5k", "t"), 1536);
+    assert.equal(parseBytes(" 2m ", "t"), 2 * 2 ** 20);
+  });
+
+  it("refuses anything else, naming where it came from", () => {
+    for (const text of ["", "m", "-1", "1x", "1 mm", "one", "0x10"]) {
+      assert.throws(() => parseBytes(text, "--max-upload-bytes"), invalid(/--max-upload-bytes: .* is not a size/), text);
+    }
+  });
+});

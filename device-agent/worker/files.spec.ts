@@ -1,0 +1,146 @@
+/** A session's files: plain upload names, and the caps per file and per session. */
+import assert from "node:assert/strict";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, it } from "node:test";
+import { FarmError } from "../../protos/index.ts";
+import { checkUploadName, SessionFiles } from "./files.ts";
+
+function code(c: string, re?: RegExp) {
+  return (e: unknown) => {
+    assert.ok(e instanceof FarmError, `expected a FarmError, got ${String(e)}`);
+    assert.equal(e.code, c);
+    if (re) assert.match(e.message, re);
+    return true;
+  };
+}
+
+describe("checkUploadName", () => {
+  it("accepts plain file names and returns them", () => {
+    for (const name of ["kernel.kfm", "a", "data.bin", "3f2a9c.kfm", "with space.txt", "ünïcödé", "a.b.c", ".hidden", "x".repeat(255)]) {
+      assert.equal(checkUploadName(name), name);
+    }
+  });
+
+  it("rejects names that are not plain file names, saying why", () => {
+    const cases: Array<[string, RegExp]> = [
+      ["", /is empty/],
+      ["a/b", /path separator/],
+      ["/etc/passwd", /path separator/],
+      ["x\\y", /path separator/],
+      ["..", /contains "\.\."/],
+      ["a..b", /contains "\.\."/],
+      [".", /is "\."/],
+      ["\u0001", /control character/],
+      ["tab\there", /control character/],
+      ["nl\n", /control character/],
+      ["del\x7f", /control character/],
+      ["x".repeat(300), /longer than 255/],
+      [".module0.so", /reserved/],
+    ];
+    for (const [name, why] of cases) {
+      assert.throws(() => checkUploadName(name), code("INVALID_NAME", why), JSON.stringify(name));
+      assert.throws(() => checkUploadName(name), (e: FarmError) => e.message.includes(JSON.stringify(name)) && /plain file names/.test(e.message));
+    }
+  });
+});
+
+describe("SessionFiles", () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), "kf-files-"));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  const bytes = (n: number, fill = 1) => new Uint8Array(n).fill(fill);
+
+  function put(files: SessionFiles, name: string, data: Uint8Array, chunk = data.byteLength || 1): void {
+    const up = files.begin(name, data.byteLength);
+    try {
+      for (let off = 0; off < data.byteLength; off += chunk) files.append(up, data.subarray(off, off + chunk));
+    } catch (err) {
+      files.abandon(up);
+      throw err;
+    }
+    files.finish(up);
+  }
+
+  it("writes, lists, reads and removes files", () => {
+    const files = new SessionFiles(dir, { maxUploadBytes: 1000, maxSessionBytes: 1000 });
+    put(files, "b.bin", bytes(10, 7), 3);
+    put(files, "a.txt", new TextEncoder().encode("hello"));
+    assert.deepEqual(files.list(), [{ name: "a.txt", size: 5 }, { name: "b.bin", size: 10 }]);
+    assert.deepEqual([...files.read("b.bin")], Array(10).fill(7));
+    files.remove("b.bin");
+    assert.deepEqual(files.list().map((f) => f.name), ["a.txt"]);
+    assert.throws(() => files.read("b.bin"), code("NOT_FOUND", /no file "b\.bin"/));
+    assert.throws(() => files.remove("b.bin"), code("NOT_FOUND", /b\.bin/));
+  });
+
+  it("checks names on every operation", () => {
+    const files = new SessionFiles(dir, { maxUploadBytes: 1000, maxSessionBytes: 1000 });
+    assert.throws(() => files.begin("../escape", 1), code("INVALID_NAME"));
+    assert.throws(() => files.read("../../etc/passwd"), code("INVALID_NAME"));
+    assert.throws(() => files.remove("a/b"), code("INVALID_NAME"));
+    assert.equal(existsSync(join(dir, "..", "escape")), false);
+  });
+
+  it("hides loaded-module files from the listing", () => {
+    const files = new SessionFiles(dir, { maxUploadBytes: 1000, maxSessionBytes: 1000 });
+    writeFileSync(join(dir, ".module0.so"), "ELF");
+    put(files, "k.kfm", bytes(4));
+    assert.deepEqual(files.list().map((f) => f.name), ["k.kfm"]);
+  });
+
+  it("refuses a file over the per-file cap when announced, naming the sizes", () => {
+    const files = new SessionFiles(dir, { maxUploadBytes: 100, maxSessionBytes: 1000 });
+    assert.throws(() => files.begin("big.bin", 101), code("TOO_LARGE", /"big\.bin" is 101 bytes.*at most 100 bytes per file/));
+    assert.equal(existsSync(join(dir, "big.bin")), false);
+    put(files, "exact.bin", bytes(100));
+    assert.deepEqual(files.list(), [{ name: "exact.bin", size: 100 }]);
+  });
+
+  it("refuses a file that grows past the per-file cap while being written (announced size lied)", () => {
+    const files = new SessionFiles(dir, { maxUploadBytes: 100, maxSessionBytes: 1000 });
+    const up = files.begin("liar.bin", 10);
+    files.append(up, bytes(60));
+    assert.throws(() => files.append(up, bytes(60)), code("TOO_LARGE", /120 bytes.*at most 100/));
+    files.abandon(up);
+    assert.deepEqual(files.list(), []);
+    // The abandoned bytes no longer count: the whole session quota is free again.
+    const files2Limit = new SessionFiles(dir, { maxUploadBytes: 100, maxSessionBytes: 100 });
+    put(files2Limit, "ok.bin", bytes(100));
+  });
+
+  it("refuses uploads past the per-session cap, and counts only what is kept", () => {
+    const files = new SessionFiles(dir, { maxUploadBytes: 100, maxSessionBytes: 250 });
+    put(files, "one.bin", bytes(100));
+    put(files, "two.bin", bytes(100));
+    assert.throws(() => files.begin("three.bin", 100), code("TOO_LARGE", /would bring this session's files to 300 bytes; the cap is 250 bytes per session/));
+    put(files, "small.bin", bytes(50));
+    assert.throws(() => files.begin("one-more.bin", 1), code("TOO_LARGE", /251 bytes/));
+    files.remove("two.bin");
+    put(files, "three.bin", bytes(100));
+    assert.deepEqual(files.list().map((f) => [f.name, f.size]), [["one.bin", 100], ["small.bin", 50], ["three.bin", 100]]);
+  });
+
+  it("replacing a file counts only the new size", () => {
+    const files = new SessionFiles(dir, { maxUploadBytes: 100, maxSessionBytes: 150 });
+    put(files, "a.bin", bytes(100, 1));
+    put(files, "a.bin", bytes(100, 2));
+    put(files, "b.bin", bytes(50));
+    assert.deepEqual([...files.read("a.bin")].slice(0, 3), [2, 2, 2]);
+    assert.throws(() => files.begin("c.bin", 1), code("TOO_LARGE"));
+  });
+
+  it("a file written in several chunks counts once toward the session cap", () => {
+    // 200 bytes in 50-byte chunks with a 250-byte session cap and an empty session: must fit.
+    const files = new SessionFiles(dir, { maxUploadBytes: 250, maxSessionBytes: 250 });
+    put(files, "chunked.bin", bytes(200, 9), 50);
+    assert.deepEqual(files.list(), [{ name: "chunked.bin", size: 200 }]);
+    assert.equal(readFileSync(join(dir, "chunked.bin")).byteLength, 200);
+    put(files, "rest.bin", bytes(50), 10);
+    assert.throws(() => files.begin("over.bin", 1), code("TOO_LARGE", /251 bytes/));
+  });
+});

@@ -1,0 +1,127 @@
+/** The CPU compiler: parameter declarations, bundles from real C, and its diagnostics. */
+import assert from "node:assert/strict";
+import { tmpdir } from "node:os";
+import { describe, it } from "node:test";
+import { bundleDigest, decodeBundle, FarmError, hostCpuTarget } from "../protos/index.ts";
+import { compileCpu, functionTable, parseParam } from "./compile-cpu.ts";
+
+describe("parseParam", () => {
+  it("reads buffers and scalars, named or not", () => {
+    assert.deepEqual(parseParam("float32* a", 0, "f"), { name: "a", kind: "buffer", dtype: "float32" });
+    assert.deepEqual(parseParam("float32 *a", 0, "f"), { name: "a", kind: "buffer", dtype: "float32" });
+    assert.deepEqual(parseParam("float32*a", 0, "f"), { name: "a", kind: "buffer", dtype: "float32" });
+    assert.deepEqual(parseParam("  uint8*  ", 2, "f"), { name: "arg2", kind: "buffer", dtype: "uint8" });
+    assert.deepEqual(parseParam("int32 n", 3, "f"), { name: "n", kind: "scalar", dtype: "int32" });
+    assert.deepEqual(parseParam("float64", 1, "f"), { name: "arg1", kind: "scalar", dtype: "float64" });
+    assert.deepEqual(parseParam("int64 _len2", 0, "f"), { name: "_len2", kind: "scalar", dtype: "int64" });
+  });
+
+  it("passes a full ParamSpec through unchanged", () => {
+    const spec = { name: "m", kind: "buffer" as const, dtype: "int16" as const, shape: [2, 3] };
+    assert.equal(parseParam(spec, 0, "f"), spec);
+  });
+
+  it("refuses anything else, naming the function, the position and the text", () => {
+    for (const decl of ["float a", "float32** a", "vec4 a", "int32 1a", "int32 a b", "", "Float32* a", "float32* a[4]"]) {
+      assert.throws(
+        () => parseParam(decl, 4, "gemm"),
+        (e: unknown) => e instanceof FarmError && e.code === "INVALID_ARGUMENT" && e.message.includes("function gemm, parameter 4") && e.message.includes(JSON.stringify(decl)),
+        JSON.stringify(decl),
+      );
+    }
+  });
+
+  it("functionTable needs at least one function", () => {
+    assert.throws(() => functionTable({}), (e: FarmError) => e.code === "INVALID_ARGUMENT" && /at least one function/.test(e.message));
+    assert.deepEqual(functionTable({ f: ["int32 n"], g: [] }), [
+      { name: "f", params: [{ name: "n", kind: "scalar", dtype: "int32" }] },
+      { name: "g", params: [] },
+    ]);
+  });
+});
+
+const GOOD = `#include <stdint.h>
+void saxpy(float* y, const float* x, float a, int32_t n) {
+  for (int32_t i = 0; i < n; i++) y[i] += a * x[i];
+}
+void fill(int32_t* out, int32_t n, int32_t v) { for (int32_t i = 0; i < n; i++) out[i] = v; }
+`;
+
+// The error is on line 4: an undeclared identifier.
+const BROKEN = `#include <stdint.h>
+void ok(float* a) { a[0] = 1.0f; }
+void bad(float* a) {
+  a[0] = not_declared_anywhere;
+}
+`;
+
+describe("compileCpu", () => {
+  it("builds a bundle that decodes with the declared function table", async () => {
+    const m = await compileCpu(GOOD, { functions: { saxpy: ["float32* y", "float32* x", "float32 a", "int32 n"], fill: ["int32* out", "int32 n", "int32 v"] } });
+    assert.equal(m.target, "cpu");
+    assert.equal(m.digest, bundleDigest(m.bytes));
+    assert.equal(m.name, `${m.digest.slice(0, 16)}.kfm`);
+    const b = decodeBundle(m.bytes);
+    assert.equal(b.target, "cpu");
+    assert.deepEqual(b.targetDetails, hostCpuTarget());
+    // An ELF shared object (the host is Linux here).
+    assert.deepEqual([...b.binary.subarray(0, 4)], [0x7f, 0x45, 0x4c, 0x46]);
+    assert.deepEqual(b.functions, [
+      {
+        name: "saxpy",
+        params: [
+          { name: "y", kind: "buffer", dtype: "float32" },
+          { name: "x", kind: "buffer", dtype: "float32" },
+          { name: "a", kind: "scalar", dtype: "float32" },
+          { name: "n", kind: "scalar", dtype: "int32" },
+        ],
+      },
+      {
+        name: "fill",
+        params: [
+          { name: "out", kind: "buffer", dtype: "int32" },
+          { name: "n", kind: "scalar", dtype: "int32" },
+          { name: "v", kind: "scalar", dtype: "int32" },
+        ],
+      },
+    ]);
+    assert.deepEqual(m.functions, b.functions);
+    assert.match(b.meta?.flags ?? "", /-shared/);
+  });
+
+  it("a syntax error is COMPILE_ERROR with file:line, the compiler's own text, and no temp dir", async () => {
+    const err = await compileCpu(BROKEN, { functions: { ok: ["float32* a"], bad: ["float32* a"] } }).then(
+      () => assert.fail("compiling broken C must fail"),
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof FarmError, String(err));
+    assert.equal(err.code, "COMPILE_ERROR");
+    assert.match(err.message, /kernel\.c:4:\d+:/, err.message);
+    assert.doesNotMatch(err.message, /kernel\.c:[1235]:\d+: error/, "the error is on line 4 only");
+    assert.match(err.message, /not_declared_anywhere/);
+    assert.match(err.message, /undeclared/);
+    assert.match(err.message, /failed to compile kernel\.c/);
+    assert.ok(!err.message.includes(tmpdir() + "/kfarm-cc-"), `the message leaks the temp dir:\n${err.message}`);
+    assert.ok(!err.message.includes("kfarm-cc-"), `the message leaks the temp dir:\n${err.message}`);
+    assert.equal(typeof err.details?.diagnostics, "string");
+  });
+
+  it("names the file as given in fileName", async () => {
+    const err = await compileCpu("void f(void) { syntax error here }\n", { functions: { f: [] }, fileName: "gemm_tile.c" }).catch((e: unknown) => e);
+    assert.ok(err instanceof FarmError && err.code === "COMPILE_ERROR");
+    assert.match(err.message, /gemm_tile\.c:1:\d+:/);
+  });
+
+  it("a missing compiler is COMPILE_ERROR saying what to install", async () => {
+    const err = await compileCpu(GOOD, { functions: { fill: ["int32* out", "int32 n", "int32 v"] }, cc: "/nonexistent/cc" }).catch((e: unknown) => e);
+    assert.ok(err instanceof FarmError, String(err));
+    assert.equal(err.code, "COMPILE_ERROR");
+    assert.match(err.message, /\/nonexistent\/cc/);
+    assert.match(err.message, /install/);
+    assert.match(err.message, /gcc|CC/);
+  });
+
+  it("refuses a bad parameter declaration before running the compiler", async () => {
+    await assert.rejects(compileCpu(GOOD, { functions: { fill: ["int* out"] }, cc: "/nonexistent/cc" }), (e: FarmError) => e.code === "INVALID_ARGUMENT" && /function fill, parameter 0/.test(e.message));
+  });
+});
