@@ -1,0 +1,201 @@
+/**
+ * The tracker's scheduling and summary against real processes: priority,
+ * fairness across clients, label selectors, `kfarm status`, agent config
+ * files, and the relay's indifference to payloads.
+ */
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { after, before, describe, it } from "node:test";
+import * as grpc from "@grpc/grpc-js";
+import { CHANNEL_OPTIONS, HostService, SESSION_ID_HEADER, SESSION_TOKEN_HEADER, decodeBoardFrame, type HostServiceClient } from "../protos/index.ts";
+import { connectTracker, type TrackerClient } from "../host-sdk/index.ts";
+import { startAgentProcess, startFarm, startTrackerProcess, waitFor, waitForFreeBoards } from "./helpers/processes.ts";
+
+const run = promisify(execFile);
+const CLI = fileURLToPath(new URL("../cli/main.ts", import.meta.url));
+
+async function pending(client: TrackerClient, key: string): Promise<number> {
+  return (await client.summary()).queues.find((q) => q.key === key)?.pending ?? 0;
+}
+
+describe("scheduling", () => {
+  let farm: Awaited<ReturnType<typeof startFarm>>;
+  const clients: TrackerClient[] = [];
+  before(async () => {
+    farm = await startFarm(["cpu:key=one,name=solo"]);
+  });
+  after(async () => {
+    for (const c of clients) c.close();
+    await farm.stop();
+  });
+
+  async function client(id: string): Promise<TrackerClient> {
+    const c = await connectTracker(farm.tracker.address, { clientId: id });
+    clients.push(c);
+    return c;
+  }
+
+  /** Queues requests one by one (waiting until each is pending), then frees the board and records the grant order. */
+  async function grantOrder(requests: Array<{ client: TrackerClient; label: string; priority?: number }>): Promise<string[]> {
+    const holder = await farm.client.request("one");
+    const order: string[] = [];
+    const done = requests.map(async (r, i) => {
+      await waitFor(`request ${i} to be queued in turn`, async () => (await pending(farm.client, "one")) === i || order.length > 0);
+      const s = await r.client.request("one", { priority: r.priority ?? 1, deadlineMs: 20_000 });
+      order.push(r.label);
+      await s.close();
+    });
+    // Requests enter the queue strictly one after another.
+    for (let i = 0; i < requests.length; i++) await waitFor(`request ${i} queued`, async () => (await pending(farm.client, "one")) >= i + 1);
+    await holder.close();
+    await Promise.all(done);
+    return order;
+  }
+
+  it("serves a higher priority first, FIFO within a priority", async () => {
+    const [a, b, c] = await Promise.all([client("a"), client("b"), client("c")]);
+    const order = await grantOrder([
+      { client: a, label: "a-low", priority: 1 },
+      { client: b, label: "b-low", priority: 1 },
+      { client: c, label: "c-high", priority: 100 },
+    ]);
+    assert.deepEqual(order, ["c-high", "a-low", "b-low"]);
+  });
+
+  it("is fair across clients within a priority", async () => {
+    const [greedy, modest] = await Promise.all([client("greedy"), client("modest")]);
+    const order = await grantOrder([
+      { client: greedy, label: "g1" },
+      { client: greedy, label: "g2" },
+      { client: greedy, label: "g3" },
+      { client: modest, label: "m1" },
+    ]);
+    // greedy has been served once (g1) when m1 competes with g2: m1 goes first.
+    assert.deepEqual(order, ["g1", "m1", "g2", "g3"]);
+  });
+
+  it("a request that gives up while queued leaves the queue", async () => {
+    const holder = await farm.client.request("one");
+    await assert.rejects(farm.client.request("one", { deadlineMs: 200 }), /DEADLINE|became free/);
+    assert.equal(await pending(farm.client, "one"), 0);
+    await holder.close();
+    await waitForFreeBoards(farm.client, 1);
+  });
+});
+
+describe("label selectors and the summary", () => {
+  let tracker: Awaited<ReturnType<typeof startTrackerProcess>>;
+  let agent: Awaited<ReturnType<typeof startAgentProcess>>;
+  let client: TrackerClient;
+  before(async () => {
+    tracker = await startTrackerProcess();
+    const dir = await mkdtemp(join(tmpdir(), "kf-cfg-"));
+    const config = join(dir, "agent.yaml");
+    await writeFile(config, [
+      `tracker: ${tracker.address}`,
+      "name: rack1",
+      "boards:",
+      "  - kind: cpu",
+      "    key: cpu",
+      "    name: fast",
+      "    labels: { tier: fast }",
+      "  - kind: cpu",
+      "    key: cpu",
+      "    name: slow",
+      "    labels: { tier: slow }",
+      "",
+    ].join("\n"));
+    agent = await startAgentProcess(tracker.address, [], ["--config", config]);
+    client = await connectTracker(tracker.address);
+    await waitForFreeBoards(client, 2);
+  });
+  after(async () => {
+    client.close();
+    await agent.stop();
+    await tracker.stop();
+  });
+
+  it("registers boards from a YAML config file with their labels", async () => {
+    const s = await client.summary();
+    assert.deepEqual(s.boards.map((b) => [b.id, b.labels.tier, b.agent_name]), [["rack1/fast", "fast", "rack1"], ["rack1/slow", "slow", "rack1"]]);
+    assert.equal(s.boards[0]!.labels.arch, process.arch === "x64" ? "x86_64" : s.boards[0]!.labels.arch);
+    assert.ok(Number(s.boards[0]!.capabilities.cores) >= 1);
+  });
+
+  it("grants only boards whose labels match", async () => {
+    for (let i = 0; i < 3; i++) {
+      const s = await client.request("cpu", { labels: { tier: "slow" } });
+      assert.equal(s.board.id, "rack1/slow");
+      await s.close();
+    }
+  });
+
+  it("kfarm status prints the summary as a table and as JSON", async () => {
+    const s = await client.request("cpu", { labels: { tier: "fast" } });
+    try {
+      const table = (await run(process.execPath, ["--import", "tsx", CLI, "status", "--tracker", tracker.address])).stdout;
+      assert.match(table, new RegExp(`Tracker address ${tracker.address.replace(/\./g, "\\.")}`));
+      assert.match(table, new RegExp(`rack1/fast\\s+cpu\\s+cpu\\s+busy\\s+${s.id}`));
+      assert.match(table, /rack1\/slow\s+cpu\s+cpu\s+free\s+-\s+.*tier=slow/);
+      assert.match(table, /Queue Status[\s\S]*key\s+total\s+free\s+pending[\s\S]*\ncpu\s+2\s+1\s+0/);
+      const json = JSON.parse((await run(process.execPath, ["--import", "tsx", CLI, "status", "--tracker", tracker.address, "--json"])).stdout);
+      assert.deepEqual(json.queues, [{ key: "cpu", total: 2, free: 1, pending: 0 }]);
+      assert.equal(json.boards.find((b: { id: string }) => b.id === "rack1/fast").session_id, s.id);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it("kfarm status on an unreachable tracker says which address failed", async () => {
+    await assert.rejects(run(process.execPath, ["--import", "tsx", CLI, "status", "--tracker", "127.0.0.1:1"]), (e: { stderr: string; code: number }) => {
+      assert.equal(e.code, 1);
+      assert.match(e.stderr, /cannot reach the tracker at 127\.0\.0\.1:1/);
+      return true;
+    });
+  });
+
+  it("relays session frames without decoding them: garbage reaches the board, which answers PROTOCOL_ERROR", async () => {
+    const grant = await new Promise<{ session_id: string; token: string }>((resolve, reject) => {
+      const raw = new (HostService as unknown as grpc.ServiceClientConstructor)(tracker.address, grpc.credentials.createInsecure(), CHANNEL_OPTIONS) as unknown as HostServiceClient;
+      raw.RequestSession({ key: "cpu", client_id: "raw" }, (err, g) => {
+        if (err) return reject(err);
+        const md = new grpc.Metadata();
+        md.set(SESSION_ID_HEADER, g!.session_id);
+        md.set(SESSION_TOKEN_HEADER, g!.token);
+        const stream = raw.OpenSession(md) as unknown as grpc.ClientDuplexStream<Buffer, Buffer>;
+        stream.on("data", (b: Buffer) => {
+          const f = decodeBoardFrame(b);
+          assert.equal(f.result, "error");
+          assert.equal(f.error!.code, "PROTOCOL_ERROR");
+          stream.cancel();
+          raw.close();
+          resolve(g!);
+        });
+        stream.on("error", () => {});
+        stream.write(Buffer.from([0xff, 0xff, 0xff, 0x0f, 0x01]));
+      });
+    });
+    assert.ok(grant.session_id);
+    await waitForFreeBoards(client, 2);
+  });
+
+  it("refuses a session stream with the wrong token", async () => {
+    const s = await client.request("cpu");
+    const raw = new (HostService as unknown as grpc.ServiceClientConstructor)(tracker.address, grpc.credentials.createInsecure(), CHANNEL_OPTIONS) as unknown as HostServiceClient;
+    const md = new grpc.Metadata();
+    md.set(SESSION_ID_HEADER, s.id);
+    md.set(SESSION_TOKEN_HEADER, "not-the-token");
+    const stream = raw.OpenSession(md) as unknown as grpc.ClientDuplexStream<Buffer, Buffer>;
+    const status = await new Promise<grpc.StatusObject>((resolve) => stream.on("status", resolve).on("error", () => {}));
+    assert.equal(status.code, grpc.status.PERMISSION_DENIED);
+    assert.equal(status.metadata.get("farm-code")[0], "PERMISSION_DENIED");
+    raw.close();
+    await s.listdir(); // the real session is unaffected
+    await s.close();
+  });
+});
