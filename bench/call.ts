@@ -12,6 +12,7 @@ import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { compileVadd } from "../tests/helpers/kernels.ts";
 import { pingPong, startPeer } from "./lib/baselines.ts";
+import { startCpuMeter } from "./lib/cpu.ts";
 import { settle, startBenchFarm } from "./lib/farm.ts";
 import { allowedCpus, hasTaskset } from "./lib/procs.ts";
 import { fmtRatio, fmtUs, nowMs, percentile, printTable, verdict, type Row } from "./lib/stats.ts";
@@ -30,6 +31,8 @@ export interface CallFigures {
   pingP99: number;
   unaryP50: number;
   callsPerS: number;
+  /** CPU time per call by process, e.g. "host 60, tracker 80, worker 50". */
+  cpuPerCall: string;
 }
 
 async function measureCall(): Promise<CallFigures> {
@@ -44,8 +47,12 @@ async function measureCall(): Promise<CallFigures> {
       const calls: number[] = [];
       const pings: number[] = [];
       let callMs = 0;
+      const meter = startCpuMeter(farm);
+      let pingCpu = 0;
       for (let b = 0; b < BLOCKS; b++) {
+        const p0 = meter.used().host!;
         pings.push(...(await pingPong(peer.port, 50, BLOCK_CALLS)));
+        pingCpu += meter.used().host! - p0;
         const b0 = nowMs();
         for (let i = 0; i < BLOCK_CALLS; i++) {
           const t0 = nowMs();
@@ -54,6 +61,13 @@ async function measureCall(): Promise<CallFigures> {
         }
         callMs += nowMs() - b0;
       }
+      // The host's share excludes its ping-pong blocks.
+      const cpu = meter.used();
+      cpu.host! -= pingCpu;
+      const cpuPerCall = Object.entries(cpu)
+        .filter(([, v]) => v > 0)
+        .map(([k, v]) => `${k} ${((v / calls.length) * 1e6).toFixed(0)}`)
+        .join(", ");
       const unary: number[] = [];
       for (let i = 0; i < UNARY_CALLS; i++) {
         const t0 = nowMs();
@@ -68,6 +82,7 @@ async function measureCall(): Promise<CallFigures> {
         pingP99: percentile(pings, 99),
         unaryP50: percentile(unary.slice(100), 50),
         callsPerS: calls.length / (callMs / 1e3),
+        cpuPerCall,
       };
     });
   } finally {
@@ -134,9 +149,15 @@ export async function benchCall(): Promise<void> {
     `${BLOCKS}×${BLOCK_CALLS} calls after ${WARMUP_CALLS} warm-ups, in blocks alternating with ${BLOCKS}×${BLOCK_CALLS} ping-pongs (16 B, TCP_NODELAY).`,
     "TVM RPC small call: 17–18 µs pinned (its ping-pong 14.7 µs), 60–100 µs unpinned (ping-pong 62–97 µs).",
   ];
+  notes.push(`CPU per call, ${pinnedHere ? "pinned" : "unpinned"}: ${here.cpuPerCall} µs`);
   if (!pinnedHere) {
-    if (hasTaskset()) all.push(...rows("pinned (CPU 0)", await measurePinned()));
-    else notes.push("pinned run skipped: taskset (util-linux) is not installed.");
+    if (hasTaskset()) {
+      const pinned = await measurePinned();
+      all.push(...rows("pinned (CPU 0)", pinned));
+      notes.push(`CPU per call, pinned: ${pinned.cpuPerCall} µs`);
+    } else {
+      notes.push("pinned run skipped: taskset (util-linux) is not installed.");
+    }
   }
   printTable("4. small call round trip host → tracker → worker → host (nop, no arguments)", all, notes);
 }

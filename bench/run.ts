@@ -13,7 +13,7 @@ import { benchArray } from "./array.ts";
 import { benchCall, callChildMain } from "./call.ts";
 import { benchGrant } from "./grant.ts";
 import { benchMemory } from "./memory.ts";
-import { allowedCpus, hasTaskset, loadAverage } from "./lib/procs.ts";
+import { allowedCpus, hasTaskset, loadAverage, machineBusy } from "./lib/procs.ts";
 import { benchUpload } from "./upload.ts";
 
 process.env.KFARM_LOG ??= "error";
@@ -64,13 +64,19 @@ console.log(
 );
 const t0 = performance.now();
 let failed = false;
+// Other work on the machine skews every figure here: say how busy it was
+// around each benchmark (this process idle, so it is all someone else's).
+const busyNote = (b: number) => `${b.toFixed(2)} CPU${b >= 0.15 ? " — NOT QUIET, figures are disturbed" : " (quiet)"}`;
 for (const name of selected) {
+  const before = await machineBusy();
   try {
     await BENCHMARKS[name]!.run();
   } catch (err) {
     failed = true;
     console.error(`\nbench ${name} failed: ${(err as Error).stack ?? err}`);
   }
+  const after = await machineBusy();
+  console.log(`  other processes' CPU, 1 s before: ${busyNote(before)}; 1 s after: ${busyNote(after)}`);
 }
 console.log(`\ndone in ${((performance.now() - t0) / 1e3).toFixed(1)} s; load average now ${loadAverage()}`);
 process.exit(failed ? 1 : 0);

@@ -97,6 +97,8 @@ export class BoardPool {
       // The tracker waits for this to tell a clean close from a dead worker.
       this.events.sessionEnded(msg.sessionId, msg.error ? FarmError.fromWire(msg.error) : null);
       w.sessionId = undefined;
+      // Already being killed (the tracker ended the session first): it stays dead.
+      if (w.state === "exiting") return;
       if (msg.reusable && this.count("idle") < this.warm && !this.closed) {
         w.state = "idle";
       } else {
@@ -147,7 +149,11 @@ export class BoardPool {
     }
     w.state = "serving";
     w.sessionId = sessionId;
-    this.send(w, { t: "assign", sessionId, token });
+    w.child.send({ t: "assign", sessionId, token } satisfies AgentToWorker, (err) => {
+      if (!err || w.state !== "serving") return;
+      this.kill(w);
+      this.events.sessionEnded(sessionId, new FarmError("RUNTIME_CRASH", `the session worker (pid ${w.child.pid}) went away before it took the session: ${err.message}`));
+    });
     this.fill();
     if (this.hasIdle) this.events.ready(this.boardName);
   }
@@ -162,10 +168,6 @@ export class BoardPool {
     }
     // Its streams are closing too; it reports "ended" by itself, or is killed.
     w.graceTimer = setTimeout(() => this.kill(w), CLEAN_END_GRACE_MS);
-  }
-
-  private send(w: WorkerHandle, msg: AgentToWorker): void {
-    if (w.child.connected) w.child.send(msg);
   }
 
   private kill(w: WorkerHandle): void {

@@ -1,13 +1,17 @@
 /**
  * CPU seconds each process of the farm spends on a measured stretch: the
- * host (this process), the tracker, and the agent's session workers.
+ * host (this process), the tracker, the agent and its session workers.
  */
 import type { BenchFarm } from "./farm.ts";
 import { cpuSnapshot } from "./procs.ts";
 
 export interface CpuMeter {
-  /** CPU seconds per GB (10^9 bytes) moved, by process, since the meter started. */
+  /** CPU seconds by process (workers summed) since the meter started. */
+  used(): Record<string, number>;
+  /** CPU seconds per GB (10^9 bytes) moved, by process. */
   perGB(bytes: number): string;
+  /** CPU microseconds per operation, by process. */
+  perOp(ops: number): string;
 }
 
 export function startCpuMeter(farm: BenchFarm): CpuMeter {
@@ -17,18 +21,28 @@ export function startCpuMeter(farm: BenchFarm): CpuMeter {
     return p;
   };
   const before = cpuSnapshot(pids());
+  const used = () => {
+    const after = cpuSnapshot(pids());
+    const out: Record<string, number> = {};
+    for (const [name, v] of Object.entries(after)) {
+      const key = name.startsWith("worker") ? "worker" : name;
+      out[key] = (out[key] ?? 0) + v - (before[name] ?? v);
+    }
+    return out;
+  };
+  const format = (scale: number, digits: number, unit: string) => {
+    const u = used();
+    const total = Object.values(u).reduce((a, b) => a + b, 0);
+    return (
+      Object.entries(u)
+        .filter(([, s]) => s * scale >= 0.05)
+        .map(([name, s]) => `${name} ${(s * scale).toFixed(digits)}`)
+        .join(", ") + `; total ${(total * scale).toFixed(digits)} ${unit}`
+    );
+  };
   return {
-    perGB(bytes) {
-      const after = cpuSnapshot(pids());
-      const used: Record<string, number> = {};
-      for (const [name, v] of Object.entries(after)) {
-        const key = name.startsWith("worker") ? "worker" : name;
-        used[key] = (used[key] ?? 0) + v - (before[name] ?? v);
-      }
-      return Object.entries(used)
-        .filter(([, s]) => s > 0.005)
-        .map(([name, s]) => `${name} ${(s / (bytes / 1e9)).toFixed(2)}`)
-        .join(", ") + " CPU-s/GB";
-    },
+    used,
+    perGB: (bytes) => format(1e9 / bytes, 2, "CPU-s/GB"),
+    perOp: (ops) => format(1e6 / ops, 0, "CPU-µs per call"),
   };
 }

@@ -87,3 +87,24 @@ export function hasTaskset(): boolean {
     return false;
   }
 }
+
+function cpuTicks(): { busy: number; total: number } {
+  const f = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const total = f.reduce((a, b) => a + b, 0);
+  // idle + iowait are not busy; steal counts as busy (someone else had the CPU).
+  return { busy: total - f[3]! - (f[4] ?? 0), total };
+}
+
+/**
+ * How busy the machine is while this process idles for `ms`: busy CPU time of
+ * every process but this one, in CPUs (0 = quiet, 2 = both vCPUs taken).
+ */
+export async function machineBusy(ms = 1000): Promise<number> {
+  const a = cpuTicks();
+  const self0 = selfCpuSeconds();
+  await new Promise((r) => setTimeout(r, ms));
+  const b = cpuTicks();
+  const cpus = (b.total - a.total) / CLOCK_TICKS / (ms / 1e3);
+  const busyS = (b.busy - a.busy) / CLOCK_TICKS - (selfCpuSeconds() - self0);
+  return Math.max(0, (busyS / ((b.total - a.total) / CLOCK_TICKS)) * cpus);
+}

@@ -43,8 +43,6 @@ await new Promise<void>((resolve) => {
   const attempt = () => client.waitForReady(Date.now() + 5000, (err) => (err ? attempt() : resolve()));
   attempt();
 });
-await tell({ t: "ready" });
-
 let serving: string | undefined;
 
 process.on("message", (msg: AgentToWorker) => {
@@ -57,6 +55,9 @@ process.on("message", (msg: AgentToWorker) => {
     void serve(msg.sessionId, msg.token);
   }
 });
+
+// Listen first: an assignment can follow "ready" at once.
+await tell({ t: "ready" });
 
 async function serve(sessionId: string, token: string): Promise<void> {
   const workdir = join(config!.workRoot, sessionId);
