@@ -8,6 +8,7 @@
 import { netDownload, netUpload, startPeer } from "./lib/baselines.ts";
 import { startCpuMeter } from "./lib/cpu.ts";
 import { settle, startBenchFarm } from "./lib/farm.ts";
+import { cpuSnapshot } from "./lib/procs.ts";
 import { median, mbps, nowMs, printTable } from "./lib/stats.ts";
 import { BULK_BYTES, bulkRow } from "./upload.ts";
 
@@ -19,11 +20,18 @@ export async function benchArray(): Promise<void> {
   const peer = await startPeer();
   let netUp: number[];
   let netDown: number[];
+  let netCpu: string;
   try {
     await netUpload(peer.port, BULK_BYTES, 1);
-    netUp = await netUpload(peer.port, BULK_BYTES, REPEATS);
     await netDownload(peer.port, BULK_BYTES, 1);
+    const c0 = cpuSnapshot({ host: process.pid, peer: peer.pid });
+    netUp = await netUpload(peer.port, BULK_BYTES, REPEATS);
+    const c1 = cpuSnapshot({ host: process.pid, peer: peer.pid });
     netDown = await netDownload(peer.port, BULK_BYTES, REPEATS);
+    const c2 = cpuSnapshot({ host: process.pid, peer: peer.pid });
+    const perGB = (a: Record<string, number>, b: Record<string, number>) =>
+      ((b.host! - a.host! + b.peer! - a.peer!) / ((REPEATS * BULK_BYTES) / 1e9)).toFixed(2);
+    netCpu = `Node net, both ends: ${perGB(c0, c1)} CPU-s/GB this → peer, ${perGB(c1, c2)} CPU-s/GB peer → this`;
   } finally {
     await peer.stop();
   }
@@ -81,6 +89,7 @@ export async function benchArray(): Promise<void> {
   ], [
     `copyFrom runs ${copy.map((v) => v.toFixed(0)).join(", ")}; array() runs ${create.map((v) => v.toFixed(0)).join(", ")}; toArray runs ${read.map((v) => v.toFixed(0)).join(", ")} MB/s`,
     `net this → peer ${netUp.map((v) => v.toFixed(0)).join(", ")}; peer → this ${netDown.map((v) => v.toFixed(0)).join(", ")} MB/s`,
+    netCpu,
     `CPU host → board: ${writeCpu}`,
     `CPU board → host: ${readCpu}`,
   ]);

@@ -42,9 +42,11 @@ export async function benchGrant(): Promise<void> {
     const total: number[] = [];
     const grant: number[] = [];
     const first: number[] = [];
+    const grantWorkers = new Set<number>();
     for (let i = 0; i < GRANT_WARMUP + GRANT_RUNS; i++) {
       await farm.waitFree();
       await settle(farm);
+      if (i >= GRANT_WARMUP) farm.workerPids().forEach((p) => grantWorkers.add(p));
       const t0 = nowMs();
       const s = await client.request("cpu");
       const t1 = nowMs();
@@ -126,7 +128,8 @@ export async function benchGrant(): Promise<void> {
     ];
     printTable("1. session grant → first call; sessions per second (1 CPU board, tracker + agent as child processes)", rows, [
       `${GRANT_RUNS} grants (after ${GRANT_WARMUP} warm-ups), each with the board free (polled, untimed); ${MODULE_RUNS} module grants; rate over ${RATE_SECONDS} s (${sessions} sessions).`,
-      `Session workers started during the rate run: ${spawned} for ${sessions} sessions (the pool spawns a spare at every assignment).`,
+      `Worker processes seen during the ${GRANT_RUNS} timed grants: ${grantWorkers.size} (a new one means the agent forked a worker during a timed grant).`,
+      `Worker processes started during the rate run: ${spawned} for ${sessions} sessions.`,
     ]);
   } finally {
     await farm.stop();

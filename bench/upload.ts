@@ -8,6 +8,7 @@
 import { netDownload, netUpload, startPeer } from "./lib/baselines.ts";
 import { startCpuMeter } from "./lib/cpu.ts";
 import { settle, startBenchFarm } from "./lib/farm.ts";
+import { cpuSnapshot } from "./lib/procs.ts";
 import { fmtMBps, fmtRatio, mbps, median, nowMs, printTable, verdict, type Row } from "./lib/stats.ts";
 
 export const BULK_BYTES = 64 << 20;
@@ -18,11 +19,18 @@ export async function benchUpload(): Promise<void> {
   const peer = await startPeer();
   let netUp: number[];
   let netDown: number[];
+  let netCpu: string;
   try {
     await netUpload(peer.port, BULK_BYTES, 1);
-    netUp = await netUpload(peer.port, BULK_BYTES, REPEATS);
     await netDownload(peer.port, BULK_BYTES, 1);
+    const c0 = cpuSnapshot({ host: process.pid, peer: peer.pid });
+    netUp = await netUpload(peer.port, BULK_BYTES, REPEATS);
+    const c1 = cpuSnapshot({ host: process.pid, peer: peer.pid });
     netDown = await netDownload(peer.port, BULK_BYTES, REPEATS);
+    const c2 = cpuSnapshot({ host: process.pid, peer: peer.pid });
+    const perGB = (a: Record<string, number>, b: Record<string, number>) =>
+      ((b.host! - a.host! + b.peer! - a.peer!) / ((REPEATS * BULK_BYTES) / 1e9)).toFixed(2);
+    netCpu = `Node net, both ends: ${perGB(c0, c1)} CPU-s/GB this → peer, ${perGB(c1, c2)} CPU-s/GB peer → this`;
   } finally {
     await peer.stop();
   }
@@ -70,6 +78,7 @@ export async function benchUpload(): Promise<void> {
   printTable("2. upload / download 64 MiB through the tracker relay (median of 3, MB = 10^6 B)", rows, [
     `upload runs ${up.map((v) => v.toFixed(0)).join(", ")} MB/s; net ${netUp.map((v) => v.toFixed(0)).join(", ")} MB/s`,
     `download runs ${down.map((v) => v.toFixed(0)).join(", ")} MB/s; net ${netDown.map((v) => v.toFixed(0)).join(", ")} MB/s`,
+    netCpu,
     `CPU during upload: ${upCpu}`,
     `CPU during download: ${downCpu}`,
   ]);

@@ -41,6 +41,7 @@ export class Agent {
       const pool = new BoardPool(
         {
           tracker: o.tracker,
+          agentPid: process.pid,
           boardName: board.name,
           kind: board.kind,
           backendOptions: board.options,

@@ -27,6 +27,7 @@ interface WorkerHandle {
   readonly child: ChildProcess;
   state: WorkerState;
   sessionId?: string;
+  /** The end of what the worker printed (stdout and stderr). */
   stderrTail: string;
   /** Set when the agent itself killed it: its exit is not news. */
   expectedExit: boolean;
@@ -74,15 +75,19 @@ export class BoardPool {
     const child = fork(WORKER_MAIN, [], {
       execArgv: ["--import", TSX_LOADER],
       env: { ...process.env, KFARM_WORKER: JSON.stringify(this.config) },
-      stdio: ["ignore", "inherit", "pipe", "ipc"],
+      // Kernels' stdout and stderr come through the agent (and into crash reports),
+      // so a worker never holds a descriptor of whoever started the agent.
+      stdio: ["ignore", "pipe", "pipe", "ipc"],
       serialization: "json",
     });
     const w: WorkerHandle = { child, state: "starting", stderrTail: "", expectedExit: false };
     this.workers.add(w);
-    child.stderr!.on("data", (chunk: Buffer) => {
+    const output = (chunk: Buffer) => {
       process.stderr.write(chunk);
       w.stderrTail = (w.stderrTail + chunk.toString()).slice(-STDERR_TAIL_BYTES);
-    });
+    };
+    child.stdout!.on("data", output);
+    child.stderr!.on("data", output);
     child.on("message", (msg: WorkerToAgent) => this.onMessage(w, msg));
     child.on("exit", (code, signal) => this.onExit(w, code, signal));
     child.on("error", (err) => this.log.error({ board: this.boardName, err: err.message }, "session worker failed to start"));

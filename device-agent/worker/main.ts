@@ -14,6 +14,7 @@ import {
 import { createBackend } from "../backends/index.ts";
 import type { AgentToWorker, WorkerConfig, WorkerToAgent } from "./protocol.ts";
 import { SessionServer } from "./session-server.ts";
+import { dieWithParent } from "./parent-death.ts";
 import { Watchdog } from "./watchdog.ts";
 
 const config = JSON.parse(process.env.KFARM_WORKER ?? "null") as WorkerConfig | null;
@@ -28,7 +29,7 @@ function tell(msg: WorkerToAgent): Promise<void> {
 }
 
 // The agent is gone: nothing left to serve for.
-process.on("disconnect", () => process.exit(0));
+dieWithParent(config.agentPid);
 
 const backend = await createBackend(config.kind, config.backendOptions);
 const watchdog = new Watchdog();

@@ -5,6 +5,8 @@ import type { SessionLimits } from "./session-server.ts";
 /** Given to a worker at spawn, in the KFARM_WORKER env variable. */
 export interface WorkerConfig {
   tracker: string;
+  /** The agent's pid: the worker dies with it. */
+  agentPid: number;
   boardName: string;
   kind: string;
   backendOptions: Record<string, unknown>;
