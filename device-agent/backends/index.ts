@@ -2,7 +2,7 @@
 import { FarmError } from "../../protos/index.ts";
 import type { Backend, BoardFacts } from "./backend.ts";
 
-export const BOARD_KINDS = ["cpu"] as const;
+export const BOARD_KINDS = ["cpu", "vta-sim"] as const;
 export type BoardKind = (typeof BOARD_KINDS)[number];
 
 export function isBoardKind(kind: string): kind is BoardKind {
@@ -14,6 +14,8 @@ export async function describeBoard(kind: BoardKind): Promise<BoardFacts> {
   switch (kind) {
     case "cpu":
       return (await import("./cpu.ts")).describeCpuBoard();
+    case "vta-sim":
+      return (await import("./vta-sim/backend.ts")).describeVtaSimBoard();
   }
 }
 
@@ -23,6 +25,10 @@ export async function createBackend(kind: string, options: Record<string, unknow
     case "cpu": {
       const { CpuBackend } = await import("./cpu.ts");
       return new CpuBackend({ memoryBytes: typeof options.memoryBytes === "number" ? options.memoryBytes : undefined });
+    }
+    case "vta-sim": {
+      const { VtaSimBackend } = await import("./vta-sim/backend.ts");
+      return new VtaSimBackend({ memoryBytes: typeof options.memoryBytes === "number" ? options.memoryBytes : undefined });
     }
     default:
       throw new FarmError("INVALID_ARGUMENT", `unknown board kind "${kind}"; this agent serves: ${BOARD_KINDS.join(", ")}`);

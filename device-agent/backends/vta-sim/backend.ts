@@ -1,0 +1,153 @@
+/**
+ * The `vta-sim` board: VTA bundles run on the functional simulator in the
+ * session worker. Arrays are buffers in the simulator's DRAM; a call places
+ * its arguments per the program's relocations and executes every run; the
+ * stats are TVM's simulator counters plus the cycle estimate.
+ */
+import { FarmError, type FunctionSpec, type ModuleBundle } from "../../../protos/index.ts";
+import { DEFAULT_VTA_HARDWARE, decodeVtaBinary, type VtaBinary, type VtaHardware } from "../../../vta/index.ts";
+import type { ArgValue, Backend, BackendStats, BoardFacts, DeviceArray, LoadedFunction, LoadedModule } from "../backend.ts";
+import { DramBuffer } from "./dram.ts";
+import { VtaSimulator, type VtaProgram, type VtaSimulatorOptions } from "./simulator.ts";
+import { busBytesPerCycle, resolveTiming } from "./timing.ts";
+
+export const VTA_SIM_KIND = "vta-sim";
+
+/** Registration facts: the hardware name as label `vta`, buffer sizes as capabilities. */
+export function describeVtaSimBoard(hw: VtaHardware = DEFAULT_VTA_HARDWARE): BoardFacts {
+  return {
+    labels: { vta: hw.name, sim: "true" },
+    capabilities: {
+      hardware: hw.name,
+      batch: String(hw.batch),
+      block_in: String(hw.blockIn),
+      block_out: String(hw.blockOut),
+      inp_buffer_bytes: String(hw.inpDepth * hw.inpElemBytes),
+      wgt_buffer_bytes: String(hw.wgtDepth * hw.wgtElemBytes),
+      acc_buffer_bytes: String(hw.accDepth * hw.accElemBytes),
+      uop_buffer_bytes: String(hw.uopDepth * hw.uopElemBytes),
+      bus_bytes_per_cycle: String(busBytesPerCycle(resolveTiming())),
+    },
+  };
+}
+
+interface VtaLoadedFunction extends LoadedFunction {
+  readonly program: VtaProgram;
+}
+
+export interface VtaSimBackendOptions extends VtaSimulatorOptions {}
+
+export class VtaSimBackend implements Backend {
+  readonly kind = VTA_SIM_KIND;
+  readonly target = "vta" as const;
+  readonly memoryBytes: number;
+  /** Only data is loaded, never code: a worker can serve session after session. */
+  readonly tainted = false;
+  readonly sim: VtaSimulator;
+  private calls = 0;
+  private callNs = 0;
+  private modules = 0;
+
+  constructor(opts: VtaSimBackendOptions = {}) {
+    this.sim = new VtaSimulator(opts);
+    this.memoryBytes = this.sim.dram.capacityBytes;
+  }
+
+  get hardware(): VtaHardware {
+    return this.sim.hw;
+  }
+
+  alloc(nbytes: number): DeviceArray {
+    return this.sim.dram.alloc(nbytes);
+  }
+
+  load(bundle: ModuleBundle): LoadedModule {
+    let binary: VtaBinary;
+    try {
+      binary = decodeVtaBinary(bundle.binary);
+    } catch (err) {
+      throw new FarmError("BAD_BUNDLE", `invalid module bundle: binary is not a VTA program (${(err as Error).message})`, { cause: err });
+    }
+    const hw = this.sim.hw;
+    if (binary.hardware !== hw.name) {
+      throw new FarmError("TARGET_MISMATCH", `the module was compiled for VTA hardware ${binary.hardware}, but this board simulates ${hw.name}`);
+    }
+    const declared = bundle.targetDetails.hardware;
+    if (declared !== undefined && declared !== binary.hardware) {
+      throw new FarmError("BAD_BUNDLE", `invalid module bundle: targetDetails.hardware is ${declared} but its VTA binary was compiled for ${binary.hardware}`);
+    }
+    const functions = new Map<string, VtaLoadedFunction>();
+    const programs: VtaProgram[] = [];
+    try {
+      for (const spec of bundle.functions) {
+        const program = this.sim.prepare(binary, spec.name, spec.params.map((p) => ({ name: p.name, kind: p.kind })));
+        programs.push(program);
+        functions.set(spec.name, { spec, program });
+      }
+    } catch (err) {
+      for (const p of programs) this.sim.release(p);
+      throw err;
+    }
+    this.modules++;
+    return { functions };
+  }
+
+  invoke(fn: LoadedFunction, args: readonly ArgValue[]): void {
+    const program = (fn as VtaLoadedFunction).program;
+    const buffers = this.buffers(fn.spec, args);
+    const t0 = process.hrtime.bigint();
+    try {
+      this.sim.call(program, buffers);
+    } finally {
+      this.callNs += Number(process.hrtime.bigint() - t0);
+      this.calls++;
+    }
+  }
+
+  /** Wall-clock nanoseconds of `number` simulated calls (the simulated cycle estimate is in stats). */
+  timeCalls(fn: LoadedFunction, args: readonly ArgValue[], number: number): number {
+    const program = (fn as VtaLoadedFunction).program;
+    const buffers = this.buffers(fn.spec, args);
+    const t0 = process.hrtime.bigint();
+    let done = 0;
+    let ns = 0;
+    try {
+      for (; done < number; done++) this.sim.call(program, buffers);
+    } finally {
+      ns = Number(process.hrtime.bigint() - t0);
+      this.calls += done;
+      this.callNs += ns;
+    }
+    return ns;
+  }
+
+  stats(): BackendStats {
+    return {
+      counters: { ...this.sim.counters.toRecord(), calls: this.calls, call_ns_total: this.callNs, dram_bytes_in_use: this.sim.dram.usedBytes },
+      info: { kind: this.kind, hardware: this.sim.hw.name, gemm_engine: this.sim.core.engine, modules: String(this.modules) },
+    };
+  }
+
+  clearStats(): void {
+    this.sim.counters.clear();
+    this.calls = 0;
+    this.callNs = 0;
+  }
+
+  reset(): void {
+    this.sim.reset();
+    this.calls = 0;
+    this.callNs = 0;
+    this.modules = 0;
+  }
+
+  private buffers(spec: FunctionSpec, args: readonly ArgValue[]): (DramBuffer | undefined)[] {
+    return args.map((a, i) => {
+      if (a.kind !== "buffer") return undefined;
+      if (!(a.array instanceof DramBuffer)) {
+        throw new FarmError("BAD_ARGUMENTS", `argument ${i} (${spec.params[i]?.name ?? "?"}) of ${spec.name} is not an array of this VTA board`);
+      }
+      return a.array;
+    });
+  }
+}

@@ -1,0 +1,60 @@
+/**
+ * Execution statistics. The first seven are TVM's functional simulator
+ * counters, counted exactly as it counts them (§2.3 of the VTA spec), in the
+ * order `vta.simulator.profiler_status` prints them:
+ *
+ * | counter | added to by | amount |
+ * |---|---|---|
+ * | inp_load_nbytes | LOAD INP, x_size ≠ 0 | x_size · y_size · INP element bytes (padding not counted) |
+ * | wgt_load_nbytes | LOAD WGT, x_size ≠ 0 | x_size · y_size · WGT element bytes |
+ * | acc_load_nbytes | LOAD ACC and LOAD ACC_8BIT, x_size ≠ 0 | x_size · y_size · ACC element bytes (ACC_8BIT too, although DRAM supplies a quarter) |
+ * | uop_load_nbytes | LOAD UOP, x_size ≠ 0 | x_size · y_size · 4 |
+ * | out_store_nbytes | STORE, x_size ≠ 0 | x_size · y_size · OUT element bytes |
+ * | gemm_counter | GEMM with reset_reg = 0 | iter_out · iter_in · (uop_end − uop_bgn) |
+ * | alu_counter | every ALU | iter_out · iter_in · (uop_end − uop_bgn) |
+ *
+ * NOPs, FINISH and tokens count nothing. Then kernelfarm's own: the cycle
+ * estimate of timing.ts (`cycle_count`, summed over runs, as TVM's tsim
+ * profiler reports it) with each module's busy cycles, and how much ran.
+ * All are cumulative until cleared.
+ */
+export const TVM_COUNTERS = [
+  "inp_load_nbytes",
+  "wgt_load_nbytes",
+  "acc_load_nbytes",
+  "uop_load_nbytes",
+  "out_store_nbytes",
+  "gemm_counter",
+  "alu_counter",
+] as const;
+
+export class VtaCounters {
+  inp_load_nbytes = 0;
+  wgt_load_nbytes = 0;
+  acc_load_nbytes = 0;
+  uop_load_nbytes = 0;
+  out_store_nbytes = 0;
+  gemm_counter = 0;
+  alu_counter = 0;
+  /** Estimated cycles, summed over device runs (timing.ts). */
+  cycle_count = 0;
+  /** Cycles each module spent executing instructions (not waiting for tokens). */
+  load_busy_cycles = 0;
+  compute_busy_cycles = 0;
+  store_busy_cycles = 0;
+  /** Device runs (one per VtaRun executed) and instructions executed. */
+  runs = 0;
+  instructions = 0;
+
+  clear(): void {
+    for (const k of Object.keys(this) as (keyof VtaCounters)[]) {
+      if (typeof this[k] === "number") (this as unknown as Record<string, number>)[k] = 0;
+    }
+  }
+
+  toRecord(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const [k, v] of Object.entries(this)) if (typeof v === "number") out[k] = v;
+    return out;
+  }
+}
