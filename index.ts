@@ -8,6 +8,13 @@ export {
   type ConnectOptions, type RequestOptions, type RemoteFunction, type TimeEvaluatorOptions, type CallArg,
   type CallOptions, type CompileCpuOptions, type CompiledModule, type ParamDecl,
 } from "./host-sdk/index.ts";
+export {
+  compileVta, vtaConv2d, vtaMatmul, vtaElementwise, vtaVectorAdd, VTA_TUTORIALS,
+  packNCHW, unpackNCHW, packOIHW, packMatrix, unpackMatrix, packMatmulInput, packMatmulWeight, unpackMatmulOutput,
+  conv2dReference, matmulReference, elementwiseReference, conv2dOutputSize,
+  type VtaCompiledModule, type VtaKernelSpec, type VtaKernelInfo, type CompileVtaOptions,
+  type VtaConv2dWorkload, type VtaConv2dSchedule, type VtaMatmulWorkload, type VtaMatmulSchedule, type VtaElementwiseWorkload, type VtaAluStep,
+} from "./host-sdk/index.ts";
 export { FarmError, FARM_ERROR_CODES, type FarmErrorCode, type Dtype, type ModuleBundle } from "./protos/index.ts";
 export { startTracker, Tracker, type TrackerOptions } from "./tracker/index.ts";
 export { startAgent, Agent, type AgentOptions } from "./device-agent/index.ts";

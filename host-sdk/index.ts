@@ -7,3 +7,12 @@ export { BenchmarkResult } from "./benchmark-result.ts";
 export { compileCpu, functionTable, parseParam, type CompileCpuOptions, type ParamDecl } from "./compile-cpu.ts";
 export type { CompiledModule } from "./compiled-module.ts";
 export type { FrameChannel } from "./frame-channel.ts";
+export {
+  compileVta, lowerVtaKernel, vtaConv2d, vtaMatmul, vtaElementwise, vtaVectorAdd,
+  VTA_TUTORIALS, VTA_CONV2D, VTA_MATRIX_MULTIPLY, VTA_MATRIX_MULTIPLY_BLOCKED, VTA_VECTOR_ADD,
+  packNCHW, unpackNCHW, packOIHW, packMatrix, unpackMatrix, packMatmulInput, packMatmulWeight, unpackMatmulOutput,
+  conv2dReference, matmulReference, elementwiseReference, conv2dOutputSize,
+  type CompileVtaOptions, type VtaCompiledModule, type VtaKernelInfo, type VtaKernelSpec, type VtaKernelOptions,
+  type VtaConv2dWorkload, type VtaConv2dSchedule, type VtaMatmulWorkload, type VtaMatmulSchedule,
+  type VtaElementwiseWorkload, type VtaElementwiseSchedule, type VtaAluStep, type VtaEpilogue,
+} from "./vta/index.ts";
