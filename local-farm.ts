@@ -26,7 +26,9 @@ export interface LocalFarm {
 }
 
 export async function startLocalFarm(opts: LocalFarmOptions = {}): Promise<LocalFarm> {
-  const tracker = await new Tracker({ ...opts.tracker, port: 0 }).listen();
+  // The host script runs on this same event loop and may compute for seconds
+  // (compiling, reference checks): heartbeats here must tolerate that.
+  const tracker = await new Tracker({ heartbeatIntervalMs: 1000, maxMissedHeartbeats: 15, ...opts.tracker, port: 0 }).listen();
   const flags = opts.boards ?? ["cpu:key=cpu,name=cpu0", "cpu:key=cpu,name=cpu1"];
   const agent = await new Agent({ ...opts.agent, name: opts.agent?.name ?? "local", tracker: tracker.address, boards: flags.map(parseBoardFlag) }).start();
   const client = await connectTracker(tracker.address, { clientId: "local-farm" });

@@ -7,6 +7,7 @@ import { startTracker, formatSummary } from "../tracker/index.ts";
 import { startAgent, parseBoardFlag, parseBytes, readAgentConfigFile, type BoardConfig } from "../device-agent/index.ts";
 import { connectTracker } from "../host-sdk/index.ts";
 import { runDemo } from "./demo.ts";
+import { TUTORIAL_NAMES, vtaDisasm } from "./vta.ts";
 
 function integer(value: string): number {
   const n = Number(value);
@@ -105,11 +106,23 @@ program
   });
 
 program
+  .command("vta")
+  .description("the VTA toolchain")
+  .command("disasm")
+  .description("print a VTA module's instruction streams readably")
+  .argument("[module]", "a module bundle file (what compileVta returns as .bytes)")
+  .option("--tutorial <name>", `compile one of TVM's VTA tutorials instead: ${TUTORIAL_NAMES.join(", ")}`)
+  .option("--function <name>", "only this function")
+  .option("--uops", "also list the micro-ops each LOAD UOP brings in")
+  .action(async (file: string | undefined, o: { tutorial?: string; function?: string; uops?: boolean }) => {
+    console.log(await vtaDisasm(file, o));
+  });
+
+program
   .command("demo")
-  .description("start an embedded farm (tracker + agent with CPU boards), run kernels on it and print what came back")
-  .addOption(new Option("--boards <n>", "CPU boards in the embedded farm").default(2).argParser(integer))
-  .action(async (o: { boards: number }) => {
-    await runDemo({ boards: o.boards });
+  .description("start an embedded farm (tracker + agent with a VTA simulator and a CPU board), run TVM's VTA conv2d tutorial and a CPU kernel on it, and print what came back")
+  .action(async () => {
+    await runDemo();
   });
 
 try {

@@ -130,7 +130,12 @@ export class TrackerLink {
     this.state = "closed";
     clearInterval(this.heartbeat);
     clearTimeout(this.retry);
-    this.call?.cancel();
-    this.client.close();
+    // Half-close first so the tracker sees a clean detach, then drop the call.
+    this.call?.end();
+    const call = this.call;
+    setTimeout(() => {
+      call?.cancel();
+      this.client.close();
+    }, 50).unref();
   }
 }

@@ -59,7 +59,8 @@ export class AgentLinks {
       if (agent) this.lose(agent, `agent ${agent.name} disconnected`);
     };
     call.on("end", () => {
-      gone();
+      // A clean half-close: the agent is shutting down.
+      if (agent) this.lose(agent, `agent ${agent.name} detached`, "info");
       if (!call.writableEnded) call.end();
     });
     call.on("error", gone);
@@ -131,9 +132,9 @@ export class AgentLinks {
     agent.call.write({ end_session: { session_id: lease.id, reason: lease.reason ? lease.reason.toWire() : null } });
   }
 
-  private lose(agent: Agent, why: string): void {
+  private lose(agent: Agent, why: string, level: "warn" | "info" = "warn"): void {
     if (!this.registry.agents.delete(agent.id)) return;
-    this.log.warn({ agent: agent.id }, `agent lost: ${why}`);
+    this.log[level]({ agent: agent.id }, `agent lost: ${why}`);
     for (const board of agent.boards.values()) {
       board.lease?.end(new FarmError("AGENT_LOST", `board ${board.id} was lost: ${why}`));
     }

@@ -14,3 +14,4 @@ export {
   formatInsn, insnKind, insnFields, insnFlags, runToStream, parseStreamText, relativeDram, type StreamLine, type ParsedStream,
 } from "./stream-text.ts";
 export { streamStats, emptyStats, decodeRun, checkDependencies, type VtaStreamStats, type TokenQueues, type DependencyCheck } from "./stream-analysis.ts";
+export { disassemble, type DisasmOptions } from "./disasm.ts";
