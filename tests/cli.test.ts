@@ -1,0 +1,47 @@
+/** The README's main command and the VTA disassembler, as a user runs them. */
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { describe, it } from "node:test";
+import { compileCpu, vtaMatmul } from "../host-sdk/index.ts";
+
+const run = promisify(execFile);
+const KFARM = fileURLToPath(new URL("../bin/kfarm.mjs", import.meta.url));
+const kfarm = (...args: string[]) => run(process.execPath, [KFARM, ...args], { env: { ...process.env, KFARM_LOG: "error" }, timeout: 120_000 });
+
+describe("kfarm", () => {
+  it("demo runs the VTA conv2d tutorial on a simulator board and prints TVM's statistics", async () => {
+    const { stdout } = await kfarm("demo");
+    assert.match(stdout, /output equals the reference/);
+    const want: Record<string, number> = {
+      inp_load_nbytes: 114688, wgt_load_nbytes: 1179648, acc_load_nbytes: 0, uop_load_nbytes: 1144,
+      out_store_nbytes: 50176, gemm_counter: 451584, alu_counter: 9408,
+    };
+    for (const [name, value] of Object.entries(want)) assert.match(stdout, new RegExp(`\\t${name}\\s*:\\s+${value}\\n`), name);
+    assert.match(stdout, /CPU vadd of 1048576 floats on board local\/cpu0: correct/);
+  });
+
+  it("vta disasm prints a tutorial's stream and a module file's, naming buffers", async () => {
+    const { stdout } = await kfarm("vta", "disasm", "--tutorial", "matrix_multiply", "--uops");
+    assert.match(stdout, /matrix_multiply: run 0, 56 instructions, 2 micro-ops/);
+    assert.match(stdout, /\n\s+55\s+FINISH/);
+    assert.match(stdout, /uops: \(0,0,0\)/);
+    const dir = await mkdtemp(join(tmpdir(), "kf-disasm-"));
+    const file = join(dir, "mm.kfm");
+    await writeFile(file, vtaMatmul({ batch: 1, inFeatures: 32, outFeatures: 32 }).bytes);
+    const fromFile = (await kfarm("vta", "disasm", file)).stdout;
+    assert.match(fromFile, /LOAD_WGT sram \d+ W\+\d+/);
+  });
+
+  it("vta disasm refuses a CPU module and a missing file with clear errors", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "kf-disasm-"));
+    const file = join(dir, "cpu.kfm");
+    await writeFile(file, (await compileCpu("void f(void) {}", { functions: { f: [] } })).bytes);
+    await assert.rejects(kfarm("vta", "disasm", file), (e: { stderr: string }) => /is a cpu module, not a VTA module \[TARGET_MISMATCH\]/.test(e.stderr));
+    await assert.rejects(kfarm("vta", "disasm", join(dir, "nope.kfm")), (e: { stderr: string }) => /cannot read module .*nope\.kfm.*\[NOT_FOUND\]/.test(e.stderr));
+  });
+});
