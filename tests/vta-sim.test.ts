@@ -10,6 +10,7 @@ import { after, before, describe, it } from "node:test";
 import { BUNDLE_FORMAT, BUNDLE_VERSION, FarmError, encodeBundle, type FunctionSpec } from "../protos/index.ts";
 import { DEFAULT_VTA_HARDWARE as hw, encodeVtaBinary, type VtaBinary } from "../vta/index.ts";
 import { matrixMultiplyProgram, randomInt8 } from "../device-agent/backends/vta-sim/test-programs.ts";
+import { matmulReference, unpackMatrix } from "../host-sdk/index.ts";
 import { startFarm, waitForFreeBoards } from "./helpers/processes.ts";
 
 const PARAMS: FunctionSpec["params"] = [
@@ -35,17 +36,9 @@ function matmulBundle(): Uint8Array {
   });
 }
 
-/** C[m][j] = Σ A[n][k] · B[m][n][j][k], wrapped to int8. */
+/** C = A · Bᵀ wrapped to int8, on the packed A (1×256 as is), B (16, 16, 16, 16) and C (1×256 as is). */
 function reference(a: Int8Array, b: Int8Array): Int8Array {
-  const c = new Int8Array(256);
-  for (let m = 0; m < 16; m++) {
-    for (let j = 0; j < 16; j++) {
-      let sum = 0;
-      for (let n = 0; n < 16; n++) for (let k = 0; k < 16; k++) sum += a[16 * n + k]! * b[(m * 16 + n) * 256 + j * 16 + k]!;
-      c[16 * m + j] = sum;
-    }
-  }
-  return c;
+  return matmulReference(a, unpackMatrix(b, 256, 256, hw.blockOut, hw.blockIn), { batch: 1, inFeatures: 256, outFeatures: 256 });
 }
 
 describe("a session on a VTA simulator board", () => {

@@ -62,6 +62,25 @@ export function fitsBuffer(hw: VtaHardware, buffer: OnChipBuffer, needed: number
   }
 }
 
+/**
+ * The first schedule, in order of preference, that `check` accepts. When none
+ * does, the first one's refusal is the most useful message; `none` is used
+ * only when there was no candidate or a refusal was not a FarmError.
+ */
+export function firstFitting<S>(candidates: readonly S[], check: (s: S) => void, none: () => FarmError): S {
+  let firstProblem: unknown;
+  for (const s of candidates) {
+    try {
+      check(s);
+      return s;
+    } catch (err) {
+      firstProblem ??= err;
+    }
+  }
+  if (firstProblem instanceof FarmError) throw firstProblem;
+  throw none();
+}
+
 /** Divisors of n, largest first. */
 export function divisorsDesc(n: number): number[] {
   const out: number[] = [];

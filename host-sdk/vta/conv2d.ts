@@ -17,12 +17,13 @@
  * output `(N/B, O/16, OH, OW, B, 16)`, all int8.
  */
 import { FarmError, type ParamSpec } from "../../protos/index.ts";
-import { MEM, UopHandle, type VtaHardware } from "../../vta/index.ts";
-import { divisible, divisorsDesc, fitsBuffer, nonNegativeInt, oneOf, positiveInt } from "./checks.ts";
+import { MEM, type VtaHardware } from "../../vta/index.ts";
+import { divisible, divisorsDesc, firstFitting, fitsBuffer, nonNegativeInt, oneOf, positiveInt } from "./checks.ts";
 import { dma2d } from "./dma.ts";
-import { checkEpilogue, epilogueSteps, type VtaEpilogue } from "./epilogue.ts";
+import { checkEpilogue, type VtaEpilogue } from "./epilogue.ts";
+import { epilogueScope, gemmScope, type GemmKernelSites } from "./gemm-scopes.ts";
 import { loop, scope, seq, type ExecContext, type Stmt } from "./lowered.ts";
-import { aluLoops, foldGemmNest, recordAlu, recordGemm, verifyDepViolation, type IndexLoop } from "./uop-nest.ts";
+import { foldGemmNest, verifyDepViolation, type IndexLoop } from "./uop-nest.ts";
 
 export interface VtaConv2dWorkload extends VtaEpilogue {
   /** N, a multiple of the hardware's BATCH. */
@@ -254,17 +255,11 @@ function autoSchedule(w: Workload, given: Partial<VtaConv2dSchedule>, hw: VtaHar
     }
   }
   candidates.sort((a, b) => a.cost - b.cost || b.acc - a.acc || b.s.wBlock - a.s.wBlock || b.s.ocBlock - a.s.ocBlock);
-  let firstProblem: unknown;
-  for (const c of candidates) {
-    try {
-      checkSchedule(w, c.s, hw);
-      return c.s;
-    } catch (err) {
-      firstProblem ??= err;
-    }
-  }
-  if (firstProblem instanceof FarmError) throw firstProblem;
-  throw new FarmError("COMPILE_ERROR", `conv2d: no schedule with the given knobs ${JSON.stringify(given)} fits the VTA buffers (INP ${hw.inpDepth}, WGT ${hw.wgtDepth}, ACC ${hw.accDepth} elements)`);
+  return firstFitting(
+    candidates.map((c) => c.s),
+    (s) => checkSchedule(w, s, hw),
+    () => new FarmError("COMPILE_ERROR", `conv2d: no schedule with the given knobs ${JSON.stringify(given)} fits the VTA buffers (INP ${hw.inpDepth}, WGT ${hw.wgtDepth}, ACC ${hw.accDepth} elements)`),
+  );
 }
 
 export function conv2dParams(r: ResolvedConv2d, hw: VtaHardware): ParamSpec[] {
@@ -290,7 +285,6 @@ export function lowerConv2d(r: ResolvedConv2d, hw: VtaHardware): Stmt {
   const Cb = w.inChannels / hw.blockIn;
   const Ob = w.outChannels / hw.blockOut;
   const kk = w.kernelH * w.kernelW;
-  const sig = (ctx: ExecContext) => (vt > 1 ? ctx.thread : undefined);
   const base = (ctx: ExecContext) => ({ acc: ctx.thread * t.acc, inp: ctx.thread * t.inp, wgt: ctx.thread * t.wgt });
   const tileAt = (ctx: ExecContext) => ({
     b: ctx.loops.b ?? 0,
@@ -299,12 +293,8 @@ export function lowerConv2d(r: ResolvedConv2d, hw: VtaHardware): Stmt {
     x0: (ctx.loops.x ?? 0) * s.wBlock,
   });
 
-  const resetSite = new UopHandle("conv2d.reset");
-  const resetNest = gemmNest(w, s, t, ["oc", "y", "x"]);
-  const reset = scope(2, "reset", (ctx) => {
-    const { cmd } = ctx;
-    cmd.pushGemmOp(resetSite, () => recordGemm(cmd, foldGemmNest(resetNest, { dst: base(ctx).acc, src: 0, wgt: 0 }), true), sig(ctx));
-  });
+  const sites: GemmKernelSites = { kernel: "conv2d", base, signature: (ctx) => (vt > 1 ? ctx.thread : undefined) };
+  const reset = gemmScope(sites, "reset", gemmNest(w, s, t, ["oc", "y", "x"]));
 
   const load = scope(1, "load", (ctx) => {
     const { cmd } = ctx;
@@ -324,23 +314,8 @@ export function lowerConv2d(r: ResolvedConv2d, hw: VtaHardware): Stmt {
     cmd.loadBuffer2D(BUFFER_KERNEL, wOff, d.xSize, d.ySize, d.xStride, 0, 0, 0, 0, base(ctx).wgt, MEM.WGT);
   });
 
-  const gemmSite = new UopHandle("conv2d.gemm");
-  const gemm = scope(2, "gemm", (ctx) => {
-    const { cmd } = ctx;
-    const b0 = base(ctx);
-    cmd.pushGemmOp(gemmSite, () => recordGemm(cmd, foldGemmNest(gemmNest(w, s, t, t.gemmOrder), { dst: b0.acc, src: b0.inp, wgt: b0.wgt }), false), sig(ctx));
-  });
-
-  const steps = epilogueSteps(w);
-  const aluSites = steps.map((st) => new UopHandle(`conv2d.${st.label}`));
-  const loops = aluLoops(accNest(s), "conv2d epilogue");
-  const alu = steps.length
-    ? scope(2, "alu", (ctx) => {
-        const { cmd } = ctx;
-        const acc = base(ctx).acc;
-        steps.forEach((st, k) => cmd.pushAluOp(aluSites[k]!, () => recordAlu(cmd, loops, acc, st.opcode, { imm: st.imm }), sig(ctx)));
-      })
-    : undefined;
+  const gemm = gemmScope(sites, "gemm", gemmNest(w, s, t, t.gemmOrder));
+  const alu = epilogueScope(sites, w, accNest(s));
 
   const store = scope(3, "store", (ctx) => {
     const { cmd } = ctx;

@@ -18,12 +18,13 @@
  * C `(batch/B, out/16, B, 16)`.
  */
 import { FarmError, type ParamSpec } from "../../protos/index.ts";
-import { MEM, UopHandle, type VtaHardware } from "../../vta/index.ts";
-import { divisible, divisorsDesc, fitsBuffer, oneOf, positiveInt } from "./checks.ts";
+import { MEM, type VtaHardware } from "../../vta/index.ts";
+import { divisible, divisorsDesc, firstFitting, fitsBuffer, oneOf, positiveInt } from "./checks.ts";
 import { dma2d } from "./dma.ts";
-import { checkEpilogue, epilogueSteps, type VtaEpilogue } from "./epilogue.ts";
+import { checkEpilogue, type VtaEpilogue } from "./epilogue.ts";
+import { epilogueScope, gemmScope, type GemmKernelSites } from "./gemm-scopes.ts";
 import { loop, scope, seq, type ExecContext, type Stmt } from "./lowered.ts";
-import { aluLoops, foldGemmNest, recordAlu, recordGemm, verifyDepViolation, type IndexLoop } from "./uop-nest.ts";
+import { foldGemmNest, verifyDepViolation, type IndexLoop } from "./uop-nest.ts";
 
 export interface VtaMatmulWorkload extends VtaEpilogue {
   /** Rows of A and C: a multiple of the hardware's BATCH. */
@@ -143,17 +144,11 @@ function autoSchedule(w: Workload, given: Partial<VtaMatmulSchedule>, hw: VtaHar
     }
   }
   candidates.sort((a, b) => a.cost - b.cost || b.size - a.size);
-  let firstProblem: unknown;
-  for (const c of candidates) {
-    try {
-      checkSchedule(w, c.s, hw);
-      return c.s;
-    } catch (err) {
-      firstProblem ??= err;
-    }
-  }
-  if (firstProblem instanceof FarmError) throw firstProblem;
-  throw new FarmError("COMPILE_ERROR", `matmul: no schedule with the given knobs ${JSON.stringify(given)} fits the VTA buffers`);
+  return firstFitting(
+    candidates.map((c) => c.s),
+    (s) => checkSchedule(w, s, hw),
+    () => new FarmError("COMPILE_ERROR", `matmul: no schedule with the given knobs ${JSON.stringify(given)} fits the VTA buffers`),
+  );
 }
 
 export function matmulParams(r: ResolvedMatmul, hw: VtaHardware): ParamSpec[] {
@@ -173,19 +168,11 @@ export function lowerMatmul(r: ResolvedMatmul, hw: VtaHardware): Stmt {
   const vt = s.virtualThreads;
   const ib = w.inFeatures / hw.blockIn;
   const ob = w.outFeatures / hw.blockOut;
-  const sig = (ctx: ExecContext) => (vt > 1 ? ctx.thread : undefined);
   const base = (ctx: ExecContext) => ({ acc: ctx.thread * t.acc, inp: ctx.thread * t.inp, wgt: ctx.thread * t.wgt });
   const tileAt = (ctx: ExecContext) => ({ b0: (ctx.loops.b ?? 0) * s.batchBlock, oc0: ((ctx.loops.oc ?? 0) * vt + ctx.thread) * s.outBlock });
 
-  const resetSite = new UopHandle("matmul.reset");
-  const reset = scope(2, "reset", (ctx) => {
-    const { cmd } = ctx;
-    const nest: IndexLoop[] = [
-      { extent: s.batchBlock, dst: s.outBlock, src: 0, wgt: 0 },
-      { extent: s.outBlock, dst: 1, src: 0, wgt: 0 },
-    ];
-    cmd.pushGemmOp(resetSite, () => recordGemm(cmd, foldGemmNest(nest, { dst: base(ctx).acc, src: 0, wgt: 0 }), true), sig(ctx));
-  });
+  const sites: GemmKernelSites = { kernel: "matmul", base, signature: (ctx) => (vt > 1 ? ctx.thread : undefined) };
+  const reset = gemmScope(sites, "reset", accNest(s));
 
   const load = scope(1, "load", (ctx) => {
     const { cmd } = ctx;
@@ -197,23 +184,8 @@ export function lowerMatmul(r: ResolvedMatmul, hw: VtaHardware): Stmt {
     cmd.loadBuffer2D(BUFFER_W, oc0 * ib + ic0, d.xSize, d.ySize, d.xStride, 0, 0, 0, 0, base(ctx).wgt, MEM.WGT);
   });
 
-  const gemmSite = new UopHandle("matmul.gemm");
-  const gemm = scope(2, "gemm", (ctx) => {
-    const { cmd } = ctx;
-    const b = base(ctx);
-    cmd.pushGemmOp(gemmSite, () => recordGemm(cmd, foldGemmNest(gemmNest(s), { dst: b.acc, src: b.inp, wgt: b.wgt }), false), sig(ctx));
-  });
-
-  const steps = epilogueSteps(w);
-  const aluSites = steps.map((st) => new UopHandle(`matmul.${st.label}`));
-  const loops = aluLoops(accNest(s), "matmul epilogue");
-  const alu = steps.length
-    ? scope(2, "alu", (ctx) => {
-        const { cmd } = ctx;
-        const acc = base(ctx).acc;
-        steps.forEach((st, k) => cmd.pushAluOp(aluSites[k]!, () => recordAlu(cmd, loops, acc, st.opcode, { imm: st.imm }), sig(ctx)));
-      })
-    : undefined;
+  const gemm = gemmScope(sites, "gemm", gemmNest(s));
+  const alu = epilogueScope(sites, w, accNest(s));
 
   const store = scope(3, "store", (ctx) => {
     const { cmd } = ctx;

@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { DEFAULT_VTA_HARDWARE as hw, MEM, UOP_BUFFER, type Uop } from "../../../vta/index.ts";
+import { DEFAULT_VTA_HARDWARE as hw, MEM, UOP_BUFFER, type DepFlags, type GemmInsn, type Uop } from "../../../vta/index.ts";
 import { FarmError } from "../../../protos/index.ts";
 import { VtaSimulator, runVtaFunction, wasmGemmSupported, type GemmEngine } from "./index.ts";
 import { binaryOf, insn, randomInt8, rawRun } from "./test-programs.ts";
@@ -13,16 +13,8 @@ const inpLanes = hw.batch * hw.blockIn;
 const wgtLanes = hw.blockOut * hw.blockIn;
 const accLanes = hw.batch * hw.blockOut;
 
-interface Nest {
-  iterOut: number;
-  iterIn: number;
-  dstFactorOut: number;
-  dstFactorIn: number;
-  srcFactorOut: number;
-  srcFactorIn: number;
-  wgtFactorOut: number;
-  wgtFactorIn: number;
-}
+/** A GEMM's loop nest: the instruction's iteration and factor fields. */
+type Nest = Omit<GemmInsn, keyof DepFlags | "opcode" | "resetReg" | "uopBgn" | "uopEnd">;
 
 /** SPEC §2.2.3, written out plainly. */
 function referenceGemm(acc: Int32Array, inp: Int8Array, wgt: Int8Array, uops: Uop[], n: Nest): void {
