@@ -94,7 +94,10 @@ export class BoardPool {
   }
 
   private onMessage(w: WorkerHandle, msg: WorkerToAgent): void {
-    if (msg.t === "ready") {
+    if (msg.t === "tainted") {
+      // This worker will not come back: boot its successor while the session runs.
+      this.fill();
+    } else if (msg.t === "ready") {
       w.state = "idle";
       if (!this.serving()) this.events.ready(this.boardName);
     } else if (msg.t === "ended") {
@@ -154,12 +157,13 @@ export class BoardPool {
     }
     w.state = "serving";
     w.sessionId = sessionId;
+    // No spare is forked here: a clean session gives this worker back, and a
+    // tainted one announces itself ("tainted") so its successor boots early.
     w.child.send({ t: "assign", sessionId, token } satisfies AgentToWorker, (err) => {
       if (!err || w.state !== "serving") return;
       this.kill(w);
       this.events.sessionEnded(sessionId, new FarmError("RUNTIME_CRASH", `the session worker (pid ${w.child.pid}) went away before it took the session: ${err.message}`));
     });
-    this.fill();
     if (this.hasIdle) this.events.ready(this.boardName);
   }
 

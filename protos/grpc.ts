@@ -36,10 +36,10 @@ export const CHANNEL_OPTIONS: grpc.ChannelOptions = {
   "grpc.use_local_subchannel_pool": 1,
 };
 
+/** grpc-js servers ignore `grpc-node.flow_control_window`: the tracker widens its windows itself (tracker/receive-window.ts). */
 export const SERVER_OPTIONS: grpc.ServerOptions = {
   "grpc.max_receive_message_length": MAX_MESSAGE_BYTES,
   "grpc.max_send_message_length": MAX_MESSAGE_BYTES,
-  "grpc-node.flow_control_window": 8 << 20,
   "grpc.keepalive_time_ms": 30_000,
   "grpc.keepalive_timeout_ms": 15_000,
   "grpc.keepalive_permit_without_calls": 1,

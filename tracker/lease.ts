@@ -92,13 +92,14 @@ export class Lease {
       this.worker,
       () => {},
       () => this.awaitAgentReport(),
+      () => this.end(null),
     );
   }
 
   /**
-   * The worker's stream ended or broke. Only its agent knows whether that was
-   * a clean close or a death (crash, call timeout), and it reports either way
-   * (SessionEnded); give the report a moment before settling for a generic reason.
+   * The worker's stream ended or broke without its GOODBYE. Only its agent
+   * knows why (crash, call timeout), and it reports either way (SessionEnded);
+   * give the report a moment before settling for a generic reason.
    */
   private awaitAgentReport(): void {
     if (this.state === "ended" || this.awaitingReport) return;

@@ -19,9 +19,21 @@ export interface RelayStats {
   boardToHostBytes: number;
 }
 
+/**
+ * The worker's last message on a cleanly closed session: an empty gRPC
+ * message. A live worker sends it after answering Close; a worker that dies
+ * cannot, so the relay can tell a clean end from a death by a length, without
+ * decoding anything. (An encoded BoardFrame is never empty: it carries an id.)
+ */
+export const GOODBYE = Buffer.alloc(0);
+
 /** Pipes `from` into `to` until `from` ends; returns a function that stops it. */
-function pump(from: FrameStream, to: FrameStream, count: (n: number) => void, onEnd: () => void): () => void {
+function pump(from: FrameStream, to: FrameStream, count: (n: number) => void, onEnd: () => void, onGoodbye?: () => void): () => void {
   const onData = (chunk: Buffer) => {
+    if (chunk.length === 0 && onGoodbye) {
+      onGoodbye();
+      return;
+    }
     count(chunk.length);
     if (!to.write(chunk)) {
       from.pause();
@@ -42,17 +54,18 @@ export class Relay {
 
   /**
    * `onHostEnd` / `onBoardEnd` fire when a side half-closes its sending
-   * direction. A host's half-close is passed on to the board.
+   * direction (a host's half-close is passed on to the board);
+   * `onBoardGoodbye` when the worker says the session closed cleanly.
    */
-  constructor(host: FrameStream, board: FrameStream, onHostEnd: () => void, onBoardEnd: () => void) {
+  constructor(host: FrameStream, board: FrameStream, onHostEnd: () => void, onBoardEnd: () => void, onBoardGoodbye: () => void) {
     this.stops = [
       pump(host, board, (n) => (this.stats.hostToBoardBytes += n), () => {
         board.end();
         onHostEnd();
       }),
       // The board side's end is not forwarded: a worker that dies can look like a
-      // half-close, so the lease decides once the agent has said how it ended.
-      pump(board, host, (n) => (this.stats.boardToHostBytes += n), onBoardEnd),
+      // half-close. Only its GOODBYE, or its agent's report, ends the session.
+      pump(board, host, (n) => (this.stats.boardToHostBytes += n), onBoardEnd, onBoardGoodbye),
     ];
   }
 

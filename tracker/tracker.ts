@@ -12,6 +12,7 @@ import { AgentLinks } from "./agents.ts";
 import type { SessionStream } from "./lease.ts";
 import { resolveTrackerOptions, type ResolvedTrackerOptions, type TrackerOptions } from "./options.ts";
 import { Registry, describeBoard } from "./registry.ts";
+import { widenConnectionWindow, widenStreamWindow } from "./receive-window.ts";
 import { Scheduler } from "./scheduler.ts";
 import { buildSummary } from "./summary.ts";
 
@@ -38,6 +39,7 @@ export class Tracker {
       log,
     );
     this.agents = new AgentLinks(this.registry, this.scheduler, this.options, log);
+    widenStreamWindow(this.server, log);
     this.server.addService(HostService.service, this.hostHandlers());
     this.server.addService(AgentService.service, this.agentHandlers());
   }
@@ -57,6 +59,7 @@ export class Tracker {
         err ? reject(new FarmError("UNAVAILABLE", `tracker cannot listen on ${target}: ${err.message}`, { cause: err })) : resolve(port),
       ),
     );
+    widenConnectionWindow(this.server, this.options.logger);
     this.options.logger.info({ address: this.address }, "tracker listening");
     return this;
   }

@@ -70,13 +70,19 @@ async function serve(sessionId: string, token: string): Promise<void> {
   const server = new SessionServer(backend, workdir, config!.limits, {
     send: (frame) => stream.write(frame),
     drained: () => new Promise((resolve) => stream.once("drain", resolve)),
-  }, watchdog);
+  }, {
+    watchdog,
+    // The pool starts this board's next worker now, while this session runs.
+    onTainted: () => void tell({ t: "tainted", sessionId }),
+  });
   stream.on("data", (bytes: Buffer) => server.receive(bytes));
 
   // Over when the host closed (Close answered, or its side ended), or when the
   // tracker ended the stream (lease timeout, host gone, agent lost).
   const error = await new Promise<FarmError | undefined>((resolve) => {
     void server.closed.then(() => {
+      // An empty message: the tracker's sign of a clean close (tracker/relay.ts GOODBYE).
+      stream.write(Buffer.alloc(0));
       stream.end();
       resolve(undefined);
     });

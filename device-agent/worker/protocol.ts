@@ -18,4 +18,6 @@ export type AgentToWorker = { t: "assign"; sessionId: string; token: string };
 
 export type WorkerToAgent =
   | { t: "ready" }
+  /** The session loaded foreign code: this worker exits after it. */
+  | { t: "tainted"; sessionId: string }
   | { t: "ended"; sessionId: string; reusable: boolean; error?: { code: FarmErrorCode; message: string } };

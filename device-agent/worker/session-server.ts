@@ -18,6 +18,13 @@ export interface SessionLimits extends FileLimits {
   callTimeoutMs: number;
 }
 
+/** Optional observers of a session: the call watchdog, and who wants to know when foreign code is loaded. */
+export interface SessionHooks {
+  watchdog?: Watchdog;
+  /** The backend became tainted (foreign code loaded): its process must not serve another session. */
+  onTainted?: () => void;
+}
+
 /** Where replies go; `send` returns false when the caller should wait for `drained`. */
 export interface FrameSink {
   send(frame: Uint8Array): boolean;
@@ -63,7 +70,7 @@ export class SessionServer {
     workdir: string,
     private readonly limits: SessionLimits,
     private readonly sink: FrameSink,
-    private readonly watchdog?: Watchdog,
+    private readonly hooks: SessionHooks = {},
   ) {
     this.files = new SessionFiles(workdir, limits);
   }
@@ -224,7 +231,9 @@ export class SessionServer {
       throw new FarmError("TARGET_MISMATCH", `module "${name}" was built for target ${bundle.target}${details ? ` (${details})` : ""}, but this board is a ${this.backend.kind} board`);
     }
     const dir = this.files.dir;
+    const wasTainted = this.backend.tainted;
     const module = this.backend.load(bundle, dir);
+    if (!wasTainted && this.backend.tainted) this.hooks.onTainted?.();
     const moduleId = this.nextModule++;
     this.modules.set(moduleId, module);
     this.reply({
@@ -323,14 +332,14 @@ export class SessionServer {
 
   private guarded<T>(c: Call__Output, what: string, run: () => T): T {
     const timeoutMs = c.timeout_ms || this.limits.callTimeoutMs;
-    this.watchdog?.arm(timeoutMs, `${what} ${c.function} ran past its ${timeoutMs} ms timeout`);
+    this.hooks.watchdog?.arm(timeoutMs, `${what} ${c.function} ran past its ${timeoutMs} ms timeout`);
     try {
       return run();
     } catch (err) {
       if (err instanceof FarmError) throw err;
       throw new FarmError("RUNTIME_ERROR", `${what} ${c.function} failed: ${(err as Error).message}`, { cause: err });
     } finally {
-      this.watchdog?.disarm();
+      this.hooks.watchdog?.disarm();
     }
   }
 
