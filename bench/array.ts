@@ -2,39 +2,20 @@
  * Benchmark 3: a 64 MiB float32 array host → board (`session.array(f32)`,
  * `copyFrom`) and board → host (`toArray()`).
  *
- * Baseline, same run: plain Node `net` on loopback, 64 MiB each way between
- * this process and a peer process.
+ * Baselines, same run: plain Node `net` on loopback, 64 MiB each way between
+ * this process and a peer process, direct and through a relay process.
  */
-import { netDownload, netUpload, startPeer } from "./lib/baselines.ts";
+import { measureBulkBaselines } from "./lib/baselines.ts";
 import { startCpuMeter } from "./lib/cpu.ts";
 import { settle, startBenchFarm } from "./lib/farm.ts";
-import { cpuSnapshot } from "./lib/procs.ts";
 import { median, mbps, nowMs, printTable } from "./lib/stats.ts";
-import { BULK_BYTES, bulkRow } from "./upload.ts";
+import { BULK_BYTES, BULK_REPEATS, baselineNotes, bulkRow, runs } from "./upload.ts";
 
-const REPEATS = 3;
 const TVM_TO_BOARD: [number, number] = [74, 92];
 const TVM_TO_HOST: [number, number] = [72, 84];
 
 export async function benchArray(): Promise<void> {
-  const peer = await startPeer();
-  let netUp: number[];
-  let netDown: number[];
-  let netCpu: string;
-  try {
-    await netUpload(peer.port, BULK_BYTES, 1);
-    await netDownload(peer.port, BULK_BYTES, 1);
-    const c0 = cpuSnapshot({ host: process.pid, peer: peer.pid });
-    netUp = await netUpload(peer.port, BULK_BYTES, REPEATS);
-    const c1 = cpuSnapshot({ host: process.pid, peer: peer.pid });
-    netDown = await netDownload(peer.port, BULK_BYTES, REPEATS);
-    const c2 = cpuSnapshot({ host: process.pid, peer: peer.pid });
-    const perGB = (a: Record<string, number>, b: Record<string, number>) =>
-      ((b.host! - a.host! + b.peer! - a.peer!) / ((REPEATS * BULK_BYTES) / 1e9)).toFixed(2);
-    netCpu = `Node net, both ends: ${perGB(c0, c1)} CPU-s/GB this → peer, ${perGB(c1, c2)} CPU-s/GB peer → this`;
-  } finally {
-    await peer.stop();
-  }
+  const base = await measureBulkBaselines(BULK_BYTES, BULK_REPEATS);
 
   const n = BULK_BYTES / 4;
   const host = new Float32Array(n);
@@ -54,28 +35,28 @@ export async function benchArray(): Promise<void> {
       await warm.free();
 
       let meter = startCpuMeter(farm);
-      for (let r = 0; r < REPEATS; r++) {
-        const t0 = nowMs();
-        const a = await s.array(host); // alloc + copy in
-        create.push(mbps(BULK_BYTES, nowMs() - t0));
-        await a.free();
-      }
       const a = await s.array({ shape: [n], dtype: "float32" });
-      for (let r = 0; r < REPEATS; r++) {
+      for (let r = 0; r < BULK_REPEATS; r++) {
         const t0 = nowMs();
         await a.copyFrom(host);
         copy.push(mbps(BULK_BYTES, nowMs() - t0));
       }
-      writeCpu = meter.perGB(2 * REPEATS * BULK_BYTES);
+      writeCpu = meter.perGB(BULK_REPEATS * BULK_BYTES);
+      for (let r = 0; r < BULK_REPEATS; r++) {
+        const t0 = nowMs();
+        const b = await s.array(host); // alloc + copy in
+        create.push(mbps(BULK_BYTES, nowMs() - t0));
+        await b.free();
+      }
 
       meter = startCpuMeter(farm);
-      for (let r = 0; r < REPEATS; r++) {
+      for (let r = 0; r < BULK_REPEATS; r++) {
         const t0 = nowMs();
         const back = (await a.toArray()) as Float32Array;
         read.push(mbps(BULK_BYTES, nowMs() - t0));
         if (back.length !== n || back[n - 1] !== host[n - 1]) throw new Error("toArray returned other data than was written");
       }
-      readCpu = meter.perGB(REPEATS * BULK_BYTES);
+      readCpu = meter.perGB(BULK_REPEATS * BULK_BYTES);
       await a.free();
     });
   } finally {
@@ -83,14 +64,13 @@ export async function benchArray(): Promise<void> {
   }
 
   printTable("3. 64 MiB float32 array host ↔ board (median of 3, MB = 10^6 B)", [
-    bulkRow("host → board: copyFrom into an array", median(copy), "Node net, this → peer", median(netUp), TVM_TO_BOARD),
-    bulkRow("host → board: session.array(f32) (alloc+copy)", median(create), "Node net, this → peer", median(netUp), TVM_TO_BOARD),
-    bulkRow("board → host: toArray()", median(read), "Node net, peer → this", median(netDown), TVM_TO_HOST),
+    bulkRow("host → board: copyFrom into an array", median(copy), base, "out", TVM_TO_BOARD),
+    bulkRow("host → board: session.array(f32) (alloc+copy)", median(create), base, "out", TVM_TO_BOARD),
+    bulkRow("board → host: toArray()", median(read), base, "in", TVM_TO_HOST),
   ], [
-    `copyFrom runs ${copy.map((v) => v.toFixed(0)).join(", ")}; array() runs ${create.map((v) => v.toFixed(0)).join(", ")}; toArray runs ${read.map((v) => v.toFixed(0)).join(", ")} MB/s`,
-    `net this → peer ${netUp.map((v) => v.toFixed(0)).join(", ")}; peer → this ${netDown.map((v) => v.toFixed(0)).join(", ")} MB/s`,
-    netCpu,
-    `CPU host → board: ${writeCpu}`,
-    `CPU board → host: ${readCpu}`,
+    `copyFrom runs ${runs(copy)}; array() runs ${runs(create)}; toArray runs ${runs(read)} MB/s`,
+    ...baselineNotes(base),
+    `CPU during copyFrom: ${writeCpu}`,
+    `CPU during toArray: ${readCpu}`,
   ]);
 }

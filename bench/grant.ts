@@ -2,18 +2,25 @@
  * Benchmark 1: a session grant with a free board → first call done, and
  * sessions per second on one board back to back (request → call → close).
  *
+ * Two situations, because this VM makes them differ several-fold:
+ * - idle farm: before each timed grant the board is free and every farm
+ *   process has been quiet for ≥ 150 ms (a kernel author's one-off request);
+ * - back to back: request → listdir → close in a loop (an auto-tuner).
+ *
  * Baseline, same run: a grpc-js unary call (Summary) to the same tracker
- * process — the cheapest exchange a host can have with the farm.
+ * process — the cheapest exchange a host can have with the farm — measured
+ * the same two ways: after the same idle gap, and back to back.
  */
 import { compileVadd } from "../tests/helpers/kernels.ts";
 import { settle, startBenchFarm } from "./lib/farm.ts";
 import { fmtMs, fmtRatio, nowMs, percentile, printTable, verdict, type Row } from "./lib/stats.ts";
 
 const GRANT_WARMUP = 5;
-const GRANT_RUNS = 60;
-const MODULE_RUNS = 12;
+const GRANT_RUNS = 40;
+const MODULE_RUNS = 10;
 const UNARY_WARMUP = 200;
 const UNARY_RUNS = 1000;
+const COLD_UNARY_RUNS = 30;
 const RATE_SECONDS = 4;
 
 export const TARGET_GRANT_MS = 2;
@@ -26,7 +33,7 @@ export async function benchGrant(): Promise<void> {
   try {
     const client = farm.client;
 
-    // Baseline: back-to-back unary calls to the same tracker.
+    // Baselines: unary calls to the same tracker, back to back and after an idle gap.
     for (let i = 0; i < UNARY_WARMUP; i++) await client.summary();
     const unary: number[] = [];
     const u0 = nowMs();
@@ -37,8 +44,16 @@ export async function benchGrant(): Promise<void> {
     }
     const unaryPerS = UNARY_RUNS / ((nowMs() - u0) / 1e3);
     const unaryP50 = percentile(unary, 50);
+    const coldUnary: number[] = [];
+    for (let i = 0; i < COLD_UNARY_RUNS; i++) {
+      await settle(farm);
+      const t0 = nowMs();
+      await client.summary();
+      coldUnary.push(nowMs() - t0);
+    }
+    const coldUnaryP50 = percentile(coldUnary, 50);
 
-    // Grant → first call (listdir: needs no module, leaves the worker reusable).
+    // Idle farm: grant → first call (listdir needs no module and leaves the worker reusable).
     const total: number[] = [];
     const grant: number[] = [];
     const first: number[] = [];
@@ -59,12 +74,13 @@ export async function benchGrant(): Promise<void> {
       first.push(t2 - t1);
     }
 
-    // Grant → upload + load + nop: loading a module taints the worker, so every
-    // session here runs on a freshly started one (waitFree waits for it).
+    // Idle farm, grant → upload + load + nop: loading a module taints the worker,
+    // so every session here runs on a fresh worker (waitFree waits for it).
     const withModule: number[] = [];
     const loadPart: number[] = [];
     for (let i = 0; i < MODULE_RUNS + 1; i++) {
       await farm.waitFree();
+      await settle(farm);
       const t0 = nowMs();
       const s = await client.request("cpu");
       const t1 = nowMs();
@@ -78,17 +94,24 @@ export async function benchGrant(): Promise<void> {
       loadPart.push(t2 - t1);
     }
 
-    // Sessions per second, back to back on one board: request → listdir → close.
+    // Back to back on one board: request → listdir → close, as fast as it goes.
     await farm.waitFree();
+    await settle(farm);
     const seen = new Set<number>(farm.workerPids());
     const sampler = setInterval(() => farm.workerPids().forEach((p) => seen.add(p)), 25);
     const startWorkers = seen.size;
+    const hot: number[] = [];
+    const closes: number[] = [];
     let sessions = 0;
     const r0 = nowMs();
     while (nowMs() - r0 < RATE_SECONDS * 1e3) {
+      const t0 = nowMs();
       const s = await client.request("cpu");
       await s.listdir();
+      const t1 = nowMs();
       await s.close();
+      hot.push(t1 - t0);
+      closes.push(nowMs() - t1);
       sessions++;
     }
     const perS = sessions / ((nowMs() - r0) / 1e3);
@@ -96,40 +119,52 @@ export async function benchGrant(): Promise<void> {
     const spawned = seen.size - startWorkers;
 
     const p50 = percentile(total, 50);
+    const hotP50 = percentile(hot, 50);
+    const blank = { target: "", verdict: "", baseline: "", ratio: "" };
     const rows: Row[] = [
       {
-        figure: "grant → first call (listdir), p50",
+        figure: "idle farm: grant → first call (listdir), p50",
         value: fmtMs(p50),
         target: `≤ ${TARGET_GRANT_MS} ms`,
         verdict: verdict(p50 <= TARGET_GRANT_MS),
-        baseline: `grpc unary p50 ${fmtMs(unaryP50)}`,
-        ratio: `${fmtRatio(p50 / unaryP50)} unary; TVM ${TVM_GRANT_MS} ms = ${fmtRatio(TVM_GRANT_MS / p50)} ours`,
+        baseline: `unary after idle p50 ${fmtMs(coldUnaryP50)}`,
+        ratio: `${fmtRatio(p50 / coldUnaryP50)} unary; TVM ${TVM_GRANT_MS} ms = ${fmtRatio(TVM_GRANT_MS / p50)} ours`,
       },
-      { figure: "  p10 / p90", value: `${fmtMs(percentile(total, 10))} / ${fmtMs(percentile(total, 90))}`, target: "", verdict: "", baseline: "", ratio: "" },
-      { figure: "  request() (grant reply), p50", value: fmtMs(percentile(grant, 50)), target: "", verdict: "", baseline: "", ratio: fmtRatio(percentile(grant, 50) / unaryP50) + " unary" },
-      { figure: "  first listdir after grant, p50", value: fmtMs(percentile(first, 50)), target: "", verdict: "", baseline: "", ratio: fmtRatio(percentile(first, 50) / unaryP50) + " unary" },
+      { ...blank, figure: "  p10 / p90", value: `${fmtMs(percentile(total, 10))} / ${fmtMs(percentile(total, 90))}` },
+      { ...blank, figure: "  request() (grant reply), p50", value: fmtMs(percentile(grant, 50)), ratio: `${fmtRatio(percentile(grant, 50) / coldUnaryP50)} unary` },
+      { ...blank, figure: "  first listdir after grant, p50", value: fmtMs(percentile(first, 50)), ratio: `${fmtRatio(percentile(first, 50) / coldUnaryP50)} unary` },
       {
-        figure: "grant → upload+load+nop call, p50",
-        value: fmtMs(percentile(withModule, 50)),
-        target: "",
-        verdict: "",
-        baseline: `grpc unary p50 ${fmtMs(unaryP50)}`,
-        ratio: `${fmtRatio(percentile(withModule, 50) / unaryP50)} unary`,
+        figure: "back to back: grant → first call, p50",
+        value: fmtMs(hotP50),
+        target: `≤ ${TARGET_GRANT_MS} ms`,
+        verdict: verdict(hotP50 <= TARGET_GRANT_MS),
+        baseline: `unary back to back p50 ${fmtMs(unaryP50)}`,
+        ratio: `${fmtRatio(hotP50 / unaryP50)} unary; TVM ${TVM_GRANT_MS} ms = ${fmtRatio(TVM_GRANT_MS / hotP50)} ours`,
       },
-      { figure: "  of which upload+load+nop, p50", value: fmtMs(percentile(loadPart, 50)), target: "", verdict: "", baseline: "", ratio: "" },
+      { ...blank, figure: "  close(), p50", value: fmtMs(percentile(closes, 50)) },
       {
         figure: "sessions/s, one board (request→listdir→close)",
         value: `${perS.toFixed(0)}/s`,
         target: `≥ ${TARGET_SESSIONS_PER_S}/s`,
         verdict: verdict(perS >= TARGET_SESSIONS_PER_S),
-        baseline: `grpc unary ${unaryPerS.toFixed(0)}/s`,
+        baseline: `unary back to back ${unaryPerS.toFixed(0)}/s`,
         ratio: `${fmtRatio(unaryPerS / perS)} unary per session; ${fmtRatio(perS / TVM_SESSIONS_PER_S)} TVM (10–11/s)`,
       },
+      {
+        figure: "idle farm: grant → upload+load+nop call, p50",
+        value: fmtMs(percentile(withModule, 50)),
+        target: "",
+        verdict: "",
+        baseline: `unary after idle p50 ${fmtMs(coldUnaryP50)}`,
+        ratio: `${fmtRatio(percentile(withModule, 50) / coldUnaryP50)} unary`,
+      },
+      { ...blank, figure: "  of which upload+load+nop, p50", value: fmtMs(percentile(loadPart, 50)) },
     ];
     printTable("1. session grant → first call; sessions per second (1 CPU board, tracker + agent as child processes)", rows, [
-      `${GRANT_RUNS} grants (after ${GRANT_WARMUP} warm-ups), each with the board free (polled, untimed); ${MODULE_RUNS} module grants; rate over ${RATE_SECONDS} s (${sessions} sessions).`,
-      `Worker processes seen during the ${GRANT_RUNS} timed grants: ${grantWorkers.size} (a new one means the agent forked a worker during a timed grant).`,
-      `Worker processes started during the rate run: ${spawned} for ${sessions} sessions.`,
+      `idle farm: ${GRANT_RUNS} grants after ${GRANT_WARMUP} warm-ups, each with the board free and the farm quiet ≥ 150 ms (untimed); ${MODULE_RUNS} module grants.`,
+      `back to back: ${sessions} sessions in ${RATE_SECONDS} s. Unary baselines: ${UNARY_RUNS} back to back, ${COLD_UNARY_RUNS} after the same idle gap.`,
+      `Worker processes seen during the ${GRANT_RUNS} idle-farm grants: ${grantWorkers.size} (each new one was forked by the agent during a timed grant).`,
+      `Worker processes started during the back-to-back run: ${spawned} for ${sessions} sessions.`,
     ]);
   } finally {
     await farm.stop();

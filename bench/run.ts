@@ -6,18 +6,21 @@
  *   npm run bench -- --pin NAME   run under `taskset -c 0` (every process on CPU 0)
  *   npm run bench -- --list       names and what each measures
  */
-import { spawnSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
 import { benchArray } from "./array.ts";
 import { benchCall, callChildMain } from "./call.ts";
 import { benchGrant } from "./grant.ts";
 import { benchMemory } from "./memory.ts";
-import { allowedCpus, hasTaskset, loadAverage, machineBusy } from "./lib/procs.ts";
+import { allowedCpus, hasTaskset, loadAverage, machineBusy, stealMeter } from "./lib/procs.ts";
 import { benchUpload } from "./upload.ts";
+import { benchVtaSim } from "./vta-sim.ts";
 
 process.env.KFARM_LOG ??= "error";
 process.env.KFARM_TEST_LOG ??= process.env.KFARM_LOG;
+// Exit through process.exit so the launcher's exit hook kills the farm processes.
+for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => process.exit(130));
 
 const BENCHMARKS: Record<string, { what: string; run: () => Promise<void> }> = {
   grant: { what: "session grant → first call p50; sessions/s on one board", run: benchGrant },
@@ -25,6 +28,7 @@ const BENCHMARKS: Record<string, { what: string; run: () => Promise<void> }> = {
   array: { what: "64 MiB float32 array host → board and board → host", run: benchArray },
   call: { what: "small call round trip p50/p99 vs raw socket ping-pong, unpinned and pinned", run: benchCall },
   memory: { what: "tracker RSS and Summary latency with 1,000 attached boards", run: benchMemory },
+  "vta-sim": { what: "VTA simulator: simulated int8 MAC/s on the conv2d tutorial vs a typed-array dot loop; cycles 1 vs 2 virtual threads", run: benchVtaSim },
 };
 
 const args = process.argv.slice(2);
@@ -57,7 +61,21 @@ if (unknown.length > 0) {
 }
 const selected = names.length > 0 ? names : Object.keys(BENCHMARKS);
 
-console.log(`kernelfarm benchmarks: ${selected.join(", ")}`);
+/** The commit measured, and whether files outside bench/ differ from it. */
+function revision(): string {
+  try {
+    const head = execFileSync("git", ["rev-parse", "--short", "HEAD"], { stdio: ["ignore", "pipe", "ignore"] }).toString().trim();
+    const dirty = execFileSync("git", ["status", "--porcelain", "--untracked-files=no"], { stdio: ["ignore", "pipe", "ignore"] })
+      .toString()
+      .split("\n")
+      .filter((l) => l.trim() && !l.slice(3).startsWith("bench/"));
+    return dirty.length > 0 ? `${head} + uncommitted changes in ${dirty.length} file(s)` : head;
+  } catch {
+    return "unknown (not a git checkout)";
+  }
+}
+
+console.log(`kernelfarm benchmarks: ${selected.join(", ")} at commit ${revision()}`);
 console.log(
   `node ${process.version}, ${availableParallelism()} CPU(s) usable, this process may run on CPU(s) ${allowedCpus()}` +
     ` (${allowedCpus() === "0" ? "pinned: every process inherits CPU 0" : "unpinned"}), load average ${loadAverage()}`,
@@ -69,14 +87,19 @@ let failed = false;
 const busyNote = (b: number) => `${b.toFixed(2)} CPU${b >= 0.15 ? " — NOT QUIET, figures are disturbed" : " (quiet)"}`;
 for (const name of selected) {
   const before = await machineBusy();
+  const steal = stealMeter();
   try {
     await BENCHMARKS[name]!.run();
   } catch (err) {
     failed = true;
     console.error(`\nbench ${name} failed: ${(err as Error).stack ?? err}`);
   }
+  const stolen = steal();
   const after = await machineBusy();
-  console.log(`  other processes' CPU, 1 s before: ${busyNote(before)}; 1 s after: ${busyNote(after)}`);
+  console.log(
+    `  other processes' CPU, 1 s before: ${busyNote(before)}; 1 s after: ${busyNote(after)}; ` +
+      `hypervisor steal during: ${(stolen * 100).toFixed(1)}% of CPU time${stolen >= 0.05 ? " — NOT QUIET, figures are disturbed" : ""}`,
+  );
 }
 console.log(`\ndone in ${((performance.now() - t0) / 1e3).toFixed(1)} s; load average now ${loadAverage()}`);
 process.exit(failed ? 1 : 0);

@@ -1,13 +1,15 @@
 /**
  * Physical baselines, measured in the same run as the figure they judge:
  * plain Node `net` on loopback between this process and a peer process
- * (bench/lib/peer.ts): bulk transfer both ways and a small-message ping-pong.
+ * (bench/lib/peer.ts), directly or through a relay process: bulk transfer
+ * both ways and a small-message ping-pong.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { connect, type Socket } from "node:net";
 import { fileURLToPath } from "node:url";
 import { CHUNK_BYTES } from "../../protos/index.ts";
+import { cpuSeconds, selfCpuSeconds } from "./procs.ts";
 import { mbps, nowMs } from "./stats.ts";
 
 const PEER = fileURLToPath(new URL("./peer.ts", import.meta.url));
@@ -18,8 +20,10 @@ export interface Peer {
   stop(): Promise<void>;
 }
 
-export async function startPeer(): Promise<Peer> {
-  const proc: ChildProcess = spawn(process.execPath, ["--import", "tsx", PEER], { stdio: ["pipe", "pipe", "inherit"] });
+/** A peer process; with `relayTo`, a relay that forwards every connection to that port. */
+export async function startPeer(relayTo?: number): Promise<Peer> {
+  const args = relayTo === undefined ? [] : ["--relay", String(relayTo)];
+  const proc: ChildProcess = spawn(process.execPath, ["--import", "tsx", PEER, ...args], { stdio: ["pipe", "pipe", "inherit"] });
   const port = await new Promise<number>((resolve, reject) => {
     let out = "";
     proc.stdout!.on("data", (c: Buffer) => {
@@ -137,4 +141,47 @@ export async function pingPong(port: number, warmup: number, count: number, size
     socket.destroy();
   }
   return out;
+}
+
+/** Plain-socket figures for 64 MiB-class transfers, direct and through a relay process. */
+export interface BulkBaselines {
+  /** MB/s per repeat, this process → peer and back, one hop. */
+  up: number[];
+  down: number[];
+  /** MB/s per repeat through a relay process (two hops, like host → tracker → worker). */
+  relayUp: number[];
+  relayDown: number[];
+  /** CPU-s/GB of all processes involved, per path and direction. */
+  cpu: string;
+}
+
+export async function measureBulkBaselines(bytes: number, repeats: number): Promise<BulkBaselines> {
+  const sink = await startPeer();
+  const relay = await startPeer(sink.port);
+  try {
+    const gb = (repeats * bytes) / 1e9;
+    const cpuOf = (pids: number[]) => pids.reduce((a, p) => a + (p === process.pid ? selfCpuSeconds() : cpuSeconds(p)), 0);
+    const run = async (port: number, pids: number[]) => {
+      await netUpload(port, bytes, 1);
+      await netDownload(port, bytes, 1);
+      const c0 = cpuOf(pids);
+      const up = await netUpload(port, bytes, repeats);
+      const c1 = cpuOf(pids);
+      const down = await netDownload(port, bytes, repeats);
+      const c2 = cpuOf(pids);
+      return { up, down, cpu: `${((c1 - c0) / gb).toFixed(2)} out / ${((c2 - c1) / gb).toFixed(2)} in` };
+    };
+    const direct = await run(sink.port, [process.pid, sink.pid]);
+    const relayed = await run(relay.port, [process.pid, relay.pid, sink.pid]);
+    return {
+      up: direct.up,
+      down: direct.down,
+      relayUp: relayed.up,
+      relayDown: relayed.down,
+      cpu: `Node net CPU-s/GB, all processes: direct ${direct.cpu}; via relay ${relayed.cpu}`,
+    };
+  } finally {
+    await relay.stop();
+    await sink.stop();
+  }
 }

@@ -10,8 +10,6 @@ export interface CpuMeter {
   used(): Record<string, number>;
   /** CPU seconds per GB (10^9 bytes) moved, by process. */
   perGB(bytes: number): string;
-  /** CPU microseconds per operation, by process. */
-  perOp(ops: number): string;
 }
 
 export function startCpuMeter(farm: BenchFarm): CpuMeter {
@@ -30,19 +28,16 @@ export function startCpuMeter(farm: BenchFarm): CpuMeter {
     }
     return out;
   };
-  const format = (scale: number, digits: number, unit: string) => {
+  const perGB = (bytes: number) => {
+    const scale = 1e9 / bytes;
     const u = used();
     const total = Object.values(u).reduce((a, b) => a + b, 0);
     return (
       Object.entries(u)
         .filter(([, s]) => s * scale >= 0.05)
-        .map(([name, s]) => `${name} ${(s * scale).toFixed(digits)}`)
-        .join(", ") + `; total ${(total * scale).toFixed(digits)} ${unit}`
+        .map(([name, s]) => `${name} ${(s * scale).toFixed(2)}`)
+        .join(", ") + `; total ${(total * scale).toFixed(2)} CPU-s/GB`
     );
   };
-  return {
-    used,
-    perGB: (bytes) => format(1e9 / bytes, 2, "CPU-s/GB"),
-    perOp: (ops) => format(1e6 / ops, 0, "CPU-µs per call"),
-  };
+  return { used, perGB };
 }

@@ -18,15 +18,18 @@ export type BenchFarm = Awaited<ReturnType<typeof startFarm>> & {
   withSession<T>(fn: (s: Session) => Promise<T>): Promise<T>;
 };
 
-export async function startBenchFarm(boards = ["cpu:key=cpu"]): Promise<BenchFarm> {
-  const farm = await startFarm(boards);
+/** One CPU board of key "cpu". */
+const BOARDS = ["cpu:key=cpu"];
+
+export async function startBenchFarm(): Promise<BenchFarm> {
+  const farm = await startFarm(BOARDS);
   const trackerPid = farm.tracker.proc.pid!;
   const agentPid = farm.agent.proc.pid!;
   return Object.assign(farm, {
     trackerPid,
     agentPid,
     workerPids: () => childrenOf(agentPid),
-    async waitFree(n = boards.length) {
+    async waitFree(n = BOARDS.length) {
       await waitFor(`${n} free board(s)`, async () => {
         const s = await farm.client.summary();
         return s.boards.filter((b) => b.state === "free").length >= n;
@@ -42,7 +45,6 @@ export async function startBenchFarm(boards = ["cpu:key=cpu"]): Promise<BenchFar
     },
   });
 }
-
 
 /**
  * Waits until the agent's processes are quiet (a spare worker the pool

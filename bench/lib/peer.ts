@@ -10,8 +10,11 @@
  * | `P`  | ping-pong: echo every byte back as it arrives                     |
  *
  * A connection may repeat U/D transfers; P lasts until the client leaves.
+ * Started with `--relay PORT` it serves no mode itself but forwards each
+ * connection to another peer on PORT: the same two hops as host → tracker →
+ * worker, with nothing but Node sockets in the way.
  */
-import { createServer, type Socket } from "node:net";
+import { connect, createServer, type Socket } from "node:net";
 import { CHUNK_BYTES } from "../../protos/index.ts";
 
 const payload = Buffer.alloc(CHUNK_BYTES, 0x5a);
@@ -67,11 +70,24 @@ async function source(socket: Socket, count: number): Promise<void> {
   }
 }
 
-const server = createServer({ noDelay: true }, serve);
+/** With `--relay PORT`: forward every connection, bytes untouched, to a peer on PORT (a two-hop path like the tracker's). */
+function relay(port: number): (socket: Socket) => void {
+  return (socket) => {
+    socket.setNoDelay(true);
+    const upstream = connect({ port, host: "127.0.0.1", noDelay: true });
+    socket.pipe(upstream).on("error", () => {});
+    upstream.pipe(socket).on("error", () => {});
+    socket.on("error", () => upstream.destroy());
+    upstream.on("error", () => socket.destroy());
+  };
+}
+
+const relayArg = process.argv.indexOf("--relay");
+const server = createServer({ noDelay: true }, relayArg > 0 ? relay(Number(process.argv[relayArg + 1])) : serve);
 server.listen(0, "127.0.0.1", () => {
   const address = server.address();
   if (address && typeof address === "object") console.log(`peer listening on ${address.port}`);
 });
-process.on("disconnect", () => process.exit(0));
+// The parent holds our stdin: when it goes, so do we.
 process.stdin.on("end", () => process.exit(0));
 process.stdin.resume();

@@ -88,11 +88,20 @@ export function hasTaskset(): boolean {
   }
 }
 
-function cpuTicks(): { busy: number; total: number } {
+function cpuTicks(): { busy: number; total: number; steal: number } {
   const f = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number);
   const total = f.reduce((a, b) => a + b, 0);
   // idle + iowait are not busy; steal counts as busy (someone else had the CPU).
-  return { busy: total - f[3]! - (f[4] ?? 0), total };
+  return { busy: total - f[3]! - (f[4] ?? 0), total, steal: f[7] ?? 0 };
+}
+
+/** Starts counting the hypervisor's steal time; the function returns its share of all CPU time since. */
+export function stealMeter(): () => number {
+  const a = cpuTicks();
+  return () => {
+    const b = cpuTicks();
+    return b.total > a.total ? (b.steal - a.steal) / (b.total - a.total) : 0;
+  };
 }
 
 /**
