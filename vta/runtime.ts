@@ -26,12 +26,12 @@
  * ```
  */
 import { DEFAULT_VTA_HARDWARE, type VtaHardware } from "./config.ts";
-import { ALU_OP, MEM, OPCODE, encodeInsn, encodeUop, type AluInsn, type AluOpcode, type GemmInsn, type Insn, type MemInsn, type MemoryType } from "./isa.ts";
+import { ALU_OP, MEM, OPCODE, encodeInsn, encodeUop, type AluInsn, type AluOpcode, type GemmInsn, type Insn, type LoopFields, type MemInsn, type MemoryType } from "./isa.ts";
 import { InsnQueue, STAGE, insnModule, memStage, type QueueId } from "./insn-queue.ts";
 import { UOP_BUFFER, type Relocation, type VtaRun } from "./program.ts";
 import { VtaRuntimeError } from "./runtime-error.ts";
 import { UopCache } from "./uop-cache.ts";
-import { UOP_MODE, UopHandle, UopKernel, type UopMode } from "./uop-kernel.ts";
+import { UOP_MODE, UopHandle, UopKernel, type UopLoop, type UopMode } from "./uop-kernel.ts";
 
 /** VTA_MAX_XFER: bytes of the instruction and of the uop DMA buffer (include/vta/driver.h). */
 export const VTA_MAX_XFER = 1 << 25;
@@ -146,15 +146,7 @@ export class VtaCommandQueue {
     const [out, inn] = [kernel.loops[0], kernel.loops[1]];
     this.insnQueue.create(STAGE.COMPUTE, {
       opcode: OPCODE.GEMM,
-      resetReg: kernel.resetOut ?? false,
-      uopBgn: kernel.sramBegin,
-      uopEnd: kernel.sramEnd,
-      iterOut: out?.extent ?? 1,
-      iterIn: inn?.extent ?? 1,
-      dstFactorOut: out?.dstFactor ?? 0,
-      dstFactorIn: inn?.dstFactor ?? 0,
-      srcFactorOut: out?.srcFactor ?? 0,
-      srcFactorIn: inn?.srcFactor ?? 0,
+      ...loopFields(kernel, out, inn),
       wgtFactorOut: out?.wgtFactor ?? 0,
       wgtFactorIn: inn?.wgtFactor ?? 0,
     } satisfies Omit<GemmInsn, "popPrev" | "popNext" | "pushPrev" | "pushNext">);
@@ -170,15 +162,7 @@ export class VtaCommandQueue {
     const inn = loops.length === 2 ? loops[1] : loops[0];
     this.insnQueue.create(STAGE.COMPUTE, {
       opcode: OPCODE.ALU,
-      resetReg: kernel.resetOut ?? false,
-      uopBgn: kernel.sramBegin,
-      uopEnd: kernel.sramEnd,
-      iterOut: out?.extent ?? 1,
-      iterIn: inn?.extent ?? 1,
-      dstFactorOut: out?.dstFactor ?? 0,
-      dstFactorIn: inn?.dstFactor ?? 0,
-      srcFactorOut: out?.srcFactor ?? 0,
-      srcFactorIn: inn?.srcFactor ?? 0,
+      ...loopFields(kernel, out, inn),
       aluOpcode: kernel.aluOpcode ?? ALU_OP.MIN,
       useImm: kernel.useImm,
       imm: kernel.imm,
@@ -370,4 +354,19 @@ function checkMemFields(insn: MemInsn, what: string): void {
       throw new VtaRuntimeError("FIELD_RANGE", `${what} ${field} = ${v} does not fit its ${bits}-bit field`);
     }
   }
+}
+
+/** The loop-nest fields GEMM and ALU share, from a kernel and its outer / inner uop loop. */
+function loopFields(kernel: UopKernel, out: UopLoop | undefined, inn: UopLoop | undefined): LoopFields {
+  return {
+    resetReg: kernel.resetOut ?? false,
+    uopBgn: kernel.sramBegin,
+    uopEnd: kernel.sramEnd,
+    iterOut: out?.extent ?? 1,
+    iterIn: inn?.extent ?? 1,
+    dstFactorOut: out?.dstFactor ?? 0,
+    dstFactorIn: inn?.dstFactor ?? 0,
+    srcFactorOut: out?.srcFactor ?? 0,
+    srcFactorIn: inn?.srcFactor ?? 0,
+  };
 }
