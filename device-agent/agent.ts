@@ -21,9 +21,6 @@ export class Agent {
     parseAddress(this.options.tracker);
   }
 
-  get state() {
-    return this.link?.state ?? "connecting";
-  }
 
   async start(): Promise<this> {
     const o = this.options;

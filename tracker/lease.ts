@@ -55,9 +55,6 @@ export class Lease {
     }
   }
 
-  get relayStats() {
-    return this.relay?.stats;
-  }
 
   attachHost(call: SessionStream): void {
     if (this.host) throw new FarmError("PROTOCOL_ERROR", `session ${this.id} is already open`);
@@ -90,7 +87,6 @@ export class Lease {
     this.relay = new Relay(
       this.host,
       this.worker,
-      () => {},
       () => this.awaitAgentReport(),
       () => this.end(null),
     );

@@ -53,16 +53,12 @@ export class Relay {
   private readonly stops: Array<() => void>;
 
   /**
-   * `onHostEnd` / `onBoardEnd` fire when a side half-closes its sending
-   * direction (a host's half-close is passed on to the board);
-   * `onBoardGoodbye` when the worker says the session closed cleanly.
+   * A host's half-close is passed on to the board; `onBoardEnd` fires when the
+   * worker half-closes, `onBoardGoodbye` when it says the session closed cleanly.
    */
-  constructor(host: FrameStream, board: FrameStream, onHostEnd: () => void, onBoardEnd: () => void, onBoardGoodbye: () => void) {
+  constructor(host: FrameStream, board: FrameStream, onBoardEnd: () => void, onBoardGoodbye: () => void) {
     this.stops = [
-      pump(host, board, (n) => (this.stats.hostToBoardBytes += n), () => {
-        board.end();
-        onHostEnd();
-      }),
+      pump(host, board, (n) => (this.stats.hostToBoardBytes += n), () => board.end()),
       // The board side's end is not forwarded: a worker that dies can look like a
       // half-close. Only its GOODBYE, or its agent's report, ends the session.
       pump(board, host, (n) => (this.stats.boardToHostBytes += n), onBoardEnd, onBoardGoodbye),

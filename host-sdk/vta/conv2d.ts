@@ -20,6 +20,7 @@ import { FarmError, type ParamSpec } from "../../protos/index.ts";
 import { MEM, type VtaHardware } from "../../vta/index.ts";
 import { divisible, divisorsDesc, firstFitting, fitsBuffer, nonNegativeInt, oneOf, positiveInt } from "./checks.ts";
 import { dma2d } from "./dma.ts";
+import { conv2dOutputSize } from "./reference.ts";
 import { checkEpilogue, type VtaEpilogue } from "./epilogue.ts";
 import { epilogueScope, gemmScope, type GemmKernelSites } from "./gemm-scopes.ts";
 import { loop, scope, seq, type ExecContext, type Stmt } from "./lowered.ts";
@@ -97,8 +98,7 @@ function resolveWorkload(w: VtaConv2dWorkload, hw: VtaHardware): ResolvedConv2d[
   divisible("conv2d batch", r.batch, hw.batch, "the hardware BATCH");
   divisible("conv2d inChannels", r.inChannels, hw.blockIn, "BLOCK_IN");
   divisible("conv2d outChannels", r.outChannels, hw.blockOut, "BLOCK_OUT");
-  const outHeight = Math.floor((r.height + 2 * r.padH - r.kernelH) / r.strideH) + 1;
-  const outWidth = Math.floor((r.width + 2 * r.padW - r.kernelW) / r.strideW) + 1;
+  const { outHeight, outWidth } = conv2dOutputSize(r);
   if (outHeight < 1 || outWidth < 1) {
     throw new FarmError("INVALID_ARGUMENT", `conv2d: a ${r.kernelH}×${r.kernelW} kernel does not fit the ${r.height}×${r.width} input padded by ${r.padH}×${r.padW}`);
   }
