@@ -34,6 +34,9 @@ export const CHANNEL_OPTIONS: grpc.ChannelOptions = {
   // Each client keeps its own connection: a session worker must not share a
   // subchannel with an unrelated client in the same process.
   "grpc.use_local_subchannel_pool": 1,
+  // No call is ever retried (a session frame must not be replayed), and the
+  // retry layer buffers and re-dispatches every message it would replay.
+  "grpc.enable_retries": 0,
 };
 
 /** grpc-js servers ignore `grpc-node.flow_control_window`: the tracker widens its windows itself (tracker/receive-window.ts). */
