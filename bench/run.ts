@@ -11,6 +11,7 @@ import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
 import { benchArray } from "./array.ts";
 import { benchCall, callChildMain } from "./call.ts";
+import { benchCuda } from "./cuda.ts";
 import { benchGrant } from "./grant.ts";
 import { benchMemory } from "./memory.ts";
 import { allowedCpus, hasTaskset, loadAverage, machineBusy, stealMeter } from "./lib/procs.ts";
@@ -28,6 +29,7 @@ const BENCHMARKS: Record<string, { what: string; run: () => Promise<void> }> = {
   array: { what: "64 MiB float32 array host → board and board → host", run: benchArray },
   call: { what: "small call round trip p50/p99 vs raw socket ping-pong, unpinned and pinned", run: benchCall },
   memory: { what: "tracker RSS and Summary latency with 1,000 attached boards", run: benchMemory },
+  cuda: { what: "CUDA board on a real GPU: timing fidelity vs a native event harness, copy bandwidth, worker start (skipped without a GPU)", run: benchCuda },
   "vta-sim": { what: "VTA simulator: simulated int8 MAC/s on the conv2d tutorial vs a typed-array dot loop; cycles 1 vs 2 virtual threads", run: benchVtaSim },
 };
 

@@ -3,9 +3,10 @@
  * session in a worker process of the board's pool.
  */
 import { mkdirSync, rmSync } from "node:fs";
-import { parseAddress } from "../protos/index.ts";
+import { FarmError, parseAddress } from "../protos/index.ts";
 import type { BoardSpec } from "../protos/gen/farm/v1/BoardSpec.ts";
 import { describeBoard } from "./backends/index.ts";
+import { expandBoards } from "./board-config.ts";
 import { resolveAgentOptions, type AgentOptions, type ResolvedAgentOptions } from "./options.ts";
 import { BoardPool } from "./pool.ts";
 import { TrackerLink } from "./tracker-link.ts";
@@ -26,8 +27,13 @@ export class Agent {
     const o = this.options;
     mkdirSync(o.workRoot, { recursive: true, mode: 0o700 });
     const specs: BoardSpec[] = [];
-    for (const board of o.boards) {
-      const facts = await describeBoard(board.kind);
+    for (const board of await expandBoards(o.boards)) {
+      let facts;
+      try {
+        facts = await describeBoard(board.kind, board.options);
+      } catch (err) {
+        throw new FarmError("INVALID_ARGUMENT", `board ${board.name} (${board.kind}): ${(err as Error).message}`, { cause: err });
+      }
       specs.push({
         name: board.name,
         key: board.key,

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { FarmError } from "../protos/index.ts";
-import { parseBoardFlag, parseBytes, readAgentConfigFile } from "./board-config.ts";
+import { expandBoards, parseBoardFlag, parseBytes, readAgentConfigFile } from "./board-config.ts";
 
 function invalid(re: RegExp) {
   return (e: unknown) => {
@@ -42,6 +42,27 @@ describe("parseBoardFlag", () => {
     assert.equal(b.name, "cpu1");
     assert.equal(b.key, "big");
     assert.deepEqual(b.labels, { rack: "r2" });
+  });
+
+  it("cuda:0:key=h100 → device 0; cuda:key=h100 defaults to device 0; cuda:all stays for the agent to expand", () => {
+    const b = parseBoardFlag("cuda:0:key=h100", 3);
+    assert.equal(b.kind, "cuda");
+    assert.equal(b.name, "cuda0");
+    assert.equal(b.options.device, 0);
+    const d = parseBoardFlag("cuda:key=h100", 3);
+    assert.equal(d.name, "cuda0");
+    assert.equal(d.options.device, 0);
+    assert.equal(parseBoardFlag("cuda:2:key=h100", 0).options.device, 2);
+    const all = parseBoardFlag("cuda:all:key=h100", 0);
+    assert.equal(all.index, "all");
+    assert.equal(all.options.device, undefined);
+    assert.throws(() => parseBoardFlag("cuda:gpu0:key=h100", 0), invalid(/CUDA device "gpu0" must be a device number/));
+  });
+
+  it("expandBoards leaves indexed boards alone and refuses KIND:all for kinds without devices", async () => {
+    const boards = [parseBoardFlag("cpu:key=cpu", 0), parseBoardFlag("cuda:1:key=h100", 1)];
+    assert.deepEqual(await expandBoards(boards), boards);
+    await assert.rejects(expandBoards([parseBoardFlag("cpu:all:key=cpu", 0)]), invalid(/cpu has no device index/));
   });
 
   it("memory=512m → options.memoryBytes, not a label", () => {

@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import { FarmError } from "../protos/index.ts";
-import { isBoardKind, BOARD_KINDS, type BoardKind } from "./backends/index.ts";
+import { deviceCount, isBoardKind, BOARD_KINDS, type BoardKind } from "./backends/index.ts";
 
 export interface BoardConfig {
   kind: BoardKind;
@@ -45,7 +45,7 @@ export function parseBoardFlag(flag: string, position: number): BoardConfig {
   const labels = Object.fromEntries(Object.entries(pairs).filter(([k]) => !RESERVED.has(k)));
   const options: Record<string, unknown> = {};
   if (pairs.memory !== undefined) options.memoryBytes = parseBytes(pairs.memory, flag);
-  return checkBoard({ kind, key: pairs.key ?? kind, name: pairs.name ?? `${kind}${index ?? position}`, labels, index, options }, flag);
+  return checkBoard({ kind, key: pairs.key ?? kind, name: pairs.name ?? `${kind}${index ?? (kind === "cuda" ? 0 : position)}`, labels, index, options }, flag);
 }
 
 /** Reads `{ tracker?, name?, boards: [{kind, key, name?, labels?, index?, options?}] }`. */
@@ -81,7 +81,32 @@ export function readAgentConfigFile(path: string): { tracker?: string; name?: st
   };
 }
 
+/**
+ * Boards with one entry per device: `cuda:all` becomes cuda0, cuda1, ... (or
+ * NAME-0, NAME-1, ... when named), each with its device ordinal.
+ */
+export async function expandBoards(boards: readonly BoardConfig[]): Promise<BoardConfig[]> {
+  const out: BoardConfig[] = [];
+  for (const b of boards) {
+    if (b.index !== "all") {
+      out.push(b);
+      continue;
+    }
+    const n = await deviceCount(b.kind);
+    if (n === 0) throw new FarmError("INVALID_ARGUMENT", `board ${b.name}: "${b.kind}:all" but this host has no ${b.kind} device`);
+    for (let i = 0; i < n; i++) {
+      out.push({ ...b, name: b.name === `${b.kind}all` ? `${b.kind}${i}` : `${b.name}-${i}`, index: String(i), options: { ...b.options, device: i } });
+    }
+  }
+  return out;
+}
+
 function checkBoard(b: BoardConfig, where: string): BoardConfig {
+  if (b.kind === "cuda" && b.index !== "all") {
+    const index = b.index ?? "0";
+    if (!/^\d+$/.test(index)) throw new FarmError("INVALID_ARGUMENT", `${where}: CUDA device ${JSON.stringify(index)} must be a device number (0, 1, ...) or "all"`);
+    b = { ...b, index, options: { ...b.options, device: Number(index) } };
+  }
   if (!/^[A-Za-z0-9_.:-]+$/.test(b.key)) throw new FarmError("INVALID_ARGUMENT", `${where}: key ${JSON.stringify(b.key)} may hold only letters, digits and _ . : -`);
   if (!/^[A-Za-z0-9_.-]+$/.test(b.name)) throw new FarmError("INVALID_ARGUMENT", `${where}: name ${JSON.stringify(b.name)} may hold only letters, digits and _ . -`);
   return b;

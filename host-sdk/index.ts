@@ -6,6 +6,7 @@ export {
 export { BenchmarkResult } from "./benchmark-result.ts";
 export { compileCpu, functionTable, parseParam, type CompileCpuOptions, type ParamDecl } from "./compile-cpu.ts";
 export type { CompiledModule } from "./compiled-module.ts";
+export { compileCuda, compileCudaMany, type CompileCudaOptions, type CudaCompiledModule, type CudaFunctionDecl, type KernelResources, type Dim3, type LaunchDecl } from "./cuda/index.ts";
 export type { FrameChannel } from "./frame-channel.ts";
 export {
   compileVta, lowerVtaKernel, vtaConv2d, vtaMatmul, vtaElementwise, vtaVectorAdd,

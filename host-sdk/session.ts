@@ -6,9 +6,10 @@
 import { readFile } from "node:fs/promises";
 import { basename } from "node:path";
 import {
-  CHUNK_BYTES, FarmError, decodeBoardFrame, dtypeBytes, dtypeOf, elementCount, encodeHostFrame, isDtype, viewAs,
-  type AnyTypedArray, type BoardFrame__Output, type Dtype, type HostFrame,
+  CHUNK_BYTES, FarmError, decodeBoardFrame, dtypeBytes, dtypeOf, elementCount, encodeHostFrame, isDtype, toLaunchConfig, viewAs,
+  type AnyTypedArray, type BoardFrame__Output, type Dtype, type HostFrame, type LaunchDecl,
 } from "../protos/index.ts";
+import type { Call } from "../protos/gen/farm/v1/Call.ts";
 import type { BoardInfo__Output } from "../protos/gen/farm/v1/BoardInfo.ts";
 import type { FunctionInfo__Output } from "../protos/gen/farm/v1/FunctionInfo.ts";
 import type { Arg } from "../protos/gen/farm/v1/Arg.ts";
@@ -46,6 +47,12 @@ export interface TimeEvaluatorOptions {
   limitZeroTimeIterations?: number;
   /** Per-evaluation timeout on the board; default the board's call timeout. */
   timeoutMs?: number;
+  /** CUDA: the launch configuration, for kernels compiled without one (or to override it). */
+  launch?: LaunchDecl;
+  /** CUDA: overwrite the L2 cache before every repeat, so each repeat starts cold. */
+  flushL2?: boolean;
+  /** CUDA: capture the `number` launches as a CUDA graph once and time its replays (for tiny kernels, where launch overhead dominates). */
+  graph?: boolean;
 }
 
 export type ScalarArg = number | bigint;
@@ -53,6 +60,8 @@ export type CallArg = RemoteArray | ScalarArg;
 
 export interface CallOptions {
   timeoutMs?: number;
+  /** CUDA: the launch configuration, for kernels compiled without one (or to override it). */
+  launch?: LaunchDecl;
 }
 
 export class RemoteArray {
@@ -295,20 +304,33 @@ export class Session {
 
   /** @internal */
   async call(module: number, info: FunctionInfo__Output, args: readonly CallArg[], opts: CallOptions = {}): Promise<void> {
-    await this.request({ call: { module, function: info.name, args: this.args(info, args), timeout_ms: opts.timeoutMs ?? 0 } });
+    await this.request({ call: this.callFrame(module, info, args, opts) });
+  }
+
+  private callFrame(module: number, info: FunctionInfo__Output, args: readonly CallArg[], opts: CallOptions): Call {
+    const launch = opts.launch && toLaunchConfig(opts.launch, `call of ${info.name}`);
+    return {
+      module,
+      function: info.name,
+      args: this.args(info, args),
+      timeout_ms: opts.timeoutMs ?? 0,
+      ...(launch ? { launch: { grid: launch.grid, block: launch.block, shared_mem_bytes: launch.sharedMemBytes } } : {}),
+    };
   }
 
   /** @internal */
   async timeEvaluate(module: number, info: FunctionInfo__Output, args: readonly CallArg[], opts: TimeEvaluatorOptions): Promise<BenchmarkResult> {
     const r = await this.request({
       time_evaluate: {
-        call: { module, function: info.name, args: this.args(info, args), timeout_ms: opts.timeoutMs ?? 0 },
+        call: this.callFrame(module, info, args, opts),
         number: opts.number ?? 10,
         repeat: opts.repeat ?? 1,
         min_repeat_ms: opts.minRepeatMs ?? 0,
         cooldown_ms: opts.cooldownMs ?? 0,
         repeats_to_cooldown: opts.repeatsToCooldown ?? 1,
         limit_zero_time_iterations: opts.limitZeroTimeIterations ?? 100,
+        flush_l2: opts.flushL2 ?? false,
+        graph: opts.graph ?? false,
       },
     });
     const t = r.time!;
@@ -333,6 +355,9 @@ export class Session {
     const dtype = isData ? dtypeOf(init as AnyTypedArray) : (init as { dtype: Dtype }).dtype;
     if (!isDtype(dtype)) throw new FarmError("BAD_ARGUMENTS", `unknown dtype ${JSON.stringify(dtype)}`);
     const dims = [...(shape ?? (isData ? [(init as AnyTypedArray).length] : (init as { shape: readonly number[] }).shape))];
+    // Dimensions travel as uint32: a larger one would silently wrap.
+    const bad = dims.find((d) => !Number.isInteger(d) || d < 0 || d > 0xffff_ffff);
+    if (bad !== undefined) throw new FarmError("BAD_ARGUMENTS", `shape [${dims.join(", ")}]: ${bad} is not a dimension (integers 0 … 4294967295; split a larger one)`);
     if (isData && elementCount(dims) * dtypeBytes(dtype) !== (init as AnyTypedArray).byteLength) {
       throw new FarmError("BAD_ARGUMENTS", `shape [${dims.join(", ")}] does not match ${(init as AnyTypedArray).length} elements`);
     }

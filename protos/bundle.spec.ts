@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { describe, it } from "node:test";
 import { pack } from "msgpackr";
-import { BUNDLE_FORMAT, BUNDLE_VERSION, bundleDigest, decodeBundle, encodeBundle, validateBundle, type ModuleBundle } from "./bundle.ts";
+import { BUNDLE_FORMAT, BUNDLE_VERSION, bundleDigest, decodeBundle, encodeBundle, toLaunchConfig, validateBundle, type ModuleBundle } from "./bundle.ts";
 import { FarmError } from "./errors.ts";
 
 function goodBundle(): ModuleBundle {
@@ -22,7 +22,7 @@ function goodBundle(): ModuleBundle {
           { name: "n", kind: "scalar", dtype: "int32" },
         ],
       },
-      { name: "nop", params: [], launch: { grid: [1, 1, 1] } },
+      { name: "nop", params: [] },
     ],
     meta: { compiler: "cc" },
   };
@@ -114,7 +114,35 @@ describe("module bundle", () => {
       assertBad(broken((b) => (b.functions[0].params[0].shape = [2.5])), "functions[0].params[0].shape");
       assertBad(broken((b) => (b.functions[0].params[0].shape = "4x4")), "functions[0].params[0].shape");
     });
-    it("launch that is not a record", () => assertBad(broken((b) => (b.functions[1].launch = 5)), "functions[1].launch"));
+    it("launch on a CPU function", () => assertBad(broken((b) => (b.functions[1].launch = { grid: [1, 1, 1], block: [1, 1, 1], sharedMemBytes: 0 })), "functions[1].launch", /only meaningful for target cuda/));
+  });
+
+  describe("CUDA bundles", () => {
+    const cuda = (mutate: (b: Record<string, any>) => void = () => {}) =>
+      broken((b) => {
+        b.target = "cuda";
+        b.targetDetails = { arch: "sm_90", format: "fatbin", ptx: "compute_90" };
+        b.functions[1].launch = { grid: [64, 1, 1], block: [256, 1, 1], sharedMemBytes: 0 };
+        mutate(b);
+      });
+    it("a good one passes and keeps its launch", () => {
+      const back = decodeBundle(pack(cuda()));
+      assert.deepEqual(back.functions[1]!.launch, { grid: [64, 1, 1], block: [256, 1, 1], sharedMemBytes: 0 });
+      assert.equal(back.functions[0]!.launch, undefined);
+    });
+    it("arch that is not sm_NN", () => assertBad(cuda((b) => (b.targetDetails.arch = "hopper")), "targetDetails.arch", /sm_90/));
+    it("unknown binary format", () => assertBad(cuda((b) => (b.targetDetails.format = "ptx")), "targetDetails.format", /cubin/));
+    it("launch that is not a record", () => assertBad(cuda((b) => (b.functions[1].launch = 5)), "functions[1].launch"));
+    it("launch with a 2-D grid or a zero block", () => {
+      assertBad(cuda((b) => (b.functions[1].launch.grid = [64, 1])), "functions[1].launch", /grid/);
+      assertBad(cuda((b) => (b.functions[1].launch.block = [0, 1, 1])), "functions[1].launch", /block/);
+    });
+    it("launch with negative shared memory", () => assertBad(cuda((b) => (b.functions[1].launch.sharedMemBytes = -1)), "functions[1].launch", /sharedMemBytes/));
+  });
+
+  it("toLaunchConfig pads dimensions and names the caller on a bad one", () => {
+    assert.deepEqual(toLaunchConfig({ grid: 8, block: [16, 16] }, "f"), { grid: [8, 1, 1], block: [16, 16, 1], sharedMemBytes: 0 });
+    assert.throws(() => toLaunchConfig({ grid: [2.5], block: 1 }, "call of saxpy"), (e: unknown) => e instanceof FarmError && e.code === "INVALID_ARGUMENT" && /call of saxpy: launch grid/.test(e.message));
   });
 
   it("decodeBundle of random bytes is BAD_BUNDLE, never another error", () => {

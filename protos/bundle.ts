@@ -23,11 +23,18 @@ export interface ParamSpec {
   shape?: number[];
 }
 
+/** A CUDA launch: grid and block as [x, y, z], dynamic shared memory in bytes. */
+export interface LaunchConfig {
+  grid: [number, number, number];
+  block: [number, number, number];
+  sharedMemBytes: number;
+}
+
 export interface FunctionSpec {
   name: string;
   params: ParamSpec[];
-  /** Target-specific extras (CUDA launch configuration, ...). */
-  launch?: Record<string, unknown>;
+  /** CUDA: the launch configuration fixed at compile time; absent, every call gives one. */
+  launch?: LaunchConfig;
 }
 
 export interface ModuleBundle {
@@ -90,8 +97,53 @@ export function validateBundle(value: unknown): asserts value is ModuleBundle {
     names.add(fn.name);
     if (!Array.isArray(fn.params)) bad(`${at}.params`, "is not a list");
     fn.params.forEach((p: unknown, j: number) => validateParam(p, `${at}.params[${j}]`));
-    if (fn.launch !== undefined && (typeof fn.launch !== "object" || fn.launch === null)) bad(`${at}.launch`, "is not a record");
+    if (fn.launch !== undefined) {
+      if (b.target !== "cuda") bad(`${at}.launch`, `is only meaningful for target cuda, not ${b.target}`);
+      const problem = launchProblem(fn.launch);
+      if (problem) bad(`${at}.launch`, problem);
+    }
   });
+  if (b.target === "cuda") {
+    const d = b.targetDetails as Record<string, string>;
+    if (!/^sm_\d+[a-z]?$/.test(d.arch ?? "")) bad("targetDetails.arch", `is ${JSON.stringify(d.arch)}, expected a GPU architecture such as "sm_90"`);
+    if (d.format !== "cubin" && d.format !== "fatbin") bad("targetDetails.format", `is ${JSON.stringify(d.format)}, expected "cubin" or "fatbin"`);
+  }
+}
+
+/** A grid or block size as users write it: 256, [64, 64] or [8, 8, 4]. */
+export type Dim3 = number | readonly number[];
+/** A launch configuration as users write it; see LaunchConfig. */
+export interface LaunchDecl {
+  grid: Dim3;
+  block: Dim3;
+  sharedMemBytes?: number;
+}
+
+/** The LaunchConfig for `decl` (missing dimensions are 1); INVALID_ARGUMENT naming `where` if it is not one. */
+export function toLaunchConfig(decl: LaunchDecl, where: string): LaunchConfig {
+  const dim = (d: Dim3): number[] => {
+    const v = typeof d === "number" ? [d] : [...d];
+    while (v.length < 3) v.push(1);
+    return v;
+  };
+  const config = { grid: dim(decl.grid), block: dim(decl.block), sharedMemBytes: decl.sharedMemBytes ?? 0 } as LaunchConfig;
+  const problem = launchProblem(config);
+  if (problem) throw new FarmError("INVALID_ARGUMENT", `${where}: launch ${problem}`);
+  return config;
+}
+
+/** Why `value` is not a LaunchConfig, or undefined when it is one. */
+export function launchProblem(value: unknown): string | undefined {
+  if (typeof value !== "object" || value === null) return "is not a record";
+  const l = value as Record<string, unknown>;
+  for (const dim of ["grid", "block"] as const) {
+    const v = l[dim];
+    if (!Array.isArray(v) || v.length !== 3 || !v.every((d) => Number.isInteger(d) && d >= 1 && d <= 0x7fffffff)) {
+      return `${dim} is ${JSON.stringify(v)}, expected [x, y, z] of positive integers`;
+    }
+  }
+  if (!Number.isInteger(l.sharedMemBytes) || (l.sharedMemBytes as number) < 0) return `sharedMemBytes is ${JSON.stringify(l.sharedMemBytes)}, expected a non-negative integer`;
+  return undefined;
 }
 
 function validateParam(p: unknown, at: string): void {

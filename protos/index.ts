@@ -2,8 +2,8 @@
 export { FarmError, FARM_ERROR_CODES, CODE_TRAILER, type FarmErrorCode } from "./errors.ts";
 export { DTYPES, isDtype, dtypeBytes, dtypeOf, elementCount, viewAs, type Dtype, type AnyTypedArray, type TypedArrayOf } from "./dtype.ts";
 export {
-  BUNDLE_FORMAT, BUNDLE_VERSION, BUNDLE_TARGETS, encodeBundle, decodeBundle, validateBundle, bundleDigest, hostCpuTarget,
-  type ModuleBundle, type BundleTarget, type FunctionSpec, type ParamSpec,
+  BUNDLE_FORMAT, BUNDLE_VERSION, BUNDLE_TARGETS, encodeBundle, decodeBundle, validateBundle, bundleDigest, hostCpuTarget, launchProblem, toLaunchConfig,
+  type ModuleBundle, type LaunchConfig, type LaunchDecl, type Dim3, type BundleTarget, type FunctionSpec, type ParamSpec,
 } from "./bundle.ts";
 export {
   encodeHostFrame, decodeHostFrame, encodeBoardFrame, decodeBoardFrame,

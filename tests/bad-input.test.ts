@@ -11,27 +11,9 @@ import { decodeBundle, encodeBundle, FarmError, hostCpuTarget, type FarmErrorCod
 import { compileCpu, connectTracker, type CompiledModule, type Session, type TrackerClient } from "../host-sdk/index.ts";
 import { compileVadd } from "./helpers/kernels.ts";
 import { startFarm, startTrackerProcess, waitFor, waitForFreeBoards } from "./helpers/processes.ts";
+import { names, refused } from "./helpers/assertions.ts";
 
 type Farm = Awaited<ReturnType<typeof startFarm>>;
-
-/** Awaits `p`, which must reject with a FarmError of `code`; returns it for more checks. */
-async function refused(p: Promise<unknown> | (() => unknown), code: FarmErrorCode): Promise<FarmError> {
-  let err: unknown;
-  try {
-    await (typeof p === "function" ? p() : p);
-  } catch (e) {
-    err = e;
-  }
-  assert.ok(err !== undefined, `expected ${code}, but it succeeded`);
-  assert.ok(err instanceof FarmError, `expected a FarmError ${code}, got ${String(err)}`);
-  assert.equal(err.code, code, `expected ${code}, got [${err.code}] ${err.message}`);
-  return err;
-}
-
-/** Asserts each fragment appears literally in the message. */
-function names(err: FarmError, ...fragments: string[]): void {
-  for (const f of fragments) assert.ok(err.message.includes(f), `message should name ${JSON.stringify(f)}: ${err.message}`);
-}
 
 /**
  * Nothing was lost: every board is free, no request is queued, and a fresh
@@ -199,7 +181,7 @@ describe("bad input inside a session", () => {
     await withSession("cpu", async (s) => {
       const cuda = foreignBundle((b) => {
         b.target = "cuda";
-        b.targetDetails = { arch: "sm_90" };
+        b.targetDetails = { arch: "sm_90", format: "cubin" };
       });
       await s.upload(cuda, "cuda.kfm");
       const err = await refused(s.loadModule("cuda.kfm"), "TARGET_MISMATCH");
@@ -361,6 +343,8 @@ describe("bad input inside a session", () => {
       await big.free();
       const fits = await s.array(new Uint8Array(MiB).fill(5));
       assert.equal(((await fits.toArray()) as Uint8Array)[MiB - 1], 5);
+      // A dimension past uint32 would wrap on the wire into a small array: refused by name.
+      names(await refused(s.array({ shape: [2 ** 32 + 8], dtype: "uint8" }), "BAD_ARGUMENTS"), String(2 ** 32 + 8), "split a larger one");
     });
     await assertNothingLost(farm.client, BOARDS, "small");
   });

@@ -2,7 +2,7 @@
  * What a board kind provides to a session worker. One Backend instance lives
  * in one worker process and serves its sessions one after another.
  */
-import type { BundleTarget, FunctionSpec, ModuleBundle } from "../../protos/index.ts";
+import type { BundleTarget, FunctionSpec, LaunchConfig, ModuleBundle } from "../../protos/index.ts";
 
 /** Memory on the board holding one remote array. */
 export interface DeviceArray {
@@ -15,6 +15,16 @@ export interface DeviceArray {
 
 /** A checked argument, ready for the backend. */
 export type ArgValue = { kind: "buffer"; array: DeviceArray } | { kind: "scalar"; value: number };
+
+/** How one call or timing runs, beyond its arguments; only CUDA boards take these. */
+export interface CallSettings {
+  /** Overrides the bundle's launch configuration. */
+  launch?: LaunchConfig;
+  /** timeCalls: overwrite L2 before the timed launches. */
+  flushL2?: boolean;
+  /** timeCalls: replay the launches as one captured graph. */
+  graph?: boolean;
+}
 
 export interface LoadedFunction {
   readonly spec: FunctionSpec;
@@ -38,10 +48,10 @@ export interface Backend {
   /** Loads a validated bundle whose target is this backend's. */
   load(bundle: ModuleBundle, workdir: string): LoadedModule;
   /** Runs the function once, synchronously, to completion. */
-  invoke(fn: LoadedFunction, args: readonly ArgValue[]): void;
+  invoke(fn: LoadedFunction, args: readonly ArgValue[], call?: CallSettings): void;
   /** Runs it `number` times back to back and returns the elapsed nanoseconds
-   * measured next to the device (CPU: a monotonic clock around the loop). */
-  timeCalls(fn: LoadedFunction, args: readonly ArgValue[], number: number): number;
+   * measured next to the device (CPU: a monotonic clock around the loop; CUDA: events). */
+  timeCalls(fn: LoadedFunction, args: readonly ArgValue[], number: number, call?: CallSettings): number;
   /** True once foreign code was loaded: the worker must not serve another session. */
   readonly tainted: boolean;
   stats(): BackendStats;

@@ -2,7 +2,7 @@
 import { FarmError } from "../../protos/index.ts";
 import type { Backend, BoardFacts } from "./backend.ts";
 
-export const BOARD_KINDS = ["cpu", "vta-sim"] as const;
+export const BOARD_KINDS = ["cpu", "cuda", "vta-sim"] as const;
 export type BoardKind = (typeof BOARD_KINDS)[number];
 
 export function isBoardKind(kind: string): kind is BoardKind {
@@ -10,10 +10,12 @@ export function isBoardKind(kind: string): kind is BoardKind {
 }
 
 /** Facts for registration; cheap, runs in the agent process. */
-export async function describeBoard(kind: BoardKind): Promise<BoardFacts> {
+export async function describeBoard(kind: BoardKind, options: Record<string, unknown>): Promise<BoardFacts> {
   switch (kind) {
     case "cpu":
       return (await import("./cpu.ts")).describeCpuBoard();
+    case "cuda":
+      return (await import("./cuda/backend.ts")).describeCudaBoard(deviceOption(options));
     case "vta-sim":
       return (await import("./vta-sim/backend.ts")).describeVtaSimBoard();
   }
@@ -26,6 +28,10 @@ export async function createBackend(kind: string, options: Record<string, unknow
       const { CpuBackend } = await import("./cpu.ts");
       return new CpuBackend({ memoryBytes: typeof options.memoryBytes === "number" ? options.memoryBytes : undefined });
     }
+    case "cuda": {
+      const { CudaBackend } = await import("./cuda/backend.ts");
+      return new CudaBackend({ device: deviceOption(options), memoryBytes: typeof options.memoryBytes === "number" ? options.memoryBytes : undefined });
+    }
     case "vta-sim": {
       const { VtaSimBackend } = await import("./vta-sim/backend.ts");
       return new VtaSimBackend({ memoryBytes: typeof options.memoryBytes === "number" ? options.memoryBytes : undefined });
@@ -35,4 +41,14 @@ export async function createBackend(kind: string, options: Record<string, unknow
   }
 }
 
-export type { Backend, BoardFacts, DeviceArray, ArgValue, LoadedFunction, LoadedModule, BackendStats } from "./backend.ts";
+/** How many devices of `kind` this host has, for `KIND:all` boards. */
+export async function deviceCount(kind: BoardKind): Promise<number> {
+  if (kind !== "cuda") throw new FarmError("INVALID_ARGUMENT", `board kind ${kind} has no device index: "${kind}:all" means nothing`);
+  return (await import("./cuda/device-info.ts")).cudaDeviceCount();
+}
+
+function deviceOption(options: Record<string, unknown>): number {
+  return typeof options.device === "number" ? options.device : 0;
+}
+
+export type { Backend, CallSettings, BoardFacts, DeviceArray, ArgValue, LoadedFunction, LoadedModule, BackendStats } from "./backend.ts";

@@ -45,6 +45,8 @@ await new Promise<void>((resolve) => {
   attempt();
 });
 let serving: string | undefined;
+// From process start to ready: runtime, backend (a CUDA context) and tracker connection.
+const startMs = performance.now().toFixed(1);
 
 process.on("message", (msg: AgentToWorker) => {
   if (msg.t === "assign") {
@@ -74,6 +76,7 @@ async function serve(sessionId: string, token: string): Promise<void> {
     watchdog,
     // The pool starts this board's next worker now, while this session runs.
     onTainted: () => void tell({ t: "tainted", sessionId }),
+    info: { worker_start_ms: startMs },
   });
   stream.on("data", (bytes: Buffer) => server.receive(bytes));
 

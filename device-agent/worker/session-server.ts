@@ -4,11 +4,11 @@
  * a reply (or, for chunked reads, replies) with its id.
  */
 import {
-  CHUNK_BYTES, DTYPES, FarmError, decodeBundle, decodeHostFrame, dtypeBytes, elementCount, encodeBoardFrame, isDtype,
+  CHUNK_BYTES, DTYPES, FarmError, decodeBundle, decodeHostFrame, dtypeBytes, elementCount, encodeBoardFrame, isDtype, launchProblem,
   type BoardFrame, type Dtype, type HostFrame__Output,
 } from "../../protos/index.ts";
 import type { Call__Output } from "../../protos/gen/farm/v1/Call.ts";
-import type { ArgValue, Backend, DeviceArray, LoadedFunction, LoadedModule } from "../backends/index.ts";
+import type { ArgValue, Backend, CallSettings, DeviceArray, LoadedFunction, LoadedModule } from "../backends/index.ts";
 import { SessionFiles, type FileLimits } from "./files.ts";
 import { evaluateTime } from "./time-evaluator.ts";
 import type { Watchdog } from "./watchdog.ts";
@@ -23,6 +23,8 @@ export interface SessionHooks {
   watchdog?: Watchdog;
   /** The backend became tainted (foreign code loaded): its process must not serve another session. */
   onTainted?: () => void;
+  /** Facts about the serving process, added to every stats reply. */
+  info?: Record<string, string>;
 }
 
 /** Where replies go; `send` returns false when the caller should wait for `drained`. */
@@ -159,7 +161,7 @@ export class SessionServer {
         return this.timeEvaluate(f);
       case "stats": {
         const s = this.backend.stats();
-        this.reply({ id: f.id, stats: { counters: s.counters, info: { ...s.info, worker_pid: String(process.pid) } } });
+        this.reply({ id: f.id, stats: { counters: s.counters, info: { ...s.info, ...this.hooks.info, worker_pid: String(process.pid) } } });
         return;
       }
       case "clear_stats":
@@ -343,10 +345,29 @@ export class SessionServer {
     }
   }
 
+  /** The call's CUDA settings; refused on boards that have no such thing. */
+  private settings(c: Call__Output, timing: { flush_l2?: boolean; graph?: boolean } = {}): CallSettings {
+    const settings: CallSettings = {};
+    if (c.launch) {
+      const launch = { grid: c.launch.grid, block: c.launch.block, sharedMemBytes: c.launch.shared_mem_bytes };
+      const problem = launchProblem(launch);
+      if (problem) throw new FarmError("BAD_ARGUMENTS", `launch of ${c.function}: ${problem}`);
+      settings.launch = launch as CallSettings["launch"];
+    }
+    if (timing.flush_l2) settings.flushL2 = true;
+    if (timing.graph) settings.graph = true;
+    const given = Object.keys(settings);
+    if (given.length > 0 && this.backend.target !== "cuda") {
+      throw new FarmError("BAD_ARGUMENTS", `${given.join(", ")} ${given.length > 1 ? "are options" : "is an option"} of CUDA boards; this is a ${this.backend.kind} board`);
+    }
+    return settings;
+  }
+
   private call(id: number, c: Call__Output): void {
     const { fn, args } = this.prepare(c);
+    const settings = this.settings(c);
     const t0 = process.hrtime.bigint();
-    this.guarded(c, "call", () => this.backend.invoke(fn, args));
+    this.guarded(c, "call", () => this.backend.invoke(fn, args, settings));
     this.reply({ id, call: { elapsed_ns: Number(process.hrtime.bigint() - t0) } });
   }
 
@@ -356,6 +377,7 @@ export class SessionServer {
     const c = t.call;
     if (t.repeat < 1 || t.number < 1) throw new FarmError("BAD_ARGUMENTS", `time_evaluate needs number ≥ 1 and repeat ≥ 1 (got number ${t.number}, repeat ${t.repeat})`);
     const { fn, args } = this.prepare(c);
+    const settings = this.settings(c, t);
     const result = this.guarded(c, "time_evaluate of", () =>
       evaluateTime(
         {
@@ -366,8 +388,8 @@ export class SessionServer {
           repeatsToCooldown: t.repeats_to_cooldown || 1,
           limitZeroTimeIterations: t.limit_zero_time_iterations || 100,
         },
-        () => this.backend.invoke(fn, args),
-        (n) => this.backend.timeCalls(fn, args, n),
+        () => this.backend.invoke(fn, args, { launch: settings.launch }),
+        (n) => this.backend.timeCalls(fn, args, n, settings),
       ),
     );
     this.reply({ id: f.id, time: { results_s: result.resultsS, number: result.number, conditions: this.backend.stats().info } });

@@ -29,6 +29,7 @@ import type { FunctionInfo as _farm_v1_FunctionInfo, FunctionInfo__Output as _fa
 import type { Heartbeat as _farm_v1_Heartbeat, Heartbeat__Output as _farm_v1_Heartbeat__Output } from './farm/v1/Heartbeat';
 import type { HeartbeatAck as _farm_v1_HeartbeatAck, HeartbeatAck__Output as _farm_v1_HeartbeatAck__Output } from './farm/v1/HeartbeatAck';
 import type { HostFrame as _farm_v1_HostFrame, HostFrame__Output as _farm_v1_HostFrame__Output } from './farm/v1/HostFrame';
+import type { Launch as _farm_v1_Launch, Launch__Output as _farm_v1_Launch__Output } from './farm/v1/Launch';
 import type { ListDir as _farm_v1_ListDir, ListDir__Output as _farm_v1_ListDir__Output } from './farm/v1/ListDir';
 import type { LoadModule as _farm_v1_LoadModule, LoadModule__Output as _farm_v1_LoadModule__Output } from './farm/v1/LoadModule';
 import type { ModuleInfo as _farm_v1_ModuleInfo, ModuleInfo__Output as _farm_v1_ModuleInfo__Output } from './farm/v1/ModuleInfo';
@@ -84,6 +85,7 @@ export interface ProtoGrpcType {
       Heartbeat: MessageTypeDefinition<_farm_v1_Heartbeat, _farm_v1_Heartbeat__Output>
       HeartbeatAck: MessageTypeDefinition<_farm_v1_HeartbeatAck, _farm_v1_HeartbeatAck__Output>
       HostFrame: MessageTypeDefinition<_farm_v1_HostFrame, _farm_v1_HostFrame__Output>
+      Launch: MessageTypeDefinition<_farm_v1_Launch, _farm_v1_Launch__Output>
       ListDir: MessageTypeDefinition<_farm_v1_ListDir, _farm_v1_ListDir__Output>
       LoadModule: MessageTypeDefinition<_farm_v1_LoadModule, _farm_v1_LoadModule__Output>
       ModuleInfo: MessageTypeDefinition<_farm_v1_ModuleInfo, _farm_v1_ModuleInfo__Output>

@@ -22,6 +22,7 @@ import type { Error as _farm_v1_Error, Error__Output as _farm_v1_Error__Output }
 import type { FunctionInfo as _farm_v1_FunctionInfo, FunctionInfo__Output as _farm_v1_FunctionInfo__Output } from './farm/v1/FunctionInfo';
 import type { HostFrame as _farm_v1_HostFrame, HostFrame__Output as _farm_v1_HostFrame__Output } from './farm/v1/HostFrame';
 import type { HostServiceClient as _farm_v1_HostServiceClient, HostServiceDefinition as _farm_v1_HostServiceDefinition } from './farm/v1/HostService';
+import type { Launch as _farm_v1_Launch, Launch__Output as _farm_v1_Launch__Output } from './farm/v1/Launch';
 import type { ListDir as _farm_v1_ListDir, ListDir__Output as _farm_v1_ListDir__Output } from './farm/v1/ListDir';
 import type { LoadModule as _farm_v1_LoadModule, LoadModule__Output as _farm_v1_LoadModule__Output } from './farm/v1/LoadModule';
 import type { ModuleInfo as _farm_v1_ModuleInfo, ModuleInfo__Output as _farm_v1_ModuleInfo__Output } from './farm/v1/ModuleInfo';
@@ -72,6 +73,7 @@ export interface ProtoGrpcType {
        * The host side of the tracker: what the host SDK and `kfarm status` call.
        */
       HostService: SubtypeConstructor<typeof grpc.Client, _farm_v1_HostServiceClient> & { service: _farm_v1_HostServiceDefinition }
+      Launch: MessageTypeDefinition<_farm_v1_Launch, _farm_v1_Launch__Output>
       ListDir: MessageTypeDefinition<_farm_v1_ListDir, _farm_v1_ListDir__Output>
       LoadModule: MessageTypeDefinition<_farm_v1_LoadModule, _farm_v1_LoadModule__Output>
       ModuleInfo: MessageTypeDefinition<_farm_v1_ModuleInfo, _farm_v1_ModuleInfo__Output>

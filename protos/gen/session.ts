@@ -20,6 +20,7 @@ import type { Download as _farm_v1_Download, Download__Output as _farm_v1_Downlo
 import type { Error as _farm_v1_Error, Error__Output as _farm_v1_Error__Output } from './farm/v1/Error';
 import type { FunctionInfo as _farm_v1_FunctionInfo, FunctionInfo__Output as _farm_v1_FunctionInfo__Output } from './farm/v1/FunctionInfo';
 import type { HostFrame as _farm_v1_HostFrame, HostFrame__Output as _farm_v1_HostFrame__Output } from './farm/v1/HostFrame';
+import type { Launch as _farm_v1_Launch, Launch__Output as _farm_v1_Launch__Output } from './farm/v1/Launch';
 import type { ListDir as _farm_v1_ListDir, ListDir__Output as _farm_v1_ListDir__Output } from './farm/v1/ListDir';
 import type { LoadModule as _farm_v1_LoadModule, LoadModule__Output as _farm_v1_LoadModule__Output } from './farm/v1/LoadModule';
 import type { ModuleInfo as _farm_v1_ModuleInfo, ModuleInfo__Output as _farm_v1_ModuleInfo__Output } from './farm/v1/ModuleInfo';
@@ -58,6 +59,7 @@ export interface ProtoGrpcType {
       Error: MessageTypeDefinition<_farm_v1_Error, _farm_v1_Error__Output>
       FunctionInfo: MessageTypeDefinition<_farm_v1_FunctionInfo, _farm_v1_FunctionInfo__Output>
       HostFrame: MessageTypeDefinition<_farm_v1_HostFrame, _farm_v1_HostFrame__Output>
+      Launch: MessageTypeDefinition<_farm_v1_Launch, _farm_v1_Launch__Output>
       ListDir: MessageTypeDefinition<_farm_v1_ListDir, _farm_v1_ListDir__Output>
       LoadModule: MessageTypeDefinition<_farm_v1_LoadModule, _farm_v1_LoadModule__Output>
       ModuleInfo: MessageTypeDefinition<_farm_v1_ModuleInfo, _farm_v1_ModuleInfo__Output>

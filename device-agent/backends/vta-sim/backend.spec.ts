@@ -47,7 +47,7 @@ describe("vta-sim backend", () => {
     assert.ok(isBoardKind("vta-sim"));
     const b = parseBoardFlag("vta-sim:key=vta", 0);
     assert.deepEqual([b.kind, b.key], ["vta-sim", "vta"]);
-    const facts = await describeBoard("vta-sim");
+    const facts = await describeBoard("vta-sim", {});
     assert.deepEqual(facts.labels, { vta: hw.name, sim: "true" });
     assert.equal(facts.capabilities.inp_buffer_bytes, String(hw.inpDepth * hw.inpElemBytes));
     assert.equal(facts.capabilities.wgt_buffer_bytes, String(hw.wgtDepth * hw.wgtElemBytes));

@@ -1,6 +1,7 @@
 // Original file: protos/farm/v1/session.proto
 
 import type { Arg as _farm_v1_Arg, Arg__Output as _farm_v1_Arg__Output } from '../../farm/v1/Arg';
+import type { Launch as _farm_v1_Launch, Launch__Output as _farm_v1_Launch__Output } from '../../farm/v1/Launch';
 
 export interface Call {
   'module'?: (number);
@@ -10,6 +11,10 @@ export interface Call {
    * 0: the worker's default call timeout
    */
   'timeout_ms'?: (number);
+  /**
+   * CUDA: overrides the bundle's launch; needed when it has none
+   */
+  'launch'?: (_farm_v1_Launch | null);
 }
 
 export interface Call__Output {
@@ -20,4 +25,8 @@ export interface Call__Output {
    * 0: the worker's default call timeout
    */
   'timeout_ms': (number);
+  /**
+   * CUDA: overrides the bundle's launch; needed when it has none
+   */
+  'launch': (_farm_v1_Launch__Output | null);
 }

@@ -13,6 +13,14 @@ export interface TimeEvaluate {
   'cooldown_ms'?: (number | string);
   'repeats_to_cooldown'?: (number);
   'limit_zero_time_iterations'?: (number);
+  /**
+   * CUDA: overwrite the L2 cache before every repeat
+   */
+  'flush_l2'?: (boolean);
+  /**
+   * CUDA: replay the `number` launches as one captured CUDA graph
+   */
+  'graph'?: (boolean);
 }
 
 /**
@@ -26,4 +34,12 @@ export interface TimeEvaluate__Output {
   'cooldown_ms': (number);
   'repeats_to_cooldown': (number);
   'limit_zero_time_iterations': (number);
+  /**
+   * CUDA: overwrite the L2 cache before every repeat
+   */
+  'flush_l2': (boolean);
+  /**
+   * CUDA: replay the `number` launches as one captured CUDA graph
+   */
+  'graph': (boolean);
 }

@@ -1,0 +1,191 @@
+/**
+ * The agent bundle (deploy/agent-bundle/build.ts) as a GPU host runs it: staged
+ * without compression into a temp folder, then run with a PATH whose only
+ * program is `sh`, so nothing but the bundled node can run kernelfarm. A
+ * tracker and an agent from the bundle serve a real CPU session, and the agent
+ * and its session workers are checked to be the bundled node.
+ */
+import assert from "node:assert/strict";
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { once } from "node:events";
+import { existsSync, readdirSync, readFileSync, readlinkSync, realpathSync, statSync } from "node:fs";
+import { mkdir, mkdtemp, rm, symlink } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { after, before, describe, it } from "node:test";
+import { bundleRefusal, APP_DIR_NAME, BUNDLE_DIR_NAME, BUNDLE_INFO_FILE } from "../deploy/agent-bundle/build.ts";
+import { connectTracker } from "../host-sdk/index.ts";
+import { compileVadd } from "./helpers/kernels.ts";
+import { waitFor, waitForFreeBoards } from "./helpers/processes.ts";
+
+const run = promisify(execFile);
+const BUILD = fileURLToPath(new URL("../deploy/agent-bundle/build.ts", import.meta.url));
+const READY_TIMEOUT_MS = 30_000;
+
+const live = new Set<ChildProcess>();
+process.on("exit", () => {
+  for (const p of live) p.kill("SIGKILL");
+});
+
+/** Starts a bundle launcher and waits for a stdout line matching `re`, racing the child's exit. */
+async function startLauncher(file: string, args: string[], env: NodeJS.ProcessEnv, re: RegExp): Promise<{ proc: ChildProcess; match: RegExpMatchArray; stderr: () => string }> {
+  const proc = spawn(file, args, { env, stdio: ["ignore", "pipe", "pipe"] });
+  live.add(proc);
+  proc.on("exit", () => live.delete(proc));
+  let err = "";
+  proc.stderr!.on("data", (c: Buffer) => (err += c.toString()));
+  let out = "";
+  const match = await new Promise<RegExpMatchArray>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${args[0]} was not ready within ${READY_TIMEOUT_MS} ms:\n${out}${err}`)), READY_TIMEOUT_MS);
+    proc.stdout!.on("data", (c: Buffer) => {
+      out += c.toString();
+      const m = re.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m);
+      }
+    });
+    proc.once("exit", (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`${args[0]} exited (${code ?? signal}) before it was ready:\n${out}${err}`));
+    });
+  });
+  return { proc, match, stderr: () => err };
+}
+
+async function stop(proc: ChildProcess | undefined): Promise<void> {
+  if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+  const exited = once(proc, "exit");
+  proc.kill("SIGTERM");
+  const timer = setTimeout(() => proc.kill("SIGKILL"), 5000);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** The executable of a running process and its children's pids (Linux /proc). */
+function exeOf(pid: number): string {
+  return readlinkSync(`/proc/${pid}/exe`);
+}
+function cmdlineOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ");
+  } catch {
+    return "";
+  }
+}
+function childrenOf(pid: number): number[] {
+  const kids: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      // Fields after the command name (which may hold spaces), which ends at the last ')': state ppid …
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      if (ppid === pid) kids.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return kids;
+}
+
+const refusal = bundleRefusal();
+
+describe("agent bundle", { skip: refusal }, () => {
+  let tmp: string;
+  let stage: string;
+  let env: NodeJS.ProcessEnv;
+
+  before(async () => {
+    tmp = await mkdtemp(join(tmpdir(), "kf-bundle-"));
+    const { stdout } = await run(process.execPath, ["--import", "tsx", BUILD, "--no-compress", "--out", join(tmp, "kfarm-agent-linux-x64.tar.xz")], { timeout: 120_000 });
+    assert.match(stdout, /stage\s+[\d.]+ MiB\s+\d+ files/);
+    stage = join(tmp, BUNDLE_DIR_NAME);
+    // A PATH with `sh` and nothing else: no node anywhere on it.
+    const bin = join(tmp, "bin");
+    await mkdir(bin);
+    await symlink("/bin/sh", join(bin, "sh"));
+    env = { PATH: bin, HOME: tmp, KFARM_LOG: "error" };
+  });
+
+  after(async () => {
+    if (tmp) await rm(tmp, { recursive: true, force: true });
+  });
+
+  it("holds the launchers, the node that built it and only the linux-x64 production packages", () => {
+    for (const f of ["node", "kfarm", "test-gpu", "bench"]) assert.ok(statSync(join(stage, f)).mode & 0o100, `${f} is executable`);
+    const info = JSON.parse(readFileSync(join(stage, BUNDLE_INFO_FILE), "utf8")) as { node: string; dependencies: Record<string, string> };
+    assert.equal(info.node, process.version);
+    const modules = join(stage, APP_DIR_NAME, "node_modules");
+    for (const present of ["tsx", "esbuild", "@esbuild/linux-x64/bin/esbuild", "koffi", "@koromix/koffi-linux-x64", "@msgpackr-extract/msgpackr-extract-linux-x64", "@grpc/grpc-js"]) {
+      assert.ok(existsSync(join(modules, present)), `${present} is in the bundle`);
+    }
+    for (const absent of ["typescript", "@types"]) assert.ok(!existsSync(join(modules, absent)), `${absent} is not in the bundle`);
+    assert.deepEqual(readdirSync(join(modules, "@esbuild")), ["linux-x64"]);
+    assert.ok(existsSync(join(stage, APP_DIR_NAME, "tests", "agent-bundle.test.ts")), "tests come along");
+    assert.ok(!existsSync(join(modules, "pino", "README.md")) && !existsSync(join(modules, "yaml", "dist", "index.d.ts")), "docs and types are pruned");
+  });
+
+  it("kfarm --help and bench --list run on the bundled node with no node on PATH", async () => {
+    await assert.rejects(run("sh", ["-c", "command -v node"], { env }), "no node on the test PATH");
+    const help = await run(join(stage, "kfarm"), ["--help"], { env, cwd: tmp, timeout: 60_000 });
+    assert.match(help.stdout, /Usage: kfarm/);
+    // `--import tsx` resolves from the bundle's app folder, where the launcher runs it.
+    const bench = await run(join(stage, "bench"), ["--list"], { env, cwd: tmp, timeout: 60_000 });
+    assert.match(bench.stdout, /^grant\s/m);
+  });
+
+  it("a tracker and an agent from the bundle serve a CPU session; the agent and its workers are the bundled node", async () => {
+    const bundledNode = realpathSync(join(stage, "node"));
+    let tracker: ChildProcess | undefined;
+    let agent: ChildProcess | undefined;
+    const client = { close: () => {} };
+    try {
+      const t = await startLauncher(join(stage, "kfarm"), ["tracker", "--port", "0"], env, /listening on (\S+):(\d+)/);
+      tracker = t.proc;
+      const address = `${t.match[1]}:${t.match[2]}`;
+      const a = await startLauncher(join(stage, "kfarm"), ["agent", "--tracker", address, "--board", "cpu:key=cpu"], env, /kfarm agent .* serving/);
+      agent = a.proc;
+
+      // The launcher execs node: the agent's process is the bundled binary, and so are the workers it forks.
+      assert.equal(exeOf(agent.pid!), bundledNode);
+      // (The agent's other child is tsx's esbuild service.)
+      const workers = await waitFor("a session worker", () => {
+        const kids = childrenOf(agent!.pid!).filter((pid) => cmdlineOf(pid).includes("device-agent/worker/main.ts"));
+        return kids.length > 0 ? kids : undefined;
+      });
+      for (const w of workers) assert.equal(exeOf(w), bundledNode);
+
+      const tc = await connectTracker(address);
+      client.close = () => tc.close();
+      await waitForFreeBoards(tc, 1, "cpu");
+      const status = await run(join(stage, "kfarm"), ["status", "--tracker", address, "--json"], { env, cwd: tmp, timeout: 60_000 });
+      const summary = JSON.parse(status.stdout) as { boards: Array<{ key: string; state: string }> };
+      assert.deepEqual(summary.boards.map((b) => [b.key, b.state]), [["cpu", "free"]]);
+
+      // A real session: the worker loads the kernel through the bundle's koffi.
+      const module = await compileVadd();
+      const s = await tc.request("cpu", { deadlineMs: 20_000 });
+      try {
+        await s.upload(module);
+        const vadd = (await s.loadModule(module.name)).getFunction("vadd");
+        const n = 1000;
+        const ra = await s.array(Float32Array.from({ length: n }, (_, i) => i));
+        const rb = await s.array(new Float32Array(n).fill(0.5));
+        const rc = await s.array({ shape: [n], dtype: "float32" });
+        await vadd(ra, rb, rc, n);
+        const c = (await rc.toArray()) as Float32Array;
+        assert.equal(c[0], 0.5);
+        assert.equal(c[n - 1], n - 0.5);
+      } finally {
+        await s.close();
+      }
+    } finally {
+      client.close();
+      await stop(agent);
+      await stop(tracker);
+    }
+  });
+});
