@@ -7,6 +7,7 @@
  *   npm run bench -- --list       names and what each measures
  */
 import { execFileSync, spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
 import { benchArray } from "./array.ts";
@@ -73,6 +74,13 @@ function revision(): string {
       .filter((l) => l.trim() && !l.slice(3).startsWith("bench/"));
     return dirty.length > 0 ? `${head} + uncommitted changes in ${dirty.length} file(s)` : head;
   } catch {
+    // Run from the agent bundle (deploy/agent-bundle): it records what it was built from.
+    try {
+      const bundle = JSON.parse(readFileSync(new URL("../../BUNDLE.json", import.meta.url), "utf8")) as { revision?: string };
+      if (bundle.revision) return `${bundle.revision} (agent bundle)`;
+    } catch {
+      // not a bundle either
+    }
     return "unknown (not a git checkout)";
   }
 }

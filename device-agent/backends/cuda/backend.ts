@@ -1,8 +1,9 @@
 /**
  * The CUDA board: one GPU's primary context in the session worker, modules
  * (cubin/fatbin) loaded with the driver, device memory for remote arrays,
- * launches on one stream, timing with CUDA events around `number` launches
- * (optionally a captured CUDA graph of them, optionally after overwriting L2).
+ * launches on the legacy stream, timing with CUDA events around `number`
+ * launches (optionally a captured CUDA graph of them, optionally after
+ * overwriting L2).
  *
  * A sticky driver error (an illegal address, a trap) loses the context: the
  * backend then refuses everything with that error, and the worker, tainted
@@ -93,6 +94,14 @@ function writeScalar(slot: Buffer, offset: number, dtype: Dtype, value: number):
   }
 }
 
+/**
+ * Launches, events and copies go to the legacy stream, as in a plain CUDA
+ * program. On an H100, launches on a created (blocking) stream timed a 20 µs
+ * conv2d 1.1–1.3 % slower than a C program on the legacy stream; on the
+ * legacy stream the difference is 0.1 % (BENCHMARKS.md, CUDA section).
+ */
+const LEGACY_STREAM: Handle = 0n;
+
 /** A captured graph of `number` launches, kept while the same evaluation reuses it. */
 interface CapturedGraph {
   key: string;
@@ -114,7 +123,8 @@ export class CudaBackend implements Backend {
   readonly device: CudaDeviceInfo;
   tainted = false;
   private readonly driver = CudaDriver.get();
-  private readonly stream: Handle;
+  /** Only graphs use a stream of their own (capture cannot run on the legacy stream), created when first needed. */
+  private graphStream: Handle | undefined;
   private readonly start: Handle;
   private readonly end: Handle;
   private readonly nvml: Nvml | undefined;
@@ -132,8 +142,6 @@ export class CudaBackend implements Backend {
     this.device = cudaDeviceInfo(opts.device);
     const dev = this.driver.device(opts.device);
     this.driver.call("cuCtxSetCurrent", this.driver.primaryContext(dev));
-    // A blocking stream: ordered with the synchronous copies and memsets of the legacy stream.
-    this.stream = this.driver.createStream(0);
     this.start = this.driver.createEvent();
     this.end = this.driver.createEvent();
     this.nvml = Nvml.open(this.device.pciBusId);
@@ -298,9 +306,9 @@ export class CudaBackend implements Backend {
     return pointers;
   }
 
-  private launchN(fn: CudaFunction, launch: LaunchConfig, params: Buffer | null, n: number): void {
+  private launchN(fn: CudaFunction, launch: LaunchConfig, params: Buffer | null, n: number, stream: Handle): void {
     for (let i = 0; i < n; i++) {
-      this.driver.launch(fn.handle, launch.grid, launch.block, launch.sharedMemBytes, this.stream, params, `kernel ${fn.spec.name}`);
+      this.driver.launch(fn.handle, launch.grid, launch.block, launch.sharedMemBytes, stream, params, `kernel ${fn.spec.name}`);
     }
   }
 
@@ -310,8 +318,8 @@ export class CudaBackend implements Backend {
     const params = this.params(args, fn.spec);
     const t0 = process.hrtime.bigint();
     this.guard(() => {
-      this.launchN(fn, launch, params, 1);
-      this.driver.call("cuStreamSynchronize", this.stream);
+      this.launchN(fn, launch, params, 1, LEGACY_STREAM);
+      this.driver.call("cuStreamSynchronize", LEGACY_STREAM);
     }, `kernel ${fn.spec.name}`);
     this.callNs += Number(process.hrtime.bigint() - t0);
     this.calls++;
@@ -324,11 +332,14 @@ export class CudaBackend implements Backend {
     const params = this.params(args, fn.spec);
     const ms = this.guard(() => {
       const graph = call.graph ? this.capture(fn, launch, params, number) : undefined;
-      if (call.flushL2) this.flushL2();
-      this.driver.call("cuEventRecord", this.start, this.stream);
-      if (graph) this.driver.call("cuGraphLaunch", graph.exec, this.stream);
-      else this.launchN(fn, launch, params, number);
-      this.driver.call("cuEventRecord", this.end, this.stream);
+      const stream = graph ? this.graphStream! : LEGACY_STREAM;
+      // The graph stream does not wait for the legacy stream's copies: wait here, outside the timing.
+      if (graph) this.driver.call("cuCtxSynchronize");
+      if (call.flushL2) this.flushL2(stream);
+      this.driver.call("cuEventRecord", this.start, stream);
+      if (graph) this.driver.call("cuGraphLaunch", graph.exec, stream);
+      else this.launchN(fn, launch, params, number, stream);
+      this.driver.call("cuEventRecord", this.end, stream);
       this.driver.call("cuEventSynchronize", this.end);
       return this.driver.elapsedMs(this.start, this.end);
     }, `kernel ${fn.spec.name}`);
@@ -342,12 +353,14 @@ export class CudaBackend implements Backend {
     const key = `${fn.spec.name}|${number}|${launch.grid}|${launch.block}|${launch.sharedMemBytes}|${params ? (params as Buffer & { slots: Buffer }).slots.toString("hex") : ""}`;
     if (this.graph?.key === key) return this.graph;
     this.dropGraph();
+    const CU_STREAM_NON_BLOCKING = 1;
     const CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
-    this.driver.call("cuStreamBeginCapture_v2", this.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+    this.graphStream ??= this.driver.createStream(CU_STREAM_NON_BLOCKING);
+    this.driver.call("cuStreamBeginCapture_v2", this.graphStream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
     try {
-      this.launchN(fn, launch, params, number);
+      this.launchN(fn, launch, params, number, this.graphStream);
     } finally {
-      const graph = this.driver.endCapture(this.stream);
+      const graph = this.driver.endCapture(this.graphStream);
       this.graph = { key, graph, exec: 0n };
     }
     this.graph.exec = this.driver.instantiateGraph(this.graph.graph);
@@ -362,12 +375,12 @@ export class CudaBackend implements Backend {
   }
 
   /** Overwrites a buffer twice the size of L2, so the next repeat starts with nothing of its data cached. */
-  private flushL2(): void {
+  private flushL2(stream: Handle): void {
     if (!this.flushBuffer) {
       const bytes = Math.max(2 * this.device.l2Bytes, 1 << 20);
       this.flushBuffer = { ptr: this.driver.memAlloc(bytes), words: bytes / 4 };
     }
-    this.driver.call("cuMemsetD32Async", this.flushBuffer.ptr, ++this.flushes, this.flushBuffer.words, this.stream);
+    this.driver.call("cuMemsetD32Async", this.flushBuffer.ptr, ++this.flushes, this.flushBuffer.words, stream);
   }
 
   stats(): BackendStats {
