@@ -16,7 +16,7 @@ import type { CompiledModule } from "../host-sdk/index.ts";
 import { cudaSkipReason } from "../tests/helpers/gpu.ts";
 import { compileVadd } from "../tests/helpers/kernels.ts";
 import { startFarm, waitForFreeBoards } from "../tests/helpers/processes.ts";
-import { compileWorkloads, measureFidelity, type FidelityRun } from "./lib/cuda-fidelity.ts";
+import { REPEATS, ROUNDS, compileWorkloads, measureFidelity, type FidelityRun } from "./lib/cuda-fidelity.ts";
 import { runNativeTimer } from "./lib/native-cuda.ts";
 import { fmtRatio, median, nowMs, percentile, printTable, verdict, type Row } from "./lib/stats.ts";
 
@@ -76,7 +76,7 @@ export async function benchCuda(): Promise<void> {
     const rows: Row[] = run.rows.map((r) => {
       const checked = r.nativeUs >= FIDELITY_FLOOR_US;
       return {
-        figure: `${r.workload.name} (${r.number} launches × 10 repeats × 2)`,
+        figure: `${r.workload.name} (${r.number} launches × ${REPEATS} repeats × ${ROUNDS})`,
         value: `${r.farmUs.toFixed(2)} µs`,
         target: checked ? "within 1 %" : "(< 10 µs: shown)",
         verdict: checked ? verdict(Math.abs(r.ratio - 1) <= TOLERANCE) : "",
@@ -137,7 +137,7 @@ export async function benchCuda(): Promise<void> {
     printTable("7. CUDA board: timing fidelity vs a native CUDA-event harness, copy bandwidth, worker start", rows, [
       `device: ${c.name}, ${c.arch}, ${c.sm_count} SMs, driver CUDA ${c.driver_version}; clocks at the last timing: SM ${c.sm_clock_mhz} MHz, memory ${c.mem_clock_mhz} MHz (${c.clock_source})`,
       "farm: timeEvaluator(number, repeat 10) through tracker → agent → worker; native: bench/cuda/native-timer.c on the same module file, same launch.",
-      "rounds alternate native, farm, native, farm; medians over all 20 repeats of each side.",
+      `${ROUNDS} rounds alternate native and farm; medians over all ${ROUNDS * REPEATS} repeats of each side.`,
       `worker start: ${FRESH_WORKER_SESSIONS} sessions that each load a module, so each runs on a new worker the pool pre-started during the previous one.`,
     ]);
   } finally {

@@ -17,9 +17,9 @@ import { median } from "./stats.ts";
 
 /** Each repeat lasts about this long, so event resolution (≈0.5 µs) is far below 1 %. */
 const REPEAT_MS = 20;
-const REPEATS = 10;
-/** Native, farm, native, farm: drift in clocks shows in both. */
-const ROUNDS = 2;
+export const REPEATS = 10;
+/** Native, farm, native, farm, ...: drift in clocks shows in both (conv2d alone moves ~0.8 % between runs). */
+export const ROUNDS = 4;
 /** A GPU worker starts in about 0.7 s on an H100 host (BENCHMARKS.md). */
 const SUCCESSOR_START_MS = 2000;
 /** Kernels this short are also timed as a CUDA graph replay. */
