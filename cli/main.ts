@@ -47,16 +47,19 @@ program
   .addOption(new Option("--heartbeat-ms <ms>", "agent heartbeat interval").default(500).argParser(integer))
   .addOption(new Option("--missed-heartbeats <n>", "heartbeats an agent may miss before it is lost").default(3).argParser(integer))
   .addOption(new Option("--default-deadline-ms <ms>", "queue wait of requests that name no deadline").default(60_000).argParser(integer))
-  .action(async (o: { host: string; port: number; heartbeatMs: number; missedHeartbeats: number; defaultDeadlineMs: number }) => {
+  .addOption(new Option("--metrics-port <port>", "HTTP port for /metrics and the live view (0: any free port; default: none)").argParser(integer))
+  .action(async (o: { host: string; port: number; heartbeatMs: number; missedHeartbeats: number; defaultDeadlineMs: number; metricsPort?: number }) => {
     const tracker = await startTracker({
       host: o.host,
       port: o.port,
+      metricsPort: o.metricsPort,
       heartbeatIntervalMs: o.heartbeatMs,
       maxMissedHeartbeats: o.missedHeartbeats,
       defaultDeadlineMs: o.defaultDeadlineMs,
     });
     // One line on stdout that scripts (and our tests) read for the bound address.
     console.log(`kfarm tracker listening on ${tracker.address}`);
+    if (tracker.httpAddress) console.log(`kfarm tracker http on http://${tracker.httpAddress}/ (metrics: /metrics)`);
     untilSignal(() => tracker.close());
   });
 

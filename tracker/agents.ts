@@ -9,7 +9,8 @@ import { FarmError, type Logger } from "../protos/index.ts";
 import type { AgentMessage__Output } from "../protos/gen/farm/v1/AgentMessage.ts";
 import type { Register__Output } from "../protos/gen/farm/v1/Register.ts";
 import type { Lease } from "./lease.ts";
-import type { Agent, AttachCall, Board, Registry } from "./registry.ts";
+import type { FarmEvents } from "./events.ts";
+import { describeBoard, type Agent, type AttachCall, type Board, type Registry } from "./registry.ts";
 import type { Scheduler } from "./scheduler.ts";
 
 export interface AgentLinkOptions {
@@ -19,12 +20,15 @@ export interface AgentLinkOptions {
 
 export class AgentLinks {
   private readonly sweeper: NodeJS.Timeout;
+  /** Heartbeat intervals each silent agent has missed so far (reported once each). */
+  private readonly missed = new WeakMap<Agent, number>();
 
   constructor(
     private readonly registry: Registry,
     private readonly scheduler: Scheduler,
     private readonly opts: AgentLinkOptions,
     private readonly log: Logger,
+    private readonly events: FarmEvents,
   ) {
     this.sweeper = setInterval(() => this.sweep(), Math.max(50, opts.heartbeatIntervalMs / 2));
     this.sweeper.unref();
@@ -96,13 +100,19 @@ export class AgentLinks {
       registered: { agent_id: id, heartbeat_interval_ms: this.opts.heartbeatIntervalMs, max_missed_heartbeats: this.opts.maxMissedHeartbeats },
     });
     this.log.info({ agent: id, peer: agent.peer, boards: [...agent.boards.keys()] }, "agent attached");
+    const at = Date.now();
+    this.events.emit({ type: "agent", at, agent: id, name, peer: agent.peer, change: "attached" });
+    for (const board of agent.boards.values()) this.events.emit({ type: "board", at, board: describeBoard(board), change: "added" });
     return agent;
   }
 
   private boardReady(agent: Agent, name: string): void {
     const board = agent.boards.get(name);
     if (!board) throw new FarmError("NOT_FOUND", `agent ${agent.name} has no board "${name}"`);
-    board.ready = true;
+    if (!board.ready) {
+      board.ready = true;
+      if (!board.lease) this.events.emit({ type: "board", at: Date.now(), board: describeBoard(board), change: "changed" });
+    }
     this.scheduler.dispatch(board.key);
   }
 
@@ -141,12 +151,24 @@ export class AgentLinks {
     if (!agent.call.writableEnded && !agent.call.destroyed) {
       agent.call.emit("error", new FarmError("AGENT_LOST", why).toGrpc());
     }
+    const at = Date.now();
+    for (const board of agent.boards.values()) this.events.emit({ type: "board", at, board: describeBoard(board), change: "removed", reason: why });
+    this.events.emit({ type: "agent", at, agent: agent.id, name: agent.name, peer: agent.peer, change: "lost", reason: why });
   }
 
   private sweep(): void {
     const limit = this.opts.heartbeatIntervalMs * this.opts.maxMissedHeartbeats;
     const now = Date.now();
     for (const agent of [...this.registry.agents.values()]) {
+      const silentMs = now - agent.lastSeen;
+      // One event per heartbeat interval of silence beyond the first.
+      const missed = Math.floor(silentMs / this.opts.heartbeatIntervalMs) - 1;
+      if (missed > (this.missed.get(agent) ?? 0)) {
+        this.missed.set(agent, missed);
+        this.events.emit({ type: "heartbeat_missed", at: now, agent: agent.id, silentMs });
+      } else if (missed <= 0) {
+        this.missed.delete(agent);
+      }
       if (now - agent.lastSeen > limit) {
         this.lose(agent, `agent ${agent.name} missed ${this.opts.maxMissedHeartbeats} heartbeats (silent for ${now - agent.lastSeen} ms)`);
       }

@@ -31,6 +31,8 @@ export class Lease {
   private host: SessionStream | undefined;
   private worker: SessionStream | undefined;
   private relay: Relay | undefined;
+  /** When it ended (ms since the epoch). */
+  endedAt = 0;
   private readonly timers = new Set<NodeJS.Timeout>();
   private awaitingReport = false;
 
@@ -110,6 +112,7 @@ export class Lease {
     if (this.state === "ended") return;
     this.state = "ended";
     this.reason = reason;
+    this.endedAt = Date.now();
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
     this.relay?.stop();
@@ -119,6 +122,11 @@ export class Lease {
       else endStream(call);
     }
     this.onEnded(this);
+  }
+
+  /** Bytes relayed so far, host → board and board → host. */
+  get relayed(): { toBoard: number; fromBoard: number } {
+    return { toBoard: this.relay?.stats.hostToBoardBytes ?? 0, fromBoard: this.relay?.stats.boardToHostBytes ?? 0 };
   }
 
   private after(ms: number, fn: () => void): void {

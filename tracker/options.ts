@@ -5,6 +5,8 @@ export interface TrackerOptions {
   host?: string;
   /** Port to bind; 0 picks a free one. */
   port?: number;
+  /** HTTP port for /metrics and the live view; 0 picks a free one; undefined: no HTTP side. */
+  metricsPort?: number;
   /** How often agents must send a heartbeat. */
   heartbeatIntervalMs?: number;
   /** An agent that misses this many heartbeats in a row is lost. */
@@ -18,7 +20,7 @@ export interface TrackerOptions {
   logger?: Logger;
 }
 
-export type ResolvedTrackerOptions = Required<TrackerOptions>;
+export type ResolvedTrackerOptions = Required<Omit<TrackerOptions, "metricsPort">> & Pick<TrackerOptions, "metricsPort">;
 
 export const DEFAULT_HEARTBEAT_INTERVAL_MS = 500;
 /** 3 × 500 ms: a frozen agent leaves the pool within 1.5–2 s (the target is 3 s). */
@@ -31,6 +33,7 @@ export function resolveTrackerOptions(opts: TrackerOptions = {}): ResolvedTracke
   const resolved: ResolvedTrackerOptions = {
     host: opts.host ?? "127.0.0.1",
     port: opts.port ?? 9190,
+    metricsPort: opts.metricsPort,
     heartbeatIntervalMs: opts.heartbeatIntervalMs ?? DEFAULT_HEARTBEAT_INTERVAL_MS,
     maxMissedHeartbeats: opts.maxMissedHeartbeats ?? DEFAULT_MAX_MISSED_HEARTBEATS,
     defaultDeadlineMs: opts.defaultDeadlineMs ?? DEFAULT_DEADLINE_MS,

@@ -7,7 +7,8 @@ import { FarmError, type Logger } from "../protos/index.ts";
 import type { SessionRequest__Output } from "../protos/gen/farm/v1/SessionRequest.ts";
 import { Lease, type LeaseTimeouts } from "./lease.ts";
 import { labelsMatch, RequestQueue, type PendingRequest } from "./queue.ts";
-import { boardState, type Board, type Registry } from "./registry.ts";
+import type { FarmEvents } from "./events.ts";
+import { boardState, describeBoard, type Board, type Registry } from "./registry.ts";
 
 export interface Waiter extends PendingRequest {
   readonly sessionTimeoutMs: number;
@@ -34,7 +35,12 @@ export class Scheduler {
     private readonly timeouts: Omit<LeaseTimeouts, "sessionTimeoutMs"> & { defaultDeadlineMs: number },
     private readonly hooks: SchedulerHooks,
     private readonly log: Logger,
+    private readonly events: FarmEvents,
   ) {}
+
+  private queueChanged(key: string): void {
+    this.events.emit({ type: "queue", at: Date.now(), key, pending: this.pendingOf(key) });
+  }
 
   pendingOf(key: string): number {
     return this.queues.get(key)?.size ?? 0;
@@ -79,8 +85,10 @@ export class Scheduler {
     };
     const queue = this.queueOf(req.key);
     queue.push(waiter);
+    this.queueChanged(req.key);
     waiter.timer = setTimeout(() => {
       if (queue.remove(waiter)) {
+        this.queueChanged(req.key);
         const busy = this.registry.boardsOfKey(req.key).length;
         waiter.fail(new FarmError("DEADLINE_EXCEEDED", `no board of key "${req.key}" became free within ${deadlineMs} ms (${busy} board(s) serve it, ${queue.size} other request(s) waiting)`));
       }
@@ -92,7 +100,7 @@ export class Scheduler {
   /** The requester went away before being served. */
   cancel(waiter: Waiter): void {
     clearTimeout(waiter.timer);
-    this.queues.get(waiter.key)?.remove(waiter);
+    if (this.queues.get(waiter.key)?.remove(waiter)) this.queueChanged(waiter.key);
   }
 
   /** Grants free boards of `key` to waiting requests, best request first. */
@@ -105,6 +113,7 @@ export class Scheduler {
       if (!waiter) continue;
       clearTimeout(waiter.timer);
       this.grant(board, waiter);
+      this.queueChanged(key);
       if (queue.size === 0) return;
     }
   }
@@ -117,7 +126,11 @@ export class Scheduler {
     board.ready = false;
     this.leases.set(id, lease);
     this.hooks.assigned(lease);
-    waiter.grant(lease, Date.now() - waiter.enqueuedAt);
+    const queuedMs = Date.now() - waiter.enqueuedAt;
+    const at = Date.now();
+    this.events.emit({ type: "session", at, session: id, board: board.id, key: board.key, client: waiter.clientId, change: "granted", queuedMs });
+    this.events.emit({ type: "board", at, board: describeBoard(board), change: "changed" });
+    waiter.grant(lease, queuedMs);
   }
 
   private onLeaseEnded(lease: Lease): void {
@@ -125,6 +138,22 @@ export class Scheduler {
     if (lease.board.lease === lease) lease.board.lease = undefined;
     this.log.info({ session: lease.id, board: lease.board.id, reason: lease.reason?.code ?? "CLOSED", detail: lease.reason?.message }, "session ended");
     this.hooks.ended(lease);
+    const { toBoard, fromBoard } = lease.relayed;
+    this.events.emit({
+      type: "session",
+      at: lease.endedAt,
+      session: lease.id,
+      board: lease.board.id,
+      key: lease.board.key,
+      client: lease.clientId,
+      change: "ended",
+      reason: lease.reason?.code ?? "OK",
+      ...(lease.reason ? { message: lease.reason.message } : {}),
+      durationMs: lease.endedAt - lease.grantedAt,
+      bytesToBoard: toBoard,
+      bytesFromBoard: fromBoard,
+    });
+    if (this.registry.agents.has(lease.board.agent.id)) this.events.emit({ type: "board", at: lease.endedAt, board: describeBoard(lease.board), change: "changed" });
     this.dispatch(lease.board.key);
   }
 

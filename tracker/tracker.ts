@@ -9,6 +9,8 @@ import {
   type AgentServiceHandlers, type HostServiceHandlers,
 } from "../protos/index.ts";
 import { AgentLinks } from "./agents.ts";
+import { FarmEvents } from "./events.ts";
+import { TrackerHttp } from "./http-server.ts";
 import type { SessionStream } from "./lease.ts";
 import { resolveTrackerOptions, type ResolvedTrackerOptions, type TrackerOptions } from "./options.ts";
 import { Registry, describeBoard } from "./registry.ts";
@@ -20,14 +22,19 @@ export class Tracker {
   readonly options: ResolvedTrackerOptions;
   readonly registry = new Registry();
   readonly scheduler: Scheduler;
+  /** What changes in the farm, for metrics, the live view and watchers. */
+  readonly events: FarmEvents;
   private readonly agents: AgentLinks;
   private readonly server = new grpc.Server(SERVER_OPTIONS);
+  /** The HTTP side (/metrics, live view), when `metricsPort` is set. */
+  readonly http: TrackerHttp | undefined;
   private readonly startedAt = Date.now();
   private boundPort = 0;
 
   constructor(opts: TrackerOptions = {}) {
     this.options = resolveTrackerOptions(opts);
     const log = this.options.logger;
+    this.events = new FarmEvents(log);
     this.scheduler = new Scheduler(
       this.registry,
       {
@@ -37,8 +44,10 @@ export class Tracker {
       },
       { assigned: (lease) => this.agents.assign(lease), ended: (lease) => this.agents.end(lease) },
       log,
+      this.events,
     );
-    this.agents = new AgentLinks(this.registry, this.scheduler, this.options, log);
+    this.agents = new AgentLinks(this.registry, this.scheduler, this.options, log, this.events);
+    if (this.options.metricsPort !== undefined) this.http = new TrackerHttp(log);
     widenStreamWindow(this.server, log);
     this.server.addService(HostService.service, this.hostHandlers());
     this.server.addService(AgentService.service, this.agentHandlers());
@@ -60,13 +69,20 @@ export class Tracker {
       ),
     );
     widenConnectionWindow(this.server, this.options.logger);
-    this.options.logger.info({ address: this.address }, "tracker listening");
+    if (this.http) await this.http.listen(this.options.host, this.options.metricsPort!);
+    this.options.logger.info({ address: this.address, http: this.http?.port }, "tracker listening");
     return this;
+  }
+
+  /** "host:port" of the HTTP side, or undefined without one. */
+  get httpAddress(): string | undefined {
+    return this.http ? `${this.options.host.includes(":") ? `[${this.options.host}]` : this.options.host}:${this.http.port}` : undefined;
   }
 
   /** Ends every session (DRAINED) and stops serving. */
   async close(): Promise<void> {
     this.agents.stop();
+    await this.http?.close();
     for (const lease of [...this.scheduler.leases.values()]) lease.end(new FarmError("DRAINED", "the tracker is shutting down"));
     await new Promise<void>((resolve) => {
       const force = setTimeout(() => {

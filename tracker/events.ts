@@ -1,0 +1,64 @@
+/**
+ * Farm events: everything an operator may want to see change — agents
+ * attaching and leaving, boards changing state, sessions granted and ended,
+ * queues growing and shrinking, heartbeats missed. The tracker's parts emit
+ * them; the metrics, the live view and `kfarm status --watch` listen.
+ *
+ * Events are plain records (msgpackr- and JSON-friendly), never live objects;
+ * `at` is the tracker's clock in ms since the epoch. Listeners run
+ * synchronously and must be cheap; one that throws is logged and kept.
+ */
+import type { Logger } from "../protos/index.ts";
+import type { BoardInfo } from "../protos/gen/farm/v1/BoardInfo.ts";
+
+export type FarmEvent =
+  | { type: "agent"; at: number; agent: string; name: string; peer: string; change: "attached" | "lost"; reason?: string }
+  | { type: "board"; at: number; board: BoardInfo; change: "added" | "changed" | "removed"; reason?: string }
+  | {
+      type: "session";
+      at: number;
+      session: string;
+      board: string;
+      key: string;
+      client: string;
+      change: "granted" | "ended";
+      /** ended: "OK" for a clean close, else the FarmError code. */
+      reason?: string;
+      message?: string;
+      queuedMs?: number;
+      durationMs?: number;
+      /** ended: bytes relayed host → board and board → host. */
+      bytesToBoard?: number;
+      bytesFromBoard?: number;
+    }
+  | { type: "queue"; at: number; key: string; pending: number }
+  | { type: "heartbeat_missed"; at: number; agent: string; silentMs: number };
+
+export type FarmEventType = FarmEvent["type"];
+export type FarmEventListener = (event: FarmEvent) => void;
+
+export class FarmEvents {
+  private readonly listeners = new Set<FarmEventListener>();
+
+  constructor(private readonly log: Logger) {}
+
+  /** Calls `listener` with every event from now on; returns the unsubscribe. */
+  subscribe(listener: FarmEventListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  get listenerCount(): number {
+    return this.listeners.size;
+  }
+
+  emit(event: FarmEvent): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(event);
+      } catch (err) {
+        this.log.error({ err: (err as Error).message, event: event.type }, "a farm event listener failed");
+      }
+    }
+  }
+}
