@@ -1,6 +1,7 @@
 /**
  * `kfarm`: tracker, agent, status and the demo on an embedded farm.
  */
+import { hostname, userInfo } from "node:os";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { FarmError } from "../protos/index.ts";
 import { startTracker, formatSummary } from "../tracker/index.ts";
@@ -103,6 +104,26 @@ program
     try {
       const summary = await client.summary();
       console.log(o.json ? JSON.stringify(summary, null, 2) : formatSummary(summary, o.tracker));
+    } finally {
+      client.close();
+    }
+  });
+
+program
+  .command("board")
+  .description("operator commands on one board: drain (no new sessions), quarantine, restore")
+  .argument("<action>", "drain | quarantine | restore")
+  .argument("<board>", "the board's id as `kfarm status` shows it: AGENT/BOARD")
+  .requiredOption("--tracker <host:port>", "tracker address")
+  .option("--by <name>", "who asks (shown as the reason); default user@host")
+  .action(async (action: string, board: string, o: { tracker: string; by?: string }) => {
+    if (!["drain", "quarantine", "restore"].includes(action)) {
+      throw new FarmError("INVALID_ARGUMENT", `unknown board command "${action}"; commands: drain, quarantine, restore`);
+    }
+    const client = await connectTracker(o.tracker);
+    try {
+      const b = await client.boardCommand(board, action as "drain" | "quarantine" | "restore", o.by ?? `${userInfo().username}@${hostname()}`);
+      console.log(`${b.id}: state ${b.state}, health ${b.health}${b.health_reason ? ` (${b.health_reason})` : ""}${b.drained ? ", drained" : ""}`);
     } finally {
       client.close();
     }

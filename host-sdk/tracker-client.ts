@@ -3,6 +3,7 @@
  * key's queue for a board and opens a Session on it (TVM's
  * `tracker.request(key)`).
  */
+import type { BoardInfo__Output } from "../protos/gen/farm/v1/BoardInfo.ts";
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import * as grpc from "@grpc/grpc-js";
@@ -81,6 +82,15 @@ export class TrackerClient {
   summary(): Promise<SummaryReply__Output> {
     return new Promise((resolve, reject) =>
       this.client.Summary({}, { deadline: Date.now() + this.rpcTimeoutMs }, (err, reply) => (err ? reject(this.unreachable(err)) : resolve(reply!))),
+    );
+  }
+
+  /** An operator command on one board (`<agent>/<board>` as in the summary): drain, quarantine or restore. */
+  boardCommand(boardId: string, action: "drain" | "quarantine" | "restore", operator = this.clientId): Promise<BoardInfo__Output> {
+    return new Promise((resolve, reject) =>
+      this.client.BoardCommand({ board_id: boardId, action, operator }, { deadline: Date.now() + this.rpcTimeoutMs }, (err, reply) =>
+        err ? reject(this.unreachable(err)) : resolve(reply!.board!),
+      ),
     );
   }
 

@@ -10,6 +10,7 @@ import type { AgentMessage__Output } from "../protos/gen/farm/v1/AgentMessage.ts
 import type { Register__Output } from "../protos/gen/farm/v1/Register.ts";
 import type { Lease } from "./lease.ts";
 import type { FarmEvents } from "./events.ts";
+import { BoardHealth } from "./health.ts";
 import { describeBoard, type Agent, type AttachCall, type Board, type Registry } from "./registry.ts";
 import type { Scheduler } from "./scheduler.ts";
 
@@ -92,6 +93,7 @@ export class AgentLinks {
         ready: false,
         draining: false,
         lease: undefined,
+        health: new BoardHealth(),
       };
       agent.boards.set(spec.name, board);
     }

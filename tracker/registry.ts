@@ -8,12 +8,14 @@
  * | `starting` | no session, the agent has no warm worker ready yet       |
  * | `free`     | no session, agent ready, not draining: may be granted    |
  * | `busy`     | a lease holds it                                         |
- * | `draining` | no session, the agent asked not to get new ones          |
+ * | `draining`    | no session, drained (by the agent or an operator)        |
+ * | `quarantined` | no session, its health is quarantined (tracker/health.ts) |
  */
 import type { ServerDuplexStream } from "@grpc/grpc-js";
 import type { AgentMessage__Output } from "../protos/gen/farm/v1/AgentMessage.ts";
 import type { TrackerMessage } from "../protos/gen/farm/v1/TrackerMessage.ts";
 import type { BoardInfo } from "../protos/gen/farm/v1/BoardInfo.ts";
+import { BoardHealth } from "./health.ts";
 import type { Lease } from "./lease.ts";
 
 export type AttachCall = ServerDuplexStream<AgentMessage__Output, TrackerMessage>;
@@ -28,7 +30,7 @@ export interface Agent {
   readonly boards: Map<string, Board>;
 }
 
-export type BoardState = "starting" | "free" | "busy" | "draining";
+export type BoardState = "starting" | "free" | "busy" | "draining" | "quarantined";
 
 export interface Board {
   readonly id: string;
@@ -42,10 +44,12 @@ export interface Board {
   ready: boolean;
   draining: boolean;
   lease: Lease | undefined;
+  readonly health: BoardHealth;
 }
 
 export function boardState(board: Board): BoardState {
   if (board.lease) return "busy";
+  if (!board.health.grantable) return "quarantined";
   if (board.draining) return "draining";
   return board.ready ? "free" : "starting";
 }
@@ -62,6 +66,10 @@ export function describeBoard(board: Board): BoardInfo {
     state: boardState(board),
     session_id: board.lease?.id ?? "",
     client_id: board.lease?.clientId ?? "",
+    health: board.health.state,
+    health_reason: board.health.reason,
+    last_error: board.health.lastError,
+    drained: board.draining,
   };
 }
 
@@ -83,6 +91,11 @@ export class Registry {
 
   keys(): string[] {
     return [...new Set([...this.boards()].map((b) => b.key))].sort();
+  }
+
+  board(id: string): Board | undefined {
+    for (const board of this.boards()) if (board.id === id) return board;
+    return undefined;
   }
 
   agentByName(name: string): Agent | undefined {

@@ -71,6 +71,13 @@ export class Scheduler {
       callbacks.fail(new FarmError("NO_BOARD", `no board of key "${req.key}" has labels ${JSON.stringify(labels)}; boards of that key: ${seen.join("; ")}`));
       return undefined;
     }
+    // Boards out of rotation come back only by an operator or passing canaries: say so now rather than at the deadline.
+    const usable = boards.filter((b) => labelsMatch(labels, b.labels) && boardState(b) !== "quarantined" && !b.draining);
+    if (usable.length === 0) {
+      const why = boards.filter((b) => labelsMatch(labels, b.labels)).map((b) => `${b.id} (${boardState(b) === "quarantined" ? `quarantined: ${b.health.reason}` : "drained"})`);
+      callbacks.fail(new FarmError("NO_BOARD", `every board of key "${req.key}" is out of rotation: ${why.join("; ")}`));
+      return undefined;
+    }
     const deadlineMs = req.deadline_ms || this.timeouts.defaultDeadlineMs;
     const waiter: Waiter = {
       seq: this.seq++,

@@ -36,12 +36,13 @@ export function formatSummary(summary: SummaryReply__Output, address: string): s
   out.push("Board List");
   out.push(
     ...table(
-      ["board", "key", "kind", "state", "session", "labels"],
+      ["board", "key", "kind", "state", "health", "session", "labels"],
       summary.boards.map((b) => [
         b.id,
         b.key,
         b.kind,
         b.state,
+        b.health === "healthy" || !b.health ? b.health || "-" : `${b.health}: ${b.health_reason}`,
         b.session_id ? `${b.session_id} (${b.client_id})` : "-",
         Object.entries(b.labels).map(([k, v]) => `${k}=${v}`).join(",") || "-",
       ]),

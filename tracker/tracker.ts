@@ -11,9 +11,10 @@ import {
 import { AgentLinks } from "./agents.ts";
 import { FarmEvents } from "./events.ts";
 import { TrackerHttp } from "./http-server.ts";
+import { installMetrics } from "./metrics.ts";
 import type { SessionStream } from "./lease.ts";
 import { resolveTrackerOptions, type ResolvedTrackerOptions, type TrackerOptions } from "./options.ts";
-import { Registry, describeBoard } from "./registry.ts";
+import { Registry, describeBoard, type Board } from "./registry.ts";
 import { widenConnectionWindow, widenStreamWindow } from "./receive-window.ts";
 import { Scheduler } from "./scheduler.ts";
 import { buildSummary } from "./summary.ts";
@@ -48,6 +49,7 @@ export class Tracker {
     );
     this.agents = new AgentLinks(this.registry, this.scheduler, this.options, log, this.events);
     if (this.options.metricsPort !== undefined) this.http = new TrackerHttp(log);
+    if (this.http) installMetrics(this.http, this);
     widenStreamWindow(this.server, log);
     this.server.addService(HostService.service, this.hostHandlers());
     this.server.addService(AgentService.service, this.agentHandlers());
@@ -121,7 +123,41 @@ export class Tracker {
         callback(null, {});
       },
       Summary: (_call, callback) => callback(null, buildSummary(this.registry, this.scheduler, this.startedAt)),
+      BoardCommand: (call, callback) => {
+        try {
+          const { board_id: id, action, operator } = call.request;
+          const board = this.boardCommand(id, action, operator || call.getPeer());
+          callback(null, { board: describeBoard(board) });
+        } catch (err) {
+          callback(FarmError.from(err).toGrpc());
+        }
+      },
     };
+  }
+
+  /** drain | quarantine | restore one board, as an operator asked; publishes the change. */
+  boardCommand(id: string, action: string, by: string): Board {
+    const board = this.registry.board(id);
+    if (!board) {
+      const ids = [...this.registry.boards()].map((b) => b.id);
+      throw new FarmError("NOT_FOUND", `no board "${id}"; boards: ${ids.length ? ids.join(", ") : "(none attached)"}`);
+    }
+    let reason: string;
+    if (action === "drain") {
+      board.draining = true;
+      reason = `drained by ${by}`;
+    } else if (action === "quarantine") {
+      reason = board.health.apply({ kind: "operator_quarantine", by })?.reason ?? board.health.reason;
+    } else if (action === "restore") {
+      board.draining = false;
+      reason = board.health.apply({ kind: "operator_restore", by })?.reason ?? `restored by ${by}`;
+    } else {
+      throw new FarmError("INVALID_ARGUMENT", `unknown board command ${JSON.stringify(action)}; commands: drain, quarantine, restore`);
+    }
+    this.options.logger.info({ board: id, action, by }, reason);
+    this.events.emit({ type: "board", at: Date.now(), board: describeBoard(board), change: "changed", reason });
+    this.scheduler.dispatch(board.key);
+    return board;
   }
 
   private agentHandlers(): AgentServiceHandlers {

@@ -8,6 +8,8 @@ import type { ArrayFree as _farm_v1_ArrayFree, ArrayFree__Output as _farm_v1_Arr
 import type { ArrayInfo as _farm_v1_ArrayInfo, ArrayInfo__Output as _farm_v1_ArrayInfo__Output } from './farm/v1/ArrayInfo';
 import type { ArrayRead as _farm_v1_ArrayRead, ArrayRead__Output as _farm_v1_ArrayRead__Output } from './farm/v1/ArrayRead';
 import type { ArrayWrite as _farm_v1_ArrayWrite, ArrayWrite__Output as _farm_v1_ArrayWrite__Output } from './farm/v1/ArrayWrite';
+import type { BoardCommandReply as _farm_v1_BoardCommandReply, BoardCommandReply__Output as _farm_v1_BoardCommandReply__Output } from './farm/v1/BoardCommandReply';
+import type { BoardCommandRequest as _farm_v1_BoardCommandRequest, BoardCommandRequest__Output as _farm_v1_BoardCommandRequest__Output } from './farm/v1/BoardCommandRequest';
 import type { BoardFrame as _farm_v1_BoardFrame, BoardFrame__Output as _farm_v1_BoardFrame__Output } from './farm/v1/BoardFrame';
 import type { BoardInfo as _farm_v1_BoardInfo, BoardInfo__Output as _farm_v1_BoardInfo__Output } from './farm/v1/BoardInfo';
 import type { Call as _farm_v1_Call, Call__Output as _farm_v1_Call__Output } from './farm/v1/Call';
@@ -56,6 +58,8 @@ export interface ProtoGrpcType {
       ArrayInfo: MessageTypeDefinition<_farm_v1_ArrayInfo, _farm_v1_ArrayInfo__Output>
       ArrayRead: MessageTypeDefinition<_farm_v1_ArrayRead, _farm_v1_ArrayRead__Output>
       ArrayWrite: MessageTypeDefinition<_farm_v1_ArrayWrite, _farm_v1_ArrayWrite__Output>
+      BoardCommandReply: MessageTypeDefinition<_farm_v1_BoardCommandReply, _farm_v1_BoardCommandReply__Output>
+      BoardCommandRequest: MessageTypeDefinition<_farm_v1_BoardCommandRequest, _farm_v1_BoardCommandRequest__Output>
       BoardFrame: MessageTypeDefinition<_farm_v1_BoardFrame, _farm_v1_BoardFrame__Output>
       BoardInfo: MessageTypeDefinition<_farm_v1_BoardInfo, _farm_v1_BoardInfo__Output>
       Call: MessageTypeDefinition<_farm_v1_Call, _farm_v1_Call__Output>

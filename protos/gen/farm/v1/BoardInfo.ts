@@ -18,7 +18,7 @@ export interface BoardInfo {
   'agent_id'?: (string);
   'agent_name'?: (string);
   /**
-   * starting | free | busy | draining
+   * starting | free | busy | draining | quarantined
    */
   'state'?: (string);
   /**
@@ -29,6 +29,22 @@ export interface BoardInfo {
    * who holds the session
    */
   'client_id'?: (string);
+  /**
+   * healthy | suspect | quarantined (tracker/health.ts)
+   */
+  'health'?: (string);
+  /**
+   * why it is in that state
+   */
+  'health_reason'?: (string);
+  /**
+   * the last failure seen, kept after recovery
+   */
+  'last_error'?: (string);
+  /**
+   * an operator drained it: no new sessions until restored
+   */
+  'drained'?: (boolean);
 }
 
 /**
@@ -48,7 +64,7 @@ export interface BoardInfo__Output {
   'agent_id': (string);
   'agent_name': (string);
   /**
-   * starting | free | busy | draining
+   * starting | free | busy | draining | quarantined
    */
   'state': (string);
   /**
@@ -59,4 +75,20 @@ export interface BoardInfo__Output {
    * who holds the session
    */
   'client_id': (string);
+  /**
+   * healthy | suspect | quarantined (tracker/health.ts)
+   */
+  'health': (string);
+  /**
+   * why it is in that state
+   */
+  'health_reason': (string);
+  /**
+   * the last failure seen, kept after recovery
+   */
+  'last_error': (string);
+  /**
+   * an operator drained it: no new sessions until restored
+   */
+  'drained': (boolean);
 }

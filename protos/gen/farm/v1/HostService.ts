@@ -2,6 +2,8 @@
 
 import type * as grpc from '@grpc/grpc-js'
 import type { MethodDefinition } from '@grpc/proto-loader'
+import type { BoardCommandReply as _farm_v1_BoardCommandReply, BoardCommandReply__Output as _farm_v1_BoardCommandReply__Output } from '../../farm/v1/BoardCommandReply';
+import type { BoardCommandRequest as _farm_v1_BoardCommandRequest, BoardCommandRequest__Output as _farm_v1_BoardCommandRequest__Output } from '../../farm/v1/BoardCommandRequest';
 import type { BoardFrame as _farm_v1_BoardFrame, BoardFrame__Output as _farm_v1_BoardFrame__Output } from '../../farm/v1/BoardFrame';
 import type { HostFrame as _farm_v1_HostFrame, HostFrame__Output as _farm_v1_HostFrame__Output } from '../../farm/v1/HostFrame';
 import type { ReleaseReply as _farm_v1_ReleaseReply, ReleaseReply__Output as _farm_v1_ReleaseReply__Output } from '../../farm/v1/ReleaseReply';
@@ -15,6 +17,21 @@ import type { SummaryRequest as _farm_v1_SummaryRequest, SummaryRequest__Output 
  * The host side of the tracker: what the host SDK and `kfarm status` call.
  */
 export interface HostServiceClient extends grpc.Client {
+  /**
+   * Operator commands on one board: drain (no new sessions), quarantine, restore.
+   */
+  BoardCommand(argument: _farm_v1_BoardCommandRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_farm_v1_BoardCommandReply__Output>): grpc.ClientUnaryCall;
+  BoardCommand(argument: _farm_v1_BoardCommandRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_farm_v1_BoardCommandReply__Output>): grpc.ClientUnaryCall;
+  BoardCommand(argument: _farm_v1_BoardCommandRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_farm_v1_BoardCommandReply__Output>): grpc.ClientUnaryCall;
+  BoardCommand(argument: _farm_v1_BoardCommandRequest, callback: grpc.requestCallback<_farm_v1_BoardCommandReply__Output>): grpc.ClientUnaryCall;
+  /**
+   * Operator commands on one board: drain (no new sessions), quarantine, restore.
+   */
+  boardCommand(argument: _farm_v1_BoardCommandRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_farm_v1_BoardCommandReply__Output>): grpc.ClientUnaryCall;
+  boardCommand(argument: _farm_v1_BoardCommandRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_farm_v1_BoardCommandReply__Output>): grpc.ClientUnaryCall;
+  boardCommand(argument: _farm_v1_BoardCommandRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_farm_v1_BoardCommandReply__Output>): grpc.ClientUnaryCall;
+  boardCommand(argument: _farm_v1_BoardCommandRequest, callback: grpc.requestCallback<_farm_v1_BoardCommandReply__Output>): grpc.ClientUnaryCall;
+  
   /**
    * The session stream, with metadata `farm-session-id` and `farm-session-token`.
    * Frames are relayed to the board's worker as opaque bytes.
@@ -74,6 +91,11 @@ export interface HostServiceClient extends grpc.Client {
  */
 export interface HostServiceHandlers extends grpc.UntypedServiceImplementation {
   /**
+   * Operator commands on one board: drain (no new sessions), quarantine, restore.
+   */
+  BoardCommand: grpc.handleUnaryCall<_farm_v1_BoardCommandRequest__Output, _farm_v1_BoardCommandReply>;
+  
+  /**
    * The session stream, with metadata `farm-session-id` and `farm-session-token`.
    * Frames are relayed to the board's worker as opaque bytes.
    */
@@ -94,6 +116,7 @@ export interface HostServiceHandlers extends grpc.UntypedServiceImplementation {
 }
 
 export interface HostServiceDefinition extends grpc.ServiceDefinition {
+  BoardCommand: MethodDefinition<_farm_v1_BoardCommandRequest, _farm_v1_BoardCommandReply, _farm_v1_BoardCommandRequest__Output, _farm_v1_BoardCommandReply__Output>
   OpenSession: MethodDefinition<_farm_v1_HostFrame, _farm_v1_BoardFrame, _farm_v1_HostFrame__Output, _farm_v1_BoardFrame__Output>
   ReleaseSession: MethodDefinition<_farm_v1_ReleaseRequest, _farm_v1_ReleaseReply, _farm_v1_ReleaseRequest__Output, _farm_v1_ReleaseReply__Output>
   RequestSession: MethodDefinition<_farm_v1_SessionRequest, _farm_v1_SessionGrant, _farm_v1_SessionRequest__Output, _farm_v1_SessionGrant__Output>

@@ -1,0 +1,17 @@
+// Original file: protos/farm/v1/host.proto
+
+import type { BoardInfo as _farm_v1_BoardInfo, BoardInfo__Output as _farm_v1_BoardInfo__Output } from '../../farm/v1/BoardInfo';
+
+export interface BoardCommandReply {
+  /**
+   * the board after the command
+   */
+  'board'?: (_farm_v1_BoardInfo | null);
+}
+
+export interface BoardCommandReply__Output {
+  /**
+   * the board after the command
+   */
+  'board': (_farm_v1_BoardInfo__Output | null);
+}

@@ -1,0 +1,32 @@
+// Original file: protos/farm/v1/host.proto
+
+
+export interface BoardCommandRequest {
+  /**
+   * as in the summary: "<agent>/<board>"
+   */
+  'board_id'?: (string);
+  /**
+   * drain | quarantine | restore
+   */
+  'action'?: (string);
+  /**
+   * who asks, for the reason shown everywhere
+   */
+  'operator'?: (string);
+}
+
+export interface BoardCommandRequest__Output {
+  /**
+   * as in the summary: "<agent>/<board>"
+   */
+  'board_id': (string);
+  /**
+   * drain | quarantine | restore
+   */
+  'action': (string);
+  /**
+   * who asks, for the reason shown everywhere
+   */
+  'operator': (string);
+}

@@ -1,0 +1,263 @@
+/**
+ * The tracker's Prometheus metrics, served as `GET /metrics` on its HTTP side
+ * (`--metrics-port`). docs/metrics.md lists every metric.
+ *
+ * Two sources:
+ * * **the registry, read at scrape time** (`collect()` callbacks): boards by
+ *   key/kind/state, agents, queue lengths, per-board info and state. These are
+ *   always exact, whatever events a listener may have missed.
+ * * **farm events** (tracker/events.ts): counters and histograms of what
+ *   happened — sessions started and ended, queue waits, session durations,
+ *   relayed bytes (counted when a session ends), agents attached and lost,
+ *   heartbeats missed.
+ *
+ * Labels are bounded: key, kind, state, reason (a FarmError code or "OK"),
+ * direction; board ids only on the per-board gauges, whose series count is the
+ * number of boards. Never session or client ids.
+ *
+ * The registry is this tracker's own prom-client `Registry`, never the global
+ * one: two trackers in one process (tests) keep separate figures.
+ */
+import { Counter, Gauge, Histogram, Registry as PromRegistry, collectDefaultMetrics } from "prom-client";
+import type { FarmEvent, FarmEvents } from "./events.ts";
+import type { TrackerHttp } from "./http-server.ts";
+import { boardState, type Board, type BoardState, type Registry } from "./registry.ts";
+import type { Scheduler } from "./scheduler.ts";
+
+/** What the metrics read: a Tracker passes itself. */
+export interface MetricsSources {
+  readonly registry: Pick<Registry, "boards" | "agents">;
+  readonly scheduler: Pick<Scheduler, "pendingOf" | "queuedKeys">;
+  readonly events: FarmEvents;
+}
+
+export interface MetricsOptions {
+  /** Node process metrics (`kernelfarm_tracker_process_*`, `kernelfarm_tracker_nodejs_*`); default true. */
+  processMetrics?: boolean;
+}
+
+/** Queue waits: from a free board (ms) to the request's deadline (default 60 s) and beyond. */
+export const QUEUE_WAIT_BUCKETS_S = [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+/** Session durations: a one-call session (ms) to an auto-tuning run (hours). */
+export const SESSION_DURATION_BUCKETS_S = [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 1800, 3600, 4 * 3600];
+/** Board states always reported per key and kind (0 when none), so a state's series never vanishes. */
+export const REPORTED_BOARD_STATES: readonly BoardState[] = ["starting", "free", "busy", "draining"];
+/** The process metrics' name prefix. */
+export const PROCESS_METRICS_PREFIX = "kernelfarm_tracker_";
+
+/** One board as the per-board gauges see it. */
+export interface BoardRow {
+  board: string;
+  key: string;
+  kind: string;
+  agent: string;
+  state: BoardState;
+}
+
+export function boardRow(board: Board): BoardRow {
+  return { board: board.id, key: board.key, kind: board.kind, agent: board.agent.name, state: boardState(board) };
+}
+
+/**
+ * Boards counted by key, kind and state: every state of `states` appears for
+ * each key/kind that has a board (0 when none is in it), plus any other state
+ * a board is in. Keys are `key\0kind\0state`.
+ */
+export function countBoards(rows: Iterable<BoardRow>, states: Iterable<string>): Map<string, { key: string; kind: string; state: string; count: number }> {
+  const out = new Map<string, { key: string; kind: string; state: string; count: number }>();
+  const slot = (key: string, kind: string, state: string) => {
+    const id = `${key}\0${kind}\0${state}`;
+    let s = out.get(id);
+    if (!s) out.set(id, (s = { key, kind, state, count: 0 }));
+    return s;
+  };
+  const all = [...states];
+  for (const r of rows) {
+    for (const state of all) slot(r.key, r.kind, state);
+    slot(r.key, r.kind, r.state).count++;
+  }
+  return out;
+}
+
+export class TrackerMetrics {
+  readonly register = new PromRegistry();
+  private readonly unsubscribe: () => void;
+  /** Keys that ever had a board or a queue: their pending gauge stays reported (0) once empty. */
+  private readonly keysSeen = new Set<string>();
+  /** Board states reported with 0 when empty: the known ones and any state seen since. */
+  private readonly statesSeen = new Set<string>(REPORTED_BOARD_STATES);
+
+  private readonly sessionsStarted: Counter<"key">;
+  private readonly sessionsEnded: Counter<"key" | "reason">;
+  private readonly queueWait: Histogram<"key">;
+  private readonly sessionDuration: Histogram<"key">;
+  private readonly relayBytes: Counter<"direction">;
+  private readonly agentAttaches: Counter;
+  private readonly agentLosses: Counter;
+  private readonly heartbeatMisses: Counter;
+
+  constructor(private readonly sources: MetricsSources, opts: MetricsOptions = {}) {
+    const registers = [this.register];
+    const metrics = this;
+
+    // ── From the registry, at scrape time ──────────────────────────────────
+    new Gauge({
+      name: "kernelfarm_boards",
+      help: "Boards attached, by key, kind and state (starting, free, busy, draining, ...).",
+      labelNames: ["key", "kind", "state"] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const c of countBoards(metrics.rows(), metrics.statesSeen).values()) this.set({ key: c.key, kind: c.kind, state: c.state }, c.count);
+      },
+    });
+    new Gauge({
+      name: "kernelfarm_agents",
+      help: "Agents attached.",
+      registers,
+      collect() {
+        this.set(metrics.sources.registry.agents.size);
+      },
+    });
+    new Gauge({
+      name: "kernelfarm_queue_pending",
+      help: "Session requests waiting for a board, by key.",
+      labelNames: ["key"] as const,
+      registers,
+      collect() {
+        this.reset();
+        const { scheduler, registry } = metrics.sources;
+        for (const key of scheduler.queuedKeys()) metrics.keysSeen.add(key);
+        for (const board of registry.boards()) metrics.keysSeen.add(board.key);
+        for (const key of metrics.keysSeen) this.set({ key }, scheduler.pendingOf(key));
+      },
+    });
+    new Gauge({
+      name: "kernelfarm_board_info",
+      help: "1 per attached board, with its key, kind and agent (join on `board`).",
+      labelNames: ["board", "key", "kind", "agent"] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const r of metrics.rows()) this.set({ board: r.board, key: r.key, kind: r.kind, agent: r.agent }, 1);
+      },
+    });
+    new Gauge({
+      name: "kernelfarm_board_state",
+      help: "Per board: 1 for the state it is in, 0 for the other states.",
+      labelNames: ["board", "state"] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const r of metrics.rows()) {
+          for (const state of metrics.statesSeen) this.set({ board: r.board, state }, state === r.state ? 1 : 0);
+          if (!metrics.statesSeen.has(r.state)) this.set({ board: r.board, state: r.state }, 1);
+        }
+      },
+    });
+    // ── Per-board health: `kernelfarm_board_health{board,health}` goes here ──
+    // (1 for the board's current health state, 0 for the others, like
+    // kernelfarm_board_state), read at scrape time from the board's health
+    // once the tracker tracks it. Its states are defined where health is
+    // implemented, not here.
+
+    // ── From farm events ───────────────────────────────────────────────────
+    this.sessionsStarted = new Counter({ name: "kernelfarm_sessions_started_total", help: "Sessions granted, by key.", labelNames: ["key"] as const, registers });
+    this.sessionsEnded = new Counter({
+      name: "kernelfarm_sessions_ended_total",
+      help: 'Sessions ended, by key and reason ("OK" for a clean close, else the FarmError code).',
+      labelNames: ["key", "reason"] as const,
+      registers,
+    });
+    this.queueWait = new Histogram({
+      name: "kernelfarm_queue_wait_seconds",
+      help: "Time granted requests waited in the queue, by key (requests that failed or gave up are not in it).",
+      labelNames: ["key"] as const,
+      buckets: QUEUE_WAIT_BUCKETS_S,
+      registers,
+    });
+    this.sessionDuration = new Histogram({
+      name: "kernelfarm_session_duration_seconds",
+      help: "Session lifetimes from grant to end, by key.",
+      labelNames: ["key"] as const,
+      buckets: SESSION_DURATION_BUCKETS_S,
+      registers,
+    });
+    this.relayBytes = new Counter({
+      name: "kernelfarm_relay_bytes_total",
+      help: 'Session bytes relayed, to_board (host → board) or from_board; counted when each session ends.',
+      labelNames: ["direction"] as const,
+      registers,
+    });
+    this.agentAttaches = new Counter({ name: "kernelfarm_agent_attaches_total", help: "Agents that registered (re-attaches included).", registers });
+    this.agentLosses = new Counter({ name: "kernelfarm_agent_losses_total", help: "Agents lost: disconnected, detached, missed heartbeats or replaced.", registers });
+    this.heartbeatMisses = new Counter({ name: "kernelfarm_heartbeat_misses_total", help: "Heartbeat intervals agents stayed silent beyond the first (one per interval).", registers });
+    // Both directions exist from the start: rate() needs a series before the first session ends.
+    this.relayBytes.inc({ direction: "to_board" }, 0);
+    this.relayBytes.inc({ direction: "from_board" }, 0);
+
+    if (opts.processMetrics ?? true) collectDefaultMetrics({ register: this.register, prefix: PROCESS_METRICS_PREFIX });
+    this.unsubscribe = sources.events.subscribe((e) => this.onEvent(e));
+  }
+
+  /** The exposition text, as `/metrics` serves it. */
+  scrape(): Promise<string> {
+    return this.register.metrics();
+  }
+
+  get contentType(): string {
+    return this.register.contentType;
+  }
+
+  /** Stops counting events (the scrape-time gauges keep reading the registry). */
+  close(): void {
+    this.unsubscribe();
+  }
+
+  private *rows(): Iterable<BoardRow> {
+    for (const board of this.sources.registry.boards()) {
+      const row = boardRow(board);
+      this.statesSeen.add(row.state);
+      yield row;
+    }
+  }
+
+  private onEvent(e: FarmEvent): void {
+    switch (e.type) {
+      case "session":
+        this.keysSeen.add(e.key);
+        if (e.change === "granted") {
+          this.sessionsStarted.inc({ key: e.key });
+          if (e.queuedMs !== undefined) this.queueWait.observe({ key: e.key }, e.queuedMs / 1e3);
+        } else {
+          this.sessionsEnded.inc({ key: e.key, reason: e.reason ?? "OK" });
+          if (e.durationMs !== undefined) this.sessionDuration.observe({ key: e.key }, e.durationMs / 1e3);
+          if (e.bytesToBoard) this.relayBytes.inc({ direction: "to_board" }, e.bytesToBoard);
+          if (e.bytesFromBoard) this.relayBytes.inc({ direction: "from_board" }, e.bytesFromBoard);
+        }
+        return;
+      case "agent":
+        if (e.change === "attached") this.agentAttaches.inc();
+        else this.agentLosses.inc();
+        return;
+      case "heartbeat_missed":
+        this.heartbeatMisses.inc();
+        return;
+      case "queue":
+        this.keysSeen.add(e.key);
+        return;
+      case "board":
+        return; // read from the registry at scrape time
+    }
+  }
+}
+
+/** Creates the tracker's metrics and serves them as `GET /metrics` on `http`. */
+export function installMetrics(http: TrackerHttp, sources: MetricsSources, opts: MetricsOptions = {}): TrackerMetrics {
+  const metrics = new TrackerMetrics(sources, opts);
+  http.route("/metrics", async (_req, res) => {
+    const body = await metrics.scrape();
+    res.writeHead(200, { "content-type": metrics.contentType, "cache-control": "no-store" }).end(body);
+  });
+  return metrics;
+}
