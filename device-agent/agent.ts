@@ -7,6 +7,7 @@ import { FarmError, parseAddress } from "../protos/index.ts";
 import type { BoardSpec } from "../protos/gen/farm/v1/BoardSpec.ts";
 import { describeBoard } from "./backends/index.ts";
 import { expandBoards } from "./board-config.ts";
+import { AgentMetrics } from "./metrics.ts";
 import { resolveAgentOptions, type AgentOptions, type ResolvedAgentOptions } from "./options.ts";
 import { BoardPool } from "./pool.ts";
 import { TrackerLink } from "./tracker-link.ts";
@@ -16,16 +17,25 @@ export class Agent {
   private readonly pools = new Map<string, BoardPool>();
   private link: TrackerLink | undefined;
   private draining = new Set<string>();
+  /** Prometheus metrics, when `metricsPort` is set. */
+  readonly metrics: AgentMetrics | undefined;
 
   constructor(opts: AgentOptions) {
     this.options = resolveAgentOptions(opts);
     parseAddress(this.options.tracker);
+    if (this.options.metricsPort !== undefined) this.metrics = new AgentMetrics(this.options.logger);
   }
 
+  /** "host:port" of the metrics server, or undefined without one. */
+  get metricsAddress(): string | undefined {
+    const host = this.options.metricsHost;
+    return this.metrics ? `${host.includes(":") ? `[${host}]` : host}:${this.metrics.port}` : undefined;
+  }
 
   async start(): Promise<this> {
     const o = this.options;
     mkdirSync(o.workRoot, { recursive: true, mode: 0o700 });
+    if (this.metrics) await this.metrics.listen(o.metricsHost, o.metricsPort!);
     const specs: BoardSpec[] = [];
     for (const board of await expandBoards(o.boards)) {
       let facts;
@@ -59,15 +69,18 @@ export class Agent {
           sessionEnded: (sessionId, reason) => this.link?.send({ session_ended: { session_id: sessionId, reason: reason?.toWire() ?? null } }),
         },
         o.logger,
+        this.metrics?.board(board.name, board.kind),
       );
       this.pools.set(board.name, pool);
       pool.fill();
     }
     this.link = new TrackerLink(o.tracker, o.name, specs, {
       attached: () => {
+        this.metrics?.trackerConnected(true);
         for (const pool of this.pools.values()) if (pool.hasIdle && !this.draining.has(pool.boardName)) this.link?.send({ board_ready: { board_name: pool.boardName } });
       },
       detached: () => {
+        this.metrics?.trackerConnected(false);
         // The tracker's sessions are gone with it.
         for (const pool of this.pools.values()) pool.abandonSessions();
       },
@@ -92,6 +105,7 @@ export class Agent {
   close(): void {
     this.link?.close();
     for (const pool of this.pools.values()) pool.close();
+    void this.metrics?.close();
     rmSync(this.options.workRoot, { recursive: true, force: true });
   }
 }

@@ -19,10 +19,14 @@ export interface AgentOptions {
   callTimeoutMs?: number;
   /** Idle workers kept started per board. */
   warmWorkers?: number;
+  /** HTTP port for /metrics; 0 picks a free one; undefined: no metrics server. */
+  metricsPort?: number;
+  /** Interface the metrics server binds; default 127.0.0.1 (0.0.0.0 to be scraped from other hosts). */
+  metricsHost?: string;
   logger?: Logger;
 }
 
-export type ResolvedAgentOptions = Required<AgentOptions>;
+export type ResolvedAgentOptions = Required<Omit<AgentOptions, "metricsPort">> & Pick<AgentOptions, "metricsPort">;
 
 export const DEFAULT_MAX_UPLOAD_BYTES = 1 << 30;
 export const DEFAULT_MAX_SESSION_BYTES = 4 * (1 << 30);
@@ -36,6 +40,9 @@ export function resolveAgentOptions(opts: AgentOptions): ResolvedAgentOptions {
     if (names.has(b.name)) throw new RangeError(`two boards are named "${b.name}"; give each a distinct name=`);
     names.add(b.name);
   }
+  if (opts.metricsPort !== undefined && !(Number.isInteger(opts.metricsPort) && opts.metricsPort >= 0 && opts.metricsPort <= 65535)) {
+    throw new RangeError(`metricsPort must be a port number (0: any free one), got ${opts.metricsPort}`);
+  }
   const name = opts.name ?? `${hostname()}-${process.pid}`;
   return {
     tracker: opts.tracker,
@@ -46,6 +53,8 @@ export function resolveAgentOptions(opts: AgentOptions): ResolvedAgentOptions {
     maxSessionBytes: opts.maxSessionBytes ?? DEFAULT_MAX_SESSION_BYTES,
     callTimeoutMs: opts.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS,
     warmWorkers: Math.max(1, opts.warmWorkers ?? DEFAULT_WARM_WORKERS),
+    metricsPort: opts.metricsPort,
+    metricsHost: opts.metricsHost ?? "127.0.0.1",
     logger: opts.logger ?? componentLogger("agent", { agent: name }),
   };
 }

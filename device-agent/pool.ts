@@ -11,6 +11,7 @@ import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { FarmError, type Logger } from "../protos/index.ts";
+import type { BoardMetrics } from "./metrics.ts";
 import type { AgentToWorker, WorkerConfig, WorkerToAgent } from "./worker/protocol.ts";
 import { TIMEOUT_MARKER } from "./worker/watchdog.ts";
 
@@ -22,6 +23,7 @@ const STDERR_TAIL_BYTES = 2048;
 const CLEAN_END_GRACE_MS = 2000;
 
 type WorkerState = "starting" | "idle" | "serving" | "exiting";
+const WORKER_STATES: readonly WorkerState[] = ["starting", "idle", "serving", "exiting"];
 
 interface WorkerHandle {
   readonly child: ChildProcess;
@@ -32,6 +34,10 @@ interface WorkerHandle {
   /** Set when the agent itself killed it: its exit is not news. */
   expectedExit: boolean;
   graceTimer?: NodeJS.Timeout;
+  /** performance.now() at fork, for the start-time histogram. */
+  readonly forkedAt: number;
+  /** Its current session was counted in the metrics already. */
+  counted: boolean;
 }
 
 export interface PoolEvents {
@@ -50,7 +56,17 @@ export class BoardPool {
     private readonly warm: number,
     private readonly events: PoolEvents,
     private readonly log: Logger,
-  ) {}
+    private readonly metrics?: BoardMetrics,
+  ) {
+    metrics?.watchWorkers(() => this.workerStates());
+  }
+
+  /** Workers per state, every state present. */
+  workerStates(): Record<WorkerState, number> {
+    const counts = Object.fromEntries(WORKER_STATES.map((s) => [s, 0])) as Record<WorkerState, number>;
+    for (const w of this.workers) counts[w.state]++;
+    return counts;
+  }
 
   get boardName(): string {
     return this.config.boardName;
@@ -80,8 +96,9 @@ export class BoardPool {
       stdio: ["ignore", "pipe", "pipe", "ipc"],
       serialization: "json",
     });
-    const w: WorkerHandle = { child, state: "starting", stderrTail: "", expectedExit: false };
+    const w: WorkerHandle = { child, state: "starting", stderrTail: "", expectedExit: false, forkedAt: performance.now(), counted: false };
     this.workers.add(w);
+    this.metrics?.workerSpawned();
     const output = (chunk: Buffer) => {
       process.stderr.write(chunk);
       w.stderrTail = (w.stderrTail + chunk.toString()).slice(-STDERR_TAIL_BYTES);
@@ -94,14 +111,18 @@ export class BoardPool {
   }
 
   private onMessage(w: WorkerHandle, msg: WorkerToAgent): void {
-    if (msg.t === "tainted") {
+    if (msg.t === "counters") {
+      this.metrics?.counted(msg);
+    } else if (msg.t === "tainted") {
       // This worker will not come back: boot its successor while the session runs.
       this.fill();
     } else if (msg.t === "ready") {
+      this.metrics?.workerReady((performance.now() - w.forkedAt) / 1e3);
       w.state = "idle";
       if (!this.serving()) this.events.ready(this.boardName);
     } else if (msg.t === "ended") {
       clearTimeout(w.graceTimer);
+      this.tally(w, msg.error?.code ?? "OK");
       // The tracker waits for this to tell a clean close from a dead worker.
       this.events.sessionEnded(msg.sessionId, msg.error ? FarmError.fromWire(msg.error) : null);
       w.sessionId = undefined;
@@ -125,7 +146,9 @@ export class BoardPool {
     clearTimeout(w.graceTimer);
     if (w.sessionId) rmSync(join(this.config.workRoot, w.sessionId), { recursive: true, force: true });
     if (w.state === "serving" && w.sessionId && !w.expectedExit) {
-      this.events.sessionEnded(w.sessionId, this.deathReason(w, code, signal));
+      const reason = this.deathReason(w, code, signal);
+      this.tally(w, reason.code);
+      this.events.sessionEnded(w.sessionId, reason);
     } else if (!w.expectedExit && !this.closed) {
       this.log.warn({ board: this.boardName, code, signal, stderr: w.stderrTail.slice(-500) }, `idle session worker ${w.child.pid} died`);
     }
@@ -152,15 +175,18 @@ export class BoardPool {
   assign(sessionId: string, token: string): void {
     const w = [...this.workers].find((x) => x.state === "idle");
     if (!w) {
+      this.metrics?.sessionEnded("INTERNAL");
       this.events.sessionEnded(sessionId, new FarmError("INTERNAL", `board ${this.boardName} had no warm worker for session ${sessionId}`));
       return;
     }
     w.state = "serving";
     w.sessionId = sessionId;
+    w.counted = false;
     // No spare is forked here: a clean session gives this worker back, and a
     // tainted one announces itself ("tainted") so its successor boots early.
     w.child.send({ t: "assign", sessionId, token } satisfies AgentToWorker, (err) => {
       if (!err || w.state !== "serving") return;
+      this.tally(w, "RUNTIME_CRASH");
       this.kill(w);
       this.events.sessionEnded(sessionId, new FarmError("RUNTIME_CRASH", `the session worker (pid ${w.child.pid}) went away before it took the session: ${err.message}`));
     });
@@ -172,11 +198,22 @@ export class BoardPool {
     const w = [...this.workers].find((x) => x.sessionId === sessionId && x.state === "serving");
     if (!w) return;
     if (reason) {
+      this.tally(w, reason.code);
       this.kill(w);
       return;
     }
     // Its streams are closing too; it reports "ended" by itself, or is killed.
-    w.graceTimer = setTimeout(() => this.kill(w), CLEAN_END_GRACE_MS);
+    w.graceTimer = setTimeout(() => {
+      this.tally(w, "OK");
+      this.kill(w);
+    }, CLEAN_END_GRACE_MS);
+  }
+
+  /** Counts the end of `w`'s current session in the metrics, once. */
+  private tally(w: WorkerHandle, reason: string): void {
+    if (w.counted) return;
+    w.counted = true;
+    this.metrics?.sessionEnded(reason);
   }
 
   private kill(w: WorkerHandle): void {
@@ -193,6 +230,10 @@ export class BoardPool {
 
   /** Ends every session in progress (the tracker is gone, its sessions with it). */
   abandonSessions(): void {
-    for (const w of this.workers) if (w.state === "serving") this.kill(w);
+    for (const w of this.workers) {
+      if (w.state !== "serving") continue;
+      this.tally(w, "AGENT_LOST");
+      this.kill(w);
+    }
   }
 }

@@ -13,7 +13,7 @@ import {
 } from "../../protos/index.ts";
 import { createBackend } from "../backends/index.ts";
 import type { AgentToWorker, WorkerConfig, WorkerToAgent } from "./protocol.ts";
-import { SessionServer } from "./session-server.ts";
+import { RequestCounters, SessionServer } from "./session-server.ts";
 import { dieWithParent } from "./parent-death.ts";
 import { Watchdog } from "./watchdog.ts";
 
@@ -26,6 +26,16 @@ const log = componentLogger("worker", { board: config.boardName });
 
 function tell(msg: WorkerToAgent): Promise<void> {
   return new Promise((resolve) => process.send!(msg, undefined, {}, () => resolve()));
+}
+
+/** How often a serving worker reports its request counters to the agent (and once more at each session's end). */
+const COUNTERS_REPORT_MS = 1000;
+const counters = new RequestCounters();
+
+/** Sends what was counted since the last report, if anything was. */
+function reportCounters(): void {
+  const counts = counters.take();
+  if (counts) void tell({ t: "counters", ...counts });
 }
 
 // The agent is gone: nothing left to serve for.
@@ -77,7 +87,9 @@ async function serve(sessionId: string, token: string): Promise<void> {
     // The pool starts this board's next worker now, while this session runs.
     onTainted: () => void tell({ t: "tainted", sessionId }),
     info: { worker_start_ms: startMs },
+    counters,
   });
+  const reporter = setInterval(reportCounters, COUNTERS_REPORT_MS);
   stream.on("data", (bytes: Buffer) => server.receive(bytes));
 
   // Over when the host closed (Close answered, or its side ended), or when the
@@ -93,6 +105,9 @@ async function serve(sessionId: string, token: string): Promise<void> {
     stream.on("status", (s: grpc.StatusObject) => resolve(s.code === grpc.status.OK ? undefined : FarmError.from({ ...s, message: s.details })));
     stream.on("error", (err) => resolve(FarmError.from(err)));
   });
+  clearInterval(reporter);
+  // IPC keeps order: the agent has the session's last counts before it hears "ended".
+  reportCounters();
   server.dispose();
   rmSync(workdir, { recursive: true, force: true });
   serving = undefined;

@@ -1,6 +1,6 @@
 /** Messages between the agent and its session workers (Node IPC, JSON). */
 import type { FarmErrorCode } from "../../protos/index.ts";
-import type { SessionLimits } from "./session-server.ts";
+import type { RequestCounts, SessionLimits } from "./session-server.ts";
 
 /** Given to a worker at spawn, in the KFARM_WORKER env variable. */
 export interface WorkerConfig {
@@ -20,4 +20,10 @@ export type WorkerToAgent =
   | { t: "ready" }
   /** The session loaded foreign code: this worker exits after it. */
   | { t: "tainted"; sessionId: string }
+  /**
+   * Calls, time evaluations and errors counted since the last report (deltas,
+   * for the agent's metrics): at most once a second while serving, and once
+   * at the session's end, before "ended".
+   */
+  | ({ t: "counters" } & RequestCounts)
   | { t: "ended"; sessionId: string; reusable: boolean; error?: { code: FarmErrorCode; message: string } };

@@ -5,7 +5,7 @@
  */
 import {
   CHUNK_BYTES, DTYPES, FarmError, decodeBundle, decodeHostFrame, dtypeBytes, elementCount, encodeBoardFrame, isDtype, launchProblem,
-  type BoardFrame, type Dtype, type HostFrame__Output,
+  type BoardFrame, type Dtype, type FarmErrorCode, type HostFrame__Output,
 } from "../../protos/index.ts";
 import type { Call__Output } from "../../protos/gen/farm/v1/Call.ts";
 import type { ArgValue, Backend, CallSettings, DeviceArray, LoadedFunction, LoadedModule } from "../backends/index.ts";
@@ -25,6 +25,47 @@ export interface SessionHooks {
   onTainted?: () => void;
   /** Facts about the serving process, added to every stats reply. */
   info?: Record<string, string>;
+  /** Where calls, time evaluations and their errors are counted (a worker keeps one across its sessions). */
+  counters?: RequestCounters;
+}
+
+/** Counts since the last `take()`: what a worker reports to its agent's metrics. */
+export interface RequestCounts {
+  calls: number;
+  timeEvaluations: number;
+  /** Failed calls and time evaluations, by FarmError code. */
+  errors: Partial<Record<FarmErrorCode, number>>;
+}
+
+/**
+ * Calls, time evaluations and their errors, counted on the request path with
+ * an integer increment each (no allocation); `take()` hands over what
+ * accumulated and starts again from zero.
+ */
+export class RequestCounters {
+  calls = 0;
+  timeEvaluations = 0;
+  private errors: Partial<Record<FarmErrorCode, number>> = {};
+  private anyError = false;
+
+  /** A call or time evaluation failed with `code`. */
+  failed(code: FarmErrorCode): void {
+    this.errors[code] = (this.errors[code] ?? 0) + 1;
+    this.anyError = true;
+  }
+
+  /** What was counted since the last take, and zero again; undefined when nothing was. */
+  take(): RequestCounts | undefined {
+    if (this.calls === 0 && this.timeEvaluations === 0 && !this.anyError) return undefined;
+    const counts = { calls: this.calls, timeEvaluations: this.timeEvaluations, errors: this.errors };
+    this.calls = 0;
+    this.timeEvaluations = 0;
+    if (this.anyError) {
+      this.errors = {};
+      this.anyError = false;
+    }
+    return counts;
+  }
 }
 
 /** Where replies go; `send` returns false when the caller should wait for `drained`. */
@@ -58,6 +99,7 @@ export class SessionServer {
   private readonly arrays = new Map<number, RemoteArrayState>();
   private readonly chunked = new Map<number, Pending>();
   private arrayBytes = 0;
+  private readonly counters: RequestCounters;
   private nextModule = 1;
   private nextArray = 1;
   private queue: HostFrame__Output[] = [];
@@ -75,6 +117,7 @@ export class SessionServer {
     private readonly hooks: SessionHooks = {},
   ) {
     this.files = new SessionFiles(workdir, limits);
+    this.counters = hooks.counters ?? new RequestCounters();
   }
 
   /** One encoded HostFrame from the host. */
@@ -118,6 +161,7 @@ export class SessionServer {
 
   private fail(frame: HostFrame__Output, err: unknown): void {
     const e = FarmError.from(err);
+    if (frame.op === "call" || frame.op === "time_evaluate") this.counters.failed(e.code);
     this.reply({ id: frame.id, error: e.toWire() });
   }
 
@@ -126,6 +170,9 @@ export class SessionServer {
   }
 
   private handle(f: HostFrame__Output): void | Promise<void> {
+    // Every call request counts, refused ones too: errors never outnumber calls.
+    if (f.op === "call") this.counters.calls++;
+    else if (f.op === "time_evaluate") this.counters.timeEvaluations++;
     if (this.closeRequested) throw new FarmError("SESSION_CLOSED", "the session is closing");
     switch (f.op) {
       case "upload":
