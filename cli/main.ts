@@ -75,7 +75,12 @@ program
   .addOption(new Option("--max-session-bytes <size>", "all files of one session (e.g. 4g)").argParser(bytes))
   .addOption(new Option("--call-timeout-ms <ms>", "per-call timeout when the host gives none").argParser(integer))
   .addOption(new Option("--warm-workers <n>", "idle session workers kept started per board").argParser(integer))
-  .action(async (o: { tracker?: string; board: string[]; config?: string; name?: string; maxUploadBytes?: number; maxSessionBytes?: number; callTimeoutMs?: number; warmWorkers?: number }) => {
+  .addOption(new Option("--metrics-port <port>", "HTTP port for Prometheus /metrics (0: any free port; default: none)").argParser(integer))
+  .option("--metrics-host <host>", "interface the metrics server binds (0.0.0.0: scraped from other hosts)", "127.0.0.1")
+  .action(async (o: {
+    tracker?: string; board: string[]; config?: string; name?: string; maxUploadBytes?: number; maxSessionBytes?: number; callTimeoutMs?: number; warmWorkers?: number;
+    metricsPort?: number; metricsHost: string;
+  }) => {
     const file = o.config ? readAgentConfigFile(o.config) : undefined;
     const tracker = o.tracker ?? file?.tracker;
     if (!tracker) throw new FarmError("INVALID_ARGUMENT", "kfarm agent needs --tracker HOST:PORT (or `tracker:` in --config)");
@@ -89,7 +94,10 @@ program
       maxSessionBytes: o.maxSessionBytes,
       callTimeoutMs: o.callTimeoutMs,
       warmWorkers: o.warmWorkers,
+      metricsPort: o.metricsPort,
+      metricsHost: o.metricsHost,
     });
+    if (agent.metricsAddress) console.log(`kfarm agent metrics on http://${agent.metricsAddress}/metrics`);
     console.log(`kfarm agent ${agent.options.name} serving ${boards.map((b) => `${b.name} (${b.kind}, key ${b.key})`).join(", ")} for tracker ${tracker}`);
     untilSignal(() => agent.close());
   });

@@ -80,18 +80,28 @@ function waitForLine(proc: ChildProcess, re: RegExp, what: string, stderr: () =>
 export interface TrackerProcess extends FarmProcess {
   readonly address: string;
   readonly port: number;
+  /** "host:port" of its HTTP side (/metrics), when started with --metrics-port. */
+  readonly httpAddress?: string;
 }
 
 export async function startTrackerProcess(args: string[] = [], port = 0): Promise<TrackerProcess> {
   const { proc, stderr } = startCli(["tracker", "--port", String(port), ...args]);
-  const m = await waitForLine(proc, /listening on (\S+):(\d+)/, "kfarm tracker", stderr);
-  return { proc, stderr, address: `${m[1]}:${m[2]}`, port: Number(m[2]), stop: (s) => stopProcess(proc, s) };
+  // With --metrics-port the HTTP line follows the listening line: wait for both.
+  const re = args.includes("--metrics-port") ? /listening on (\S+):(\d+)\n.*http on http:\/\/(\S+?)\// : /listening on (\S+):(\d+)/;
+  const m = await waitForLine(proc, re, "kfarm tracker", stderr);
+  return { proc, stderr, address: `${m[1]}:${m[2]}`, port: Number(m[2]), ...(m[3] ? { httpAddress: m[3] } : {}), stop: (s) => stopProcess(proc, s) };
 }
 
-export async function startAgentProcess(tracker: string, boards: string[], args: string[] = []): Promise<FarmProcess> {
+export interface AgentProcess extends FarmProcess {
+  /** "host:port" of its metrics server, when started with --metrics-port. */
+  readonly metricsAddress?: string;
+}
+
+export async function startAgentProcess(tracker: string, boards: string[], args: string[] = []): Promise<AgentProcess> {
   const { proc, stderr } = startCli(["agent", "--tracker", tracker, ...boards.flatMap((b) => ["--board", b]), ...args]);
-  await waitForLine(proc, /kfarm agent .* serving/, "kfarm agent", stderr);
-  return { proc, stderr, stop: (s) => stopProcess(proc, s) };
+  // The metrics line (with --metrics-port) comes before the serving line.
+  const m = await waitForLine(proc, /(?:metrics on http:\/\/(\S+)\/metrics\n)?kfarm agent .* serving/, "kfarm agent", stderr);
+  return { proc, stderr, ...(m[1] ? { metricsAddress: m[1] } : {}), stop: (s) => stopProcess(proc, s) };
 }
 
 export async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 15_000, everyMs = 20): Promise<T> {
