@@ -14,7 +14,9 @@ import { benchArray } from "./array.ts";
 import { benchCall, callChildMain } from "./call.ts";
 import { benchCuda } from "./cuda.ts";
 import { benchGrant } from "./grant.ts";
+import { benchLiveView } from "./live-view.ts";
 import { benchMemory } from "./memory.ts";
+import { benchMetrics } from "./metrics.ts";
 import { allowedCpus, hasTaskset, loadAverage, machineBusy, stealMeter } from "./lib/procs.ts";
 import { benchUpload } from "./upload.ts";
 import { benchVtaSim } from "./vta-sim.ts";
@@ -30,6 +32,8 @@ const BENCHMARKS: Record<string, { what: string; run: () => Promise<void> }> = {
   array: { what: "64 MiB float32 array host → board and board → host", run: benchArray },
   call: { what: "small call round trip p50/p99 vs raw socket ping-pong, unpinned and pinned", run: benchCall },
   memory: { what: "tracker RSS and Summary latency with 1,000 attached boards", run: benchMemory },
+  "live-view": { what: "tracker CPU per session with 10 open live-view feed clients vs none, sessions back to back", run: benchLiveView },
+  metrics: { what: "tracker /metrics scrape p50/p99 with 1,000 attached boards vs the Summary RPC", run: benchMetrics },
   cuda: { what: "CUDA board on a real GPU: timing fidelity vs a native event harness, copy bandwidth, worker start (skipped without a GPU)", run: benchCuda },
   "vta-sim": { what: "VTA simulator: simulated int8 MAC/s on the conv2d tutorial vs a typed-array dot loop; cycles 1 vs 2 virtual threads", run: benchVtaSim },
 };

@@ -8,6 +8,7 @@ import { startTracker, formatSummary } from "../tracker/index.ts";
 import { startAgent, parseBoardFlag, parseBytes, readAgentConfigFile, type BoardConfig } from "../device-agent/index.ts";
 import { connectTracker } from "../host-sdk/index.ts";
 import { runDemo } from "./demo.ts";
+import { watchFarm } from "./watch.ts";
 import { TUTORIAL_NAMES, vtaDisasm } from "./vta.ts";
 
 function integer(value: string): number {
@@ -75,11 +76,12 @@ program
   .addOption(new Option("--max-session-bytes <size>", "all files of one session (e.g. 4g)").argParser(bytes))
   .addOption(new Option("--call-timeout-ms <ms>", "per-call timeout when the host gives none").argParser(integer))
   .addOption(new Option("--warm-workers <n>", "idle session workers kept started per board").argParser(integer))
+  .addOption(new Option("--canary-interval-ms <ms>", "idle boards run their canary this often (every new worker runs it once; 0: only then)").argParser(integer))
   .addOption(new Option("--metrics-port <port>", "HTTP port for Prometheus /metrics (0: any free port; default: none)").argParser(integer))
   .option("--metrics-host <host>", "interface the metrics server binds (0.0.0.0: scraped from other hosts)", "127.0.0.1")
   .action(async (o: {
     tracker?: string; board: string[]; config?: string; name?: string; maxUploadBytes?: number; maxSessionBytes?: number; callTimeoutMs?: number; warmWorkers?: number;
-    metricsPort?: number; metricsHost: string;
+    canaryIntervalMs?: number; metricsPort?: number; metricsHost: string;
   }) => {
     const file = o.config ? readAgentConfigFile(o.config) : undefined;
     const tracker = o.tracker ?? file?.tracker;
@@ -94,6 +96,7 @@ program
       maxSessionBytes: o.maxSessionBytes,
       callTimeoutMs: o.callTimeoutMs,
       warmWorkers: o.warmWorkers,
+      canaryIntervalMs: o.canaryIntervalMs,
       metricsPort: o.metricsPort,
       metricsHost: o.metricsHost,
     });
@@ -104,10 +107,25 @@ program
 
 program
   .command("status")
-  .description("print the tracker's summary: queues per key, boards and their sessions")
-  .requiredOption("--tracker <host:port>", "tracker address")
-  .option("--json", "print JSON instead of a table")
-  .action(async (o: { tracker: string; json?: boolean }) => {
+  .description("print the tracker's summary: queues per key, boards and their sessions (--watch: then every change, live)")
+  .option("--tracker <host:port>", "tracker address (gRPC)")
+  .option("--json", "print JSON instead of a table (with --watch: one feed message per line)")
+  .option("--watch", "follow the tracker's live feed: the table, then one line per event, until Ctrl-C (needs --http)")
+  .option("--http <host:port>", "the tracker's HTTP address (its --metrics-port), for --watch")
+  .action(async (o: { tracker?: string; json?: boolean; watch?: boolean; http?: string }) => {
+    if (o.watch) {
+      if (!o.http) {
+        throw new FarmError(
+          "INVALID_ARGUMENT",
+          "kfarm status --watch needs --http HOST:PORT, the tracker's HTTP address: start the tracker with --metrics-port and use the address it prints (\"kfarm tracker http on http://HOST:PORT/\")",
+        );
+      }
+      const stop = new AbortController();
+      untilSignal(() => stop.abort());
+      await watchFarm({ http: o.http, json: o.json, signal: stop.signal });
+      return;
+    }
+    if (!o.tracker) throw new FarmError("INVALID_ARGUMENT", "kfarm status needs --tracker HOST:PORT (or --watch --http HOST:PORT)");
     const client = await connectTracker(o.tracker);
     try {
       const summary = await client.summary();

@@ -7,6 +7,7 @@ import { FarmError, parseAddress } from "../protos/index.ts";
 import type { BoardSpec } from "../protos/gen/farm/v1/BoardSpec.ts";
 import { describeBoard } from "./backends/index.ts";
 import { expandBoards } from "./board-config.ts";
+import { buildCpuCanary } from "./canary.ts";
 import { AgentMetrics } from "./metrics.ts";
 import { resolveAgentOptions, type AgentOptions, type ResolvedAgentOptions } from "./options.ts";
 import { BoardPool } from "./pool.ts";
@@ -32,12 +33,17 @@ export class Agent {
     return this.metrics ? `${host.includes(":") ? `[${host}]` : host}:${this.metrics.port}` : undefined;
   }
 
+  /** Each board's last canary result, repeated to the tracker on every (re)attach. */
+  private readonly lastCanary = new Map<string, { kind: "canary" | "infra"; ok: boolean; reason: string; durationMs: number }>();
+
   async start(): Promise<this> {
     const o = this.options;
     mkdirSync(o.workRoot, { recursive: true, mode: 0o700 });
     if (this.metrics) await this.metrics.listen(o.metricsHost, o.metricsPort!);
     const specs: BoardSpec[] = [];
-    for (const board of await expandBoards(o.boards)) {
+    const boards = await expandBoards(o.boards);
+    const cpuCanary = boards.some((b) => b.kind === "cpu" && b.options.canaryLibrary === undefined) ? await buildCpuCanary(o.workRoot, o.logger) : undefined;
+    for (const board of boards) {
       let facts;
       try {
         facts = await describeBoard(board.kind, board.options);
@@ -57,9 +63,10 @@ export class Agent {
           agentPid: process.pid,
           boardName: board.name,
           kind: board.kind,
-          backendOptions: board.options,
+          backendOptions: board.kind === "cpu" && cpuCanary ? { canaryLibrary: cpuCanary, ...board.options } : board.options,
           workRoot: o.workRoot,
           limits: { maxUploadBytes: o.maxUploadBytes, maxSessionBytes: o.maxSessionBytes, callTimeoutMs: o.callTimeoutMs },
+          canaryIntervalMs: o.canaryIntervalMs,
         },
         o.warmWorkers,
         {
@@ -67,6 +74,10 @@ export class Agent {
             if (!this.draining.has(name)) this.link?.send({ board_ready: { board_name: name } });
           },
           sessionEnded: (sessionId, reason) => this.link?.send({ session_ended: { session_id: sessionId, reason: reason?.toWire() ?? null } }),
+          health: (name, report) => {
+            if (report.kind === "canary") this.lastCanary.set(name, report);
+            this.link?.send({ board_health: { board_name: name, kind: report.kind, ok: report.ok, reason: report.reason, duration_ms: report.durationMs } });
+          },
         },
         o.logger,
         this.metrics?.board(board.name, board.kind),
@@ -77,6 +88,10 @@ export class Agent {
     this.link = new TrackerLink(o.tracker, o.name, specs, {
       attached: () => {
         this.metrics?.trackerConnected(true);
+        // The tracker starts every board healthy: tell it what the canaries last saw.
+        for (const [name, r] of this.lastCanary) {
+          this.link?.send({ board_health: { board_name: name, kind: r.kind, ok: r.ok, reason: r.reason, duration_ms: r.durationMs } });
+        }
         for (const pool of this.pools.values()) if (pool.hasIdle && !this.draining.has(pool.boardName)) this.link?.send({ board_ready: { board_name: pool.boardName } });
       },
       detached: () => {

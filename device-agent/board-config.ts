@@ -22,7 +22,7 @@ export interface BoardConfig {
 }
 
 /** Keys of `k=v` pairs that configure the board rather than label it. */
-const RESERVED = new Set(["key", "name", "memory"]);
+const RESERVED = new Set(["key", "name", "memory", "canary"]);
 
 export function parseBoardFlag(flag: string, position: number): BoardConfig {
   const [kind, ...rest] = flag.split(":");
@@ -45,6 +45,8 @@ export function parseBoardFlag(flag: string, position: number): BoardConfig {
   const labels = Object.fromEntries(Object.entries(pairs).filter(([k]) => !RESERVED.has(k)));
   const options: Record<string, unknown> = {};
   if (pairs.memory !== undefined) options.memoryBytes = parseBytes(pairs.memory, flag);
+  // CPU boards: the canary's shared object (device-agent/canary.ts builds the default).
+  if (pairs.canary !== undefined) options.canaryLibrary = pairs.canary;
   return checkBoard({ kind, key: pairs.key ?? kind, name: pairs.name ?? `${kind}${index ?? (kind === "cuda" ? 0 : position)}`, labels, index, options }, flag);
 }
 

@@ -1,6 +1,7 @@
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { componentLogger, type Logger } from "../protos/index.ts";
+import { DEFAULT_CANARY_INTERVAL_MS } from "./canary.ts";
 import type { BoardConfig } from "./board-config.ts";
 
 export interface AgentOptions {
@@ -19,6 +20,8 @@ export interface AgentOptions {
   callTimeoutMs?: number;
   /** Idle workers kept started per board. */
   warmWorkers?: number;
+  /** Idle boards run their canary this often (and every new worker once); 0: only at worker start. */
+  canaryIntervalMs?: number;
   /** HTTP port for /metrics; 0 picks a free one; undefined: no metrics server. */
   metricsPort?: number;
   /** Interface the metrics server binds; default 127.0.0.1 (0.0.0.0 to be scraped from other hosts). */
@@ -53,6 +56,7 @@ export function resolveAgentOptions(opts: AgentOptions): ResolvedAgentOptions {
     maxSessionBytes: opts.maxSessionBytes ?? DEFAULT_MAX_SESSION_BYTES,
     callTimeoutMs: opts.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS,
     warmWorkers: Math.max(1, opts.warmWorkers ?? DEFAULT_WARM_WORKERS),
+    canaryIntervalMs: opts.canaryIntervalMs ?? DEFAULT_CANARY_INTERVAL_MS,
     metricsPort: opts.metricsPort,
     metricsHost: opts.metricsHost ?? "127.0.0.1",
     logger: opts.logger ?? componentLogger("agent", { agent: name }),

@@ -45,6 +45,8 @@ export interface PoolEvents {
   ready(boardName: string): void;
   /** A session ended on this side: closed cleanly (null), or the worker died / timed out. */
   sessionEnded(sessionId: string, reason: FarmError | null): void;
+  /** A canary ran, or the board's infrastructure failed (a worker died or did not start outside any session). */
+  health(boardName: string, report: { kind: "canary" | "infra"; ok: boolean; reason: string; durationMs: number }): void;
 }
 
 export class BoardPool {
@@ -113,6 +115,8 @@ export class BoardPool {
   private onMessage(w: WorkerHandle, msg: WorkerToAgent): void {
     if (msg.t === "counters") {
       this.metrics?.counted(msg);
+    } else if (msg.t === "canary") {
+      this.events.health(this.boardName, { kind: "canary", ok: msg.ok, reason: msg.detail, durationMs: msg.durationMs });
     } else if (msg.t === "tainted") {
       // This worker will not come back: boot its successor while the session runs.
       this.fill();
@@ -150,7 +154,10 @@ export class BoardPool {
       this.tally(w, reason.code);
       this.events.sessionEnded(w.sessionId, reason);
     } else if (!w.expectedExit && !this.closed) {
+      const how = signal ? `killed by ${signal}` : `exited with code ${code}`;
       this.log.warn({ board: this.boardName, code, signal, stderr: w.stderrTail.slice(-500) }, `idle session worker ${w.child.pid} died`);
+      // No kernel of anybody's ran in it: the board's infrastructure is at fault.
+      this.events.health(this.boardName, { kind: "infra", ok: false, reason: `${w.state} session worker ${w.child.pid} ${how}`, durationMs: 0 });
     }
     this.fill();
     if (this.hasIdle && !this.serving()) this.events.ready(this.boardName);

@@ -8,6 +8,7 @@
 import { FarmError, type Logger } from "../protos/index.ts";
 import type { AgentMessage__Output } from "../protos/gen/farm/v1/AgentMessage.ts";
 import type { Register__Output } from "../protos/gen/farm/v1/Register.ts";
+import type { BoardHealthReport__Output } from "../protos/gen/farm/v1/BoardHealthReport.ts";
 import type { Lease } from "./lease.ts";
 import type { FarmEvents } from "./events.ts";
 import { BoardHealth } from "./health.ts";
@@ -54,6 +55,7 @@ export class AgentLinks {
         if (msg.heartbeat) call.write({ heartbeat_ack: { seq: msg.heartbeat.seq } });
         else if (msg.board_ready) this.boardReady(agent, msg.board_ready.board_name);
         else if (msg.session_ended) this.sessionEnded(agent, msg.session_ended.session_id, msg.session_ended.reason);
+        else if (msg.board_health) this.boardHealth(agent, msg.board_health);
       } catch (err) {
         const e = FarmError.from(err);
         this.log.warn({ agent: agent?.id, peer: call.getPeer(), code: e.code }, e.message);
@@ -116,6 +118,26 @@ export class AgentLinks {
       if (!board.lease) this.events.emit({ type: "board", at: Date.now(), board: describeBoard(board), change: "changed" });
     }
     this.scheduler.dispatch(board.key);
+  }
+
+  /** A canary result or an infrastructure error: feeds the board's health state machine. */
+  private boardHealth(agent: Agent, report: BoardHealthReport__Output): void {
+    const board = agent.boards.get(report.board_name);
+    if (!board) throw new FarmError("NOT_FOUND", `agent ${agent.name} has no board "${report.board_name}"`);
+    const input =
+      report.kind === "infra"
+        ? ({ kind: "infra_error", reason: report.reason } as const)
+        : report.ok
+          ? ({ kind: "canary_passed" } as const)
+          : ({ kind: "canary_failed", reason: report.reason } as const);
+    const t = board.health.apply(input);
+    if (!report.ok) this.log.warn({ board: board.id, kind: report.kind }, report.reason);
+    if (!t) return;
+    const at = Date.now();
+    this.log.info({ board: board.id, from: t.from, to: t.to }, `board health: ${t.reason}`);
+    this.events.emit({ type: "health", at, board: board.id, key: board.key, from: t.from, to: t.to, reason: t.reason });
+    this.events.emit({ type: "board", at, board: describeBoard(board), change: "changed", reason: t.reason });
+    if (board.health.grantable) this.scheduler.dispatch(board.key);
   }
 
   private sessionEnded(agent: Agent, sessionId: string, reason: { code: string; message: string } | null): void {

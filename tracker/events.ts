@@ -32,7 +32,9 @@ export type FarmEvent =
       bytesFromBoard?: number;
     }
   | { type: "queue"; at: number; key: string; pending: number }
-  | { type: "heartbeat_missed"; at: number; agent: string; silentMs: number };
+  | { type: "heartbeat_missed"; at: number; agent: string; silentMs: number }
+  /** A board's health moved (tracker/health.ts); canary runs that change nothing are not events. */
+  | { type: "health"; at: number; board: string; key: string; from: string; to: string; reason: string };
 
 export type FarmEventType = FarmEvent["type"];
 export type FarmEventListener = (event: FarmEvent) => void;

@@ -14,7 +14,8 @@
  * Every transition returns its reason so the caller can publish it.
  */
 
-export type HealthState = "healthy" | "suspect" | "quarantined";
+export const HEALTH_STATES = ["healthy", "suspect", "quarantined"] as const;
+export type HealthState = (typeof HEALTH_STATES)[number];
 
 /** Failures in a row that quarantine a board. */
 export const QUARANTINE_AFTER = 2;

@@ -20,6 +20,7 @@
  */
 import { Counter, Gauge, Histogram, Registry as PromRegistry, collectDefaultMetrics } from "prom-client";
 import type { FarmEvent, FarmEvents } from "./events.ts";
+import { HEALTH_STATES } from "./health.ts";
 import type { TrackerHttp } from "./http-server.ts";
 import { boardState, type Board, type BoardState, type Registry } from "./registry.ts";
 import type { Scheduler } from "./scheduler.ts";
@@ -40,8 +41,18 @@ export interface MetricsOptions {
 export const QUEUE_WAIT_BUCKETS_S = [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 /** Session durations: a one-call session (ms) to an auto-tuning run (hours). */
 export const SESSION_DURATION_BUCKETS_S = [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 1800, 3600, 4 * 3600];
-/** Board states always reported per key and kind (0 when none), so a state's series never vanishes. */
-export const REPORTED_BOARD_STATES: readonly BoardState[] = ["starting", "free", "busy", "draining"];
+/**
+ * Board states always reported per key and kind (0 when none), so a state's
+ * series never vanishes. Every BoardState must be listed: a new state fails
+ * to compile here until it is.
+ */
+export const REPORTED_BOARD_STATES = Object.keys({
+  starting: true,
+  free: true,
+  busy: true,
+  draining: true,
+  quarantined: true,
+} satisfies Record<BoardState, true>) as readonly BoardState[];
 /** The process metrics' name prefix. */
 export const PROCESS_METRICS_PREFIX = "kernelfarm_tracker_";
 
@@ -84,8 +95,6 @@ export class TrackerMetrics {
   private readonly unsubscribe: () => void;
   /** Keys that ever had a board or a queue: their pending gauge stays reported (0) once empty. */
   private readonly keysSeen = new Set<string>();
-  /** Board states reported with 0 when empty: the known ones and any state seen since. */
-  private readonly statesSeen = new Set<string>(REPORTED_BOARD_STATES);
 
   private readonly sessionsStarted: Counter<"key">;
   private readonly sessionsEnded: Counter<"key" | "reason">;
@@ -95,6 +104,7 @@ export class TrackerMetrics {
   private readonly agentAttaches: Counter;
   private readonly agentLosses: Counter;
   private readonly heartbeatMisses: Counter;
+  private readonly healthTransitions: Counter<"to">;
 
   constructor(private readonly sources: MetricsSources, opts: MetricsOptions = {}) {
     const registers = [this.register];
@@ -103,12 +113,12 @@ export class TrackerMetrics {
     // ── From the registry, at scrape time ──────────────────────────────────
     new Gauge({
       name: "kernelfarm_boards",
-      help: "Boards attached, by key, kind and state (starting, free, busy, draining, ...).",
+      help: "Boards attached, by key, kind and state (starting, free, busy, draining, quarantined).",
       labelNames: ["key", "kind", "state"] as const,
       registers,
       collect() {
         this.reset();
-        for (const c of countBoards(metrics.rows(), metrics.statesSeen).values()) this.set({ key: c.key, kind: c.kind, state: c.state }, c.count);
+        for (const c of countBoards(metrics.rows(), REPORTED_BOARD_STATES).values()) this.set({ key: c.key, kind: c.kind, state: c.state }, c.count);
       },
     });
     new Gauge({
@@ -149,17 +159,19 @@ export class TrackerMetrics {
       registers,
       collect() {
         this.reset();
-        for (const r of metrics.rows()) {
-          for (const state of metrics.statesSeen) this.set({ board: r.board, state }, state === r.state ? 1 : 0);
-          if (!metrics.statesSeen.has(r.state)) this.set({ board: r.board, state: r.state }, 1);
-        }
+        for (const r of metrics.rows()) for (const state of REPORTED_BOARD_STATES) this.set({ board: r.board, state }, state === r.state ? 1 : 0);
       },
     });
-    // ── Per-board health: `kernelfarm_board_health{board,health}` goes here ──
-    // (1 for the board's current health state, 0 for the others, like
-    // kernelfarm_board_state), read at scrape time from the board's health
-    // once the tracker tracks it. Its states are defined where health is
-    // implemented, not here.
+    new Gauge({
+      name: "kernelfarm_board_health",
+      help: "Per board: 1 for its health state (tracker/health.ts), 0 for the others.",
+      labelNames: ["board", "health"] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const b of sources.registry.boards()) for (const h of HEALTH_STATES) this.set({ board: b.id, health: h }, h === b.health.state ? 1 : 0);
+      },
+    });
 
     // ── From farm events ───────────────────────────────────────────────────
     this.sessionsStarted = new Counter({ name: "kernelfarm_sessions_started_total", help: "Sessions granted, by key.", labelNames: ["key"] as const, registers });
@@ -191,6 +203,13 @@ export class TrackerMetrics {
     });
     this.agentAttaches = new Counter({ name: "kernelfarm_agent_attaches_total", help: "Agents that registered (re-attaches included).", registers });
     this.agentLosses = new Counter({ name: "kernelfarm_agent_losses_total", help: "Agents lost: disconnected, detached, missed heartbeats or replaced.", registers });
+    this.healthTransitions = new Counter({
+      name: "kernelfarm_health_transitions_total",
+      help: "Board health transitions, by the state moved to (canaries, infrastructure errors, operators).",
+      labelNames: ["to"] as const,
+      registers,
+    });
+    for (const h of HEALTH_STATES) this.healthTransitions.inc({ to: h }, 0);
     this.heartbeatMisses = new Counter({ name: "kernelfarm_heartbeat_misses_total", help: "Heartbeat intervals agents stayed silent beyond the first (one per interval).", registers });
     // Both directions exist from the start: rate() needs a series before the first session ends.
     this.relayBytes.inc({ direction: "to_board" }, 0);
@@ -215,11 +234,7 @@ export class TrackerMetrics {
   }
 
   private *rows(): Iterable<BoardRow> {
-    for (const board of this.sources.registry.boards()) {
-      const row = boardRow(board);
-      this.statesSeen.add(row.state);
-      yield row;
-    }
+    for (const board of this.sources.registry.boards()) yield boardRow(board);
   }
 
   private onEvent(e: FarmEvent): void {
@@ -245,6 +260,9 @@ export class TrackerMetrics {
         return;
       case "queue":
         this.keysSeen.add(e.key);
+        return;
+      case "health":
+        this.healthTransitions.inc({ to: e.to });
         return;
       case "board":
         return; // read from the registry at scrape time

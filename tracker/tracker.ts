@@ -12,6 +12,7 @@ import { AgentLinks } from "./agents.ts";
 import { FarmEvents } from "./events.ts";
 import { TrackerHttp } from "./http-server.ts";
 import { installMetrics } from "./metrics.ts";
+import { installLiveView } from "./live/feed.ts";
 import type { SessionStream } from "./lease.ts";
 import { resolveTrackerOptions, type ResolvedTrackerOptions, type TrackerOptions } from "./options.ts";
 import { Registry, describeBoard, type Board } from "./registry.ts";
@@ -50,6 +51,7 @@ export class Tracker {
     this.agents = new AgentLinks(this.registry, this.scheduler, this.options, log, this.events);
     if (this.options.metricsPort !== undefined) this.http = new TrackerHttp(log);
     if (this.http) installMetrics(this.http, this);
+    if (this.http) installLiveView(this.http, this);
     widenStreamWindow(this.server, log);
     this.server.addService(HostService.service, this.hostHandlers());
     this.server.addService(AgentService.service, this.agentHandlers());
@@ -146,11 +148,12 @@ export class Tracker {
     if (action === "drain") {
       board.draining = true;
       reason = `drained by ${by}`;
-    } else if (action === "quarantine") {
-      reason = board.health.apply({ kind: "operator_quarantine", by })?.reason ?? board.health.reason;
-    } else if (action === "restore") {
-      board.draining = false;
-      reason = board.health.apply({ kind: "operator_restore", by })?.reason ?? `restored by ${by}`;
+    } else if (action === "quarantine" || action === "restore") {
+      if (action === "restore") board.draining = false;
+      const from = board.health.state;
+      const t = board.health.apply(action === "quarantine" ? { kind: "operator_quarantine", by } : { kind: "operator_restore", by });
+      reason = t?.reason ?? (action === "quarantine" ? board.health.reason : `restored by ${by}`);
+      if (t) this.events.emit({ type: "health", at: Date.now(), board: board.id, key: board.key, from, to: t.to, reason });
     } else {
       throw new FarmError("INVALID_ARGUMENT", `unknown board command ${JSON.stringify(action)}; commands: drain, quarantine, restore`);
     }

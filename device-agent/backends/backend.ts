@@ -58,6 +58,18 @@ export interface Backend {
   clearStats(): void;
   /** Frees what a session left behind, before the next session. */
   reset(): void;
+  /**
+   * The board's canary: a tiny known kernel with a known answer, run through
+   * the same path sessions use, with trusted code (it does not taint the
+   * worker). Undefined: this board has no canary configured.
+   */
+  canary(): CanaryResult | undefined;
+}
+
+export interface CanaryResult {
+  ok: boolean;
+  /** What was checked, or what came out wrong. */
+  detail: string;
 }
 
 /** Board facts reported at registration (computed in the agent, not the worker). */

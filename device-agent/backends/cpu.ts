@@ -10,7 +10,7 @@ import koffi from "koffi";
 
 type KoffiLib = ReturnType<typeof koffi.load>;
 import { DTYPES, FarmError, hostCpuTarget, type FunctionSpec, type ModuleBundle } from "../../protos/index.ts";
-import type { ArgValue, Backend, BackendStats, BoardFacts, DeviceArray, LoadedFunction, LoadedModule } from "./backend.ts";
+import type { ArgValue, Backend, BackendStats, BoardFacts, CanaryResult, DeviceArray, LoadedFunction, LoadedModule } from "./backend.ts";
 
 export function describeCpuBoard(): BoardFacts {
   const cpu = cpus();
@@ -46,7 +46,12 @@ class HostArray implements DeviceArray {
 export interface CpuBackendOptions {
   /** Total bytes of arrays one session may hold; default a quarter of RAM. */
   memoryBytes?: number;
+  /** Shared object with `void kfarm_canary_vadd(const float*, const float*, float*, int32_t)` (device-agent/canary.ts builds it). */
+  canaryLibrary?: string;
 }
+
+/** The canary: c = a + b over CANARY_N floats, checked exactly. */
+const CANARY_N = 64;
 
 export class CpuBackend implements Backend {
   readonly kind = "cpu";
@@ -55,12 +60,30 @@ export class CpuBackend implements Backend {
   tainted = false;
   private readonly arrays = new Set<HostArray>();
   private libs: KoffiLib[] = [];
+  private canaryFn: ((...args: unknown[]) => unknown) | undefined;
+  private readonly canaryLibrary: string | undefined;
   private modules = 0;
   private calls = 0;
   private callNs = 0;
 
   constructor(opts: CpuBackendOptions = {}) {
     this.memoryBytes = opts.memoryBytes ?? Math.floor(totalmem() / 4);
+    this.canaryLibrary = opts.canaryLibrary;
+  }
+
+  canary(): CanaryResult | undefined {
+    if (!this.canaryLibrary) return undefined;
+    try {
+      this.canaryFn ??= koffi.load(this.canaryLibrary).func("kfarm_canary_vadd", "void", ["float *", "float *", "float *", "int32_t"]);
+    } catch (err) {
+      return { ok: false, detail: `cannot load the canary library ${this.canaryLibrary}: ${(err as Error).message}` };
+    }
+    const a = Float32Array.from({ length: CANARY_N }, (_, i) => i);
+    const b = Float32Array.from({ length: CANARY_N }, (_, i) => 2 * i + 0.5);
+    const c = new Float32Array(CANARY_N);
+    this.canaryFn(a, b, c, CANARY_N);
+    const bad = c.findIndex((v, i) => v !== 3 * i + 0.5);
+    return bad < 0 ? { ok: true, detail: `vadd of ${CANARY_N} floats exact` } : { ok: false, detail: `vadd[${bad}] = ${c[bad]}, expected ${3 * bad + 0.5}` };
   }
 
   alloc(nbytes: number): DeviceArray {

@@ -26,7 +26,10 @@ export async function createBackend(kind: string, options: Record<string, unknow
   switch (kind) {
     case "cpu": {
       const { CpuBackend } = await import("./cpu.ts");
-      return new CpuBackend({ memoryBytes: typeof options.memoryBytes === "number" ? options.memoryBytes : undefined });
+      return new CpuBackend({
+        memoryBytes: typeof options.memoryBytes === "number" ? options.memoryBytes : undefined,
+        canaryLibrary: typeof options.canaryLibrary === "string" ? options.canaryLibrary : undefined,
+      });
     }
     case "cuda": {
       const { CudaBackend } = await import("./cuda/backend.ts");
@@ -51,4 +54,4 @@ function deviceOption(options: Record<string, unknown>): number {
   return typeof options.device === "number" ? options.device : 0;
 }
 
-export type { Backend, CallSettings, BoardFacts, DeviceArray, ArgValue, LoadedFunction, LoadedModule, BackendStats } from "./backend.ts";
+export type { Backend, CanaryResult, CallSettings, BoardFacts, DeviceArray, ArgValue, LoadedFunction, LoadedModule, BackendStats } from "./backend.ts";

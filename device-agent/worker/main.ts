@@ -69,6 +69,26 @@ process.on("message", (msg: AgentToWorker) => {
   }
 });
 
+/** Runs the board's canary, when it has one, and tells the agent how it went. */
+async function canary(): Promise<void> {
+  const t0 = performance.now();
+  let result;
+  try {
+    result = backend.canary();
+  } catch (err) {
+    result = { ok: false, detail: `the canary threw: ${(err as Error).message}` };
+  }
+  if (result) await tell({ t: "canary", ...result, durationMs: performance.now() - t0 });
+}
+
+// A new worker checks its board first: at registration, and after any worker death.
+await canary();
+if (config.canaryIntervalMs > 0) {
+  setInterval(() => {
+    if (!serving) void canary();
+  }, config.canaryIntervalMs).unref();
+}
+
 // Listen first: an assignment can follow "ready" at once.
 await tell({ t: "ready" });
 

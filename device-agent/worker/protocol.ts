@@ -12,12 +12,16 @@ export interface WorkerConfig {
   backendOptions: Record<string, unknown>;
   workRoot: string;
   limits: SessionLimits;
+  /** Run the board's canary this often while idle (and once at start); 0: only at start. */
+  canaryIntervalMs: number;
 }
 
 export type AgentToWorker = { t: "assign"; sessionId: string; token: string };
 
 export type WorkerToAgent =
   | { t: "ready" }
+  /** The board's canary ran (device-agent/canary.ts). */
+  | { t: "canary"; ok: boolean; detail: string; durationMs: number }
   /** The session loaded foreign code: this worker exits after it. */
   | { t: "tainted"; sessionId: string }
   /**

@@ -11,6 +11,7 @@ import type { ArrayRead as _farm_v1_ArrayRead, ArrayRead__Output as _farm_v1_Arr
 import type { ArrayWrite as _farm_v1_ArrayWrite, ArrayWrite__Output as _farm_v1_ArrayWrite__Output } from './farm/v1/ArrayWrite';
 import type { AssignSession as _farm_v1_AssignSession, AssignSession__Output as _farm_v1_AssignSession__Output } from './farm/v1/AssignSession';
 import type { BoardFrame as _farm_v1_BoardFrame, BoardFrame__Output as _farm_v1_BoardFrame__Output } from './farm/v1/BoardFrame';
+import type { BoardHealthReport as _farm_v1_BoardHealthReport, BoardHealthReport__Output as _farm_v1_BoardHealthReport__Output } from './farm/v1/BoardHealthReport';
 import type { BoardInfo as _farm_v1_BoardInfo, BoardInfo__Output as _farm_v1_BoardInfo__Output } from './farm/v1/BoardInfo';
 import type { BoardReady as _farm_v1_BoardReady, BoardReady__Output as _farm_v1_BoardReady__Output } from './farm/v1/BoardReady';
 import type { BoardSpec as _farm_v1_BoardSpec, BoardSpec__Output as _farm_v1_BoardSpec__Output } from './farm/v1/BoardSpec';
@@ -67,6 +68,7 @@ export interface ProtoGrpcType {
       ArrayWrite: MessageTypeDefinition<_farm_v1_ArrayWrite, _farm_v1_ArrayWrite__Output>
       AssignSession: MessageTypeDefinition<_farm_v1_AssignSession, _farm_v1_AssignSession__Output>
       BoardFrame: MessageTypeDefinition<_farm_v1_BoardFrame, _farm_v1_BoardFrame__Output>
+      BoardHealthReport: MessageTypeDefinition<_farm_v1_BoardHealthReport, _farm_v1_BoardHealthReport__Output>
       BoardInfo: MessageTypeDefinition<_farm_v1_BoardInfo, _farm_v1_BoardInfo__Output>
       BoardReady: MessageTypeDefinition<_farm_v1_BoardReady, _farm_v1_BoardReady__Output>
       BoardSpec: MessageTypeDefinition<_farm_v1_BoardSpec, _farm_v1_BoardSpec__Output>

@@ -34,6 +34,8 @@ export const DEFAULT_RECENT_SESSIONS = 100;
 export const DEFAULT_PING_INTERVAL_MS = 30_000;
 /** Largest message a page may send (it only ever sends a ping). */
 export const MAX_CLIENT_MESSAGE_BYTES = 4096;
+/** On shutdown, how long a feed client has to answer the close before its socket is cut. */
+export const CLOSE_GRACE_MS = 500;
 /** Code a dropped slow client is closed with ("try again later"). */
 export const SLOW_CLIENT_CLOSE_CODE = 1013;
 
@@ -111,7 +113,7 @@ export function installLiveView(http: TrackerHttp, tracker: LiveViewSource, opts
   // close() waiting: end the feed first whenever the HTTP side closes.
   const closeHttp = http.close.bind(http);
   http.close = async () => {
-    view.close();
+    await view.close();
     await closeHttp();
   };
   return view;
@@ -180,8 +182,12 @@ export class LiveView {
     this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws, `${req.socket.remoteAddress}:${req.socket.remotePort}`));
   }
 
-  /** Closes every feed socket (1001) and stops the timers. */
-  close(): void {
+  /**
+   * Closes every feed socket (1001, "the tracker is shutting down") and stops
+   * the timers; resolves when the sockets are closed — peers get
+   * `CLOSE_GRACE_MS` to answer the close, then their sockets are cut.
+   */
+  async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     this.unsubscribe();
@@ -189,12 +195,18 @@ export class LiveView {
     clearInterval(this.pinger);
     clearTimeout(this.flushTimer);
     if (this.flushImmediate) clearImmediate(this.flushImmediate);
-    for (const c of this.clients) {
-      c.ws.close(1001, "the tracker is shutting down");
-      // The peer has a moment to answer the close; then the socket goes.
-      setTimeout(() => c.ws.terminate(), 200).unref();
-    }
+    const sockets = [...this.wss.clients];
     this.clients.clear();
+    await Promise.all(
+      sockets.map(async (ws) => {
+        if (ws.readyState === ws.CLOSED) return;
+        const closed = new Promise<void>((resolve) => ws.once("close", () => resolve()));
+        if (ws.readyState === ws.OPEN) ws.close(1001, "the tracker is shutting down");
+        const cut = setTimeout(() => ws.terminate(), CLOSE_GRACE_MS);
+        await closed;
+        clearTimeout(cut);
+      }),
+    );
     this.wss.close();
   }
 
@@ -222,7 +234,7 @@ export class LiveView {
       if (!isBinary) throw new Error("text frame (the feed speaks msgpack in binary frames)");
       const msg: unknown = this.unpackr.unpack(Buffer.isBuffer(data) ? data : Buffer.concat(Array.isArray(data) ? data : [Buffer.from(data)]));
       kind = msg && typeof msg === "object" ? (msg as { kind?: unknown }).kind : undefined;
-      if (kind !== "ping") throw new Error(`unknown message ${JSON.stringify(kind ?? typeof msg)} (only { kind: "ping" } is understood)`);
+      if (kind !== "ping") throw new Error(`unknown message ${kind === undefined ? (msg === null ? "null" : typeof msg) : JSON.stringify(kind)} (only { kind: "ping" } is understood)`);
     } catch (err) {
       const message = `ignored a message from the page: ${(err as Error).message}`;
       this.log.debug({ peer: client.peer }, message);

@@ -14,7 +14,8 @@ import koffi from "koffi";
 import {
   FarmError, type BundleTarget, type Dtype, type FunctionSpec, type LaunchConfig, type ModuleBundle,
 } from "../../../protos/index.ts";
-import type { ArgValue, Backend, BackendStats, BoardFacts, CallSettings, DeviceArray, LoadedFunction, LoadedModule } from "../backend.ts";
+import type { ArgValue, Backend, BackendStats, BoardFacts, CallSettings, CanaryResult, DeviceArray, LoadedFunction, LoadedModule } from "../backend.ts";
+import { CANARY_ENTRY, CANARY_PTX } from "./canary-ptx.ts";
 import { cudaDeviceInfo, type CudaDeviceInfo } from "./device-info.ts";
 import { CudaDriver, CudaError, FUNC_ATTR, type DevicePtr, type Handle } from "./driver.ts";
 import { Nvml } from "./nvml.ts";
@@ -381,6 +382,52 @@ export class CudaBackend implements Backend {
       this.flushBuffer = { ptr: this.driver.memAlloc(bytes), words: bytes / 4 };
     }
     this.driver.call("cuMemsetD32Async", this.flushBuffer.ptr, ++this.flushes, this.flushBuffer.words, stream);
+  }
+
+  /**
+   * saxpy over 1024 floats from embedded PTX, through the session path (module
+   * load, device memory, launch, copies), checked exactly; the module is
+   * unloaded after, so the worker stays clean.
+   */
+  canary(): CanaryResult {
+    const n = 1024;
+    try {
+      return this.guard(() => {
+        const module = this.driver.loadModule(Buffer.from(`${CANARY_PTX}\0`), "loading the canary PTX");
+        try {
+          const fn = this.driver.getFunction(module, CANARY_ENTRY);
+          const x = Float32Array.from({ length: n }, (_, i) => i);
+          const y = Float32Array.from({ length: n }, (_, i) => 1 - i);
+          const dx = this.alloc(n * 4) as CudaArray;
+          const dy = this.alloc(n * 4) as CudaArray;
+          try {
+            dx.write(0, new Uint8Array(x.buffer));
+            dy.write(0, new Uint8Array(y.buffer));
+            const slots = Buffer.alloc(32);
+            slots.writeFloatLE(2, 0);
+            slots.writeBigUInt64LE(dx.ptr, 8);
+            slots.writeBigUInt64LE(dy.ptr, 16);
+            slots.writeInt32LE(n, 24);
+            const base = koffi.address(slots);
+            const params = Buffer.alloc(32);
+            for (let i = 0; i < 4; i++) params.writeBigUInt64LE(base + BigInt(8 * i), 8 * i);
+            this.driver.launch(fn, [n / 256, 1, 1], [256, 1, 1], 0, LEGACY_STREAM, params, "the canary");
+            this.driver.call("cuStreamSynchronize", LEGACY_STREAM);
+            const out = new Float32Array(n);
+            new Uint8Array(out.buffer).set(dy.read(0, n * 4));
+            const bad = out.findIndex((v, i) => v !== 1 + i);
+            return bad < 0 ? { ok: true, detail: `saxpy of ${n} floats exact` } : { ok: false, detail: `saxpy[${bad}] = ${out[bad]}, expected ${1 + bad}` };
+          } finally {
+            dx.free();
+            dy.free();
+          }
+        } finally {
+          if (!this.broken) this.driver.call("cuModuleUnload", module);
+        }
+      }, "canary");
+    } catch (err) {
+      return { ok: false, detail: (err as Error).message };
+    }
   }
 
   stats(): BackendStats {

@@ -134,6 +134,11 @@ export class VtaSimBackend implements Backend {
     this.callNs = 0;
   }
 
+  /** No canary yet: a small GEMM with exact statistics is the plan (docs/architecture.md, "Not done yet"). */
+  canary(): undefined {
+    return undefined;
+  }
+
   reset(): void {
     this.sim.reset();
     this.calls = 0;

@@ -1,0 +1,348 @@
+/**
+ * The live view against real processes: the /feed WebSocket (snapshot, then
+ * events; malformed input; a slow reader dropped while others keep up), the
+ * page in headless Chromium, and `kfarm status --watch`.
+ */
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { existsSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { after, before, describe, it } from "node:test";
+import * as grpc from "@grpc/grpc-js";
+import { Packr, unpack } from "msgpackr";
+import WebSocket from "ws";
+import { AgentService, CHANNEL_OPTIONS, type AgentServiceClient } from "../protos/index.ts";
+import type { AgentMessage } from "../protos/gen/farm/v1/AgentMessage.ts";
+import type { TrackerMessage__Output } from "../protos/gen/farm/v1/TrackerMessage.ts";
+import { connectTracker, type TrackerClient } from "../host-sdk/index.ts";
+import type { FarmEvent } from "../tracker/events.ts";
+import type { FeedMessage, FeedSnapshot, FeedStats } from "../tracker/live/protocol.ts";
+import { Browser, findChromium } from "./helpers/chromium.ts";
+import { startAgentProcess, startTrackerProcess, waitFor, waitForFreeBoards, type FarmProcess, type TrackerProcess } from "./helpers/processes.ts";
+
+const CLI = fileURLToPath(new URL("../cli/main.ts", import.meta.url));
+const SCREENSHOT = fileURLToPath(new URL("../docs/live-view.png", import.meta.url));
+
+/** A feed client that keeps every message it gets. */
+class FeedClient {
+  readonly messages: FeedMessage[] = [];
+  readonly ws: WebSocket;
+  readonly closed: Promise<{ code: number; reason: string }>;
+
+  constructor(http: string) {
+    this.ws = new WebSocket(`ws://${http}/feed`);
+    this.ws.on("message", (data: Buffer) => this.messages.push(unpack(data) as FeedMessage));
+    this.ws.on("error", () => {});
+    this.closed = new Promise((resolve) => this.ws.on("close", (code, reason) => resolve({ code, reason: reason.toString() })));
+  }
+
+  static async open(http: string): Promise<FeedClient> {
+    const c = new FeedClient(http);
+    await once(c.ws, "open");
+    await c.waitFor("the snapshot", () => c.messages[0]?.kind === "snapshot");
+    return c;
+  }
+
+  get snapshot(): FeedSnapshot {
+    return this.messages[0] as FeedSnapshot;
+  }
+
+  events(): FarmEvent[] {
+    return this.messages.flatMap((m) => (m.kind === "event" ? [m.event] : m.kind === "events" ? m.events : []));
+  }
+
+  lastStats(): FeedStats | undefined {
+    for (let i = this.messages.length - 1; i >= 0; i--) {
+      const m = this.messages[i]!;
+      if (m.kind === "sample" || m.kind === "snapshot") return m.feed;
+    }
+    return undefined;
+  }
+
+  waitFor<T>(what: string, probe: () => T | undefined | false, timeoutMs = 15_000): Promise<T> {
+    return waitFor(what, probe, timeoutMs, 10);
+  }
+
+  waitForEvent(what: string, match: (e: FarmEvent) => boolean, timeoutMs = 15_000): Promise<FarmEvent> {
+    return this.waitFor(what, () => this.events().find(match), timeoutMs);
+  }
+
+  close(): void {
+    this.ws.close();
+  }
+}
+
+/** Runs one short session on `key`; returns its id. */
+async function runSession(client: TrackerClient, key: string): Promise<string> {
+  const s = await client.request(key);
+  await s.listdir();
+  await s.close();
+  return s.id;
+}
+
+/**
+ * A fake agent speaking the real Attach protocol: registers `boards` boards,
+ * marks them ready, and detaches — 3 events per board, cheaply, for floods.
+ */
+async function attachAndDetach(tracker: string, boards: number, name: string): Promise<void> {
+  const client = new (AgentService as unknown as grpc.ServiceClientConstructor)(tracker, grpc.credentials.createInsecure(), CHANNEL_OPTIONS) as unknown as AgentServiceClient & grpc.Client;
+  try {
+    const call = client.Attach() as unknown as grpc.ClientDuplexStream<AgentMessage, TrackerMessage__Output>;
+    call.on("error", () => {});
+    const specs = Array.from({ length: boards }, (_, j) => ({
+      name: `b${j}`,
+      key: "flood",
+      kind: "cpu",
+      labels: { rack: `r${j % 8}`, pool: "flood" },
+      capabilities: { cores: "2", memory_bytes: "25275838464" },
+    }));
+    const registered = new Promise<void>((resolve, reject) => {
+      call.on("data", (m: TrackerMessage__Output) => m.registered && resolve());
+      call.on("error", reject);
+    });
+    call.write({ register: { agent_name: name, boards: specs, version: "0.1.0" } });
+    await registered;
+    for (const b of specs) call.write({ board_ready: { board_name: b.name } });
+    await new Promise<void>((resolve) => call.write({ heartbeat: { seq: 1 } }, () => resolve()));
+    call.end();
+    await new Promise((r) => setTimeout(r, 20));
+  } finally {
+    client.close();
+  }
+}
+
+describe("live view feed", () => {
+  let tracker: TrackerProcess;
+  let agent: FarmProcess | undefined;
+  let client: TrackerClient;
+  let http: string;
+  const feeds: FeedClient[] = [];
+  /** The farm's one agent: the first test starts it while watching; the others need it too. */
+  const ensureAgent = async () => {
+    agent ??= await startAgentProcess(tracker.address, ["cpu:key=live,name=cpu0"], ["--name", "rack-a"]);
+    await waitForFreeBoards(client, 1, "live");
+  };
+  const feed = async () => {
+    const f = await FeedClient.open(http);
+    feeds.push(f);
+    return f;
+  };
+
+  before(async () => {
+    tracker = await startTrackerProcess(["--metrics-port", "0"]);
+    http = tracker.httpAddress!;
+    client = await connectTracker(tracker.address);
+  });
+  after(async () => {
+    for (const f of feeds) f.ws.terminate();
+    client?.close();
+    await agent?.stop();
+    await tracker?.stop();
+  });
+
+  it("serves the page at /", async () => {
+    const res = await fetch(`http://${http}/`);
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get("content-type") ?? "", /^text\/html/);
+    const html = await res.text();
+    assert.match(html, /<title>kernelfarm · live<\/title>/);
+    // No build step, nothing from the network: no external scripts or styles.
+    assert.doesNotMatch(html, /<script[^>]+src=|<link[^>]+stylesheet|https?:\/\/(?!www\.w3\.org)/);
+  });
+
+  it("sends a snapshot, then boards added and sessions granted and ended", async () => {
+    const a = await feed();
+    assert.equal(a.snapshot.kind, "snapshot");
+    assert.deepEqual(a.snapshot.summary.boards, []);
+    assert.equal(a.snapshot.series.intervalMs, 1000);
+    await ensureAgent();
+    const added = await a.waitForEvent("board added", (e) => e.type === "board" && e.change === "added");
+    assert.equal(added.type === "board" && added.board.key, "live");
+    await a.waitForEvent("agent attached", (e) => e.type === "agent" && e.change === "attached" && e.name === "rack-a");
+
+    const id = await runSession(client, "live");
+    await a.waitForEvent("session granted", (e) => e.type === "session" && e.session === id && e.change === "granted");
+    const ended = await a.waitForEvent("session ended", (e) => e.type === "session" && e.session === id && e.change === "ended");
+    assert.equal(ended.type === "session" && ended.reason, "OK");
+
+    // A page opened now sees it all in its snapshot.
+    const b = await feed();
+    assert.deepEqual(b.snapshot.summary.boards.map((x) => x.key), ["live"]);
+    assert.equal(b.snapshot.summary.agents[0]?.name, "rack-a");
+    assert.equal(b.snapshot.sessions[0]?.session, id);
+    assert.equal(b.snapshot.sessions[0]?.reason, "OK");
+    await b.waitFor("a sample with the live key", () => b.messages.some((m) => m.kind === "sample" && m.sample.keys.live?.total === 1));
+    assert.equal(b.lastStats()?.clients, 2);
+  });
+
+  it("answers malformed messages and keeps serving the feed and gRPC", async () => {
+    await ensureAgent();
+    const good = await feed();
+    const bad = await feed();
+    bad.ws.send(Buffer.from([0xc1, 0xff, 0x00]));
+    bad.ws.send(Buffer.from([0xde, 0xff]));
+    bad.ws.send("hello, tracker");
+    bad.ws.send(new Packr({ useRecords: false }).pack({ kind: "subscribe", to: "everything" }));
+    bad.ws.send(new Packr({ useRecords: false }).pack({ kind: "ping" }));
+    await bad.waitFor("a pong", () => bad.messages.some((m) => m.kind === "pong"));
+    const errors = bad.messages.filter((m) => m.kind === "error");
+    assert.equal(errors.length, 4, JSON.stringify(errors));
+    assert.ok(errors.some((m) => m.kind === "error" && /text frame/.test(m.message)));
+    assert.ok(errors.some((m) => m.kind === "error" && /"subscribe"/.test(m.message)));
+
+    // A message over the size limit closes that socket (1009), nobody else's.
+    const huge = await feed();
+    huge.ws.send(Buffer.alloc(64 * 1024, 0x90));
+    assert.equal((await huge.closed).code, 1009);
+
+    const id = await runSession(client, "live");
+    for (const f of [good, bad]) await f.waitForEvent(`session ${id} ended`, (e) => e.type === "session" && e.session === id && e.change === "ended");
+    assert.equal((await client.summary()).boards.length, 1);
+    assert.equal(bad.ws.readyState, WebSocket.OPEN);
+  });
+
+  it("drops a client that does not read while another keeps up with a flood of events", async () => {
+    await ensureAgent();
+    const reader = await feed();
+    const sleeper = await feed();
+    sleeper.ws.pause();
+    const seenBefore = reader.events().length;
+    let cycles = 0;
+    // ~3,000 board events per cycle (added, ready, removed for 1,000 boards).
+    while (!(reader.lastStats()?.dropped ?? 0)) {
+      assert.ok(cycles < 60, `the slow client was not dropped after ${cycles} floods (reader saw ${reader.events().length - seenBefore} events)`);
+      await attachAndDetach(tracker.address, 1000, `flood${cycles++}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const seen = reader.events().length - seenBefore;
+    assert.ok(seen >= 1000 * 2, `the reader kept receiving during the flood (${seen} events)`);
+    // The reader keeps getting events after the drop.
+    const id = await runSession(client, "live");
+    await reader.waitForEvent("a session after the flood", (e) => e.type === "session" && e.session === id && e.change === "ended");
+    assert.equal(reader.ws.readyState, WebSocket.OPEN);
+    // The sleeper, reading again, finds the close frame after what was already buffered.
+    sleeper.ws.resume();
+    const closed = await sleeper.closed;
+    assert.equal(closed.code, 1013, `closed ${closed.code} ${closed.reason}`);
+    assert.match(closed.reason, /too slow/);
+    // gRPC is unaffected, and the flood agents are gone.
+    await waitFor("the flood boards to go", async () => (await client.summary()).boards.every((b) => b.key === "live"));
+  });
+});
+
+describe("live view page in Chromium", () => {
+  const chromium = findChromium();
+  let tracker: TrackerProcess | undefined;
+  const agents: FarmProcess[] = [];
+  let client: TrackerClient | undefined;
+  let browser: Browser | undefined;
+
+  after(async () => {
+    await browser?.close();
+    client?.close();
+    for (const a of agents) await a.stop();
+    await tracker?.stop();
+  });
+
+  it("shows boards and sessions as they come, and takes a screenshot", { skip: chromium ? false : "no chromium on PATH (apt-get install -y chromium)", timeout: 120_000 }, async () => {
+    tracker = await startTrackerProcess(["--metrics-port", "0"]);
+    client = await connectTracker(tracker.address, { clientId: "autotuner" });
+    browser = await Browser.launch(chromium);
+    const page = await browser.open(`http://${tracker.httpAddress}/`, 1440, 900);
+    await page.waitFor("the feed to connect", `document.getElementById("conn").dataset.state === "open"`);
+    assert.equal(await page.evaluate(`document.querySelectorAll("#boards tbody tr").length`), 0);
+    assert.equal(await page.evaluate(`document.getElementById("boards-empty").hidden`), false);
+
+    // Boards registered after the page loaded appear in it.
+    agents.push(await startAgentProcess(tracker.address, ["cpu:0:key=cpu,name=cpu0,rack=a1", "cpu:1:key=cpu,name=cpu1,rack=a1"], ["--name", "rack-a"]));
+    agents.push(await startAgentProcess(tracker.address, ["cpu:key=cpu-large,name=big0,rack=b2"], ["--name", "rack-b"]));
+    await page.waitFor("3 board rows", `document.querySelectorAll("#boards tbody tr[data-board]").length === 3`);
+    await waitForFreeBoards(client, 3);
+    await page.waitFor("3 free boards", `document.querySelectorAll('#boards tbody tr[data-state="free"]').length === 3`);
+    assert.match(await page.evaluate<string>(`document.querySelector("#agents tbody").textContent`), /rack-a.*rack-b/s);
+
+    // A session, then some back to back with a queue, and one that times out.
+    const id = await runSession(client, "cpu");
+    await page.waitFor(`session ${id} in recent sessions`, `document.querySelector('#sessions tr[data-session="${id}"][data-reason="OK"]') !== null`);
+    const hold = async (key: string, ms: number) => {
+      const s = await client!.request(key);
+      await s.listdir();
+      await new Promise((r) => setTimeout(r, ms));
+      await s.close();
+    };
+    // Two waves with a pause between, so the chart has a shape.
+    await Promise.all(Array.from({ length: 4 }, () => hold("cpu", 500)));
+    await new Promise((r) => setTimeout(r, 1500));
+    await Promise.all([...Array.from({ length: 6 }, () => hold("cpu", 400)), hold("cpu-large", 1500)]);
+    const timedOut = await client.request("cpu-large", { sessionTimeoutMs: 300 });
+    await waitFor("the session timeout", () => timedOut.isClosed, 10_000);
+    await page.waitFor("the failed session", `document.querySelector('#sessions tr[data-session="${timedOut.id}"]:not([data-reason="OK"])') !== null`);
+    await page.waitFor("13 sessions listed", `document.querySelectorAll("#sessions tbody tr").length === 13`);
+    await page.waitFor("the chart to draw busy boards", `document.querySelectorAll("#chart-util path").length >= 2`, 5000);
+    assert.match(await page.evaluate<string>(`document.getElementById("log").textContent`), /session granted/);
+    assert.deepEqual(page.errors, []);
+
+    // docs/live-view.png is committed: rewrite it only when asked (or missing).
+    const target = process.env.KFARM_UPDATE_SCREENSHOTS || !existsSync(SCREENSHOT) ? SCREENSHOT : join(mkdtempSync(join(tmpdir(), "kfarm-live-")), "live-view.png");
+    await page.waitFor("the row highlights to fade", `document.querySelectorAll("#boards tr.flash").length === 0`, 10_000);
+    const size = await page.screenshot(target);
+    assert.ok(size > 10_000, `screenshot of ${size} bytes`);
+    console.log(`# live view screenshot: ${target} (${(size / 1024).toFixed(0)} KiB)`);
+
+    // An agent leaving takes its board off the page; the tracker stopping shows on the indicator.
+    await agents.pop()!.stop();
+    await page.waitFor("the board of rack-b to go", `document.querySelectorAll("#boards tbody tr[data-board]").length === 2`);
+    const stopped = page.waitFor("the indicator to say the tracker stopped", `/tracker stopped · retry in \\d+ s/.test(document.getElementById("conn").textContent)`);
+    await tracker.stop();
+    await stopped;
+    await page.waitFor("a failed retry", `document.getElementById("conn").dataset.state === "closed" && /tracker unreachable · retry in \\d+ s/.test(document.getElementById("conn").textContent)`);
+  });
+});
+
+describe("kfarm status --watch", () => {
+  let tracker: TrackerProcess;
+  let agent: FarmProcess;
+  let client: TrackerClient;
+  before(async () => {
+    tracker = await startTrackerProcess(["--metrics-port", "0"]);
+    agent = await startAgentProcess(tracker.address, ["cpu:key=watch,name=w0"]);
+    client = await connectTracker(tracker.address);
+    await waitForFreeBoards(client, 1);
+  });
+  after(async () => {
+    client.close();
+    await agent.stop();
+    await tracker.stop();
+  });
+
+  it("prints the table, then a line per event, and says when the feed drops", async () => {
+    const proc = spawn(process.execPath, ["--import", "tsx", CLI, "status", "--watch", "--http", tracker.httpAddress!], { stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    proc.stdout.on("data", (c: Buffer) => (out += c.toString()));
+    proc.stderr.on("data", (c: Buffer) => (out += c.toString()));
+    try {
+      await waitFor("the table", () => /Board List[\s\S]*w0[\s\S]*Queue Status[\s\S]*watching farm events/.test(out), 20_000);
+      const id = await runSession(client, "watch");
+      await waitFor("the session lines", () => new RegExp(`session granted\\s+${id} on \\S+/w0`).test(out) && new RegExp(`session ended\\s+${id} on \\S+/w0: OK after \\d+ ms`).test(out));
+      assert.match(out, /\d\d:\d\d:\d\d\.\d{3} {2}board changed\s+\S+\/w0 key=watch kind=cpu state=busy/);
+      await tracker.stop();
+      await waitFor("the disconnect line", () => /feed disconnected \(1001 the tracker is shutting down\); retrying in [\d.]+ s/.test(out));
+    } finally {
+      proc.kill("SIGINT");
+      const [code] = (await once(proc, "exit")) as [number | null];
+      assert.equal(code, 0, out);
+    }
+  });
+
+  it("needs --http with --watch", async () => {
+    const proc = spawn(process.execPath, ["--import", "tsx", CLI, "status", "--watch"], { stdio: ["ignore", "pipe", "pipe"] });
+    let err = "";
+    proc.stderr.on("data", (c: Buffer) => (err += c.toString()));
+    const [code] = (await once(proc, "exit")) as [number | null];
+    assert.equal(code, 1);
+    assert.match(err, /--watch needs --http HOST:PORT/);
+  });
+});
