@@ -58,6 +58,7 @@ describe("board health: canaries, quarantine, infrastructure errors", () => {
     });
     assert.equal(good.health, "healthy");
     assert.equal(good.last_error, "");
+    assert.equal(good.last_canary, "passed: vadd of 64 floats exact");
     // The same in the metrics.
     const m = await scrape(tracker.httpAddress!);
     assert.equal(m.get("kernelfarm_board_health", { board: "h/bad", health: "quarantined" }), 1);

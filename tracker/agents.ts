@@ -128,7 +128,7 @@ export class AgentLinks {
       report.kind === "infra"
         ? ({ kind: "infra_error", reason: report.reason } as const)
         : report.ok
-          ? ({ kind: "canary_passed" } as const)
+          ? ({ kind: "canary_passed", detail: report.reason } as const)
           : ({ kind: "canary_failed", reason: report.reason } as const);
     const t = board.health.apply(input);
     if (!report.ok) this.log.warn({ board: board.id, kind: report.kind }, report.reason);

@@ -4,7 +4,7 @@ import { describe, it } from "node:test";
 import { BoardHealth, QUARANTINE_AFTER, RESTORE_AFTER } from "./health.ts";
 
 const fail = (reason = "sum was 3, expected 4") => ({ kind: "canary_failed" as const, reason });
-const pass = { kind: "canary_passed" as const };
+const pass = { kind: "canary_passed" as const, detail: "vadd of 64 floats exact" };
 
 describe("board health", () => {
   it("starts healthy and grantable; passes keep it so, with no transition", () => {
@@ -12,6 +12,16 @@ describe("board health", () => {
     assert.equal(h.state, "healthy");
     assert.ok(h.grantable);
     assert.equal(h.apply(pass), undefined);
+  });
+
+  it("remembers the last canary's outcome", () => {
+    const h = new BoardHealth();
+    assert.equal(h.lastCanary, "");
+    h.apply(pass);
+    assert.equal(h.lastCanary, "passed: vadd of 64 floats exact");
+    assert.ok(h.lastCanaryAt > 0);
+    h.apply(fail("vadd[3] = 7, expected 6"));
+    assert.equal(h.lastCanary, "failed: vadd[3] = 7, expected 6");
   });
 
   it("one failure makes it suspect (still grantable), a pass makes it healthy again", () => {

@@ -23,7 +23,7 @@ export const QUARANTINE_AFTER = 2;
 export const RESTORE_AFTER = 2;
 
 export type HealthInput =
-  | { kind: "canary_passed" }
+  | { kind: "canary_passed"; detail: string }
   | { kind: "canary_failed"; reason: string }
   | { kind: "infra_error"; reason: string }
   | { kind: "operator_quarantine"; by: string }
@@ -41,6 +41,9 @@ export class BoardHealth {
   reason = "";
   /** The last failure seen, kept after recovery for the live view. */
   lastError = "";
+  /** The last canary's outcome ("passed: ..." / "failed: ..."), and when it came. */
+  lastCanary = "";
+  lastCanaryAt = 0;
   private failures = 0;
   private passes = 0;
   /** Quarantined by an operator: only a restore lifts it. */
@@ -53,6 +56,10 @@ export class BoardHealth {
   /** Applies `input`; returns the transition, or undefined when the state did not change. */
   apply(input: HealthInput): HealthTransition | undefined {
     const from = this.state;
+    if (input.kind === "canary_passed" || input.kind === "canary_failed") {
+      this.lastCanary = input.kind === "canary_passed" ? `passed: ${input.detail}` : `failed: ${input.reason}`;
+      this.lastCanaryAt = Date.now();
+    }
     switch (input.kind) {
       case "canary_passed":
         this.failures = 0;

@@ -70,6 +70,8 @@ export function describeBoard(board: Board): BoardInfo {
     health_reason: board.health.reason,
     last_error: board.health.lastError,
     drained: board.draining,
+    last_canary: board.health.lastCanary,
+    last_canary_at_ms: board.health.lastCanaryAt,
   };
 }
 

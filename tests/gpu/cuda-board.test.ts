@@ -101,6 +101,9 @@ describe("CUDA board on a real GPU", { skip }, () => {
     assert.match(board.labels.memory!, /^\d+GiB$/);
     assert.ok(Number(board.labels.sm_count) > 0);
     assert.match(board.labels.driver!, /^\d+\.\d+$/);
+    // Its canary (saxpy from embedded PTX) ran when the worker started and passed.
+    assert.equal(board.health, "healthy");
+    assert.equal(board.last_canary, "passed: saxpy of 1024 floats exact");
     // A host can select on them.
     const s = await client.request("gpu", { labels: { arch } });
     await s.close();

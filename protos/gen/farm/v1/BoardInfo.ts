@@ -45,6 +45,14 @@ export interface BoardInfo {
    * an operator drained it: no new sessions until restored
    */
   'drained'?: (boolean);
+  /**
+   * "passed: <what it checked>" or "failed: <what came out wrong>"; empty before the first
+   */
+  'last_canary'?: (string);
+  /**
+   * when it ran (ms since the epoch)
+   */
+  'last_canary_at_ms'?: (number | string);
 }
 
 /**
@@ -91,4 +99,12 @@ export interface BoardInfo__Output {
    * an operator drained it: no new sessions until restored
    */
   'drained': (boolean);
+  /**
+   * "passed: <what it checked>" or "failed: <what came out wrong>"; empty before the first
+   */
+  'last_canary': (string);
+  /**
+   * when it ran (ms since the epoch)
+   */
+  'last_canary_at_ms': (number);
 }
