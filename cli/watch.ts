@@ -6,9 +6,7 @@
  */
 import { unpack } from "msgpackr";
 import WebSocket from "ws";
-import type { FarmEvent } from "../tracker/events.ts";
-import type { FeedMessage, FeedSnapshot } from "../tracker/live/protocol.ts";
-import { formatSummary } from "../tracker/index.ts";
+import { formatSummary, type FarmEvent, type FeedMessage, type FeedSnapshot } from "../tracker/index.ts";
 
 export const WATCH_BACKOFF_INITIAL_MS = 500;
 export const WATCH_BACKOFF_MAX_MS = 10_000;

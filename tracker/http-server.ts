@@ -16,6 +16,7 @@ export class TrackerHttp {
   private readonly upgrades = new Map<string, UpgradeHandler>();
   private readonly server: Server;
   private boundPort = 0;
+  private readonly closers: Array<() => Promise<void>> = [];
 
   constructor(private readonly log: Logger) {
     this.server = createServer((req, res) => void this.handle(req, res));
@@ -42,6 +43,11 @@ export class TrackerHttp {
     this.upgrades.set(path, handler);
   }
 
+  /** Runs `fn` first when the HTTP side closes: upgraded sockets (ws) would otherwise keep close() waiting. */
+  onClose(fn: () => Promise<void>): void {
+    this.closers.push(fn);
+  }
+
   get port(): number {
     return this.boundPort;
   }
@@ -60,6 +66,7 @@ export class TrackerHttp {
   }
 
   async close(): Promise<void> {
+    await Promise.all(this.closers.map((fn) => fn()));
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }

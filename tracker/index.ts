@@ -2,3 +2,5 @@
 export { Tracker, startTracker } from "./tracker.ts";
 export { resolveTrackerOptions, type TrackerOptions, type ResolvedTrackerOptions } from "./options.ts";
 export { formatSummary } from "./summary.ts";
+export type { FarmEvent } from "./events.ts";
+export type { FeedMessage, FeedSnapshot } from "./live/protocol.ts";

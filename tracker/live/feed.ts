@@ -91,6 +91,13 @@ const PAGE_HEADERS = {
   "x-content-type-options": "nosniff",
 };
 
+/**
+ * Plain msgpack only: no records, and fields that are undefined left out
+ * rather than sent as msgpackr's undefined extension. (`skipValues` is in
+ * msgpackr's pack.js but not in its typings, hence the untyped object.)
+ */
+const PACK_OPTIONS = { useRecords: false, skipValues: [undefined] };
+
 interface Client {
   readonly ws: WebSocket;
   readonly peer: string;
@@ -109,13 +116,7 @@ export function installLiveView(http: TrackerHttp, tracker: LiveViewSource, opts
     res.writeHead(200, { ...PAGE_HEADERS, "content-length": page.length }).end(page);
   });
   http.upgrade(FEED_PATH, (req, socket, head) => view.handleUpgrade(req, socket, head));
-  // TrackerHttp has no close hook, and an upgraded socket keeps its server's
-  // close() waiting: end the feed first whenever the HTTP side closes.
-  const closeHttp = http.close.bind(http);
-  http.close = async () => {
-    await view.close();
-    await closeHttp();
-  };
+  http.onClose(() => view.close());
   return view;
 }
 
@@ -124,7 +125,7 @@ export class LiveView {
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: MAX_CLIENT_MESSAGE_BYTES, perMessageDeflate: false });
   private readonly clients = new Set<Client>();
   private readonly history: LiveHistory;
-  private readonly packr = new Packr({ useRecords: false });
+  private readonly packr = new Packr(PACK_OPTIONS);
   private readonly unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true });
   private readonly startedAt = Date.now();
   private readonly unsubscribe: () => void;
