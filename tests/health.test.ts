@@ -1,5 +1,6 @@
 /**
- * Board health with real processes: canaries run by each board's idle worker,
+ * Board health with real processes: canaries run by each board's idle worker
+ * (CPU and VTA simulator here; CUDA in tests/gpu),
  * a deliberately broken board (its canary library adds 1 to one element) that
  * quarantines itself and gets no sessions, an operator restore that its next
  * canaries undo, and an idle worker killed under a healthy board (an
@@ -32,7 +33,7 @@ describe("board health: canaries, quarantine, infrastructure errors", () => {
     writeFileSync(join(dir, "broken.c"), BROKEN_CANARY);
     execFileSync("cc", ["-shared", "-fPIC", "-o", join(dir, "broken.so"), join(dir, "broken.c")]);
     tracker = await startTrackerProcess(["--metrics-port", "0"]);
-    agent = await startAgentProcess(tracker.address, ["cpu:key=cpu,name=good", `cpu:key=cpu,name=bad,canary=${join(dir, "broken.so")}`], ["--canary-interval-ms", "250", "--name", "h"]);
+    agent = await startAgentProcess(tracker.address, ["cpu:key=cpu,name=good", `cpu:key=cpu,name=bad,canary=${join(dir, "broken.so")}`, "vta-sim:key=vta,name=v"], ["--canary-interval-ms", "250", "--name", "h"]);
     client = await connectTracker(tracker.address);
   });
   after(async () => {
@@ -59,6 +60,12 @@ describe("board health: canaries, quarantine, infrastructure errors", () => {
     assert.equal(good.health, "healthy");
     assert.equal(good.last_error, "");
     assert.equal(good.last_canary, "passed: vadd of 64 floats exact");
+    const vta = await waitFor("the VTA board's canary", async () => {
+      const b = await board("h/v");
+      return b?.last_canary ? b : undefined;
+    });
+    assert.equal(vta.last_canary, "passed: gemm 1×16·16×16 int8 exact, statistics exact");
+    assert.equal(vta.health, "healthy");
     // The same in the metrics.
     const m = await scrape(tracker.httpAddress!);
     assert.equal(m.get("kernelfarm_board_health", { board: "h/bad", health: "quarantined" }), 1);

@@ -4,9 +4,10 @@
  * its arguments per the program's relocations and executes every run; the
  * stats are TVM's simulator counters plus the cycle estimate.
  */
-import { FarmError, type FunctionSpec, type ModuleBundle } from "../../../protos/index.ts";
+import { FarmError, decodeBundle, type FunctionSpec, type ModuleBundle } from "../../../protos/index.ts";
 import { DEFAULT_VTA_HARDWARE, decodeVtaBinary, type VtaBinary, type VtaHardware } from "../../../vta/index.ts";
-import type { ArgValue, Backend, BackendStats, BoardFacts, DeviceArray, LoadedFunction, LoadedModule } from "../backend.ts";
+import type { ArgValue, Backend, BackendStats, BoardFacts, CanaryResult, DeviceArray, LoadedFunction, LoadedModule } from "../backend.ts";
+import { VTA_CANARY_BUNDLE_BASE64, VTA_CANARY_FUNCTION, VTA_CANARY_STATS, vtaCanaryInputs, vtaCanaryReference } from "./canary.ts";
 import { DramBuffer } from "./dram.ts";
 import { VtaSimulator, type VtaProgram, type VtaSimulatorOptions } from "./simulator.ts";
 import { busBytesPerCycle, resolveTiming } from "./timing.ts";
@@ -134,9 +135,31 @@ export class VtaSimBackend implements Backend {
     this.callNs = 0;
   }
 
-  /** No canary yet: a small GEMM with exact statistics is the plan (docs/architecture.md, "Not done yet"). */
-  canary(): undefined {
-    return undefined;
+  /** A one-block GEMM (canary.ts): output and TVM's statistics checked exactly; runs only on an idle board. */
+  canary(): CanaryResult {
+    const module = this.load(decodeBundle(Buffer.from(VTA_CANARY_BUNDLE_BASE64, "base64")));
+    const fn = module.functions.get(VTA_CANARY_FUNCTION)!;
+    const { a, w } = vtaCanaryInputs();
+    const arrays = [a, w, new Int8Array(16)].map((data) => {
+      const array = this.alloc(data.byteLength);
+      array.write(0, new Uint8Array(data.buffer));
+      return array;
+    });
+    try {
+      this.clearStats();
+      this.invoke(fn, arrays.map((array) => ({ kind: "buffer", array })));
+      const out = new Int8Array(Uint8Array.from(arrays[2]!.read(0, 16)).buffer);
+      const want = vtaCanaryReference(a, w);
+      const bad = out.findIndex((v, i) => v !== want[i]);
+      if (bad >= 0) return { ok: false, detail: `gemm C[${bad}] = ${out[bad]}, expected ${want[bad]}` };
+      const counters = this.sim.counters.toRecord() as Record<string, number>;
+      for (const [name, value] of Object.entries(VTA_CANARY_STATS)) {
+        if (counters[name] !== value) return { ok: false, detail: `gemm ${name} = ${counters[name]}, expected ${value}` };
+      }
+      return { ok: true, detail: "gemm 1×16·16×16 int8 exact, statistics exact" };
+    } finally {
+      this.reset();
+    }
   }
 
   reset(): void {
