@@ -34,8 +34,9 @@ describe("vta-sim canary", () => {
     const broken = new VtaSimBackend();
     const call = broken.sim.call.bind(broken.sim);
     broken.sim.call = (program, buffers) => {
-      call(program, buffers);
+      const report = call(program, buffers);
       buffers[2]!.write(0, Uint8Array.of(99));
+      return report;
     };
     const r = broken.canary();
     assert.equal(r.ok, false);
