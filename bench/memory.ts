@@ -6,18 +6,13 @@
  * Baseline, same run: the same tracker process with no agent attached
  * (its RSS, and Summary latency with an empty farm).
  */
-import { spawn } from "node:child_process";
-import { once } from "node:events";
-import { fileURLToPath } from "node:url";
 import { connectTracker } from "../host-sdk/index.ts";
-import { startTrackerProcess, waitFor } from "../tests/helpers/processes.ts";
+import { startTrackerProcess } from "../tests/helpers/processes.ts";
+import { SIM_AGENTS, SIM_BOARDS, SIM_BOARDS_PER_AGENT, attachSimFleet, type SimFleet } from "./lib/sim-fleet.ts";
 import { cpuSeconds, rssBytes } from "./lib/procs.ts";
 import { fmtMiB, fmtMs, fmtRatio, nowMs, percentile, printTable, type Row } from "./lib/stats.ts";
 
-const SIM = fileURLToPath(new URL("./lib/sim-agents.ts", import.meta.url));
-const AGENTS = 50;
-const BOARDS_PER_AGENT = 20;
-const BOARDS = AGENTS * BOARDS_PER_AGENT;
+const BOARDS = SIM_BOARDS;
 const SUMMARY_WARMUP = 20;
 const SUMMARY_CALLS = 100;
 const STEADY_MS = 5000;
@@ -28,7 +23,7 @@ export async function benchMemory(): Promise<void> {
   const tracker = await startTrackerProcess();
   const pid = tracker.proc.pid!;
   const client = await connectTracker(tracker.address);
-  let sim: ReturnType<typeof spawn> | undefined;
+  let sim: SimFleet | undefined;
   try {
     const summaryLatency = async () => {
       for (let i = 0; i < SUMMARY_WARMUP; i++) await client.summary();
@@ -46,19 +41,7 @@ export async function benchMemory(): Promise<void> {
     const rssEmpty = rssBytes(pid);
 
     const t0 = nowMs();
-    sim = spawn(process.execPath, ["--import", "tsx", SIM, tracker.address, String(AGENTS), String(BOARDS_PER_AGENT)], { stdio: ["pipe", "pipe", "inherit"] });
-    await new Promise<void>((resolve, reject) => {
-      let out = "";
-      sim!.stdout!.on("data", (c: Buffer) => {
-        out += c.toString();
-        if (out.includes("attached")) resolve();
-      });
-      sim!.once("exit", (code) => reject(new Error(`simulated agents exited (code ${code})`)));
-    });
-    await waitFor(`${BOARDS} free boards`, async () => {
-      const s = await client.summary();
-      return s.boards.filter((b) => b.state === "free").length === BOARDS;
-    }, 30_000, 50);
+    sim = await attachSimFleet(tracker.address, client);
     const attachMs = nowMs() - t0;
 
     // Steady state: heartbeats from every agent; measure the tracker's CPU meanwhile.
@@ -108,16 +91,12 @@ export async function benchMemory(): Promise<void> {
         ratio: "",
       },
     ];
-    printTable(`5. tracker memory with ${BOARDS} boards (${AGENTS} simulated agents × ${BOARDS_PER_AGENT}, real Attach protocol)`, rows, [
+    printTable(`5. tracker memory with ${BOARDS} boards (${SIM_AGENTS} simulated agents × ${SIM_BOARDS_PER_AGENT}, real Attach protocol)`, rows, [
       `all ${BOARDS} boards free ${(attachMs / 1e3).toFixed(1)} s after the agents started; RSS read ${STEADY_MS / 1e3} s later (VmRSS of the tracker process).`,
       `Summary reply with ${BOARDS} boards: ~${(summaryBytes / 1024).toFixed(0)} KiB as JSON; ${SUMMARY_CALLS} calls after ${SUMMARY_WARMUP} warm-ups.`,
     ]);
   } finally {
-    if (sim && sim.exitCode === null) {
-      const exited = once(sim, "exit");
-      sim.kill("SIGTERM");
-      await exited;
-    }
+    await sim?.stop();
     client.close();
     await tracker.stop();
   }

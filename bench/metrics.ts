@@ -8,19 +8,14 @@
  * does. Both are also measured with no board attached. Scrapes and Summary
  * calls alternate in rounds so drift hits both alike.
  */
-import { spawn } from "node:child_process";
-import { once } from "node:events";
 import { Agent, get } from "node:http";
-import { fileURLToPath } from "node:url";
 import { connectTracker, type TrackerClient } from "../host-sdk/index.ts";
-import { startTrackerProcess, waitFor } from "../tests/helpers/processes.ts";
+import { startTrackerProcess } from "../tests/helpers/processes.ts";
+import { SIM_AGENTS, SIM_BOARDS, SIM_BOARDS_PER_AGENT, attachSimFleet, type SimFleet } from "./lib/sim-fleet.ts";
 import { parseExposition } from "../tests/helpers/metrics.ts";
 import { fmtMs, fmtRatio, nowMs, percentile, printTable, type Row } from "./lib/stats.ts";
 
-const SIM = fileURLToPath(new URL("./lib/sim-agents.ts", import.meta.url));
-const AGENTS = 50;
-const BOARDS_PER_AGENT = 20;
-const BOARDS = AGENTS * BOARDS_PER_AGENT;
+const BOARDS = SIM_BOARDS;
 const WARMUP = 20;
 const ROUNDS = 5;
 const PER_ROUND = 40;
@@ -63,24 +58,12 @@ export async function benchMetrics(): Promise<void> {
   const http = tracker.httpAddress!;
   const client = await connectTracker(tracker.address);
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-  let sim: ReturnType<typeof spawn> | undefined;
+  let sim: SimFleet | undefined;
   try {
     const empty = await measure(agent, http, client);
     const emptyBytes = Buffer.byteLength(await scrape(agent, http));
 
-    sim = spawn(process.execPath, ["--import", "tsx", SIM, tracker.address, String(AGENTS), String(BOARDS_PER_AGENT)], { stdio: ["pipe", "pipe", "inherit"] });
-    await new Promise<void>((resolve, reject) => {
-      let out = "";
-      sim!.stdout!.on("data", (c: Buffer) => {
-        out += c.toString();
-        if (out.includes("attached")) resolve();
-      });
-      sim!.once("exit", (code) => reject(new Error(`simulated agents exited (code ${code})`)));
-    });
-    await waitFor(`${BOARDS} free boards`, async () => {
-      const s = await client.summary();
-      return s.boards.filter((b) => b.state === "free").length === BOARDS;
-    }, 30_000, 50);
+    sim = await attachSimFleet(tracker.address, client);
 
     const full = await measure(agent, http, client);
     const body = await scrape(agent, http);
@@ -126,17 +109,13 @@ export async function benchMetrics(): Promise<void> {
         ratio: "",
       },
     ];
-    printTable(`metrics: tracker /metrics scrape with ${BOARDS} boards (${AGENTS} simulated agents × ${BOARDS_PER_AGENT}, real Attach protocol)`, rows, [
+    printTable(`metrics: tracker /metrics scrape with ${BOARDS} boards (${SIM_AGENTS} simulated agents × ${SIM_BOARDS_PER_AGENT}, real Attach protocol)`, rows, [
       `${ROUNDS} rounds of ${PER_ROUND} scrapes then ${PER_ROUND} Summary calls, after ${WARMUP} warm-ups of each; one kept-alive HTTP connection, one gRPC channel.`,
       `${ours.length} kernelfarm_* samples (board gauges: info + ${ours.filter((s) => s.name === "kernelfarm_board_state").length / BOARDS} states per board); the rest are Node process metrics.`,
     ]);
   } finally {
     agent.destroy();
-    if (sim && sim.exitCode === null) {
-      const exited = once(sim, "exit");
-      sim.kill("SIGTERM");
-      await exited;
-    }
+    await sim?.stop();
     client.close();
     await tracker.stop();
   }
