@@ -7,6 +7,9 @@ export {
   connectTracker, TrackerClient, Session, RemoteArray, RemoteModule, BenchmarkResult, compileCpu,
   type ConnectOptions, type RequestOptions, type RemoteFunction, type TimeEvaluatorOptions, type CallArg,
   type CallOptions, type CompileCpuOptions, type CompiledModule, type ParamDecl,
+  compileCuda, compileCudaMany, type CompileCudaOptions, type CudaCompiledModule, type CudaFunctionDecl, type KernelResources,
+  type Dim3, type LaunchDecl,
+  measure, MEASURE_OUTCOMES, type Candidate, type MeasureArg, type MeasureOptions, type MeasureResult, type MeasureOutcome,
 } from "./host-sdk/index.ts";
 export {
   compileVta, vtaConv2d, vtaMatmul, vtaElementwise, vtaVectorAdd, VTA_TUTORIALS,

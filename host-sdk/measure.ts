@@ -1,0 +1,325 @@
+/**
+ * measure(): the farm as a measurement service for auto-tuners. Many
+ * candidates, one result each — never fewer — with a closed set of outcomes
+ * (autotvm's MeasureErrorNo): compiled on the host in parallel, measured on
+ * every matching board at once with one session per board for the whole
+ * batch, checked against a reference before and after timing with poisoned
+ * outputs, infrastructure failures retried once on another board, results
+ * appended as JSON lines so a restarted batch skips what is done.
+ */
+import { appendFileSync, existsSync, readFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
+import { FarmError, dtypeOf, type AnyTypedArray, type Dtype, type LaunchDecl } from "../protos/index.ts";
+import type { CompiledModule } from "./compiled-module.ts";
+import type { RemoteArray, RemoteModule, Session, TimeEvaluatorOptions } from "./session.ts";
+import type { TrackerClient } from "./tracker-client.ts";
+
+export const MEASURE_OUTCOMES = ["OK", "COMPILE_ERROR", "LOAD_ERROR", "RUNTIME_ERROR", "WRONG_ANSWER", "TIMEOUT", "INFRA_ERROR"] as const;
+export type MeasureOutcome = (typeof MEASURE_OUTCOMES)[number];
+
+/** One kernel argument: data sent from the host, an output to check, or a scalar. */
+export type MeasureArg =
+  | { input: AnyTypedArray; shape?: number[] }
+  | { output: { shape: number[]; dtype: Dtype }; expect?: AnyTypedArray }
+  | { scalar: number };
+
+export interface Candidate {
+  /** Stable id, kept in the results file for resumption; default `c<index>`. */
+  id?: string;
+  /** The module, or how to build it on the host (run in parallel, at most one per core). */
+  module: CompiledModule | (() => Promise<CompiledModule>);
+  function: string;
+  args: MeasureArg[];
+  /** Output tolerances: |got − want| ≤ atol + rtol·|want|. Default exact. */
+  atol?: number;
+  rtol?: number;
+  /** CUDA: the launch configuration. */
+  launch?: LaunchDecl;
+}
+
+export interface MeasureOptions {
+  key: string;
+  labels?: Record<string, string>;
+  /** Boards to use at most; default every board of the key (that the labels select). */
+  boards?: number;
+  /** time_evaluator settings; default { number: 10, repeat: 3 }. */
+  timeEvaluator?: Omit<TimeEvaluatorOptions, "launch" | "timeoutMs">;
+  /** Per-candidate timeout on the board (each call and the timing). Default 10 s. */
+  timeoutMs?: number;
+  /** Retries of a candidate that met an infrastructure failure, each on a fresh session. Default 1. */
+  retries?: number;
+  /** JSON-lines results file: appended per candidate; candidates already in it are skipped. */
+  resultsFile?: string;
+  /** Progress line on stderr: default when stderr is a terminal. */
+  progress?: boolean;
+  /** How long to wait for boards when opening sessions. Default 60 s. */
+  deadlineMs?: number;
+}
+
+export interface MeasureResult {
+  index: number;
+  id: string;
+  outcome: MeasureOutcome;
+  /** Why it is not OK, in the farm's words (error code and message). */
+  message?: string;
+  /** Seconds per call of each repeat, and their summary. */
+  timing?: { results: number[]; mean: number; median: number; min: number; max: number; std: number; number: number };
+  stats?: Record<string, number>;
+  board?: string;
+  conditions?: Record<string, string>;
+  /** Sessions it took: 2 after a retried infrastructure failure. */
+  attempts: number;
+}
+
+/** A board's failure or a kernel's, by the farm's error code. */
+function outcomeOf(err: unknown): { outcome: MeasureOutcome; message: string; sessionLost: boolean } {
+  const e = FarmError.from(err);
+  const message = `${e.code}: ${e.message}`;
+  switch (e.code) {
+    case "COMPILE_ERROR":
+    case "TOOLCHAIN_MISSING":
+      return { outcome: "COMPILE_ERROR", message, sessionLost: false };
+    case "BAD_BUNDLE":
+    case "TARGET_MISMATCH":
+    case "LOAD_ERROR":
+    case "UNKNOWN_FUNCTION":
+      return { outcome: "LOAD_ERROR", message, sessionLost: false };
+    case "TIMEOUT":
+      return { outcome: "TIMEOUT", message, sessionLost: true };
+    case "RUNTIME_CRASH":
+      return { outcome: "RUNTIME_ERROR", message, sessionLost: true };
+    case "DEVICE_ERROR":
+      // A sticky device error loses the context: the session can do nothing more.
+      return { outcome: "RUNTIME_ERROR", message, sessionLost: e.details?.sticky === true };
+    case "RUNTIME_ERROR":
+    case "BAD_ARGUMENTS":
+    case "LAUNCH_ERROR":
+    case "OUT_OF_MEMORY":
+    case "TOO_LARGE":
+      return { outcome: "RUNTIME_ERROR", message, sessionLost: false };
+    default:
+      return { outcome: "INFRA_ERROR", message, sessionLost: true };
+  }
+}
+
+/** Bytes no kernel is likely to produce: outputs are filled with them before each check. */
+const POISON = 0xa5;
+
+function poisoned(shape: number[], dtype: Dtype): AnyTypedArray {
+  const probe = new (dtypeArray(dtype))(shape.reduce((a, b) => a * b, 1));
+  new Uint8Array(probe.buffer).fill(POISON);
+  return probe;
+}
+
+function dtypeArray(dtype: Dtype): new (n: number) => AnyTypedArray {
+  return { int8: Int8Array, uint8: Uint8Array, int16: Int16Array, uint16: Uint16Array, int32: Int32Array, uint32: Uint32Array, int64: BigInt64Array, uint64: BigUint64Array, float32: Float32Array, float64: Float64Array }[dtype] as never;
+}
+
+/** The first element outside tolerance, or undefined. */
+function mismatch(got: AnyTypedArray, want: AnyTypedArray, atol: number, rtol: number): string | undefined {
+  if (got.length !== want.length) return `output has ${got.length} elements, the reference ${want.length}`;
+  for (let i = 0; i < got.length; i++) {
+    const g = Number(got[i]!);
+    const w = Number(want[i]!);
+    if (!(Math.abs(g - w) <= atol + rtol * Math.abs(w))) return `element ${i} is ${g}, expected ${w}`;
+  }
+  return undefined;
+}
+
+/** Runs `fn` on at most `limit` items at a time. */
+function limiter(limit: number): <T>(fn: () => Promise<T>) => Promise<T> {
+  let running = 0;
+  const waiting: Array<() => void> = [];
+  return async (fn) => {
+    while (running >= limit) await new Promise<void>((r) => waiting.push(r));
+    running++;
+    try {
+      return await fn();
+    } finally {
+      running--;
+      waiting.shift()?.();
+    }
+  };
+}
+
+class Progress {
+  private readonly t0 = Date.now();
+  done = 0;
+  failed = 0;
+  running = 0;
+  constructor(
+    private readonly total: number,
+    private readonly on: boolean,
+  ) {}
+  draw(): void {
+    if (!this.on) return;
+    const s = (Date.now() - this.t0) / 1e3;
+    const rate = this.done / Math.max(s, 1e-3);
+    const eta = rate > 0 ? (this.total - this.done) / rate : 0;
+    process.stderr.write(`\r measure: ${this.done}/${this.total} done, ${this.failed} failed, ${this.running} running · ${rate.toFixed(1)}/s · ETA ${eta.toFixed(0)} s   `);
+  }
+  end(): void {
+    if (this.on) process.stderr.write("\n");
+  }
+}
+
+/**
+ * Measures every candidate on the boards of `opts.key`; resolves with one
+ * result per candidate, in candidate order.
+ */
+export async function measure(client: TrackerClient, candidates: readonly Candidate[], opts: MeasureOptions): Promise<MeasureResult[]> {
+  const ids = candidates.map((c, i) => c.id ?? `c${i}`);
+  if (new Set(ids).size !== ids.length) throw new FarmError("INVALID_ARGUMENT", "measure: candidate ids must be unique");
+  const results: (MeasureResult | undefined)[] = new Array(candidates.length);
+  const known = readResults(opts.resultsFile);
+  ids.forEach((id, i) => {
+    const r = known.get(id);
+    if (r) results[i] = { ...r, index: i };
+  });
+  const todo = candidates.map((_, i) => i).filter((i) => !results[i]);
+  const progress = new Progress(todo.length, opts.progress ?? process.stderr.isTTY === true);
+  const record = (r: MeasureResult) => {
+    results[r.index] = r;
+    progress.done++;
+    if (r.outcome !== "OK") progress.failed++;
+    if (opts.resultsFile) appendFileSync(opts.resultsFile, `${JSON.stringify(r)}\n`);
+    progress.draw();
+  };
+
+  // Host compilation, in parallel, started now and awaited per candidate.
+  const compileSlot = limiter(availableParallelism());
+  const modules = new Map<number, Promise<CompiledModule>>();
+  for (const i of todo) {
+    const m = candidates[i]!.module;
+    modules.set(i, typeof m === "function" ? compileSlot(m) : Promise.resolve(m));
+    modules.get(i)!.catch(() => {}); // awaited later; a failure there is a result
+  }
+
+  const queue = [...todo];
+  const attempts = new Map<number, number>();
+  const retries = opts.retries ?? 1;
+  const summary = await client.summary();
+  const matching = summary.boards.filter((b) => b.key === opts.key && Object.entries(opts.labels ?? {}).every(([k, v]) => b.labels[k] === v));
+  const slots = Math.max(1, Math.min(opts.boards ?? matching.length, matching.length || 1, queue.length));
+
+  const runBoard = async (): Promise<void> => {
+    let session: Session | undefined;
+    const uploaded = new Map<string, RemoteModule>();
+    const drop = async () => {
+      const s = session;
+      session = undefined;
+      uploaded.clear();
+      await s?.close().catch(() => {});
+    };
+    try {
+      while (queue.length > 0) {
+        const index = queue.shift()!;
+        const attempt = (attempts.get(index) ?? 0) + 1;
+        attempts.set(index, attempt);
+        const c = candidates[index]!;
+        let module: CompiledModule;
+        try {
+          module = await modules.get(index)!;
+        } catch (err) {
+          record({ index, id: ids[index]!, attempts: 0, ...pick(outcomeOf(err)) });
+          continue;
+        }
+        progress.running++;
+        progress.draw();
+        try {
+          if (!session) session = await client.request(opts.key, { labels: opts.labels, deadlineMs: opts.deadlineMs ?? 60_000 });
+          record({ index, id: ids[index]!, attempts: attempt, ...(await runOne(session, uploaded, module, c, opts)) });
+        } catch (err) {
+          const o = outcomeOf(err);
+          if (o.sessionLost) await drop();
+          if (o.outcome === "INFRA_ERROR" && attempt <= retries) {
+            // Transparently again, on a fresh session (the board may be gone: the tracker picks another).
+            queue.unshift(index);
+          } else {
+            record({ index, id: ids[index]!, attempts: attempt, board: session?.board.id, ...pick(o) });
+          }
+        } finally {
+          progress.running--;
+        }
+      }
+    } finally {
+      await drop();
+    }
+  };
+  await Promise.all(Array.from({ length: slots }, runBoard));
+  progress.end();
+  return results.map((r, i) => r ?? { index: i, id: ids[i]!, outcome: "INFRA_ERROR", message: "INTERNAL: not measured", attempts: attempts.get(i) ?? 0 });
+}
+
+function pick(o: { outcome: MeasureOutcome; message: string }): { outcome: MeasureOutcome; message: string } {
+  return { outcome: o.outcome, message: o.message };
+}
+
+/** Upload (once per session per module), load, check, time, check again. */
+async function runOne(session: Session, uploaded: Map<string, RemoteModule>, module: CompiledModule, c: Candidate, opts: MeasureOptions): Promise<Omit<MeasureResult, "index" | "id" | "attempts">> {
+  let remote = uploaded.get(module.digest);
+  if (!remote) {
+    await session.upload(module);
+    remote = await session.loadModule(module.name);
+    uploaded.set(module.digest, remote);
+  }
+  const timeoutMs = opts.timeoutMs ?? 10_000;
+  const arrays: RemoteArray[] = [];
+  try {
+    const args: (RemoteArray | number)[] = [];
+    const outputs: { array: RemoteArray; spec: Extract<MeasureArg, { output: unknown }> }[] = [];
+    for (const a of c.args) {
+      if ("scalar" in a) {
+        args.push(a.scalar);
+      } else if ("input" in a) {
+        const array = await session.array(a.input, a.shape);
+        arrays.push(array);
+        args.push(array);
+      } else {
+        const array = await session.array(poisoned(a.output.shape, a.output.dtype), a.output.shape);
+        arrays.push(array);
+        outputs.push({ array, spec: a });
+        args.push(array);
+      }
+    }
+    const fn = remote.getFunction(c.function).withOptions({ timeoutMs, launch: c.launch });
+    const check = async (when: string): Promise<string | undefined> => {
+      await fn(...args);
+      for (const [k, o] of outputs.entries()) {
+        if (!o.spec.expect) continue;
+        const got = await o.array.toArray();
+        const bad = mismatch(got, o.spec.expect, c.atol ?? 0, c.rtol ?? 0);
+        if (bad) return `output ${k} ${when}: ${bad}`;
+        // Poison again, so the next check sees only what the next run writes.
+        await o.array.copyFrom(poisoned(o.spec.output.shape, dtypeOf(got)));
+      }
+      return undefined;
+    };
+    const before = await check("before timing");
+    if (before) return { outcome: "WRONG_ANSWER", message: before, board: session.board.id };
+    const timing = await remote.timeEvaluator(c.function, { number: 10, repeat: 3, ...opts.timeEvaluator, timeoutMs, launch: c.launch })(...args);
+    const after = await check("after timing");
+    const stats = (await session.stats()).counters;
+    const t = { results: [...timing.results], mean: timing.mean, median: timing.median, min: timing.min, max: timing.max, std: timing.std, number: timing.number };
+    if (after) return { outcome: "WRONG_ANSWER", message: after, board: session.board.id, timing: t };
+    return { outcome: "OK", timing: t, stats, board: session.board.id, conditions: { ...timing.conditions } };
+  } finally {
+    if (!session.isClosed) for (const a of arrays) await a.free().catch(() => {});
+  }
+}
+
+/** Results already in the file, by candidate id (later lines win; a torn last line is ignored). */
+function readResults(path: string | undefined): Map<string, MeasureResult> {
+  const out = new Map<string, MeasureResult>();
+  if (!path || !existsSync(path)) return out;
+  for (const line of readFileSync(path, "utf8").split("\n")) {
+    if (!line.trim()) continue;
+    try {
+      const r = JSON.parse(line) as MeasureResult;
+      if (typeof r.id === "string" && (MEASURE_OUTCOMES as readonly string[]).includes(r.outcome)) out.set(r.id, r);
+    } catch {
+      // a line cut short by a crash: that candidate is measured again
+    }
+  }
+  return out;
+}

@@ -1,0 +1,125 @@
+/**
+ * measure() against real tracker and agent processes: every outcome of the
+ * closed set, one result per candidate whatever happens, correctness checked
+ * before and after timing with poisoned outputs, an agent killed mid-batch
+ * (its candidate retried on the other board), a key no board serves, and
+ * resumption from a partial results file.
+ */
+import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { compileCpu, connectTracker, measure, type Candidate, type CompiledModule, type TrackerClient } from "../host-sdk/index.ts";
+import { startAgentProcess, startTrackerProcess, waitForFreeBoards } from "./helpers/processes.ts";
+
+const SOURCE = `
+#include <stdint.h>
+void good(const float* a, const float* b, float* c, int32_t n) { for (int32_t i = 0; i < n; i++) c[i] = a[i] + b[i]; }
+void wrong(const float* a, const float* b, float* c, int32_t n) { for (int32_t i = 0; i < n; i++) c[i] = a[i] - b[i]; }
+void half(const float* a, const float* b, float* c, int32_t n) { for (int32_t i = 0; i < n / 2; i++) c[i] = a[i] + b[i]; }
+static int runs = 0;
+void drifts(const float* a, const float* b, float* c, int32_t n) { runs++; for (int32_t i = 0; i < n; i++) c[i] = a[i] + b[i] + (runs > 3 ? 1.0f : 0.0f); }
+void crash(const float* a, const float* b, float* c, int32_t n) { volatile int* p = (int*)0; *p = n; }
+void spin(const float* a, const float* b, float* c, int32_t n) { volatile int x = 1; while (x) {} }
+void slow(const float* a, const float* b, float* c, int32_t n) { for (volatile int32_t k = 0; k < 2000000; k++) {} for (int32_t i = 0; i < n; i++) c[i] = a[i] + b[i]; }
+`;
+const PARAMS = ["float32* a", "float32* b", "float32* c", "int32 n"];
+const N = 64;
+const A = Float32Array.from({ length: N }, (_, i) => i);
+const B = Float32Array.from({ length: N }, (_, i) => 0.5 * i);
+const WANT = Float32Array.from({ length: N }, (_, i) => 1.5 * i);
+
+function candidate(fn: string, module: CompiledModule | (() => Promise<CompiledModule>), id?: string): Candidate {
+  return { id, module, function: fn, args: [{ input: A }, { input: B }, { output: { shape: [N], dtype: "float32" }, expect: WANT }, { scalar: N }] };
+}
+
+describe("measure()", () => {
+  let dir: string;
+  let tracker: Awaited<ReturnType<typeof startTrackerProcess>>;
+  let agents: Awaited<ReturnType<typeof startAgentProcess>>[];
+  let client: TrackerClient;
+  let module: CompiledModule;
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), "kfarm-measure-"));
+    tracker = await startTrackerProcess();
+    agents = await Promise.all(["m1", "m2"].map((name) => startAgentProcess(tracker.address, ["cpu:key=cpu"], ["--name", name])));
+    client = await connectTracker(tracker.address);
+    await waitForFreeBoards(client, 2);
+    module = await compileCpu(SOURCE, { functions: Object.fromEntries(["good", "wrong", "half", "drifts", "crash", "spin", "slow"].map((f) => [f, PARAMS])) });
+  });
+  after(async () => {
+    client?.close();
+    for (const a of agents ?? []) await a.stop();
+    await tracker?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("gives every candidate its outcome, one result each, in order", async () => {
+    const broken = () => compileCpu("void good(float* a) { oops }", { functions: { good: ["float32* a"] } });
+    const cands = [
+      candidate("good", module),
+      candidate("wrong", module),
+      candidate("half", module),
+      candidate("drifts", module),
+      candidate("crash", module),
+      candidate("spin", module),
+      candidate("good", broken),
+      candidate("nosuch", module),
+      candidate("good", module),
+    ];
+    const results = await measure(client, cands, { key: "cpu", timeoutMs: 1500, timeEvaluator: { number: 3, repeat: 2 }, progress: false });
+    assert.equal(results.length, cands.length);
+    const outcomes = results.map((r) => r.outcome);
+    assert.deepEqual(outcomes, ["OK", "WRONG_ANSWER", "WRONG_ANSWER", "WRONG_ANSWER", "RUNTIME_ERROR", "TIMEOUT", "COMPILE_ERROR", "LOAD_ERROR", "OK"]);
+    assert.match(results[1]!.message!, /before timing: element 1 is 0\.5, expected 1\.5/);
+    // Unwritten elements still hold the poison.
+    assert.match(results[2]!.message!, /before timing: element 32 is /);
+    assert.match(results[3]!.message!, /after timing: element 0 is 1, expected 0/);
+    assert.match(results[4]!.message!, /RUNTIME_CRASH/);
+    assert.match(results[6]!.message!, /COMPILE_ERROR: .*kernel\.c/);
+    assert.match(results[7]!.message!, /nosuch/);
+    for (const r of [results[0]!, results[8]!]) {
+      assert.equal(r.timing!.results.length, 2);
+      assert.ok(r.timing!.median > 0);
+      assert.match(r.board!, /^m[12]\/cpu0$/);
+      assert.ok(r.stats!.calls! > 0);
+      assert.equal(r.attempts, 1);
+    }
+    await waitForFreeBoards(client, 2);
+  });
+
+  it("a key no board serves: every candidate is INFRA_ERROR naming it, after its retry", async () => {
+    const results = await measure(client, [candidate("good", module), candidate("good", module)], { key: "tpu", progress: false, deadlineMs: 2000 });
+    assert.deepEqual(results.map((r) => r.outcome), ["INFRA_ERROR", "INFRA_ERROR"]);
+    for (const r of results) {
+      assert.match(r.message!, /NO_BOARD: no board serves key "tpu"/);
+      assert.equal(r.attempts, 2);
+    }
+  });
+
+  it("resumes: candidates already in the results file are not measured again", async () => {
+    const file = join(dir, "results.jsonl");
+    const first = await measure(client, [candidate("good", module, "a"), candidate("wrong", module, "b")], { key: "cpu", resultsFile: file, progress: false, timeEvaluator: { number: 2, repeat: 1 } });
+    assert.equal(readFileSync(file, "utf8").trim().split("\n").length, 2);
+    const again = await measure(client, [candidate("good", module, "a"), candidate("wrong", module, "b"), candidate("good", module, "c")], { key: "cpu", resultsFile: file, progress: false, timeEvaluator: { number: 2, repeat: 1 } });
+    assert.equal(readFileSync(file, "utf8").trim().split("\n").length, 3, "only the new candidate was appended");
+    assert.deepEqual(again.slice(0, 2).map((r) => r.timing?.median), first.map((r) => r.timing?.median));
+    assert.deepEqual(again.map((r) => r.outcome), ["OK", "WRONG_ANSWER", "OK"]);
+    await waitForFreeBoards(client, 2);
+  });
+
+  it("an agent killed mid-batch loses nothing: its candidate is retried on the other board", async () => {
+    const cands = Array.from({ length: 10 }, (_, i) => candidate("slow", module, `s${i}`));
+    const batch = measure(client, cands, { key: "cpu", progress: false, timeEvaluator: { number: 20, repeat: 3 }, timeoutMs: 20_000 });
+    await new Promise((r) => setTimeout(r, 1500));
+    await agents[1]!.stop("SIGKILL");
+    const results = await batch;
+    assert.equal(results.length, 10);
+    assert.deepEqual(results.map((r) => r.outcome), cands.map(() => "OK"), JSON.stringify(results.filter((r) => r.outcome !== "OK")));
+    const retried = results.filter((r) => r.attempts === 2);
+    assert.ok(retried.length >= 1, "the candidate in flight on the killed agent was measured again");
+    for (const r of retried) assert.equal(r.board, "m1/cpu0");
+  });
+});
