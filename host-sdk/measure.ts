@@ -9,7 +9,7 @@
  */
 import { appendFileSync, existsSync, readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
-import { FarmError, dtypeOf, type AnyTypedArray, type Dtype, type LaunchDecl } from "../protos/index.ts";
+import { FarmError, type AnyTypedArray, type Dtype, type LaunchDecl } from "../protos/index.ts";
 import type { CompiledModule } from "./compiled-module.ts";
 import type { RemoteArray, RemoteModule, Session, TimeEvaluatorOptions } from "./session.ts";
 import type { TrackerClient } from "./tracker-client.ts";
@@ -255,56 +255,65 @@ function pick(o: { outcome: MeasureOutcome; message: string }): { outcome: Measu
   return { outcome: o.outcome, message: o.message };
 }
 
-/** Upload (once per session per module), load, check, time, check again. */
+/** Awaits every promise (so none is left to reject unhandled) and throws the first failure. */
+async function allOrFirstError<T>(promises: readonly Promise<T>[]): Promise<T[]> {
+  const settled = await Promise.allSettled(promises);
+  for (const s of settled) if (s.status === "rejected") throw s.reason;
+  return settled.map((s) => (s as PromiseFulfilledResult<T>).value);
+}
+
+/**
+ * Upload (once per session per module), load, check, time, check again.
+ * Requests that do not depend on each other's replies are sent together: the
+ * board serves a session's frames in order, so a call followed at once by
+ * reads of its outputs reads what the call wrote — 4 round trips per
+ * candidate instead of one per request.
+ */
 async function runOne(session: Session, uploaded: Map<string, RemoteModule>, module: CompiledModule, c: Candidate, opts: MeasureOptions): Promise<Omit<MeasureResult, "index" | "id" | "attempts">> {
   let remote = uploaded.get(module.digest);
-  if (!remote) {
-    await session.upload(module);
-    remote = await session.loadModule(module.name);
-    uploaded.set(module.digest, remote);
-  }
+  const loading = remote ? undefined : allOrFirstError<unknown>([session.upload(module), session.loadModule(module.name)]);
   const timeoutMs = opts.timeoutMs ?? 10_000;
-  const arrays: RemoteArray[] = [];
+  const made = c.args.map((a) =>
+    "scalar" in a ? Promise.resolve(a.scalar) : session.array("input" in a ? a.input : poisoned(a.output.shape, a.output.dtype), "input" in a ? a.shape : a.output.shape),
+  );
+  // The board's counters in each result are this candidate's own.
+  const cleared = session.clearStats();
+  let arrays: RemoteArray[] = [];
   try {
-    const args: (RemoteArray | number)[] = [];
-    const outputs: { array: RemoteArray; spec: Extract<MeasureArg, { output: unknown }> }[] = [];
-    for (const a of c.args) {
-      if ("scalar" in a) {
-        args.push(a.scalar);
-      } else if ("input" in a) {
-        const array = await session.array(a.input, a.shape);
-        arrays.push(array);
-        args.push(array);
-      } else {
-        const array = await session.array(poisoned(a.output.shape, a.output.dtype), a.output.shape);
-        arrays.push(array);
-        outputs.push({ array, spec: a });
-        args.push(array);
-      }
+    const args = await allOrFirstError<RemoteArray | number>([...(loading ? [loading.then(() => 0)] : []), cleared.then(() => 0), ...made]).finally(async () => {
+      // Whatever was allocated is freed at the end, even when something else failed.
+      arrays = (await Promise.allSettled(made)).flatMap((r) => (r.status === "fulfilled" && typeof r.value !== "number" ? [r.value] : []));
+    });
+    args.shift(); // clearStats
+    if (loading) {
+      args.shift();
+      remote = ((await loading) as unknown[])[1] as RemoteModule;
+      uploaded.set(module.digest, remote);
     }
-    const fn = remote.getFunction(c.function).withOptions({ timeoutMs, launch: c.launch });
+    const outputs = c.args.flatMap((a, i) => ("output" in a && a.expect ? [{ array: args[i] as RemoteArray, spec: a, expect: a.expect, k: i }] : []));
+    const fn = remote!.getFunction(c.function).withOptions({ timeoutMs, launch: c.launch });
     const check = async (when: string): Promise<string | undefined> => {
-      await fn(...args);
-      for (const [k, o] of outputs.entries()) {
-        if (!o.spec.expect) continue;
-        const got = await o.array.toArray();
-        const bad = mismatch(got, o.spec.expect, c.atol ?? 0, c.rtol ?? 0);
-        if (bad) return `output ${k} ${when}: ${bad}`;
-        // Poison again, so the next check sees only what the next run writes.
-        await o.array.copyFrom(poisoned(o.spec.output.shape, dtypeOf(got)));
+      // One call, then its outputs read back and poisoned again for the next check, all sent together.
+      const replies = await allOrFirstError<unknown>([
+        fn(...args),
+        ...outputs.map((o) => o.array.toArray()),
+        ...outputs.map((o) => o.array.copyFrom(poisoned(o.spec.output.shape, o.spec.output.dtype))),
+      ]);
+      for (const [j, o] of outputs.entries()) {
+        const bad = mismatch(replies[1 + j] as AnyTypedArray, o.expect, c.atol ?? 0, c.rtol ?? 0);
+        if (bad) return `output ${o.k} ${when}: ${bad}`;
       }
       return undefined;
     };
     const before = await check("before timing");
     if (before) return { outcome: "WRONG_ANSWER", message: before, board: session.board.id };
-    const timing = await remote.timeEvaluator(c.function, { number: 10, repeat: 3, ...opts.timeEvaluator, timeoutMs, launch: c.launch })(...args);
-    const after = await check("after timing");
-    const stats = (await session.stats()).counters;
+    const timing = await remote!.timeEvaluator(c.function, { number: 10, repeat: 3, ...opts.timeEvaluator, timeoutMs, launch: c.launch })(...args);
+    const [after, stats] = await allOrFirstError<unknown>([check("after timing"), session.stats()]) as [string | undefined, { counters: Record<string, number> }];
     const t = { results: [...timing.results], mean: timing.mean, median: timing.median, min: timing.min, max: timing.max, std: timing.std, number: timing.number };
     if (after) return { outcome: "WRONG_ANSWER", message: after, board: session.board.id, timing: t };
-    return { outcome: "OK", timing: t, stats, board: session.board.id, conditions: { ...timing.conditions } };
+    return { outcome: "OK", timing: t, stats: stats.counters, board: session.board.id, conditions: { ...timing.conditions } };
   } finally {
-    if (!session.isClosed) for (const a of arrays) await a.free().catch(() => {});
+    if (!session.isClosed) await Promise.allSettled(arrays.map((a) => a.free()));
   }
 }
 

@@ -6,12 +6,12 @@
  * resumption from a partial results file.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { compileCpu, connectTracker, measure, type Candidate, type CompiledModule, type TrackerClient } from "../host-sdk/index.ts";
-import { startAgentProcess, startTrackerProcess, waitForFreeBoards } from "./helpers/processes.ts";
+import { startAgentProcess, startTrackerProcess, waitFor, waitForFreeBoards } from "./helpers/processes.ts";
 
 const SOURCE = `
 #include <stdint.h>
@@ -84,7 +84,8 @@ describe("measure()", () => {
       assert.equal(r.timing!.results.length, 2);
       assert.ok(r.timing!.median > 0);
       assert.match(r.board!, /^m[12]\/cpu0$/);
-      assert.ok(r.stats!.calls! > 0);
+      // The counters are the candidate's own: 2 checked calls + the warm-up + 3 × 2 timed.
+      assert.equal(r.stats!.calls, 9);
       assert.equal(r.attempts, 1);
     }
     await waitForFreeBoards(client, 2);
@@ -111,12 +112,14 @@ describe("measure()", () => {
   });
 
   it("an agent killed mid-batch loses nothing: its candidate is retried on the other board", async () => {
-    const cands = Array.from({ length: 10 }, (_, i) => candidate("slow", module, `s${i}`));
-    const batch = measure(client, cands, { key: "cpu", progress: false, timeEvaluator: { number: 20, repeat: 3 }, timeoutMs: 20_000 });
-    await new Promise((r) => setTimeout(r, 1500));
+    const cands = Array.from({ length: 16 }, (_, i) => candidate("slow", module, `s${i}`));
+    const file = join(dir, "killed.jsonl");
+    const batch = measure(client, cands, { key: "cpu", progress: false, timeEvaluator: { number: 20, repeat: 3 }, timeoutMs: 20_000, resultsFile: file });
+    // Mid-batch: once both boards have finished a candidate, each has another in flight.
+    await waitFor("two results", () => existsSync(file) && readFileSync(file, "utf8").trim().split("\n").length >= 2, 60_000);
     await agents[1]!.stop("SIGKILL");
     const results = await batch;
-    assert.equal(results.length, 10);
+    assert.equal(results.length, 16);
     assert.deepEqual(results.map((r) => r.outcome), cands.map(() => "OK"), JSON.stringify(results.filter((r) => r.outcome !== "OK")));
     const retried = results.filter((r) => r.attempts === 2);
     assert.ok(retried.length >= 1, "the candidate in flight on the killed agent was measured again");

@@ -1,0 +1,189 @@
+/**
+ * A small search over a knob space for the tuning examples: random sampling
+ * for the first rounds, then a simple evolutionary step (mutate one or two
+ * knobs of the best configurations so far), never the same configuration
+ * twice. Each round is one batch for measure(); the caller turns a round's
+ * configurations into candidates and hands back one score each.
+ *
+ * This is the shape of autotvm's tuners without the cost model: a knob space
+ * (`define_knob` choices), a batch per round, the history guiding the next
+ * batch.
+ */
+
+/** Each knob's choices, in a meaningful order (a mutation prefers a neighbouring choice). */
+export type KnobSpace = Readonly<Record<string, readonly (number | string)[]>>;
+
+/** One value per knob. */
+export type Config<S extends KnobSpace> = { -readonly [K in keyof S]: S[K][number] };
+
+/** mulberry32: a small seeded generator of floats in [0, 1). */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function pick<T>(items: readonly T[], random: () => number): T {
+  return items[Math.floor(random() * items.length)]!;
+}
+
+/** A configuration with every knob drawn uniformly. */
+export function randomConfig<S extends KnobSpace>(space: S, random: () => number): Config<S> {
+  return Object.fromEntries(Object.entries(space).map(([k, choices]) => [k, pick(choices, random)])) as Config<S>;
+}
+
+/**
+ * `config` with one knob changed (two, one time in three): to a neighbouring
+ * choice two times in three, else to any other choice.
+ */
+export function mutate<S extends KnobSpace>(config: Config<S>, space: S, random: () => number): Config<S> {
+  const out = { ...config } as Record<string, number | string>;
+  const knobs = Object.keys(space).filter((k) => space[k]!.length > 1);
+  const changes = random() < 1 / 3 ? 2 : 1;
+  for (let c = 0; c < changes && knobs.length > 0; c++) {
+    const k = knobs.splice(Math.floor(random() * knobs.length), 1)[0]!;
+    const choices = space[k]!;
+    const at = choices.indexOf(out[k]!);
+    if (at >= 0 && random() < 2 / 3) {
+      const step = at === 0 ? 1 : at === choices.length - 1 ? -1 : random() < 0.5 ? -1 : 1;
+      out[k] = choices[at + step]!;
+    } else {
+      out[k] = pick(choices.filter((v) => v !== out[k]), random);
+    }
+  }
+  return out as Config<S>;
+}
+
+/** A stable, readable id: `knob=value` joined by commas, in the space's knob order. */
+export function configKey(config: Readonly<Record<string, number | string>>): string {
+  return Object.entries(config).map(([k, v]) => `${k}=${v}`).join(",");
+}
+
+/** The number of configurations in the space. */
+export function spaceSize(space: KnobSpace): number {
+  return Object.values(space).reduce((n, choices) => n * choices.length, 1);
+}
+
+export type TrialOrigin = "initial" | "random" | "mutation";
+
+export interface Trial<S extends KnobSpace> {
+  config: Config<S>;
+  /** The metric; NaN when the configuration failed (did not compile, run or check). */
+  score: number;
+  round: number;
+  origin: TrialOrigin;
+}
+
+export interface SearchOptions<S extends KnobSpace> {
+  space: S;
+  /** Configurations to measure in all (initial ones included). */
+  total: number;
+  /** Configurations per round: one measure() batch each. */
+  batchSize: number;
+  /** Rounds drawn purely at random before evolution starts. Default 2. */
+  randomRounds?: number;
+  /** Parents of an evolutionary round: the best this many so far. Default 4. */
+  elite?: number;
+  /** Share of an evolutionary round still drawn at random, to keep exploring. Default 0.25. */
+  explore?: number;
+  seed: number;
+  higherIsBetter: boolean;
+  /** Measured first, in round 0 (a baseline, the library's default schedule). */
+  initial?: readonly Config<S>[];
+  /** Configurations that cannot work are dropped before they are measured (and counted in `rejected`). */
+  valid?: (config: Config<S>) => boolean;
+  /** Measures one round; resolves with one score per configuration, NaN for a failure. */
+  evaluate: (configs: Config<S>[], round: number) => Promise<number[]>;
+}
+
+export interface SearchResult<S extends KnobSpace> {
+  /** Every configuration measured, in measurement order. */
+  trials: Trial<S>[];
+  /** Distinct configurations drawn that `valid` refused. */
+  rejected: number;
+}
+
+const MAX_DRAWS_PER_SLOT = 2000;
+
+/** Runs the search to `total` measured configurations, or until no new valid configuration can be drawn. */
+export async function search<S extends KnobSpace>(opts: SearchOptions<S>): Promise<SearchResult<S>> {
+  const random = seededRandom(opts.seed);
+  const randomRounds = opts.randomRounds ?? 2;
+  const elite = opts.elite ?? 4;
+  const explore = opts.explore ?? 0.25;
+  const seen = new Set<string>();
+  const refused = new Set<string>();
+  const trials: Trial<S>[] = [];
+  const better = (a: number, b: number) => (opts.higherIsBetter ? a > b : a < b);
+
+  /** A configuration not drawn before, or undefined when the draws run dry. */
+  const draw = (make: () => Config<S>): Config<S> | undefined => {
+    for (let i = 0; i < MAX_DRAWS_PER_SLOT; i++) {
+      const c = make();
+      const key = configKey(c);
+      if (seen.has(key) || refused.has(key)) continue;
+      if (opts.valid && !opts.valid(c)) {
+        refused.add(key);
+        continue;
+      }
+      seen.add(key);
+      return c;
+    }
+    return undefined;
+  };
+
+  for (let round = 0; trials.length < opts.total; round++) {
+    const size = Math.min(opts.batchSize, opts.total - trials.length);
+    const batch: { config: Config<S>; origin: TrialOrigin }[] = [];
+    if (round === 0) {
+      for (const c of opts.initial ?? []) {
+        const key = configKey(c);
+        if (seen.has(key) || batch.length >= size) continue;
+        seen.add(key);
+        batch.push({ config: { ...c }, origin: "initial" });
+      }
+    }
+    const parents = trials
+      .filter((t) => !Number.isNaN(t.score))
+      .sort((a, b) => (better(a.score, b.score) ? -1 : better(b.score, a.score) ? 1 : 0))
+      .slice(0, elite);
+    const evolve = round >= randomRounds && parents.length > 0;
+    while (batch.length < size) {
+      const mutation = evolve && random() >= explore;
+      const c = draw(mutation ? () => mutate(pick(parents, random).config, opts.space, random) : () => randomConfig(opts.space, random));
+      // Mutations of the elite may be exhausted before the space is: fall back to random draws.
+      const chosen = c ?? (mutation ? draw(() => randomConfig(opts.space, random)) : undefined);
+      if (!chosen) break;
+      batch.push({ config: chosen, origin: c && mutation ? "mutation" : "random" });
+    }
+    if (batch.length === 0) break;
+    const scores = await opts.evaluate(batch.map((b) => b.config), round);
+    batch.forEach((b, i) => trials.push({ config: b.config, score: scores[i] ?? NaN, round, origin: b.origin }));
+  }
+  return { trials, rejected: refused.size };
+}
+
+/** Trials with a score, best first. */
+export function ranked<S extends KnobSpace>(trials: readonly Trial<S>[], higherIsBetter: boolean): Trial<S>[] {
+  return trials.filter((t) => !Number.isNaN(t.score)).sort((a, b) => (higherIsBetter ? b.score - a.score : a.score - b.score));
+}
+
+/** Fixed-width text table: a header row and rows of cells, numbers right-aligned. */
+export function formatTable(header: readonly string[], rows: readonly (readonly (string | number)[])[]): string {
+  const cells = [header, ...rows].map((r) => r.map(String));
+  const widths = header.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? "").length)));
+  const numeric = header.map((_, i) => rows.every((r) => typeof r[i] === "number" || /^[-+]?[\d.,]+[a-z%×]*$/i.test(String(r[i] ?? ""))));
+  return cells.map((r) => r.map((c, i) => (numeric[i] ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join("  ").trimEnd()).join("\n");
+}
+
+/** Outcome counts, in a fixed order, for a one-line summary. */
+export function countOutcomes(outcomes: readonly string[], order: readonly string[]): Record<string, number> {
+  const counts: Record<string, number> = Object.fromEntries(order.map((o) => [o, 0]));
+  for (const o of outcomes) counts[o] = (counts[o] ?? 0) + 1;
+  return counts;
+}

@@ -1,0 +1,197 @@
+/**
+ * Auto-tuning a CUDA SGEMM on the farm's GPUs: the tile knobs of
+ * examples/lib/cuda-gemm-template.ts (block tile BM×BN×BK, thread tile TM×TN,
+ * vector loads, unrolling, thread layout), random search for the first
+ * rounds, then mutations of the best configurations so far. Configurations
+ * that cannot work (too many threads, too much shared memory, tiles that do
+ * not divide the problem) are dropped before anything is compiled; the rest
+ * are compiled by nvcc on this host, many at a time, and measured with
+ * measure() on every CUDA board of the key. Each is checked against a host
+ * reference at the real size, exactly (integer-valued operands: see
+ * gemmOperands). A naive one-thread-per-element kernel is measured too, as the
+ * baseline. Metric: GFLOP/s from the median time.
+ *
+ *   node --import tsx examples/tune-cuda-gemm.ts --tracker HOST:PORT [--key cuda]
+ *        [--candidates 64] [--size 1024] [--batch 16] [--seed 1] [--arch sm_90] [--out DIR]
+ */
+import { mkdirSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { MEASURE_OUTCOMES, connectTracker, measure, type Candidate, type KernelResources, type MeasureResult } from "kernelfarm";
+import {
+  GEMM_FUNCTION, GEMM_SPACE, compileGemm, gemmConfigProblem, gemmFlops, gemmLaunch, gemmOperands, gemmThreads, hostGemm, naiveGemmLaunch,
+  type GemmConfig, type GemmProblem,
+} from "./lib/cuda-gemm-template.ts";
+import { writeBestSoFarSvg } from "./lib/plot.ts";
+import { configKey, countOutcomes, formatTable, ranked, search, seededRandom, spaceSize } from "./lib/search.ts";
+
+const USAGE = "usage: node --import tsx examples/tune-cuda-gemm.ts --tracker HOST:PORT [--key cuda] [--candidates 64] [--size 1024] [--batch 16] [--seed 1] [--arch sm_90] [--out DIR]";
+const { values: args } = parseArgs({
+  options: {
+    tracker: { type: "string" },
+    key: { type: "string", default: "cuda" },
+    candidates: { type: "string", default: "64" },
+    size: { type: "string", default: "1024" },
+    batch: { type: "string", default: "16" },
+    seed: { type: "string", default: "1" },
+    arch: { type: "string", default: "sm_90" },
+    out: { type: "string" },
+  },
+});
+if (!args.tracker) {
+  console.error(`${USAGE}\n--tracker is required: CUDA boards need a GPU, and this script starts no farm of its own`);
+  process.exit(2);
+}
+
+function intArg(name: string, value: string | undefined, min: number): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer ≥ ${min}, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+const total = intArg("candidates", args.candidates, 1);
+const size = intArg("size", args.size, 16);
+const batchSize = intArg("batch", args.batch, 1);
+const seed = intArg("seed", args.seed, 0);
+const outDir = resolve(args.out ?? mkdtempSync(join(tmpdir(), "kfarm-tune-cuda-")));
+mkdirSync(outDir, { recursive: true });
+const resultsFile = join(outDir, "tune-cuda-gemm.jsonl");
+const svgFile = join(outDir, "tune-cuda-gemm.svg");
+const problem: GemmProblem = { m: size, n: size, k: size };
+const NAIVE_ID = "naive";
+
+// Operands and the reference, once, at the size measured.
+let t = Date.now();
+const { a, b } = gemmOperands(problem, seededRandom(seed ^ 0x5eed));
+const expect = hostGemm(a, b, problem);
+console.log(`GEMM ${size}×${size}×${size} float32 (${(gemmFlops(problem) / 1e9).toFixed(2)} GFLOP); host reference in ${((Date.now() - t) / 1e3).toFixed(1)} s`);
+
+/** What ptxas reported for each compiled configuration, by candidate id. */
+const resources = new Map<string, KernelResources>();
+
+function candidate(id: string, config: GemmConfig | "naive"): Candidate {
+  return {
+    id,
+    module: async () => {
+      const m = await compileGemm(config, { arch: args.arch! });
+      resources.set(id, m.resources[GEMM_FUNCTION]!);
+      return m;
+    },
+    function: GEMM_FUNCTION,
+    args: [
+      { input: a, shape: [problem.m, problem.k] },
+      { input: b, shape: [problem.k, problem.n] },
+      { output: { shape: [problem.m, problem.n], dtype: "float32" }, expect },
+      { scalar: problem.m },
+      { scalar: problem.n },
+      { scalar: problem.k },
+    ],
+    launch: config === "naive" ? naiveGemmLaunch(problem) : gemmLaunch(config, problem),
+  };
+}
+
+const gflops = (r: MeasureResult | undefined) => (r?.outcome === "OK" && r.timing ? gemmFlops(problem) / r.timing.median / 1e9 : NaN);
+
+const client = await connectTracker(args.tracker);
+let exitCode = 0;
+try {
+  // An agent started just before this script may still be attaching its boards: wait a little.
+  let boards = (await client.summary()).boards.filter((x) => x.key === args.key);
+  for (const until = Date.now() + 30_000; boards.length === 0 && Date.now() < until; ) {
+    await new Promise((r) => setTimeout(r, 250));
+    boards = (await client.summary()).boards.filter((x) => x.key === args.key);
+  }
+  if (boards.length === 0) throw new Error(`no board of key "${args.key}" is attached to ${args.tracker} (waited 30 s)`);
+  console.log(
+    `${spaceSize(GEMM_SPACE).toLocaleString("en-US")} configurations in the space; measuring ${total} (and the naive baseline) on ${boards.length} board(s): ${boards.map((x) => x.id).join(", ")}`,
+  );
+  t = Date.now();
+  const results = new Map<string, MeasureResult>();
+  const { trials, rejected } = await search({
+    space: GEMM_SPACE,
+    total,
+    batchSize,
+    seed,
+    higherIsBetter: true,
+    valid: (c) => gemmConfigProblem(c, problem) === undefined,
+    evaluate: async (configs, round) => {
+      const cands = configs.map((c) => candidate(configKey(c), c));
+      if (round === 0) cands.push(candidate(NAIVE_ID, "naive"));
+      const batch = await measure(client, cands, {
+        key: args.key!,
+        timeEvaluator: { number: 10, repeat: 5, minRepeatMs: 10 },
+        timeoutMs: 20_000,
+        resultsFile,
+      });
+      for (const r of batch) results.set(r.id, r);
+      const scores = batch.slice(0, configs.length).map(gflops);
+      const best = Math.max(...scores.filter((s) => !Number.isNaN(s)));
+      console.log(`round ${round}: ${countLine(batch.map((r) => r.outcome))}; best of the round ${Number.isFinite(best) ? `${best.toFixed(0)} GFLOP/s` : "—"}`);
+      return scores;
+    },
+  });
+  const seconds = (Date.now() - t) / 1e3;
+
+  const naive = gflops(results.get(NAIVE_ID));
+  const top = ranked(trials, true).slice(0, 10);
+  console.log(`\nbest configurations (of ${trials.filter((x) => !Number.isNaN(x.score)).length} OK; naive baseline ${Number.isNaN(naive) ? "not OK" : `${naive.toFixed(0)} GFLOP/s`}):`);
+  if (top.length === 0) console.log("  (none)");
+  else {
+    console.log(
+      formatTable(
+        ["#", "BM", "BN", "BK", "TM", "TN", "vec", "unroll", "layout", "threads", "regs", "spill B", "µs", "GFLOP/s", "vs naive", "found by"],
+        top.map((x, i) => {
+          const id = configKey(x.config);
+          const res = resources.get(id);
+          const r = results.get(id)!;
+          return [
+            i + 1, x.config.BM, x.config.BN, x.config.BK, x.config.TM, x.config.TN, x.config.vec, x.config.unroll, x.config.layout, gemmThreads(x.config),
+            res?.registers ?? "?", res ? res.spillStoreBytes + res.spillLoadBytes : "?", (r.timing!.median * 1e6).toFixed(1), x.score.toFixed(0),
+            Number.isNaN(naive) ? "—" : `${(x.score / naive).toFixed(1)}×`, `${x.origin} (round ${x.round})`,
+          ];
+        }),
+      ),
+    );
+  }
+  const all = [...trials.map((x) => results.get(configKey(x.config))!), ...(results.has(NAIVE_ID) ? [results.get(NAIVE_ID)!] : [])];
+  const outcomes = all.map((r) => r.outcome);
+  const best = top[0];
+  if (best) {
+    const r = results.get(configKey(best.config))!;
+    const on = [r.conditions?.name, r.conditions?.sm_clock_mhz && `SM clock ${r.conditions.sm_clock_mhz} MHz`].filter(Boolean).join(", ");
+    console.log(`\nbest ${best.score.toFixed(0)} GFLOP/s (${configKey(best.config)}), on ${r.board}${on ? ` (${on})` : ""}`);
+  }
+  console.log(`outcomes: ${countLine(outcomes)} (${all.length} candidates in ${seconds.toFixed(1)} s; ${rejected} invalid configurations dropped before compiling)`);
+  for (const r of all.filter((r) => r.outcome !== "OK").slice(0, 3)) console.log(`  ${r.outcome} ${r.id}: ${r.message?.split("\n")[0]}`);
+
+  const gpu = all.find((r) => r.conditions?.name)?.conditions?.name ?? boards[0]!.id;
+  const series = [{ label: "tuned", values: trials.map((x) => x.score) }];
+  if (!Number.isNaN(naive)) series.push({ label: "naive kernel", values: trials.map(() => naive) });
+  writeBestSoFarSvg(svgFile, series, {
+    title: `CUDA SGEMM ${size}³ on ${gpu}${boards.length > 1 ? ` (${boards.length} boards)` : ""}: tile search (random, then evolutionary)`,
+    yLabel: "GFLOP/s",
+    higherIsBetter: true,
+  });
+  console.log(`results: ${resultsFile}\nplot:    ${svgFile}`);
+
+  const wrong = outcomes.filter((o) => o === "WRONG_ANSWER").length;
+  if (!best) {
+    console.error("no configuration was OK");
+    exitCode = 1;
+  }
+  if (wrong > 0) {
+    console.error(`${wrong} candidates computed a wrong answer`);
+    exitCode = 1;
+  }
+} finally {
+  client.close();
+}
+process.exitCode = exitCode;
+
+function countLine(outcomes: readonly string[]): string {
+  return Object.entries(countOutcomes(outcomes, MEASURE_OUTCOMES))
+    .filter(([, n]) => n > 0)
+    .map(([o, n]) => `${o} ${n}`)
+    .join(", ");
+}

@@ -1,0 +1,230 @@
+/**
+ * Auto-tuning on the farm: the conv2d schedule knobs of TVM's VTA tutorial
+ * ("2D Convolution Optimization": ocBlock, icBlock, hBlock, wBlock, virtual
+ * threads, store granularity), measured on simulator boards with measure().
+ * Random search for the first rounds, then an evolutionary step (mutations of
+ * the best configurations so far). Schedules that do not fit VTA's buffers
+ * are refused by the compiler: COMPILE_ERROR outcomes, counted and shown.
+ * Every measured candidate is checked against a host reference; the metric is
+ * the simulator's cycle estimate (lower is better).
+ *
+ *   node --import tsx examples/tune-vta-conv2d.ts [--tracker HOST:PORT] [--key vta]
+ *        [--candidates 40] [--boards N] [--batch 8] [--seed 1] [--out DIR]
+ *        [--workload small|tutorial]
+ *
+ * Without --tracker it starts an embedded farm of --boards vta-sim boards
+ * (default 4); with one, it uses at most --boards boards of the key (default all).
+ * `--workload small` (default, fast enough for CI): 1×64×14×14, 64 filters
+ * 3×3, pad 1; `tutorial`: the tutorial's ResNet-18 layer, 1×256×14×14, 256
+ * filters (16× the work per candidate).
+ */
+import { mkdtempSync, mkdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import {
+  MEASURE_OUTCOMES, VTA_TUTORIALS, connectTracker, conv2dOutputSize, conv2dReference, measure, packNCHW, packOIHW, startLocalFarm, vtaConv2d,
+  type Candidate, type MeasureResult, type TrackerClient, type VtaConv2dSchedule, type VtaConv2dWorkload,
+} from "kernelfarm";
+import { writeBestSoFarSvg } from "./lib/plot.ts";
+import { configKey, countOutcomes, formatTable, ranked, search, seededRandom, spaceSize, type Config } from "./lib/search.ts";
+
+// The embedded farm's session log would bury the tables: warnings only, unless KFARM_LOG says otherwise.
+process.env.KFARM_LOG ??= "warn";
+
+const { values: args } = parseArgs({
+  options: {
+    tracker: { type: "string" },
+    key: { type: "string", default: "vta" },
+    candidates: { type: "string", default: "40" },
+    boards: { type: "string" },
+    batch: { type: "string", default: "8" },
+    seed: { type: "string", default: "1" },
+    out: { type: "string" },
+    workload: { type: "string", default: "small" },
+  },
+});
+
+function intArg(name: string, value: string | undefined, min: number): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer ≥ ${min}, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+const total = intArg("candidates", args.candidates, 1);
+/** Embedded farm: boards to start (default 4); with --tracker: boards to use at most (default all of the key). */
+const boards = args.boards === undefined ? undefined : intArg("boards", args.boards, 1);
+const EMBEDDED_BOARDS = 4;
+const batchSize = intArg("batch", args.batch, 1);
+const seed = intArg("seed", args.seed, 0);
+const outDir = resolve(args.out ?? mkdtempSync(join(tmpdir(), "kfarm-tune-vta-")));
+mkdirSync(outDir, { recursive: true });
+const resultsFile = join(outDir, "tune-vta-conv2d.jsonl");
+const svgFile = join(outDir, "tune-vta-conv2d.svg");
+
+const WORKLOADS: Record<string, VtaConv2dWorkload> = {
+  small: { batch: 1, inChannels: 64, outChannels: 64, height: 14, width: 14, kernelH: 3, kernelW: 3, padH: 1, padW: 1, shift: 8, clip: [0, 127] },
+  tutorial: VTA_TUTORIALS.convolution_opt.workload,
+};
+const workload = WORKLOADS[args.workload ?? "small"];
+if (!workload) throw new Error(`--workload must be one of ${Object.keys(WORKLOADS).join(", ")}`);
+
+// --- The knob space: each tile size a divisor of its dimension (BLOCK = 16 on the default hardware).
+// Whether ocBlock × virtualThreads divides the channel blocks, and whether the tiles fit the on-chip
+// buffers and the micro-op cache, is for the compiler to say (COMPILE_ERROR).
+const BLOCK = 16;
+const { outHeight, outWidth } = conv2dOutputSize(workload);
+const divisors = (n: number) => Array.from({ length: n }, (_, i) => i + 1).filter((d) => n % d === 0);
+const SPACE = {
+  ocBlock: divisors(workload.outChannels / BLOCK),
+  icBlock: divisors(workload.inChannels / BLOCK),
+  hBlock: divisors(outHeight),
+  wBlock: divisors(outWidth),
+  virtualThreads: [1, 2],
+  storeGranularity: ["element", "row", "channel"],
+} as const satisfies Record<keyof VtaConv2dSchedule, readonly (number | string)[]>;
+type Schedule = Config<typeof SPACE>;
+const asSchedule = (c: Schedule) => c as VtaConv2dSchedule;
+
+// --- Inputs and the reference: random int8 in [-16, 16), so that after the tutorial's >> 8 and
+// clip [0, 127] the outputs spread over a range instead of saturating; checked exactly.
+const N = workload.batch;
+const dataShape = [N, workload.inChannels, workload.height, workload.width] as const;
+const kernelShape = [workload.outChannels, workload.inChannels, workload.kernelH, workload.kernelW] as const;
+const random = seededRandom(seed ^ 0x5eed);
+const int8s = (n: number) => Int8Array.from({ length: n }, () => Math.floor(random() * 32) - 16);
+const data = int8s(dataShape.reduce((a, b) => a * b, 1));
+const kernel = int8s(kernelShape.reduce((a, b) => a * b, 1));
+const expect = packNCHW(conv2dReference(data, kernel, workload), [N, workload.outChannels, outHeight, outWidth]);
+const packedData = packNCHW(data, dataShape);
+const packedKernel = packOIHW(kernel, kernelShape);
+
+// Measured first: the library's default (the schedule vtaConv2d picks when given none: the fewest
+// DRAM bytes, 2 virtual threads) and, for the tutorial's layer, the tutorial's schedule.
+const defaultModule = vtaConv2d(workload);
+const inSpaceOrder = (s: VtaConv2dSchedule) => Object.fromEntries(Object.keys(SPACE).map((k) => [k, s[k as keyof VtaConv2dSchedule]])) as Schedule;
+const defaultSchedule = inSpaceOrder(defaultModule.kernels[0]!.schedule as VtaConv2dSchedule);
+const baselines: { label: string; schedule: Schedule }[] = [{ label: "default", schedule: defaultSchedule }];
+if (workload === WORKLOADS.tutorial) baselines.push({ label: "tutorial", schedule: inSpaceOrder(VTA_TUTORIALS.convolution_opt.schedule as VtaConv2dSchedule) });
+const baselineOf = new Map(baselines.map((b) => [configKey(b.schedule), b.label]));
+const fn = defaultModule.functions[0]!;
+const shapeOf = (name: string) => [...fn.params.find((p) => p.name === name)!.shape!];
+
+function candidate(s: Schedule): Candidate {
+  return {
+    id: configKey(s),
+    module: async () => vtaConv2d(workload!, asSchedule(s)),
+    function: fn.name,
+    args: [
+      { input: packedData, shape: shapeOf("data") },
+      { input: packedKernel, shape: shapeOf("kernel") },
+      { output: { shape: shapeOf("res"), dtype: "int8" }, expect },
+    ],
+  };
+}
+
+const farm = args.tracker ? undefined : await startLocalFarm({ boards: Array.from({ length: boards ?? EMBEDDED_BOARDS }, () => `vta-sim:key=${args.key}`) });
+const client: TrackerClient = farm ? farm.client : await connectTracker(args.tracker!);
+let exitCode = 0;
+try {
+  await farm?.ready();
+  const t0 = Date.now();
+  const results = new Map<string, MeasureResult>();
+  console.log(
+    `conv2d ${dataShape.join("×")} * ${kernelShape.join("×")}, pad ${workload.padH ?? 0}, → ${N}×${workload.outChannels}×${outHeight}×${outWidth}; ` +
+      `${spaceSize(SPACE).toLocaleString("en-US")} schedules in the space; measuring ${total} on ${farm ? `${boards ?? EMBEDDED_BOARDS} embedded vta-sim boards` : `the "${args.key}" boards of ${args.tracker}`}`,
+  );
+  for (const b of baselines) console.log(`${b.label} schedule: ${configKey(b.schedule)}`);
+
+  const { trials } = await search({
+    space: SPACE,
+    total,
+    batchSize,
+    seed,
+    higherIsBetter: false,
+    initial: baselines.map((b) => b.schedule),
+    evaluate: async (configs, round) => {
+      const batch = await measure(client, configs.map(candidate), {
+        key: args.key!,
+        ...(farm || boards === undefined ? {} : { boards }),
+        timeEvaluator: { number: 1, repeat: 3 }, // cycles are deterministic; the repeats time the simulator
+        timeoutMs: 60_000,
+        resultsFile,
+        progress: false,
+      });
+      for (const r of batch) results.set(r.id, r);
+      // measure() reports each candidate's own counters: its simulated cycles over its calls.
+      const scores = batch.map((r) => (r.outcome === "OK" && r.stats?.calls ? r.stats.cycle_count! / r.stats.calls : NaN));
+      const best = Math.min(...scores.filter((s) => !Number.isNaN(s)));
+      console.log(`round ${round}: ${countLine(batch.map((r) => r.outcome))}; best of the round ${Number.isFinite(best) ? `${best.toLocaleString("en-US")} cycles` : "—"}`);
+      return scores;
+    },
+  });
+
+  const all = trials.map((t) => results.get(configKey(t.config))!);
+  const okCycles = trials.filter((t) => !Number.isNaN(t.score)).map((t) => t.score);
+  const defaultTrial = trials.find((t) => baselineOf.get(configKey(t.config)) === "default");
+  const defaultCycles = defaultTrial?.score ?? NaN;
+  const top = ranked(trials, false).slice(0, 8);
+  const wallMs = (t: (typeof trials)[number]) => (results.get(configKey(t.config))!.timing?.median ?? NaN) * 1e3;
+  console.log(`\nbest schedules (of ${okCycles.length} OK):`);
+  console.log(
+    formatTable(
+      ["#", "ocBlock", "icBlock", "hBlock", "wBlock", "vthreads", "store", "cycles", "vs default", "sim ms/run", "found by"],
+      top.map((t, i) => [
+        i + 1, t.config.ocBlock, t.config.icBlock, t.config.hBlock, t.config.wBlock, t.config.virtualThreads, t.config.storeGranularity,
+        Math.round(t.score).toLocaleString("en-US"), Number.isNaN(defaultCycles) ? "—" : `${(defaultCycles / t.score).toFixed(2)}×`, wallMs(t).toFixed(1),
+        baselineOf.get(configKey(t.config)) ?? `${t.origin} (round ${t.round})`,
+      ]),
+    ),
+  );
+  const best = top[0];
+  const worst = Math.max(...okCycles);
+  if (best) {
+    console.log(
+      `\nbest ${Math.round(best.score).toLocaleString("en-US")} cycles; default ${Number.isNaN(defaultCycles) ? "not OK" : `${Math.round(defaultCycles).toLocaleString("en-US")} cycles`}; ` +
+        `worst OK ${Math.round(worst).toLocaleString("en-US")} cycles (${(worst / best.score).toFixed(1)}× the best)`,
+    );
+  }
+  const outcomes = all.map((r) => r.outcome);
+  console.log(`outcomes: ${countLine(outcomes)} (${trials.length} candidates in ${((Date.now() - t0) / 1e3).toFixed(1)} s)`);
+  // Why schedules were refused, grouped by the compiler's message with its numbers left out.
+  const refusals = new Map<string, { count: number; example: MeasureResult }>();
+  for (const r of all.filter((r) => r.outcome === "COMPILE_ERROR")) {
+    const reason = (r.message ?? "").replace(/^COMPILE_ERROR: /, "").replace(/\s*\([^()]*\)/g, "").replace(/\b\d+\b/g, "N");
+    const seen = refusals.get(reason);
+    if (seen) seen.count++;
+    else refusals.set(reason, { count: 1, example: r });
+  }
+  for (const [reason, { count, example }] of refusals) console.log(`  COMPILE_ERROR ×${count}: ${reason}\n    e.g. ${example.id}: ${example.message?.replace(/^COMPILE_ERROR: /, "")}`);
+
+  writeBestSoFarSvg(svgFile, [{ label: "cycles", values: trials.map((t) => t.score) }], {
+    title: `VTA conv2d ${dataShape.join("×")} → ${workload.outChannels} filters: schedule search (random, then evolutionary)`,
+    yLabel: "simulated cycles",
+    higherIsBetter: false,
+  });
+  console.log(`results: ${resultsFile}\nplot:    ${svgFile}`);
+
+  const wrong = outcomes.filter((o) => o === "WRONG_ANSWER").length;
+  const unknown = all.filter((r, i) => r.outcome === "OK" && Number.isNaN(trials[i]!.score)).length;
+  if (okCycles.length === 0) {
+    console.error("no candidate was OK");
+    exitCode = 1;
+  }
+  if (wrong > 0) {
+    console.error(`${wrong} candidates computed a wrong answer`);
+    exitCode = 1;
+  }
+  if (unknown > 0) console.error(`${unknown} OK candidates have no cycle count of their own (a failed candidate ran between them in a session)`);
+} finally {
+  if (farm) await farm.close();
+  else client.close();
+}
+process.exitCode = exitCode;
+
+function countLine(outcomes: readonly string[]): string {
+  return Object.entries(countOutcomes(outcomes, MEASURE_OUTCOMES))
+    .filter(([, n]) => n > 0)
+    .map(([o, n]) => `${o} ${n}`)
+    .join(", ");
+}
