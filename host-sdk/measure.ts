@@ -102,30 +102,6 @@ function outcomeOf(err: unknown): { outcome: MeasureOutcome; message: string; se
   }
 }
 
-/** Bytes no kernel is likely to produce: outputs are filled with them before each check. */
-const POISON = 0xa5;
-
-function poisoned(shape: number[], dtype: Dtype): AnyTypedArray {
-  const probe = new (dtypeArray(dtype))(shape.reduce((a, b) => a * b, 1));
-  new Uint8Array(probe.buffer).fill(POISON);
-  return probe;
-}
-
-function dtypeArray(dtype: Dtype): new (n: number) => AnyTypedArray {
-  return { int8: Int8Array, uint8: Uint8Array, int16: Int16Array, uint16: Uint16Array, int32: Int32Array, uint32: Uint32Array, int64: BigInt64Array, uint64: BigUint64Array, float32: Float32Array, float64: Float64Array }[dtype] as never;
-}
-
-/** The first element outside tolerance, or undefined. */
-function mismatch(got: AnyTypedArray, want: AnyTypedArray, atol: number, rtol: number): string | undefined {
-  if (got.length !== want.length) return `output has ${got.length} elements, the reference ${want.length}`;
-  for (let i = 0; i < got.length; i++) {
-    const g = Number(got[i]!);
-    const w = Number(want[i]!);
-    if (!(Math.abs(g - w) <= atol + rtol * Math.abs(w))) return `element ${i} is ${g}, expected ${w}`;
-  }
-  return undefined;
-}
-
 /** Runs `fn` on at most `limit` items at a time. */
 function limiter(limit: number): <T>(fn: () => Promise<T>) => Promise<T> {
   let running = 0;
@@ -263,55 +239,33 @@ async function allOrFirstError<T>(promises: readonly Promise<T>[]): Promise<T[]>
 }
 
 /**
- * Upload (once per session per module), load, check, time, check again.
+ * Upload (once per session per module) and load; the arguments; then the
+ * board checks, times and checks again in one request (Session.measureCall).
  * Requests that do not depend on each other's replies are sent together: the
- * board serves a session's frames in order, so a call followed at once by
- * reads of its outputs reads what the call wrote — 4 round trips per
- * candidate instead of one per request.
+ * board serves a session's frames in order.
  */
 async function runOne(session: Session, uploaded: Map<string, RemoteModule>, module: CompiledModule, c: Candidate, opts: MeasureOptions): Promise<Omit<MeasureResult, "index" | "id" | "attempts">> {
-  let remote = uploaded.get(module.digest);
-  const loading = remote ? undefined : allOrFirstError<unknown>([session.upload(module), session.loadModule(module.name)]);
+  const cached = uploaded.get(module.digest);
+  const loading = cached ? undefined : allOrFirstError<unknown>([session.upload(module), session.loadModule(module.name)]);
+  loading?.catch(() => {}); // awaited below, after the arguments; its failure is this candidate's result
   const timeoutMs = opts.timeoutMs ?? 10_000;
   const made = c.args.map((a) =>
-    "scalar" in a ? Promise.resolve(a.scalar) : session.array("input" in a ? a.input : poisoned(a.output.shape, a.output.dtype), "input" in a ? a.shape : a.output.shape),
+    "scalar" in a ? Promise.resolve(a.scalar) : "input" in a ? session.array(a.input, a.shape) : session.array(a.output),
   );
-  // The board's counters in each result are this candidate's own.
-  const cleared = session.clearStats();
   let arrays: RemoteArray[] = [];
   try {
-    const args = await allOrFirstError<RemoteArray | number>([...(loading ? [loading.then(() => 0)] : []), cleared.then(() => 0), ...made]).finally(async () => {
+    const args = await allOrFirstError<RemoteArray | number>(made).finally(async () => {
       // Whatever was allocated is freed at the end, even when something else failed.
       arrays = (await Promise.allSettled(made)).flatMap((r) => (r.status === "fulfilled" && typeof r.value !== "number" ? [r.value] : []));
     });
-    args.shift(); // clearStats
-    if (loading) {
-      args.shift();
-      remote = ((await loading) as unknown[])[1] as RemoteModule;
-      uploaded.set(module.digest, remote);
-    }
-    const outputs = c.args.flatMap((a, i) => ("output" in a && a.expect ? [{ array: args[i] as RemoteArray, spec: a, expect: a.expect, k: i }] : []));
-    const fn = remote!.getFunction(c.function).withOptions({ timeoutMs, launch: c.launch });
-    const check = async (when: string): Promise<string | undefined> => {
-      // One call, then its outputs read back and poisoned again for the next check, all sent together.
-      const replies = await allOrFirstError<unknown>([
-        fn(...args),
-        ...outputs.map((o) => o.array.toArray()),
-        ...outputs.map((o) => o.array.copyFrom(poisoned(o.spec.output.shape, o.spec.output.dtype))),
-      ]);
-      for (const [j, o] of outputs.entries()) {
-        const bad = mismatch(replies[1 + j] as AnyTypedArray, o.expect, c.atol ?? 0, c.rtol ?? 0);
-        if (bad) return `output ${o.k} ${when}: ${bad}`;
-      }
-      return undefined;
-    };
-    const before = await check("before timing");
-    if (before) return { outcome: "WRONG_ANSWER", message: before, board: session.board.id };
-    const timing = await remote!.timeEvaluator(c.function, { number: 10, repeat: 3, ...opts.timeEvaluator, timeoutMs, launch: c.launch })(...args);
-    const [after, stats] = await allOrFirstError<unknown>([check("after timing"), session.stats()]) as [string | undefined, { counters: Record<string, number> }];
-    const t = { results: [...timing.results], mean: timing.mean, median: timing.median, min: timing.min, max: timing.max, std: timing.std, number: timing.number };
-    if (after) return { outcome: "WRONG_ANSWER", message: after, board: session.board.id, timing: t };
-    return { outcome: "OK", timing: t, stats: stats.counters, board: session.board.id, conditions: { ...timing.conditions } };
+    const remote = cached ?? (((await loading!) as unknown[])[1] as RemoteModule);
+    uploaded.set(module.digest, remote);
+    const checks = c.args.flatMap((a, i) => ("output" in a && a.expect ? [{ array: args[i] as RemoteArray, expect: a.expect, atol: c.atol ?? 0, rtol: c.rtol ?? 0 }] : []));
+    const m = await session.measureCall(remote, c.function, args, checks, { number: 10, repeat: 3, ...opts.timeEvaluator, timeoutMs, launch: c.launch });
+    const t = m.time && { results: [...m.time.results], mean: m.time.mean, median: m.time.median, min: m.time.min, max: m.time.max, std: m.time.std, number: m.time.number };
+    const board = session.board.id;
+    if (m.wrong) return { outcome: "WRONG_ANSWER", message: m.wrong, board, ...(t ? { timing: t } : {}) };
+    return { outcome: "OK", timing: t!, stats: m.counters, board, conditions: { ...m.time!.conditions } };
   } finally {
     if (!session.isClosed) await Promise.allSettled(arrays.map((a) => a.free()));
   }

@@ -320,8 +320,37 @@ export class Session {
 
   /** @internal */
   async timeEvaluate(module: number, info: FunctionInfo__Output, args: readonly CallArg[], opts: TimeEvaluatorOptions): Promise<BenchmarkResult> {
+    const r = await this.request({ time_evaluate: this.timeFrame(module, info, args, opts) });
+    const t = r.time!;
+    return new BenchmarkResult(t.results_s, t.number, t.conditions);
+  }
+
+  /**
+   * measure()'s board side in one request (see host-sdk/measure.ts): checks
+   * before and after a time evaluation; `wrong` names the first mismatch.
+   * @internal
+   */
+  async measureCall(
+    module: RemoteModule,
+    fnName: string,
+    args: readonly CallArg[],
+    checks: readonly { array: RemoteArray; expect: AnyTypedArray; atol: number; rtol: number }[],
+    opts: TimeEvaluatorOptions,
+  ): Promise<{ time?: BenchmarkResult; wrong: string; counters: Record<string, number> }> {
+    const info = module.functions.find((f) => f.name === fnName);
+    if (!info) throw new FarmError("UNKNOWN_FUNCTION", `module ${module.id} has no function "${fnName}"; it has: ${module.functions.map((f) => f.name).join(", ")}`);
     const r = await this.request({
-      time_evaluate: {
+      measure: {
+        time: this.timeFrame(module.id, info, args, opts),
+        checks: checks.map((k) => ({ array: k.array.id, expect: new Uint8Array(k.expect.buffer, k.expect.byteOffset, k.expect.byteLength), atol: k.atol, rtol: k.rtol })),
+      },
+    });
+    const m = r.measured!;
+    return { time: m.time ? new BenchmarkResult(m.time.results_s, m.time.number, m.time.conditions) : undefined, wrong: m.wrong, counters: { ...m.counters } };
+  }
+
+  private timeFrame(module: number, info: FunctionInfo__Output, args: readonly CallArg[], opts: TimeEvaluatorOptions) {
+    return {
         call: this.callFrame(module, info, args, opts),
         number: opts.number ?? 10,
         repeat: opts.repeat ?? 1,
@@ -331,10 +360,7 @@ export class Session {
         limit_zero_time_iterations: opts.limitZeroTimeIterations ?? 100,
         flush_l2: opts.flushL2 ?? false,
         graph: opts.graph ?? false,
-      },
-    });
-    const t = r.time!;
-    return new BenchmarkResult(t.results_s, t.number, t.conditions);
+    };
   }
 
   /**

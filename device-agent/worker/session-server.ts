@@ -4,13 +4,27 @@
  * a reply (or, for chunked reads, replies) with its id.
  */
 import {
-  CHUNK_BYTES, DTYPES, FarmError, decodeBundle, decodeHostFrame, dtypeBytes, elementCount, encodeBoardFrame, isDtype, launchProblem,
+  CHUNK_BYTES, DTYPES, FarmError, viewAs, decodeBundle, decodeHostFrame, dtypeBytes, elementCount, encodeBoardFrame, isDtype, launchProblem,
   type BoardFrame, type Dtype, type FarmErrorCode, type HostFrame__Output,
 } from "../../protos/index.ts";
 import type { Call__Output } from "../../protos/gen/farm/v1/Call.ts";
+import type { TimeEvaluate__Output } from "../../protos/gen/farm/v1/TimeEvaluate.ts";
 import type { ArgValue, Backend, CallSettings, DeviceArray, LoadedFunction, LoadedModule } from "../backends/index.ts";
 import { SessionFiles, type FileLimits } from "./files.ts";
-import { evaluateTime } from "./time-evaluator.ts";
+import { evaluateTime, type TimeEvaluation } from "./time-evaluator.ts";
+
+/** Bytes no kernel is likely to produce: checked outputs are filled with them before each call. */
+const POISON = 0xa5;
+
+/** The first element of `got` outside |got − want| ≤ atol + rtol·|want|, described; or undefined. */
+function firstMismatch(got: ArrayLike<number | bigint>, want: ArrayLike<number | bigint>, atol: number, rtol: number): string | undefined {
+  for (let i = 0; i < got.length; i++) {
+    const g = Number(got[i]!);
+    const w = Number(want[i]!);
+    if (!(Math.abs(g - w) <= atol + rtol * Math.abs(w))) return `element ${i} is ${g}, expected ${w}`;
+  }
+  return undefined;
+}
 import type { Watchdog } from "./watchdog.ts";
 
 export interface SessionLimits extends FileLimits {
@@ -161,7 +175,7 @@ export class SessionServer {
 
   private fail(frame: HostFrame__Output, err: unknown): void {
     const e = FarmError.from(err);
-    if (frame.op === "call" || frame.op === "time_evaluate") this.counters.failed(e.code);
+    if (frame.op === "call" || frame.op === "time_evaluate" || frame.op === "measure") this.counters.failed(e.code);
     this.reply({ id: frame.id, error: e.toWire() });
   }
 
@@ -172,7 +186,7 @@ export class SessionServer {
   private handle(f: HostFrame__Output): void | Promise<void> {
     // Every call request counts, refused ones too: errors never outnumber calls.
     if (f.op === "call") this.counters.calls++;
-    else if (f.op === "time_evaluate") this.counters.timeEvaluations++;
+    else if (f.op === "time_evaluate" || f.op === "measure") this.counters.timeEvaluations++;
     if (this.closeRequested) throw new FarmError("SESSION_CLOSED", "the session is closing");
     switch (f.op) {
       case "upload":
@@ -206,6 +220,8 @@ export class SessionServer {
         return this.call(f.id, f.call!);
       case "time_evaluate":
         return this.timeEvaluate(f);
+      case "measure":
+        return this.measure(f);
       case "stats": {
         const s = this.backend.stats();
         this.reply({ id: f.id, stats: { counters: s.counters, info: { ...s.info, ...this.hooks.info, worker_pid: String(process.pid) } } });
@@ -419,13 +435,18 @@ export class SessionServer {
   }
 
   private timeEvaluate(f: HostFrame__Output): void {
-    const t = f.time_evaluate!;
+    const result = this.evaluate(f.time_evaluate!);
+    this.reply({ id: f.id, time: { results_s: result.resultsS, number: result.number, conditions: this.backend.stats().info } });
+  }
+
+  /** TVM's time_evaluator for `t`, run next to the board. */
+  private evaluate(t: TimeEvaluate__Output): TimeEvaluation {
     if (!t.call) throw new FarmError("BAD_ARGUMENTS", "time_evaluate needs a call");
     const c = t.call;
     if (t.repeat < 1 || t.number < 1) throw new FarmError("BAD_ARGUMENTS", `time_evaluate needs number ≥ 1 and repeat ≥ 1 (got number ${t.number}, repeat ${t.repeat})`);
     const { fn, args } = this.prepare(c);
     const settings = this.settings(c, t);
-    const result = this.guarded(c, "time_evaluate of", () =>
+    return this.guarded(c, "time_evaluate of", () =>
       evaluateTime(
         {
           number: t.number,
@@ -439,6 +460,44 @@ export class SessionServer {
         (n) => this.backend.timeCalls(fn, args, n, settings),
       ),
     );
-    this.reply({ id: f.id, time: { results_s: result.resultsS, number: result.number, conditions: this.backend.stats().info } });
+  }
+
+  /**
+   * measure() as one request: counters cleared; each checked output poisoned,
+   * one call, outputs compared; the time evaluation; poison, call and compare
+   * again (a kernel whose answer changes when run repeatedly is caught).
+   */
+  private measure(f: HostFrame__Output): void {
+    const m = f.measure!;
+    const c = m.time?.call;
+    if (!c) throw new FarmError("BAD_ARGUMENTS", "measure needs a time_evaluate with a call");
+    const checks = m.checks.map((k, i) => {
+      const a = this.arrayOf(k.array);
+      if (k.expect.byteLength !== a.array.nbytes) {
+        throw new FarmError("BAD_ARGUMENTS", `check ${i}: the reference has ${k.expect.byteLength} bytes, array ${k.array} holds ${a.array.nbytes}`);
+      }
+      return { k, a, want: viewAs(a.dtype, k.expect) };
+    });
+    const { fn, args } = this.prepare(c);
+    const settings = this.settings(c, m.time!);
+    const check = (when: string): string => {
+      for (const { a } of checks) a.array.write(0, new Uint8Array(a.array.nbytes).fill(POISON));
+      this.guarded(c, "call", () => this.backend.invoke(fn, args, { launch: settings.launch }));
+      for (const [i, { k, a, want }] of checks.entries()) {
+        const bad = firstMismatch(viewAs(a.dtype, a.array.read(0, a.array.nbytes)), want, k.atol, k.rtol);
+        if (bad) return `output ${i} ${when}: ${bad}`;
+      }
+      return "";
+    };
+    this.backend.clearStats();
+    const before = check("before timing");
+    if (before) {
+      this.reply({ id: f.id, measured: { wrong: before, counters: this.backend.stats().counters } });
+      return;
+    }
+    const result = this.evaluate(m.time!);
+    const after = check("after timing");
+    const s = this.backend.stats();
+    this.reply({ id: f.id, measured: { time: { results_s: result.resultsS, number: result.number, conditions: s.info }, wrong: after, counters: s.counters } });
   }
 }

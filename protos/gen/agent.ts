@@ -33,8 +33,11 @@ import type { HostFrame as _farm_v1_HostFrame, HostFrame__Output as _farm_v1_Hos
 import type { Launch as _farm_v1_Launch, Launch__Output as _farm_v1_Launch__Output } from './farm/v1/Launch';
 import type { ListDir as _farm_v1_ListDir, ListDir__Output as _farm_v1_ListDir__Output } from './farm/v1/ListDir';
 import type { LoadModule as _farm_v1_LoadModule, LoadModule__Output as _farm_v1_LoadModule__Output } from './farm/v1/LoadModule';
+import type { Measure as _farm_v1_Measure, Measure__Output as _farm_v1_Measure__Output } from './farm/v1/Measure';
+import type { MeasureResult as _farm_v1_MeasureResult, MeasureResult__Output as _farm_v1_MeasureResult__Output } from './farm/v1/MeasureResult';
 import type { ModuleInfo as _farm_v1_ModuleInfo, ModuleInfo__Output as _farm_v1_ModuleInfo__Output } from './farm/v1/ModuleInfo';
 import type { Ok as _farm_v1_Ok, Ok__Output as _farm_v1_Ok__Output } from './farm/v1/Ok';
+import type { OutputCheck as _farm_v1_OutputCheck, OutputCheck__Output as _farm_v1_OutputCheck__Output } from './farm/v1/OutputCheck';
 import type { ParamInfo as _farm_v1_ParamInfo, ParamInfo__Output as _farm_v1_ParamInfo__Output } from './farm/v1/ParamInfo';
 import type { Register as _farm_v1_Register, Register__Output as _farm_v1_Register__Output } from './farm/v1/Register';
 import type { Registered as _farm_v1_Registered, Registered__Output as _farm_v1_Registered__Output } from './farm/v1/Registered';
@@ -90,8 +93,11 @@ export interface ProtoGrpcType {
       Launch: MessageTypeDefinition<_farm_v1_Launch, _farm_v1_Launch__Output>
       ListDir: MessageTypeDefinition<_farm_v1_ListDir, _farm_v1_ListDir__Output>
       LoadModule: MessageTypeDefinition<_farm_v1_LoadModule, _farm_v1_LoadModule__Output>
+      Measure: MessageTypeDefinition<_farm_v1_Measure, _farm_v1_Measure__Output>
+      MeasureResult: MessageTypeDefinition<_farm_v1_MeasureResult, _farm_v1_MeasureResult__Output>
       ModuleInfo: MessageTypeDefinition<_farm_v1_ModuleInfo, _farm_v1_ModuleInfo__Output>
       Ok: MessageTypeDefinition<_farm_v1_Ok, _farm_v1_Ok__Output>
+      OutputCheck: MessageTypeDefinition<_farm_v1_OutputCheck, _farm_v1_OutputCheck__Output>
       ParamInfo: MessageTypeDefinition<_farm_v1_ParamInfo, _farm_v1_ParamInfo__Output>
       Register: MessageTypeDefinition<_farm_v1_Register, _farm_v1_Register__Output>
       Registered: MessageTypeDefinition<_farm_v1_Registered, _farm_v1_Registered__Output>

@@ -27,8 +27,11 @@ import type { HostServiceClient as _farm_v1_HostServiceClient, HostServiceDefini
 import type { Launch as _farm_v1_Launch, Launch__Output as _farm_v1_Launch__Output } from './farm/v1/Launch';
 import type { ListDir as _farm_v1_ListDir, ListDir__Output as _farm_v1_ListDir__Output } from './farm/v1/ListDir';
 import type { LoadModule as _farm_v1_LoadModule, LoadModule__Output as _farm_v1_LoadModule__Output } from './farm/v1/LoadModule';
+import type { Measure as _farm_v1_Measure, Measure__Output as _farm_v1_Measure__Output } from './farm/v1/Measure';
+import type { MeasureResult as _farm_v1_MeasureResult, MeasureResult__Output as _farm_v1_MeasureResult__Output } from './farm/v1/MeasureResult';
 import type { ModuleInfo as _farm_v1_ModuleInfo, ModuleInfo__Output as _farm_v1_ModuleInfo__Output } from './farm/v1/ModuleInfo';
 import type { Ok as _farm_v1_Ok, Ok__Output as _farm_v1_Ok__Output } from './farm/v1/Ok';
+import type { OutputCheck as _farm_v1_OutputCheck, OutputCheck__Output as _farm_v1_OutputCheck__Output } from './farm/v1/OutputCheck';
 import type { ParamInfo as _farm_v1_ParamInfo, ParamInfo__Output as _farm_v1_ParamInfo__Output } from './farm/v1/ParamInfo';
 import type { QueueInfo as _farm_v1_QueueInfo, QueueInfo__Output as _farm_v1_QueueInfo__Output } from './farm/v1/QueueInfo';
 import type { ReleaseReply as _farm_v1_ReleaseReply, ReleaseReply__Output as _farm_v1_ReleaseReply__Output } from './farm/v1/ReleaseReply';
@@ -80,8 +83,11 @@ export interface ProtoGrpcType {
       Launch: MessageTypeDefinition<_farm_v1_Launch, _farm_v1_Launch__Output>
       ListDir: MessageTypeDefinition<_farm_v1_ListDir, _farm_v1_ListDir__Output>
       LoadModule: MessageTypeDefinition<_farm_v1_LoadModule, _farm_v1_LoadModule__Output>
+      Measure: MessageTypeDefinition<_farm_v1_Measure, _farm_v1_Measure__Output>
+      MeasureResult: MessageTypeDefinition<_farm_v1_MeasureResult, _farm_v1_MeasureResult__Output>
       ModuleInfo: MessageTypeDefinition<_farm_v1_ModuleInfo, _farm_v1_ModuleInfo__Output>
       Ok: MessageTypeDefinition<_farm_v1_Ok, _farm_v1_Ok__Output>
+      OutputCheck: MessageTypeDefinition<_farm_v1_OutputCheck, _farm_v1_OutputCheck__Output>
       ParamInfo: MessageTypeDefinition<_farm_v1_ParamInfo, _farm_v1_ParamInfo__Output>
       QueueInfo: MessageTypeDefinition<_farm_v1_QueueInfo, _farm_v1_QueueInfo__Output>
       ReleaseReply: MessageTypeDefinition<_farm_v1_ReleaseReply, _farm_v1_ReleaseReply__Output>

@@ -9,6 +9,7 @@ import type { ArrayInfo as _farm_v1_ArrayInfo, ArrayInfo__Output as _farm_v1_Arr
 import type { CallResult as _farm_v1_CallResult, CallResult__Output as _farm_v1_CallResult__Output } from '../../farm/v1/CallResult';
 import type { TimeResult as _farm_v1_TimeResult, TimeResult__Output as _farm_v1_TimeResult__Output } from '../../farm/v1/TimeResult';
 import type { StatsResult as _farm_v1_StatsResult, StatsResult__Output as _farm_v1_StatsResult__Output } from '../../farm/v1/StatsResult';
+import type { MeasureResult as _farm_v1_MeasureResult, MeasureResult__Output as _farm_v1_MeasureResult__Output } from '../../farm/v1/MeasureResult';
 
 export interface BoardFrame {
   'id'?: (number);
@@ -21,7 +22,8 @@ export interface BoardFrame {
   'call'?: (_farm_v1_CallResult | null);
   'time'?: (_farm_v1_TimeResult | null);
   'stats'?: (_farm_v1_StatsResult | null);
-  'result'?: "error"|"ok"|"data"|"listing"|"module"|"array"|"call"|"time"|"stats";
+  'measured'?: (_farm_v1_MeasureResult | null);
+  'result'?: "error"|"ok"|"data"|"listing"|"module"|"array"|"call"|"time"|"stats"|"measured";
 }
 
 export interface BoardFrame__Output {
@@ -35,5 +37,6 @@ export interface BoardFrame__Output {
   'call'?: (_farm_v1_CallResult__Output | null);
   'time'?: (_farm_v1_TimeResult__Output | null);
   'stats'?: (_farm_v1_StatsResult__Output | null);
-  'result'?: "error"|"ok"|"data"|"listing"|"module"|"array"|"call"|"time"|"stats";
+  'measured'?: (_farm_v1_MeasureResult__Output | null);
+  'result'?: "error"|"ok"|"data"|"listing"|"module"|"array"|"call"|"time"|"stats"|"measured";
 }

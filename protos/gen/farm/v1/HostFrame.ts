@@ -14,6 +14,7 @@ import type { TimeEvaluate as _farm_v1_TimeEvaluate, TimeEvaluate__Output as _fa
 import type { Stats as _farm_v1_Stats, Stats__Output as _farm_v1_Stats__Output } from '../../farm/v1/Stats';
 import type { ClearStats as _farm_v1_ClearStats, ClearStats__Output as _farm_v1_ClearStats__Output } from '../../farm/v1/ClearStats';
 import type { Close as _farm_v1_Close, Close__Output as _farm_v1_Close__Output } from '../../farm/v1/Close';
+import type { Measure as _farm_v1_Measure, Measure__Output as _farm_v1_Measure__Output } from '../../farm/v1/Measure';
 
 export interface HostFrame {
   'id'?: (number);
@@ -31,7 +32,8 @@ export interface HostFrame {
   'stats'?: (_farm_v1_Stats | null);
   'clear_stats'?: (_farm_v1_ClearStats | null);
   'close'?: (_farm_v1_Close | null);
-  'op'?: "upload"|"download"|"listdir"|"remove"|"load_module"|"array_alloc"|"array_write"|"array_read"|"array_free"|"call"|"time_evaluate"|"stats"|"clear_stats"|"close";
+  'measure'?: (_farm_v1_Measure | null);
+  'op'?: "upload"|"download"|"listdir"|"remove"|"load_module"|"array_alloc"|"array_write"|"array_read"|"array_free"|"call"|"time_evaluate"|"stats"|"clear_stats"|"close"|"measure";
 }
 
 export interface HostFrame__Output {
@@ -50,5 +52,6 @@ export interface HostFrame__Output {
   'stats'?: (_farm_v1_Stats__Output | null);
   'clear_stats'?: (_farm_v1_ClearStats__Output | null);
   'close'?: (_farm_v1_Close__Output | null);
-  'op'?: "upload"|"download"|"listdir"|"remove"|"load_module"|"array_alloc"|"array_write"|"array_read"|"array_free"|"call"|"time_evaluate"|"stats"|"clear_stats"|"close";
+  'measure'?: (_farm_v1_Measure__Output | null);
+  'op'?: "upload"|"download"|"listdir"|"remove"|"load_module"|"array_alloc"|"array_write"|"array_read"|"array_free"|"call"|"time_evaluate"|"stats"|"clear_stats"|"close"|"measure";
 }
