@@ -9,7 +9,7 @@
  */
 import { appendFileSync, existsSync, readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
-import { FarmError, type AnyTypedArray, type Dtype, type LaunchDecl } from "../protos/index.ts";
+import { CHUNK_BYTES, FarmError, dtypeOf, type AnyTypedArray, type Dtype, type LaunchDecl } from "../protos/index.ts";
 import type { CompiledModule } from "./compiled-module.ts";
 import type { RemoteArray, RemoteModule, Session, TimeEvaluatorOptions } from "./session.ts";
 import type { TrackerClient } from "./tracker-client.ts";
@@ -179,13 +179,11 @@ export async function measure(client: TrackerClient, candidates: readonly Candid
   const slots = Math.max(1, Math.min(opts.boards ?? matching.length, matching.length || 1, queue.length));
 
   const runBoard = async (): Promise<void> => {
-    let session: Session | undefined;
-    const uploaded = new Map<string, RemoteModule>();
+    let session: BoardSession | undefined;
     const drop = async () => {
       const s = session;
       session = undefined;
-      uploaded.clear();
-      await s?.close().catch(() => {});
+      await s?.session.close().catch(() => {});
     };
     try {
       while (queue.length > 0) {
@@ -203,8 +201,8 @@ export async function measure(client: TrackerClient, candidates: readonly Candid
         progress.running++;
         progress.draw();
         try {
-          if (!session) session = await client.request(opts.key, { labels: opts.labels, deadlineMs: opts.deadlineMs ?? 60_000 });
-          record({ index, id: ids[index]!, attempts: attempt, ...(await runOne(session, uploaded, module, c, opts)) });
+          session ??= new BoardSession(await client.request(opts.key, { labels: opts.labels, deadlineMs: opts.deadlineMs ?? 60_000 }));
+          record({ index, id: ids[index]!, attempts: attempt, ...(await session.run(module, c, opts)) });
         } catch (err) {
           const o = outcomeOf(err);
           if (o.sessionLost) await drop();
@@ -212,7 +210,7 @@ export async function measure(client: TrackerClient, candidates: readonly Candid
             // Transparently again, on a fresh session (the board may be gone: the tracker picks another).
             queue.unshift(index);
           } else {
-            record({ index, id: ids[index]!, attempts: attempt, board: session?.board.id, ...pick(o) });
+            record({ index, id: ids[index]!, attempts: attempt, board: session?.session.board.id, ...pick(o) });
           }
         } finally {
           progress.running--;
@@ -239,35 +237,66 @@ async function allOrFirstError<T>(promises: readonly Promise<T>[]): Promise<T[]>
 }
 
 /**
- * Upload (once per session per module) and load; the arguments; then the
- * board checks, times and checks again in one request (Session.measureCall).
- * Requests that do not depend on each other's replies are sent together: the
- * board serves a session's frames in order.
+ * One board's session for a whole batch: modules uploaded once, and arrays
+ * kept between candidates (by dtype and shape) so that a candidate usually
+ * costs one round trip — its inputs' copies and the Measure request are sent
+ * together, and the board serves a session's frames in order. Outputs need
+ * no reset: the board poisons them before every check.
  */
-async function runOne(session: Session, uploaded: Map<string, RemoteModule>, module: CompiledModule, c: Candidate, opts: MeasureOptions): Promise<Omit<MeasureResult, "index" | "id" | "attempts">> {
-  const cached = uploaded.get(module.digest);
-  const loading = cached ? undefined : allOrFirstError<unknown>([session.upload(module), session.loadModule(module.name)]);
-  loading?.catch(() => {}); // awaited below, after the arguments; its failure is this candidate's result
-  const timeoutMs = opts.timeoutMs ?? 10_000;
-  const made = c.args.map((a) =>
-    "scalar" in a ? Promise.resolve(a.scalar) : "input" in a ? session.array(a.input, a.shape) : session.array(a.output),
-  );
-  let arrays: RemoteArray[] = [];
-  try {
-    const args = await allOrFirstError<RemoteArray | number>(made).finally(async () => {
-      // Whatever was allocated is freed at the end, even when something else failed.
-      arrays = (await Promise.allSettled(made)).flatMap((r) => (r.status === "fulfilled" && typeof r.value !== "number" ? [r.value] : []));
+class BoardSession {
+  private readonly modules = new Map<string, RemoteModule>();
+  private readonly spare = new Map<string, RemoteArray[]>();
+
+  constructor(readonly session: Session) {}
+
+  async run(module: CompiledModule, c: Candidate, opts: MeasureOptions): Promise<Omit<MeasureResult, "index" | "id" | "attempts">> {
+    const s = this.session;
+    const cached = this.modules.get(module.digest);
+    const loading = cached ? undefined : allOrFirstError<unknown>([s.upload(module), s.loadModule(module.name)]);
+    loading?.catch(() => {}); // awaited below; its failure is this candidate's result
+    const taken: { key: string; array: RemoteArray }[] = [];
+    const pending: Promise<unknown>[] = [];
+    // A copy of more than one chunk may yield between chunks (back-pressure): then it must finish before the Measure request goes out.
+    let copiesMustFinish = false;
+    const args = c.args.map((a): RemoteArray | number | Promise<RemoteArray> => {
+      if ("scalar" in a) return a.scalar;
+      const dtype = "input" in a ? dtypeOf(a.input) : a.output.dtype;
+      const shape = "input" in a ? (a.shape ?? [a.input.length]) : a.output.shape;
+      const key = `${dtype}[${shape.join(",")}]`;
+      const reused = this.spare.get(key)?.pop();
+      if (reused) {
+        taken.push({ key, array: reused });
+        if ("input" in a) {
+          pending.push(reused.copyFrom(a.input));
+          if (a.input.byteLength > CHUNK_BYTES) copiesMustFinish = true;
+        }
+        return reused;
+      }
+      const made = "input" in a ? s.array(a.input, a.shape) : s.array(a.output);
+      pending.push(made.then((array) => taken.push({ key, array })));
+      return made;
     });
-    const remote = cached ?? (((await loading!) as unknown[])[1] as RemoteModule);
-    uploaded.set(module.digest, remote);
-    const checks = c.args.flatMap((a, i) => ("output" in a && a.expect ? [{ array: args[i] as RemoteArray, expect: a.expect, atol: c.atol ?? 0, rtol: c.rtol ?? 0 }] : []));
-    const m = await session.measureCall(remote, c.function, args, checks, { number: 10, repeat: 3, ...opts.timeEvaluator, timeoutMs, launch: c.launch });
-    const t = m.time && { results: [...m.time.results], mean: m.time.mean, median: m.time.median, min: m.time.min, max: m.time.max, std: m.time.std, number: m.time.number };
-    const board = session.board.id;
-    if (m.wrong) return { outcome: "WRONG_ANSWER", message: m.wrong, board, ...(t ? { timing: t } : {}) };
-    return { outcome: "OK", timing: t!, stats: m.counters, board, conditions: { ...m.time!.conditions } };
-  } finally {
-    if (!session.isClosed) await Promise.allSettled(arrays.map((a) => a.free()));
+    try {
+      const ready = await allOrFirstError<RemoteArray | number>(args.map((a) => Promise.resolve(a)));
+      if (copiesMustFinish) await allOrFirstError(pending);
+      const remote = cached ?? (((await loading!) as unknown[])[1] as RemoteModule);
+      this.modules.set(module.digest, remote);
+      const checks = c.args.flatMap((a, i) => ("output" in a && a.expect ? [{ array: ready[i] as RemoteArray, expect: a.expect, atol: c.atol ?? 0, rtol: c.rtol ?? 0 }] : []));
+      const [m] = (await allOrFirstError<unknown>([
+        s.measureCall(remote, c.function, ready, checks, { number: 10, repeat: 3, ...opts.timeEvaluator, timeoutMs: opts.timeoutMs ?? 10_000, launch: c.launch }),
+        ...pending,
+      ])) as [Awaited<ReturnType<Session["measureCall"]>>];
+      const t = m.time && { results: [...m.time.results], mean: m.time.mean, median: m.time.median, min: m.time.min, max: m.time.max, std: m.time.std, number: m.time.number };
+      const board = s.board.id;
+      if (m.wrong) return { outcome: "WRONG_ANSWER", message: m.wrong, board, ...(t ? { timing: t } : {}) };
+      return { outcome: "OK", timing: t!, stats: m.counters, board, conditions: { ...m.time!.conditions } };
+    } finally {
+      await Promise.allSettled(pending);
+      for (const { key, array } of taken) {
+        if (!this.spare.has(key)) this.spare.set(key, []);
+        this.spare.get(key)!.push(array);
+      }
+    }
   }
 }
 

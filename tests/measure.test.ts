@@ -91,6 +91,24 @@ describe("measure()", () => {
     await waitForFreeBoards(client, 2);
   });
 
+  it("candidates of the same shapes get their own inputs (arrays are reused between candidates, data is not)", async () => {
+    const cands = [1, 2, 3, 4, 5, 6].map((k): Candidate => {
+      const a = Float32Array.from({ length: N }, (_, i) => k * i);
+      return { id: `k${k}`, module, function: "good", args: [{ input: a }, { input: B }, { output: { shape: [N], dtype: "float32" }, expect: a.map((v, i) => v + B[i]!) }, { scalar: N }] };
+    });
+    const results = await measure(client, cands, { key: "cpu", boards: 1, progress: false, timeEvaluator: { number: 2, repeat: 1 } });
+    assert.deepEqual(results.map((r) => r.outcome), cands.map(() => "OK"), JSON.stringify(results.map((r) => r.message)));
+    // And a big input (several 1 MiB chunks), twice on one session.
+    const big = Float32Array.from({ length: 600_000 }, (_, i) => i % 977);
+    const bigCands = [0, 1].map((k): Candidate => {
+      const a = big.map((v) => v + k);
+      return { id: `big${k}`, module, function: "good", args: [{ input: a }, { input: big }, { output: { shape: [big.length], dtype: "float32" }, expect: a.map((v, i) => v + big[i]!) }, { scalar: big.length }] };
+    });
+    const bigResults = await measure(client, bigCands, { key: "cpu", boards: 1, progress: false, timeEvaluator: { number: 1, repeat: 1 } });
+    assert.deepEqual(bigResults.map((r) => r.outcome), ["OK", "OK"], JSON.stringify(bigResults.map((r) => r.message)));
+    await waitForFreeBoards(client, 2);
+  });
+
   it("a key no board serves: every candidate is INFRA_ERROR naming it, after its retry", async () => {
     const results = await measure(client, [candidate("good", module), candidate("good", module)], { key: "tpu", progress: false, deadlineMs: 2000 });
     assert.deepEqual(results.map((r) => r.outcome), ["INFRA_ERROR", "INFRA_ERROR"]);
