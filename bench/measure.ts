@@ -31,7 +31,7 @@ import { decodeBundle, type AnyTypedArray } from "../protos/index.ts";
 import { startFarm, waitForFreeBoards } from "../tests/helpers/processes.ts";
 import { VADD_SOURCE } from "../tests/helpers/kernels.ts";
 import { matmulCase } from "../tests/helpers/vta.ts";
-import { childrenOf, cpuSeconds, loadAverage, selfCpuSeconds } from "./lib/procs.ts";
+import { childrenOf, cpuSeconds, loadAverage, selfCpuSeconds, settleProcesses } from "./lib/procs.ts";
 import { fmtMs, fmtRatio, nowMs, percentile, printTable, verdict, type Row } from "./lib/stats.ts";
 
 export const TARGET_OVERHEAD_MS = 5;
@@ -236,17 +236,9 @@ function fmtBusy(c: CpuSplit): string {
   return `${(cpuTotal(c) / c.wallS).toFixed(2)} CPUs busy (others ${(c.others / c.wallS).toFixed(2)})`;
 }
 
-/** Waits until the farm's processes have used < 10 ms of CPU in 150 ms (a worker booting, a GC tail), at most `timeoutMs`. */
-async function settle(farm: Farm, timeoutMs = 8000): Promise<void> {
-  const busy = () => [farm.trackerPid, farm.agentPid, ...childrenOf(farm.agentPid)].reduce((a, p) => a + cpuSeconds(p), 0);
-  const until = Date.now() + timeoutMs;
-  let last = busy();
-  while (Date.now() < until) {
-    await new Promise((r) => setTimeout(r, 150));
-    const now = busy();
-    if (now - last < 0.01) return;
-    last = now;
-  }
+/** Waits until the farm's processes are quiet (bench/lib/procs.ts). */
+function settle(farm: Farm, timeoutMs = 8000): Promise<void> {
+  return settleProcesses(() => [farm.trackerPid, farm.agentPid, ...childrenOf(farm.agentPid)], timeoutMs);
 }
 
 // ---------------------------------------------------------------- the two ways to measure a batch

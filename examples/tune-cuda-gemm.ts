@@ -24,7 +24,7 @@ import {
   type GemmConfig, type GemmProblem,
 } from "./lib/cuda-gemm-template.ts";
 import { writeBestSoFarSvg } from "./lib/plot.ts";
-import { configKey, countOutcomes, formatTable, ranked, search, seededRandom, spaceSize } from "./lib/search.ts";
+import { configKey, outcomeLine, formatTable, ranked, search, seededRandom, spaceSize } from "./lib/search.ts";
 
 const USAGE = "usage: node --import tsx examples/tune-cuda-gemm.ts --tracker HOST:PORT [--key cuda] [--candidates 64] [--size 1024] [--batch 16] [--seed 1] [--arch sm_90] [--out DIR]";
 const { values: args } = parseArgs({
@@ -190,8 +190,5 @@ try {
 process.exitCode = exitCode;
 
 function countLine(outcomes: readonly string[]): string {
-  return Object.entries(countOutcomes(outcomes, MEASURE_OUTCOMES))
-    .filter(([, n]) => n > 0)
-    .map(([o, n]) => `${o} ${n}`)
-    .join(", ");
+  return outcomeLine(outcomes, MEASURE_OUTCOMES);
 }

@@ -5,7 +5,7 @@
  */
 import { startFarm, waitFor } from "../../tests/helpers/processes.ts";
 import type { Session } from "../../host-sdk/index.ts";
-import { childrenOf, cpuSeconds } from "./procs.ts";
+import { childrenOf, settleProcesses } from "./procs.ts";
 
 export type BenchFarm = Awaited<ReturnType<typeof startFarm>> & {
   readonly trackerPid: number;
@@ -51,14 +51,6 @@ export async function startBenchFarm(): Promise<BenchFarm> {
  * started at the grant has finished booting), so its start-up CPU does not
  * land in a measurement. Gives up after `timeoutMs`.
  */
-export async function settle(farm: BenchFarm, timeoutMs = 8000): Promise<void> {
-  const busy = () => [farm.agentPid, ...farm.workerPids()].reduce((a, p) => a + cpuSeconds(p), 0);
-  const until = Date.now() + timeoutMs;
-  let last = busy();
-  while (Date.now() < until) {
-    await new Promise((r) => setTimeout(r, 150));
-    const now = busy();
-    if (now - last < 0.01) return;
-    last = now;
-  }
+export function settle(farm: BenchFarm, timeoutMs = 8000): Promise<void> {
+  return settleProcesses(() => [farm.agentPid, ...farm.workerPids()], timeoutMs);
 }

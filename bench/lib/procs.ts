@@ -117,3 +117,20 @@ export async function machineBusy(ms = 1000): Promise<number> {
   const busyS = (b.busy - a.busy) / CLOCK_TICKS - (selfCpuSeconds() - self0);
   return Math.max(0, (busyS / ((b.total - a.total) / CLOCK_TICKS)) * cpus);
 }
+
+/**
+ * Waits until the processes `pids()` lists have used < 10 ms of CPU in 150 ms
+ * (a worker booting, a GC tail), so that CPU does not land in a measurement.
+ * Gives up after `timeoutMs`.
+ */
+export async function settleProcesses(pids: () => number[], timeoutMs = 8000): Promise<void> {
+  const busy = () => pids().reduce((a, p) => a + cpuSeconds(p), 0);
+  const until = Date.now() + timeoutMs;
+  let last = busy();
+  while (Date.now() < until) {
+    await new Promise((r) => setTimeout(r, 150));
+    const now = busy();
+    if (now - last < 0.01) return;
+    last = now;
+  }
+}

@@ -182,6 +182,14 @@ export function formatTable(header: readonly string[], rows: readonly (readonly 
 }
 
 /** Outcome counts, in a fixed order, for a one-line summary. */
+/** "OK 31, COMPILE_ERROR 9": the outcomes that occurred, in `order`. */
+export function outcomeLine(outcomes: readonly string[], order: readonly string[]): string {
+  return Object.entries(countOutcomes(outcomes, order))
+    .filter(([, n]) => n > 0)
+    .map(([o, n]) => `${o} ${n}`)
+    .join(", ");
+}
+
 export function countOutcomes(outcomes: readonly string[], order: readonly string[]): Record<string, number> {
   const counts: Record<string, number> = Object.fromEntries(order.map((o) => [o, 0]));
   for (const o of outcomes) counts[o] = (counts[o] ?? 0) + 1;
