@@ -165,9 +165,12 @@ export async function measure(client: TrackerClient, candidates: readonly Candid
   // Host compilation, in parallel, started now and awaited per candidate.
   const compileSlot = limiter(availableParallelism());
   const modules = new Map<number, Promise<CompiledModule>>();
+  /** Modules already built, for sending the next candidate's while the board measures. */
+  const compiled = new Map<number, CompiledModule>();
   for (const i of todo) {
     const m = candidates[i]!.module;
     modules.set(i, typeof m === "function" ? compileSlot(m) : Promise.resolve(m));
+    modules.get(i)!.then((built) => compiled.set(i, built), () => {});
     modules.get(i)!.catch(() => {}); // awaited later; a failure there is a result
   }
 
@@ -202,7 +205,12 @@ export async function measure(client: TrackerClient, candidates: readonly Candid
         progress.draw();
         try {
           session ??= new BoardSession(await client.request(opts.key, { labels: opts.labels, deadlineMs: opts.deadlineMs ?? 60_000 }));
-          record({ index, id: ids[index]!, attempts: attempt, ...(await session.run(module, c, opts)) });
+          const board = session;
+          const prefetchNext = () => {
+            const next = queue[0] === undefined ? undefined : compiled.get(queue[0]);
+            if (next) board.prefetch(next).catch(() => {});
+          };
+          record({ index, id: ids[index]!, attempts: attempt, ...(await session.run(module, c, opts, prefetchNext)) });
         } catch (err) {
           const o = outcomeOf(err);
           if (o.sessionLost) await drop();
@@ -244,16 +252,31 @@ async function allOrFirstError<T>(promises: readonly Promise<T>[]): Promise<T[]>
  * no reset: the board poisons them before every check.
  */
 class BoardSession {
-  private readonly modules = new Map<string, RemoteModule>();
+  /** Modules uploaded and loaded (or on their way), by digest. */
+  private readonly modules = new Map<string, Promise<RemoteModule>>();
   private readonly spare = new Map<string, RemoteArray[]>();
 
   constructor(readonly session: Session) {}
 
-  async run(module: CompiledModule, c: Candidate, opts: MeasureOptions): Promise<Omit<MeasureResult, "index" | "id" | "attempts">> {
+  /**
+   * Sends `module`'s upload and load now, unless already sent. Called with
+   * the next candidate's module right after a Measure request went out, its
+   * bytes travel while the board measures.
+   */
+  prefetch(module: CompiledModule): Promise<RemoteModule> {
+    let loaded = this.modules.get(module.digest);
+    if (!loaded) {
+      loaded = allOrFirstError<unknown>([this.session.upload(module), this.session.loadModule(module.name)]).then((r) => r[1] as RemoteModule);
+      // A failure is the result of the candidate that needs it (and a later one tries again).
+      loaded.catch(() => this.modules.delete(module.digest));
+      this.modules.set(module.digest, loaded);
+    }
+    return loaded;
+  }
+
+  async run(module: CompiledModule, c: Candidate, opts: MeasureOptions, measureSent?: () => void): Promise<Omit<MeasureResult, "index" | "id" | "attempts">> {
     const s = this.session;
-    const cached = this.modules.get(module.digest);
-    const loading = cached ? undefined : allOrFirstError<unknown>([s.upload(module), s.loadModule(module.name)]);
-    loading?.catch(() => {}); // awaited below; its failure is this candidate's result
+    const loading = this.prefetch(module);
     const taken: { key: string; array: RemoteArray }[] = [];
     const pending: Promise<unknown>[] = [];
     // A copy of more than one chunk may yield between chunks (back-pressure): then it must finish before the Measure request goes out.
@@ -279,13 +302,11 @@ class BoardSession {
     try {
       const ready = await allOrFirstError<RemoteArray | number>(args.map((a) => Promise.resolve(a)));
       if (copiesMustFinish) await allOrFirstError(pending);
-      const remote = cached ?? (((await loading!) as unknown[])[1] as RemoteModule);
-      this.modules.set(module.digest, remote);
+      const remote = await loading;
       const checks = c.args.flatMap((a, i) => ("output" in a && a.expect ? [{ array: ready[i] as RemoteArray, expect: a.expect, atol: c.atol ?? 0, rtol: c.rtol ?? 0 }] : []));
-      const [m] = (await allOrFirstError<unknown>([
-        s.measureCall(remote, c.function, ready, checks, { number: 10, repeat: 3, ...opts.timeEvaluator, timeoutMs: opts.timeoutMs ?? 10_000, launch: c.launch }),
-        ...pending,
-      ])) as [Awaited<ReturnType<Session["measureCall"]>>];
+      const measuring = s.measureCall(remote, c.function, ready, checks, { number: 10, repeat: 3, ...opts.timeEvaluator, timeoutMs: opts.timeoutMs ?? 10_000, launch: c.launch });
+      measureSent?.();
+      const [m] = (await allOrFirstError<unknown>([measuring, ...pending])) as [Awaited<ReturnType<Session["measureCall"]>>];
       const t = m.time && { results: [...m.time.results], mean: m.time.mean, median: m.time.median, min: m.time.min, max: m.time.max, std: m.time.std, number: m.time.number };
       const board = s.board.id;
       if (m.wrong) return { outcome: "WRONG_ANSWER", message: m.wrong, board, ...(t ? { timing: t } : {}) };
