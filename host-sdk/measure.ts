@@ -11,6 +11,7 @@ import { appendFileSync, existsSync, readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { CHUNK_BYTES, FarmError, dtypeOf, type AnyTypedArray, type Dtype, type LaunchDecl } from "../protos/index.ts";
 import type { CompiledModule } from "./compiled-module.ts";
+import { Limiter } from "./limiter.ts";
 import type { RemoteArray, RemoteModule, Session, TimeEvaluatorOptions } from "./session.ts";
 import type { TrackerClient } from "./tracker-client.ts";
 
@@ -102,22 +103,6 @@ function outcomeOf(err: unknown): { outcome: MeasureOutcome; message: string; se
   }
 }
 
-/** Runs `fn` on at most `limit` items at a time. */
-function limiter(limit: number): <T>(fn: () => Promise<T>) => Promise<T> {
-  let running = 0;
-  const waiting: Array<() => void> = [];
-  return async (fn) => {
-    while (running >= limit) await new Promise<void>((r) => waiting.push(r));
-    running++;
-    try {
-      return await fn();
-    } finally {
-      running--;
-      waiting.shift()?.();
-    }
-  };
-}
-
 class Progress {
   private readonly t0 = Date.now();
   done = 0;
@@ -152,8 +137,8 @@ export async function measure(client: TrackerClient, candidates: readonly Candid
     const r = known.get(id);
     if (r) results[i] = { ...r, index: i };
   });
-  const todo = candidates.map((_, i) => i).filter((i) => !results[i]);
-  const progress = new Progress(todo.length, opts.progress ?? process.stderr.isTTY === true);
+  const unmeasured = candidates.map((_, i) => i).filter((i) => !results[i]);
+  const progress = new Progress(unmeasured.length, opts.progress ?? process.stderr.isTTY === true);
   const record = (r: MeasureResult) => {
     results[r.index] = r;
     progress.done++;
@@ -163,18 +148,18 @@ export async function measure(client: TrackerClient, candidates: readonly Candid
   };
 
   // Host compilation, in parallel, started now and awaited per candidate.
-  const compileSlot = limiter(availableParallelism());
+  const compiles = new Limiter(availableParallelism());
   const modules = new Map<number, Promise<CompiledModule>>();
   /** Modules already built, for sending the next candidate's while the board measures. */
   const compiled = new Map<number, CompiledModule>();
-  for (const i of todo) {
+  for (const i of unmeasured) {
     const m = candidates[i]!.module;
-    modules.set(i, typeof m === "function" ? compileSlot(m) : Promise.resolve(m));
+    modules.set(i, typeof m === "function" ? compiles.run(m) : Promise.resolve(m));
+    // Awaited per candidate later, where a failure becomes its result.
     modules.get(i)!.then((built) => compiled.set(i, built), () => {});
-    modules.get(i)!.catch(() => {}); // awaited later; a failure there is a result
   }
 
-  const queue = [...todo];
+  const queue = [...unmeasured];
   const attempts = new Map<number, number>();
   const retries = opts.retries ?? 1;
   const summary = await client.summary();

@@ -13,6 +13,8 @@ import type { ArgValue, Backend, CallSettings, DeviceArray, LoadedFunction, Load
 import { SessionFiles, type FileLimits } from "./files.ts";
 import { evaluateTime, type TimeEvaluation } from "./time-evaluator.ts";
 
+const NO_SETTINGS: CallSettings = Object.freeze({});
+
 /** Bytes no kernel is likely to produce: checked outputs are filled with them before each call. */
 const POISON = 0xa5;
 
@@ -410,6 +412,8 @@ export class SessionServer {
 
   /** The call's CUDA settings; refused on boards that have no such thing. */
   private settings(c: Call__Output, timing: { flush_l2?: boolean; graph?: boolean } = {}): CallSettings {
+    // The common case, on every call: nothing CUDA-specific asked.
+    if (!c.launch && !timing.flush_l2 && !timing.graph) return NO_SETTINGS;
     const settings: CallSettings = {};
     if (c.launch) {
       const launch = { grid: c.launch.grid, block: c.launch.block, sharedMemBytes: c.launch.shared_mem_bytes };

@@ -6,7 +6,8 @@ import { join } from "node:path";
 import { describe, test } from "node:test";
 import { bundleDigest, decodeBundle, FarmError } from "../../protos/index.ts";
 import { compileCuda, compileCudaMany, type CompileCudaOptions } from "./compile-cuda.ts";
-import { cleanDiagnostics, Limiter, locateNvcc, nvccLimiter, nvccVersion } from "./nvcc.ts";
+import { cleanDiagnostics, locateNvcc, nvccLimiter, nvccVersion } from "./nvcc.ts";
+import { Limiter } from "../limiter.ts";
 import { parsePtxasInfo } from "./ptxas-info.ts";
 
 /** Why the tests that run nvcc are skipped, or false when nvcc is here. */

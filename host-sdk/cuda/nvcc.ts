@@ -6,6 +6,7 @@
 import { execFile } from "node:child_process";
 import { access, constants } from "node:fs/promises";
 import { availableParallelism } from "node:os";
+import { Limiter } from "../limiter.ts";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { FarmError } from "../../protos/index.ts";
@@ -88,32 +89,6 @@ function toolchainError(where: NvccLocation, err: unknown): FarmError {
     details: { tried: where.tried },
     cause: err,
   });
-}
-
-/**
- * A counting semaphore. @internal
- * `peak` is the most holders there ever were at once (tests read it).
- */
-export class Limiter {
-  private active = 0;
-  private readonly waiting: Array<() => void> = [];
-  peak = 0;
-
-  constructor(readonly slots: number) {}
-
-  async run<T>(task: () => Promise<T>): Promise<T> {
-    if (this.active < this.slots) this.active++;
-    else await new Promise<void>((resolve) => this.waiting.push(resolve));
-    // The slot is ours: taken above, or handed over by the holder that released it.
-    this.peak = Math.max(this.peak, this.active);
-    try {
-      return await task();
-    } finally {
-      const next = this.waiting.shift();
-      if (next) next();
-      else this.active--;
-    }
-  }
 }
 
 /** Every nvcc compile of this process goes through here. @internal */

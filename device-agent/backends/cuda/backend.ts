@@ -15,7 +15,7 @@ import {
   FarmError, type BundleTarget, type Dtype, type FunctionSpec, type LaunchConfig, type ModuleBundle,
 } from "../../../protos/index.ts";
 import type { ArgValue, Backend, BackendStats, BoardFacts, CallSettings, CanaryResult, DeviceArray, LoadedFunction, LoadedModule } from "../backend.ts";
-import { CANARY_ENTRY, CANARY_PTX } from "./canary-ptx.ts";
+import { CANARY_PTX, CANARY_SPEC } from "./canary-ptx.ts";
 import { cudaDeviceInfo, type CudaDeviceInfo } from "./device-info.ts";
 import { CudaDriver, CudaError, FUNC_ATTR, type DevicePtr, type Handle } from "./driver.ts";
 import { Nvml } from "./nvml.ts";
@@ -395,7 +395,7 @@ export class CudaBackend implements Backend {
       return this.guard(() => {
         const module = this.driver.loadModule(Buffer.from(`${CANARY_PTX}\0`), "loading the canary PTX");
         try {
-          const fn = this.driver.getFunction(module, CANARY_ENTRY);
+          const fn = this.driver.getFunction(module, CANARY_SPEC.name);
           const x = Float32Array.from({ length: n }, (_, i) => i);
           const y = Float32Array.from({ length: n }, (_, i) => 1 - i);
           const dx = this.alloc(n * 4) as CudaArray;
@@ -403,14 +403,8 @@ export class CudaBackend implements Backend {
           try {
             dx.write(0, new Uint8Array(x.buffer));
             dy.write(0, new Uint8Array(y.buffer));
-            const slots = Buffer.alloc(32);
-            slots.writeFloatLE(2, 0);
-            slots.writeBigUInt64LE(dx.ptr, 8);
-            slots.writeBigUInt64LE(dy.ptr, 16);
-            slots.writeInt32LE(n, 24);
-            const base = koffi.address(slots);
-            const params = Buffer.alloc(32);
-            for (let i = 0; i < 4; i++) params.writeBigUInt64LE(base + BigInt(8 * i), 8 * i);
+            const args: ArgValue[] = [{ kind: "scalar", value: 2 }, { kind: "buffer", array: dx }, { kind: "buffer", array: dy }, { kind: "scalar", value: n }];
+            const params = this.params(args, CANARY_SPEC);
             this.driver.launch(fn, [n / 256, 1, 1], [256, 1, 1], 0, LEGACY_STREAM, params, "the canary");
             this.driver.call("cuStreamSynchronize", LEGACY_STREAM);
             const out = new Float32Array(n);

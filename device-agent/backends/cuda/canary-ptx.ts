@@ -11,7 +11,17 @@
  * with the header lowered to PTX ISA 6.0 / sm_50 (the body uses nothing newer),
  * so drivers back to CUDA 9 load it.
  */
-export const CANARY_ENTRY = "kfarm_canary_saxpy";
+import type { FunctionSpec } from "../../../protos/index.ts";
+
+export const CANARY_SPEC: FunctionSpec = {
+  name: "kfarm_canary_saxpy",
+  params: [
+    { name: "a", kind: "scalar", dtype: "float32" },
+    { name: "x", kind: "buffer", dtype: "float32" },
+    { name: "y", kind: "buffer", dtype: "float32" },
+    { name: "n", kind: "scalar", dtype: "int32" },
+  ],
+};
 
 export const CANARY_PTX = `.version 6.0
 .target sm_50
