@@ -12,6 +12,7 @@ import { AgentMetrics } from "./metrics.ts";
 import { resolveAgentOptions, type AgentOptions, type ResolvedAgentOptions } from "./options.ts";
 import { BoardPool } from "./pool.ts";
 import { TrackerLink } from "./tracker-link.ts";
+import { workerEntry } from "./worker-entry.ts";
 
 export class Agent {
   readonly options: ResolvedAgentOptions;
@@ -42,6 +43,7 @@ export class Agent {
     if (this.metrics) await this.metrics.listen(o.metricsHost, o.metricsPort!);
     const specs: BoardSpec[] = [];
     const boards = await expandBoards(o.boards);
+    const entry = await workerEntry(o.logger);
     const cpuCanary = boards.some((b) => b.kind === "cpu" && b.options.canaryLibrary === undefined) ? await buildCpuCanary(o.workRoot, o.logger) : undefined;
     for (const board of boards) {
       let facts;
@@ -68,6 +70,7 @@ export class Agent {
           limits: { maxUploadBytes: o.maxUploadBytes, maxSessionBytes: o.maxSessionBytes, callTimeoutMs: o.callTimeoutMs },
           canaryIntervalMs: o.canaryIntervalMs,
         },
+        entry,
         o.warmWorkers,
         {
           ready: (name) => {

@@ -9,14 +9,12 @@
 import { fork, type ChildProcess } from "node:child_process";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { FarmError, type Logger } from "../protos/index.ts";
 import type { BoardMetrics } from "./metrics.ts";
+import type { WorkerEntry } from "./worker-entry.ts";
 import type { AgentToWorker, WorkerConfig, WorkerToAgent } from "./worker/protocol.ts";
 import { TIMEOUT_MARKER } from "./worker/watchdog.ts";
 
-const WORKER_MAIN = fileURLToPath(new URL("./worker/main.ts", import.meta.url));
-const TSX_LOADER = import.meta.resolve("tsx");
 /** How much of a dead worker's stderr goes into the error message. */
 const STDERR_TAIL_BYTES = 2048;
 /** A cleanly ended session's worker gets this long to report before it is killed. */
@@ -55,6 +53,7 @@ export class BoardPool {
 
   constructor(
     private readonly config: WorkerConfig,
+    private readonly entry: WorkerEntry,
     private readonly warm: number,
     private readonly events: PoolEvents,
     private readonly log: Logger,
@@ -90,8 +89,8 @@ export class BoardPool {
   }
 
   private spawn(): void {
-    const child = fork(WORKER_MAIN, [], {
-      execArgv: ["--import", TSX_LOADER],
+    const child = fork(this.entry.script, [], {
+      execArgv: [...this.entry.execArgv],
       env: { ...process.env, KFARM_WORKER: JSON.stringify(this.config) },
       // Kernels' stdout and stderr come through the agent (and into crash reports),
       // so a worker never holds a descriptor of whoever started the agent.

@@ -151,12 +151,17 @@ describe("agent bundle", { skip: refusal }, () => {
 
       // The launcher execs node: the agent's process is the bundled binary, and so are the workers it forks.
       assert.equal(exeOf(agent.pid!), bundledNode);
-      // (The agent's other child is tsx's esbuild service.)
+      // (The agent's other child is tsx's esbuild service.) Workers run the agent's
+      // worker bundle (device-agent/worker-entry.ts), written inside the bundle's app.
+      const workerBundle = join(realpathSync(stage), APP_DIR_NAME, "node_modules", ".cache", "kernelfarm", "worker-");
       const workers = await waitFor("a session worker", () => {
-        const kids = childrenOf(agent!.pid!).filter((pid) => cmdlineOf(pid).includes("device-agent/worker/main.ts"));
+        const kids = childrenOf(agent!.pid!).filter((pid) => cmdlineOf(pid).includes("kernelfarm/worker-"));
         return kids.length > 0 ? kids : undefined;
       });
-      for (const w of workers) assert.equal(exeOf(w), bundledNode);
+      for (const w of workers) {
+        assert.equal(exeOf(w), bundledNode);
+        assert.ok(cmdlineOf(w).includes(workerBundle), `worker ${w} runs ${cmdlineOf(w)}, not a bundle under ${workerBundle}`);
+      }
 
       const tc = await connectTracker(address);
       client.close = () => tc.close();
