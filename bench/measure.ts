@@ -349,6 +349,8 @@ async function runSessionPerCandidate(farm: Farm, batch: Batch, boards: number):
           args.push(a.scalar);
         } else if ("input" in a) {
           args.push(await s.array(a.input, a.shape));
+        } else if ("random" in a) {
+          throw new Error(`${batch.label}: the bench's candidates send their inputs from the host`);
         } else {
           const expect = a.expect!;
           const array = await s.array(poisoned(expect.length, expect), a.output.shape);

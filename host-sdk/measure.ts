@@ -9,7 +9,9 @@
  */
 import { appendFileSync, existsSync, readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
-import { CHUNK_BYTES, FarmError, dtypeOf, type AnyTypedArray, type Dtype, type LaunchDecl } from "../protos/index.ts";
+import {
+  CHUNK_BYTES, FarmError, dtypeOf, elementCount, fillProblem, randomArray, type AnyTypedArray, type Dtype, type LaunchDecl, type RandomFill,
+} from "../protos/index.ts";
 import type { CompiledModule } from "./compiled-module.ts";
 import { Limiter } from "./limiter.ts";
 import type { RemoteArray, RemoteModule, Session, TimeEvaluatorOptions } from "./session.ts";
@@ -18,11 +20,24 @@ import type { TrackerClient } from "./tracker-client.ts";
 export const MEASURE_OUTCOMES = ["OK", "COMPILE_ERROR", "LOAD_ERROR", "RUNTIME_ERROR", "WRONG_ANSWER", "TIMEOUT", "INFRA_ERROR"] as const;
 export type MeasureOutcome = (typeof MEASURE_OUTCOMES)[number];
 
-/** One kernel argument: data sent from the host, an output to check, or a scalar. */
+/**
+ * One kernel argument: data sent from the host, data generated on the board
+ * from a seed (protos/random.ts; nothing crosses the network), an output to
+ * check, or a scalar.
+ */
 export type MeasureArg =
   | { input: AnyTypedArray; shape?: number[] }
+  | { random: RandomFill; shape: number[]; dtype: Dtype }
   | { output: { shape: number[]; dtype: Dtype }; expect?: AnyTypedArray }
   | { scalar: number };
+
+/**
+ * The expected contents of a candidate's outputs, computed on the host from
+ * its inputs (host data as given, seeded inputs generated here as the board
+ * does): one array per output argument, in argument order. Called once per
+ * distinct function and inputs in a batch, however many candidates share them.
+ */
+export type ReferenceFn = (inputs: AnyTypedArray[]) => AnyTypedArray[] | Promise<AnyTypedArray[]>;
 
 export interface Candidate {
   /** Stable id, kept in the results file for resumption; default `c<index>`. */
@@ -31,6 +46,8 @@ export interface Candidate {
   module: CompiledModule | (() => Promise<CompiledModule>);
   function: string;
   args: MeasureArg[];
+  /** Computes the outputs' expected contents, for outputs without `expect`. */
+  reference?: ReferenceFn;
   /** Output tolerances: |got − want| ≤ atol + rtol·|want|. Default exact. */
   atol?: number;
   rtol?: number;
@@ -131,6 +148,8 @@ class Progress {
 export async function measure(client: TrackerClient, candidates: readonly Candidate[], opts: MeasureOptions): Promise<MeasureResult[]> {
   const ids = candidates.map((c, i) => c.id ?? `c${i}`);
   if (new Set(ids).size !== ids.length) throw new FarmError("INVALID_ARGUMENT", "measure: candidate ids must be unique");
+  candidates.forEach((c, i) => checkArgs(c, ids[i]!));
+  const references = new References();
   const results: (MeasureResult | undefined)[] = new Array(candidates.length);
   const known = readResults(opts.resultsFile);
   ids.forEach((id, i) => {
@@ -166,6 +185,9 @@ export async function measure(client: TrackerClient, candidates: readonly Candid
   const matching = summary.boards.filter((b) => b.key === opts.key && Object.entries(opts.labels ?? {}).every(([k, v]) => b.labels[k] === v));
   const slots = Math.max(1, Math.min(opts.boards ?? matching.length, matching.length || 1, queue.length));
 
+  /** A reference function that failed: the script's bug, not a measurement; the batch stops and measure() rejects. */
+  let fatal: unknown;
+
   const runBoard = async (): Promise<void> => {
     let session: BoardSession | undefined;
     const drop = async () => {
@@ -186,6 +208,14 @@ export async function measure(client: TrackerClient, candidates: readonly Candid
           record({ index, id: ids[index]!, attempts: 0, ...pick(outcomeOf(err)) });
           continue;
         }
+        let expects: (AnyTypedArray | undefined)[];
+        try {
+          expects = await references.expected(c, ids[index]!);
+        } catch (err) {
+          fatal ??= err;
+          queue.length = 0;
+          break;
+        }
         progress.running++;
         progress.draw();
         try {
@@ -195,7 +225,7 @@ export async function measure(client: TrackerClient, candidates: readonly Candid
             const next = queue[0] === undefined ? undefined : compiled.get(queue[0]);
             if (next) board.prefetch(next).catch(() => {});
           };
-          record({ index, id: ids[index]!, attempts: attempt, ...(await session.run(module, c, opts, prefetchNext)) });
+          record({ index, id: ids[index]!, attempts: attempt, ...(await session.run(module, c, expects, opts, prefetchNext)) });
         } catch (err) {
           const o = outcomeOf(err);
           if (o.sessionLost) await drop();
@@ -215,7 +245,79 @@ export async function measure(client: TrackerClient, candidates: readonly Candid
   };
   await Promise.all(Array.from({ length: slots }, runBoard));
   progress.end();
+  if (fatal) throw fatal;
   return results.map((r, i) => r ?? { index: i, id: ids[i]!, outcome: "INFRA_ERROR", message: "INTERNAL: not measured", attempts: attempts.get(i) ?? 0 });
+}
+
+/** A candidate that cannot be measured as written (the script's bug): refused before anything runs. */
+function checkArgs(c: Candidate, id: string): void {
+  const refuse = (what: string) => {
+    throw new FarmError("INVALID_ARGUMENT", `measure: candidate ${id}: ${what}`);
+  };
+  let outputs = 0;
+  c.args.forEach((a, i) => {
+    if ("random" in a) {
+      const problem = fillProblem(a.dtype, a.random);
+      if (problem) refuse(`argument ${i}, a random ${a.dtype} input: ${problem}`);
+    } else if ("output" in a) {
+      outputs++;
+      if (a.expect && c.reference) refuse(`argument ${i} has an expect and the candidate a reference function: give one`);
+    }
+  });
+  if (c.reference && outputs === 0) refuse("a reference function, but no output arguments to check");
+}
+
+/** Each reference function's outputs, per distinct inputs, computed once a batch. */
+class References {
+  private readonly byFunction = new Map<ReferenceFn, Map<string, Promise<AnyTypedArray[]>>>();
+  private readonly hostInputIds = new WeakMap<AnyTypedArray, number>();
+  private hostInputs = 0;
+  private readonly seeded = new Map<string, AnyTypedArray>();
+
+  /** The expected contents per argument (undefined: not a checked output). */
+  async expected(c: Candidate, id: string): Promise<(AnyTypedArray | undefined)[]> {
+    if (!c.reference) return c.args.map((a) => ("output" in a ? a.expect : undefined));
+    const inputs: AnyTypedArray[] = [];
+    const keys: string[] = [];
+    for (const a of c.args) {
+      if ("input" in a) {
+        let n = this.hostInputIds.get(a.input);
+        if (n === undefined) this.hostInputIds.set(a.input, (n = this.hostInputs++));
+        inputs.push(a.input);
+        keys.push(`h${n}`);
+      } else if ("random" in a) {
+        const key = `r${a.dtype}[${a.shape.join(",")}]${a.random.seed}:${a.random.low}:${a.random.high}`;
+        let data = this.seeded.get(key);
+        if (!data) this.seeded.set(key, (data = randomArray(a.dtype, elementCount(a.shape), a.random)));
+        inputs.push(data);
+        keys.push(key);
+      }
+    }
+    let memo = this.byFunction.get(c.reference);
+    if (!memo) this.byFunction.set(c.reference, (memo = new Map()));
+    const key = keys.join("|");
+    let outs = memo.get(key);
+    if (!outs) memo.set(key, (outs = Promise.resolve().then(() => c.reference!(inputs))));
+    let got: AnyTypedArray[];
+    try {
+      got = await outs;
+    } catch (err) {
+      throw new FarmError("INVALID_ARGUMENT", `measure: the reference function of candidate ${id} threw: ${(err as Error).message}`, { cause: err });
+    }
+    const outputs = c.args.flatMap((a) => ("output" in a ? [a.output] : []));
+    if (!Array.isArray(got) || got.length !== outputs.length) {
+      throw new FarmError("INVALID_ARGUMENT", `measure: the reference function of candidate ${id} returned ${Array.isArray(got) ? got.length : typeof got} array(s) for ${outputs.length} output(s)`);
+    }
+    outputs.forEach((o, k) => {
+      const r = got[k]!;
+      if (!ArrayBuffer.isView(r) || dtypeOf(r) !== o.dtype || r.length !== elementCount(o.shape)) {
+        const what = ArrayBuffer.isView(r) ? `${r.length} ${dtypeOf(r)}` : typeof r;
+        throw new FarmError("INVALID_ARGUMENT", `measure: the reference function of candidate ${id} returned ${what} for output ${k}, which is ${elementCount(o.shape)} ${o.dtype}`);
+      }
+    });
+    let k = 0;
+    return c.args.map((a) => ("output" in a ? got[k++] : undefined));
+  }
 }
 
 function pick(o: { outcome: MeasureOutcome; message: string }): { outcome: MeasureOutcome; message: string } {
@@ -259,7 +361,13 @@ class BoardSession {
     return loaded;
   }
 
-  async run(module: CompiledModule, c: Candidate, opts: MeasureOptions, measureSent?: () => void): Promise<Omit<MeasureResult, "index" | "id" | "attempts">> {
+  async run(
+    module: CompiledModule,
+    c: Candidate,
+    expects: readonly (AnyTypedArray | undefined)[],
+    opts: MeasureOptions,
+    measureSent?: () => void,
+  ): Promise<Omit<MeasureResult, "index" | "id" | "attempts">> {
     const s = this.session;
     const loading = this.prefetch(module);
     const taken: { key: string; array: RemoteArray }[] = [];
@@ -268,8 +376,8 @@ class BoardSession {
     let copiesMustFinish = false;
     const args = c.args.map((a): RemoteArray | number | Promise<RemoteArray> => {
       if ("scalar" in a) return a.scalar;
-      const dtype = "input" in a ? dtypeOf(a.input) : a.output.dtype;
-      const shape = "input" in a ? (a.shape ?? [a.input.length]) : a.output.shape;
+      const dtype = "input" in a ? dtypeOf(a.input) : "random" in a ? a.dtype : a.output.dtype;
+      const shape = "input" in a ? (a.shape ?? [a.input.length]) : "random" in a ? a.shape : a.output.shape;
       const key = `${dtype}[${shape.join(",")}]`;
       const reused = this.spare.get(key)?.pop();
       if (reused) {
@@ -277,10 +385,13 @@ class BoardSession {
         if ("input" in a) {
           pending.push(reused.copyFrom(a.input));
           if (a.input.byteLength > CHUNK_BYTES) copiesMustFinish = true;
+        } else if ("random" in a) {
+          // Again at every candidate: the last one may have written into its inputs.
+          pending.push(reused.fill(a.random));
         }
         return reused;
       }
-      const made = "input" in a ? s.array(a.input, a.shape) : s.array(a.output);
+      const made = "input" in a ? s.array(a.input, a.shape) : "random" in a ? s.array({ shape, dtype, random: a.random }) : s.array(a.output);
       pending.push(made.then((array) => taken.push({ key, array })));
       return made;
     });
@@ -288,7 +399,7 @@ class BoardSession {
       const ready = await allOrFirstError<RemoteArray | number>(args.map((a) => Promise.resolve(a)));
       if (copiesMustFinish) await allOrFirstError(pending);
       const remote = await loading;
-      const checks = c.args.flatMap((a, i) => ("output" in a && a.expect ? [{ array: ready[i] as RemoteArray, expect: a.expect, atol: c.atol ?? 0, rtol: c.rtol ?? 0 }] : []));
+      const checks = expects.flatMap((expect, i) => (expect ? [{ array: ready[i] as RemoteArray, expect, atol: c.atol ?? 0, rtol: c.rtol ?? 0 }] : []));
       const measuring = s.measureCall(remote, c.function, ready, checks, { number: 10, repeat: 3, ...opts.timeEvaluator, timeoutMs: opts.timeoutMs ?? 10_000, launch: c.launch });
       measureSent?.();
       const [m] = (await allOrFirstError<unknown>([measuring, ...pending])) as [Awaited<ReturnType<Session["measureCall"]>>];

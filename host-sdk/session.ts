@@ -6,8 +6,8 @@
 import { readFile } from "node:fs/promises";
 import { basename } from "node:path";
 import {
-  CHUNK_BYTES, FarmError, decodeBoardFrame, dtypeBytes, dtypeOf, elementCount, encodeHostFrame, isDtype, toLaunchConfig, viewAs,
-  type AnyTypedArray, type BoardFrame__Output, type Dtype, type HostFrame, type LaunchDecl,
+  CHUNK_BYTES, FarmError, decodeBoardFrame, dtypeBytes, dtypeOf, elementCount, encodeHostFrame, fillProblem, fillRange, isDtype, toLaunchConfig, viewAs,
+  type AnyTypedArray, type BoardFrame__Output, type Dtype, type HostFrame, type LaunchDecl, type RandomFill,
 } from "../protos/index.ts";
 import type { Call } from "../protos/gen/farm/v1/Call.ts";
 import type { BoardInfo__Output } from "../protos/gen/farm/v1/BoardInfo.ts";
@@ -81,6 +81,17 @@ export class RemoteArray {
       throw new FarmError("BAD_ARGUMENTS", `copyFrom: array ${this.id} holds ${this.nbytes} bytes ([${this.shape.join(", ")}] ${this.dtype}), got ${bytes.byteLength}`);
     }
     await this.session.sendChunked(bytes, (chunk, offset, done) => ({ array_write: { array: this.id, offset, data: chunk, done } }));
+  }
+
+  /**
+   * Fills the array on the board from a seed (protos/random.ts): no bytes
+   * cross the network, and `randomArray(dtype, n, fill)` gives the host the
+   * same contents for its reference.
+   */
+  async fill(fill: RandomFill): Promise<void> {
+    const problem = fillProblem(this.dtype, fill);
+    if (problem) throw new FarmError("BAD_ARGUMENTS", `fill: array ${this.id} ([${this.shape.join(", ")}] ${this.dtype}): ${problem}`);
+    await this.session.request({ array_fill: { array: this.id, seed: fill.seed, ...fillRange(this.dtype, fill) } });
   }
 
   /** The array's contents as a typed array of its dtype. */
@@ -375,8 +386,8 @@ export class Session {
 
   // --- arrays
 
-  /** A remote array: from host data (copied in), or empty of a shape and dtype. */
-  async array(init: AnyTypedArray | { shape: readonly number[]; dtype: Dtype }, shape?: readonly number[]): Promise<RemoteArray> {
+  /** A remote array: from host data (copied in), empty of a shape and dtype, or filled on the board from a seed (`random`, see RemoteArray.fill). */
+  async array(init: AnyTypedArray | { shape: readonly number[]; dtype: Dtype; random?: RandomFill }, shape?: readonly number[]): Promise<RemoteArray> {
     const isData = ArrayBuffer.isView(init);
     const dtype = isData ? dtypeOf(init as AnyTypedArray) : (init as { dtype: Dtype }).dtype;
     if (!isDtype(dtype)) throw new FarmError("BAD_ARGUMENTS", `unknown dtype ${JSON.stringify(dtype)}`);
@@ -390,6 +401,8 @@ export class Session {
     const r = await this.request({ array_alloc: { shape: dims, dtype } });
     const array = new RemoteArray(this, r.array!.array, dims, dtype, r.array!.nbytes);
     if (isData && array.nbytes > 0) await array.copyFrom(init as AnyTypedArray);
+    const random = isData ? undefined : (init as { random?: RandomFill }).random;
+    if (random) await array.fill(random);
     return array;
   }
 

@@ -14,4 +14,5 @@ export {
   SESSION_ID_HEADER, SESSION_TOKEN_HEADER, parseAddress,
   type HostServiceClient, type HostServiceHandlers, type AgentServiceClient, type AgentServiceHandlers,
 } from "./grpc.ts";
+export { randomArray, fillRange, fillProblem, type RandomFill } from "./random.ts";
 export { rootLogger, componentLogger, type Logger } from "./log.ts";

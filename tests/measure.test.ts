@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { compileCpu, connectTracker, measure, type Candidate, type CompiledModule, type TrackerClient } from "../host-sdk/index.ts";
+import { FarmError, randomArray, type AnyTypedArray } from "../protos/index.ts";
 import { startAgentProcess, startTrackerProcess, waitFor, waitForFreeBoards } from "./helpers/processes.ts";
 
 const SOURCE = `
@@ -107,6 +108,73 @@ describe("measure()", () => {
     const bigResults = await measure(client, bigCands, { key: "cpu", boards: 1, progress: false, timeEvaluator: { number: 1, repeat: 1 } });
     assert.deepEqual(bigResults.map((r) => r.outcome), ["OK", "OK"], JSON.stringify(bigResults.map((r) => r.message)));
     await waitForFreeBoards(client, 2);
+  });
+
+  it("seeded inputs are generated on the board, equal to the host's; a reference function checks them, once per inputs", async () => {
+    // The board's bytes must equal randomArray's bit for bit: float addition of the same inputs is exact.
+    const s = await client.request("cpu", { deadlineMs: 20_000 });
+    try {
+      const onBoard = await s.array({ shape: [1000], dtype: "float32", random: { seed: 11, low: -4, high: 4 } });
+      assert.deepEqual(await onBoard.toArray(), randomArray("float32", 1000, { seed: 11, low: -4, high: 4 }));
+      const ints = await s.array({ shape: [4, 8], dtype: "int8", random: { seed: 5 } });
+      assert.deepEqual(await ints.toArray(), randomArray("int8", 32, { seed: 5 }));
+      // The board refuses a fill the host SDK would have refused (sent raw, past the SDK's own check).
+      await assert.rejects(
+        (s as unknown as { request(f: object): Promise<unknown> }).request({ array_fill: { array: ints.id, seed: 1, low: 0, high: 1000 } }),
+        (e: FarmError) => e.code === "BAD_ARGUMENTS" && /does not fit int8/.test(e.message),
+      );
+      await assert.rejects(ints.fill({ seed: 1, low: 3, high: 2 }), (e: FarmError) => e.code === "BAD_ARGUMENTS" && /empty/.test(e.message));
+      assert.deepEqual(await onBoard.toArray(), randomArray("float32", 1000, { seed: 11, low: -4, high: 4 }), "the session goes on");
+    } finally {
+      await s.close();
+    }
+
+    let calls = 0;
+    const reference = ([a, b]: AnyTypedArray[]) => {
+      calls++;
+      return [Float32Array.from(a as Float32Array, (x, i) => x + (b as Float32Array)[i]!)];
+    };
+    const seeded = (fn: string, seed: number): Candidate => ({
+      module,
+      function: fn,
+      reference,
+      args: [
+        { random: { seed }, shape: [N], dtype: "float32" },
+        { random: { seed: seed + 1 }, shape: [N], dtype: "float32" },
+        { output: { shape: [N], dtype: "float32" } },
+        { scalar: N },
+      ],
+    });
+    const cands = [seeded("good", 1), seeded("good", 1), seeded("wrong", 1), seeded("good", 1), seeded("good", 7), seeded("half", 7)];
+    const results = await measure(client, cands, { key: "cpu", timeEvaluator: { number: 2, repeat: 1 }, progress: false });
+    assert.deepEqual(results.map((r) => r.outcome), ["OK", "OK", "WRONG_ANSWER", "OK", "OK", "WRONG_ANSWER"]);
+    assert.match(results[2]!.message!, /before timing: element \d+ is /);
+    assert.equal(calls, 2, "one reference per distinct inputs (seeds 1 and 7)");
+  });
+
+  it("refuses candidates it cannot measure as written, naming them, before any board work", async () => {
+    const base = candidate("good", module, "x");
+    const refusals: [Candidate, RegExp][] = [
+      [{ ...base, args: [{ random: { seed: 1, low: 0, high: 300 }, shape: [N], dtype: "int8" }] }, /candidate x: argument 0, a random int8 input: .*does not fit int8/],
+      [{ ...base, reference: () => [WANT] }, /candidate x: argument 2 has an expect and the candidate a reference function/],
+      [{ ...base, args: [{ input: A }], reference: () => [] }, /candidate x: a reference function, but no output arguments/],
+    ];
+    for (const [c, why] of refusals) {
+      await assert.rejects(measure(client, [c], { key: "cpu", progress: false }), (e: FarmError) => e.code === "INVALID_ARGUMENT" && why.test(e.message));
+    }
+    // A reference that fails at run time stops the batch: measure() rejects, the boards are given back.
+    const noExpect = (reference: Candidate["reference"]): Candidate => ({ ...base, id: undefined, reference, args: [{ input: A }, { input: B }, { output: { shape: [N], dtype: "float32" } }, { scalar: N }] });
+    const bad: [Candidate["reference"], RegExp][] = [
+      [() => { throw new Error("no numpy here"); }, /reference function of candidate c0 threw: no numpy here/],
+      [() => [WANT, WANT], /returned 2 array\(s\) for 1 output/],
+      [() => [new Int32Array(N)], /returned 64 int32 for output 0, which is 64 float32/],
+    ];
+    for (const [reference, why] of bad) {
+      await assert.rejects(measure(client, [noExpect(reference)], { key: "cpu", progress: false }), (e: FarmError) => e.code === "INVALID_ARGUMENT" && why.test(e.message));
+    }
+    await waitForFreeBoards(client, 2);
+    const [ok] = await measure(client, [candidate("good", module)], { key: "cpu", timeEvaluator: { number: 1, repeat: 1 }, progress: false });
+    assert.equal(ok!.outcome, "OK");
   });
 
   it("a key no board serves: every candidate is INFRA_ERROR naming it, after its retry", async () => {

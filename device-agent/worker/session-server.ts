@@ -4,13 +4,14 @@
  * a reply (or, for chunked reads, replies) with its id.
  */
 import {
-  CHUNK_BYTES, DTYPES, FarmError, viewAs, decodeBundle, decodeHostFrame, dtypeBytes, elementCount, encodeBoardFrame, isDtype, launchProblem,
+  CHUNK_BYTES, DTYPES, FarmError, viewAs, decodeBundle, decodeHostFrame, dtypeBytes, elementCount, encodeBoardFrame, fillProblem, isDtype, launchProblem,
   type BoardFrame, type Dtype, type FarmErrorCode, type HostFrame__Output,
 } from "../../protos/index.ts";
 import type { Call__Output } from "../../protos/gen/farm/v1/Call.ts";
 import type { TimeEvaluate__Output } from "../../protos/gen/farm/v1/TimeEvaluate.ts";
 import type { ArgValue, Backend, CallSettings, DeviceArray, LoadedFunction, LoadedModule } from "../backends/index.ts";
 import { SessionFiles, type FileLimits } from "./files.ts";
+import { seededBytes } from "./fills.ts";
 import { evaluateTime, type TimeEvaluation } from "./time-evaluator.ts";
 
 const NO_SETTINGS: CallSettings = Object.freeze({});
@@ -208,6 +209,8 @@ export class SessionServer {
         return this.allocArray(f.id, f.array_alloc!.shape, f.array_alloc!.dtype);
       case "array_write":
         return this.writeArray(f.id, f.array_write!);
+      case "array_fill":
+        return this.fillArray(f.id, f.array_fill!);
       case "array_read":
         return this.sendChunks(f.id, this.arrayOf(f.array_read!.array).array.read(0, this.arrayOf(f.array_read!.array).array.nbytes));
       case "array_free": {
@@ -352,6 +355,15 @@ export class SessionServer {
       this.chunked.delete(id);
       this.reply({ id, ok: {} });
     }
+  }
+
+  private fillArray(id: number, fill: NonNullable<HostFrame__Output["array_fill"]>): void {
+    const a = this.arrayOf(fill.array);
+    const spec = { seed: fill.seed, low: fill.low, high: fill.high };
+    const problem = fillProblem(a.dtype, spec);
+    if (problem) throw new FarmError("BAD_ARGUMENTS", `fill of array ${fill.array} (${a.dtype}): ${problem}`);
+    a.array.write(0, seededBytes(a.dtype, a.array.nbytes / dtypeBytes(a.dtype), spec));
+    this.reply({ id, ok: {} });
   }
 
   private arrayOf(id: number): RemoteArrayState {

@@ -5,6 +5,7 @@ import type { AgentMessage as _farm_v1_AgentMessage, AgentMessage__Output as _fa
 import type { AgentServiceClient as _farm_v1_AgentServiceClient, AgentServiceDefinition as _farm_v1_AgentServiceDefinition } from './farm/v1/AgentService';
 import type { Arg as _farm_v1_Arg, Arg__Output as _farm_v1_Arg__Output } from './farm/v1/Arg';
 import type { ArrayAlloc as _farm_v1_ArrayAlloc, ArrayAlloc__Output as _farm_v1_ArrayAlloc__Output } from './farm/v1/ArrayAlloc';
+import type { ArrayFill as _farm_v1_ArrayFill, ArrayFill__Output as _farm_v1_ArrayFill__Output } from './farm/v1/ArrayFill';
 import type { ArrayFree as _farm_v1_ArrayFree, ArrayFree__Output as _farm_v1_ArrayFree__Output } from './farm/v1/ArrayFree';
 import type { ArrayInfo as _farm_v1_ArrayInfo, ArrayInfo__Output as _farm_v1_ArrayInfo__Output } from './farm/v1/ArrayInfo';
 import type { ArrayRead as _farm_v1_ArrayRead, ArrayRead__Output as _farm_v1_ArrayRead__Output } from './farm/v1/ArrayRead';
@@ -65,6 +66,7 @@ export interface ProtoGrpcType {
       AgentService: SubtypeConstructor<typeof grpc.Client, _farm_v1_AgentServiceClient> & { service: _farm_v1_AgentServiceDefinition }
       Arg: MessageTypeDefinition<_farm_v1_Arg, _farm_v1_Arg__Output>
       ArrayAlloc: MessageTypeDefinition<_farm_v1_ArrayAlloc, _farm_v1_ArrayAlloc__Output>
+      ArrayFill: MessageTypeDefinition<_farm_v1_ArrayFill, _farm_v1_ArrayFill__Output>
       ArrayFree: MessageTypeDefinition<_farm_v1_ArrayFree, _farm_v1_ArrayFree__Output>
       ArrayInfo: MessageTypeDefinition<_farm_v1_ArrayInfo, _farm_v1_ArrayInfo__Output>
       ArrayRead: MessageTypeDefinition<_farm_v1_ArrayRead, _farm_v1_ArrayRead__Output>

@@ -15,6 +15,7 @@ import type { Stats as _farm_v1_Stats, Stats__Output as _farm_v1_Stats__Output }
 import type { ClearStats as _farm_v1_ClearStats, ClearStats__Output as _farm_v1_ClearStats__Output } from '../../farm/v1/ClearStats';
 import type { Close as _farm_v1_Close, Close__Output as _farm_v1_Close__Output } from '../../farm/v1/Close';
 import type { Measure as _farm_v1_Measure, Measure__Output as _farm_v1_Measure__Output } from '../../farm/v1/Measure';
+import type { ArrayFill as _farm_v1_ArrayFill, ArrayFill__Output as _farm_v1_ArrayFill__Output } from '../../farm/v1/ArrayFill';
 
 export interface HostFrame {
   'id'?: (number);
@@ -33,7 +34,8 @@ export interface HostFrame {
   'clear_stats'?: (_farm_v1_ClearStats | null);
   'close'?: (_farm_v1_Close | null);
   'measure'?: (_farm_v1_Measure | null);
-  'op'?: "upload"|"download"|"listdir"|"remove"|"load_module"|"array_alloc"|"array_write"|"array_read"|"array_free"|"call"|"time_evaluate"|"stats"|"clear_stats"|"close"|"measure";
+  'array_fill'?: (_farm_v1_ArrayFill | null);
+  'op'?: "upload"|"download"|"listdir"|"remove"|"load_module"|"array_alloc"|"array_write"|"array_read"|"array_free"|"call"|"time_evaluate"|"stats"|"clear_stats"|"close"|"measure"|"array_fill";
 }
 
 export interface HostFrame__Output {
@@ -53,5 +55,6 @@ export interface HostFrame__Output {
   'clear_stats'?: (_farm_v1_ClearStats__Output | null);
   'close'?: (_farm_v1_Close__Output | null);
   'measure'?: (_farm_v1_Measure__Output | null);
-  'op'?: "upload"|"download"|"listdir"|"remove"|"load_module"|"array_alloc"|"array_write"|"array_read"|"array_free"|"call"|"time_evaluate"|"stats"|"clear_stats"|"close"|"measure";
+  'array_fill'?: (_farm_v1_ArrayFill__Output | null);
+  'op'?: "upload"|"download"|"listdir"|"remove"|"load_module"|"array_alloc"|"array_write"|"array_read"|"array_free"|"call"|"time_evaluate"|"stats"|"clear_stats"|"close"|"measure"|"array_fill";
 }

@@ -1,0 +1,30 @@
+// Original file: protos/farm/v1/session.proto
+
+
+/**
+ * Fills an array on the board from the seeded generator of protos/random.ts,
+ * which hosts run too for their references: inputs without the network.
+ */
+export interface ArrayFill {
+  'array'?: (number);
+  'seed'?: (number);
+  /**
+   * the range, resolved by the host (random.ts fillRange)
+   */
+  'low'?: (number | string);
+  'high'?: (number | string);
+}
+
+/**
+ * Fills an array on the board from the seeded generator of protos/random.ts,
+ * which hosts run too for their references: inputs without the network.
+ */
+export interface ArrayFill__Output {
+  'array': (number);
+  'seed': (number);
+  /**
+   * the range, resolved by the host (random.ts fillRange)
+   */
+  'low': (number);
+  'high': (number);
+}
