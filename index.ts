@@ -18,7 +18,7 @@ export {
   type VtaCompiledModule, type VtaKernelSpec, type VtaKernelInfo, type CompileVtaOptions,
   type VtaConv2dWorkload, type VtaConv2dSchedule, type VtaMatmulWorkload, type VtaMatmulSchedule, type VtaElementwiseWorkload, type VtaAluStep,
 } from "./host-sdk/index.ts";
-export { FarmError, FARM_ERROR_CODES, randomArray, type FarmErrorCode, type Dtype, type ModuleBundle, type RandomFill } from "./protos/index.ts";
+export { FarmError, FARM_ERROR_CODES, randomArray, type AnyTypedArray, type FarmErrorCode, type Dtype, type ModuleBundle, type RandomFill } from "./protos/index.ts";
 export { startTracker, Tracker, type TrackerOptions } from "./tracker/index.ts";
 export { startAgent, Agent, type AgentOptions } from "./device-agent/index.ts";
 export { LocalSession, type LocalSessionOptions } from "./local-session.ts";

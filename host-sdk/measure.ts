@@ -68,6 +68,8 @@ export interface MeasureOptions {
   retries?: number;
   /** JSON-lines results file: appended per candidate; candidates already in it are skipped. */
   resultsFile?: string;
+  /** Called with each result as it is recorded (after its results-file line), in completion order: a search can act before the batch ends. */
+  onResult?: (result: MeasureResult) => void;
   /** Progress line on stderr: default when stderr is a terminal. */
   progress?: boolean;
   /** How long to wait for boards when opening sessions. Default 60 s. */
@@ -164,6 +166,7 @@ export async function measure(client: TrackerClient, candidates: readonly Candid
     if (r.outcome !== "OK") progress.failed++;
     if (opts.resultsFile) appendFileSync(opts.resultsFile, `${JSON.stringify(r)}\n`);
     progress.draw();
+    opts.onResult?.(r);
   };
 
   // Host compilation, in parallel, started now and awaited per candidate.
@@ -286,7 +289,7 @@ class References {
         inputs.push(a.input);
         keys.push(`h${n}`);
       } else if ("random" in a) {
-        const key = `r${a.dtype}[${a.shape.join(",")}]${a.random.seed}:${a.random.low}:${a.random.high}`;
+        const key = `r${a.dtype}[${a.shape.join(",")}]${a.random.seed}:${a.random.low}:${a.random.high}:${a.random.integers}`;
         let data = this.seeded.get(key);
         if (!data) this.seeded.set(key, (data = randomArray(a.dtype, elementCount(a.shape), a.random)));
         inputs.push(data);

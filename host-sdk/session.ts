@@ -91,7 +91,7 @@ export class RemoteArray {
   async fill(fill: RandomFill): Promise<void> {
     const problem = fillProblem(this.dtype, fill);
     if (problem) throw new FarmError("BAD_ARGUMENTS", `fill: array ${this.id} ([${this.shape.join(", ")}] ${this.dtype}): ${problem}`);
-    await this.session.request({ array_fill: { array: this.id, seed: fill.seed, ...fillRange(this.dtype, fill) } });
+    await this.session.request({ array_fill: { array: this.id, seed: fill.seed, ...fillRange(this.dtype, fill), integers: fill.integers ?? false } });
   }
 
   /** The array's contents as a typed array of its dtype. */

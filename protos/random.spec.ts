@@ -29,6 +29,13 @@ describe("seeded inputs", () => {
     assert.ok(big.every((v) => v >= -3n && v <= 3n));
   });
 
+  it("makes whole floating point numbers with `integers`, the integer types' values", () => {
+    const f = randomArray("float32", 5000, { seed: 9, low: -4, high: 4, integers: true });
+    assert.ok(f.every((v) => Number.isInteger(v) && v >= -4 && v <= 4));
+    assert.deepEqual([...f], [...randomArray("int32", 5000, { seed: 9, low: -4, high: 4 })]);
+    assert.match(fillProblem("float32", { seed: 1, low: -1.5, high: 2, integers: true })!, /integer bounds/);
+  });
+
   it("pins the generator: these values are the documented definition's", () => {
     // Recomputed from the definition in random.ts, by hand-written arithmetic, so a change to the generator fails here.
     const mix = (x: number) => {

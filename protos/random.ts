@@ -9,7 +9,8 @@
  * arithmetic; mix is Wellons' lowbias32). Floating point types take
  * low + (h >>> 8) / 2^24 · (high − low), computed in float64 and stored in
  * the array's type (with the default [-1, 1) every value is exact); integer
- * types take low + ⌊h / 2^32 · (high − low + 1)⌋, in [low, high].
+ * types, and floating point ones with `integers`, take
+ * low + ⌊h / 2^32 · (high − low + 1)⌋, in [low, high].
  */
 import { DTYPES, type AnyTypedArray, type Dtype } from "./dtype.ts";
 
@@ -19,6 +20,12 @@ export interface RandomFill {
   /** Floating point: [low, high), default [-1, 1). Integers: [low, high] inclusive, default [-128, 127] (signed) or [0, 255]. */
   low?: number;
   high?: number;
+  /**
+   * Floating point types: whole numbers in [low, high] instead. Sums of
+   * their products stay exact in float32 (up to 2^24), so a kernel that
+   * reorders a reduction can still be checked exactly.
+   */
+  integers?: boolean;
 }
 
 /** The range used for `dtype` when a fill gives none. */
@@ -36,8 +43,10 @@ export function fillProblem(dtype: Dtype, fill: RandomFill): string | undefined 
   if (!Number.isInteger(fill.seed) || fill.seed < 0 || fill.seed > 0xffffffff) return `the seed must be an integer in [0, 2^32), got ${fill.seed}`;
   const { low, high } = fillRange(dtype, fill);
   if (!Number.isFinite(low) || !Number.isFinite(high) || low > high) return `the range [${low}, ${high}] is empty or not finite`;
-  if (dtype === "float32" || dtype === "float64") return undefined;
+  const float = dtype === "float32" || dtype === "float64";
+  if (float && !fill.integers) return undefined;
   if (!Number.isSafeInteger(low) || !Number.isSafeInteger(high)) return `an integer range needs integer bounds, got [${low}, ${high}]`;
+  if (float) return undefined;
   const bits = DTYPES[dtype].bytes * 8;
   const min = dtype.startsWith("u") ? 0 : bits >= 53 ? Number.MIN_SAFE_INTEGER : -(2 ** (bits - 1));
   const max = dtype.startsWith("u") ? (bits >= 53 ? Number.MAX_SAFE_INTEGER : 2 ** bits - 1) : bits >= 53 ? Number.MAX_SAFE_INTEGER : 2 ** (bits - 1) - 1;
@@ -61,7 +70,7 @@ export function randomArray(dtype: Dtype, count: number, fill: RandomFill): AnyT
   const { low, high } = fillRange(dtype, fill);
   const key = mix((fill.seed ^ 0x85ebca6b) >>> 0);
   const out = new DTYPES[dtype].array(count);
-  if (dtype === "float32" || dtype === "float64") {
+  if ((dtype === "float32" || dtype === "float64") && !fill.integers) {
     const f = out as Float32Array | Float64Array;
     const scale = (high - low) / 2 ** 24;
     for (let i = 0; i < count; i++) f[i] = low + (mix((Math.imul(i, 0x9e3779b1) + key) >>> 0) >>> 8) * scale;
@@ -69,7 +78,7 @@ export function randomArray(dtype: Dtype, count: number, fill: RandomFill): AnyT
     const span = high - low + 1;
     for (let i = 0; i < count; i++) out[i] = BigInt(low + Math.floor((mix((Math.imul(i, 0x9e3779b1) + key) >>> 0) / 2 ** 32) * span));
   } else {
-    const n = out as Exclude<AnyTypedArray, BigInt64Array | BigUint64Array | Float32Array | Float64Array>;
+    const n = out as Exclude<AnyTypedArray, BigInt64Array | BigUint64Array>;
     const span = high - low + 1;
     for (let i = 0; i < count; i++) n[i] = low + Math.floor((mix((Math.imul(i, 0x9e3779b1) + key) >>> 0) / 2 ** 32) * span);
   }

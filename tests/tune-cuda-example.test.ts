@@ -15,6 +15,7 @@ import {
 } from "../examples/lib/cuda-gemm-template.ts";
 import { configKey, search, seededRandom } from "../examples/lib/search.ts";
 import { locateNvcc, nvccVersion } from "../host-sdk/cuda/index.ts";
+import { randomArray } from "../protos/index.ts";
 
 /** Why the tests that run nvcc are skipped, or false when nvcc is here. */
 const skip: string | false = await nvccVersion(await locateNvcc()).then(
@@ -53,7 +54,10 @@ describe("the CUDA GEMM template", () => {
 
   it("computes the reference exactly from integer-valued operands", () => {
     const p = { m: 3, n: 5, k: 7 };
-    const { a, b } = gemmOperands(p, seededRandom(1));
+    const [sa, sb] = gemmOperands(p, 1);
+    assert.deepEqual([sa.shape, sb.shape], [[3, 7], [7, 5]]);
+    const a = randomArray("float32", p.m * p.k, sa.random) as Float32Array;
+    const b = randomArray("float32", p.k * p.n, sb.random) as Float32Array;
     assert.ok([...a, ...b].every((x) => Number.isInteger(x) && x >= -4 && x <= 4));
     const c = hostGemm(a, b, p);
     for (let i = 0; i < p.m; i++) {

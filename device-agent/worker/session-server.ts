@@ -359,7 +359,7 @@ export class SessionServer {
 
   private fillArray(id: number, fill: NonNullable<HostFrame__Output["array_fill"]>): void {
     const a = this.arrayOf(fill.array);
-    const spec = { seed: fill.seed, low: fill.low, high: fill.high };
+    const spec = { seed: fill.seed, low: fill.low, high: fill.high, integers: fill.integers };
     const problem = fillProblem(a.dtype, spec);
     if (problem) throw new FarmError("BAD_ARGUMENTS", `fill of array ${fill.array} (${a.dtype}): ${problem}`);
     a.array.write(0, seededBytes(a.dtype, a.array.nbytes / dtypeBytes(a.dtype), spec));

@@ -20,7 +20,7 @@
  *
  * Pure code, no farm: the tuning example and its test import it.
  */
-import { compileCuda, type CudaCompiledModule, type LaunchDecl } from "kernelfarm";
+import { compileCuda, type CudaCompiledModule, type LaunchDecl, type MeasureArg, type RandomFill } from "kernelfarm";
 import type { Config } from "./search.ts";
 
 export const GEMM_SPACE = {
@@ -204,14 +204,21 @@ export function compileGemm(c: GemmConfig | "naive", opts: CompileGemmOptions = 
   });
 }
 
+type SeededArg = Extract<MeasureArg, { random: RandomFill }>;
+
 /**
- * Operands whose product float32 computes exactly in any summation order:
- * small integers (−4 … 4), so every partial sum is an integer below 2²⁴ for
- * K up to 2²⁰. The tuned kernels can then be checked with no tolerance.
+ * The operands A (M×K) and B (K×N) as seeded inputs, generated on the board
+ * (randomArray gives the host the same): whole numbers −4 … 4, so every
+ * partial sum of products is an integer below 2²⁴ for K up to 2²⁰ and float32
+ * computes it exactly in any summation order. The tuned kernels can then be
+ * checked with no tolerance.
  */
-export function gemmOperands(p: GemmProblem, random: () => number): { a: Float32Array; b: Float32Array } {
-  const ints = (n: number) => Float32Array.from({ length: n }, () => Math.floor(random() * 9) - 4);
-  return { a: ints(p.m * p.k), b: ints(p.k * p.n) };
+export function gemmOperands(p: GemmProblem, seed: number): [SeededArg, SeededArg] {
+  const ints = (s: number) => ({ seed: s >>> 0, low: -4, high: 4, integers: true });
+  return [
+    { random: ints(seed * 2), shape: [p.m, p.k], dtype: "float32" },
+    { random: ints(seed * 2 + 1), shape: [p.k, p.n], dtype: "float32" },
+  ];
 }
 
 /** C = A·B on the host (i-k-j order, float64 accumulators): about 3 s for 1024³ in plain JavaScript. */

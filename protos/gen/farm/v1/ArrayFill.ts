@@ -13,6 +13,10 @@ export interface ArrayFill {
    */
   'low'?: (number | string);
   'high'?: (number | string);
+  /**
+   * floating point arrays: whole numbers in [low, high]
+   */
+  'integers'?: (boolean);
 }
 
 /**
@@ -27,4 +31,8 @@ export interface ArrayFill__Output {
    */
   'low': (number);
   'high': (number);
+  /**
+   * floating point arrays: whole numbers in [low, high]
+   */
+  'integers': (boolean);
 }
