@@ -9,7 +9,7 @@ export {
   type CallOptions, type CompileCpuOptions, type CompiledModule, type ParamDecl,
   compileCuda, compileCudaMany, type CompileCudaOptions, type CudaCompiledModule, type CudaFunctionDecl, type KernelResources,
   type Dim3, type LaunchDecl,
-  measure, MEASURE_OUTCOMES, type Candidate, type MeasureArg, type MeasureOptions, type MeasureResult, type MeasureOutcome,
+  measure, Measurer, MEASURE_OUTCOMES, type BatchOptions, type Candidate, type MeasureArg, type MeasureOptions, type MeasureResult, type MeasureOutcome, type ReferenceFn,
 } from "./host-sdk/index.ts";
 export {
   compileVta, vtaConv2d, vtaMatmul, vtaElementwise, vtaVectorAdd, VTA_TUTORIALS,

@@ -6,7 +6,8 @@
  * that cannot work (too many threads, too much shared memory, tiles that do
  * not divide the problem) are dropped before anything is compiled; the rest
  * are compiled by nvcc on this host, many at a time, and measured with
- * measure() on every CUDA board of the key. The operands are generated on
+ * a Measurer (measure() batches that keep their sessions) on every CUDA board
+ * of the key. The operands are generated on
  * the boards from a seed (no input crosses the network) and each candidate is
  * checked against a host reference at the real size, computed once, exactly
  * (integer-valued operands: see gemmOperands). A naive
@@ -20,7 +21,7 @@ import { mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { MEASURE_OUTCOMES, connectTracker, measure, type AnyTypedArray, type Candidate, type KernelResources, type MeasureResult } from "kernelfarm";
+import { MEASURE_OUTCOMES, Measurer, connectTracker, type AnyTypedArray, type Candidate, type KernelResources, type MeasureResult } from "kernelfarm";
 import {
   GEMM_FUNCTION, GEMM_SPACE, compileGemm, gemmConfigProblem, gemmFlops, gemmLaunch, gemmOperands, gemmThreads, hostGemm, naiveGemmLaunch,
   type GemmConfig, type GemmProblem,
@@ -115,6 +116,8 @@ try {
   );
   const t = Date.now();
   const results = new Map<string, MeasureResult>();
+  // One Measurer for the whole search: each board's session (and the reference) lasts from the first round to the last.
+  const measurer = new Measurer(client, { key: args.key!, timeEvaluator: { number: 10, repeat: 5, minRepeatMs: 10 }, timeoutMs: 20_000, resultsFile });
   const { trials, rejected } = await search({
     space: GEMM_SPACE,
     total,
@@ -125,12 +128,7 @@ try {
     evaluate: async (configs, round) => {
       const cands = configs.map((c) => candidate(configKey(c), c));
       if (round === 0) cands.push(candidate(NAIVE_ID, "naive"));
-      const batch = await measure(client, cands, {
-        key: args.key!,
-        timeEvaluator: { number: 10, repeat: 5, minRepeatMs: 10 },
-        timeoutMs: 20_000,
-        resultsFile,
-      });
+      const batch = await measurer.measure(cands);
       for (const r of batch) results.set(r.id, r);
       const scores = batch.slice(0, configs.length).map(gflops);
       const best = Math.max(...scores.filter((s) => !Number.isNaN(s)));
@@ -138,6 +136,7 @@ try {
       return scores;
     },
   });
+  await measurer.close();
   const seconds = (Date.now() - t) / 1e3;
 
   const naive = gflops(results.get(NAIVE_ID));

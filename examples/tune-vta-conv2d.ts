@@ -1,9 +1,10 @@
 /**
  * Auto-tuning on the farm: the conv2d schedule knobs of TVM's VTA tutorial
  * ("2D Convolution Optimization": ocBlock, icBlock, hBlock, wBlock, virtual
- * threads, store granularity), measured on simulator boards with measure().
- * Random search for the first rounds, then an evolutionary step (mutations of
- * the best configurations so far). Schedules that do not fit VTA's buffers
+ * threads, store granularity), measured on simulator boards with a Measurer
+ * (measure() batches that keep their sessions). Random search for the
+ * first rounds, then an evolutionary step (mutations of the best
+ * configurations so far). Schedules that do not fit VTA's buffers
  * are refused by the compiler: COMPILE_ERROR outcomes, counted and shown.
  * Every measured candidate is checked against a host reference; the metric is
  * the simulator's cycle estimate (lower is better).
@@ -23,7 +24,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import {
-  MEASURE_OUTCOMES, VTA_TUTORIALS, connectTracker, conv2dOutputSize, conv2dReference, measure, packNCHW, packOIHW, startLocalFarm, vtaConv2d,
+  MEASURE_OUTCOMES, VTA_TUTORIALS, connectTracker, conv2dOutputSize, conv2dReference, Measurer, packNCHW, packOIHW, startLocalFarm, vtaConv2d,
   type Candidate, type MeasureResult, type TrackerClient, type VtaConv2dSchedule, type VtaConv2dWorkload,
 } from "kernelfarm";
 import { writeBestSoFarSvg } from "./lib/plot.ts";
@@ -136,6 +137,15 @@ try {
   );
   for (const b of baselines) console.log(`${b.label} schedule: ${configKey(b.schedule)}`);
 
+  // One Measurer for the whole search: each board's session lasts from the first round to the last.
+  const measurer = new Measurer(client, {
+    key: args.key!,
+    ...(farm || boards === undefined ? {} : { boards }),
+    timeEvaluator: { number: 1, repeat: 3 }, // cycles are deterministic; the repeats time the simulator
+    timeoutMs: 60_000,
+    resultsFile,
+    progress: false,
+  });
   const { trials } = await search({
     space: SPACE,
     total,
@@ -144,14 +154,7 @@ try {
     higherIsBetter: false,
     initial: baselines.map((b) => b.schedule),
     evaluate: async (configs, round) => {
-      const batch = await measure(client, configs.map(candidate), {
-        key: args.key!,
-        ...(farm || boards === undefined ? {} : { boards }),
-        timeEvaluator: { number: 1, repeat: 3 }, // cycles are deterministic; the repeats time the simulator
-        timeoutMs: 60_000,
-        resultsFile,
-        progress: false,
-      });
+      const batch = await measurer.measure(configs.map(candidate));
       for (const r of batch) results.set(r.id, r);
       // measure() reports each candidate's own counters: its simulated cycles over its calls.
       const scores = batch.map((r) => (r.outcome === "OK" && r.stats?.calls ? r.stats.cycle_count! / r.stats.calls : NaN));
@@ -161,6 +164,7 @@ try {
     },
   });
 
+  await measurer.close();
   const all = trials.map((t) => results.get(configKey(t.config))!);
   const okCycles = trials.filter((t) => !Number.isNaN(t.score)).map((t) => t.score);
   const defaultTrial = trials.find((t) => baselineOf.get(configKey(t.config)) === "default");

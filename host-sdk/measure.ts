@@ -145,111 +145,184 @@ class Progress {
 
 /**
  * Measures every candidate on the boards of `opts.key`; resolves with one
- * result per candidate, in candidate order.
+ * result per candidate, in candidate order. Its sessions end with it: a
+ * search that measures batch after batch keeps them with a Measurer.
  */
 export async function measure(client: TrackerClient, candidates: readonly Candidate[], opts: MeasureOptions): Promise<MeasureResult[]> {
-  const ids = candidates.map((c, i) => c.id ?? `c${i}`);
-  if (new Set(ids).size !== ids.length) throw new FarmError("INVALID_ARGUMENT", "measure: candidate ids must be unique");
-  candidates.forEach((c, i) => checkArgs(c, ids[i]!));
-  const references = new References();
-  const results: (MeasureResult | undefined)[] = new Array(candidates.length);
-  const known = readResults(opts.resultsFile);
-  ids.forEach((id, i) => {
-    const r = known.get(id);
-    if (r) results[i] = { ...r, index: i };
-  });
-  const unmeasured = candidates.map((_, i) => i).filter((i) => !results[i]);
-  const progress = new Progress(unmeasured.length, opts.progress ?? process.stderr.isTTY === true);
-  const record = (r: MeasureResult) => {
-    results[r.index] = r;
-    progress.done++;
-    if (r.outcome !== "OK") progress.failed++;
-    if (opts.resultsFile) appendFileSync(opts.resultsFile, `${JSON.stringify(r)}\n`);
-    progress.draw();
-    opts.onResult?.(r);
-  };
+  const m = new Measurer(client, opts);
+  try {
+    return await m.measure(candidates);
+  } finally {
+    await m.close();
+  }
+}
 
-  // Host compilation, in parallel, started now and awaited per candidate.
-  const compiles = new Limiter(availableParallelism());
-  const modules = new Map<number, Promise<CompiledModule>>();
-  /** Modules already built, for sending the next candidate's while the board measures. */
-  const compiled = new Map<number, CompiledModule>();
-  for (const i of unmeasured) {
-    const m = candidates[i]!.module;
-    modules.set(i, typeof m === "function" ? compiles.run(m) : Promise.resolve(m));
-    // Awaited per candidate later, where a failure becomes its result.
-    modules.get(i)!.then((built) => compiled.set(i, built), () => {});
+/** What may change from one batch of a Measurer to the next: not the boards it holds. */
+export type BatchOptions = Omit<MeasureOptions, "key" | "labels" | "boards" | "deadlineMs">;
+
+/**
+ * A tuning run's measurement service: batches that keep their sessions, and
+ * what is in them (modules, arrays, reference outputs), from one batch to
+ * the next. A search that measures a generation at a time then opens each
+ * board's session once, and a CPU or CUDA board boots one successor worker
+ * for the whole run rather than one per generation. The sessions hold their
+ * boards between batches: close() gives them back.
+ */
+export class Measurer {
+  /** Sessions between batches, their boards held. */
+  private readonly idle: BoardSession[] = [];
+  private readonly references = new References();
+  private running = false;
+  private closed = false;
+
+  constructor(
+    private readonly client: TrackerClient,
+    private readonly opts: MeasureOptions,
+  ) {}
+
+  /** One batch (see measure()); `batchOpts` override this Measurer's options for it. */
+  async measure(candidates: readonly Candidate[], batchOpts: BatchOptions = {}): Promise<MeasureResult[]> {
+    if (this.closed) throw new FarmError("INVALID_ARGUMENT", "measure: this Measurer is closed");
+    if (this.running) throw new FarmError("INVALID_ARGUMENT", "measure: a Measurer runs one batch at a time; await the previous one");
+    this.running = true;
+    try {
+      return await this.batch(candidates, { ...this.opts, ...batchOpts });
+    } finally {
+      this.running = false;
+    }
   }
 
-  const queue = [...unmeasured];
-  const attempts = new Map<number, number>();
-  const retries = opts.retries ?? 1;
-  const summary = await client.summary();
-  const matching = summary.boards.filter((b) => b.key === opts.key && Object.entries(opts.labels ?? {}).every(([k, v]) => b.labels[k] === v));
-  const slots = Math.max(1, Math.min(opts.boards ?? matching.length, matching.length || 1, queue.length));
+  /** Ends the sessions: their boards go back to the farm. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all(this.idle.splice(0).map((s) => s.session.close().catch(() => {})));
+  }
 
-  /** A reference function that failed: the script's bug, not a measurement; the batch stops and measure() rejects. */
-  let fatal: unknown;
-
-  const runBoard = async (): Promise<void> => {
-    let session: BoardSession | undefined;
-    const drop = async () => {
-      const s = session;
-      session = undefined;
-      await s?.session.close().catch(() => {});
-    };
-    try {
-      while (queue.length > 0) {
-        const index = queue.shift()!;
-        const attempt = (attempts.get(index) ?? 0) + 1;
-        attempts.set(index, attempt);
-        const c = candidates[index]!;
-        let module: CompiledModule;
-        try {
-          module = await modules.get(index)!;
-        } catch (err) {
-          record({ index, id: ids[index]!, attempts: 0, ...pick(outcomeOf(err)) });
-          continue;
-        }
-        let expects: (AnyTypedArray | undefined)[];
-        try {
-          expects = await references.expected(c, ids[index]!);
-        } catch (err) {
-          fatal ??= err;
-          queue.length = 0;
-          break;
-        }
-        progress.running++;
-        progress.draw();
-        try {
-          session ??= new BoardSession(await client.request(opts.key, { labels: opts.labels, deadlineMs: opts.deadlineMs ?? 60_000 }));
-          const board = session;
-          const prefetchNext = () => {
-            const next = queue[0] === undefined ? undefined : compiled.get(queue[0]);
-            if (next) board.prefetch(next).catch(() => {});
-          };
-          record({ index, id: ids[index]!, attempts: attempt, ...(await session.run(module, c, expects, opts, prefetchNext)) });
-        } catch (err) {
-          const o = outcomeOf(err);
-          if (o.sessionLost) await drop();
-          if (o.outcome === "INFRA_ERROR" && attempt <= retries) {
-            // Transparently again, on a fresh session (the board may be gone: the tracker picks another).
-            queue.unshift(index);
-          } else {
-            record({ index, id: ids[index]!, attempts: attempt, board: session?.session.board.id, ...pick(o) });
-          }
-        } finally {
-          progress.running--;
-        }
-      }
-    } finally {
-      await drop();
+  /** A session kept from an earlier batch that is still open, if any. */
+  private takeIdle(): BoardSession | undefined {
+    for (let s = this.idle.pop(); s; s = this.idle.pop()) {
+      if (!s.session.isClosed) return s;
     }
-  };
-  await Promise.all(Array.from({ length: slots }, runBoard));
-  progress.end();
-  if (fatal) throw fatal;
-  return results.map((r, i) => r ?? { index: i, id: ids[i]!, outcome: "INFRA_ERROR", message: "INTERNAL: not measured", attempts: attempts.get(i) ?? 0 });
+    return undefined;
+  }
+
+  private async batch(candidates: readonly Candidate[], opts: MeasureOptions): Promise<MeasureResult[]> {
+    const { client, references } = this;
+    const ids = candidates.map((c, i) => c.id ?? `c${i}`);
+    if (new Set(ids).size !== ids.length) throw new FarmError("INVALID_ARGUMENT", "measure: candidate ids must be unique");
+    candidates.forEach((c, i) => checkArgs(c, ids[i]!));
+    const results: (MeasureResult | undefined)[] = new Array(candidates.length);
+    const known = readResults(opts.resultsFile);
+    ids.forEach((id, i) => {
+      const r = known.get(id);
+      if (r) results[i] = { ...r, index: i };
+    });
+    const unmeasured = candidates.map((_, i) => i).filter((i) => !results[i]);
+    const progress = new Progress(unmeasured.length, opts.progress ?? process.stderr.isTTY === true);
+    const record = (r: MeasureResult) => {
+      results[r.index] = r;
+      progress.done++;
+      if (r.outcome !== "OK") progress.failed++;
+      if (opts.resultsFile) appendFileSync(opts.resultsFile, `${JSON.stringify(r)}\n`);
+      progress.draw();
+      opts.onResult?.(r);
+    };
+
+    // Host compilation, in parallel, started now and awaited per candidate.
+    const compiles = new Limiter(availableParallelism());
+    const modules = new Map<number, Promise<CompiledModule>>();
+    /** Modules already built, for sending the next candidate's while the board measures. */
+    const compiled = new Map<number, CompiledModule>();
+    for (const i of unmeasured) {
+      const m = candidates[i]!.module;
+      modules.set(i, typeof m === "function" ? compiles.run(m) : Promise.resolve(m));
+      // Awaited per candidate later, where a failure becomes its result.
+      modules.get(i)!.then((built) => compiled.set(i, built), () => {});
+    }
+
+    const queue = [...unmeasured];
+    const attempts = new Map<number, number>();
+    const retries = opts.retries ?? 1;
+    const summary = await client.summary();
+    const matching = summary.boards.filter((b) => b.key === opts.key && Object.entries(opts.labels ?? {}).every(([k, v]) => b.labels[k] === v));
+    const slots = Math.max(1, Math.min(opts.boards ?? matching.length, matching.length || 1, queue.length));
+
+    /** A reference function that failed: the script's bug, not a measurement; the batch stops and measure() rejects. */
+    let fatal: unknown;
+    /** Board loops of this batch waiting for the tracker to grant them a session. */
+    let requesting = 0;
+    const request = async (): Promise<BoardSession> => {
+      requesting++;
+      try {
+        return new BoardSession(await client.request(opts.key, { labels: opts.labels, deadlineMs: opts.deadlineMs ?? 60_000 }));
+      } finally {
+        requesting--;
+      }
+    };
+
+    const runBoard = async (): Promise<void> => {
+      let session: BoardSession | undefined;
+      const drop = async () => {
+        const s = session;
+        session = undefined;
+        await s?.session.close().catch(() => {});
+      };
+      try {
+        while (queue.length > 0) {
+          const index = queue.shift()!;
+          const attempt = (attempts.get(index) ?? 0) + 1;
+          attempts.set(index, attempt);
+          const c = candidates[index]!;
+          let module: CompiledModule;
+          try {
+            module = await modules.get(index)!;
+          } catch (err) {
+            record({ index, id: ids[index]!, attempts: 0, ...pick(outcomeOf(err)) });
+            continue;
+          }
+          let expects: (AnyTypedArray | undefined)[];
+          try {
+            expects = await references.expected(c, ids[index]!);
+          } catch (err) {
+            fatal ??= err;
+            queue.length = 0;
+            break;
+          }
+          progress.running++;
+          progress.draw();
+          try {
+            session ??= this.takeIdle() ?? (await request());
+            const board = session;
+            const prefetchNext = () => {
+              const next = queue[0] === undefined ? undefined : compiled.get(queue[0]);
+              if (next) board.prefetch(next).catch(() => {});
+            };
+            record({ index, id: ids[index]!, attempts: attempt, ...(await session.run(module, c, expects, opts, prefetchNext)) });
+          } catch (err) {
+            const o = outcomeOf(err);
+            if (o.sessionLost) await drop();
+            if (o.outcome === "INFRA_ERROR" && attempt <= retries) {
+              // Transparently again, on a fresh session (the board may be gone: the tracker picks another).
+              queue.unshift(index);
+            } else {
+              record({ index, id: ids[index]!, attempts: attempt, board: session?.session.board.id, ...pick(o) });
+            }
+          } finally {
+            progress.running--;
+          }
+        }
+      } finally {
+        // Kept for the next batch, unless the Measurer is done with its boards, or another
+        // loop of this batch waits for a board (after a lost one, this may be the only one left).
+        if (session && !session.session.isClosed && !this.closed && requesting === 0) this.idle.push(session);
+        else await drop();
+      }
+    };
+    await Promise.all(Array.from({ length: slots }, runBoard));
+    progress.end();
+    if (fatal) throw fatal;
+    return results.map((r, i) => r ?? { index: i, id: ids[i]!, outcome: "INFRA_ERROR", message: "INTERNAL: not measured", attempts: attempts.get(i) ?? 0 });
+  }
 }
 
 /** A candidate that cannot be measured as written (the script's bug): refused before anything runs. */

@@ -10,7 +10,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { compileCpu, connectTracker, measure, type Candidate, type CompiledModule, type TrackerClient } from "../host-sdk/index.ts";
+import { Measurer, compileCpu, connectTracker, measure, type Candidate, type CompiledModule, type TrackerClient } from "../host-sdk/index.ts";
 import { FarmError, randomArray, type AnyTypedArray } from "../protos/index.ts";
 import { startAgentProcess, startTrackerProcess, waitFor, waitForFreeBoards } from "./helpers/processes.ts";
 
@@ -195,6 +195,51 @@ describe("measure()", () => {
     assert.deepEqual(again.slice(0, 2).map((r) => r.timing?.median), first.map((r) => r.timing?.median));
     assert.deepEqual(again.map((r) => r.outcome), ["OK", "WRONG_ANSWER", "OK"]);
     await waitForFreeBoards(client, 2);
+  });
+
+  it("a Measurer keeps its sessions, modules and references between batches; a session lost in between costs no attempt", async () => {
+    const extra = await Promise.all(["m3", "m4"].map((name) => startAgentProcess(tracker.address, ["cpu:key=keep"], ["--name", name])));
+    try {
+      await waitForFreeBoards(client, 2, "keep");
+      let calls = 0;
+      const reference = ([a, b]: AnyTypedArray[]) => {
+        calls++;
+        return [Float32Array.from(a as Float32Array, (x, i) => x + (b as Float32Array)[i]!)];
+      };
+      const seeded = (id: string): Candidate => ({
+        id,
+        module,
+        function: "good",
+        reference,
+        args: [{ random: { seed: 3 }, shape: [N], dtype: "float32" }, { random: { seed: 4 }, shape: [N], dtype: "float32" }, { output: { shape: [N], dtype: "float32" } }, { scalar: N }],
+      });
+      const m = new Measurer(client, { key: "keep", timeEvaluator: { number: 1, repeat: 1 }, progress: false });
+      const keepBoards = async () => (await client.summary()).boards.filter((b) => b.key === "keep");
+      try {
+        const first = await m.measure(["a", "b", "c", "d"].map(seeded));
+        assert.deepEqual(first.map((r) => r.outcome), ["OK", "OK", "OK", "OK"]);
+        assert.deepEqual([...new Set(first.map((r) => r.board))].sort(), ["m3/cpu0", "m4/cpu0"]);
+        // Between batches both boards stay with the Measurer.
+        assert.deepEqual((await keepBoards()).map((b) => b.state), ["busy", "busy"]);
+        const running = m.measure([seeded("x")]);
+        await assert.rejects(m.measure([seeded("y")]), (e: FarmError) => e.code === "INVALID_ARGUMENT" && /one batch at a time/.test(e.message));
+        assert.equal((await running)[0]!.outcome, "OK");
+
+        // An agent dies between batches: its kept session is dropped without costing a candidate an attempt.
+        await extra[1]!.stop("SIGKILL");
+        await waitFor("m4's board to leave", async () => ((await keepBoards()).length === 1 ? true : undefined), 10_000);
+        const second = await m.measure(["e", "f", "g"].map(seeded), { timeEvaluator: { number: 2, repeat: 1 } });
+        assert.deepEqual(second.map((r) => [r.outcome, r.board, r.attempts]), [["OK", "m3/cpu0", 1], ["OK", "m3/cpu0", 1], ["OK", "m3/cpu0", 1]]);
+        assert.equal(second[0]!.timing!.number, 2, "the batch's own time_evaluator settings");
+        assert.equal(calls, 1, "the reference was computed once for the whole run");
+      } finally {
+        await m.close();
+      }
+      await waitForFreeBoards(client, 1, "keep");
+      await assert.rejects(m.measure([seeded("z")]), (e: FarmError) => e.code === "INVALID_ARGUMENT" && /closed/.test(e.message));
+    } finally {
+      for (const a of extra) await a.stop();
+    }
   });
 
   it("an agent killed mid-batch loses nothing: its candidate is retried on the other board", async () => {
