@@ -24,7 +24,7 @@ import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { VtaSimBackend } from "../device-agent/backends/vta-sim/index.ts";
 import {
-  compileCpu, measure, unpackMatmulOutput, vtaMatmul,
+  Measurer, compileCpu, measure, unpackMatmulOutput, vtaMatmul,
   type Candidate, type CompiledModule, type MeasureResult, type RemoteArray, type TimeEvaluatorOptions, type TrackerClient, type VtaMatmulWorkload,
 } from "../host-sdk/index.ts";
 import { decodeBundle, type AnyTypedArray } from "../protos/index.ts";
@@ -52,6 +52,8 @@ const BOARD_COUNTS = [1, 4, 16] as const;
 /** Enough that every run lasts seconds, on 2 CPUs or 16 (session set-up is inside the timed batch). */
 const HEAVY_CANDIDATES: Record<(typeof BOARD_COUNTS)[number], number> = { 1: 32, 4: 128, 16: 512 };
 /** Direct baseline processes: one per board at most, one per CPU at most. */
+/** The search comparison: the module-each cpu candidates as this many batches. */
+const SEARCH_GENERATIONS = 4;
 /** Scaling runs: 1, 4 and 16 boards in turn, this many times. */
 const SCALING_ROUNDS = 3;
 const DIRECT_PROCESSES = Math.min(BOARD_COUNTS[BOARD_COUNTS.length - 1]!, availableParallelism());
@@ -533,6 +535,59 @@ async function overheadRuns(farm: Farm, boards: number, batch: Batch, sessionCan
   return { batch, batched, perSession, batchedSame };
 }
 
+/** A search's batches, `generations` of them: measure() per generation, then one Measurer for all. */
+interface SearchRun {
+  generations: number;
+  perGeneration: { wallMs: number; cpu: CpuSplit; count: number };
+  measurer: { wallMs: number; cpu: CpuSplit; count: number };
+}
+
+async function searchRuns(farm: Farm, boards: number, batch: Batch, generations: number): Promise<SearchRun> {
+  const size = Math.ceil(batch.candidates.length / generations);
+  const rounds = Array.from({ length: generations }, (_, g) => batch.candidates.slice(g * size, (g + 1) * size));
+  const opts = { key: batch.key, timeEvaluator: batch.te, progress: false };
+  const timed = async (run: () => Promise<MeasureResult[][]>) => {
+    await ready(farm, boards);
+    const meter = startCpuSplit(farm.trackerPid, farm.agentPid);
+    const t0 = nowMs();
+    const results = (await run()).flat();
+    const wallMs = nowMs() - t0;
+    const bad = results.filter((r) => r.outcome !== "OK");
+    if (bad.length > 0) throw new Error(`${batch.label} search: ${bad[0]!.outcome} ${bad[0]!.message ?? ""}`);
+    return { wallMs, cpu: meter(), count: results.length };
+  };
+  const perGeneration = await timed(async () => {
+    const out: MeasureResult[][] = [];
+    for (const r of rounds) out.push(await measure(farm.client, r, opts));
+    return out;
+  });
+  const measurer = await timed(async () => {
+    const m = new Measurer(farm.client, opts);
+    try {
+      const out: MeasureResult[][] = [];
+      for (const r of rounds) out.push(await m.measure(r));
+      return out;
+    } finally {
+      await m.close();
+    }
+  });
+  return { generations, perGeneration, measurer };
+}
+
+function searchRows(r: SearchRun, label: string): Row[] {
+  const per = (x: SearchRun["measurer"]) => x.wallMs / x.count;
+  return [
+    {
+      ...BLANK,
+      figure: `${label}: a search of ${r.generations} batches, per candidate`,
+      value: `one Measurer ${fmtMs(per(r.measurer))}`,
+      baseline: `measure() per batch ${fmtMs(per(r.perGeneration))}`,
+      ratio: `${fmtRatio(r.perGeneration.wallMs / r.measurer.wallMs)} faster`,
+    },
+    { ...BLANK, figure: "    CPU per candidate", value: `Measurer: ${fmtSplit(r.measurer.cpu, r.measurer.count)}; measure() per batch: ${fmtSplit(r.perGeneration.cpu, r.perGeneration.count)}` },
+  ];
+}
+
 export async function benchMeasure(): Promise<void> {
   const setup0 = nowMs();
   const cpuB = await cpuBatches();
@@ -545,10 +600,12 @@ export async function benchMeasure(): Promise<void> {
   const cpuFarm = await startMeasureFarm(["cpu:key=cpu"]);
   const cpuRuns: OverheadRun[] = [];
   let cpuRtt: number;
+  let cpuSearch: SearchRun;
   try {
     await ready(cpuFarm, 1);
     cpuRtt = await roundTripMs(cpuFarm.client, "cpu");
     for (const batch of [cpuB.shared, cpuB.own]) cpuRuns.push(await overheadRuns(cpuFarm, 1, batch, CPU_SESSION_CANDIDATES));
+    cpuSearch = await searchRuns(cpuFarm, 1, cpuB.own, SEARCH_GENERATIONS);
   } finally {
     await cpuFarm.stop();
   }
@@ -608,6 +665,7 @@ export async function benchMeasure(): Promise<void> {
 
   const rows: Row[] = [];
   for (const r of cpuRuns) rows.push(...overheadRows(r, cpuRtt));
+  rows.push(...searchRows(cpuSearch, cpuB.own.label));
   for (const r of vtaRuns) rows.push(...overheadRows(r, vtaRtt));
 
   const cpusHere = availableParallelism();
@@ -693,6 +751,8 @@ export async function benchMeasure(): Promise<void> {
     `  calls, read-back checks) on the vta-sim backend in plain processes, no farm, no RPC, run right after the farm run it is compared with`,
     `  (farm idle): ${DIRECT_PROCESSES} processes = one per board, at most one per CPU of this ${cpusHere}-CPU machine.`,
     `  CPU ceiling = the rate at which the farm's measured CPU per candidate would saturate every CPU here.`,
+    `A search of ${SEARCH_GENERATIONS} batches: the cpu module-each candidates split into ${SEARCH_GENERATIONS} batches, measured one after another with measure() per batch`,
+    `  (a session, and on a cpu board a successor worker boot, per batch), then with one Measurer (sessions kept between batches); wall time per candidate.`,
     `One session per candidate (MetaSchedule's runner): request → upload → load → the same arrays, checks, time_evaluator and stats → close, per candidate, same boards`,
     `  and board count, same candidates (cpu: the first ${CPU_SESSION_CANDIDATES}, each session on a fresh worker process, with measure() rerun on those ${CPU_SESSION_CANDIDATES}).`,
   ]);
