@@ -70,7 +70,7 @@ program
   .description("run a device agent: dial the tracker and serve boards")
   .option("--tracker <host:port>", "tracker address")
   .option("--board <spec>", "a board, KIND[:INDEX][:key=K,name=N,label=V...], repeatable (e.g. cpu:key=cpu)", (v: string, acc: string[]) => [...acc, v], [] as string[])
-  .option("--config <file>", "JSON or YAML file with tracker, name and boards")
+  .option("--config <file>", "JSON or YAML file with tracker, name, boards and agent settings (flags win)")
   .option("--name <name>", "agent name shown in the summary")
   .addOption(new Option("--max-upload-bytes <size>", "largest single upload (e.g. 512m)").argParser(bytes))
   .addOption(new Option("--max-session-bytes <size>", "all files of one session (e.g. 4g)").argParser(bytes))
@@ -78,10 +78,10 @@ program
   .addOption(new Option("--warm-workers <n>", "idle session workers kept started per board").argParser(integer))
   .addOption(new Option("--canary-interval-ms <ms>", "idle boards run their canary this often (every new worker runs it once; 0: only then)").argParser(integer))
   .addOption(new Option("--metrics-port <port>", "HTTP port for Prometheus /metrics (0: any free port; default: none)").argParser(integer))
-  .option("--metrics-host <host>", "interface the metrics server binds (0.0.0.0: scraped from other hosts)", "127.0.0.1")
+  .option("--metrics-host <host>", "interface the metrics server binds (0.0.0.0: scraped from other hosts; default 127.0.0.1)")
   .action(async (o: {
     tracker?: string; board: string[]; config?: string; name?: string; maxUploadBytes?: number; maxSessionBytes?: number; callTimeoutMs?: number; warmWorkers?: number;
-    canaryIntervalMs?: number; metricsPort?: number; metricsHost: string;
+    canaryIntervalMs?: number; metricsPort?: number; metricsHost?: string;
   }) => {
     const file = o.config ? readAgentConfigFile(o.config) : undefined;
     const tracker = o.tracker ?? file?.tracker;
@@ -92,13 +92,13 @@ program
       tracker,
       boards,
       name: o.name ?? file?.name,
-      maxUploadBytes: o.maxUploadBytes,
-      maxSessionBytes: o.maxSessionBytes,
-      callTimeoutMs: o.callTimeoutMs,
-      warmWorkers: o.warmWorkers,
-      canaryIntervalMs: o.canaryIntervalMs,
-      metricsPort: o.metricsPort,
-      metricsHost: o.metricsHost,
+      maxUploadBytes: o.maxUploadBytes ?? file?.settings.maxUploadBytes,
+      maxSessionBytes: o.maxSessionBytes ?? file?.settings.maxSessionBytes,
+      callTimeoutMs: o.callTimeoutMs ?? file?.settings.callTimeoutMs,
+      warmWorkers: o.warmWorkers ?? file?.settings.warmWorkers,
+      canaryIntervalMs: o.canaryIntervalMs ?? file?.settings.canaryIntervalMs,
+      metricsPort: o.metricsPort ?? file?.settings.metricsPort,
+      metricsHost: o.metricsHost ?? file?.settings.metricsHost ?? "127.0.0.1",
     });
     if (agent.metricsAddress) console.log(`kfarm agent metrics on http://${agent.metricsAddress}/metrics`);
     console.log(`kfarm agent ${agent.options.name} serving ${boards.map((b) => `${b.name} (${b.kind}, key ${b.key})`).join(", ")} for tracker ${tracker}`);

@@ -143,6 +143,34 @@ describe("readAgentConfigFile", () => {
     ]);
   });
 
+  it("reads agent settings under agent:, sizes as on the command line", () => {
+    const path = join(dir, "settings.yaml");
+    writeFileSync(path, "boards: [{ kind: cpu }]\nagent:\n  maxUploadBytes: 512m\n  maxSessionBytes: 4096\n  callTimeoutMs: 60000\n  warmWorkers: 2\n  canaryIntervalMs: 0\n  metricsPort: 9192\n  metricsHost: 0.0.0.0\n");
+    assert.deepEqual(readAgentConfigFile(path).settings, {
+      maxUploadBytes: 512 * 1024 * 1024, maxSessionBytes: 4096, callTimeoutMs: 60000, warmWorkers: 2, canaryIntervalMs: 0, metricsPort: 9192, metricsHost: "0.0.0.0",
+    });
+    const none = join(dir, "nosettings.yaml");
+    writeFileSync(none, "boards: [{ kind: cpu }]\n");
+    assert.deepEqual(readAgentConfigFile(none).settings, {});
+  });
+
+  it("refuses agent settings it does not know or cannot use, naming the file and setting", () => {
+    const cases: [string, RegExp][] = [
+      ["agent: [1]", /agent must be a mapping of settings/],
+      ["agent: { metricPort: 1 }", /agent\.metricPort is not a setting; known: .*metricsPort/],
+      ["agent: { callTimeoutMs: -5 }", /agent\.callTimeoutMs must be a whole number ≥ 0, got -5/],
+      ["agent: { warmWorkers: 1.5 }", /agent\.warmWorkers must be a whole number/],
+      ["agent: { metricsPort: 70000 }", /agent\.metricsPort must be a port/],
+      ["agent: { maxUploadBytes: lots }", /agent\.maxUploadBytes/],
+      ["agent: { metricsHost: 5 }", /agent\.metricsHost must be an interface address/],
+    ];
+    for (const [yaml, why] of cases) {
+      const path = join(dir, "bad-settings.yaml");
+      writeFileSync(path, `boards: [{ kind: cpu }]\n${yaml}\n`);
+      assert.throws(() => readAgentConfigFile(path), invalid(why));
+    }
+  });
+
   it("refuses a file without a boards list", () => {
     const path = join(dir, "noboards.yaml");
     writeFileSync(path, "tracker: x:1\n");

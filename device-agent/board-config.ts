@@ -51,7 +51,42 @@ export function parseBoardFlag(flag: string, position: number): BoardConfig {
 }
 
 /** Reads `{ tracker?, name?, boards: [{kind, key, name?, labels?, index?, options?}] }`. */
-export function readAgentConfigFile(path: string): { tracker?: string; name?: string; boards: BoardConfig[] } {
+/** Agent settings a config file may give, under `agent:` (the command line's flags win). */
+export interface AgentFileSettings {
+  maxUploadBytes?: number;
+  maxSessionBytes?: number;
+  callTimeoutMs?: number;
+  warmWorkers?: number;
+  canaryIntervalMs?: number;
+  metricsPort?: number;
+  metricsHost?: string;
+}
+
+const SIZE_SETTINGS = ["maxUploadBytes", "maxSessionBytes"] as const;
+const COUNT_SETTINGS = ["callTimeoutMs", "warmWorkers", "canaryIntervalMs", "metricsPort"] as const;
+
+function readSettings(raw: unknown, at: string): AgentFileSettings {
+  if (raw === undefined) return {};
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw new FarmError("INVALID_ARGUMENT", `${at} must be a mapping of settings`);
+  const known = [...SIZE_SETTINGS, ...COUNT_SETTINGS, "metricsHost"];
+  const out: AgentFileSettings = {};
+  for (const [k, v] of Object.entries(raw)) {
+    if (!known.includes(k)) throw new FarmError("INVALID_ARGUMENT", `${at}.${k} is not a setting; known: ${known.join(", ")}`);
+    if ((SIZE_SETTINGS as readonly string[]).includes(k)) {
+      out[k as (typeof SIZE_SETTINGS)[number]] = parseBytes(String(v), `${at}.${k}`);
+    } else if (k === "metricsHost") {
+      if (typeof v !== "string" || v === "") throw new FarmError("INVALID_ARGUMENT", `${at}.metricsHost must be an interface address, got ${JSON.stringify(v)}`);
+      out.metricsHost = v;
+    } else {
+      if (!Number.isSafeInteger(v) || (v as number) < 0) throw new FarmError("INVALID_ARGUMENT", `${at}.${k} must be a whole number ≥ 0, got ${JSON.stringify(v)}`);
+      if (k === "metricsPort" && (v as number) > 65535) throw new FarmError("INVALID_ARGUMENT", `${at}.metricsPort must be a port (0–65535), got ${v}`);
+      out[k as (typeof COUNT_SETTINGS)[number]] = v as number;
+    }
+  }
+  return out;
+}
+
+export function readAgentConfigFile(path: string): { tracker?: string; name?: string; boards: BoardConfig[]; settings: AgentFileSettings } {
   let doc: unknown;
   try {
     const text = readFileSync(path, "utf8");
@@ -59,7 +94,7 @@ export function readAgentConfigFile(path: string): { tracker?: string; name?: st
   } catch (err) {
     throw new FarmError("INVALID_ARGUMENT", `cannot read agent config ${path}: ${(err as Error).message}`, { cause: err });
   }
-  const d = doc as { tracker?: unknown; name?: unknown; boards?: unknown };
+  const d = doc as { tracker?: unknown; name?: unknown; boards?: unknown; agent?: unknown };
   if (!Array.isArray(d?.boards)) throw new FarmError("INVALID_ARGUMENT", `agent config ${path}: "boards" must be a list`);
   const boards = d.boards.map((b: Record<string, unknown>, i: number) => {
     const at = `agent config ${path}: boards[${i}]`;
@@ -80,6 +115,7 @@ export function readAgentConfigFile(path: string): { tracker?: string; name?: st
     tracker: typeof d.tracker === "string" ? d.tracker : undefined,
     name: typeof d.name === "string" ? d.name : undefined,
     boards,
+    settings: readSettings(d.agent, `agent config ${path}: agent`),
   };
 }
 

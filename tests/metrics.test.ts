@@ -3,6 +3,9 @@
  * scrape says before a session, during it and after it, to the exact count.
  */
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { connectTracker, type CompiledModule, type TrackerClient } from "../host-sdk/index.ts";
 import { refused } from "./helpers/assertions.ts";
@@ -18,16 +21,18 @@ describe("Prometheus metrics of a tracker and an agent", () => {
   let trackerHttp: string;
   let agentHttp: string;
   const board = "m1/cpu0";
+  let configDir: string | undefined;
   const local = { board: "cpu0", kind: "cpu" };
 
   before(async () => {
     tracker = await startTrackerProcess(["--metrics-port", "0"]);
     assert.ok(tracker.httpAddress, "the tracker printed its HTTP address");
     trackerHttp = tracker.httpAddress;
-    [agent, module] = await Promise.all([
-      startAgentProcess(tracker.address, ["cpu:key=cpu,name=cpu0"], ["--name", "m1", "--metrics-port", "0"]),
-      compileVadd(),
-    ]);
+    // The agent's metrics port comes from its config file (`agent:` settings).
+    configDir = mkdtempSync(join(tmpdir(), "kfarm-metrics-"));
+    const config = join(configDir, "agent.yaml");
+    writeFileSync(config, "boards:\n  - { kind: cpu, key: cpu, name: cpu0 }\nagent:\n  metricsPort: 0\n");
+    [agent, module] = await Promise.all([startAgentProcess(tracker.address, [], ["--config", config, "--name", "m1"]), compileVadd()]);
     assert.ok(agent.metricsAddress, "the agent printed its metrics address");
     agentHttp = agent.metricsAddress;
     client = await connectTracker(tracker.address);
@@ -37,6 +42,7 @@ describe("Prometheus metrics of a tracker and an agent", () => {
     client?.close();
     await agent?.stop();
     await tracker?.stop();
+    if (configDir) rmSync(configDir, { recursive: true, force: true });
   });
 
   it("the tracker's scrape shows the farm: boards by state, agents, queues, per-board info and state, process metrics", async () => {
