@@ -58,6 +58,9 @@ async function startFeedChild(http: string, n: number) {
   const proc = spawn(process.execPath, ["--import", "tsx", SELF, "feed-clients", http, String(n)], { stdio: ["pipe", "pipe", "inherit"] });
   let out = "";
   proc.stdout!.on("data", (c: Buffer) => (out += c.toString()));
+  // One exit promise for every wait below (a fresh `once` per wait would pile up listeners on the child).
+  const exited = once(proc, "exit");
+  exited.catch(() => {});
   const nextLine = async (): Promise<string> => {
     for (;;) {
       const nl = out.indexOf("\n");
@@ -67,7 +70,7 @@ async function startFeedChild(http: string, n: number) {
         return line;
       }
       if (proc.exitCode !== null) throw new Error(`feed clients exited (code ${proc.exitCode})`);
-      await Promise.race([once(proc.stdout!, "data"), once(proc, "exit")]);
+      await Promise.race([once(proc.stdout!, "data"), exited]);
     }
   };
   return {
@@ -80,7 +83,6 @@ async function startFeedChild(http: string, n: number) {
       return JSON.parse(await nextLine()) as FeedChildStats;
     },
     async stop(): Promise<void> {
-      const exited = once(proc, "exit");
       proc.stdin!.end();
       await exited;
     },
