@@ -254,6 +254,9 @@ interface BatchRun {
 }
 
 const perCand = (r: BatchRun) => r.wallMs / r.count;
+/** The share of the batch's wall time each of `boards` boards spent measuring: the farm's own scaling, whatever the machine's speed. */
+const measuring = (r: BatchRun, boards: number) => r.boardMs / (boards * r.wallMs);
+const pct = (x: number) => `${(100 * x).toFixed(1)} %`;
 const overhead = (r: BatchRun) => (r.wallMs - r.boardMs) / r.count;
 const rate = (r: BatchRun) => r.count / (r.wallMs / 1e3);
 
@@ -683,7 +686,7 @@ export async function benchMeasure(): Promise<void> {
         baseline: `direct, 1 process ${directRate(direct1).toFixed(1)}/s`,
         ratio: `${fmtRatio(r / directRate(direct1))} direct`,
       });
-      rows.push({ ...BLANK, figure: "  wall / board time / overhead per candidate", value: `${fmtMs(perCand(run))} / ${fmtMs(run.boardMs / run.count)} / ${fmtMs(overhead(run))}` });
+      rows.push({ ...BLANK, figure: "  wall / board time / overhead per candidate", value: `${fmtMs(perCand(run))} / ${fmtMs(run.boardMs / run.count)} / ${fmtMs(overhead(run))}; the board measuring ${pct(measuring(run, 1))} of the time` });
       if (run.steady) rows.push({ ...BLANK, figure: "  steady state: p50 candidate end → next", value: `${fmtMs(run.steady.intervalMs)}, of which board ${fmtMs(run.steady.boardMs)}: overhead ${fmtMs(run.steady.intervalMs - run.steady.boardMs)}` });
     } else {
       const best = directRate(directBest);
@@ -698,6 +701,13 @@ export async function benchMeasure(): Promise<void> {
         ratio: `${(linear * 100).toFixed(0)} % of linear (rounds: ${linearAll.map((x) => (x * 100).toFixed(0)).join(", ")} %); ${((100 * r) / best).toFixed(0)} % of direct`,
       });
       rows.push({ ...BLANK, figure: "  wall / board time per candidate", value: `${fmtMs(perCand(run))} / ${fmtMs(run.boardMs / run.count)} (boards share ${cpusHere} CPUs: each call takes longer)` });
+      rows.push({
+        ...BLANK,
+        figure: "  boards measuring, share of the time",
+        value: `${pct(measuring(run, n))} (1 board: ${pct(measuring(one, 1))})`,
+        baseline: "Σ board time / (boards × wall)",
+        ratio: `${fmtRatio(measuring(run, n) / measuring(one, 1))} of 1 board's`,
+      });
     }
     const busy = run.cpu.perWorker.filter((x) => x >= 0.05).sort((x, y) => x - y);
     rows.push({
@@ -746,6 +756,8 @@ export async function benchMeasure(): Promise<void> {
     `  "others" = the rest of the machine's busy time (/proc/stat) meanwhile.`,
     `Scaling: ${HEAVY_MATMUL.batch}×${HEAVY_MATMUL.inFeatures}·${HEAVY_MATMUL.inFeatures}×${HEAVY_MATMUL.outFeatures} int8 matmul, time_evaluator ${HEAVY_TE.number} × ${HEAVY_TE.repeat}; ${BOARD_COUNTS.map((n) => `${HEAVY_CANDIDATES[n]} candidates on ${n}`).join(", ")} board(s)`,
     `  of one agent with ${maxBoards} vta-sim boards, every worker warmed first; ${SCALING_ROUNDS} rounds of ${BOARD_COUNTS.join(", ")} boards in turn, the median round shown (rounds in brackets).`,
+    `  Boards measuring = Σ board time / (N × batch wall time): how busy the farm keeps N boards, immune to the machine's speed (a loaded machine slows the`,
+    `  simulation itself, which lengthens board time, not this share).`,
     `  Linear = N × the same round's 1-board rate (machines drift: the H100 host's CPUs ran the same simulation 35–80 ms per candidate from one minute to the next).`,
     `  Direct = the same candidates' board work (alloc, write, the same`,
     `  calls, read-back checks) on the vta-sim backend in plain processes, no farm, no RPC, run right after the farm run it is compared with`,
