@@ -110,10 +110,12 @@ program
   .description("print the tracker's summary: queues per key, boards and their sessions (--watch: then every change, live)")
   .option("--tracker <host:port>", "tracker address (gRPC)")
   .option("--json", "print JSON instead of a table (with --watch: one feed message per line)")
+  .option("--key <key>", "only this key's boards and queue")
   .option("--watch", "follow the tracker's live feed: the table, then one line per event, until Ctrl-C (needs --http)")
   .option("--http <host:port>", "the tracker's HTTP address (its --metrics-port), for --watch")
-  .action(async (o: { tracker?: string; json?: boolean; watch?: boolean; http?: string }) => {
+  .action(async (o: { tracker?: string; json?: boolean; key?: string; watch?: boolean; http?: string }) => {
     if (o.watch) {
+      if (o.key) throw new FarmError("INVALID_ARGUMENT", "kfarm status --watch follows the whole farm; --key is for the one-shot summary");
       if (!o.http) {
         throw new FarmError(
           "INVALID_ARGUMENT",
@@ -128,7 +130,7 @@ program
     if (!o.tracker) throw new FarmError("INVALID_ARGUMENT", "kfarm status needs --tracker HOST:PORT (or --watch --http HOST:PORT)");
     const client = await connectTracker(o.tracker);
     try {
-      const summary = await client.summary();
+      const summary = await client.summary({ key: o.key });
       console.log(o.json ? JSON.stringify(summary, null, 2) : formatSummary(summary, o.tracker));
     } finally {
       client.close();

@@ -243,7 +243,7 @@ export class Measurer {
     const queue = [...unmeasured];
     const attempts = new Map<number, number>();
     const retries = opts.retries ?? 1;
-    const summary = await client.summary();
+    const summary = await client.summary({ key: opts.key });
     const matching = summary.boards.filter((b) => b.key === opts.key && Object.entries(opts.labels ?? {}).every(([k, v]) => b.labels[k] === v));
     const slots = Math.max(1, Math.min(opts.boards ?? matching.length, matching.length || 1, queue.length));
 

@@ -78,10 +78,10 @@ export class TrackerClient {
     return new Session(grant.session_id, grant.board!, channel);
   }
 
-  /** The farm's state: queues per key, boards, agents (TVM's query_rpc_tracker). */
-  summary(): Promise<SummaryReply__Output> {
+  /** The farm's state: queues per key, boards, agents (TVM's query_rpc_tracker); with `key`, that key's boards and queue only. */
+  summary(opts: { key?: string } = {}): Promise<SummaryReply__Output> {
     return new Promise((resolve, reject) =>
-      this.client.Summary({}, { deadline: Date.now() + this.rpcTimeoutMs }, (err, reply) => (err ? reject(this.unreachable(err)) : resolve(reply!))),
+      this.client.Summary({ key: opts.key ?? "" }, { deadline: Date.now() + this.rpcTimeoutMs }, (err, reply) => (err ? reject(this.unreachable(err)) : resolve(reply!))),
     );
   }
 

@@ -151,6 +151,34 @@ describe("label selectors and the summary", () => {
     }
   });
 
+  it("a summary of one key holds only that key's boards and queue", async () => {
+    const other = await startAgentProcess(tracker.address, ["cpu:key=other,name=o0"], ["--name", "rack2"]);
+    // Both cpu boards held and a third request waiting: the cpu queue has one pending.
+    const held = await Promise.all([client.request("cpu"), client.request("cpu")]);
+    const waiting = client.request("cpu", { deadlineMs: 5000 }).then((s) => s.close(), () => {});
+    try {
+      await waitForFreeBoards(client, 1, "other");
+      await waitFor("the third cpu request to be queued", async () => ((await client.summary({ key: "cpu" })).queues[0]?.pending === 1 ? true : undefined));
+      const all = await client.summary();
+      assert.deepEqual(all.boards.map((b) => b.id), ["rack1/fast", "rack1/slow", "rack2/o0"]);
+      const cpu = await client.summary({ key: "cpu" });
+      assert.deepEqual(cpu.boards.map((b) => [b.id, b.state]), [["rack1/fast", "busy"], ["rack1/slow", "busy"]]);
+      assert.deepEqual(cpu.queues, [{ key: "cpu", total: 2, free: 0, pending: 1 }]);
+      const o = await client.summary({ key: "other" });
+      assert.deepEqual([o.boards.map((b) => b.id), o.queues], [["rack2/o0"], [{ key: "other", total: 1, free: 1, pending: 0 }]]);
+      const none = await client.summary({ key: "nosuch" });
+      assert.deepEqual([none.boards, none.queues], [[], [{ key: "nosuch", total: 0, free: 0, pending: 0 }]]);
+      assert.equal(none.agents.length, 2, "agents are listed whatever the key");
+      const json = JSON.parse((await run(process.execPath, ["--import", "tsx", CLI, "status", "--tracker", tracker.address, "--json", "--key", "other"])).stdout);
+      assert.deepEqual(json.boards.map((b: { id: string }) => b.id), ["rack2/o0"]);
+    } finally {
+      for (const s of held) await s.close();
+      await waiting;
+      await other.stop();
+    }
+    await waitForFreeBoards(client, 2, "cpu");
+  });
+
   it("kfarm status on an unreachable tracker says which address failed", async () => {
     await assert.rejects(run(process.execPath, ["--import", "tsx", CLI, "status", "--tracker", "127.0.0.1:1"]), (e: { stderr: string; code: number }) => {
       assert.equal(e.code, 1);

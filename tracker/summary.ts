@@ -8,9 +8,10 @@ import type { Scheduler } from "./scheduler.ts";
 
 export const TRACKER_VERSION = "0.1.0";
 
-export function buildSummary(registry: Registry, scheduler: Scheduler, startedAt: number): SummaryReply {
-  const boards = [...registry.boards()];
-  const keys = [...new Set([...boards.map((b) => b.key), ...scheduler.queuedKeys()])].sort();
+/** The summary, of every key or of `key` alone (a host interested in one key need not receive a 1,000-board farm). */
+export function buildSummary(registry: Registry, scheduler: Scheduler, startedAt: number, key = ""): SummaryReply {
+  const boards = [...registry.boards()].filter((b) => !key || b.key === key);
+  const keys = key ? [key] : [...new Set([...boards.map((b) => b.key), ...scheduler.queuedKeys()])].sort();
   return {
     queues: keys.map((key) => {
       const ofKey = boards.filter((b) => b.key === key);

@@ -124,7 +124,7 @@ export class Tracker {
         if (lease && lease.token === call.request.token) lease.end(null);
         callback(null, {});
       },
-      Summary: (_call, callback) => callback(null, buildSummary(this.registry, this.scheduler, this.startedAt)),
+      Summary: (call, callback) => callback(null, buildSummary(this.registry, this.scheduler, this.startedAt, call.request.key)),
       BoardCommand: (call, callback) => {
         try {
           const { board_id: id, action, operator } = call.request;

@@ -2,7 +2,15 @@
 
 
 export interface SummaryRequest {
+  /**
+   * only this key's boards and queue (empty: every key)
+   */
+  'key'?: (string);
 }
 
 export interface SummaryRequest__Output {
+  /**
+   * only this key's boards and queue (empty: every key)
+   */
+  'key': (string);
 }
