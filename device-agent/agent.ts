@@ -43,7 +43,7 @@ export class Agent {
     if (this.metrics) await this.metrics.listen(o.metricsHost, o.metricsPort!);
     const specs: BoardSpec[] = [];
     const boards = await expandBoards(o.boards);
-    const entry = await workerEntry(o.logger);
+    const entry = await workerEntry(o.logger, o.workRoot);
     const cpuCanary = boards.some((b) => b.kind === "cpu" && b.options.canaryLibrary === undefined) ? await buildCpuCanary(o.workRoot, o.logger) : undefined;
     for (const board of boards) {
       let facts;

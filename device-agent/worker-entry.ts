@@ -9,21 +9,24 @@
  * that Node starts in ~0.35 CPU-s (BENCHMARKS.md §8).
  *
  * Dependencies stay outside the bundle and resolve as usual from the
- * package's node_modules, which is why the bundle is written under
- * `node_modules/.cache/kernelfarm/`, named by its content hash. Where it
- * cannot be built or written, workers start through tsx as before (logged).
- * Stack traces of a bundled worker map back to the sources with
- * NODE_OPTIONS=--enable-source-maps (the map sits beside the bundle).
+ * package's node_modules: the bundle is written under
+ * `node_modules/.cache/kernelfarm/`, named by its content hash, or — where the
+ * package is read-only (systemd's ProtectSystem=strict) — into the agent's
+ * scratch folder beside a link to the package's node_modules. Where neither
+ * works, workers start through tsx as before (logged). Stack traces of a
+ * bundled worker map back to the sources with NODE_OPTIONS=--enable-source-maps
+ * (the map sits beside the bundle).
  */
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
-import { mkdir, readdir, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { mkdir, readdir, rename, rm, stat, symlink, utimes, writeFile } from "node:fs/promises";
+import { join, resolve, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import type { Logger } from "../protos/index.ts";
 
 const WORKER_SOURCE = fileURLToPath(new URL("./worker/main.ts", import.meta.url));
 const PACKAGE_ROOT = fileURLToPath(new URL("../", import.meta.url));
+const PACKAGE_MODULES = join(PACKAGE_ROOT, "node_modules");
 /** Bundles of older sources no agent started from for this long are deleted. */
 const STALE_BUNDLE_MS = 7 * 24 * 3600_000;
 
@@ -39,20 +42,29 @@ function tsxEntry(): WorkerEntry {
   return { script: WORKER_SOURCE, execArgv: ["--import", import.meta.resolve("tsx")], bundled: false };
 }
 
-let entry: Promise<WorkerEntry> | undefined;
+/** Per scratch folder: agents of one process share an entry, unless each has its own folder (which may hold the bundle). */
+const entries = new Map<string, Promise<WorkerEntry>>();
 
-/** The worker entry of this process: built at the first call, shared by every pool after. */
-export function workerEntry(log: Logger): Promise<WorkerEntry> {
-  entry ??= bundleWorker().catch((err: Error) => {
-    log.warn({ err: err.message }, "session workers start through tsx (slower): the worker bundle could not be made");
-    return tsxEntry();
-  });
+/**
+ * The worker entry for an agent: built at its first call, shared by its
+ * pools. `scratchDir` (the agent's own, writable, removed with it) holds the
+ * bundle when the package cannot.
+ */
+export function workerEntry(log: Logger, scratchDir: string): Promise<WorkerEntry> {
+  let entry = entries.get(scratchDir);
+  if (!entry) {
+    entry = bundleWorker([join(PACKAGE_MODULES, ".cache", "kernelfarm"), join(scratchDir, "worker")], log).catch((err: Error) => {
+      log.warn({ err: err.message }, "session workers start through tsx (slower): the worker bundle could not be made");
+      return tsxEntry();
+    });
+    entries.set(scratchDir, entry);
+  }
   return entry;
 }
 
-async function bundleWorker(): Promise<WorkerEntry> {
-  const cacheDir = join(PACKAGE_ROOT, "node_modules", ".cache", "kernelfarm");
-  if (!existsSync(join(PACKAGE_ROOT, "node_modules"))) throw new Error(`no node_modules in ${PACKAGE_ROOT} to resolve the bundle's dependencies from`);
+/** Builds the bundle and writes it into the first of `dirs` that takes it. */
+export async function bundleWorker(dirs: readonly string[], log?: Logger): Promise<WorkerEntry> {
+  if (!existsSync(PACKAGE_MODULES)) throw new Error(`no node_modules in ${PACKAGE_ROOT} to resolve the bundle's dependencies from`);
   const esbuild = await import("esbuild");
   const out = await esbuild.build({
     entryPoints: [WORKER_SOURCE],
@@ -62,7 +74,7 @@ async function bundleWorker(): Promise<WorkerEntry> {
     target: "node20",
     packages: "external",
     write: false,
-    outdir: cacheDir,
+    outdir: dirs[0]!,
     sourcemap: "linked",
     logLevel: "silent",
     plugins: [
@@ -84,22 +96,42 @@ async function bundleWorker(): Promise<WorkerEntry> {
   // Anything else of import.meta would now describe the bundle, not the module that wrote it.
   if (js.text.includes("import.meta")) throw new Error("a worker module uses import.meta beyond import.meta.url");
   const name = `worker-${createHash("sha256").update(js.contents).digest("hex").slice(0, 16)}`;
-  const script = join(cacheDir, `${name}.mjs`);
-  if (!existsSync(script)) {
-    await mkdir(cacheDir, { recursive: true });
-    const code = js.text.replace(/\/\/# sourceMappingURL=\S+\s*$/, `//# sourceMappingURL=${name}.mjs.map\n`);
-    // Write then rename: a concurrent agent never starts a half-written bundle.
-    const tmp = `.${name}.${process.pid}`;
-    await writeFile(join(cacheDir, `${tmp}.map`), map.contents);
-    await rename(join(cacheDir, `${tmp}.map`), `${script}.map`);
-    await writeFile(join(cacheDir, tmp), code);
-    await rename(join(cacheDir, tmp), script);
-  } else {
+  const code = js.text.replace(/\/\/# sourceMappingURL=\S+\s*$/, `//# sourceMappingURL=${name}.mjs.map\n`);
+  const failures: string[] = [];
+  for (const dir of dirs) {
+    try {
+      const script = await writeBundle(dir, name, code, map.contents);
+      if (failures.length > 0) log?.info({ dir, skipped: failures }, "worker bundle written to the agent's scratch folder (the package is read-only)");
+      return { script, execArgv: [], bundled: true };
+    } catch (err) {
+      failures.push(`${dir}: ${(err as Error).message}`);
+    }
+  }
+  throw new Error(`no folder took the worker bundle (${failures.join("; ")})`);
+}
+
+/** Writes the bundle into `dir` unless it is there; outside the package's node_modules, beside a link to them. */
+async function writeBundle(dir: string, name: string, code: string, map: Uint8Array): Promise<string> {
+  const script = join(dir, `${name}.mjs`);
+  await mkdir(dir, { recursive: true });
+  if (!resolve(dir).startsWith(PACKAGE_MODULES + sep)) {
+    await symlink(PACKAGE_MODULES, join(dir, "node_modules"), "dir").catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== "EEXIST") throw err;
+    });
+  }
+  if (existsSync(script)) {
     const now = new Date();
     await utimes(script, now, now);
+  } else {
+    // Write then rename: a concurrent agent never starts a half-written bundle.
+    const tmp = join(dir, `.${name}.${process.pid}`);
+    await writeFile(`${tmp}.map`, map);
+    await rename(`${tmp}.map`, `${script}.map`);
+    await writeFile(tmp, code);
+    await rename(tmp, script);
   }
-  await removeStaleBundles(cacheDir);
-  return { script, execArgv: [], bundled: true };
+  await removeStaleBundles(dir);
+  return script;
 }
 
 /** Bundles are touched at every agent start: one untouched for a week belongs to sources long gone. */
