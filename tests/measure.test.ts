@@ -177,6 +177,24 @@ describe("measure()", () => {
     assert.equal(ok!.outcome, "OK");
   });
 
+  it("draws a progress line on stderr when asked: done / failed / running, rate, ETA", async () => {
+    const written: string[] = [];
+    const write = process.stderr.write.bind(process.stderr);
+    process.stderr.write = ((chunk: string | Uint8Array) => {
+      written.push(String(chunk));
+      return true;
+    }) as typeof process.stderr.write;
+    try {
+      await measure(client, [candidate("good", module), candidate("wrong", module), candidate("good", module)], { key: "cpu", progress: true, timeEvaluator: { number: 1, repeat: 1 } });
+    } finally {
+      process.stderr.write = write;
+    }
+    const lines = written.join("").split("\r").map((l) => l.trim()).filter(Boolean);
+    assert.match(lines[0]!, /^measure: 0\/3 done, 0 failed, 1 running · [\d.]+\/s · ETA \d+ s$/);
+    assert.match(lines[lines.length - 1]!, /^measure: 3\/3 done, 1 failed, \d running · [\d.]+\/s · ETA 0 s$/);
+    assert.ok(written.join("").endsWith("\n"), "the line ends when the batch does");
+  });
+
   it("a key no board serves: every candidate is INFRA_ERROR naming it, after its retry", async () => {
     const results = await measure(client, [candidate("good", module), candidate("good", module)], { key: "tpu", progress: false, deadlineMs: 2000 });
     assert.deepEqual(results.map((r) => r.outcome), ["INFRA_ERROR", "INFRA_ERROR"]);
