@@ -7,7 +7,7 @@ import { FarmError, parseAddress } from "../protos/index.ts";
 import type { BoardSpec } from "../protos/gen/farm/v1/BoardSpec.ts";
 import { describeBoard } from "./backends/index.ts";
 import { expandBoards } from "./board-config.ts";
-import { buildCpuCanary } from "./canary.ts";
+import { buildCpuSupport } from "./canary.ts";
 import { AgentMetrics } from "./metrics.ts";
 import { resolveAgentOptions, type AgentOptions, type ResolvedAgentOptions } from "./options.ts";
 import { BoardPool } from "./pool.ts";
@@ -44,7 +44,7 @@ export class Agent {
     const specs: BoardSpec[] = [];
     const boards = await expandBoards(o.boards);
     const entry = await workerEntry(o.logger, o.workRoot);
-    const cpuCanary = boards.some((b) => b.kind === "cpu" && b.options.canaryLibrary === undefined) ? await buildCpuCanary(o.workRoot, o.logger) : undefined;
+    const cpuSupport = boards.some((b) => b.kind === "cpu") ? await buildCpuSupport(o.workRoot, o.logger) : undefined;
     for (const board of boards) {
       let facts;
       try {
@@ -65,7 +65,8 @@ export class Agent {
           agentPid: process.pid,
           boardName: board.name,
           kind: board.kind,
-          backendOptions: board.kind === "cpu" && cpuCanary ? { canaryLibrary: cpuCanary, ...board.options } : board.options,
+          // `canary=PATH` on the board replaces the canary, not the cache flush.
+          backendOptions: board.kind === "cpu" && cpuSupport ? { canaryLibrary: cpuSupport, ...board.options, supportLibrary: cpuSupport } : board.options,
           workRoot: o.workRoot,
           limits: { maxUploadBytes: o.maxUploadBytes, maxSessionBytes: o.maxSessionBytes, callTimeoutMs: o.callTimeoutMs },
           canaryIntervalMs: o.canaryIntervalMs,

@@ -17,9 +17,32 @@ import type { Logger } from "../protos/index.ts";
 /** Canaries of idle boards run this often by default. */
 export const DEFAULT_CANARY_INTERVAL_MS = 10 * 60_000;
 
-const CPU_CANARY_SOURCE = `#include <stdint.h>
+/**
+ * The CPU boards' helper library: the canary kernel, and the cache flush of
+ * the time evaluator's `flushCpuCache` (TVM's cache_flush_cpu_non_first_arg:
+ * every cache line of a range evicted from every level).
+ */
+const CPU_SUPPORT_SOURCE = `#include <stddef.h>
+#include <stdint.h>
 void kfarm_canary_vadd(const float* a, const float* b, float* c, int32_t n) {
   for (int32_t i = 0; i < n; i++) c[i] = a[i] + b[i];
+}
+int32_t kfarm_flush_range(const void* p, size_t n) {
+  const char* c = (const char*)p;
+#if defined(__x86_64__) || defined(__i386__)
+  for (size_t i = 0; i < n; i += 64) __builtin_ia32_clflush(c + i);
+  if (n) __builtin_ia32_clflush(c + n - 1);
+  __builtin_ia32_mfence();
+  return 1;
+#elif defined(__aarch64__)
+  for (size_t i = 0; i < n; i += 64) __asm__ volatile("dc civac, %0" :: "r"(c + i) : "memory");
+  if (n) __asm__ volatile("dc civac, %0" :: "r"(c + n - 1) : "memory");
+  __asm__ volatile("dsb ish" ::: "memory");
+  return 1;
+#else
+  (void)c; (void)n;
+  return 0;
+#endif
 }
 `;
 
@@ -29,21 +52,22 @@ function cacheDir(): string {
 }
 
 /**
- * The CPU canary's shared object, built once per compiler and source with
- * the host's C compiler and kept in the user's cache, so an agent start does
- * not pay a compile (`dir` holds the build when the cache is not writable).
- * Without a compiler, CPU boards run no canary (logged once): their health
- * then follows infrastructure errors and operators only.
+ * The CPU helper library (the canary, the cache flush), built once per
+ * compiler and source with the host's C compiler and kept in the user's
+ * cache, so an agent start does not pay a compile (`dir` holds the build
+ * when the cache is not writable). Without a compiler, CPU boards run no
+ * canary and cannot flush caches (logged once): their health then follows
+ * infrastructure errors and operators only.
  */
-export async function buildCpuCanary(dir: string, log: Logger): Promise<string | undefined> {
+export async function buildCpuSupport(dir: string, log: Logger): Promise<string | undefined> {
   const cc = process.env.CC ?? "cc";
-  const name = `kfarm-canary-${createHash("sha256").update(cc).update(CPU_CANARY_SOURCE).digest("hex").slice(0, 12)}`;
+  const name = `kfarm-cpu-support-${createHash("sha256").update(cc).update(CPU_SUPPORT_SOURCE).digest("hex").slice(0, 12)}`;
   const cached = join(cacheDir(), `${name}.so`);
   if (existsSync(cached)) return cached;
   try {
     const src = join(dir, `${name}.c`);
     const lib = join(dir, `${name}.so`);
-    await writeFile(src, CPU_CANARY_SOURCE);
+    await writeFile(src, CPU_SUPPORT_SOURCE);
     await promisify(execFile)(cc, ["-O1", "-shared", "-fPIC", "-o", lib, src]);
     try {
       await mkdir(cacheDir(), { recursive: true, mode: 0o700 });
@@ -55,7 +79,7 @@ export async function buildCpuCanary(dir: string, log: Logger): Promise<string |
       return lib;
     }
   } catch (err) {
-    log.warn({ cc, err: (err as Error).message }, "CPU boards run no canary: the canary could not be built with the C compiler");
+    log.warn({ cc, err: (err as Error).message }, "CPU boards run no canary and cannot flush caches: their helper library could not be built with the C compiler");
     return undefined;
   }
 }

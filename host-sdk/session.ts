@@ -53,6 +53,12 @@ export interface TimeEvaluatorOptions {
   flushL2?: boolean;
   /** CUDA: capture the `number` launches as a CUDA graph once and time its replays (for tiny kernels, where launch overhead dominates). */
   graph?: boolean;
+  /**
+   * CPU: before every timed batch, evict every array argument but the first
+   * (by convention the output) from every cache level — TVM's
+   * cache_flush_cpu_non_first_arg, autotvm's enable_cpu_cache_flush.
+   */
+  flushCpuCache?: boolean;
 }
 
 export type ScalarArg = number | bigint;
@@ -370,6 +376,7 @@ export class Session {
         repeats_to_cooldown: opts.repeatsToCooldown ?? 1,
         limit_zero_time_iterations: opts.limitZeroTimeIterations ?? 100,
         flush_l2: opts.flushL2 ?? false,
+        flush_cpu_cache: opts.flushCpuCache ?? false,
         graph: opts.graph ?? false,
     };
   }

@@ -8,7 +8,7 @@ import { writeFile, mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FarmError } from "../protos/index.ts";
-import type { CompiledModule } from "../host-sdk/index.ts";
+import { compileCpu, type CompiledModule } from "../host-sdk/index.ts";
 import { compileVadd } from "./helpers/kernels.ts";
 import { startFarm, waitForFreeBoards } from "./helpers/processes.ts";
 
@@ -104,6 +104,45 @@ describe("a session on a CPU board", () => {
       assert.ok(performance.now() - t0 >= 3 * 40, "cooldown sleeps after every repeat by default");
       assert.match(plain.toString(), /mean \(ms\)\s+median \(ms\)/);
       assert.equal(s.timeEvaluator("vadd", { repeat: 1 }) instanceof Function, true);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it("flushCpuCache evicts every argument but the first before each timed batch (TVM's cache_flush_cpu_non_first_arg), on CPU boards only", async () => {
+    // A pointer chase: each load waits for the one before, so where the table sits (cache or DRAM) is what the time measures.
+    const chase = await compileCpu(
+      "#include <stdint.h>\nvoid chase(int32_t* out, const int32_t* next, int32_t steps) { int32_t i = 0; for (int32_t k = 0; k < steps; k++) i = next[i]; out[0] = i; }\n",
+      { functions: { chase: ["int32* out", "int32* next", "int32 steps"] } },
+    );
+    // One cycle through the 1,024 cache lines of 64 KiB, one step per line, in random order (Sattolo), so
+    // that no prefetcher guesses the next line and every step of a flushed table misses.
+    const lines = 1024;
+    const order = Int32Array.from({ length: lines }, (_, i) => i);
+    let seed = 12345;
+    for (let i = lines - 1; i > 0; i--) {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      const j = seed % i;
+      [order[i], order[j]] = [order[j]!, order[i]!];
+    }
+    const next = new Int32Array(lines * 16);
+    for (let k = 0; k < lines; k++) next[order[k]! * 16] = order[(k + 1) % lines]! * 16;
+    const n = lines;
+    const s = await farm.client.request("cpu");
+    try {
+      await s.upload(chase);
+      const mod = await s.loadModule(chase.name);
+      const [out, table] = await Promise.all([s.array({ shape: [1], dtype: "int32" }), s.array(next)]);
+      const timed = (flushCpuCache: boolean) => mod.timeEvaluator("chase", { number: 1, repeat: 15, flushCpuCache })(out, table, n);
+      await s.clearStats();
+      const cold = await timed(true);
+      assert.equal((await s.stats()).counters.cache_flushes, 15, "one flush per timed batch");
+      const warm = await timed(false);
+      assert.equal((await s.stats()).counters.cache_flushes, 15, "no flush unless asked");
+      console.log(`# pointer chase through 1,024 lines (64 KiB), median: ${(warm.median * 1e6).toFixed(1)} µs cached, ${(cold.median * 1e6).toFixed(1)} µs with flushCpuCache`);
+      // Not a speed target: evidence that the flush reaches the caches (DRAM latency is tens of times a cache hit's).
+      assert.ok(cold.median > 3 * warm.median, `flushed ${cold.median} s against ${warm.median} s cached`);
+      await assert.rejects(mod.timeEvaluator("chase", { flushL2: true })(out, table, n), (e: FarmError) => e.code === "BAD_ARGUMENTS" && /flushL2 is an option of CUDA boards/.test(e.message));
     } finally {
       await s.close();
     }

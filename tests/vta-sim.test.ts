@@ -88,6 +88,10 @@ describe("a session on a VTA simulator board", () => {
       assert.ok(timedGemms % 256 === 0 && timedGemms >= 256 * timed.number * 2, `${timedGemms} GEMM executions for ${timed.number} × 2 timed calls`);
       await s.clearStats();
       assert.equal((await s.stats()).counters.gemm_counter, 0);
+      await assert.rejects(
+        mod.timeEvaluator("matmul", { flushCpuCache: true })(ra, rb, rc),
+        (e: FarmError) => e.code === "BAD_ARGUMENTS" && /flushCpuCache is an option of CPU boards; this is a vta-sim board/.test(e.message),
+      );
     } finally {
       await s.close();
     }

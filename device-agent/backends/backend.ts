@@ -16,7 +16,7 @@ export interface DeviceArray {
 /** A checked argument, ready for the backend. */
 export type ArgValue = { kind: "buffer"; array: DeviceArray } | { kind: "scalar"; value: number };
 
-/** How one call or timing runs, beyond its arguments; only CUDA boards take these. */
+/** How one call or timing runs, beyond its arguments: CUDA boards take the first three, CPU boards the last. */
 export interface CallSettings {
   /** Overrides the bundle's launch configuration. */
   launch?: LaunchConfig;
@@ -24,6 +24,8 @@ export interface CallSettings {
   flushL2?: boolean;
   /** timeCalls: replay the launches as one captured graph. */
   graph?: boolean;
+  /** timeCalls: evict every buffer argument but the first from the CPU caches first. */
+  flushCpuCache?: boolean;
 }
 
 export interface LoadedFunction {

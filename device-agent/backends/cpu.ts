@@ -10,7 +10,7 @@ import koffi from "koffi";
 
 type KoffiLib = ReturnType<typeof koffi.load>;
 import { DTYPES, FarmError, hostCpuTarget, type FunctionSpec, type ModuleBundle } from "../../protos/index.ts";
-import type { ArgValue, Backend, BackendStats, BoardFacts, CanaryResult, DeviceArray, LoadedFunction, LoadedModule } from "./backend.ts";
+import type { ArgValue, Backend, BackendStats, BoardFacts, CallSettings, CanaryResult, DeviceArray, LoadedFunction, LoadedModule } from "./backend.ts";
 
 export function describeCpuBoard(): BoardFacts {
   const cpu = cpus();
@@ -48,6 +48,8 @@ export interface CpuBackendOptions {
   memoryBytes?: number;
   /** Shared object with `void kfarm_canary_vadd(const float*, const float*, float*, int32_t)` (device-agent/canary.ts builds it). */
   canaryLibrary?: string;
+  /** The helper library device-agent/canary.ts builds, for `int32_t kfarm_flush_range(const void*, size_t)`. */
+  supportLibrary?: string;
 }
 
 /** The canary: c = a + b over CANARY_N floats, checked exactly. */
@@ -62,13 +64,31 @@ export class CpuBackend implements Backend {
   private libs: KoffiLib[] = [];
   private canaryFn: ((...args: unknown[]) => unknown) | undefined;
   private readonly canaryLibrary: string | undefined;
+  private readonly supportLibrary: string | undefined;
+  private flushFn: ((p: Buffer, n: number) => number) | undefined;
   private modules = 0;
   private calls = 0;
   private callNs = 0;
+  private flushes = 0;
 
   constructor(opts: CpuBackendOptions = {}) {
     this.memoryBytes = opts.memoryBytes ?? Math.floor(totalmem() / 4);
     this.canaryLibrary = opts.canaryLibrary;
+    this.supportLibrary = opts.supportLibrary;
+  }
+
+  /** TVM's cache_flush_cpu_non_first_arg: every buffer argument but the first, out of every cache level. */
+  private flushArgs(values: readonly unknown[]): void {
+    if (!this.flushFn) {
+      if (!this.supportLibrary) throw new FarmError("BAD_ARGUMENTS", "flushCpuCache: this board has no cache-flush helper (its agent found no C compiler to build it)");
+      const fn = koffi.load(this.supportLibrary).func("kfarm_flush_range", "int32_t", ["void *", "size_t"]) as (p: Buffer, n: number) => number;
+      if (fn(Buffer.alloc(64), 64) !== 1) throw new FarmError("BAD_ARGUMENTS", `flushCpuCache: no cache-flush instruction for ${process.arch} in the helper library`);
+      this.flushFn = fn;
+    }
+    for (const v of values.slice(1)) {
+      if (Buffer.isBuffer(v)) this.flushFn(v, v.byteLength);
+    }
+    this.flushes++;
   }
 
   canary(): CanaryResult | undefined {
@@ -122,9 +142,10 @@ export class CpuBackend implements Backend {
     this.calls++;
   }
 
-  timeCalls(fn: LoadedFunction, args: readonly ArgValue[], number: number): number {
+  timeCalls(fn: LoadedFunction, args: readonly ArgValue[], number: number, settings: CallSettings = {}): number {
     const native = (fn as CpuFunction).native;
     const values = args.map(toNative);
+    if (settings.flushCpuCache) this.flushArgs(values);
     const t0 = process.hrtime.bigint();
     for (let i = 0; i < number; i++) native(...values);
     const ns = Number(process.hrtime.bigint() - t0);
@@ -137,7 +158,7 @@ export class CpuBackend implements Backend {
     let bytes = 0;
     for (const a of this.arrays) bytes += a.nbytes;
     return {
-      counters: { calls: this.calls, call_ns_total: this.callNs, array_bytes: bytes, arrays: this.arrays.size, modules: this.modules },
+      counters: { calls: this.calls, call_ns_total: this.callNs, array_bytes: bytes, arrays: this.arrays.size, modules: this.modules, cache_flushes: this.flushes },
       info: { kind: this.kind, arch: hostCpuTarget().arch, model: cpus()[0]?.model.trim() ?? "unknown" },
     };
   }
@@ -145,6 +166,7 @@ export class CpuBackend implements Backend {
   clearStats(): void {
     this.calls = 0;
     this.callNs = 0;
+    this.flushes = 0;
   }
 
   reset(): void {

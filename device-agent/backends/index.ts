@@ -29,6 +29,7 @@ export async function createBackend(kind: string, options: Record<string, unknow
       return new CpuBackend({
         memoryBytes: typeof options.memoryBytes === "number" ? options.memoryBytes : undefined,
         canaryLibrary: typeof options.canaryLibrary === "string" ? options.canaryLibrary : undefined,
+        supportLibrary: typeof options.supportLibrary === "string" ? options.supportLibrary : undefined,
       });
     }
     case "cuda": {

@@ -423,10 +423,13 @@ export class SessionServer {
   }
 
   /** The call's CUDA settings; refused on boards that have no such thing. */
-  private settings(c: Call__Output, timing: { flush_l2?: boolean; graph?: boolean } = {}): CallSettings {
-    // The common case, on every call: nothing CUDA-specific asked.
-    if (!c.launch && !timing.flush_l2 && !timing.graph) return NO_SETTINGS;
-    const settings: CallSettings = {};
+  private settings(c: Call__Output, timing: { flush_l2?: boolean; graph?: boolean; flush_cpu_cache?: boolean } = {}): CallSettings {
+    // The common case, on every call: nothing board-specific asked.
+    if (!c.launch && !timing.flush_l2 && !timing.graph && !timing.flush_cpu_cache) return NO_SETTINGS;
+    if (timing.flush_cpu_cache && this.backend.target !== "cpu") {
+      throw new FarmError("BAD_ARGUMENTS", `flushCpuCache is an option of CPU boards; this is a ${this.backend.kind} board${this.backend.target === "cuda" ? " (flushL2 flushes a GPU's L2)" : ""}`);
+    }
+    const settings: CallSettings = timing.flush_cpu_cache ? { flushCpuCache: true } : {};
     if (c.launch) {
       const launch = { grid: c.launch.grid, block: c.launch.block, sharedMemBytes: c.launch.shared_mem_bytes };
       const problem = launchProblem(launch);
@@ -435,7 +438,7 @@ export class SessionServer {
     }
     if (timing.flush_l2) settings.flushL2 = true;
     if (timing.graph) settings.graph = true;
-    const given = Object.keys(settings);
+    const given = Object.keys(settings).filter((k) => k !== "flushCpuCache");
     if (given.length > 0 && this.backend.target !== "cuda") {
       throw new FarmError("BAD_ARGUMENTS", `${given.join(", ")} ${given.length > 1 ? "are options" : "is an option"} of CUDA boards; this is a ${this.backend.kind} board`);
     }

@@ -21,6 +21,10 @@ export interface TimeEvaluate {
    * CUDA: replay the `number` launches as one captured CUDA graph
    */
   'graph'?: (boolean);
+  /**
+   * CPU: evict every buffer argument but the first from the caches before every repeat
+   */
+  'flush_cpu_cache'?: (boolean);
 }
 
 /**
@@ -42,4 +46,8 @@ export interface TimeEvaluate__Output {
    * CUDA: replay the `number` launches as one captured CUDA graph
    */
   'graph': (boolean);
+  /**
+   * CPU: evict every buffer argument but the first from the caches before every repeat
+   */
+  'flush_cpu_cache': (boolean);
 }
