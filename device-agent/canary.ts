@@ -3,7 +3,9 @@
  * the board's idle worker when it starts (so after every worker death too)
  * and on a schedule while idle; results go to the tracker's health state
  * machine (tracker/health.ts). The kernels live with their backends
- * (`Backend.canary()`); what the agent prepares is here.
+ * (`Backend.canary()`); what the agent prepares is here: the canary's
+ * interval, and the CPU boards' helper library, which holds their canary
+ * kernel and the cache flush of `flushCpuCache` as well.
  */
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
