@@ -186,7 +186,9 @@ export class Measurer {
     if (this.running) throw new FarmError("INVALID_ARGUMENT", "measure: a Measurer runs one batch at a time; await the previous one");
     this.running = true;
     try {
-      return await this.batch(candidates, { ...this.opts, ...batchOpts });
+      // The boards this Measurer holds stay its own, whatever a batch passes.
+      const { key, labels, boards, deadlineMs } = this.opts;
+      return await this.batch(candidates, { ...this.opts, ...batchOpts, key, labels, boards, deadlineMs });
     } finally {
       this.running = false;
     }

@@ -55,8 +55,9 @@ export interface TimeEvaluatorOptions {
   graph?: boolean;
   /**
    * CPU: before every timed batch, evict every array argument but the first
-   * (by convention the output) from every cache level — TVM's
-   * cache_flush_cpu_non_first_arg, autotvm's enable_cpu_cache_flush.
+   * from every cache level — TVM's cache_flush_cpu_non_first_arg, autotvm's
+   * enable_cpu_cache_flush (the first is the data input, which an end-to-end
+   * run would find warm from the layer before; weights and the rest are cold).
    */
   flushCpuCache?: boolean;
 }

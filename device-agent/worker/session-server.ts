@@ -422,7 +422,7 @@ export class SessionServer {
     }
   }
 
-  /** The call's CUDA settings; refused on boards that have no such thing. */
+  /** The call's board-specific settings (CUDA's, or the CPU cache flush); refused on boards that have no such thing. */
   private settings(c: Call__Output, timing: { flush_l2?: boolean; graph?: boolean; flush_cpu_cache?: boolean } = {}): CallSettings {
     // The common case, on every call: nothing board-specific asked.
     if (!c.launch && !timing.flush_l2 && !timing.graph && !timing.flush_cpu_cache) return NO_SETTINGS;
