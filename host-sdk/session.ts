@@ -3,6 +3,7 @@
  * calls and timing, over a FrameChannel. Requests are pipelined on one open
  * stream; each gets its reply by id.
  */
+import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { basename } from "node:path";
 import {
@@ -267,9 +268,18 @@ export class Session {
    * Uploads bytes, a file path, or a compiled module under `name`
    * (default: the path's base name, or the module's own name).
    */
-  async upload(source: Uint8Array | string | CompiledModule, name?: string): Promise<string> {
+  /**
+   * Sends a file into the session's folder, as `name` (default: the file's
+   * or module's own name). A module travels with its digest: a board whose
+   * agent has held those bytes before (in any session) takes them from its
+   * store instead — for more than one frame of bytes (1 MiB) the host asks
+   * first, one round trip. `dedupe: true` does the same for other bytes, at
+   * the price of hashing them here (~0.7 ms per MiB).
+   */
+  async upload(source: Uint8Array | string | CompiledModule, name?: string, opts: { dedupe?: boolean } = {}): Promise<string> {
     let bytes: Uint8Array;
     let target: string;
+    let sha256: string | undefined;
     if (typeof source === "string") {
       bytes = await readFile(source);
       target = name ?? basename(source);
@@ -281,8 +291,21 @@ export class Session {
     } else {
       bytes = source.bytes;
       target = name ?? source.name;
+      sha256 = source.digest;
     }
-    await this.sendChunked(bytes, (chunk, _offset, done) => ({ upload: { name: target, total_bytes: bytes.byteLength, data: chunk, done } }));
+    if (opts.dedupe) sha256 ??= createHash("sha256").update(bytes).digest("hex");
+    // More than one frame of bytes: ask first whether the board holds them (one round trip against the transfer).
+    if (sha256 && bytes.byteLength > CHUNK_BYTES) {
+      try {
+        await this.request({ upload: { name: target, total_bytes: bytes.byteLength, data: new Uint8Array(0), done: true, sha256, probe: true } });
+        return target;
+      } catch (err) {
+        if (!(err instanceof FarmError && err.code === "NOT_FOUND")) throw err;
+      }
+    }
+    await this.sendChunked(bytes, (chunk, offset, done) => ({
+      upload: { name: target, total_bytes: bytes.byteLength, data: chunk, done, ...(offset === 0 && sha256 ? { sha256 } : {}) },
+    }));
     return target;
   }
 

@@ -2,9 +2,10 @@
  * A session's working directory: uploads land here under validated plain
  * names, with a cap per file and per session.
  */
-import { closeSync, openSync, readdirSync, readFileSync, statSync, unlinkSync, writeSync } from "node:fs";
+import { closeSync, openSync, readdirSync, readFileSync, rmSync, statSync, unlinkSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { FarmError } from "../../protos/index.ts";
+import type { ContentStore } from "./content-store.ts";
 
 const MAX_NAME_LENGTH = 255;
 
@@ -34,6 +35,8 @@ interface OpenUpload {
   fd: number;
   name: string;
   written: number;
+  /** The digest the host named for the whole file: kept in the store under it (checked when handed out). */
+  sha256?: string;
 }
 
 export class SessionFiles {
@@ -43,18 +46,38 @@ export class SessionFiles {
   constructor(
     readonly dir: string,
     private readonly limits: FileLimits,
+    private readonly store?: ContentStore,
   ) {}
 
   path(name: string): string {
     return join(this.dir, checkUploadName(name));
   }
 
-  begin(name: string, announcedBytes: number): OpenUpload {
+  /** `sha256`: the digest the host names for the whole file; the file is kept in the store under it. */
+  begin(name: string, announcedBytes: number, sha256?: string): OpenUpload {
     const path = this.path(name);
     this.checkSize(name, announcedBytes, this.sizes.get(name) ?? 0);
+    // A new file, not the old one rewritten: the old may be a link into the store.
+    rmSync(path, { force: true });
     const fd = openSync(path, "w", 0o600);
     this.release(name);
-    return { fd, name, written: 0 };
+    return { fd, name, written: 0, ...(sha256 && this.store ? { sha256 } : {}) };
+  }
+
+  /**
+   * The file of `sha256` from the store, as `name`, if the store has it
+   * (`size` bytes, counted like an upload); false: the host sends the bytes.
+   */
+  adopt(name: string, sha256: string, size: number): boolean {
+    if (!this.store) return false;
+    const path = this.path(name);
+    this.checkSize(name, size, this.sizes.get(name) ?? 0);
+    rmSync(path, { force: true });
+    this.release(name);
+    if (!this.store.take(sha256, size, path)) return false;
+    this.used += size;
+    this.sizes.set(name, size);
+    return true;
   }
 
   append(upload: OpenUpload, data: Uint8Array): void {
@@ -69,6 +92,7 @@ export class SessionFiles {
 
   finish(upload: OpenUpload): void {
     closeSync(upload.fd);
+    if (upload.sha256) this.store!.keep(this.path(upload.name), upload.sha256);
   }
 
   /** Closes and deletes an upload that failed half-way. */

@@ -13,6 +13,7 @@ import {
 } from "../../protos/index.ts";
 import { createBackend } from "../backends/index.ts";
 import type { AgentToWorker, WorkerConfig, WorkerToAgent } from "./protocol.ts";
+import { ContentStore } from "./content-store.ts";
 import { RequestCounters, SessionServer } from "./session-server.ts";
 import { dieWithParent } from "./parent-death.ts";
 import { Watchdog } from "./watchdog.ts";
@@ -42,6 +43,8 @@ function reportCounters(): void {
 dieWithParent(config.agentPid);
 
 const backend = await createBackend(config.kind, config.backendOptions);
+// Shared by the workers of every board of the agent (device-agent/worker/content-store.ts).
+const store = new ContentStore(join(config.workRoot, "store"));
 const watchdog = new Watchdog();
 const client = new (AgentService as unknown as grpc.ServiceClientConstructor)(config.tracker, grpc.credentials.createInsecure(), {
   ...CHANNEL_OPTIONS,
@@ -108,6 +111,7 @@ async function serve(sessionId: string, token: string): Promise<void> {
     onTainted: () => void tell({ t: "tainted", sessionId }),
     info: { worker_start_ms: startMs },
     counters,
+    store,
   });
   const reporter = setInterval(reportCounters, COUNTERS_REPORT_MS);
   stream.on("data", (bytes: Buffer) => server.receive(bytes));

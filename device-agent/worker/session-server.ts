@@ -11,6 +11,7 @@ import type { Call__Output } from "../../protos/gen/farm/v1/Call.ts";
 import type { TimeEvaluate__Output } from "../../protos/gen/farm/v1/TimeEvaluate.ts";
 import type { ArgValue, Backend, CallSettings, DeviceArray, LoadedFunction, LoadedModule } from "../backends/index.ts";
 import { SessionFiles, type FileLimits } from "./files.ts";
+import type { ContentStore } from "./content-store.ts";
 import { seededBytes } from "./fills.ts";
 import { evaluateTime, type TimeEvaluation } from "./time-evaluator.ts";
 
@@ -44,6 +45,8 @@ export interface SessionHooks {
   info?: Record<string, string>;
   /** Where calls, time evaluations and their errors are counted (a worker keeps one across its sessions). */
   counters?: RequestCounters;
+  /** The agent's store of uploaded files by digest (none: every upload is sent in full). */
+  store?: ContentStore;
 }
 
 /** Counts since the last `take()`: what a worker reports to its agent's metrics. */
@@ -116,6 +119,8 @@ export class SessionServer {
   private readonly arrays = new Map<number, RemoteArrayState>();
   private readonly chunked = new Map<number, Pending>();
   private arrayBytes = 0;
+  /** Uploads answered from the content store: files, and bytes that did not cross the network. */
+  private reused = { files: 0, bytes: 0 };
   private readonly counters: RequestCounters;
   private nextModule = 1;
   private nextArray = 1;
@@ -133,7 +138,7 @@ export class SessionServer {
     private readonly sink: FrameSink,
     private readonly hooks: SessionHooks = {},
   ) {
-    this.files = new SessionFiles(workdir, limits);
+    this.files = new SessionFiles(workdir, limits, hooks.store);
     this.counters = hooks.counters ?? new RequestCounters();
   }
 
@@ -229,7 +234,8 @@ export class SessionServer {
         return this.measure(f);
       case "stats": {
         const s = this.backend.stats();
-        this.reply({ id: f.id, stats: { counters: s.counters, info: { ...s.info, ...this.hooks.info, worker_pid: String(process.pid) } } });
+        const counters = { ...s.counters, uploads_reused: this.reused.files, upload_bytes_reused: this.reused.bytes };
+        this.reply({ id: f.id, stats: { counters, info: { ...s.info, ...this.hooks.info, worker_pid: String(process.pid) } } });
         return;
       }
       case "clear_stats":
@@ -252,7 +258,16 @@ export class SessionServer {
       pending = { kind: "upload", upload: undefined };
       this.chunked.set(id, pending);
       try {
-        pending.upload = this.files.begin(u.name, u.total_bytes);
+        if (u.probe) {
+          this.chunked.delete(id);
+          if (!u.sha256 || u.data.byteLength > 0 || !u.done) throw new FarmError("PROTOCOL_ERROR", `upload probe ${id} must carry a sha256, no data, and be its request's only frame`);
+          if (!this.files.adopt(u.name, u.sha256, u.total_bytes)) throw new FarmError("NOT_FOUND", `this board holds no ${u.total_bytes} bytes of sha256 ${u.sha256}; send them`);
+          this.reused.files++;
+          this.reused.bytes += u.total_bytes;
+          this.reply({ id, ok: {} });
+          return;
+        }
+        pending.upload = this.files.begin(u.name, u.total_bytes, u.sha256 || undefined);
       } catch (err) {
         this.replyOnce(id, pending, u.done, err);
         return;
@@ -269,8 +284,8 @@ export class SessionServer {
       return;
     }
     if (u.done) {
-      this.files.finish(pending.upload);
       this.chunked.delete(id);
+      this.files.finish(pending.upload);
       this.reply({ id, ok: {} });
     }
   }

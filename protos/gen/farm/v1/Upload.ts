@@ -9,6 +9,14 @@ export interface Upload {
   'total_bytes'?: (number | string);
   'data'?: (Buffer | Uint8Array | string);
   'done'?: (boolean);
+  /**
+   * first frame, optional: the whole file's digest; the board checks the
+   */
+  'sha256'?: (string);
+  /**
+   * bytes against it at the end and keeps them for later sessions
+   */
+  'probe'?: (boolean);
 }
 
 export interface Upload__Output {
@@ -19,4 +27,12 @@ export interface Upload__Output {
   'total_bytes': (number);
   'data': (Buffer);
   'done': (boolean);
+  /**
+   * first frame, optional: the whole file's digest; the board checks the
+   */
+  'sha256': (string);
+  /**
+   * bytes against it at the end and keeps them for later sessions
+   */
+  'probe': (boolean);
 }

@@ -1,0 +1,134 @@
+/**
+ * Uploads by digest against a real farm: a second session's upload of bytes
+ * the agent already holds is answered from its store (no bytes sent), a
+ * probe for unknown bytes is NOT_FOUND, and bytes that do not hash to the
+ * digest they are stored under (named wrongly, or changed on disk) are
+ * never handed out.
+ */
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { existsSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import type { Session } from "../host-sdk/index.ts";
+import { FarmError } from "../protos/index.ts";
+import { compileVadd } from "./helpers/kernels.ts";
+import { startFarm } from "./helpers/processes.ts";
+
+const sha = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
+
+describe("uploads by digest (the agent's content store)", () => {
+  let farm: Awaited<ReturnType<typeof startFarm>>;
+  let storeDir: string;
+  const blob = Buffer.alloc(3 * (1 << 20) + 5);
+  for (let i = 0; i < blob.length; i++) blob[i] = (i * 131 + 7) & 0xff;
+
+  before(async () => {
+    farm = await startFarm(["cpu:key=cpu"]);
+    // The agent's scratch folder (device-agent/options.ts: tmpdir/kfarm-agent-PID).
+    storeDir = join(tmpdir(), `kfarm-agent-${farm.agent.proc.pid}`, "store");
+  });
+  after(() => farm.stop());
+
+  const withSession = async (fn: (s: Session) => Promise<void>) => {
+    const s = await farm.client.request("cpu");
+    try {
+      await fn(s);
+    } finally {
+      await s.close();
+    }
+  };
+  const reused = async (s: Session) => {
+    const c = (await s.stats()).counters;
+    return [c.uploads_reused, c.upload_bytes_reused];
+  };
+
+  it("a later session's upload of the same bytes comes from the board's store", async () => {
+    const module = await compileVadd();
+    await withSession(async (s) => {
+      await s.upload(blob, "weights.bin", { dedupe: true });
+      await s.upload(module);
+      assert.deepEqual(await reused(s), [0, 0], "the first time, the bytes travel");
+    });
+    assert.ok(existsSync(join(storeDir, sha(blob))), "kept under its digest");
+    await withSession(async (s) => {
+      await s.upload(blob, "again.bin", { dedupe: true });
+      await s.upload(module);
+      // The module is one frame: it travels anyway (a board asks first only for more than one).
+      assert.deepEqual(await reused(s), [1, blob.length]);
+      assert.ok((await s.download("again.bin")).equals(blob));
+      assert.deepEqual(
+        (await s.listdir()).sort((x, y) => x.name.localeCompare(y.name)),
+        [{ name: "again.bin", size: blob.length }, { name: module.name, size: module.bytes.byteLength }].sort((x, y) => x.name.localeCompare(y.name)),
+      );
+      const vadd = (await s.loadModule(module.name)).getFunction("vadd");
+      const [a, b, c] = await Promise.all([s.array(new Float32Array([1, 2])), s.array(new Float32Array([3, 4])), s.array({ shape: [2], dtype: "float32" })]);
+      await vadd(a, b, c, 2);
+      assert.deepEqual([...(await c.toArray())], [4, 6], "the module runs");
+      // Replacing a file taken from the store leaves the store's copy alone.
+      const other = Buffer.from("other bytes");
+      await s.upload(other, "again.bin", { dedupe: true });
+      assert.ok((await s.download("again.bin")).equals(other));
+    });
+    await withSession(async (s) => {
+      await s.upload(blob, "third.bin", { dedupe: true });
+      assert.deepEqual(await reused(s), [1, blob.length]);
+      assert.ok((await s.download("third.bin")).equals(blob));
+    });
+  });
+
+  it("a probe for bytes the board does not hold is NOT_FOUND and leaves nothing; a malformed probe is refused", async () => {
+    await withSession(async (s) => {
+      const raw = s as unknown as { request(f: object): Promise<unknown> };
+      const unknown = sha(Buffer.from("never uploaded"));
+      await assert.rejects(
+        raw.request({ upload: { name: "x.bin", total_bytes: 14, data: new Uint8Array(0), done: true, sha256: unknown, probe: true } }),
+        (e: FarmError) => e.code === "NOT_FOUND" && e.message.includes(unknown),
+      );
+      await assert.rejects(
+        raw.request({ upload: { name: "x.bin", total_bytes: 3, data: Buffer.from("abc"), done: true, sha256: unknown, probe: true } }),
+        (e: FarmError) => e.code === "PROTOCOL_ERROR" && /no data/.test(e.message),
+      );
+      assert.deepEqual(await s.listdir(), []);
+    });
+  });
+
+  it("never hands out bytes stored under a digest they do not have (an uploader that named a wrong one)", async () => {
+    const bytes = Buffer.alloc(2 * (1 << 20), 9);
+    const claimed = sha(Buffer.from("other bytes entirely"));
+    await withSession(async (s) => {
+      const raw = s as unknown as { request(f: object): Promise<unknown> };
+      // A raw upload naming a wrong digest (the SDK computes its own): kept under that name...
+      await raw.request({ upload: { name: "liar.bin", total_bytes: bytes.length, data: bytes, done: true, sha256: claimed } });
+      assert.ok(existsSync(join(storeDir, claimed)));
+    });
+    await withSession(async (s) => {
+      // ...and refused when asked for: the store hashes what it hands out, and drops what fails.
+      const raw = s as unknown as { request(f: object): Promise<unknown> };
+      await assert.rejects(
+        raw.request({ upload: { name: "x.bin", total_bytes: bytes.length, data: new Uint8Array(0), done: true, sha256: claimed, probe: true } }),
+        (e: FarmError) => e.code === "NOT_FOUND",
+      );
+      assert.ok(!existsSync(join(storeDir, claimed)), "dropped");
+      assert.deepEqual(await s.listdir(), []);
+    });
+  });
+
+  it("never hands out a stored file whose bytes changed on disk (a kernel runs as the agent's user)", async () => {
+    const stored = join(storeDir, sha(blob));
+    const tampered = Buffer.from(blob);
+    tampered[12345] = tampered[12345]! ^ 0xff;
+    writeFileSync(stored, tampered);
+    await withSession(async (s) => {
+      await s.upload(blob, "checked.bin", { dedupe: true });
+      assert.deepEqual(await reused(s), [0, 0], "sent in full");
+      assert.ok((await s.download("checked.bin")).equals(blob));
+    });
+    // Stored again, with the right bytes this time.
+    await withSession(async (s) => {
+      await s.upload(blob, "checked.bin", { dedupe: true });
+      assert.deepEqual(await reused(s), [1, blob.length]);
+    });
+  });
+});
