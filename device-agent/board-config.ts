@@ -1,12 +1,13 @@
 /**
  * Board declarations: `--board KIND[:INDEX][:k=v,...]` on the command line
  * (`cpu:key=cpu`, `cpu:key=cpu,name=c0,zone=a`, later `cuda:0:key=h100`), or
- * entries of a JSON/YAML agent config file.
+ * entries of a JSON/YAML agent config file, with the agent's own settings.
  */
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import { FarmError } from "../protos/index.ts";
 import { deviceCount, isBoardKind, BOARD_KINDS, type BoardKind } from "./backends/index.ts";
+import type { AgentOptions } from "./options.ts";
 
 export interface BoardConfig {
   kind: BoardKind;
@@ -50,17 +51,11 @@ export function parseBoardFlag(flag: string, position: number): BoardConfig {
   return checkBoard({ kind, key: pairs.key ?? kind, name: pairs.name ?? `${kind}${index ?? (kind === "cuda" ? 0 : position)}`, labels, index, options }, flag);
 }
 
-/** Reads `{ tracker?, name?, boards: [{kind, key, name?, labels?, index?, options?}] }`. */
 /** Agent settings a config file may give, under `agent:` (the command line's flags win). */
-export interface AgentFileSettings {
-  maxUploadBytes?: number;
-  maxSessionBytes?: number;
-  callTimeoutMs?: number;
-  warmWorkers?: number;
-  canaryIntervalMs?: number;
-  metricsPort?: number;
-  metricsHost?: string;
-}
+export type AgentFileSettings = Pick<
+  AgentOptions,
+  "maxUploadBytes" | "maxSessionBytes" | "callTimeoutMs" | "warmWorkers" | "canaryIntervalMs" | "metricsPort" | "metricsHost"
+>;
 
 const SIZE_SETTINGS = ["maxUploadBytes", "maxSessionBytes"] as const;
 const COUNT_SETTINGS = ["callTimeoutMs", "warmWorkers", "canaryIntervalMs", "metricsPort"] as const;
@@ -86,6 +81,7 @@ function readSettings(raw: unknown, at: string): AgentFileSettings {
   return out;
 }
 
+/** Reads `{ tracker?, name?, boards: [{kind, key, name?, labels?, index?, options?}], agent?: {settings} }`. */
 export function readAgentConfigFile(path: string): { tracker?: string; name?: string; boards: BoardConfig[]; settings: AgentFileSettings } {
   let doc: unknown;
   try {
