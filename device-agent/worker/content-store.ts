@@ -50,7 +50,12 @@ export class ContentStore {
     try {
       linkSync(path, dest);
     } catch {
-      copyFileSync(path, dest);
+      try {
+        copyFileSync(path, dest);
+      } catch {
+        // Evicted by another worker meanwhile: the host sends the bytes.
+        return false;
+      }
     }
     return true;
   }
