@@ -212,9 +212,20 @@ describe("live view feed", () => {
     const seenBefore = reader.events().length;
     const messagesBefore = reader.messages.length;
     let cycles = 0;
-    // ~3,000 board events per cycle (added, ready, removed for 1,000 boards). On a
-    // loaded machine a 50 ms window can gather more than the feed's batch limit and
-    // go out as a snapshot instead, so progress is counted in messages, bounded in time.
+    // ~3,000 board events per cycle (added, ready, removed for 1,000 boards). A 50 ms window of more than the
+    // feed's batch limit goes out as a snapshot instead. Each flood waits until the reader has seen its end, so
+    // the reader keeps up (on a loaded machine the test process could fall behind and be dropped as well),
+    // while the paused client falls further behind with every flood.
+    let scanned = reader.messages.length;
+    const sawEnd = (flood: string) => {
+      for (; scanned < reader.messages.length; scanned++) {
+        const m = reader.messages[scanned]!;
+        if (m.kind === "snapshot") return true;
+        const events = m.kind === "event" ? [m.event] : m.kind === "events" ? m.events : [];
+        if (events.some((e) => e.type === "board" && e.change === "removed" && e.board.id === `${flood}/b999`)) return true;
+      }
+      return false;
+    };
     const deadline = Date.now() + 60_000;
     while (!(reader.lastStats()?.dropped ?? 0)) {
       const snapshots = reader.messages.slice(messagesBefore).filter((m) => m.kind === "snapshot").length;
@@ -222,8 +233,10 @@ describe("live view feed", () => {
         Date.now() < deadline,
         `the slow client was not dropped after ${cycles} floods (reader saw ${reader.events().length - seenBefore} events and ${snapshots} snapshots)`,
       );
-      await attachAndDetach(tracker.address, 1000, `flood${cycles++}`);
-      await new Promise((r) => setTimeout(r, 50));
+      assert.equal(reader.ws.readyState, WebSocket.OPEN, `the reader was closed after ${cycles} floods: it did not keep up either`);
+      const flood = `flood${cycles++}`;
+      await attachAndDetach(tracker.address, 1000, flood);
+      await reader.waitFor(`the reader to see the end of ${flood}`, () => sawEnd(flood) || reader.ws.readyState !== WebSocket.OPEN, 20_000);
     }
     const seen = reader.events().length - seenBefore;
     const snapshots = reader.messages.slice(messagesBefore).filter((m) => m.kind === "snapshot").length;
