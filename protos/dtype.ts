@@ -25,6 +25,23 @@ export function isDtype(value: unknown): value is Dtype {
   return typeof value === "string" && Object.hasOwn(DTYPES, value);
 }
 
+/** Ranges of the integer dtypes that a JavaScript number carries exactly (the 64-bit ones: the safe integers). */
+const INTEGER_RANGES: Partial<Record<Dtype, readonly [number, number]>> = {
+  int8: [-(2 ** 7), 2 ** 7 - 1],
+  uint8: [0, 2 ** 8 - 1],
+  int16: [-(2 ** 15), 2 ** 15 - 1],
+  uint16: [0, 2 ** 16 - 1],
+  int32: [-(2 ** 31), 2 ** 31 - 1],
+  uint32: [0, 2 ** 32 - 1],
+  int64: [Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER],
+  uint64: [0, Number.MAX_SAFE_INTEGER],
+};
+
+/** [min, max] of an integer dtype as numbers; undefined for floating point ones. */
+export function integerRange(dtype: Dtype): readonly [number, number] | undefined {
+  return INTEGER_RANGES[dtype];
+}
+
 export function dtypeBytes(dtype: Dtype): number {
   return DTYPES[dtype].bytes;
 }

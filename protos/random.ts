@@ -12,7 +12,7 @@
  * types, and floating point ones with `integers`, take
  * low + ⌊h / 2^32 · (high − low + 1)⌋, in [low, high].
  */
-import { DTYPES, type AnyTypedArray, type Dtype } from "./dtype.ts";
+import { DTYPES, integerRange, type AnyTypedArray, type Dtype } from "./dtype.ts";
 
 export interface RandomFill {
   /** Any 32-bit unsigned integer. */
@@ -30,11 +30,11 @@ export interface RandomFill {
 
 /** The range used for `dtype` when a fill gives none. */
 export function fillRange(dtype: Dtype, fill: RandomFill): { low: number; high: number } {
-  const float = dtype === "float32" || dtype === "float64";
-  const signed = dtype.startsWith("int");
+  const range = integerRange(dtype);
+  const signed = range !== undefined && range[0] < 0;
   return {
-    low: fill.low ?? (float ? -1 : signed ? -128 : 0),
-    high: fill.high ?? (float ? 1 : signed ? 127 : 255),
+    low: fill.low ?? (!range ? -1 : signed ? -128 : 0),
+    high: fill.high ?? (!range ? 1 : signed ? 127 : 255),
   };
 }
 
@@ -43,14 +43,10 @@ export function fillProblem(dtype: Dtype, fill: RandomFill): string | undefined 
   if (!Number.isInteger(fill.seed) || fill.seed < 0 || fill.seed > 0xffffffff) return `the seed must be an integer in [0, 2^32), got ${fill.seed}`;
   const { low, high } = fillRange(dtype, fill);
   if (!Number.isFinite(low) || !Number.isFinite(high) || low > high) return `the range [${low}, ${high}] is empty or not finite`;
-  const float = dtype === "float32" || dtype === "float64";
-  if (float && !fill.integers) return undefined;
+  const range = integerRange(dtype);
+  if (!range && !fill.integers) return undefined;
   if (!Number.isSafeInteger(low) || !Number.isSafeInteger(high)) return `an integer range needs integer bounds, got [${low}, ${high}]`;
-  if (float) return undefined;
-  const bits = DTYPES[dtype].bytes * 8;
-  const min = dtype.startsWith("u") ? 0 : bits >= 53 ? Number.MIN_SAFE_INTEGER : -(2 ** (bits - 1));
-  const max = dtype.startsWith("u") ? (bits >= 53 ? Number.MAX_SAFE_INTEGER : 2 ** bits - 1) : bits >= 53 ? Number.MAX_SAFE_INTEGER : 2 ** (bits - 1) - 1;
-  if (low < min || high > max) return `[${low}, ${high}] does not fit ${dtype} ([${min}, ${max}])`;
+  if (range && (low < range[0] || high > range[1])) return `[${low}, ${high}] does not fit ${dtype} ([${range[0]}, ${range[1]}])`;
   return undefined;
 }
 
@@ -70,7 +66,7 @@ export function randomArray(dtype: Dtype, count: number, fill: RandomFill): AnyT
   const { low, high } = fillRange(dtype, fill);
   const key = mix((fill.seed ^ 0x85ebca6b) >>> 0);
   const out = new DTYPES[dtype].array(count);
-  if ((dtype === "float32" || dtype === "float64") && !fill.integers) {
+  if (!integerRange(dtype) && !fill.integers) {
     const f = out as Float32Array | Float64Array;
     const scale = (high - low) / 2 ** 24;
     for (let i = 0; i < count; i++) f[i] = low + (mix((Math.imul(i, 0x9e3779b1) + key) >>> 0) >>> 8) * scale;

@@ -4,7 +4,7 @@
  * a reply (or, for chunked reads, replies) with its id.
  */
 import {
-  CHUNK_BYTES, DTYPES, FarmError, viewAs, decodeBundle, decodeHostFrame, dtypeBytes, elementCount, encodeBoardFrame, fillProblem, isDtype, launchProblem,
+  CHUNK_BYTES, DTYPES, FarmError, viewAs, decodeBundle, decodeHostFrame, dtypeBytes, elementCount, encodeBoardFrame, fillProblem, integerRange, isDtype, launchProblem,
   type BoardFrame, type Dtype, type FarmErrorCode, type HostFrame__Output,
 } from "../../protos/index.ts";
 import type { Call__Output } from "../../protos/gen/farm/v1/Call.ts";
@@ -100,16 +100,6 @@ interface RemoteArrayState {
   shape: number[];
 }
 
-/** Ranges of integer scalar dtypes; int64 takes any safe integer. */
-const INT_RANGES: Partial<Record<Dtype, readonly [number, number]>> = {
-  int8: [-(2 ** 7), 2 ** 7 - 1],
-  uint8: [0, 2 ** 8 - 1],
-  int16: [-(2 ** 15), 2 ** 15 - 1],
-  uint16: [0, 2 ** 16 - 1],
-  int32: [-(2 ** 31), 2 ** 31 - 1],
-  uint32: [0, 2 ** 32 - 1],
-  uint64: [0, Number.MAX_SAFE_INTEGER],
-};
 
 type Pending = { kind: "upload"; upload: ReturnType<SessionFiles["begin"]> | undefined } | { kind: "array"; failed: boolean };
 
@@ -414,10 +404,11 @@ export class SessionServer {
       }
       if (arg.value === "array") throw new FarmError("BAD_ARGUMENTS", `${at} must be a ${p.dtype} scalar, got an array`);
       const value = (arg.value === "int_value" ? arg.int_value : arg.float_value) ?? 0;
-      if (p.dtype.startsWith("float")) return { kind: "scalar", value };
+      const range = integerRange(p.dtype);
+      if (!range) return { kind: "scalar", value };
       if (arg.value !== "int_value" || !Number.isSafeInteger(value)) throw new FarmError("BAD_ARGUMENTS", `${at} must be an integer, got ${value}`);
       // The FFI wraps out-of-range integers silently (2^32 + 8 → 8 for an int32): refuse them.
-      const [min, max] = INT_RANGES[p.dtype] ?? [Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER];
+      const [min, max] = range;
       if (value < min || value > max) throw new FarmError("BAD_ARGUMENTS", `${at} must be a ${p.dtype} in [${min}, ${max}], got ${value}`);
       return { kind: "scalar", value };
     });
