@@ -16,6 +16,8 @@ import { seededBytes } from "./fills.ts";
 import { evaluateTime, type TimeEvaluation } from "./time-evaluator.ts";
 
 const NO_SETTINGS: CallSettings = Object.freeze({});
+/** The board target each call setting belongs to. */
+const SETTING_TARGETS: Record<keyof CallSettings, "cuda" | "cpu"> = { launch: "cuda", flushL2: "cuda", graph: "cuda", flushCpuCache: "cpu" };
 
 /** Bytes no kernel is likely to produce: checked outputs are filled with them before each call. */
 const POISON = 0xa5;
@@ -428,14 +430,11 @@ export class SessionServer {
     }
   }
 
-  /** The call's board-specific settings (CUDA's, or the CPU cache flush); refused on boards that have no such thing. */
+  /** The call's board-specific settings; refused on boards that have no such thing. */
   private settings(c: Call__Output, timing: { flush_l2?: boolean; graph?: boolean; flush_cpu_cache?: boolean } = {}): CallSettings {
     // The common case, on every call: nothing board-specific asked.
     if (!c.launch && !timing.flush_l2 && !timing.graph && !timing.flush_cpu_cache) return NO_SETTINGS;
-    if (timing.flush_cpu_cache && this.backend.target !== "cpu") {
-      throw new FarmError("BAD_ARGUMENTS", `flushCpuCache is an option of CPU boards; this is a ${this.backend.kind} board${this.backend.target === "cuda" ? " (flushL2 flushes a GPU's L2)" : ""}`);
-    }
-    const settings: CallSettings = timing.flush_cpu_cache ? { flushCpuCache: true } : {};
+    const settings: CallSettings = {};
     if (c.launch) {
       const launch = { grid: c.launch.grid, block: c.launch.block, sharedMemBytes: c.launch.shared_mem_bytes };
       const problem = launchProblem(launch);
@@ -444,9 +443,12 @@ export class SessionServer {
     }
     if (timing.flush_l2) settings.flushL2 = true;
     if (timing.graph) settings.graph = true;
-    const given = Object.keys(settings).filter((k) => k !== "flushCpuCache");
-    if (given.length > 0 && this.backend.target !== "cuda") {
-      throw new FarmError("BAD_ARGUMENTS", `${given.join(", ")} ${given.length > 1 ? "are options" : "is an option"} of CUDA boards; this is a ${this.backend.kind} board`);
+    if (timing.flush_cpu_cache) settings.flushCpuCache = true;
+    for (const target of ["cuda", "cpu"] as const) {
+      const given = (Object.keys(settings) as (keyof CallSettings)[]).filter((k) => SETTING_TARGETS[k] === target);
+      if (given.length === 0 || this.backend.target === target) continue;
+      const hint = target === "cpu" && this.backend.target === "cuda" ? " (flushL2 flushes a GPU's L2)" : "";
+      throw new FarmError("BAD_ARGUMENTS", `${given.join(", ")} ${given.length > 1 ? "are options" : "is an option"} of ${target.toUpperCase()} boards; this is a ${this.backend.kind} board${hint}`);
     }
     return settings;
   }
