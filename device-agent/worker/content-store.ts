@@ -10,8 +10,9 @@
  * and a file that fails the check is dropped.
  *
  * One folder per agent (under its scratch folder), shared by the workers of
- * all its boards through atomic renames and hard links; bounded in bytes,
- * the least recently used files going first.
+ * all its boards through atomic renames and hard links; bounded in bytes
+ * (each worker may overshoot by a sixteenth before it looks), the least
+ * recently used files going first.
  */
 import { createHash } from "node:crypto";
 import { closeSync, copyFileSync, linkSync, mkdirSync, openSync, readSync, readdirSync, renameSync, statSync, unlinkSync, utimesSync } from "node:fs";
@@ -23,6 +24,9 @@ export const DEFAULT_STORE_BYTES = 1 << 30;
 const DIGEST = /^[0-9a-f]{64}$/;
 
 export class ContentStore {
+  /** Bytes this process kept since it last looked at the whole store (the first keep looks). */
+  private keptSinceScan = Infinity;
+
   constructor(
     readonly dir: string,
     private readonly maxBytes = DEFAULT_STORE_BYTES,
@@ -70,11 +74,15 @@ export class ContentStore {
       copyFileSync(path, tmp);
     }
     renameSync(tmp, join(this.dir, sha256));
-    this.evict();
+    // Every module of a tuning batch is kept: look at the whole store only once a sixteenth of its bound has
+    // come in since the last look, not at every keep (each look stats every file).
+    this.keptSinceScan += statSync(join(this.dir, sha256)).size;
+    if (this.keptSinceScan >= this.maxBytes / 16) this.evict();
   }
 
   /** Drops the least recently used files until the store is within its bound. */
   private evict(): void {
+    this.keptSinceScan = 0;
     const files = readdirSync(this.dir)
       .filter((f) => DIGEST.test(f))
       .flatMap((f) => {
