@@ -10,7 +10,7 @@
 import { appendFileSync, existsSync, readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import {
-  CHUNK_BYTES, FarmError, dtypeOf, elementCount, fillProblem, randomArray, type AnyTypedArray, type Dtype, type LaunchDecl, type RandomFill,
+  CHUNK_BYTES, FarmError, dtypeOf, elementCount, fillProblem, fillRange, randomArray, type AnyTypedArray, type Dtype, type LaunchDecl, type RandomFill,
 } from "../protos/index.ts";
 import type { CompiledModule } from "./compiled-module.ts";
 import { Limiter } from "./limiter.ts";
@@ -364,7 +364,8 @@ class References {
         inputs.push(a.input);
         keys.push(`h${n}`);
       } else if ("random" in a) {
-        const key = `r${a.dtype}[${a.shape.join(",")}]${a.random.seed}:${a.random.low}:${a.random.high}:${a.random.integers}`;
+        const { low, high } = fillRange(a.dtype, a.random);
+        const key = `r${a.dtype}[${a.shape.join(",")}]${a.random.seed}:${low}:${high}:${a.random.integers === true}`;
         let data = this.seeded.get(key);
         if (!data) this.seeded.set(key, (data = randomArray(a.dtype, elementCount(a.shape), a.random)));
         inputs.push(data);

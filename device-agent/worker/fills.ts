@@ -14,7 +14,7 @@ let cachedBytes = 0;
 
 /** The bytes of `count` elements of `dtype` from `fill` (low and high resolved). */
 export function seededBytes(dtype: Dtype, count: number, fill: Required<RandomFill>): Uint8Array {
-  const key = `${dtype}:${count}:${fill.seed}:${fill.low}:${fill.high}:${fill.integers}`;
+  const key = `${dtype}:${count}:${fill.seed}:${fill.low}:${fill.high}:${fill.integers === true}`;
   let bytes = cache.get(key);
   if (bytes) {
     // Most recently used last.
