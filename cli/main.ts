@@ -10,6 +10,8 @@ import { connectTracker } from "../host-sdk/index.ts";
 import { runDemo } from "./demo.ts";
 import { watchFarm } from "./watch.ts";
 import { TUTORIAL_NAMES, vtaDisasm } from "./vta.ts";
+import { addClientSecurityFlags, connectOptionsOf, securityOf, type ClientSecurityFlags } from "./security-flags.ts";
+import { addTokenCommand } from "./token.ts";
 
 function integer(value: string): number {
   const n = Number(value);
@@ -50,7 +52,20 @@ program
   .addOption(new Option("--missed-heartbeats <n>", "heartbeats an agent may miss before it is lost").default(3).argParser(integer))
   .addOption(new Option("--default-deadline-ms <ms>", "queue wait of requests that name no deadline").default(60_000).argParser(integer))
   .addOption(new Option("--metrics-port <port>", "HTTP port for /metrics and the live view (0: any free port; default: none)").argParser(integer))
-  .action(async (o: { host: string; port: number; heartbeatMs: number; missedHeartbeats: number; defaultDeadlineMs: number; metricsPort?: number }) => {
+  .option("--tls-cert <file>", "serve TLS on every port with this certificate (PEM; re-read when it changes)")
+  .option("--tls-key <file>", "the key of --tls-cert")
+  .option("--tls-client-ca <file>", "mutual TLS: every client (agents, hosts) needs a certificate this CA signed")
+  .option("--tokens <file>", "tokens file (kfarm token create --tokens FILE): every call then needs a token")
+  .option("--audit-log <file>", "audit log, JSON lines, rotated (default: audit.jsonl beside --tokens)")
+  .addOption(new Option("--max-session-timeout-ms <ms>", "the longest session anyone may hold; a request for 0 gets this").default(86_400_000).argParser(integer))
+  .option("--public-http", "serve the live view and /metrics without a token even when the farm has tokens")
+  .option("--insecure", "allow a non-loopback --host without TLS and tokens (logged as a warning)")
+  .action(async (o: {
+    host: string; port: number; heartbeatMs: number; missedHeartbeats: number; defaultDeadlineMs: number; metricsPort?: number;
+    tlsCert?: string; tlsKey?: string; tlsClientCa?: string; tokens?: string; auditLog?: string; maxSessionTimeoutMs: number; publicHttp?: boolean; insecure?: boolean;
+  }) => {
+    if (!!o.tlsCert !== !!o.tlsKey) throw new FarmError("INVALID_ARGUMENT", "kfarm tracker: --tls-cert and --tls-key go together");
+    if (o.tlsClientCa && !o.tlsCert) throw new FarmError("INVALID_ARGUMENT", "kfarm tracker: --tls-client-ca (mutual TLS) needs --tls-cert and --tls-key");
     const tracker = await startTracker({
       host: o.host,
       port: o.port,
@@ -58,15 +73,21 @@ program
       heartbeatIntervalMs: o.heartbeatMs,
       maxMissedHeartbeats: o.missedHeartbeats,
       defaultDeadlineMs: o.defaultDeadlineMs,
+      ...(o.tlsCert ? { tls: { certFile: o.tlsCert, keyFile: o.tlsKey!, ...(o.tlsClientCa ? { clientCaFile: o.tlsClientCa } : {}) } } : {}),
+      tokensFile: o.tokens,
+      auditLog: o.auditLog,
+      maxSessionTimeoutMs: o.maxSessionTimeoutMs,
+      publicHttp: o.publicHttp,
+      insecure: o.insecure,
     });
     // One line on stdout that scripts (and our tests) read for the bound address.
-    console.log(`kfarm tracker listening on ${tracker.address}`);
-    if (tracker.httpAddress) console.log(`kfarm tracker http on http://${tracker.httpAddress}/ (metrics: /metrics)`);
+    console.log(`kfarm tracker listening on ${tracker.address}${o.tlsCert ? " (TLS)" : ""}`);
+    if (tracker.httpAddress) console.log(`kfarm tracker http on ${tracker.http!.scheme}://${tracker.httpAddress}/ (metrics: /metrics)`);
     untilSignal(() => tracker.close());
   });
 
-program
-  .command("agent")
+addClientSecurityFlags(program
+  .command("agent"), "agent")
   .description("run a device agent: dial the tracker and serve boards")
   .option("--tracker <host:port>", "tracker address")
   .option("--board <spec>", "a board, KIND[:INDEX][:key=K,name=N,label=V...], repeatable (e.g. cpu:key=cpu)", (v: string, acc: string[]) => [...acc, v], [] as string[])
@@ -79,7 +100,7 @@ program
   .addOption(new Option("--canary-interval-ms <ms>", "idle boards run their canary this often (every new worker runs it once; 0: only then)").argParser(integer))
   .addOption(new Option("--metrics-port <port>", "HTTP port for Prometheus /metrics (0: any free port; default: none)").argParser(integer))
   .option("--metrics-host <host>", "interface the metrics server binds (0.0.0.0: scraped from other hosts; default 127.0.0.1)")
-  .action(async (o: {
+  .action(async (o: ClientSecurityFlags & {
     tracker?: string; board: string[]; config?: string; name?: string; maxUploadBytes?: number; maxSessionBytes?: number; callTimeoutMs?: number; warmWorkers?: number;
     canaryIntervalMs?: number; metricsPort?: number; metricsHost?: string;
   }) => {
@@ -90,6 +111,7 @@ program
     if (boards.length === 0) throw new FarmError("INVALID_ARGUMENT", "kfarm agent needs at least one --board (e.g. --board cpu:key=cpu) or a --config file");
     const agent = await startAgent({
       tracker,
+      security: securityOf(o, "kfarm agent"),
       boards,
       name: o.name ?? file?.name,
       maxUploadBytes: o.maxUploadBytes ?? file?.settings.maxUploadBytes,
@@ -105,15 +127,15 @@ program
     untilSignal(() => agent.close());
   });
 
-program
-  .command("status")
+addClientSecurityFlags(program
+  .command("status"), "client or operator")
   .description("print the tracker's summary: queues per key, boards and their sessions (--watch: then every change, live)")
   .option("--tracker <host:port>", "tracker address (gRPC)")
   .option("--json", "print JSON instead of a table (with --watch: one feed message per line)")
   .option("--key <key>", "only this key's boards and queue")
   .option("--watch", "follow the tracker's live feed: the table, then one line per event, until Ctrl-C (needs --http)")
   .option("--http <host:port>", "the tracker's HTTP address (its --metrics-port), for --watch")
-  .action(async (o: { tracker?: string; json?: boolean; key?: string; watch?: boolean; http?: string }) => {
+  .action(async (o: ClientSecurityFlags & { tracker?: string; json?: boolean; key?: string; watch?: boolean; http?: string }) => {
     if (o.watch) {
       if (o.key) throw new FarmError("INVALID_ARGUMENT", "kfarm status --watch follows the whole farm; --key is for the one-shot summary");
       if (!o.http) {
@@ -124,11 +146,11 @@ program
       }
       const stop = new AbortController();
       untilSignal(() => stop.abort());
-      await watchFarm({ http: o.http, json: o.json, signal: stop.signal });
+      await watchFarm({ http: o.http, json: o.json, signal: stop.signal, security: securityOf(o, "kfarm status --watch") });
       return;
     }
     if (!o.tracker) throw new FarmError("INVALID_ARGUMENT", "kfarm status needs --tracker HOST:PORT (or --watch --http HOST:PORT)");
-    const client = await connectTracker(o.tracker);
+    const client = await connectTracker(o.tracker, connectOptionsOf(o, "kfarm status"));
     try {
       const summary = await client.summary({ key: o.key });
       console.log(o.json ? JSON.stringify(summary, null, 2) : formatSummary(summary, o.tracker));
@@ -137,18 +159,18 @@ program
     }
   });
 
-program
-  .command("board")
+addClientSecurityFlags(program
+  .command("board"), "operator")
   .description("operator commands on one board: drain (no new sessions), quarantine, restore")
   .argument("<action>", "drain | quarantine | restore")
   .argument("<board>", "the board's id as `kfarm status` shows it: AGENT/BOARD")
   .requiredOption("--tracker <host:port>", "tracker address")
-  .option("--by <name>", "who asks (shown as the reason); default user@host")
-  .action(async (action: string, board: string, o: { tracker: string; by?: string }) => {
+  .option("--by <name>", "who asks (shown as the reason); default user@host (with tokens: the token's name)")
+  .action(async (action: string, board: string, o: ClientSecurityFlags & { tracker: string; by?: string }) => {
     if (!["drain", "quarantine", "restore"].includes(action)) {
       throw new FarmError("INVALID_ARGUMENT", `unknown board command "${action}"; commands: drain, quarantine, restore`);
     }
-    const client = await connectTracker(o.tracker);
+    const client = await connectTracker(o.tracker, connectOptionsOf(o, "kfarm board"));
     try {
       const b = await client.boardCommand(board, action as "drain" | "quarantine" | "restore", o.by ?? `${userInfo().username}@${hostname()}`);
       console.log(`${b.id}: state ${b.state}, health ${b.health}${b.health_reason ? ` (${b.health_reason})` : ""}${b.drained ? ", drained" : ""}`);
@@ -156,6 +178,8 @@ program
       client.close();
     }
   });
+
+addTokenCommand(program);
 
 program
   .command("vta")

@@ -6,6 +6,7 @@
  */
 import { unpack } from "msgpackr";
 import WebSocket from "ws";
+import { httpClientOptions, type ClientSecurity } from "../protos/index.ts";
 import { formatSummary, type FarmEvent, type FeedMessage, type FeedSnapshot } from "../tracker/index.ts";
 
 export const WATCH_BACKOFF_INITIAL_MS = 500;
@@ -24,12 +25,14 @@ export interface WatchOptions {
   write?: (line: string) => void;
   /** Stops watching. */
   signal?: AbortSignal;
+  /** TLS (wss://) and the operator token of a protected farm. */
+  security?: ClientSecurity;
 }
 
 /** Watches until `signal` aborts. */
 export async function watchFarm(opts: WatchOptions): Promise<void> {
   const write = opts.write ?? ((line: string) => process.stdout.write(`${line}\n`));
-  const url = `ws://${opts.http}/feed`;
+  const url = `${opts.security?.tls ? "wss" : "ws"}://${opts.http}/feed`;
   let failures = 0;
   while (!opts.signal?.aborted) {
     const outcome = await watchOnce(url, opts, write);
@@ -53,7 +56,7 @@ function watchOnce(url: string, opts: WatchOptions, write: (line: string) => voi
     let gotSnapshot = false;
     let settled = false;
     let lastMessage = Date.now();
-    const ws = new WebSocket(url, { handshakeTimeout: WATCH_CONNECT_TIMEOUT_MS, maxPayload: 256 << 20 });
+    const ws = new WebSocket(url, { handshakeTimeout: WATCH_CONNECT_TIMEOUT_MS, maxPayload: 256 << 20, perMessageDeflate: false, ...httpClientOptions(opts.security ?? {}) });
     const finish = (why: string) => {
       if (settled) return;
       settled = true;

@@ -117,7 +117,7 @@ export class Agent {
       drain: (name) => {
         for (const pool of this.pools.values()) if (!name || pool.boardName === name) this.draining.add(pool.boardName);
       },
-    }, o.logger);
+    }, o.logger, o.security);
     return this;
   }
 

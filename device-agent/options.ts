@@ -1,14 +1,16 @@
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
-import { componentLogger, type Logger } from "../protos/index.ts";
+import { componentLogger, type ClientSecurity, type Logger } from "../protos/index.ts";
 import { DEFAULT_CANARY_INTERVAL_MS } from "./canary.ts";
 import type { BoardConfig } from "./board-config.ts";
 
 export interface AgentOptions {
   /** Tracker address HOST:PORT. */
   tracker: string;
+  /** How to reach the tracker: TLS (the farm's CA, a client certificate for mutual TLS) and the agent's token. Default: plaintext, no token. */
+  security?: ClientSecurity;
   boards: BoardConfig[];
-  /** How the agent appears in the summary; default the host name and pid. */
+  /** How the agent appears in the summary; default the host name and pid (with a token: the token's name). */
   name?: string;
   /** Parent of the per-session working directories. */
   workRoot?: string;
@@ -46,9 +48,11 @@ export function resolveAgentOptions(opts: AgentOptions): ResolvedAgentOptions {
   if (opts.metricsPort !== undefined && !(Number.isInteger(opts.metricsPort) && opts.metricsPort >= 0 && opts.metricsPort <= 65535)) {
     throw new RangeError(`metricsPort must be a port number (0: any free one), got ${opts.metricsPort}`);
   }
-  const name = opts.name ?? `${hostname()}-${process.pid}`;
+  // An agent with a token is who its token says (the tracker enforces it).
+  const name = opts.name ?? (opts.security?.token ? "" : `${hostname()}-${process.pid}`);
   return {
     tracker: opts.tracker,
+    security: opts.security ?? {},
     boards: opts.boards,
     name,
     workRoot: opts.workRoot ?? join(tmpdir(), `kfarm-agent-${process.pid}`),

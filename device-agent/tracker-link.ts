@@ -12,8 +12,8 @@
  * | `backoff`    | lost the tracker; waiting to re-dial          |
  * | `closed`     | stopped for good                              |
  */
-import * as grpc from "@grpc/grpc-js";
-import { AgentService, CHANNEL_OPTIONS, FarmError, type AgentServiceClient, type Logger } from "../protos/index.ts";
+import type * as grpc from "@grpc/grpc-js";
+import { AgentService, FarmError, diagnoseTransport, makeClient, type AgentServiceClient, type ClientSecurity, type Logger } from "../protos/index.ts";
 import type { AgentMessage } from "../protos/gen/farm/v1/AgentMessage.ts";
 import type { BoardSpec } from "../protos/gen/farm/v1/BoardSpec.ts";
 import type { TrackerMessage__Output } from "../protos/gen/farm/v1/TrackerMessage.ts";
@@ -48,15 +48,18 @@ export class TrackerLink {
     private readonly boards: BoardSpec[],
     private readonly events: LinkEvents,
     private readonly log: Logger,
+    private readonly security: ClientSecurity = {},
   ) {
-    this.client = new (AgentService as unknown as grpc.ServiceClientConstructor)(address, grpc.credentials.createInsecure(), {
-      ...CHANNEL_OPTIONS,
+    this.client = makeClient<AgentServiceClient>(AgentService, address, security, {
       "grpc.initial_reconnect_backoff_ms": 100,
       "grpc.min_reconnect_backoff_ms": 100,
       "grpc.max_reconnect_backoff_ms": 500,
-    }) as unknown as AgentServiceClient;
+    });
     this.dial();
   }
+
+  /** The last refusal or transport problem logged, so a long outage logs each reason once. */
+  private lastProblem = "";
 
   send(msg: AgentMessage): void {
     if (this.state === "attached" && this.call && !this.call.writableEnded) this.call.write(msg);
@@ -120,10 +123,23 @@ export class TrackerLink {
     const wasAttached = this.state === "attached";
     this.state = "backoff";
     if (wasAttached) this.log.warn({ tracker: this.address }, `lost the tracker: ${why}`);
+    else this.explain(why);
     this.events.detached(why);
     const delay = this.backoffMs * (0.75 + Math.random() / 2);
     this.backoffMs = Math.min(BACKOFF_MAX_MS, this.backoffMs * 2);
     this.retry = setTimeout(() => this.dial(), delay);
+  }
+
+  /** Says once why attaching fails (a refused token, TLS on one side only), not at every retry. */
+  private explain(why: string): void {
+    void diagnoseTransport(this.address, !!this.security.tls).then((transport) => {
+      const problem = transport ?? why;
+      if (problem === this.lastProblem || this.state === "attached") return;
+      this.lastProblem = problem;
+      // A refused token will not fix itself: an error, not a warning.
+      const refused = /UNAUTHENTICATED|PERMISSION_DENIED|token/.test(problem);
+      this.log[refused ? "error" : "warn"]({ tracker: this.address }, `cannot attach to the tracker: ${problem}; retrying`);
+    });
   }
 
   close(): void {

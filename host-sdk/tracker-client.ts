@@ -6,15 +6,20 @@
 import type { BoardInfo__Output } from "../protos/gen/farm/v1/BoardInfo.ts";
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
-import * as grpc from "@grpc/grpc-js";
-import { CHANNEL_OPTIONS, FarmError, HostService, parseAddress, type HostServiceClient } from "../protos/index.ts";
+import { FarmError, HostService, clientSecurity, diagnoseTransport, makeClient, parseAddress, type ClientTls, type HostServiceClient } from "../protos/index.ts";
+import type { TokensReply__Output } from "../protos/gen/farm/v1/TokensReply.ts";
+import type { TokensRequest } from "../protos/gen/farm/v1/TokensRequest.ts";
 import type { SummaryReply__Output } from "../protos/gen/farm/v1/SummaryReply.ts";
 import { GrpcFrameChannel } from "./frame-channel.ts";
 import { Session } from "./session.ts";
 
 export interface ConnectOptions {
-  /** Who this host is, for fairness between clients. Default host name + pid + random. */
+  /** Who this host is, for fairness between clients. Default host name + pid + random. On a farm with tokens the tracker uses the token's name instead. */
   clientId?: string;
+  /** A client (or operator) token from `kfarm token create`. Default: $KFARM_TOKEN. */
+  token?: string;
+  /** TLS: the farm's CA (and a client certificate for mutual TLS). Default: $KFARM_TLS_CA (with $KFARM_TLS_CERT, $KFARM_TLS_KEY), else plaintext. */
+  tls?: ClientTls;
   /** How long to wait for the tracker to answer at all. Default 5000 ms. */
   connectTimeoutMs?: number;
   /** Deadline of short RPCs (summary, release). Default 10000 ms. */
@@ -28,7 +33,7 @@ export interface RequestOptions {
   labels?: Record<string, string>;
   /** Longest wait in the queue; default the tracker's (60 s). */
   deadlineMs?: number;
-  /** The lease ends after this long; 0 or absent: no limit. */
+  /** The lease ends after this long; 0 or absent: the longest the tracker (and your token) allows. */
   sessionTimeoutMs?: number;
 }
 
@@ -94,21 +99,40 @@ export class TrackerClient {
     );
   }
 
+  /** Token administration (an operator token): create, list or revoke tokens on the tracker. */
+  tokens(req: TokensRequest): Promise<TokensReply__Output> {
+    return new Promise((resolve, reject) =>
+      this.client.Tokens(req, { deadline: Date.now() + this.rpcTimeoutMs }, (err, reply) => (err ? reject(this.unreachable(err)) : resolve(reply!))),
+    );
+  }
+
   close(): void {
     this.client.close();
   }
 }
 
-/** Connects to a tracker at HOST:PORT; fails with UNAVAILABLE naming the address if nothing answers. */
+/**
+ * Connects to a tracker at HOST:PORT; fails with UNAVAILABLE naming the
+ * address if nothing answers, and saying so when the reason is TLS on one
+ * side only.
+ */
 export async function connectTracker(address: string, opts: ConnectOptions = {}): Promise<TrackerClient> {
   parseAddress(address);
-  const client = new (HostService as unknown as grpc.ServiceClientConstructor)(address, grpc.credentials.createInsecure(), CHANNEL_OPTIONS) as unknown as HostServiceClient;
+  const env = process.env;
+  const tls = opts.tls ?? (env.KFARM_TLS_CA ? { caFile: env.KFARM_TLS_CA, certFile: env.KFARM_TLS_CERT, keyFile: env.KFARM_TLS_KEY } : undefined);
+  const security = clientSecurity(
+    { tlsCa: tls?.caFile, tlsCert: tls?.certFile, tlsKey: tls?.keyFile, tlsServerName: tls?.serverName, token: opts.token ?? (env.KFARM_TOKEN || undefined) },
+    "connectTracker",
+  );
+  const client = makeClient<HostServiceClient>(HostService, address, security);
   const timeoutMs = opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
   await new Promise<void>((resolve, reject) =>
     client.waitForReady(Date.now() + timeoutMs, (err) => {
       if (!err) return resolve();
       client.close();
-      reject(new FarmError("UNAVAILABLE", `cannot reach the tracker at ${address} within ${timeoutMs} ms; is \`kfarm tracker\` running there?`, { cause: err }));
+      void diagnoseTransport(address, !!security.tls).then((why) =>
+        reject(new FarmError("UNAVAILABLE", why ?? `cannot reach the tracker at ${address} within ${timeoutMs} ms; is \`kfarm tracker\` running there?`, { cause: err })),
+      );
     }),
   );
   return new TrackerClient(address, client, opts);

@@ -33,7 +33,8 @@ const CODES = {
   SESSION_CLOSED: { grpc: GrpcStatus.FAILED_PRECONDITION, doc: "the session is closed" },
   AGENT_LOST: { grpc: GrpcStatus.UNAVAILABLE, doc: "the board's agent died or stopped answering" },
   DRAINED: { grpc: GrpcStatus.UNAVAILABLE, doc: "the board or tracker is shutting down" },
-  PERMISSION_DENIED: { grpc: GrpcStatus.PERMISSION_DENIED, doc: "the session token does not match" },
+  UNAUTHENTICATED: { grpc: GrpcStatus.UNAUTHENTICATED, doc: "no token, or one the tracker does not know (malformed, revoked, expired)" },
+  PERMISSION_DENIED: { grpc: GrpcStatus.PERMISSION_DENIED, doc: "the caller's token or session ticket does not allow this" },
   PROTOCOL_ERROR: { grpc: GrpcStatus.INTERNAL, doc: "a peer sent a frame that breaks the protocol" },
   CANCELLED: { grpc: GrpcStatus.CANCELLED, doc: "the caller gave up" },
   INTERNAL: { grpc: GrpcStatus.INTERNAL, doc: "a bug in kernelfarm" },
@@ -107,6 +108,7 @@ const GRPC_TO_FARM: Partial<Record<number, FarmErrorCode>> = {
   [GrpcStatus.INVALID_ARGUMENT]: "INVALID_ARGUMENT",
   [GrpcStatus.NOT_FOUND]: "NOT_FOUND",
   [GrpcStatus.PERMISSION_DENIED]: "PERMISSION_DENIED",
+  [GrpcStatus.UNAUTHENTICATED]: "UNAUTHENTICATED",
   [GrpcStatus.RESOURCE_EXHAUSTED]: "TOO_LARGE",
 };
 

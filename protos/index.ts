@@ -16,3 +16,8 @@ export {
 } from "./grpc.ts";
 export { randomArray, fillRange, fillProblem, type RandomFill } from "./random.ts";
 export { rootLogger, componentLogger, type Logger } from "./log.ts";
+export {
+  AUTHORIZATION_HEADER, MAX_TOKEN_CHARS, CERT_RELOAD_INTERVAL_MS, clientSecurity, checkTokenShape, grpcClient, makeClient, grpcServerCredentials,
+  bearerToken, httpServer, httpToken, httpClientOptions, isLoopbackHost, diagnoseTransport,
+  type ClientSecurity, type ClientTls, type ServerTls, type SecurityFlags,
+} from "./credentials.ts";

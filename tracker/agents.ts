@@ -10,6 +10,8 @@ import type { AgentMessage__Output } from "../protos/gen/farm/v1/AgentMessage.ts
 import type { Register__Output } from "../protos/gen/farm/v1/Register.ts";
 import type { BoardHealthReport__Output } from "../protos/gen/farm/v1/BoardHealthReport.ts";
 import type { Lease } from "./lease.ts";
+import type { AuditLog } from "./audit.ts";
+import type { Authorizer, Caller } from "./auth.ts";
 import type { FarmEvents } from "./events.ts";
 import { BoardHealth } from "./health.ts";
 import { describeBoard, type Agent, type AttachCall, type Board, type Registry } from "./registry.ts";
@@ -31,6 +33,8 @@ export class AgentLinks {
     private readonly opts: AgentLinkOptions,
     private readonly log: Logger,
     private readonly events: FarmEvents,
+    private readonly auth: Authorizer,
+    private readonly audit: AuditLog,
   ) {
     this.sweeper = setInterval(() => this.sweep(), Math.max(50, opts.heartbeatIntervalMs / 2));
     this.sweeper.unref();
@@ -43,11 +47,19 @@ export class AgentLinks {
   /** Handler for AgentService.Attach. */
   attach(call: AttachCall): void {
     let agent: Agent | undefined;
+    let caller: Caller;
+    try {
+      caller = this.auth.caller(call.metadata, call.getPeer(), "attach an agent");
+      this.auth.requireKind(caller, ["agent"], "attach an agent");
+    } catch (err) {
+      call.emit("error", FarmError.from(err).toGrpc());
+      return;
+    }
     call.on("data", (msg: AgentMessage__Output) => {
       try {
         if (msg.register) {
           if (agent) throw new FarmError("PROTOCOL_ERROR", "an agent registers once per Attach stream");
-          agent = this.register(call, msg.register);
+          agent = this.register(call, msg.register, caller);
           return;
         }
         if (!agent) throw new FarmError("PROTOCOL_ERROR", "the first message on Attach must be Register");
@@ -74,8 +86,17 @@ export class AgentLinks {
     call.on("cancelled", gone);
   }
 
-  private register(call: AttachCall, reg: Register__Output): Agent {
-    const name = reg.agent_name || call.getPeer();
+  private register(call: AttachCall, reg: Register__Output, caller: Caller): Agent {
+    // With tokens an agent is who its token says: another token cannot take its name over.
+    if (caller.identity && reg.agent_name && reg.agent_name !== caller.name) {
+      throw this.auth.refuse(
+        new FarmError("PERMISSION_DENIED", `token '${caller.name}' attaches as agent '${caller.name}', not '${reg.agent_name}': drop --name, or use the token made for '${reg.agent_name}'`),
+        caller,
+        "attach an agent",
+      );
+    }
+    for (const spec of reg.boards) this.auth.requireKey(caller, spec.key, "register boards of key");
+    const name = caller.identity ? caller.name : reg.agent_name || call.getPeer();
     const previous = this.registry.agentByName(name);
     // A re-attaching agent replaces its stale self (the old stream may not have noticed yet).
     if (previous) this.lose(previous, `agent ${name} attached again from ${call.getPeer()}`);
@@ -100,6 +121,10 @@ export class AgentLinks {
       agent.boards.set(spec.name, board);
     }
     this.registry.agents.set(id, agent);
+    // A revoked token detaches its agent: its boards leave, its sessions end.
+    const release = this.auth.hold(caller, (err) => this.lose(agent, err.message, "warn", err));
+    this.released.set(agent, release);
+    this.audit.record({ event: "agent_attach", who: caller.name, kind: caller.kind, peer: agent.peer, agent: id, boards: [...agent.boards.values()].map((b) => `${b.name}:${b.key}`) });
     call.write({
       registered: { agent_id: id, heartbeat_interval_ms: this.opts.heartbeatIntervalMs, max_missed_heartbeats: this.opts.maxMissedHeartbeats },
     });
@@ -166,14 +191,18 @@ export class AgentLinks {
     agent.call.write({ end_session: { session_id: lease.id, reason: lease.reason ? lease.reason.toWire() : null } });
   }
 
-  private lose(agent: Agent, why: string, level: "warn" | "info" = "warn"): void {
+  /** Releases the hold of each agent's token when the agent goes. */
+  private readonly released = new WeakMap<Agent, () => void>();
+
+  private lose(agent: Agent, why: string, level: "warn" | "info" = "warn", cause?: FarmError): void {
     if (!this.registry.agents.delete(agent.id)) return;
+    this.released.get(agent)?.();
     this.log[level]({ agent: agent.id }, `agent lost: ${why}`);
     for (const board of agent.boards.values()) {
       board.lease?.end(new FarmError("AGENT_LOST", `board ${board.id} was lost: ${why}`));
     }
     if (!agent.call.writableEnded && !agent.call.destroyed) {
-      agent.call.emit("error", new FarmError("AGENT_LOST", why).toGrpc());
+      agent.call.emit("error", (cause ?? new FarmError("AGENT_LOST", why)).toGrpc());
     }
     const at = Date.now();
     for (const board of agent.boards.values()) this.events.emit({ type: "board", at, board: describeBoard(board), change: "removed", reason: why });

@@ -4,9 +4,28 @@
  * what they serve. Unknown paths are 404, a handler that throws is 500 (and
  * logged); the gRPC side is unaffected either way.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
-import { FarmError, type Logger } from "../protos/index.ts";
+import { FarmError, httpServer, httpToken, type Logger, type ServerTls } from "../protos/index.ts";
+
+/**
+ * Checks a request's token (throws UNAUTHENTICATED / PERMISSION_DENIED);
+ * `onLost` ends a long-lived connection when its token is revoked. Returns
+ * the release of what it registered.
+ */
+export type HttpGuard = (token: string | undefined, peer: string, what: string, onLost?: (err: FarmError) => void) => () => void;
+
+export interface TrackerHttpOptions {
+  /** HTTPS with these files (reloaded when they change). */
+  tls?: ServerTls;
+  /** Who may see the pages; absent: everyone. */
+  guard?: HttpGuard;
+}
+
+/** 401 for no or a bad token, 403 for a token that may not: what an HTTP client (Prometheus, a browser) expects. */
+function httpStatusOf(err: FarmError): number {
+  return err.code === "UNAUTHENTICATED" ? 401 : err.code === "PERMISSION_DENIED" ? 403 : 400;
+}
 
 export type HttpHandler = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
 export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
@@ -15,15 +34,32 @@ export class TrackerHttp {
   private readonly routes = new Map<string, HttpHandler>();
   private readonly upgrades = new Map<string, UpgradeHandler>();
   private readonly server: Server;
+  /** "https" or "http". */
+  readonly scheme: "https" | "http";
   private boundPort = 0;
   private readonly closers: Array<() => Promise<void>> = [];
 
-  constructor(private readonly log: Logger) {
-    this.server = createServer((req, res) => void this.handle(req, res));
+  constructor(
+    private readonly log: Logger,
+    private readonly opts: TrackerHttpOptions = {},
+  ) {
+    const { server, secure, stopWatching } = httpServer(opts.tls, (req, res) => void this.handle(req, res));
+    this.server = server;
+    this.scheme = secure ? "https" : "http";
+    this.closers.push(async () => stopWatching());
     this.server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       const handler = this.upgrades.get(pathOf(req));
       if (!handler) {
         socket.end("HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n");
+        return;
+      }
+      try {
+        // The feed socket lives on: it ends when its token is revoked.
+        const release = this.admit(req, `watch the live feed`, () => socket.destroy());
+        socket.once("close", release);
+      } catch (err) {
+        const e = FarmError.from(err);
+        socket.end(`HTTP/1.1 ${httpStatusOf(e)} ${e.code}\r\nConnection: close\r\ncontent-type: text/plain\r\n\r\n${e.message}\n`);
         return;
       }
       handler(req, socket, head);
@@ -71,6 +107,12 @@ export class TrackerHttp {
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 
+  /** Runs the guard, if any: throws a FarmError to refuse; returns the release of a hold. */
+  private admit(req: IncomingMessage, what: string, onLost?: () => void): () => void {
+    if (!this.opts.guard) return () => {};
+    return this.opts.guard(httpToken(req), peerOf(req), what, onLost && (() => onLost()));
+  }
+
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const handler = this.routes.get(pathOf(req));
     if (req.method !== "GET" && req.method !== "HEAD") {
@@ -82,6 +124,13 @@ export class TrackerHttp {
       return;
     }
     try {
+      this.admit(req, `read ${pathOf(req)}`)();
+    } catch (err) {
+      const e = FarmError.from(err);
+      res.writeHead(httpStatusOf(e), { "content-type": "text/plain", ...(e.code === "UNAUTHENTICATED" ? { "www-authenticate": 'Bearer realm="kernelfarm"' } : {}) }).end(`${e.message}\n`);
+      return;
+    }
+    try {
       await handler(req, res);
     } catch (err) {
       this.log.error({ path: pathOf(req), err: (err as Error).message }, "HTTP handler failed");
@@ -89,6 +138,10 @@ export class TrackerHttp {
       res.end(`internal error: ${(err as Error).message}\n`);
     }
   }
+}
+
+function peerOf(req: IncomingMessage): string {
+  return `${req.socket.remoteAddress ?? "?"}:${req.socket.remotePort ?? "?"}`;
 }
 
 function pathOf(req: IncomingMessage): string {

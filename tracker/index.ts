@@ -4,3 +4,4 @@ export { resolveTrackerOptions, type TrackerOptions, type ResolvedTrackerOptions
 export { formatSummary } from "./summary.ts";
 export type { FarmEvent } from "./events.ts";
 export type { FeedMessage, FeedSnapshot } from "./live/protocol.ts";
+export { TOKEN_KINDS, TokenFile, type Identity, type TokenKind, type TokenSpec } from "./tokens.ts";

@@ -41,6 +41,8 @@ export class Lease {
     readonly token: string,
     readonly board: Board,
     readonly clientId: string,
+    /** The token id granted this session (undefined on a farm without tokens). */
+    readonly owner: string | undefined,
     private readonly timeouts: LeaseTimeouts,
     private readonly onEnded: (lease: Lease) => void,
   ) {
@@ -107,12 +109,21 @@ export class Lease {
     );
   }
 
+  private readonly endListeners: Array<() => void> = [];
+
+  /** Runs `fn` when the lease ends (at once if it has). */
+  whenEnded(fn: () => void): void {
+    if (this.state === "ended") fn();
+    else this.endListeners.push(fn);
+  }
+
   /** Ends the lease once; `reason` null means a clean close. */
   end(reason: FarmError | null): void {
     if (this.state === "ended") return;
     this.state = "ended";
     this.reason = reason;
     this.endedAt = Date.now();
+    for (const fn of this.endListeners.splice(0)) fn();
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
     this.relay?.stop();

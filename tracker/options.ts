@@ -1,4 +1,5 @@
-import { componentLogger, type Logger } from "../protos/index.ts";
+import { join, dirname } from "node:path";
+import { FarmError, componentLogger, isLoopbackHost, type Logger, type ServerTls } from "../protos/index.ts";
 
 export interface TrackerOptions {
   /** Interface to bind; default 127.0.0.1 (use 0.0.0.0 to serve a network). */
@@ -17,10 +18,23 @@ export interface TrackerOptions {
   openTimeoutMs?: number;
   /** After a worker's stream breaks, how long to wait for the agent to say why. */
   workerReportGraceMs?: number;
+  /** TLS on the gRPC port and the HTTP side; mutual TLS with `clientCaFile`. Default: plaintext. */
+  tls?: ServerTls;
+  /** The tokens file (`kfarm token create --tokens FILE`): with it every call needs a token. Default: an open farm. */
+  tokensFile?: string;
+  /** Audit log (JSON lines, rotated); default `audit.jsonl` beside the tokens file, none without one. */
+  auditLog?: string;
+  /** The longest session anyone may hold; a request for 0 gets this. */
+  maxSessionTimeoutMs?: number;
+  /** Serve the HTTP side (live view, /metrics) without a token even when the farm has tokens. */
+  publicHttp?: boolean;
+  /** Allow binding a non-loopback address without TLS and tokens (a warning is logged). */
+  insecure?: boolean;
   logger?: Logger;
 }
 
-export type ResolvedTrackerOptions = Required<Omit<TrackerOptions, "metricsPort">> & Pick<TrackerOptions, "metricsPort">;
+export type ResolvedTrackerOptions = Required<Omit<TrackerOptions, "metricsPort" | "tls" | "tokensFile" | "auditLog">> &
+  Pick<TrackerOptions, "metricsPort" | "tls" | "tokensFile" | "auditLog">;
 
 export const DEFAULT_HEARTBEAT_INTERVAL_MS = 500;
 /** 3 × 500 ms: a frozen agent leaves the pool within 1.5–2 s (the target is 3 s). */
@@ -28,6 +42,8 @@ export const DEFAULT_MAX_MISSED_HEARTBEATS = 3;
 export const DEFAULT_DEADLINE_MS = 60_000;
 export const DEFAULT_OPEN_TIMEOUT_MS = 10_000;
 export const DEFAULT_WORKER_REPORT_GRACE_MS = 1_000;
+/** A day: a tuning run keeps its sessions across batches, and a lost one costs no candidate (host-sdk/measure.ts). */
+export const DEFAULT_MAX_SESSION_TIMEOUT_MS = 24 * 3600_000;
 
 export function resolveTrackerOptions(opts: TrackerOptions = {}): ResolvedTrackerOptions {
   const resolved: ResolvedTrackerOptions = {
@@ -39,12 +55,29 @@ export function resolveTrackerOptions(opts: TrackerOptions = {}): ResolvedTracke
     defaultDeadlineMs: opts.defaultDeadlineMs ?? DEFAULT_DEADLINE_MS,
     openTimeoutMs: opts.openTimeoutMs ?? DEFAULT_OPEN_TIMEOUT_MS,
     workerReportGraceMs: opts.workerReportGraceMs ?? DEFAULT_WORKER_REPORT_GRACE_MS,
+    tls: opts.tls,
+    tokensFile: opts.tokensFile,
+    auditLog: opts.auditLog ?? (opts.tokensFile ? join(dirname(opts.tokensFile), "audit.jsonl") : undefined),
+    maxSessionTimeoutMs: opts.maxSessionTimeoutMs ?? DEFAULT_MAX_SESSION_TIMEOUT_MS,
+    publicHttp: opts.publicHttp ?? false,
+    insecure: opts.insecure ?? false,
     logger: opts.logger ?? componentLogger("tracker"),
   };
   for (const [name, value] of Object.entries(resolved)) {
     if (typeof value === "number" && (!Number.isFinite(value) || value < 0)) {
       throw new RangeError(`tracker option ${name} must be a non-negative number, got ${value}`);
     }
+  }
+  if (resolved.maxSessionTimeoutMs < 1 || resolved.maxSessionTimeoutMs > 0xffffffff) {
+    throw new FarmError("INVALID_ARGUMENT", `tracker option maxSessionTimeoutMs must be between 1 ms and ${0xffffffff} ms, got ${resolved.maxSessionTimeoutMs}`);
+  }
+  // Anyone who reaches an open farm runs native code on its boards: outside loopback that takes TLS and tokens, or a stated choice.
+  if (!isLoopbackHost(resolved.host) && !(resolved.tls && resolved.tokensFile) && !resolved.insecure) {
+    const missing = [resolved.tls ? "" : "TLS (--tls-cert, --tls-key)", resolved.tokensFile ? "" : "tokens (--tokens FILE)"].filter(Boolean).join(" and ");
+    throw new FarmError(
+      "INVALID_ARGUMENT",
+      `the tracker would listen on ${resolved.host} without ${missing}: anyone who reaches it could run code on every board. Add ${missing} (docs/security.md), or pass --insecure on a network you trust`,
+    );
   }
   return resolved;
 }

@@ -12,6 +12,8 @@ import { boardState, describeBoard, type Board, type Registry } from "./registry
 
 export interface Waiter extends PendingRequest {
   readonly sessionTimeoutMs: number;
+  /** The token id of the requester (undefined on a farm without tokens): only it may open and release the session. */
+  readonly owner: string | undefined;
   grant(lease: Lease, queuedMs: number): void;
   fail(err: FarmError): void;
   timer?: NodeJS.Timeout;
@@ -54,6 +56,7 @@ export class Scheduler {
   request(
     req: SessionRequest__Output,
     callbacks: { grant: Waiter["grant"]; fail: Waiter["fail"] },
+    owner?: string,
   ): Waiter | undefined {
     if (!req.key) {
       callbacks.fail(new FarmError("INVALID_ARGUMENT", "RequestSession needs a key"));
@@ -87,6 +90,7 @@ export class Scheduler {
       clientId: req.client_id || "anonymous",
       enqueuedAt: Date.now(),
       sessionTimeoutMs: req.session_timeout_ms,
+      owner,
       grant: callbacks.grant,
       fail: callbacks.fail,
     };
@@ -128,7 +132,7 @@ export class Scheduler {
   private grant(board: Board, waiter: Waiter): void {
     const id = `s${this.nextSession++}-${randomBytes(3).toString("hex")}`;
     const token = randomBytes(16).toString("hex");
-    const lease = new Lease(id, token, board, waiter.clientId, { ...this.timeouts, sessionTimeoutMs: waiter.sessionTimeoutMs }, (l) => this.onLeaseEnded(l));
+    const lease = new Lease(id, token, board, waiter.clientId, waiter.owner, { ...this.timeouts, sessionTimeoutMs: waiter.sessionTimeoutMs }, (l) => this.onLeaseEnded(l));
     board.lease = lease;
     board.ready = false;
     this.leases.set(id, lease);

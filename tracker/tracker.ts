@@ -5,10 +5,14 @@
  */
 import * as grpc from "@grpc/grpc-js";
 import {
-  AgentService, FarmError, HostService, SERVER_OPTIONS, SESSION_ID_HEADER, SESSION_TOKEN_HEADER,
+  AgentService, FarmError, HostService, SERVER_OPTIONS, SESSION_ID_HEADER, SESSION_TOKEN_HEADER, grpcServerCredentials, isLoopbackHost,
   type AgentServiceHandlers, type HostServiceHandlers,
 } from "../protos/index.ts";
+import type { TokensRequest__Output } from "../protos/gen/farm/v1/TokensRequest.ts";
+import type { TokensReply } from "../protos/gen/farm/v1/TokensReply.ts";
 import { AgentLinks } from "./agents.ts";
+import { AuditLog } from "./audit.ts";
+import { Authorizer, sameSecret, type Caller } from "./auth.ts";
 import { FarmEvents } from "./events.ts";
 import { TrackerHttp } from "./http-server.ts";
 import { installMetrics } from "./metrics.ts";
@@ -19,6 +23,7 @@ import { Registry, describeBoard, type Board } from "./registry.ts";
 import { widenConnectionWindow, widenStreamWindow } from "./receive-window.ts";
 import { Scheduler } from "./scheduler.ts";
 import { buildSummary } from "./summary.ts";
+import { TOKEN_KINDS, type Identity, type TokenKind } from "./tokens.ts";
 
 export class Tracker {
   readonly options: ResolvedTrackerOptions;
@@ -27,6 +32,9 @@ export class Tracker {
   /** What changes in the farm, for metrics, the live view and watchers. */
   readonly events: FarmEvents;
   private readonly agents: AgentLinks;
+  /** Tokens and who may do what (tracker/auth.ts); open when no tokens file is set. */
+  readonly auth: Authorizer;
+  readonly audit: AuditLog;
   private readonly server = new grpc.Server(SERVER_OPTIONS);
   /** The HTTP side (/metrics, live view), when `metricsPort` is set. */
   readonly http: TrackerHttp | undefined;
@@ -36,6 +44,8 @@ export class Tracker {
   constructor(opts: TrackerOptions = {}) {
     this.options = resolveTrackerOptions(opts);
     const log = this.options.logger;
+    this.audit = new AuditLog(this.options.auditLog, log);
+    this.auth = new Authorizer(this.options.tokensFile, this.audit, log);
     this.events = new FarmEvents(log);
     this.scheduler = new Scheduler(
       this.registry,
@@ -48,8 +58,14 @@ export class Tracker {
       log,
       this.events,
     );
-    this.agents = new AgentLinks(this.registry, this.scheduler, this.options, log, this.events);
-    if (this.options.metricsPort !== undefined) this.http = new TrackerHttp(log);
+    this.agents = new AgentLinks(this.registry, this.scheduler, this.options, log, this.events, this.auth, this.audit);
+    if (this.options.metricsPort !== undefined) {
+      this.http = new TrackerHttp(log, {
+        tls: this.options.tls,
+        // The HTTP side shows every board, session and client: operators only, on a farm with tokens.
+        guard: this.auth.enabled && !this.options.publicHttp ? (token, peer, what) => this.operatorHold(token, peer, what) : undefined,
+      });
+    }
     if (this.http) installMetrics(this.http, this);
     if (this.http) installLiveView(this.http, this);
     widenStreamWindow(this.server, log);
@@ -68,13 +84,17 @@ export class Tracker {
   async listen(): Promise<this> {
     const target = `${this.options.host.includes(":") ? `[${this.options.host}]` : this.options.host}:${this.options.port}`;
     this.boundPort = await new Promise<number>((resolve, reject) =>
-      this.server.bindAsync(target, grpc.ServerCredentials.createInsecure(), (err, port) =>
+      this.server.bindAsync(target, grpcServerCredentials(this.options.tls), (err, port) =>
         err ? reject(new FarmError("UNAVAILABLE", `tracker cannot listen on ${target}: ${err.message}`, { cause: err })) : resolve(port),
       ),
     );
     widenConnectionWindow(this.server, this.options.logger);
     if (this.http) await this.http.listen(this.options.host, this.options.metricsPort!);
-    this.options.logger.info({ address: this.address, http: this.http?.port }, "tracker listening");
+    const o = this.options;
+    this.options.logger.info({ address: this.address, http: this.http?.port, tls: !!o.tls, mtls: !!o.tls?.clientCaFile, tokens: o.tokensFile ?? null, audit: o.auditLog ?? null }, "tracker listening");
+    if (!isLoopbackHost(o.host) && !(o.tls && o.tokensFile)) {
+      o.logger.warn({ host: o.host }, `--insecure: serving ${o.host} without ${o.tls ? "tokens" : o.tokensFile ? "TLS" : "TLS or tokens"}; anyone who reaches this port can run code on every board`);
+    }
     return this;
   }
 
@@ -86,6 +106,7 @@ export class Tracker {
   /** Ends every session (DRAINED) and stops serving. */
   async close(): Promise<void> {
     this.agents.stop();
+    this.auth.close();
     await this.http?.close();
     for (const lease of [...this.scheduler.leases.values()]) lease.end(new FarmError("DRAINED", "the tracker is shutting down"));
     await new Promise<void>((resolve) => {
@@ -104,37 +125,150 @@ export class Tracker {
     return {
       RequestSession: (call, callback) => {
         let settled = false;
-        const waiter = this.scheduler.request(call.request, {
+        let caller: Caller;
+        let req;
+        try {
+          caller = this.auth.caller(call.metadata, call.getPeer(), "request sessions");
+          req = this.auth.sessionRequest(caller, call.request, this.options.maxSessionTimeoutMs);
+        } catch (err) {
+          callback(FarmError.from(err).toGrpc());
+          return;
+        }
+        // A waiting request ends with its token (revoked while it waits).
+        const release = this.auth.hold(caller, (err) => {
+          if (settled) return;
+          settled = true;
+          if (waiter) this.scheduler.cancel(waiter);
+          callback(err.toGrpc());
+        });
+        const waiter = this.scheduler.request(req, {
           grant: (lease, queuedMs) => {
+            release();
+            if (settled) return lease.end(new FarmError("CANCELLED", `session ${lease.id}: its request had already ended`));
             settled = true;
+            this.audit.record({ event: "grant", who: caller.name, kind: caller.kind, peer: caller.peer, session: lease.id, board: lease.board.id, key: lease.board.key, priority: req.priority, sessionTimeoutMs: req.session_timeout_ms });
+            const dropHold = this.auth.hold(caller, (err) => lease.end(err));
+            lease.whenEnded(() => {
+              dropHold();
+              this.audit.record({ event: "session_end", who: caller.name, kind: caller.kind, session: lease.id, board: lease.board.id, reason: lease.reason?.code ?? "OK" });
+            });
             callback(null, { session_id: lease.id, token: lease.token, board: describeBoard(lease.board), queued_ms: queuedMs });
           },
           fail: (err) => {
+            release();
+            if (settled) return;
             settled = true;
             callback(err.toGrpc());
           },
-        });
+        }, caller.identity?.id);
         call.on("cancelled", () => {
+          release();
           if (waiter && !settled) this.scheduler.cancel(waiter);
         });
       },
       OpenSession: (call) => this.joinSession(call as unknown as SessionStream, "host"),
       ReleaseSession: (call, callback) => {
-        const lease = this.scheduler.leases.get(call.request.session_id);
-        if (lease && lease.token === call.request.token) lease.end(null);
-        callback(null, {});
+        try {
+          const caller = this.auth.caller(call.metadata, call.getPeer(), "release sessions");
+          const lease = this.ownLease(caller, call.request.session_id, call.request.token, "release");
+          lease.end(null);
+          this.audit.record({ event: "release", who: caller.name, kind: caller.kind, peer: caller.peer, session: lease.id, board: lease.board.id });
+          callback(null, {});
+        } catch (err) {
+          callback(FarmError.from(err).toGrpc());
+        }
       },
-      Summary: (call, callback) => callback(null, buildSummary(this.registry, this.scheduler, this.startedAt, call.request.key)),
+      Summary: (call, callback) => {
+        try {
+          this.auth.caller(call.metadata, call.getPeer(), "read the summary");
+          callback(null, buildSummary(this.registry, this.scheduler, this.startedAt, call.request.key));
+        } catch (err) {
+          callback(FarmError.from(err).toGrpc());
+        }
+      },
       BoardCommand: (call, callback) => {
         try {
+          const caller = this.auth.caller(call.metadata, call.getPeer(), "send board commands");
+          this.auth.requireKind(caller, ["operator"], `${call.request.action || "command"} boards`);
           const { board_id: id, action, operator } = call.request;
-          const board = this.boardCommand(id, action, operator || call.getPeer());
+          // With tokens, who asked is the token's name, not what the request says.
+          const by = caller.identity ? caller.name : operator || call.getPeer();
+          const board = this.boardCommand(id, action, by);
+          this.audit.record({ event: "board_command", who: caller.name, kind: caller.kind, peer: caller.peer, board: id, action });
           callback(null, { board: describeBoard(board) });
         } catch (err) {
           callback(FarmError.from(err).toGrpc());
         }
       },
+      Tokens: (call, callback) => {
+        try {
+          const caller = this.auth.caller(call.metadata, call.getPeer(), "administer tokens");
+          this.auth.requireKind(caller, ["operator"], "administer tokens");
+          callback(null, this.tokens(caller, call.request));
+        } catch (err) {
+          callback(FarmError.from(err).toGrpc());
+        }
+      },
     };
+  }
+
+  /** The live lease `id` if `ticket` is its ticket and `caller` was granted it; PERMISSION_DENIED (audited) otherwise. */
+  private ownLease(caller: Caller, id: string, ticket: string, doing: string) {
+    const lease = this.scheduler.leases.get(id);
+    if (!lease) throw new FarmError("NOT_FOUND", `no session "${id}" (it ended or never existed)`);
+    if (!sameSecret(lease.token, ticket)) throw this.auth.refuse(new FarmError("PERMISSION_DENIED", `wrong session token for session ${id}`), caller, `${doing} a session`, { session: id });
+    if (lease.owner !== undefined && lease.owner !== caller.identity?.id) {
+      throw this.auth.refuse(new FarmError("PERMISSION_DENIED", `session ${id} was granted to another token, not to '${caller.name}'`), caller, `${doing} a session`, { session: id });
+    }
+    return lease;
+  }
+
+  /** Token administration over gRPC (operator tokens), on the tokens file the tracker watches. */
+  private tokens(caller: Caller, req: TokensRequest__Output): TokensReply {
+    const file = this.auth.store?.file;
+    if (!file) throw new FarmError("INVALID_ARGUMENT", "this tracker runs without tokens (no --tokens FILE): there is nothing to administer");
+    const info = (t: Identity) => ({
+      id: t.id,
+      name: t.name,
+      kind: t.kind,
+      keys: t.keys,
+      has_max_priority: t.maxPriority !== null,
+      max_priority: t.maxPriority ?? 0,
+      max_session_timeout_ms: t.maxSessionTimeoutMs ?? 0,
+      created_at_ms: t.createdAtMs,
+      expires_at_ms: t.expiresAtMs ?? 0,
+      revoked_at_ms: t.revokedAtMs ?? 0,
+    });
+    if (req.action === "list") return { tokens: file.list().map(info) };
+    if (req.action === "create") {
+      if (!TOKEN_KINDS.includes(req.kind as TokenKind)) throw new FarmError("INVALID_ARGUMENT", `token kind must be one of ${TOKEN_KINDS.join(", ")}, got ${JSON.stringify(req.kind)}`);
+      const { record, token } = file.create({
+        name: req.name,
+        kind: req.kind as TokenKind,
+        keys: req.keys,
+        maxPriority: req.has_max_priority ? req.max_priority : null,
+        maxSessionTimeoutMs: req.max_session_timeout_ms || null,
+        expiresAtMs: req.expires_at_ms || null,
+      });
+      this.auth.store!.refresh();
+      this.audit.record({ event: "token_create", who: caller.name, kind: caller.kind, peer: caller.peer, token: record.name, tokenKind: record.kind, keys: record.keys });
+      return { token, tokens: [info(record)] };
+    }
+    if (req.action === "revoke") {
+      const record = file.revoke(req.name);
+      // Now, not at the next poll of the file: what it holds ends before this answer.
+      this.auth.store!.refresh();
+      this.audit.record({ event: "token_revoke", who: caller.name, kind: caller.kind, peer: caller.peer, token: record.name, tokenKind: record.kind });
+      return { tokens: [info(record)] };
+    }
+    throw new FarmError("INVALID_ARGUMENT", `unknown token action ${JSON.stringify(req.action)}; actions: create, list, revoke`);
+  }
+
+  /** An operator's token for the HTTP side; returns the release of its hold (a live-view socket ends with the token). */
+  private operatorHold(token: string | undefined, peer: string, what: string, onLost?: (err: FarmError) => void): () => void {
+    const caller = this.auth.callerOfToken(token, peer, what);
+    this.auth.requireKind(caller, ["operator"], what);
+    return onLost ? this.auth.hold(caller, onLost) : () => {};
   }
 
   /** drain | quarantine | restore one board, as an operator asked; publishes the change. */
@@ -170,14 +304,29 @@ export class Tracker {
     };
   }
 
-  /** A host or worker stream arrives for a granted session. */
+  private workerLease(id: string, ticket: string, peer: string) {
+    const lease = this.scheduler.leases.get(id);
+    if (!lease) throw new FarmError("NOT_FOUND", `no session "${id}" (it ended or never existed)`);
+    if (!sameSecret(lease.token, ticket)) {
+      throw this.auth.refuse(new FarmError("PERMISSION_DENIED", `wrong session token for session ${id}`), { name: "worker", kind: "anonymous", peer }, "serve a session", { session: id });
+    }
+    return lease;
+  }
+
+  /**
+   * A host or worker stream arrives for a granted session. The host shows
+   * its token and the session ticket; the worker, which holds no token (it
+   * runs foreign code), the ticket alone — the tracker gave it to the
+   * board's agent and to nobody else.
+   */
   private joinSession(call: SessionStream, side: "host" | "worker"): void {
     try {
       const id = String(call.metadata.get(SESSION_ID_HEADER)[0] ?? "");
-      const token = String(call.metadata.get(SESSION_TOKEN_HEADER)[0] ?? "");
-      const lease = this.scheduler.leases.get(id);
-      if (!lease) throw new FarmError("NOT_FOUND", `no session "${id}" (it ended or never existed)`);
-      if (lease.token !== token) throw new FarmError("PERMISSION_DENIED", `wrong token for session ${id}`);
+      const ticket = String(call.metadata.get(SESSION_TOKEN_HEADER)[0] ?? "");
+      const lease =
+        side === "host"
+          ? this.ownLease(this.auth.caller(call.metadata, call.getPeer(), "open sessions"), id, ticket, "open")
+          : this.workerLease(id, ticket, call.getPeer());
       if (side === "host") lease.attachHost(call);
       else lease.attachWorker(call);
     } catch (err) {

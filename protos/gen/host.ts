@@ -46,6 +46,9 @@ import type { SummaryReply as _farm_v1_SummaryReply, SummaryReply__Output as _fa
 import type { SummaryRequest as _farm_v1_SummaryRequest, SummaryRequest__Output as _farm_v1_SummaryRequest__Output } from './farm/v1/SummaryRequest';
 import type { TimeEvaluate as _farm_v1_TimeEvaluate, TimeEvaluate__Output as _farm_v1_TimeEvaluate__Output } from './farm/v1/TimeEvaluate';
 import type { TimeResult as _farm_v1_TimeResult, TimeResult__Output as _farm_v1_TimeResult__Output } from './farm/v1/TimeResult';
+import type { TokenInfo as _farm_v1_TokenInfo, TokenInfo__Output as _farm_v1_TokenInfo__Output } from './farm/v1/TokenInfo';
+import type { TokensReply as _farm_v1_TokensReply, TokensReply__Output as _farm_v1_TokensReply__Output } from './farm/v1/TokensReply';
+import type { TokensRequest as _farm_v1_TokensRequest, TokensRequest__Output as _farm_v1_TokensRequest__Output } from './farm/v1/TokensRequest';
 import type { Upload as _farm_v1_Upload, Upload__Output as _farm_v1_Upload__Output } from './farm/v1/Upload';
 
 type SubtypeConstructor<Constructor extends new (...args: any) => any, Subtype> = {
@@ -103,6 +106,9 @@ export interface ProtoGrpcType {
       SummaryRequest: MessageTypeDefinition<_farm_v1_SummaryRequest, _farm_v1_SummaryRequest__Output>
       TimeEvaluate: MessageTypeDefinition<_farm_v1_TimeEvaluate, _farm_v1_TimeEvaluate__Output>
       TimeResult: MessageTypeDefinition<_farm_v1_TimeResult, _farm_v1_TimeResult__Output>
+      TokenInfo: MessageTypeDefinition<_farm_v1_TokenInfo, _farm_v1_TokenInfo__Output>
+      TokensReply: MessageTypeDefinition<_farm_v1_TokensReply, _farm_v1_TokensReply__Output>
+      TokensRequest: MessageTypeDefinition<_farm_v1_TokensRequest, _farm_v1_TokensRequest__Output>
       Upload: MessageTypeDefinition<_farm_v1_Upload, _farm_v1_Upload__Output>
     }
   }

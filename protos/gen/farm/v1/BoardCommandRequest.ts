@@ -11,7 +11,7 @@ export interface BoardCommandRequest {
    */
   'action'?: (string);
   /**
-   * who asks, for the reason shown everywhere
+   * who asks, for the reason shown everywhere (with tokens: the token's name, whatever this says)
    */
   'operator'?: (string);
 }
@@ -26,7 +26,7 @@ export interface BoardCommandRequest__Output {
    */
   'action': (string);
   /**
-   * who asks, for the reason shown everywhere
+   * who asks, for the reason shown everywhere (with tokens: the token's name, whatever this says)
    */
   'operator': (string);
 }

@@ -12,6 +12,8 @@ import type { SessionGrant as _farm_v1_SessionGrant, SessionGrant__Output as _fa
 import type { SessionRequest as _farm_v1_SessionRequest, SessionRequest__Output as _farm_v1_SessionRequest__Output } from '../../farm/v1/SessionRequest';
 import type { SummaryReply as _farm_v1_SummaryReply, SummaryReply__Output as _farm_v1_SummaryReply__Output } from '../../farm/v1/SummaryReply';
 import type { SummaryRequest as _farm_v1_SummaryRequest, SummaryRequest__Output as _farm_v1_SummaryRequest__Output } from '../../farm/v1/SummaryRequest';
+import type { TokensReply as _farm_v1_TokensReply, TokensReply__Output as _farm_v1_TokensReply__Output } from '../../farm/v1/TokensReply';
+import type { TokensRequest as _farm_v1_TokensRequest, TokensRequest__Output as _farm_v1_TokensRequest__Output } from '../../farm/v1/TokensRequest';
 
 /**
  * The host side of the tracker: what the host SDK and `kfarm status` call.
@@ -84,6 +86,21 @@ export interface HostServiceClient extends grpc.Client {
   summary(argument: _farm_v1_SummaryRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_farm_v1_SummaryReply__Output>): grpc.ClientUnaryCall;
   summary(argument: _farm_v1_SummaryRequest, callback: grpc.requestCallback<_farm_v1_SummaryReply__Output>): grpc.ClientUnaryCall;
   
+  /**
+   * Token administration, for operator tokens: create, list, revoke (`kfarm token --tracker`).
+   */
+  Tokens(argument: _farm_v1_TokensRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_farm_v1_TokensReply__Output>): grpc.ClientUnaryCall;
+  Tokens(argument: _farm_v1_TokensRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_farm_v1_TokensReply__Output>): grpc.ClientUnaryCall;
+  Tokens(argument: _farm_v1_TokensRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_farm_v1_TokensReply__Output>): grpc.ClientUnaryCall;
+  Tokens(argument: _farm_v1_TokensRequest, callback: grpc.requestCallback<_farm_v1_TokensReply__Output>): grpc.ClientUnaryCall;
+  /**
+   * Token administration, for operator tokens: create, list, revoke (`kfarm token --tracker`).
+   */
+  tokens(argument: _farm_v1_TokensRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_farm_v1_TokensReply__Output>): grpc.ClientUnaryCall;
+  tokens(argument: _farm_v1_TokensRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_farm_v1_TokensReply__Output>): grpc.ClientUnaryCall;
+  tokens(argument: _farm_v1_TokensRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_farm_v1_TokensReply__Output>): grpc.ClientUnaryCall;
+  tokens(argument: _farm_v1_TokensRequest, callback: grpc.requestCallback<_farm_v1_TokensReply__Output>): grpc.ClientUnaryCall;
+  
 }
 
 /**
@@ -113,6 +130,11 @@ export interface HostServiceHandlers extends grpc.UntypedServiceImplementation {
    */
   Summary: grpc.handleUnaryCall<_farm_v1_SummaryRequest__Output, _farm_v1_SummaryReply>;
   
+  /**
+   * Token administration, for operator tokens: create, list, revoke (`kfarm token --tracker`).
+   */
+  Tokens: grpc.handleUnaryCall<_farm_v1_TokensRequest__Output, _farm_v1_TokensReply>;
+  
 }
 
 export interface HostServiceDefinition extends grpc.ServiceDefinition {
@@ -121,4 +143,5 @@ export interface HostServiceDefinition extends grpc.ServiceDefinition {
   ReleaseSession: MethodDefinition<_farm_v1_ReleaseRequest, _farm_v1_ReleaseReply, _farm_v1_ReleaseRequest__Output, _farm_v1_ReleaseReply__Output>
   RequestSession: MethodDefinition<_farm_v1_SessionRequest, _farm_v1_SessionGrant, _farm_v1_SessionRequest__Output, _farm_v1_SessionGrant__Output>
   Summary: MethodDefinition<_farm_v1_SummaryRequest, _farm_v1_SummaryReply, _farm_v1_SummaryRequest__Output, _farm_v1_SummaryReply__Output>
+  Tokens: MethodDefinition<_farm_v1_TokensRequest, _farm_v1_TokensReply, _farm_v1_TokensRequest__Output, _farm_v1_TokensReply__Output>
 }

@@ -16,11 +16,11 @@ export interface SessionRequest {
    */
   'deadline_ms'?: (number);
   /**
-   * fairness unit within a priority
+   * fairness unit within a priority (with tokens: the token's name, whatever this says)
    */
   'client_id'?: (string);
   /**
-   * 0: no session timeout
+   * 0: the longest the tracker (and the token) allows; never unlimited
    */
   'session_timeout_ms'?: (number);
 }
@@ -40,11 +40,11 @@ export interface SessionRequest__Output {
    */
   'deadline_ms': (number);
   /**
-   * fairness unit within a priority
+   * fairness unit within a priority (with tokens: the token's name, whatever this says)
    */
   'client_id': (string);
   /**
-   * 0: no session timeout
+   * 0: the longest the tracker (and the token) allows; never unlimited
    */
   'session_timeout_ms': (number);
 }

@@ -1,0 +1,36 @@
+/**
+ * The security flags every `kfarm` command that dials a farm port takes,
+ * with environment defaults so scripts and services need not repeat them:
+ * `--token` ($KFARM_TOKEN), `--tls-ca` ($KFARM_TLS_CA), `--tls-cert`
+ * ($KFARM_TLS_CERT), `--tls-key` ($KFARM_TLS_KEY), `--tls-server-name`.
+ */
+import { Option, type Command } from "commander";
+import { clientSecurity, type ClientSecurity, type ClientTls } from "../protos/index.ts";
+
+export interface ClientSecurityFlags {
+  token?: string;
+  tlsCa?: string;
+  tlsCert?: string;
+  tlsKey?: string;
+  tlsServerName?: string;
+}
+
+export function addClientSecurityFlags(cmd: Command, tokenKind: string): Command {
+  return cmd
+    .addOption(new Option("--token <token>", `${tokenKind} token (kfarm token create)`).env("KFARM_TOKEN"))
+    .addOption(new Option("--tls-ca <file>", "the farm's CA certificate (PEM): connect with TLS").env("KFARM_TLS_CA"))
+    .addOption(new Option("--tls-cert <file>", "this side's certificate, for mutual TLS").env("KFARM_TLS_CERT"))
+    .addOption(new Option("--tls-key <file>", "the key of --tls-cert").env("KFARM_TLS_KEY"))
+    .option("--tls-server-name <name>", "the name in the tracker's certificate, when the address is not it");
+}
+
+/** The flags, checked (files readable, pairs complete), as the SDK takes them. */
+export function securityOf(o: ClientSecurityFlags, what: string): ClientSecurity {
+  return clientSecurity(o, what);
+}
+
+/** connectTracker's options from the flags. */
+export function connectOptionsOf(o: ClientSecurityFlags, what: string): { token?: string; tls?: ClientTls } {
+  const s = securityOf(o, what);
+  return { ...(s.token ? { token: s.token } : {}), ...(s.tls ? { tls: s.tls } : {}) };
+}

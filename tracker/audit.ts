@@ -1,0 +1,62 @@
+/**
+ * The audit log: one JSON line per grant, release, session end, operator
+ * action, token change and refusal, with who (the token's name and kind)
+ * and from where (the peer address). Rotated by size: `audit.jsonl` becomes
+ * `audit.jsonl.1`, and so on up to `keep` files; the oldest goes.
+ *
+ * Writes are synchronous appends: a line is on disk (in the page cache) when
+ * the action it records is answered, and an append of one line is atomic
+ * for readers of the file.
+ */
+import { appendFileSync, existsSync, renameSync, rmSync, statSync } from "node:fs";
+import type { Logger } from "../protos/index.ts";
+
+export const DEFAULT_AUDIT_MAX_BYTES = 16 << 20;
+export const DEFAULT_AUDIT_KEEP = 5;
+
+export type AuditEvent =
+  | "grant" | "release" | "session_end" | "refused" | "board_command"
+  | "token_create" | "token_revoke" | "token_lost" | "agent_attach";
+
+export interface AuditRecord {
+  event: AuditEvent;
+  /** The token's name ("anonymous" where the farm runs without tokens). */
+  who: string;
+  kind?: string;
+  peer?: string;
+  [field: string]: unknown;
+}
+
+export class AuditLog {
+  private size: number;
+
+  constructor(
+    readonly path: string | undefined,
+    private readonly log: Logger,
+    private readonly maxBytes = DEFAULT_AUDIT_MAX_BYTES,
+    private readonly keep = DEFAULT_AUDIT_KEEP,
+  ) {
+    this.size = path && existsSync(path) ? statSync(path).size : 0;
+  }
+
+  record(r: AuditRecord): void {
+    if (!this.path) return;
+    const line = `${JSON.stringify({ at: new Date().toISOString(), ...r })}\n`;
+    try {
+      if (this.size + line.length > this.maxBytes && this.size > 0) this.rotate();
+      appendFileSync(this.path, line, { mode: 0o600 });
+      this.size += Buffer.byteLength(line);
+    } catch (err) {
+      // The farm keeps serving; the operator hears about it.
+      this.log.error({ path: this.path, err: (err as Error).message }, "cannot write the audit log");
+    }
+  }
+
+  private rotate(): void {
+    const p = this.path!;
+    rmSync(`${p}.${this.keep}`, { force: true });
+    for (let i = this.keep - 1; i >= 1; i--) if (existsSync(`${p}.${i}`)) renameSync(`${p}.${i}`, `${p}.${i + 1}`);
+    renameSync(p, `${p}.1`);
+    this.size = 0;
+  }
+}
