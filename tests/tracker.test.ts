@@ -12,7 +12,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { after, before, describe, it } from "node:test";
 import * as grpc from "@grpc/grpc-js";
-import { CHANNEL_OPTIONS, HostService, SESSION_ID_HEADER, SESSION_TOKEN_HEADER, decodeBoardFrame, type HostServiceClient } from "../protos/index.ts";
+import { HostService, makeClient, SESSION_ID_HEADER, SESSION_TOKEN_HEADER, decodeBoardFrame, type HostServiceClient } from "../protos/index.ts";
 import { connectTracker, type TrackerClient } from "../host-sdk/index.ts";
 import { startAgentProcess, startFarm, startTrackerProcess, waitFor, waitForFreeBoards } from "./helpers/processes.ts";
 
@@ -189,7 +189,7 @@ describe("label selectors and the summary", () => {
 
   it("relays session frames without decoding them: garbage reaches the board, which answers PROTOCOL_ERROR", async () => {
     const grant = await new Promise<{ session_id: string; token: string }>((resolve, reject) => {
-      const raw = new (HostService as unknown as grpc.ServiceClientConstructor)(tracker.address, grpc.credentials.createInsecure(), CHANNEL_OPTIONS) as unknown as HostServiceClient;
+      const raw = makeClient<HostServiceClient>(HostService, tracker.address, {});
       raw.RequestSession({ key: "cpu", client_id: "raw" }, (err, g) => {
         if (err) return reject(err);
         const md = new grpc.Metadata();
@@ -214,7 +214,7 @@ describe("label selectors and the summary", () => {
 
   it("refuses a session stream with the wrong token", async () => {
     const s = await client.request("cpu");
-    const raw = new (HostService as unknown as grpc.ServiceClientConstructor)(tracker.address, grpc.credentials.createInsecure(), CHANNEL_OPTIONS) as unknown as HostServiceClient;
+    const raw = makeClient<HostServiceClient>(HostService, tracker.address, {});
     const md = new grpc.Metadata();
     md.set(SESSION_ID_HEADER, s.id);
     md.set(SESSION_TOKEN_HEADER, "not-the-token");

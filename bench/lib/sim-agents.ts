@@ -10,8 +10,8 @@
  * Prints "attached N" once every agent got its Registered reply, then runs
  * until stdin closes or SIGTERM.
  */
-import * as grpc from "@grpc/grpc-js";
-import { AgentService, CHANNEL_OPTIONS, type AgentServiceClient } from "../../protos/index.ts";
+import type * as grpc from "@grpc/grpc-js";
+import { AgentService, makeClient, type AgentServiceClient } from "../../protos/index.ts";
 import type { AgentMessage } from "../../protos/gen/farm/v1/AgentMessage.ts";
 import type { TrackerMessage__Output } from "../../protos/gen/farm/v1/TrackerMessage.ts";
 
@@ -27,7 +27,7 @@ const timers: NodeJS.Timeout[] = [];
 let attached = 0;
 
 function simulate(index: number): void {
-  const client = new (AgentService as unknown as grpc.ServiceClientConstructor)(tracker!, grpc.credentials.createInsecure(), CHANNEL_OPTIONS) as unknown as AgentServiceClient;
+  const client = makeClient<AgentServiceClient>(AgentService, tracker!, {});
   const call = client.Attach() as unknown as grpc.ClientDuplexStream<AgentMessage, TrackerMessage__Output>;
   const name = `sim${String(index).padStart(3, "0")}`;
   const boards = Array.from({ length: boardsPerAgent }, (_, j) => ({
