@@ -100,7 +100,11 @@ addClientSecurityFlags(program
   .addOption(new Option("--canary-interval-ms <ms>", "idle boards run their canary this often (every new worker runs it once; 0: only then)").argParser(integer))
   .addOption(new Option("--metrics-port <port>", "HTTP port for Prometheus /metrics (0: any free port; default: none)").argParser(integer))
   .option("--metrics-host <host>", "interface the metrics server binds (0.0.0.0: scraped from other hosts; default 127.0.0.1)")
+  .option("--worker-uids <first-last>", "as root, the ids session workers run as: FIRST is their group, each live worker takes one of the rest; \"off\": as the agent's user (default 61000-61999; docs/sandbox.md)")
+  .option("--worker-network <mode>", "\"isolated\": each worker in a network namespace of its own, reaching the tracker through the agent, where the OS allows; \"shared\": the host's network (default isolated)")
+  .option("--worker-limits <limits>", "resource limits of each worker, e.g. nofile=1024,nproc=256,fsize=1g,as=off (defaults: those, fsize = --max-upload-bytes, as off; nproc only with a uid or user namespace of the worker's own)")
   .action(async (o: ClientSecurityFlags & {
+    workerUids?: string; workerNetwork?: "isolated" | "shared"; workerLimits?: string;
     tracker?: string; board: string[]; config?: string; name?: string; maxUploadBytes?: number; maxSessionBytes?: number; callTimeoutMs?: number; warmWorkers?: number;
     canaryIntervalMs?: number; metricsPort?: number; metricsHost?: string;
   }) => {
@@ -121,6 +125,9 @@ addClientSecurityFlags(program
       canaryIntervalMs: o.canaryIntervalMs ?? file?.settings.canaryIntervalMs,
       metricsPort: o.metricsPort ?? file?.settings.metricsPort,
       metricsHost: o.metricsHost ?? file?.settings.metricsHost ?? "127.0.0.1",
+      workerUids: o.workerUids ?? file?.settings.workerUids,
+      workerNetwork: o.workerNetwork ?? file?.settings.workerNetwork,
+      workerLimits: o.workerLimits ?? file?.settings.workerLimits,
     });
     if (agent.metricsAddress) console.log(`kfarm agent metrics on http://${agent.metricsAddress}/metrics`);
     console.log(`kfarm agent ${agent.options.name} serving ${boards.map((b) => `${b.name} (${b.kind}, key ${b.key})`).join(", ")} for tracker ${tracker}`);

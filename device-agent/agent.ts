@@ -3,21 +3,27 @@
  * session in a worker process of the board's pool.
  */
 import { mkdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
 import { FarmError, parseAddress } from "../protos/index.ts";
 import type { BoardSpec } from "../protos/gen/farm/v1/BoardSpec.ts";
 import { describeBoard } from "./backends/index.ts";
 import { expandBoards } from "./board-config.ts";
 import { buildCpuSupport } from "./canary.ts";
 import { AgentMetrics } from "./metrics.ts";
-import { resolveAgentOptions, type AgentOptions, type ResolvedAgentOptions } from "./options.ts";
-import { BoardPool } from "./pool.ts";
+import { resolveAgentOptions, workerLimitsFor, type AgentOptions, type ResolvedAgentOptions } from "./options.ts";
+import { BoardPool, type WorkerSandbox } from "./pool.ts";
+import { checkReadableByWorkers, describeSandbox, resolveSandbox, UidAllocator, WorkerDirs } from "./sandbox.ts";
 import { TrackerLink } from "./tracker-link.ts";
 import { workerEntry } from "./worker-entry.ts";
+import { WorkerLink } from "./worker-link.ts";
+import { ContentStore } from "./worker/content-store.ts";
 
 export class Agent {
   readonly options: ResolvedAgentOptions;
   private readonly pools = new Map<string, BoardPool>();
   private link: TrackerLink | undefined;
+  /** The workers' way to the tracker (worker-link.ts), when they do not dial it themselves. */
+  private workerLink: WorkerLink | undefined;
   private draining = new Set<string>();
   /** Prometheus metrics, when `metricsPort` is set. */
   readonly metrics: AgentMetrics | undefined;
@@ -43,8 +49,21 @@ export class Agent {
     if (this.metrics) await this.metrics.listen(o.metricsHost, o.metricsPort!);
     const specs: BoardSpec[] = [];
     const boards = await expandBoards(o.boards);
+    // What confines session workers here (docs/sandbox.md): decided once, logged once, shown as each board's `sandbox` capability.
+    const plan = resolveSandbox({ workerUids: o.workerUids, workerNetwork: o.workerNetwork, limits: (kind) => workerLimitsFor(o, kind) });
+    const dirs = new WorkerDirs(plan, o.workRoot);
+    dirs.prepare();
     const entry = await workerEntry(o.logger, o.workRoot);
-    const cpuSupport = boards.some((b) => b.kind === "cpu") ? await buildCpuSupport(o.workRoot, o.logger) : undefined;
+    checkReadableByWorkers(plan, entry.script, "the session worker's code");
+    for (const kind of new Set(boards.map((b) => b.kind))) o.logger.info({ kind, notes: plan.notes }, `session workers (${kind}): ${describeSandbox(plan, kind)}`);
+    // Workers in a namespace of their own have no route to the tracker; with TLS, only the agent may hold its keys.
+    if (plan.network !== "shared" || o.security.tls) {
+      this.workerLink = await WorkerLink.listen(join(o.workRoot, "link.sock"), o.tracker, o.security, plan.users?.group, o.logger);
+    }
+    const sandbox: WorkerSandbox = { plan, uids: new UidAllocator(plan), dirs, store: new ContentStore(join(o.workRoot, "store")) };
+    const built = boards.some((b) => b.kind === "cpu") ? await buildCpuSupport(o.workRoot, o.logger) : undefined;
+    // The user's cache may be closed to workers running as other users: they get a copy they can read.
+    const cpuSupport = built && dirs.share(built);
     for (const board of boards) {
       let facts;
       try {
@@ -57,17 +76,16 @@ export class Agent {
         key: board.key,
         kind: board.kind,
         labels: { ...facts.labels, ...board.labels },
-        capabilities: facts.capabilities,
+        capabilities: { ...facts.capabilities, sandbox: describeSandbox(plan, board.kind) },
       });
       const pool = new BoardPool(
         {
-          tracker: o.tracker,
+          tracker: this.workerLink?.address ?? o.tracker,
           agentPid: process.pid,
           boardName: board.name,
           kind: board.kind,
           // `canary=PATH` on the board replaces the canary, not the cache flush.
           backendOptions: board.kind === "cpu" && cpuSupport ? { canaryLibrary: cpuSupport, ...board.options, supportLibrary: cpuSupport } : board.options,
-          workRoot: o.workRoot,
           limits: { maxUploadBytes: o.maxUploadBytes, maxSessionBytes: o.maxSessionBytes, callTimeoutMs: o.callTimeoutMs },
           canaryIntervalMs: o.canaryIntervalMs,
         },
@@ -84,6 +102,7 @@ export class Agent {
           },
         },
         o.logger,
+        sandbox,
         this.metrics?.board(board.name, board.kind),
       );
       this.pools.set(board.name, pool);
@@ -124,6 +143,7 @@ export class Agent {
   close(): void {
     this.link?.close();
     for (const pool of this.pools.values()) pool.close();
+    this.workerLink?.close();
     void this.metrics?.close();
     rmSync(this.options.workRoot, { recursive: true, force: true });
   }

@@ -55,20 +55,29 @@ export function parseBoardFlag(flag: string, position: number): BoardConfig {
 export type AgentFileSettings = Pick<
   AgentOptions,
   "maxUploadBytes" | "maxSessionBytes" | "callTimeoutMs" | "warmWorkers" | "canaryIntervalMs" | "metricsPort" | "metricsHost"
+  | "workerUids" | "workerNetwork" | "workerLimits"
 >;
 
 const SIZE_SETTINGS = ["maxUploadBytes", "maxSessionBytes"] as const;
 const COUNT_SETTINGS = ["callTimeoutMs", "warmWorkers", "canaryIntervalMs", "metricsPort"] as const;
+/** Session workers' confinement (device-agent/sandbox.ts): the strings their flags take, checked when the agent resolves them. */
+const SANDBOX_SETTINGS = ["workerUids", "workerNetwork", "workerLimits"] as const;
 
 function readSettings(raw: unknown, at: string): AgentFileSettings {
   if (raw === undefined) return {};
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw new FarmError("INVALID_ARGUMENT", `${at} must be a mapping of settings`);
-  const known = [...SIZE_SETTINGS, ...COUNT_SETTINGS, "metricsHost"];
+  const known = [...SIZE_SETTINGS, ...COUNT_SETTINGS, "metricsHost", ...SANDBOX_SETTINGS];
   const out: AgentFileSettings = {};
   for (const [k, v] of Object.entries(raw)) {
     if (!known.includes(k)) throw new FarmError("INVALID_ARGUMENT", `${at}.${k} is not a setting; known: ${known.join(", ")}`);
     if ((SIZE_SETTINGS as readonly string[]).includes(k)) {
       out[k as (typeof SIZE_SETTINGS)[number]] = parseBytes(String(v), `${at}.${k}`);
+    } else if (k === "workerLimits" && typeof v === "object" && v !== null && !Array.isArray(v)) {
+      // A mapping ({ nofile: 1024, fsize: 1g }) as well as the flag's "nofile=1024,fsize=1g"; checked where the agent resolves it.
+      out.workerLimits = Object.entries(v).map(([name, value]) => `${name}=${String(value)}`).join(",");
+    } else if ((SANDBOX_SETTINGS as readonly string[]).includes(k)) {
+      if (typeof v !== "string" || v === "") throw new FarmError("INVALID_ARGUMENT", `${at}.${k} must be a string (as its --${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} flag takes), got ${JSON.stringify(v)}`);
+      out[k as (typeof SANDBOX_SETTINGS)[number]] = v as never;
     } else if (k === "metricsHost") {
       if (typeof v !== "string" || v === "") throw new FarmError("INVALID_ARGUMENT", `${at}.metricsHost must be an interface address, got ${JSON.stringify(v)}`);
       out.metricsHost = v;

@@ -1,8 +1,9 @@
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
-import { componentLogger, type ClientSecurity, type Logger } from "../protos/index.ts";
+import { componentLogger, FarmError, type ClientSecurity, type Logger } from "../protos/index.ts";
 import { DEFAULT_CANARY_INTERVAL_MS } from "./canary.ts";
 import type { BoardConfig } from "./board-config.ts";
+import { parseWorkerLimits, parseWorkerUids, type WorkerLimits, type WorkerNetwork } from "./sandbox.ts";
 
 export interface AgentOptions {
   /** Tracker address HOST:PORT. */
@@ -28,15 +29,52 @@ export interface AgentOptions {
   metricsPort?: number;
   /** Interface the metrics server binds; default 127.0.0.1 (0.0.0.0 to be scraped from other hosts). */
   metricsHost?: string;
+  /**
+   * As root, the ids session workers run as: "FIRST-LAST", FIRST being their
+   * group and each live worker taking one of the rest; "off": as the agent's
+   * user. Default DEFAULT_WORKER_UIDS (docs/sandbox.md).
+   */
+  workerUids?: string;
+  /** "isolated" (default): each worker in a network namespace of its own where the OS allows; "shared": the host's network. */
+  workerNetwork?: WorkerNetwork;
+  /** Resource limits of each worker ("nofile=1024,fsize=1g,as=off" or a mapping); unnamed ones take their defaults, 0 lifts one. */
+  workerLimits?: string | Partial<WorkerLimits>;
   logger?: Logger;
 }
 
-export type ResolvedAgentOptions = Required<Omit<AgentOptions, "metricsPort">> & Pick<AgentOptions, "metricsPort">;
+type SandboxSettings = "workerUids" | "workerNetwork" | "workerLimits";
+
+export type ResolvedAgentOptions = Required<Omit<AgentOptions, "metricsPort" | SandboxSettings>> &
+  Pick<AgentOptions, "metricsPort"> & {
+    /** [group, last uid]; undefined: workers run as the agent's user. */
+    workerUids: readonly [number, number] | undefined;
+    workerNetwork: WorkerNetwork;
+    /** The limits; `as` only when the operator set it (its default depends on the board kind: workerLimitsFor). */
+    workerLimits: Omit<WorkerLimits, "as"> & { as?: number };
+  };
 
 export const DEFAULT_MAX_UPLOAD_BYTES = 1 << 30;
 export const DEFAULT_MAX_SESSION_BYTES = 4 * (1 << 30);
 export const DEFAULT_CALL_TIMEOUT_MS = 60_000;
 export const DEFAULT_WARM_WORKERS = 1;
+/** Worker ids as root: 61000 their group, 61001–61999 one per live worker (Debian keeps 60000–64999 free of accounts). */
+export const DEFAULT_WORKER_UIDS = "61000-61999";
+/** Open descriptors per worker: Node and gRPC need a few dozen, a kernel's files the rest. */
+export const DEFAULT_WORKER_NOFILE = 1024;
+/** Processes and threads per worker uid: Node runs ~12 threads, a CUDA context ~10 more; a fork bomb stops here. */
+export const DEFAULT_WORKER_NPROC = 256;
+/**
+ * Address space per worker, by board kind; absent kinds get none. Off by
+ * default everywhere: CUDA reserves a unified address range larger than the
+ * RAM, and the VTA simulator's WebAssembly memories reserve ~10 GiB each,
+ * so any bound that holds the kernel to the RAM breaks them (docs/sandbox.md).
+ */
+export const DEFAULT_WORKER_AS_BYTES: Readonly<Record<string, number>> = {};
+
+/** The limits of a worker of board `kind` (the file-size default is the largest upload). */
+export function workerLimitsFor(o: Pick<ResolvedAgentOptions, "workerLimits">, kind: string): WorkerLimits {
+  return { ...o.workerLimits, as: o.workerLimits.as ?? DEFAULT_WORKER_AS_BYTES[kind] ?? 0 };
+}
 
 export function resolveAgentOptions(opts: AgentOptions): ResolvedAgentOptions {
   if (opts.boards.length === 0) throw new RangeError("an agent needs at least one board (--board cpu:key=cpu)");
@@ -63,6 +101,29 @@ export function resolveAgentOptions(opts: AgentOptions): ResolvedAgentOptions {
     canaryIntervalMs: opts.canaryIntervalMs ?? DEFAULT_CANARY_INTERVAL_MS,
     metricsPort: opts.metricsPort,
     metricsHost: opts.metricsHost ?? "127.0.0.1",
+    workerUids: parseWorkerUids(opts.workerUids ?? DEFAULT_WORKER_UIDS, "workerUids"),
+    workerNetwork: resolveWorkerNetwork(opts.workerNetwork),
+    workerLimits: resolveWorkerLimits(opts.workerLimits, opts.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_BYTES),
     logger: opts.logger ?? componentLogger("agent", { agent: name }),
+  };
+}
+
+function resolveWorkerNetwork(v: string | undefined): WorkerNetwork {
+  if (v === undefined || v === "isolated" || v === "shared") return v ?? "isolated";
+  throw new FarmError("INVALID_ARGUMENT", `workerNetwork must be "isolated" or "shared", got ${JSON.stringify(v)}`);
+}
+
+function resolveWorkerLimits(given: string | Partial<WorkerLimits> | undefined, maxUploadBytes: number): ResolvedAgentOptions["workerLimits"] {
+  const l = typeof given === "string" ? parseWorkerLimits(given, "workerLimits") : (given ?? {});
+  for (const [k, v] of Object.entries(l)) {
+    if (!Number.isSafeInteger(v) || v < 0) throw new FarmError("INVALID_ARGUMENT", `workerLimits.${k} must be a whole number ≥ 0 (0: no limit), got ${JSON.stringify(v)}`);
+  }
+  // A worker writes uploads of up to maxUploadBytes itself: a smaller file limit would fail them.
+  if (l.fsize && l.fsize < maxUploadBytes) throw new FarmError("INVALID_ARGUMENT", `workerLimits.fsize (${l.fsize} bytes) is below maxUploadBytes (${maxUploadBytes}): uploads would fail; raise it or lower --max-upload-bytes`);
+  return {
+    nofile: l.nofile ?? DEFAULT_WORKER_NOFILE,
+    nproc: l.nproc ?? DEFAULT_WORKER_NPROC,
+    fsize: l.fsize ?? maxUploadBytes,
+    ...(l.as !== undefined ? { as: l.as } : {}),
   };
 }

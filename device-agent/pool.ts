@@ -6,14 +6,25 @@
  * Worker states: `starting` → `idle` → `serving` → (`idle` again when it ran
  * no foreign code | exit); any state → exit.
  */
-import { fork, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { FarmError, type Logger } from "../protos/index.ts";
 import type { BoardMetrics } from "./metrics.ts";
+import { effectiveLimits, killAllOfSync, workerCommand, workerEnv, type SandboxPlan, type UidAllocator, type WorkerDirs } from "./sandbox.ts";
 import type { WorkerEntry } from "./worker-entry.ts";
+import type { ContentStore } from "./worker/content-store.ts";
 import type { AgentToWorker, WorkerConfig, WorkerToAgent } from "./worker/protocol.ts";
 import { TIMEOUT_MARKER } from "./worker/watchdog.ts";
+
+/** How the agent's workers are confined (device-agent/sandbox.ts), shared by its boards' pools. */
+export interface WorkerSandbox {
+  readonly plan: SandboxPlan;
+  readonly uids: UidAllocator;
+  readonly dirs: WorkerDirs;
+  /** The agent's content store, which workers use through IPC. */
+  readonly store: ContentStore;
+}
 
 /** How much of a dead worker's stderr goes into the error message. */
 const STDERR_TAIL_BYTES = 2048;
@@ -25,8 +36,14 @@ const WORKER_STATES: readonly WorkerState[] = ["starting", "idle", "serving", "e
 
 interface WorkerHandle {
   readonly child: ChildProcess;
+  /** Its own uid (the agent runs as root), held until every process it ran is dead. */
+  readonly uid: number | undefined;
+  /** Its HOME and TMPDIR, removed when it exits. */
+  readonly home: string;
   state: WorkerState;
   sessionId?: string;
+  /** The current session's folder. */
+  sessionDir?: string;
   /** The end of what the worker printed (stdout and stderr). */
   stderrTail: string;
   /** Set when the agent itself killed it: its exit is not news. */
@@ -50,6 +67,8 @@ export interface PoolEvents {
 export class BoardPool {
   private readonly workers = new Set<WorkerHandle>();
   private closed = false;
+  /** Workers started, for names of homes where workers have no uid of their own. */
+  private started = 0;
 
   constructor(
     private readonly config: WorkerConfig,
@@ -57,6 +76,7 @@ export class BoardPool {
     private readonly warm: number,
     private readonly events: PoolEvents,
     private readonly log: Logger,
+    private readonly sandbox: WorkerSandbox,
     private readonly metrics?: BoardMetrics,
   ) {
     metrics?.watchWorkers(() => this.workerStates());
@@ -89,15 +109,29 @@ export class BoardPool {
   }
 
   private spawn(): void {
-    const child = fork(this.entry.script, [], {
-      execArgv: [...this.entry.execArgv],
-      env: { ...process.env, KFARM_WORKER: JSON.stringify(this.config) },
+    let uid: number | undefined;
+    let home: string;
+    try {
+      uid = this.sandbox.uids.take();
+      home = this.sandbox.dirs.home(uid !== undefined ? String(uid) : `${this.boardName}-${this.started++}`, uid);
+    } catch (err) {
+      this.log.error({ board: this.boardName, err: (err as Error).message }, "cannot start a session worker");
+      void this.sandbox.uids.release(uid);
+      return;
+    }
+    const argv = workerCommand(this.sandbox.plan, this.config.kind, uid, [process.execPath, ...this.entry.execArgv, this.entry.script]);
+    const child = spawn(argv[0]!, argv.slice(1), {
+      // Never the agent's environment (its tokens, its secrets): only what a worker needs.
+      env: workerEnv(process.env, { KFARM_WORKER: JSON.stringify(this.config), HOME: home, TMPDIR: home }),
+      cwd: home,
       // Kernels' stdout and stderr come through the agent (and into crash reports),
       // so a worker never holds a descriptor of whoever started the agent.
       stdio: ["ignore", "pipe", "pipe", "ipc"],
       serialization: "json",
+      // A process group of its own: what a kernel forks is killed with it (as root, every process of its uid is).
+      detached: true,
     });
-    const w: WorkerHandle = { child, state: "starting", stderrTail: "", expectedExit: false, forkedAt: performance.now(), counted: false };
+    const w: WorkerHandle = { child, uid, home, state: "starting", stderrTail: "", expectedExit: false, forkedAt: performance.now(), counted: false };
     this.workers.add(w);
     this.metrics?.workerSpawned();
     const output = (chunk: Buffer) => {
@@ -112,7 +146,11 @@ export class BoardPool {
   }
 
   private onMessage(w: WorkerHandle, msg: WorkerToAgent): void {
-    if (msg.t === "counters") {
+    if (msg.t === "store-take") {
+      void this.storeTake(w, msg.id, msg.sha256, msg.size);
+    } else if (msg.t === "store-keep") {
+      void this.storeKeep(w, msg.id, msg.name, msg.sha256);
+    } else if (msg.t === "counters") {
       this.metrics?.counted(msg);
     } else if (msg.t === "canary") {
       this.events.health(this.boardName, { kind: "canary", ok: msg.ok, reason: msg.detail, durationMs: msg.durationMs });
@@ -128,6 +166,7 @@ export class BoardPool {
       this.tally(w, msg.error?.code ?? "OK");
       // The tracker waits for this to tell a clean close from a dead worker.
       this.events.sessionEnded(msg.sessionId, msg.error ? FarmError.fromWire(msg.error) : null);
+      this.removeSessionDir(w);
       w.sessionId = undefined;
       // Already being killed (the tracker ended the session first): it stays dead.
       if (w.state === "exiting") return;
@@ -147,7 +186,8 @@ export class BoardPool {
   private onExit(w: WorkerHandle, code: number | null, signal: NodeJS.Signals | null): void {
     this.workers.delete(w);
     clearTimeout(w.graceTimer);
-    if (w.sessionId) rmSync(join(this.config.workRoot, w.sessionId), { recursive: true, force: true });
+    this.removeSessionDir(w);
+    this.reap(w);
     if (w.state === "serving" && w.sessionId && !w.expectedExit) {
       const reason = this.deathReason(w, code, signal);
       this.tally(w, reason.code);
@@ -162,11 +202,51 @@ export class BoardPool {
     if (this.hasIdle && !this.serving()) this.events.ready(this.boardName);
   }
 
+  /** What a dead worker leaves: its processes (a kernel's children), its uid, its home. */
+  private reap(w: WorkerHandle): void {
+    if (w.uid === undefined) {
+      try {
+        // Its process group: what its kernels forked and left behind (unless they left the group).
+        process.kill(-w.child.pid!, "SIGKILL");
+      } catch {
+        // none left
+      }
+    }
+    // As root: every process of its uid, whatever group it moved to; then the uid is free again.
+    void this.sandbox.uids.release(w.uid).then(() => rmSync(w.home, { recursive: true, force: true }));
+  }
+
+  private removeSessionDir(w: WorkerHandle): void {
+    if (w.sessionDir) rmSync(w.sessionDir, { recursive: true, force: true });
+    w.sessionDir = undefined;
+  }
+
+  /** A worker asks for a stored file in its session's folder (worker/content-store.ts). */
+  private async storeTake(w: WorkerHandle, id: number, sha256: string, size: number): Promise<void> {
+    const dir = w.sessionDir;
+    const file = `.module-store-${id}`;
+    // Starts with ".module": hidden from the session's listing until the worker renames it.
+    const ok = dir !== undefined && (await this.sandbox.store.take(sha256, size, join(dir, file)));
+    if (w.child.connected) w.child.send({ t: "store-took", id, ...(ok ? { file } : {}) } satisfies AgentToWorker);
+  }
+
+  /** A worker asks for its session's file `name` to be kept: only a plain name in its own folder, and only a file its uid owns. */
+  private async storeKeep(w: WorkerHandle, id: number, name: string, sha256: string): Promise<void> {
+    const dir = w.sessionDir;
+    if (dir !== undefined && /^[^/\0]+$/.test(name) && name !== "." && name !== "..") await this.sandbox.store.keep(join(dir, name), sha256, w.uid);
+    if (w.child.connected) w.child.send({ t: "store-kept", id } satisfies AgentToWorker);
+  }
+
   private deathReason(w: WorkerHandle, code: number | null, signal: NodeJS.Signals | null): FarmError {
     const marker = w.stderrTail.lastIndexOf(TIMEOUT_MARKER);
     if (marker >= 0) {
       const line = w.stderrTail.slice(marker + TIMEOUT_MARKER.length).split("\n")[0]!.trim();
       return new FarmError("TIMEOUT", `${line}; the session worker was killed and the board returned to the pool`);
+    }
+    if (signal === "SIGXFSZ") {
+      // Node ignores SIGXFSZ (a write past the limit fails with EFBIG); a kernel that restored it died of it.
+      const limit = effectiveLimits(this.sandbox.plan, this.config.kind).fsize;
+      return new FarmError("TOO_LARGE", `the session wrote a file larger than the worker's limit of ${limit} bytes (--worker-limits fsize=); the session worker was killed and the board returned to the pool`);
     }
     const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
     const tail = w.stderrTail.trim().split("\n").slice(-5).join("\n").trim();
@@ -185,12 +265,22 @@ export class BoardPool {
       this.events.sessionEnded(sessionId, new FarmError("INTERNAL", `board ${this.boardName} had no warm worker for session ${sessionId}`));
       return;
     }
+    let dir: string;
+    try {
+      // Made by the agent: the workers' root is closed to them (device-agent/sandbox.ts).
+      dir = this.sandbox.dirs.session(sessionId, w.uid);
+    } catch (err) {
+      this.metrics?.sessionEnded("INTERNAL");
+      this.events.sessionEnded(sessionId, FarmError.from(err));
+      return;
+    }
     w.state = "serving";
     w.sessionId = sessionId;
+    w.sessionDir = dir;
     w.counted = false;
     // No spare is forked here: a clean session gives this worker back, and a
     // tainted one announces itself ("tainted") so its successor boots early.
-    w.child.send({ t: "assign", sessionId, token } satisfies AgentToWorker, (err) => {
+    w.child.send({ t: "assign", sessionId, token, dir } satisfies AgentToWorker, (err) => {
       if (!err || w.state !== "serving") return;
       this.tally(w, "RUNTIME_CRASH");
       this.kill(w);
@@ -228,10 +318,21 @@ export class BoardPool {
     w.child.kill("SIGKILL");
   }
 
-  /** Kills every worker (sessions included). */
+  /** Kills every worker (sessions included) and whatever its kernels started. */
   close(): void {
     this.closed = true;
-    for (const w of this.workers) this.kill(w);
+    for (const w of this.workers) {
+      this.kill(w);
+      // Now, not at the exit event: the agent may be exiting, and a kernel's children have no parent-death signal.
+      if (w.uid !== undefined) killAllOfSync(this.sandbox.plan, w.uid);
+      else {
+        try {
+          process.kill(-w.child.pid!, "SIGKILL");
+        } catch {
+          // none left
+        }
+      }
+    }
   }
 
   /** Ends every session in progress (the tracker is gone, its sessions with it). */

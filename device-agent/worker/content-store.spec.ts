@@ -13,35 +13,35 @@ describe("ContentStore", () => {
   after(() => rmSync(dir, { recursive: true, force: true }));
 
   /** A session file of `n` bytes of `v`, kept under its digest. */
-  const keep = (store: ContentStore, v: number, n = 1200) => {
+  const keep = async (store: ContentStore, v: number, n = 1200) => {
     const bytes = Buffer.alloc(n, v);
     const path = join(dir, `upload-${v}`);
     writeFileSync(path, bytes);
-    store.keep(path, sha(bytes));
+    await store.keep(path, sha(bytes));
     return { bytes, digest: sha(bytes) };
   };
 
-  it("hands out what it keeps, as a new file, and nothing it does not", () => {
+  it("hands out what it keeps, as a new file, and nothing it does not", async () => {
     const store = new ContentStore(join(dir, "a"), 1 << 20);
-    const { bytes, digest } = keep(store, 1);
+    const { bytes, digest } = await keep(store, 1);
     const dest = join(dir, "taken");
-    assert.equal(store.take(digest, bytes.length, dest), true);
+    assert.equal(await store.take(digest, bytes.length, dest), true);
     assert.ok(readFileSync(dest).equals(bytes));
-    assert.equal(store.take(digest, bytes.length + 1, join(dir, "wrong-size")), false, "the size must match too");
-    assert.equal(store.take(sha(Buffer.from("absent")), 6, join(dir, "absent")), false);
-    assert.equal(store.take("../../etc/passwd", 1, join(dir, "x")), false, "only digests name files");
+    assert.equal(await store.take(digest, bytes.length + 1, join(dir, "wrong-size")), false, "the size must match too");
+    assert.equal(await store.take(sha(Buffer.from("absent")), 6, join(dir, "absent")), false);
+    assert.equal(await store.take("../../etc/passwd", 1, join(dir, "x")), false, "only digests name files");
     assert.ok(!existsSync(join(dir, "wrong-size")) && !existsSync(join(dir, "absent")));
   });
 
-  it("stays within its bytes, dropping the least recently used first", () => {
+  it("stays within its bytes, dropping the least recently used first", async () => {
     const store = new ContentStore(join(dir, "b"), 3000);
-    const one = keep(store, 11);
-    const two = keep(store, 12);
+    const one = await keep(store, 11);
+    const two = await keep(store, 12);
     // One is used after two was kept: two is now the least recently used.
     const past = new Date(Date.now() - 60_000);
     utimesSync(join(dir, "b", two.digest), past, past);
-    assert.equal(store.take(one.digest, 1200, join(dir, "used-one")), true);
-    keep(store, 13);
+    assert.equal(await store.take(one.digest, 1200, join(dir, "used-one")), true);
+    await keep(store, 13);
     assert.ok(existsSync(join(dir, "b", one.digest)), "recently used: kept");
     assert.ok(!existsSync(join(dir, "b", two.digest)), "least recently used: dropped");
   });

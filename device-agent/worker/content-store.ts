@@ -5,17 +5,28 @@
  * names the digest in the upload's first frame, and asks first for more
  * than a frame of bytes. A file is kept under the digest its uploader named
  * and hashed each time it is handed out (an uploader may have named a wrong
- * one; a session's kernel runs as the agent's user and could write into
- * the store): no session is ever given bytes other than the ones it named,
- * and a file that fails the check is dropped.
+ * one; where workers run as the agent's user a kernel could write into the
+ * store): no session is ever given bytes other than the ones it named, and
+ * a file that fails the check is dropped.
  *
- * One folder per agent (under its scratch folder), shared by the workers of
- * all its boards through atomic renames and hard links; bounded in bytes
- * (each worker may overshoot by a sixteenth before it looks), the least
- * recently used files going first.
+ * One folder per agent (under its scratch folder), owned by the agent and
+ * closed to workers (0700): the **agent** keeps and hands out files when a
+ * worker asks over IPC (worker/protocol.ts "store-keep", "store-take"), so
+ * workers running as uids of their own (device-agent/sandbox.ts) can
+ * neither read the store nor change a stored file. Keeping copies the
+ * session's file (a link would share an inode its kernel owns and could
+ * rewrite under a later session); handing out links the stored file, which
+ * is the agent's and read-only to workers, into the session's folder. Every
+ * operation is asynchronous: the agent's event loop also carries its
+ * heartbeats. Bounded in bytes (looked at once a sixteenth of the bound has
+ * been kept), the least recently used files going first.
+ *
+ * This module runs in the agent; it sits with the worker's files because the
+ * worker's upload path (files.ts) is what it serves.
  */
 import { createHash } from "node:crypto";
-import { closeSync, copyFileSync, linkSync, mkdirSync, openSync, readSync, readdirSync, renameSync, statSync, unlinkSync, utimesSync } from "node:fs";
+import { constants, mkdirSync, readdirSync, statSync, unlinkSync } from "node:fs";
+import { chmod, copyFile, link, open, rename, stat, unlink, utimes } from "node:fs/promises";
 import { join } from "node:path";
 
 /** What the store keeps by default: enough for many modules and a few large inputs. */
@@ -24,8 +35,11 @@ export const DEFAULT_STORE_BYTES = 1 << 30;
 const DIGEST = /^[0-9a-f]{64}$/;
 
 export class ContentStore {
-  /** Bytes this process kept since it last looked at the whole store (the first keep looks). */
+  /** Bytes kept since the store was last looked at as a whole (the first keep looks). */
   private keptSinceScan = Infinity;
+  /** Keeps in progress by digest: a take of the same digest waits for its keep. */
+  private readonly pending = new Map<string, Promise<void>>();
+  private seq = 0;
 
   constructor(
     readonly dir: string,
@@ -35,49 +49,70 @@ export class ContentStore {
   }
 
   /** Puts the stored file of `sha256` (and exactly `size` bytes) at `dest`; false when the store has no such file. */
-  take(sha256: string, size: number, dest: string): boolean {
+  async take(sha256: string, size: number, dest: string): Promise<boolean> {
     if (!DIGEST.test(sha256)) return false;
+    await this.pending.get(sha256);
     const path = join(this.dir, sha256);
     try {
-      if (statSync(path).size !== size) return false;
-      if (hashFile(path) !== sha256) {
-        unlinkSync(path);
+      if ((await stat(path)).size !== size) return false;
+      if ((await hashFile(path)) !== sha256) {
+        await unlink(path);
         return false;
       }
       // Most recently used: the last to be evicted.
       const now = new Date();
-      utimesSync(path, now, now);
+      await utimes(path, now, now);
     } catch {
       return false;
     }
     // A link shares the bytes (SessionFiles replaces a file by a new one rather than writing into it).
     try {
-      linkSync(path, dest);
+      await link(path, dest);
     } catch {
       try {
-        copyFileSync(path, dest);
+        await copyFile(path, dest);
       } catch {
-        // Evicted by another worker meanwhile: the host sends the bytes.
+        // Evicted meanwhile: the host sends the bytes.
         return false;
       }
     }
     return true;
   }
 
-  /** Keeps the file at `path` under the digest its uploader named (checked by take()). */
-  keep(path: string, sha256: string): void {
-    if (!DIGEST.test(sha256)) return;
-    const tmp = join(this.dir, `.${sha256}.${process.pid}`);
-    try {
-      linkSync(path, tmp);
-    } catch {
-      copyFileSync(path, tmp);
-    }
-    renameSync(tmp, join(this.dir, sha256));
-    // Every module of a tuning batch is kept: look at the whole store only once a sixteenth of its bound has
-    // come in since the last look, not at every keep (each look stats every file).
-    this.keptSinceScan += statSync(join(this.dir, sha256)).size;
-    if (this.keptSinceScan >= this.maxBytes / 16) this.evict();
+  /**
+   * Keeps a copy of the file at `path` under the digest its uploader named
+   * (checked by take()). `owner`: keep it only if that uid owns it — a
+   * sandboxed worker's own file, not one its kernel pointed a link at.
+   * Never throws: a file that cannot be kept is not kept.
+   */
+  keep(path: string, sha256: string, owner?: number): Promise<void> {
+    if (!DIGEST.test(sha256)) return Promise.resolve();
+    const job = (async () => {
+      await this.pending.get(sha256);
+      // O_NOFOLLOW: the session's kernel may have made the name a symbolic link.
+      const fh = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+      try {
+        const s = await fh.stat();
+        if (!s.isFile() || (owner !== undefined && s.uid !== owner)) return;
+        const tmp = join(this.dir, `.${sha256}.${process.pid}.${this.seq++}`);
+        // The open descriptor, not the name: what was checked is what is copied (reflinked where the filesystem can).
+        await copyFile(`/proc/self/fd/${fh.fd}`, tmp, constants.COPYFILE_FICLONE);
+        // Read-only to everyone but the agent: a worker running as another uid cannot change it.
+        await chmod(tmp, 0o644);
+        await rename(tmp, join(this.dir, sha256));
+        this.keptSinceScan += s.size;
+      } finally {
+        await fh.close();
+      }
+      // Every module of a tuning batch is kept: look at the whole store only once a sixteenth of its bound has
+      // come in since the last look, not at every keep (each look stats every file).
+      if (this.keptSinceScan >= this.maxBytes / 16) this.evict();
+    })().catch(() => {});
+    this.pending.set(sha256, job);
+    void job.then(() => {
+      if (this.pending.get(sha256) === job) this.pending.delete(sha256);
+    });
+    return job;
   }
 
   /** Drops the least recently used files until the store is within its bound. */
@@ -99,22 +134,22 @@ export class ContentStore {
       try {
         unlinkSync(join(this.dir, x.f));
       } catch {
-        // another worker took it first
+        // gone already
       }
       total -= x.size;
     }
   }
 }
 
-/** The sha256 of a file, read a MiB at a time. */
-function hashFile(path: string): string {
+/** The sha256 of a file, read a MiB at a time off the event loop. */
+async function hashFile(path: string): Promise<string> {
   const hash = createHash("sha256");
-  const fd = openSync(path, "r");
+  const fh = await open(path, "r");
   try {
     const buf = Buffer.allocUnsafe(1 << 20);
-    for (let n = readSync(fd, buf); n > 0; n = readSync(fd, buf)) hash.update(buf.subarray(0, n));
+    for (let r = await fh.read(buf, 0, buf.length, null); r.bytesRead > 0; r = await fh.read(buf, 0, buf.length, null)) hash.update(buf.subarray(0, r.bytesRead));
   } finally {
-    closeSync(fd);
+    await fh.close();
   }
   return hash.digest("hex");
 }

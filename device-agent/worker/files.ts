@@ -2,10 +2,20 @@
  * A session's working directory: uploads land here under validated plain
  * names, with a cap per file and per session.
  */
-import { closeSync, openSync, readdirSync, readFileSync, rmSync, statSync, unlinkSync, writeSync } from "node:fs";
+import { closeSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { FarmError } from "../../protos/index.ts";
-import type { ContentStore } from "./content-store.ts";
+
+/**
+ * The agent's content store as a worker sees it (worker/content-store.ts runs
+ * in the agent; main.ts asks it over IPC).
+ */
+export interface SessionStore {
+  /** Links the stored file of `sha256` (`size` bytes) into the session's folder; its name there, or undefined when not held. */
+  take(sha256: string, size: number): Promise<string | undefined>;
+  /** Asks for the session's file `name` to be kept under `sha256`; settles when the agent is done with it. */
+  keep(name: string, sha256: string): Promise<void>;
+}
 
 const MAX_NAME_LENGTH = 255;
 
@@ -46,8 +56,9 @@ export class SessionFiles {
   constructor(
     readonly dir: string,
     private readonly limits: FileLimits,
-    private readonly store?: ContentStore,
+    private readonly store?: SessionStore,
   ) {}
+
 
   path(name: string): string {
     return join(this.dir, checkUploadName(name));
@@ -68,13 +79,15 @@ export class SessionFiles {
    * The file of `sha256` from the store, as `name`, if the store has it
    * (`size` bytes, counted like an upload); false: the host sends the bytes.
    */
-  adopt(name: string, sha256: string, size: number): boolean {
+  async adopt(name: string, sha256: string, size: number): Promise<boolean> {
     if (!this.store) return false;
     const path = this.path(name);
     this.checkSize(name, size, this.sizes.get(name) ?? 0);
     rmSync(path, { force: true });
     this.release(name);
-    if (!this.store.take(sha256, size, path)) return false;
+    const taken = await this.store.take(sha256, size);
+    if (!taken) return false;
+    renameSync(join(this.dir, taken), path);
     this.used += size;
     this.sizes.set(name, size);
     return true;
@@ -90,9 +103,10 @@ export class SessionFiles {
     this.sizes.set(upload.name, upload.written);
   }
 
-  finish(upload: OpenUpload): void {
+  /** Closes the upload; with a digest, settles once the agent kept it (so the upload's reply means "stored"). */
+  async finish(upload: OpenUpload): Promise<void> {
     closeSync(upload.fd);
-    if (upload.sha256) this.store!.keep(this.path(upload.name), upload.sha256);
+    if (upload.sha256) await this.store!.keep(upload.name, upload.sha256);
   }
 
   /** Closes and deletes an upload that failed half-way. */

@@ -4,7 +4,7 @@
  * it, one at a time, each in its own working directory. A worker that loaded
  * foreign code serves no further session: it exits after that one.
  */
-import { mkdirSync, rmSync } from "node:fs";
+import { readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import {
@@ -13,7 +13,7 @@ import {
 } from "../../protos/index.ts";
 import { createBackend } from "../backends/index.ts";
 import type { AgentToWorker, WorkerConfig, WorkerToAgent } from "./protocol.ts";
-import { ContentStore } from "./content-store.ts";
+import type { SessionStore } from "./files.ts";
 import { RequestCounters, SessionServer } from "./session-server.ts";
 import { dieWithParent } from "./parent-death.ts";
 import { Watchdog } from "./watchdog.ts";
@@ -41,11 +41,34 @@ function reportCounters(): void {
 
 // The agent is gone: nothing left to serve for.
 dieWithParent(config.agentPid);
+// What a kernel creates (files in /tmp, say) is its own: no other worker may read it.
+process.umask(0o077);
+
+/** Requests to the agent awaiting their answer, by id. */
+const asked = new Map<number, (msg: AgentToWorker) => void>();
+let nextAsk = 0;
+function ask(msg: (id: number) => WorkerToAgent): Promise<AgentToWorker> {
+  const id = nextAsk++;
+  return new Promise((resolve) => {
+    asked.set(id, resolve);
+    void tell(msg(id));
+  });
+}
 
 const backend = await createBackend(config.kind, config.backendOptions);
-// Shared by the workers of every board of the agent (device-agent/worker/content-store.ts).
-const store = new ContentStore(join(config.workRoot, "store"));
+// The agent holds the store shared by the workers of all its boards (worker/content-store.ts): workers may run as
+// uids of their own, which must not read or change one another's files.
+const store: SessionStore = {
+  take: async (sha256, size) => {
+    const r = await ask((id) => ({ t: "store-take", id, sha256, size }));
+    return r.t === "store-took" ? r.file : undefined;
+  },
+  keep: async (name, sha256) => {
+    await ask((id) => ({ t: "store-keep", id, name, sha256 }));
+  },
+};
 const watchdog = new Watchdog();
+// No credentials here, ever: with TLS the agent's forwarder (a unix socket, device-agent/worker-link.ts) holds them.
 const client = new (AgentService as unknown as grpc.ServiceClientConstructor)(config.tracker, grpc.credentials.createInsecure(), {
   ...CHANNEL_OPTIONS,
   "grpc.initial_reconnect_backoff_ms": 100,
@@ -68,7 +91,11 @@ process.on("message", (msg: AgentToWorker) => {
       return;
     }
     serving = msg.sessionId;
-    void serve(msg.sessionId, msg.token);
+    void serve(msg.sessionId, msg.token, msg.dir);
+  } else {
+    const answer = asked.get(msg.id);
+    asked.delete(msg.id);
+    answer?.(msg);
   }
 });
 
@@ -95,9 +122,8 @@ if (config.canaryIntervalMs > 0) {
 // Listen first: an assignment can follow "ready" at once.
 await tell({ t: "ready" });
 
-async function serve(sessionId: string, token: string): Promise<void> {
-  const workdir = join(config!.workRoot, sessionId);
-  mkdirSync(workdir, { recursive: true, mode: 0o700 });
+async function serve(sessionId: string, token: string, workdir: string): Promise<void> {
+  // The folder is the agent's to make and remove (its parent is closed to workers); the worker empties it.
   const metadata = new grpc.Metadata();
   metadata.set(SESSION_ID_HEADER, sessionId);
   metadata.set(SESSION_TOKEN_HEADER, token);
@@ -133,9 +159,20 @@ async function serve(sessionId: string, token: string): Promise<void> {
   // IPC keeps order: the agent has the session's last counts before it hears "ended".
   reportCounters();
   server.dispose();
-  rmSync(workdir, { recursive: true, force: true });
+  emptyFolder(workdir);
   serving = undefined;
   const reusable = !backend.tainted;
   await tell({ t: "ended", sessionId, reusable, ...(error ? { error: error.toWire() as { code: FarmError["code"]; message: string } } : {}) });
   if (!reusable) process.exit(0);
+}
+
+/** Removes what a session left in its folder (the folder itself is the agent's to remove). */
+function emptyFolder(dir: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return; // removed by the agent already (the session was ended from outside)
+  }
+  for (const name of names) rmSync(join(dir, name), { recursive: true, force: true });
 }

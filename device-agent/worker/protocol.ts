@@ -4,19 +4,25 @@ import type { RequestCounts, SessionLimits } from "./session-server.ts";
 
 /** Given to a worker at spawn, in the KFARM_WORKER env variable. */
 export interface WorkerConfig {
+  /** Where the worker dials the tracker: HOST:PORT, or `unix:PATH` (the agent's forwarder, device-agent/worker-link.ts). */
   tracker: string;
   /** The agent's pid: the worker dies with it. */
   agentPid: number;
   boardName: string;
   kind: string;
   backendOptions: Record<string, unknown>;
-  workRoot: string;
   limits: SessionLimits;
   /** Run the board's canary this often while idle (and once at start); 0: only at start. */
   canaryIntervalMs: number;
 }
 
-export type AgentToWorker = { t: "assign"; sessionId: string; token: string };
+export type AgentToWorker =
+  /** `dir`: the session's folder, made by the agent (owned by the worker's uid, 0700). */
+  | { t: "assign"; sessionId: string; token: string; dir: string }
+  /** Answer to "store-take": `file` is the name, in the session's folder, the stored file was linked to; absent: not held. */
+  | { t: "store-took"; id: number; file?: string }
+  /** Answer to "store-keep": the agent is done with it (kept or not). */
+  | { t: "store-kept"; id: number };
 
 export type WorkerToAgent =
   | { t: "ready" }
@@ -30,4 +36,11 @@ export type WorkerToAgent =
    * at the session's end, before "ended".
    */
   | ({ t: "counters" } & RequestCounts)
+  /**
+   * The content store lives in the agent (worker/content-store.ts): the
+   * serving session's file `name` is to be kept under `sha256`, or the
+   * stored file of `sha256` of `size` bytes is wanted in the session's folder.
+   */
+  | { t: "store-keep"; id: number; name: string; sha256: string }
+  | { t: "store-take"; id: number; sha256: string; size: number }
   | { t: "ended"; sessionId: string; reusable: boolean; error?: { code: FarmErrorCode; message: string } };

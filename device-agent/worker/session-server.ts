@@ -10,8 +10,7 @@ import {
 import type { Call__Output } from "../../protos/gen/farm/v1/Call.ts";
 import type { TimeEvaluate__Output } from "../../protos/gen/farm/v1/TimeEvaluate.ts";
 import type { ArgValue, Backend, CallSettings, DeviceArray, LoadedFunction, LoadedModule } from "../backends/index.ts";
-import { SessionFiles, type FileLimits } from "./files.ts";
-import type { ContentStore } from "./content-store.ts";
+import { SessionFiles, type FileLimits, type SessionStore } from "./files.ts";
 import { seededBytes } from "./fills.ts";
 import { evaluateTime, type TimeEvaluation } from "./time-evaluator.ts";
 
@@ -48,7 +47,7 @@ export interface SessionHooks {
   /** Where calls, time evaluations and their errors are counted (a worker keeps one across its sessions). */
   counters?: RequestCounters;
   /** The agent's store of uploaded files by digest (none: every upload is sent in full). */
-  store?: ContentStore;
+  store?: SessionStore;
 }
 
 /** Counts since the last `take()`: what a worker reports to its agent's metrics. */
@@ -244,7 +243,7 @@ export class SessionServer {
     }
   }
 
-  private upload(id: number, u: NonNullable<HostFrame__Output["upload"]>): void {
+  private upload(id: number, u: NonNullable<HostFrame__Output["upload"]>): void | Promise<void> {
     let pending = this.chunked.get(id);
     if (!pending) {
       pending = { kind: "upload", upload: undefined };
@@ -253,11 +252,7 @@ export class SessionServer {
         if (u.probe) {
           this.chunked.delete(id);
           if (!u.sha256 || u.data.byteLength > 0 || !u.done) throw new FarmError("PROTOCOL_ERROR", `upload probe ${id} must carry a sha256, no data, and be its request's only frame`);
-          if (!this.files.adopt(u.name, u.sha256, u.total_bytes)) throw new FarmError("NOT_FOUND", `this board holds no ${u.total_bytes} bytes of sha256 ${u.sha256}; send them`);
-          this.reused.files++;
-          this.reused.bytes += u.total_bytes;
-          this.reply({ id, ok: {} });
-          return;
+          return this.adopt(id, u);
         }
         pending.upload = this.files.begin(u.name, u.total_bytes, u.sha256 || undefined);
       } catch (err) {
@@ -277,9 +272,24 @@ export class SessionServer {
     }
     if (u.done) {
       this.chunked.delete(id);
-      this.files.finish(pending.upload);
-      this.reply({ id, ok: {} });
+      // With a digest, answered once the agent kept the file: a later session finds it.
+      return this.files.finish(pending.upload).then(() => {
+        this.reply({ id, ok: {} });
+      });
     }
+  }
+
+  /** An upload probe: the file from the agent's store, or NOT_FOUND (the host then sends the bytes). */
+  private async adopt(id: number, u: NonNullable<HostFrame__Output["upload"]>): Promise<void> {
+    try {
+      if (!(await this.files.adopt(u.name, u.sha256, u.total_bytes))) throw new FarmError("NOT_FOUND", `this board holds no ${u.total_bytes} bytes of sha256 ${u.sha256}; send them`);
+    } catch (err) {
+      this.fail({ id } as HostFrame__Output, err);
+      return;
+    }
+    this.reused.files++;
+    this.reused.bytes += u.total_bytes;
+    this.reply({ id, ok: {} });
   }
 
   /** For a chunked request that failed: reply with the error once, forget it after its last chunk. */

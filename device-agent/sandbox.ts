@@ -1,0 +1,341 @@
+/**
+ * How session workers are started so that a kernel cannot harm its agent or
+ * another session (docs/sandbox.md). Decided once at agent start from what
+ * the OS allows (`resolveSandbox`), then used for every worker:
+ *
+ * * **its own user** — as root, each live worker runs as a uid of its own from
+ *   `workerUids` (`setpriv --reuid U --regid U --groups G --no-new-privs`): its
+ *   session directory (0700, owned by U) is unreadable to every other worker,
+ *   the agent's /proc entries are unreadable to it, and RLIMIT_NPROC (counted
+ *   per uid) bounds this worker alone. The range's first id G is the workers'
+ *   group: it may connect to the agent's link socket (worker-link.ts), nothing
+ *   else. Not root: workers run as the agent's user.
+ * * **no network** — a fresh network namespace (`unshare --net`; not root:
+ *   `unshare --user --map-root-user --net` where user namespaces work): only a
+ *   loopback that is down. The worker reaches the tracker through the agent's
+ *   unix socket, which path-based sockets allow across namespaces.
+ * * **resource limits** — `prlimit`: open files, processes, file size,
+ *   address space (0: not set).
+ * * **a clean environment** — only the variables in `WORKER_ENV` (never the
+ *   agent's tokens or secrets), HOME and TMPDIR its own folder.
+ *
+ * Every wrapper execs the next (none forks), so the worker keeps the agent as
+ * its parent (worker/parent-death.ts) and inherits the IPC descriptor.
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { accessSync, chmodSync, chownSync, constants, copyFileSync, mkdirSync, rmSync, statSync } from "node:fs";
+import { basename, dirname, join, resolve } from "node:path";
+import { FarmError } from "../protos/index.ts";
+import { parseBytes } from "./board-config.ts";
+
+/** Resource limits of one worker process; 0 leaves a limit as the agent has it. */
+export interface WorkerLimits {
+  /** RLIMIT_NOFILE: open descriptors. */
+  nofile: number;
+  /** RLIMIT_NPROC: processes and threads of the worker's uid (only applied where that uid is the worker's alone). */
+  nproc: number;
+  /** RLIMIT_FSIZE: the largest file the worker may write, in bytes. */
+  fsize: number;
+  /** RLIMIT_AS: address space in bytes. */
+  as: number;
+}
+
+export type WorkerNetwork = "isolated" | "shared";
+
+/** What the operator asked for (device-agent/options.ts resolves these). */
+export interface SandboxRequest {
+  /** Uids for workers when the agent is root: [first, last], first being the workers' group; undefined: workers run as the agent's user. */
+  workerUids: readonly [number, number] | undefined;
+  /** "isolated": a network namespace of its own where the OS allows one. */
+  workerNetwork: WorkerNetwork;
+  /** Limits by board kind (resolved defaults and the operator's overrides). */
+  limits: (kind: string) => WorkerLimits;
+}
+
+/** How workers start on this host: what holds and what does not, decided once. */
+export interface SandboxPlan {
+  /** Per-worker uids (root only). */
+  readonly users?: { readonly group: number; readonly first: number; readonly last: number };
+  /** "netns": `unshare --net` (root); "userns": `unshare --user --map-root-user --net`; "shared": the host's network. */
+  readonly network: "netns" | "userns" | "shared";
+  /** Where the util-linux wrappers are. */
+  readonly tools: { readonly unshare?: string; readonly setpriv?: string; readonly prlimit?: string };
+  readonly limits: (kind: string) => WorkerLimits;
+  /** What does not hold here, and why (logged at start, in the `sandbox` capability). */
+  readonly notes: readonly string[];
+}
+
+/** Environment variables a worker gets from the agent's (by name or prefix); everything else stays behind. */
+export const WORKER_ENV: readonly (string | RegExp)[] = [
+  "PATH", "LANG", "LANGUAGE", "TZ", "NODE_OPTIONS", "KFARM_LOG", "LD_LIBRARY_PATH",
+  /^LC_[A-Z]+$/, /^CUDA_[A-Z_]+$/, /^NVIDIA_[A-Z_]+$/,
+];
+
+const TOOL_DIRS = ["/usr/bin", "/bin", "/usr/sbin", "/sbin"];
+
+function findTool(name: string): string | undefined {
+  for (const dir of [...(process.env.PATH ?? "").split(":").filter(Boolean), ...TOOL_DIRS]) {
+    const p = join(dir, name);
+    try {
+      accessSync(p, constants.X_OK);
+      return p;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
+
+/** Probes, once: does `unshare ARGS true` work here? */
+function works(unshare: string, args: string[]): boolean {
+  const r = spawnSync(unshare, [...args, "--", "true"], { stdio: "ignore", timeout: 5000 });
+  return r.status === 0;
+}
+
+/**
+ * What this host allows for `request`: root gets per-worker uids and a
+ * network namespace; a user gets a user+network namespace where the kernel
+ * allows unprivileged ones; the rest is noted. `probe` false skips the
+ * namespace probes (tests of argument building).
+ */
+export function resolveSandbox(request: SandboxRequest, opts: { isRoot?: boolean; probe?: boolean } = {}): SandboxPlan {
+  const isRoot = opts.isRoot ?? process.getuid?.() === 0;
+  const probe = opts.probe ?? true;
+  const tools = { unshare: findTool("unshare"), setpriv: findTool("setpriv"), prlimit: findTool("prlimit") };
+  const notes: string[] = [];
+  let users: SandboxPlan["users"];
+  if (request.workerUids && isRoot) {
+    if (!tools.setpriv) throw new FarmError("INVALID_ARGUMENT", "workerUids: the agent runs as root and would start workers as other users, but util-linux's setpriv is not installed; install util-linux or pass --worker-uids off");
+    const [first, last] = request.workerUids;
+    users = { group: first, first: first + 1, last };
+  } else if (!isRoot) {
+    notes.push("workers run as the agent's user (per-worker users need root): they can read one another's session folders and the agent's files");
+  } else {
+    notes.push("workers run as root (--worker-uids off): a kernel can do anything root can");
+  }
+  let network: SandboxPlan["network"] = "shared";
+  if (request.workerNetwork === "isolated") {
+    if (!tools.unshare) notes.push("workers keep the network: util-linux's unshare is not installed");
+    else if (isRoot && (!probe || works(tools.unshare, ["--net"]))) network = "netns";
+    else if (!isRoot && (!probe || works(tools.unshare, ["--user", "--map-root-user", "--net"]))) network = "userns";
+    else notes.push(`workers keep the network: ${isRoot ? "unshare --net" : "unshare --user --map-root-user --net (unprivileged user namespaces)"} failed here`);
+  } else {
+    notes.push("workers keep the network (--worker-network shared)");
+  }
+  if (!tools.prlimit) notes.push("workers run without resource limits: util-linux's prlimit is not installed");
+  // RLIMIT_NPROC counts every process of a uid: only a uid (or user namespace) of the worker's own makes it the worker's limit.
+  if (!users && network !== "userns") notes.push("no process limit: without a uid or user namespace of its own, RLIMIT_NPROC would count all of the agent user's processes");
+  return { users, network, tools, limits: request.limits, notes };
+}
+
+/** One line for the log and the boards' `sandbox` capability. */
+export function describeSandbox(plan: SandboxPlan, kind: string): string {
+  const l = effectiveLimits(plan, kind);
+  const limits = Object.entries(l).filter(([, v]) => v > 0).map(([k, v]) => `${k}=${v}`).join(",") || "none";
+  const users = plan.users ? `uids ${plan.users.first}-${plan.users.last}` : "agent's user";
+  return `user=${users}; network=${plan.network === "shared" ? "shared" : `isolated (${plan.network})`}; limits=${limits}`;
+}
+
+/** The limits a worker of `kind` really gets: none without prlimit; no process limit where it would count others' processes. */
+export function effectiveLimits(plan: SandboxPlan, kind: string): WorkerLimits {
+  if (!plan.tools.prlimit) return { nofile: 0, nproc: 0, fsize: 0, as: 0 };
+  const l = plan.limits(kind);
+  return { ...l, nproc: plan.users || plan.network === "userns" ? l.nproc : 0 };
+}
+
+/**
+ * The command that starts `node ARGS` for a worker of `kind` as `uid`
+ * (undefined: the agent's user): wrappers first, each exec'ing the next.
+ */
+export function workerCommand(plan: SandboxPlan, kind: string, uid: number | undefined, node: readonly string[]): string[] {
+  const argv: string[] = [];
+  if (plan.network === "netns") argv.push(plan.tools.unshare!, "--net", "--");
+  else if (plan.network === "userns") argv.push(plan.tools.unshare!, "--user", "--map-root-user", "--net", "--");
+  if (plan.tools.setpriv) {
+    if (plan.users && uid !== undefined) argv.push(plan.tools.setpriv, "--reuid", String(uid), "--regid", String(uid), "--groups", String(plan.users.group), "--no-new-privs", "--");
+    // Not root: still no setuid escalation from inside a kernel.
+    else argv.push(plan.tools.setpriv, "--no-new-privs", "--");
+  }
+  const l = effectiveLimits(plan, kind);
+  const flags = (Object.entries(l) as [keyof WorkerLimits, number][]).filter(([, v]) => v > 0).map(([k, v]) => `--${k}=${v}:${v}`);
+  if (flags.length > 0) argv.push(plan.tools.prlimit!, ...flags, "--");
+  argv.push(...node);
+  return argv;
+}
+
+/** The environment a worker gets: the allowed variables of `from`, and `extra`. */
+export function workerEnv(from: NodeJS.ProcessEnv, extra: Record<string, string>): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(from)) {
+    if (v !== undefined && WORKER_ENV.some((p) => (typeof p === "string" ? p === k : p.test(k)))) env[k] = v;
+  }
+  return { ...env, ...extra };
+}
+
+/**
+ * Hands out the uids of the plan, one per live worker: a uid comes back only
+ * after every process it ran is dead (`release`), so no two workers, nor a
+ * worker and the leftovers of a previous one, ever share a uid.
+ */
+export class UidAllocator {
+  private readonly free: number[] = [];
+
+  constructor(private readonly plan: SandboxPlan) {
+    if (plan.users) for (let u = plan.users.first; u <= plan.users.last; u++) this.free.push(u);
+  }
+
+  /** A free uid; undefined when the plan has none; throws when every uid is taken. */
+  take(): number | undefined {
+    if (!this.plan.users) return undefined;
+    const uid = this.free.shift();
+    if (uid === undefined) throw new FarmError("INTERNAL", `every worker uid ${this.plan.users.first}-${this.plan.users.last} is in use; widen --worker-uids`);
+    return uid;
+  }
+
+  /** Kills every process `uid` still runs (a kernel's children), then makes it available again. */
+  async release(uid: number | undefined): Promise<void> {
+    if (uid === undefined) return;
+    await killAllOf(this.plan, uid);
+    this.free.push(uid);
+  }
+}
+
+/**
+ * SIGKILLs every process of `uid`: kill(-1) sent as that uid reaches exactly
+ * its processes, atomically (a fork bomb cannot outrun it: a process with a
+ * fatal signal pending cannot fork).
+ */
+export function killAllOf(plan: SandboxPlan, uid: number): Promise<void> {
+  return new Promise((resolvePromise) => {
+    const p = spawn(plan.tools.setpriv!, killArgs(uid), { stdio: "ignore" });
+    p.on("exit", () => resolvePromise());
+    p.on("error", () => resolvePromise());
+  });
+}
+
+/** killAllOf, waiting: for an agent on its way out, whose event loop may not turn again. */
+export function killAllOfSync(plan: SandboxPlan, uid: number): void {
+  spawnSync(plan.tools.setpriv!, killArgs(uid), { stdio: "ignore", timeout: 5000 });
+}
+
+function killArgs(uid: number): string[] {
+  return ["--reuid", String(uid), "--regid", String(uid), "--clear-groups", "--", "/bin/sh", "-c", "kill -KILL -1 2>/dev/null; exit 0"];
+}
+
+/**
+ * Folders of the agent's scratch root for sandboxed workers: the root may be
+ * crossed by workers but not listed (0711); a worker's home and a session's
+ * folder are 0700 and owned by the worker's uid.
+ */
+export class WorkerDirs {
+  constructor(
+    private readonly plan: SandboxPlan,
+    readonly root: string,
+  ) {}
+
+  /** Prepares the root (call once at agent start, after creating it). */
+  prepare(): void {
+    mkdirSync(join(this.root, "home"), { recursive: true });
+    if (this.plan.users) {
+      chmodTo(this.root, 0o711);
+      chmodTo(join(this.root, "home"), 0o711);
+    }
+  }
+
+  /** A fresh, empty home for a worker about to start as `uid` (its HOME and TMPDIR). */
+  home(slot: string, uid: number | undefined): string {
+    const dir = join(this.root, "home", slot);
+    rmSync(dir, { recursive: true, force: true });
+    this.own(dir, uid);
+    return dir;
+  }
+
+  /** The folder of session `sessionId`, created empty for `uid`. */
+  session(sessionId: string, uid: number | undefined): string {
+    if (!/^[A-Za-z0-9_-]{1,128}$/.test(sessionId)) throw new FarmError("PROTOCOL_ERROR", `session id ${JSON.stringify(sessionId)} is not a plain name`);
+    const dir = join(this.root, sessionId);
+    rmSync(dir, { recursive: true, force: true });
+    this.own(dir, uid);
+    return dir;
+  }
+
+  private own(dir: string, uid: number | undefined): void {
+    mkdirSync(dir, { mode: 0o700 });
+    chmodTo(dir, 0o700);
+    if (uid !== undefined) chownSync(dir, uid, uid);
+  }
+
+  /**
+   * A copy of the agent's file `path` that workers can read (under the root,
+   * 0644), when workers run as other users and could not read it where it is.
+   */
+  share(path: string): string {
+    if (!this.plan.users) return path;
+    const dir = join(this.root, "lib");
+    mkdirSync(dir, { recursive: true, mode: 0o755 });
+    chmodTo(dir, 0o755);
+    const dest = join(dir, basename(path));
+    copyFileSync(path, dest);
+    chmodTo(dest, 0o644);
+    return dest;
+  }
+}
+
+/** mkdir's mode is cut by the umask: set it exactly. */
+function chmodTo(path: string, mode: number): void {
+  chmodSync(path, mode);
+}
+
+/**
+ * Throws when a worker running as another user could not read `path` (the
+ * worker's script, the package's modules): every folder above it must be
+ * crossable by others and the file readable by them.
+ */
+export function checkReadableByWorkers(plan: SandboxPlan, path: string, what: string): void {
+  if (!plan.users) return;
+  const full = resolve(path);
+  const problem = (p: string, need: number, word: string) => {
+    const s = statSync(p);
+    if ((s.mode & need) === 0) {
+      throw new FarmError("INVALID_ARGUMENT", `workerUids: session workers run as uids ${plan.users!.first}-${plan.users!.last} and cannot ${word} ${p} (mode ${(s.mode & 0o777).toString(8)}), which holds ${what}; make it ${word === "read" ? "readable" : "crossable"} by others (chmod o+${word === "read" ? "r" : "x"}) or pass --worker-uids off`);
+    }
+  };
+  problem(full, 0o004, "read");
+  for (let d = dirname(full); ; d = dirname(d)) {
+    problem(d, 0o001, "cross");
+    if (d === dirname(d)) break;
+  }
+}
+
+const LIMIT_NAMES: readonly (keyof WorkerLimits)[] = ["nofile", "nproc", "fsize", "as"];
+
+/**
+ * `--worker-limits nofile=1024,nproc=256,fsize=1g,as=off`: the limits named
+ * (sizes for fsize and as; "off" or 0 lifts one); the others stay unset.
+ */
+export function parseWorkerLimits(text: string, where: string): Partial<WorkerLimits> {
+  const out: Partial<WorkerLimits> = {};
+  for (const part of text.split(",").map((p) => p.trim()).filter(Boolean)) {
+    const eq = part.indexOf("=");
+    const name = part.slice(0, eq) as keyof WorkerLimits;
+    const value = part.slice(eq + 1).trim();
+    if (eq <= 0 || !LIMIT_NAMES.includes(name)) throw new FarmError("INVALID_ARGUMENT", `${where}: "${part}" is not LIMIT=VALUE with LIMIT one of ${LIMIT_NAMES.join(", ")} (e.g. nofile=1024,nproc=256,fsize=1g,as=off)`);
+    if (value === "off") out[name] = 0;
+    else if (name === "fsize" || name === "as") out[name] = parseBytes(value, `${where} ${name}`);
+    else if (/^\d+$/.test(value)) out[name] = Number(value);
+    else throw new FarmError("INVALID_ARGUMENT", `${where}: ${name}=${JSON.stringify(value)} must be a whole number or "off"`);
+  }
+  return out;
+}
+
+/** `--worker-uids 61000-61999` (61000 the workers' group, 61001… their uids), or "off". */
+export function parseWorkerUids(text: string, where: string): readonly [number, number] | undefined {
+  if (text === "off") return undefined;
+  const m = /^(\d+)-(\d+)$/.exec(text.trim());
+  const first = Number(m?.[1]);
+  const last = Number(m?.[2]);
+  if (!m || !(first >= 1000 && last > first && last < 2 ** 32 - 1)) {
+    throw new FarmError("INVALID_ARGUMENT", `${where}: ${JSON.stringify(text)} must be FIRST-LAST with 1000 ≤ FIRST < LAST (ids no account uses; FIRST is the workers' group, the rest their uids), or "off"`);
+  }
+  return [first, last];
+}
