@@ -1,7 +1,8 @@
 /**
  * Real farm processes for tests: `kfarm tracker` and `kfarm agent` started as
  * children on 127.0.0.1 port 0. The tracker reports its bound address on
- * stdout; the wait for it races the child's early exit.
+ * stdout; the wait for it races the child's early exit. `runCli` runs a
+ * one-shot command (`kfarm certs init`, `kfarm token create`) to its end.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
@@ -18,9 +19,14 @@ export interface FarmProcess {
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
-function startCli(args: string[]): { proc: ChildProcess; stderr: () => string } {
+/** How a child is started: `env` is added to (and wins over) the test's environment, KFARM_LOG included. */
+export interface CliOptions {
+  env?: Record<string, string>;
+}
+
+function startCli(args: string[], opts: CliOptions = {}): { proc: ChildProcess; stderr: () => string } {
   const proc = spawn(process.execPath, ["--import", "tsx", CLI, ...args], {
-    env: { ...process.env, KFARM_LOG: LOG_LEVEL },
+    env: { ...process.env, KFARM_LOG: LOG_LEVEL, ...opts.env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let err = "";
@@ -80,28 +86,63 @@ function waitForLine(proc: ChildProcess, re: RegExp, what: string, stderr: () =>
 export interface TrackerProcess extends FarmProcess {
   readonly address: string;
   readonly port: number;
+  /** Whether it said it serves TLS ("listening on … (TLS)"). */
+  readonly tls: boolean;
   /** "host:port" of its HTTP side (/metrics), when started with --metrics-port. */
   readonly httpAddress?: string;
+  /** "https" or "http", with httpAddress. */
+  readonly httpScheme?: "https" | "http";
 }
 
-export async function startTrackerProcess(args: string[] = [], port = 0): Promise<TrackerProcess> {
-  const { proc, stderr } = startCli(["tracker", "--port", String(port), ...args]);
-  // With --metrics-port the HTTP line follows the listening line: wait for both.
-  const re = args.includes("--metrics-port") ? /listening on (\S+):(\d+)\n.*http on http:\/\/(\S+?)\// : /listening on (\S+):(\d+)/;
+export async function startTrackerProcess(args: string[] = [], port = 0, opts: CliOptions = {}): Promise<TrackerProcess> {
+  const { proc, stderr } = startCli(["tracker", "--port", String(port), ...args], opts);
+  // With --metrics-port the HTTP line follows the listening line: wait for both. With TLS the first says "(TLS)" and the second https.
+  const re = args.includes("--metrics-port") ? /listening on (\S+):(\d+)( \(TLS\))?\n.*http on (https?):\/\/(\S+?)\// : /listening on (\S+):(\d+)( \(TLS\))?\n/;
   const m = await waitForLine(proc, re, "kfarm tracker", stderr);
-  return { proc, stderr, address: `${m[1]}:${m[2]}`, port: Number(m[2]), ...(m[3] ? { httpAddress: m[3] } : {}), stop: (s) => stopProcess(proc, s) };
+  return {
+    proc,
+    stderr,
+    address: `${m[1]}:${m[2]}`,
+    port: Number(m[2]),
+    tls: !!m[3],
+    ...(m[5] ? { httpAddress: m[5], httpScheme: m[4] as "https" | "http" } : {}),
+    stop: (s) => stopProcess(proc, s),
+  };
 }
 
 export interface AgentProcess extends FarmProcess {
   /** "host:port" of its metrics server, when started with --metrics-port. */
   readonly metricsAddress?: string;
+  /** "https" or "http", with metricsAddress. */
+  readonly metricsScheme?: "https" | "http";
 }
 
-export async function startAgentProcess(tracker: string, boards: string[], args: string[] = []): Promise<AgentProcess> {
-  const { proc, stderr } = startCli(["agent", "--tracker", tracker, ...boards.flatMap((b) => ["--board", b]), ...args]);
+export async function startAgentProcess(tracker: string, boards: string[], args: string[] = [], opts: CliOptions = {}): Promise<AgentProcess> {
+  const { proc, stderr } = startCli(["agent", "--tracker", tracker, ...boards.flatMap((b) => ["--board", b]), ...args], opts);
   // The metrics line (with --metrics-port) comes before the serving line.
-  const m = await waitForLine(proc, /(?:metrics on http:\/\/(\S+)\/metrics\n)?kfarm agent .* serving/, "kfarm agent", stderr);
-  return { proc, stderr, ...(m[1] ? { metricsAddress: m[1] } : {}), stop: (s) => stopProcess(proc, s) };
+  const m = await waitForLine(proc, /(?:metrics on (https?):\/\/(\S+)\/metrics\n)?kfarm agent .* serving/, "kfarm agent", stderr);
+  return { proc, stderr, ...(m[2] ? { metricsAddress: m[2], metricsScheme: m[1] as "https" | "http" } : {}), stop: (s) => stopProcess(proc, s) };
+}
+
+export interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a `kfarm` command to its end (killed after `timeoutMs`). */
+export async function runCli(args: string[], opts: CliOptions & { timeoutMs?: number } = {}): Promise<CliRun> {
+  const proc = spawn(process.execPath, ["--import", "tsx", CLI, ...args], { env: { ...process.env, KFARM_LOG: LOG_LEVEL, ...opts.env }, stdio: ["ignore", "pipe", "pipe"] });
+  live.add(proc);
+  let stdout = "";
+  let stderr = "";
+  proc.stdout!.on("data", (c: Buffer) => (stdout += c.toString()));
+  proc.stderr!.on("data", (c: Buffer) => (stderr += c.toString()));
+  const timer = setTimeout(() => proc.kill("SIGKILL"), opts.timeoutMs ?? 30_000);
+  const [code] = (await once(proc, "close")) as [number | null];
+  clearTimeout(timer);
+  live.delete(proc);
+  return { code, stdout, stderr };
 }
 
 export async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 15_000, everyMs = 20): Promise<T> {
