@@ -1,7 +1,9 @@
 /**
- * The agent's Prometheus metrics (`kfarm agent --metrics-port`): a plain
- * `node:http` server with `GET /metrics`, on this agent's own prom-client
- * `Registry`. docs/metrics.md lists every metric.
+ * The agent's Prometheus metrics (`kfarm agent --metrics-port`): an HTTP
+ * server, or HTTPS with `--metrics-tls-cert/--metrics-tls-key` (credentials.ts
+ * `httpServer`, which re-reads the certificate when it is rotated), with
+ * `GET /metrics` on this agent's own prom-client `Registry`.
+ * docs/metrics.md lists every metric.
  *
  * Calls and their errors happen in session worker processes: each worker
  * counts them with integer increments and reports the deltas over IPC at most
@@ -12,9 +14,9 @@
  * Labels: board (this agent's boards), kind, state, reason and code (FarmError
  * codes): bounded by boards × codes.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
-import { FarmError, type Logger } from "../protos/index.ts";
+import { FarmError, httpServer, type Logger, type ServerTls } from "../protos/index.ts";
 import type { RequestCounts } from "./worker/session-server.ts";
 
 /** Worker starts: a CPU worker takes ~0.3 s, a CUDA one ~1 s (its context). */
@@ -39,6 +41,8 @@ export interface BoardMetrics {
 export interface AgentMetricsOptions {
   /** Node process metrics (`kernelfarm_agent_process_*`, `kernelfarm_agent_nodejs_*`); default true. */
   processMetrics?: boolean;
+  /** HTTPS with these files (re-read when they change); default plain HTTP. */
+  tls?: ServerTls;
 }
 
 export class AgentMetrics {
@@ -52,9 +56,13 @@ export class AgentMetrics {
   private readonly workerStartSeconds: Histogram<"board">;
   private readonly connected: Gauge;
   private server: Server | undefined;
+  private stopWatching: () => void = () => {};
   private boundPort = 0;
+  /** "https" with `tls`, else "http". */
+  readonly scheme: "https" | "http";
 
-  constructor(private readonly log: Logger, opts: AgentMetricsOptions = {}) {
+  constructor(private readonly log: Logger, private readonly opts: AgentMetricsOptions = {}) {
+    this.scheme = opts.tls ? "https" : "http";
     const registers = [this.register];
     const readers = this.workerReaders;
     this.calls = new Counter({ name: "kernelfarm_agent_calls_total", help: "Kernel calls requested, by board (refused ones included).", labelNames: ["board", "kind"] as const, registers });
@@ -136,7 +144,8 @@ export class AgentMetrics {
 
   /** Serves `GET /metrics` on `host:port` (0: any free port); resolves with the bound port. */
   async listen(host: string, port: number): Promise<number> {
-    const server = createServer((req, res) => void this.handle(req, res));
+    const { server, stopWatching } = httpServer(this.opts.tls, (req, res) => void this.handle(req, res));
+    this.stopWatching = stopWatching;
     server.headersTimeout = 10_000;
     server.requestTimeout = 30_000;
     await new Promise<void>((resolve, reject) => {
@@ -156,6 +165,7 @@ export class AgentMetrics {
     const server = this.server;
     if (!server) return;
     this.server = undefined;
+    this.stopWatching();
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
   }
