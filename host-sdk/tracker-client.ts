@@ -130,7 +130,7 @@ export async function connectTracker(address: string, opts: ConnectOptions = {})
     client.waitForReady(Date.now() + timeoutMs, (err) => {
       if (!err) return resolve();
       client.close();
-      void diagnoseTransport(address, !!security.tls).then((why) =>
+      void diagnoseTransport(address, security.tls ?? false).then((why) =>
         reject(new FarmError("UNAVAILABLE", why ?? `cannot reach the tracker at ${address} within ${timeoutMs} ms; is \`kfarm tracker\` running there?`, { cause: err })),
       );
     }),

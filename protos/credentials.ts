@@ -19,7 +19,7 @@ import { readFileSync, watchFile, unwatchFile } from "node:fs";
 import { createServer as createHttpServer, type IncomingMessage, type RequestListener, type Server } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import { isIP } from "node:net";
-import { connect as tlsConnect } from "node:tls";
+import { checkServerIdentity, connect as tlsConnect, createSecureContext } from "node:tls";
 import * as grpc from "@grpc/grpc-js";
 import { FarmError } from "./errors.ts";
 import { CHANNEL_OPTIONS } from "./grpc.ts";
@@ -139,13 +139,96 @@ export function makeClient<T>(service: grpc.ServiceClientConstructor | unknown, 
  */
 export function grpcServerCredentials(tls: ServerTls | undefined): grpc.ServerCredentials {
   if (!tls) return grpc.ServerCredentials.createInsecure();
-  readPem(tls.certFile, "TLS certificate");
-  readPem(tls.keyFile, "TLS key");
   if (tls.clientCaFile) readPem(tls.clientCaFile, "client CA");
-  const identity = new grpc.experimental.FileWatcherCertificateProvider({ certificateFile: tls.certFile, privateKeyFile: tls.keyFile, refreshIntervalMs: CERT_RELOAD_INTERVAL_MS });
-  const ca = tls.clientCaFile ? new grpc.experimental.FileWatcherCertificateProvider({ caCertificateFile: tls.clientCaFile, refreshIntervalMs: CERT_RELOAD_INTERVAL_MS }) : null;
+  checkPair(readPem(tls.certFile, "TLS certificate"), readPem(tls.keyFile, "TLS key"), tls);
+  const identity = new CheckedCertificateProvider({ certificateFile: tls.certFile, privateKeyFile: tls.keyFile, refreshIntervalMs: CERT_RELOAD_INTERVAL_MS });
+  const ca = tls.clientCaFile ? new CheckedCertificateProvider({ caCertificateFile: tls.clientCaFile, refreshIntervalMs: CERT_RELOAD_INTERVAL_MS }) : null;
   // (The exported name's first parameter is the identity provider, the second the CA's.)
   return grpc.experimental.createCertificateProviderServerCredentials(identity, ca, !!tls.clientCaFile);
+}
+
+/** Refuses at start a key that is not the certificate's (a server with it would refuse every client). */
+function checkPair(cert: Buffer, key: Buffer, tls: ServerTls): void {
+  try {
+    createSecureContext({ cert, key });
+  } catch (err) {
+    throw new FarmError("INVALID_ARGUMENT", `--tls-cert ${tls.certFile} and --tls-key ${tls.keyFile} do not go together (${(err as Error).message}): pass the key made with that certificate`, { cause: err });
+  }
+}
+
+/**
+ * grpc-js's file watcher, passing on only what works, starting with what it
+ * read at construction. The watcher reads the files every interval and
+ * hands on whatever it read; a key that does not match its certificate (a
+ * rotation caught between its two files, or files copied by hand one at a
+ * time) or an unreadable file would make the server drop every new
+ * connection until the next good read. Here such a read is skipped and the
+ * last good one stays in service. And the watcher's first read is
+ * asynchronous: until it lands the server drops connections, after it has
+ * said it is listening; the files read here are handed to each new listener
+ * on the next tick, before the server's bind completes.
+ */
+class CheckedCertificateProvider implements grpc.experimental.CertificateProvider {
+  private readonly inner: grpc.experimental.FileWatcherCertificateProvider;
+  private readonly caListeners = new Map<grpc.experimental.CaCertificateUpdateListener, grpc.experimental.CaCertificateUpdateListener>();
+  private readonly identityListeners = new Map<grpc.experimental.IdentityCertificateUpdateListener, grpc.experimental.IdentityCertificateUpdateListener>();
+  private lastCa: grpc.experimental.CaCertificateUpdate | undefined;
+  private lastIdentity: grpc.experimental.IdentityCertificateUpdate | undefined;
+
+  constructor(config: grpc.experimental.FileWatcherCertificateProviderConfig) {
+    this.inner = new grpc.experimental.FileWatcherCertificateProvider(config);
+    if (config.caCertificateFile) this.lastCa = goodCa({ caCertificate: readFileSync(config.caCertificateFile) });
+    if (config.certificateFile && config.privateKeyFile) this.lastIdentity = goodIdentity({ certificate: readFileSync(config.certificateFile), privateKey: readFileSync(config.privateKeyFile) });
+  }
+
+  addCaCertificateListener(listener: grpc.experimental.CaCertificateUpdateListener): void {
+    const checked: grpc.experimental.CaCertificateUpdateListener = (u) => {
+      const good = goodCa(u);
+      if (good) listener((this.lastCa = good));
+    };
+    this.caListeners.set(listener, checked);
+    this.inner.addCaCertificateListener(checked);
+    if (this.lastCa) process.nextTick(listener, this.lastCa);
+  }
+
+  removeCaCertificateListener(listener: grpc.experimental.CaCertificateUpdateListener): void {
+    const checked = this.caListeners.get(listener);
+    this.caListeners.delete(listener);
+    if (checked) this.inner.removeCaCertificateListener(checked);
+  }
+
+  addIdentityCertificateListener(listener: grpc.experimental.IdentityCertificateUpdateListener): void {
+    const checked: grpc.experimental.IdentityCertificateUpdateListener = (u) => {
+      const good = goodIdentity(u);
+      if (good) listener((this.lastIdentity = good));
+    };
+    this.identityListeners.set(listener, checked);
+    this.inner.addIdentityCertificateListener(checked);
+    if (this.lastIdentity) process.nextTick(listener, this.lastIdentity);
+  }
+
+  removeIdentityCertificateListener(listener: grpc.experimental.IdentityCertificateUpdateListener): void {
+    const checked = this.identityListeners.get(listener);
+    this.identityListeners.delete(listener);
+    if (checked) this.inner.removeIdentityCertificateListener(checked);
+  }
+}
+
+function goodCa(u: grpc.experimental.CaCertificateUpdate | null): grpc.experimental.CaCertificateUpdate | undefined {
+  return u && u.caCertificate.includes("-----END CERTIFICATE-----") && usable(() => createSecureContext({ ca: u.caCertificate })) ? u : undefined;
+}
+
+function goodIdentity(u: grpc.experimental.IdentityCertificateUpdate | null): grpc.experimental.IdentityCertificateUpdate | undefined {
+  return u && usable(() => createSecureContext({ cert: u.certificate, key: u.privateKey })) ? u : undefined;
+}
+
+function usable(make: () => unknown): boolean {
+  try {
+    make();
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** The token a call presented, or undefined; malformed or over-long ones are refused with UNAUTHENTICATED. */
@@ -178,7 +261,9 @@ export function httpServer(tls: ServerTls | undefined, listener: RequestListener
     key: readPem(tls.keyFile, "TLS key"),
     ...(tls.clientCaFile ? { ca: readPem(tls.clientCaFile, "client CA") } : {}),
   });
-  const server = createHttpsServer({ ...contextOptions(), ...(tls.clientCaFile ? { requestCert: true, rejectUnauthorized: true } : {}) }, listener);
+  const first = contextOptions();
+  checkPair(first.cert, first.key, tls);
+  const server = createHttpsServer({ ...first, ...(tls.clientCaFile ? { requestCert: true, rejectUnauthorized: true } : {}) }, listener);
   const files = [tls.certFile, tls.keyFile, ...(tls.clientCaFile ? [tls.clientCaFile] : [])];
   const reload = () => {
     try {
@@ -225,17 +310,21 @@ export function isLoopbackHost(host: string): boolean {
 }
 
 /**
- * Why a client could not talk to `host:port`, when the reason is a TLS
- * mismatch: the port speaks TLS and the client did not, or the other way
- * round. Undefined when that is not it (or nothing answers at all).
+ * Why a client could not talk to `host:port`, when the reason is TLS: the
+ * port speaks TLS and the client did not, or the other way round; and, when
+ * `used` is the client's TLS settings, what the certificate check said (the
+ * tracker's certificate not signed by the client's CA, or not naming the
+ * address; the tracker refusing the client's certificate, or wanting one).
+ * Undefined when that is not it (or nothing answers at all).
  */
-export async function diagnoseTransport(address: string, usedTls: boolean, timeoutMs = 2000): Promise<string | undefined> {
+export async function diagnoseTransport(address: string, used: boolean | ClientTls, timeoutMs = 2000): Promise<string | undefined> {
   const i = address.lastIndexOf(":");
   const host = address.slice(0, i).replace(/^\[(.*)\]$/, "$1");
   const port = Number(address.slice(i + 1));
   const tls = await speaksTls(host, port, timeoutMs);
-  if (tls === true && !usedTls) return `${address} speaks TLS and this client spoke plaintext: pass --tls-ca (the farm's ca.crt) to connect`;
-  if (tls === false && usedTls) return `${address} does not speak TLS (it answered a TLS hello with something else): drop --tls-ca, or start that server with --tls-cert and --tls-key`;
+  if (tls === true && !used) return `${address} speaks TLS and this client spoke plaintext: pass --tls-ca (the farm's ca.crt) to connect`;
+  if (tls === false && used) return `${address} does not speak TLS (it answered a TLS hello with something else): drop --tls-ca, or start that server with --tls-cert and --tls-key`;
+  if (tls === true && typeof used === "object") return certificateProblem(address, host, port, used, timeoutMs);
   return undefined;
 }
 
@@ -251,9 +340,79 @@ function speaksTls(host: string, port: number, timeoutMs: number): Promise<boole
     };
     socket.once("secureConnect", () => finish(true));
     socket.once("error", (err: NodeJS.ErrnoException) => {
-      // A mutual-TLS server that wants our certificate still spoke TLS.
+      // A TLS alert (a mutual-TLS server that wants our certificate) is still TLS.
       if (/alert|certificate|handshake failure/i.test(err.message)) return finish(true);
       finish(/ECONNREFUSED|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT/.test(err.code ?? "") ? undefined : false);
     });
   });
+}
+
+/**
+ * A handshake as the client makes it (its CA, its certificate, its server
+ * name), held until the server's first HTTP/2 frame: in TLS 1.3 a server
+ * refuses a client certificate only after the client thinks the handshake
+ * is done, so the alert comes then. Undefined when it all goes through.
+ */
+function certificateProblem(address: string, host: string, port: number, used: ClientTls, timeoutMs: number): Promise<string | undefined> {
+  let options: { ca: Buffer; cert?: Buffer; key?: Buffer };
+  try {
+    options = { ca: readPem(used.caFile, "TLS CA"), ...(used.certFile && used.keyFile ? { cert: readPem(used.certFile, "TLS certificate"), key: readPem(used.keyFile, "TLS key") } : {}) };
+  } catch (err) {
+    return Promise.resolve((err as Error).message);
+  }
+  const name = used.serverName ?? host;
+  return new Promise((resolve) => {
+    const socket = tlsConnect({
+      host,
+      port,
+      ...options,
+      ALPNProtocols: ["h2"],
+      ...(isIP(name) ? {} : { servername: name }),
+      checkServerIdentity: (_host, cert) => checkServerIdentity(name, cert),
+    });
+    const timer = setTimeout(() => finish(undefined), timeoutMs);
+    const finish = (v: string | undefined) => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(v);
+    };
+    let handshook = false;
+    socket.once("secureConnect", () => {
+      handshook = true;
+      // An HTTP/2 server speaks first (its SETTINGS frame): data means it took this client.
+      socket.write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+      socket.once("data", () => finish(undefined));
+    });
+    socket.once("error", (err: NodeJS.ErrnoException) => finish(explainTlsError(address, used, name, err)));
+    // Node's TLS server checks a client certificate after the handshake and, when its CA did not sign it, hangs up without an alert.
+    socket.once("close", () =>
+      finish(
+        handshook && used.certFile
+          ? `the tracker at ${address} hung up right after the TLS handshake: it refused this client's certificate ${used.certFile}; it takes only valid certificates signed by the CA of its --tls-client-ca (\`kfarm certs issue DIR --client NAME\` with that CA)`
+          : undefined,
+      ),
+    );
+  });
+}
+
+/** A TLS error in the words of the flags that fix it. */
+function explainTlsError(address: string, used: ClientTls, name: string, err: NodeJS.ErrnoException): string {
+  const code = err.code ?? "";
+  // OpenSSL's message spans lines and names its source files; its reason is the part a person reads.
+  const reason = (err as { reason?: string }).reason ?? err.message;
+  const what = `${reason}${code && !reason.includes(code) ? ` [${code}]` : ""}`;
+  if (/CERTIFICATE_REQUIRED|HANDSHAKE_FAILURE/.test(code) && !used.certFile) {
+    return `the tracker at ${address} requires a client certificate (mutual TLS) and this client has none (${what}): pass --tls-cert and --tls-key, a certificate signed by the CA of its --tls-client-ca`;
+  }
+  if (/ALERT_(UNKNOWN_CA|BAD_CERTIFICATE|CERTIFICATE_UNKNOWN|DECRYPT_ERROR|CERTIFICATE_EXPIRED|UNSUPPORTED_CERTIFICATE|CERTIFICATE_REQUIRED|HANDSHAKE_FAILURE)/.test(code)) {
+    return `the tracker at ${address} refused this client's certificate ${used.certFile} (${what}): it takes only valid certificates signed by the CA of its --tls-client-ca (\`kfarm certs issue DIR --client NAME\`)`;
+  }
+  if (code === "ERR_TLS_CERT_ALTNAME_INVALID") {
+    return `the tracker's certificate at ${address} does not name ${name} (${what}): connect by a name it holds, pass --tls-server-name, or re-issue it with --host ${name}`;
+  }
+  if (/CERT_HAS_EXPIRED|CERT_NOT_YET_VALID/.test(code)) return `the tracker's certificate at ${address} is not valid now (${what}): re-issue it (\`kfarm certs issue DIR --server server\`)`;
+  if (/SELF_SIGNED|UNABLE_TO_GET_ISSUER|UNABLE_TO_VERIFY|CERT_SIGNATURE_FAILURE|CERT_UNTRUSTED/.test(code)) {
+    return `the tracker's certificate at ${address} is not signed by the CA in ${used.caFile} (${what}): pass the farm's ca.crt as --tls-ca`;
+  }
+  return `TLS to ${address} failed: ${what}`;
 }
