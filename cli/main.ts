@@ -12,6 +12,7 @@ import { watchFarm } from "./watch.ts";
 import { TUTORIAL_NAMES, vtaDisasm } from "./vta.ts";
 import { addClientSecurityFlags, connectOptionsOf, securityOf, type ClientSecurityFlags } from "./security-flags.ts";
 import { addTokenCommand } from "./token.ts";
+import { addCertsCommand } from "./certs.ts";
 
 function integer(value: string): number {
   const n = Number(value);
@@ -100,15 +101,19 @@ addClientSecurityFlags(program
   .addOption(new Option("--canary-interval-ms <ms>", "idle boards run their canary this often (every new worker runs it once; 0: only then)").argParser(integer))
   .addOption(new Option("--metrics-port <port>", "HTTP port for Prometheus /metrics (0: any free port; default: none)").argParser(integer))
   .option("--metrics-host <host>", "interface the metrics server binds (0.0.0.0: scraped from other hosts; default 127.0.0.1)")
+  .option("--metrics-tls-cert <file>", "serve /metrics over HTTPS with this certificate (PEM; re-read when it changes), e.g. one from `kfarm certs issue DIR --server NAME --host THIS-HOST`")
+  .option("--metrics-tls-key <file>", "the key of --metrics-tls-cert")
   .option("--worker-uids <first-last>", "as root, the ids session workers run as: FIRST is their group, each live worker takes one of the rest; \"off\": as the agent's user (default 61000-61999; docs/sandbox.md)")
   .option("--worker-network <mode>", "\"isolated\": each worker in a network namespace of its own, reaching the tracker through the agent, where the OS allows; \"shared\": the host's network (default isolated)")
   .option("--worker-limits <limits>", "resource limits of each worker, e.g. nofile=1024,nproc=256,fsize=1g,as=off (defaults: those, fsize = --max-upload-bytes, as off; nproc only with a uid or user namespace of the worker's own)")
   .action(async (o: ClientSecurityFlags & {
     workerUids?: string; workerNetwork?: "isolated" | "shared"; workerLimits?: string;
     tracker?: string; board: string[]; config?: string; name?: string; maxUploadBytes?: number; maxSessionBytes?: number; callTimeoutMs?: number; warmWorkers?: number;
-    canaryIntervalMs?: number; metricsPort?: number; metricsHost?: string;
+    canaryIntervalMs?: number; metricsPort?: number; metricsHost?: string; metricsTlsCert?: string; metricsTlsKey?: string;
   }) => {
+    if (!!o.metricsTlsCert !== !!o.metricsTlsKey) throw new FarmError("INVALID_ARGUMENT", "kfarm agent: --metrics-tls-cert and --metrics-tls-key go together");
     const file = o.config ? readAgentConfigFile(o.config) : undefined;
+    if (o.metricsTlsCert && (o.metricsPort ?? file?.settings.metricsPort) === undefined) throw new FarmError("INVALID_ARGUMENT", "kfarm agent: --metrics-tls-cert serves /metrics over HTTPS, which needs --metrics-port");
     const tracker = o.tracker ?? file?.tracker;
     if (!tracker) throw new FarmError("INVALID_ARGUMENT", "kfarm agent needs --tracker HOST:PORT (or `tracker:` in --config)");
     const boards: BoardConfig[] = [...(file?.boards ?? []), ...o.board.map((b, i) => parseBoardFlag(b, i + (file?.boards.length ?? 0)))];
@@ -128,8 +133,9 @@ addClientSecurityFlags(program
       workerUids: o.workerUids ?? file?.settings.workerUids,
       workerNetwork: o.workerNetwork ?? file?.settings.workerNetwork,
       workerLimits: o.workerLimits ?? file?.settings.workerLimits,
+      ...(o.metricsTlsCert ? { metricsTls: { certFile: o.metricsTlsCert, keyFile: o.metricsTlsKey! } } : {}),
     });
-    if (agent.metricsAddress) console.log(`kfarm agent metrics on http://${agent.metricsAddress}/metrics`);
+    if (agent.metricsAddress) console.log(`kfarm agent metrics on ${agent.metrics!.scheme}://${agent.metricsAddress}/metrics`);
     console.log(`kfarm agent ${agent.options.name} serving ${boards.map((b) => `${b.name} (${b.kind}, key ${b.key})`).join(", ")} for tracker ${tracker}`);
     untilSignal(() => agent.close());
   });
@@ -187,6 +193,7 @@ addClientSecurityFlags(program
   });
 
 addTokenCommand(program);
+addCertsCommand(program);
 
 program
   .command("vta")

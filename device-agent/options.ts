@@ -1,6 +1,6 @@
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
-import { componentLogger, FarmError, type ClientSecurity, type Logger } from "../protos/index.ts";
+import { componentLogger, FarmError, type ClientSecurity, type Logger, type ServerTls } from "../protos/index.ts";
 import { DEFAULT_CANARY_INTERVAL_MS } from "./canary.ts";
 import type { BoardConfig } from "./board-config.ts";
 import { parseWorkerLimits, parseWorkerUids, type WorkerLimits, type WorkerNetwork } from "./sandbox.ts";
@@ -29,6 +29,8 @@ export interface AgentOptions {
   metricsPort?: number;
   /** Interface the metrics server binds; default 127.0.0.1 (0.0.0.0 to be scraped from other hosts). */
   metricsHost?: string;
+  /** Serve /metrics over HTTPS with this certificate and key (re-read when they change); default plain HTTP. */
+  metricsTls?: ServerTls;
   /**
    * As root, the ids session workers run as: "FIRST-LAST", FIRST being their
    * group and each live worker taking one of the rest; "off": as the agent's
@@ -44,8 +46,8 @@ export interface AgentOptions {
 
 type SandboxSettings = "workerUids" | "workerNetwork" | "workerLimits";
 
-export type ResolvedAgentOptions = Required<Omit<AgentOptions, "metricsPort" | SandboxSettings>> &
-  Pick<AgentOptions, "metricsPort"> & {
+export type ResolvedAgentOptions = Required<Omit<AgentOptions, "metricsPort" | "metricsTls" | SandboxSettings>> &
+  Pick<AgentOptions, "metricsPort" | "metricsTls"> & {
     /** [group, last uid]; undefined: workers run as the agent's user. */
     workerUids: readonly [number, number] | undefined;
     workerNetwork: WorkerNetwork;
@@ -101,6 +103,7 @@ export function resolveAgentOptions(opts: AgentOptions): ResolvedAgentOptions {
     canaryIntervalMs: opts.canaryIntervalMs ?? DEFAULT_CANARY_INTERVAL_MS,
     metricsPort: opts.metricsPort,
     metricsHost: opts.metricsHost ?? "127.0.0.1",
+    metricsTls: opts.metricsTls,
     workerUids: parseWorkerUids(opts.workerUids ?? DEFAULT_WORKER_UIDS, "workerUids"),
     workerNetwork: resolveWorkerNetwork(opts.workerNetwork),
     workerLimits: resolveWorkerLimits(opts.workerLimits, opts.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_BYTES),
