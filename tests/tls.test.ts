@@ -9,11 +9,13 @@
 import assert from "node:assert/strict";
 import { X509Certificate } from "node:crypto";
 import { once } from "node:events";
-import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { accessSync, constants, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { request as httpsRequest } from "node:https";
 import { request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { delimiter, join } from "node:path";
 import { connect as tlsConnect } from "node:tls";
 import { after, before, describe, it } from "node:test";
 import { unpack } from "msgpackr";
@@ -469,6 +471,88 @@ describe("a session over TLS end to end", () => {
       for (let i = 0; i < n; i += 997) assert.equal(c[i], a[i]! + b[i]!);
     } finally {
       await s.close();
+    }
+  });
+});
+
+const PROMETHEUS = (process.env.PATH ?? "").split(delimiter).map((d) => join(d, "prometheus")).find((p) => {
+  try {
+    accessSync(p, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+});
+
+describe("Prometheus scrapes over HTTPS", { skip: PROMETHEUS ? false : "the prometheus binary is not installed (apt-get install prometheus)" }, () => {
+  let tracker: TrackerProcess;
+  let agent: AgentProcess;
+  let dir: string;
+
+  before(async () => {
+    dir = join(root, "prometheus");
+    const tokens = join(root, "prom-tokens.json");
+    const token = async (name: string, kind: string, ...extra: string[]) => {
+      const r = await runCli(["token", "create", "--tokens", tokens, "--name", name, "--kind", kind, ...extra]);
+      assert.equal(r.code, 0, r.stderr);
+      return r.stdout.trim();
+    };
+    const [operator, agentToken] = [await token("prometheus", "operator"), await token("scraped-box", "agent", "--keys", "cpu")];
+    tracker = await startTrackerProcess([...serverTlsArgs(farm), "--metrics-port", "0", "--tokens", tokens]);
+    agent = await startAgentProcess(tracker.address, ["cpu:key=cpu"], [...clientTlsArgs(farm), "--metrics-port", "0", "--metrics-tls-cert", f(farm, "server.crt"), "--metrics-tls-key", f(farm, "server.key")], {
+      env: { KFARM_TOKEN: agentToken },
+    });
+    mkdirSync(dir);
+    writeFileSync(join(dir, "operator.token"), operator, { mode: 0o600 });
+  });
+  after(async () => {
+    await agent?.stop();
+    await tracker?.stop();
+  });
+
+  it("with scheme https, tls_config.ca_file and authorization.credentials_file (docs/tls.md): both targets up, the farm's series read", async () => {
+    // The config docs/tls.md gives, with this test's files and a 1 s interval.
+    writeFileSync(
+      join(dir, "prometheus.yml"),
+      [
+        "global: { scrape_interval: 1s, scrape_timeout: 1s }",
+        "scrape_configs:",
+        "  - job_name: kfarm-tracker",
+        "    scheme: https",
+        `    tls_config: { ca_file: ${f(farm, "ca.crt")} }`,
+        `    authorization: { credentials_file: ${join(dir, "operator.token")} }`,
+        `    static_configs: [{ targets: ["${tracker.httpAddress}"] }]`,
+        "  - job_name: kfarm-agent",
+        "    scheme: https",
+        `    tls_config: { ca_file: ${f(farm, "ca.crt")} }`,
+        `    static_configs: [{ targets: ["${agent.metricsAddress}"] }]`,
+        "",
+      ].join("\n"),
+    );
+    const port = await new Promise<number>((resolve) => {
+      const s = createServer().listen(0, "127.0.0.1", () => {
+        const p = (s.address() as { port: number }).port;
+        s.close(() => resolve(p));
+      });
+    });
+    const api = `http://127.0.0.1:${port}`;
+    const prom = spawn(PROMETHEUS!, [`--config.file=${join(dir, "prometheus.yml")}`, `--storage.tsdb.path=${join(dir, "data")}`, `--web.listen-address=127.0.0.1:${port}`], { stdio: "ignore" });
+    try {
+      const query = (expr: string) =>
+        waitFor(`Prometheus to return ${expr}`, async () => {
+          const body = (await (await fetch(`${api}/api/v1/query?query=${encodeURIComponent(expr)}`)).json()) as { data: { result: { metric: Record<string, string>; value: [number, string] }[] } };
+          return body.data.result.length ? body.data.result : undefined;
+        }, 30_000, 250);
+      await waitFor("both targets up", async () => (await query("up == 1")).length === 2, 30_000, 250).catch(async (err: Error) => {
+        throw new Error(`${err.message}; targets: ${await (await fetch(`${api}/api/v1/targets`)).text()}`);
+      });
+      const agents = await query("kernelfarm_agents");
+      assert.equal(agents[0]!.metric.job, "kfarm-tracker");
+      const connected = await query("kernelfarm_agent_tracker_connected == 1");
+      assert.equal(connected[0]!.metric.job, "kfarm-agent");
+    } finally {
+      prom.kill("SIGTERM");
+      await once(prom, "exit");
     }
   });
 });
