@@ -31,7 +31,7 @@ export class Agent {
   constructor(opts: AgentOptions) {
     this.options = resolveAgentOptions(opts);
     parseAddress(this.options.tracker);
-    if (this.options.metricsPort !== undefined) this.metrics = new AgentMetrics(this.options.logger, { tls: this.options.metricsTls });
+    if (this.options.metricsPort !== undefined) this.metrics = new AgentMetrics(this.options.logger);
   }
 
   /** "host:port" of the metrics server, or undefined without one. */
@@ -64,6 +64,8 @@ export class Agent {
     const built = boards.some((b) => b.kind === "cpu") ? await buildCpuSupport(o.workRoot, o.logger) : undefined;
     // The user's cache may be closed to workers running as other users: they get a copy they can read.
     const cpuSupport = built && dirs.share(built);
+    // A board's own canary (`canary=PATH`) too.
+    const shared = (options: Record<string, unknown>) => (typeof options.canaryLibrary === "string" ? { ...options, canaryLibrary: dirs.share(options.canaryLibrary) } : options);
     for (const board of boards) {
       let facts;
       try {
@@ -85,7 +87,7 @@ export class Agent {
           boardName: board.name,
           kind: board.kind,
           // `canary=PATH` on the board replaces the canary, not the cache flush.
-          backendOptions: board.kind === "cpu" && cpuSupport ? { canaryLibrary: cpuSupport, ...board.options, supportLibrary: cpuSupport } : board.options,
+          backendOptions: board.kind === "cpu" && cpuSupport ? { canaryLibrary: cpuSupport, ...shared(board.options), supportLibrary: cpuSupport } : shared(board.options),
           limits: { maxUploadBytes: o.maxUploadBytes, maxSessionBytes: o.maxSessionBytes, callTimeoutMs: o.callTimeoutMs },
           canaryIntervalMs: o.canaryIntervalMs,
         },

@@ -11,7 +11,7 @@ import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { FarmError, type Logger } from "../protos/index.ts";
 import type { BoardMetrics } from "./metrics.ts";
-import { effectiveLimits, killAllOfSync, workerCommand, workerEnv, type SandboxPlan, type UidAllocator, type WorkerDirs } from "./sandbox.ts";
+import { effectiveLimits, workerCommand, workerEnv, type SandboxPlan, type UidAllocator, type WorkerDirs } from "./sandbox.ts";
 import type { WorkerEntry } from "./worker-entry.ts";
 import type { ContentStore } from "./worker/content-store.ts";
 import type { AgentToWorker, WorkerConfig, WorkerToAgent } from "./worker/protocol.ts";
@@ -324,7 +324,7 @@ export class BoardPool {
     for (const w of this.workers) {
       this.kill(w);
       // Now, not at the exit event: the agent may be exiting, and a kernel's children have no parent-death signal.
-      if (w.uid !== undefined) killAllOfSync(this.sandbox.plan, w.uid);
+      if (w.uid !== undefined) this.sandbox.uids.releaseSync(w.uid);
       else {
         try {
           process.kill(-w.child.pid!, "SIGKILL");

@@ -1,4 +1,7 @@
 import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, it } from "node:test";
 import { FarmError } from "../protos/index.ts";
 import { resolveAgentOptions, workerLimitsFor } from "./options.ts";
@@ -75,15 +78,33 @@ describe("sandbox: the worker's environment", () => {
 });
 
 describe("sandbox: uids", () => {
+  // Far above any account; no process runs as these.
+  const users = { group: 3_900_000_000, first: 3_900_000_001, last: 3_900_000_002 };
+  const claims = () => mkdtempSync(join(tmpdir(), "kfarm-uids-"));
+
   it("never hands out a uid twice while it is live, and hands out none without a range", async () => {
-    const uids = new UidAllocator(plan({ users: { group: 61000, first: 61001, last: 61002 }, tools: { ...tools, setpriv: "/bin/true" } }));
+    const uids = new UidAllocator(plan({ users, tools: { ...tools, setpriv: "/bin/true" } }), claims());
     const a = uids.take();
     const b = uids.take();
-    assert.deepEqual([a, b], [61001, 61002]);
-    assert.throws(() => uids.take(), /every worker uid 61001-61002 is in use/);
+    assert.deepEqual([a, b], [users.first, users.last]);
+    assert.throws(() => uids.take(), /every worker uid 3900000001-3900000002 is in use/);
     await uids.release(a);
-    assert.equal(uids.take(), 61001);
+    assert.equal(uids.take(), users.first);
     assert.equal(new UidAllocator(plan({})).take(), undefined);
+  });
+
+  it("two agents of one host never hold the same uid; a dead agent's claim is taken over", () => {
+    const dir = claims();
+    const p = plan({ users, tools: { ...tools, setpriv: "/bin/true" } });
+    const one = new UidAllocator(p, dir);
+    const two = new UidAllocator(p, dir);
+    assert.equal(one.take(), users.first);
+    assert.equal(two.take(), users.last, "the other agent's uid is skipped");
+    assert.throws(() => two.take(), /in use/);
+    // A claim left by an agent that died (no such pid) is free again.
+    writeFileSync(join(dir, String(users.first)), "2147483646");
+    assert.equal(new UidAllocator(p, dir).take(), users.first);
+    assert.equal(readFileSync(join(dir, String(users.first)), "utf8"), String(process.pid));
   });
 });
 

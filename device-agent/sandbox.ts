@@ -23,7 +23,8 @@
  * its parent (worker/parent-death.ts) and inherits the IPC descriptor.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { accessSync, chmodSync, chownSync, constants, copyFileSync, mkdirSync, rmSync, statSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { accessSync, chmodSync, chownSync, constants, copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { FarmError } from "../protos/index.ts";
 import { parseBytes } from "./board-config.ts";
@@ -172,32 +173,106 @@ export function workerEnv(from: NodeJS.ProcessEnv, extra: Record<string, string>
   return { ...env, ...extra };
 }
 
+/** Where the agents of a host claim worker uids (one file per uid in use, holding the claiming agent's pid). */
+export const UID_CLAIMS_DIR = "/run/kfarm-worker-uids";
+
 /**
  * Hands out the uids of the plan, one per live worker: a uid comes back only
  * after every process it ran is dead (`release`), so no two workers, nor a
- * worker and the leftovers of a previous one, ever share a uid.
+ * worker and the leftovers of a previous one, ever share a uid — across all
+ * the agents of a host too (several agents take the same default range): a
+ * uid is claimed by creating `<claims>/<uid>` exclusively; the claim of an
+ * agent that died is taken over after killing what its workers left. A uid
+ * some other process runs as (an account in the range) is skipped.
  */
 export class UidAllocator {
   private readonly free: number[] = [];
 
-  constructor(private readonly plan: SandboxPlan) {
-    if (plan.users) for (let u = plan.users.first; u <= plan.users.last; u++) this.free.push(u);
+  constructor(
+    private readonly plan: SandboxPlan,
+    private readonly claims = UID_CLAIMS_DIR,
+  ) {
+    if (!plan.users) return;
+    for (let u = plan.users.first; u <= plan.users.last; u++) this.free.push(u);
+    mkdirSync(claims, { recursive: true, mode: 0o700 });
   }
 
   /** A free uid; undefined when the plan has none; throws when every uid is taken. */
   take(): number | undefined {
     if (!this.plan.users) return undefined;
-    const uid = this.free.shift();
-    if (uid === undefined) throw new FarmError("INTERNAL", `every worker uid ${this.plan.users.first}-${this.plan.users.last} is in use; widen --worker-uids`);
-    return uid;
+    for (let i = 0; i < this.free.length; i++) {
+      const uid = this.free[i]!;
+      if (!this.claim(uid)) continue;
+      this.free.splice(i, 1);
+      return uid;
+    }
+    throw new FarmError("INTERNAL", `every worker uid ${this.plan.users.first}-${this.plan.users.last} is in use (by this host's agents or other processes); widen --worker-uids`);
+  }
+
+  private claim(uid: number): boolean {
+    const path = join(this.claims, String(uid));
+    try {
+      writeFileSync(path, String(process.pid), { flag: "wx", mode: 0o600 });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+      const owner = Number(readFileSync(path, "utf8"));
+      if (owner === process.pid || isAlive(owner)) return false;
+      // Its agent died: what its worker left (a fork bomb's children) goes first.
+      killAllOfSync(this.plan, uid);
+      rmSync(path, { force: true });
+      return this.claim(uid);
+    }
+    if (processesOf(uid).length > 0) {
+      rmSync(path, { force: true });
+      return false;
+    }
+    return true;
   }
 
   /** Kills every process `uid` still runs (a kernel's children), then makes it available again. */
   async release(uid: number | undefined): Promise<void> {
     if (uid === undefined) return;
     await killAllOf(this.plan, uid);
+    rmSync(join(this.claims, String(uid)), { force: true });
     this.free.push(uid);
   }
+
+  /** release(), waiting: for an agent on its way out. */
+  releaseSync(uid: number | undefined): void {
+    if (uid === undefined) return;
+    killAllOfSync(this.plan, uid);
+    rmSync(join(this.claims, String(uid)), { force: true });
+  }
+}
+
+function isAlive(pid: number): boolean {
+  if (!(pid > 0)) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** Pids of the live processes whose real uid is `uid` (from /proc; none where there is no /proc). */
+export function processesOf(uid: number): number[] {
+  const pids: number[] = [];
+  let entries: string[];
+  try {
+    entries = readdirSync("/proc");
+  } catch {
+    return pids;
+  }
+  for (const p of entries) {
+    if (!/^\d+$/.test(p)) continue;
+    try {
+      if (Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${p}/status`, "utf8"))?.[1]) === uid) pids.push(Number(p));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
 }
 
 /**
@@ -272,12 +347,18 @@ export class WorkerDirs {
   share(path: string): string {
     if (!this.plan.users) return path;
     const dir = join(this.root, "lib");
-    mkdirSync(dir, { recursive: true, mode: 0o755 });
-    chmodTo(dir, 0o755);
-    const dest = join(dir, basename(path));
-    copyFileSync(path, dest);
-    chmodTo(dest, 0o644);
-    return dest;
+    // Named by where it came from too: two boards' canaries may both be "canary.so".
+    const dest = join(dir, `${createHash("sha256").update(resolve(path)).digest("hex").slice(0, 12)}-${basename(path)}`);
+    try {
+      mkdirSync(dir, { recursive: true, mode: 0o755 });
+      chmodTo(dir, 0o755);
+      copyFileSync(path, dest);
+      chmodTo(dest, 0o644);
+      return dest;
+    } catch {
+      // Missing or unreadable: the worker fails to load it and says so (a failed canary), as it would have.
+      return path;
+    }
   }
 }
 

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { existsSync, readdirSync, readFileSync, readlinkSync, realpathSync, statSync } from "node:fs";
-import { mkdir, mkdtemp, rm, symlink } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, rm, symlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -100,6 +100,9 @@ describe("agent bundle", { skip: refusal }, () => {
 
   before(async () => {
     tmp = await mkdtemp(join(tmpdir(), "kf-bundle-"));
+    // Installed where others can read it, as under /opt: an agent running as root starts its workers as
+    // other users (docs/sandbox.md), which must read the bundle (mkdtemp makes the folder 0700).
+    await chmod(tmp, 0o755);
     const { stdout } = await run(process.execPath, ["--import", "tsx", BUILD, "--no-compress", "--out", join(tmp, "kfarm-agent-linux-x64.tar.xz")], { timeout: 120_000 });
     assert.match(stdout, /stage\s+[\d.]+ MiB\s+\d+ files/);
     stage = join(tmp, BUNDLE_DIR_NAME);
