@@ -31,7 +31,7 @@ export class Agent {
   constructor(opts: AgentOptions) {
     this.options = resolveAgentOptions(opts);
     parseAddress(this.options.tracker);
-    if (this.options.metricsPort !== undefined) this.metrics = new AgentMetrics(this.options.logger);
+    if (this.options.metricsPort !== undefined) this.metrics = new AgentMetrics(this.options.logger, { tls: this.options.metricsTls });
   }
 
   /** "host:port" of the metrics server, or undefined without one. */
