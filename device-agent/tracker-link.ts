@@ -132,7 +132,7 @@ export class TrackerLink {
 
   /** Says once why attaching fails (a refused token, TLS on one side only), not at every retry. */
   private explain(why: string): void {
-    void diagnoseTransport(this.address, !!this.security.tls).then((transport) => {
+    void diagnoseTransport(this.address, this.security.tls ?? false).then((transport) => {
       const problem = transport ?? why;
       if (problem === this.lastProblem || this.state === "attached") return;
       this.lastProblem = problem;

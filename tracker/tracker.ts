@@ -63,7 +63,7 @@ export class Tracker {
       this.http = new TrackerHttp(log, {
         tls: this.options.tls,
         // The HTTP side shows every board, session and client: operators only, on a farm with tokens.
-        guard: this.auth.enabled && !this.options.publicHttp ? (token, peer, what) => this.operatorHold(token, peer, what) : undefined,
+        guard: this.auth.enabled && !this.options.publicHttp ? (token, peer, what, onLost) => this.operatorHold(token, peer, what, onLost) : undefined,
       });
     }
     if (this.http) installMetrics(this.http, this);
