@@ -13,7 +13,7 @@
  * | `closed`     | stopped for good                              |
  */
 import type * as grpc from "@grpc/grpc-js";
-import { AgentService, FarmError, diagnoseTransport, makeClient, type AgentServiceClient, type ClientSecurity, type Logger } from "../protos/index.ts";
+import { AgentService, FarmError, callMetadata, diagnoseTransport, makeClient, type AgentServiceClient, type ClientSecurity, type Logger } from "../protos/index.ts";
 import type { AgentMessage } from "../protos/gen/farm/v1/AgentMessage.ts";
 import type { BoardSpec } from "../protos/gen/farm/v1/BoardSpec.ts";
 import type { TrackerMessage__Output } from "../protos/gen/farm/v1/TrackerMessage.ts";
@@ -68,7 +68,7 @@ export class TrackerLink {
   private dial(): void {
     if (this.state === "closed") return;
     this.state = "connecting";
-    const call = this.client.Attach() as unknown as grpc.ClientDuplexStream<AgentMessage, TrackerMessage__Output>;
+    const call = this.client.Attach(callMetadata(this.security)) as unknown as grpc.ClientDuplexStream<AgentMessage, TrackerMessage__Output>;
     this.call = call;
     let lost = false;
     const lose = (why: string) => {

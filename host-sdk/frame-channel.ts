@@ -24,8 +24,8 @@ export class GrpcFrameChannel implements FrameChannel {
   private closeHandler: ((reason: FarmError | null) => void) | undefined;
   private closedWith: { reason: FarmError | null } | undefined;
 
-  constructor(client: HostServiceClient, sessionId: string, token: string) {
-    const metadata = new grpc.Metadata();
+  /** `metadata`: the client's own (its token), to which the session's id and ticket are added. */
+  constructor(client: HostServiceClient, sessionId: string, token: string, metadata = new grpc.Metadata()) {
     metadata.set(SESSION_ID_HEADER, sessionId);
     metadata.set(SESSION_TOKEN_HEADER, token);
     this.stream = client.OpenSession(metadata) as unknown as grpc.ClientDuplexStream<Uint8Array, Buffer>;

@@ -6,7 +6,8 @@
 import type { BoardInfo__Output } from "../protos/gen/farm/v1/BoardInfo.ts";
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
-import { FarmError, HostService, clientSecurity, diagnoseTransport, makeClient, parseAddress, type ClientTls, type HostServiceClient } from "../protos/index.ts";
+import type { Metadata } from "@grpc/grpc-js";
+import { FarmError, HostService, callMetadata, clientSecurity, diagnoseTransport, makeClient, parseAddress, type ClientSecurity, type ClientTls, type HostServiceClient } from "../protos/index.ts";
 import type { TokensReply__Output } from "../protos/gen/farm/v1/TokensReply.ts";
 import type { TokensRequest } from "../protos/gen/farm/v1/TokensRequest.ts";
 import type { SummaryReply__Output } from "../protos/gen/farm/v1/SummaryReply.ts";
@@ -51,9 +52,15 @@ export class TrackerClient {
     readonly address: string,
     private readonly client: HostServiceClient,
     opts: ConnectOptions,
+    private readonly security: ClientSecurity = {},
   ) {
     this.clientId = opts.clientId ?? `${hostname()}-${process.pid}-${randomBytes(2).toString("hex")}`;
     this.rpcTimeoutMs = opts.rpcTimeoutMs ?? DEFAULT_RPC_TIMEOUT_MS;
+  }
+
+  /** Each call's metadata: the token, when there is one. */
+  private metadata(): Metadata {
+    return callMetadata(this.security);
   }
 
   private unreachable(err: unknown): FarmError {
@@ -75,25 +82,26 @@ export class TrackerClient {
           client_id: this.clientId,
           session_timeout_ms: opts.sessionTimeoutMs ?? 0,
         },
+        this.metadata(),
         { deadline: Date.now() + waitMs + REQUEST_DEADLINE_SLACK_MS },
         (err, reply) => (err ? reject(this.unreachable(err)) : resolve(reply!)),
       ),
     );
-    const channel = new GrpcFrameChannel(this.client, grant.session_id, grant.token);
+    const channel = new GrpcFrameChannel(this.client, grant.session_id, grant.token, this.metadata());
     return new Session(grant.session_id, grant.board!, channel);
   }
 
   /** The farm's state: queues per key, boards, agents (TVM's query_rpc_tracker); with `key`, that key's boards and queue only. */
   summary(opts: { key?: string } = {}): Promise<SummaryReply__Output> {
     return new Promise((resolve, reject) =>
-      this.client.Summary({ key: opts.key ?? "" }, { deadline: Date.now() + this.rpcTimeoutMs }, (err, reply) => (err ? reject(this.unreachable(err)) : resolve(reply!))),
+      this.client.Summary({ key: opts.key ?? "" }, this.metadata(), { deadline: Date.now() + this.rpcTimeoutMs }, (err, reply) => (err ? reject(this.unreachable(err)) : resolve(reply!))),
     );
   }
 
   /** An operator command on one board (`<agent>/<board>` as in the summary): drain, quarantine or restore. */
   boardCommand(boardId: string, action: "drain" | "quarantine" | "restore", operator = this.clientId): Promise<BoardInfo__Output> {
     return new Promise((resolve, reject) =>
-      this.client.BoardCommand({ board_id: boardId, action, operator }, { deadline: Date.now() + this.rpcTimeoutMs }, (err, reply) =>
+      this.client.BoardCommand({ board_id: boardId, action, operator }, this.metadata(), { deadline: Date.now() + this.rpcTimeoutMs }, (err, reply) =>
         err ? reject(this.unreachable(err)) : resolve(reply!.board!),
       ),
     );
@@ -102,7 +110,7 @@ export class TrackerClient {
   /** Token administration (an operator token): create, list or revoke tokens on the tracker. */
   tokens(req: TokensRequest): Promise<TokensReply__Output> {
     return new Promise((resolve, reject) =>
-      this.client.Tokens(req, { deadline: Date.now() + this.rpcTimeoutMs }, (err, reply) => (err ? reject(this.unreachable(err)) : resolve(reply!))),
+      this.client.Tokens(req, this.metadata(), { deadline: Date.now() + this.rpcTimeoutMs }, (err, reply) => (err ? reject(this.unreachable(err)) : resolve(reply!))),
     );
   }
 
@@ -135,5 +143,5 @@ export async function connectTracker(address: string, opts: ConnectOptions = {})
       );
     }),
   );
-  return new TrackerClient(address, client, opts);
+  return new TrackerClient(address, client, opts, security);
 }

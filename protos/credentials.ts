@@ -10,9 +10,9 @@
  *   CA refuses a server whose certificate that CA did not sign; a server with
  *   a client CA (mutual TLS) refuses a client without a certificate it signed.
  * * **Tokens** (identity): a bearer token in the `authorization` metadata of
- *   every gRPC call (a client interceptor, so it works on plaintext loopback
- *   too, where grpc-js refuses call credentials) and in the `Authorization`
- *   header of HTTP requests. What a token may do is the tracker's business
+ *   every gRPC call (callMetadata: call credentials would not do, grpc-js
+ *   refuses them on the plaintext channels of loopback farms) and in the
+ *   `Authorization` header of HTTP requests. What a token may do is the tracker's business
  *   (tracker/auth.ts); this module only carries it.
  */
 import { readFileSync, watchFile, unwatchFile } from "node:fs";
@@ -98,24 +98,25 @@ function readPem(file: string, what: string): Buffer {
 
 // ---------------------------------------------------------------- gRPC
 
-/** Adds the token to every call's metadata (works on plaintext channels, unlike call credentials). */
-function tokenInterceptor(token: string): grpc.Interceptor {
-  return (options, nextCall) =>
-    new grpc.InterceptingCall(nextCall(options), {
-      start(metadata, listener, next) {
-        metadata.set(AUTHORIZATION_HEADER, `Bearer ${token}`);
-        next(metadata, listener);
-      },
-    });
+/**
+ * The metadata a call of a client with `security` starts with: its token.
+ * Every call site passes it (session streams add their id and ticket to
+ * it): an interceptor would do the same for every call, but grpc-js then
+ * routes every message of every stream through the interceptor chain.
+ */
+export function callMetadata(security: ClientSecurity): grpc.Metadata {
+  const metadata = new grpc.Metadata();
+  if (security.token) metadata.set(AUTHORIZATION_HEADER, `Bearer ${security.token}`);
+  return metadata;
 }
 
 /**
  * Credentials and options for a gRPC client of a farm port: CHANNEL_OPTIONS
- * plus `extra`, the token interceptor, and the TLS server name override.
+ * plus `extra` and the TLS server name override. The token is not here but
+ * in each call's metadata (callMetadata).
  */
 export function grpcClient(security: ClientSecurity, extra: grpc.ChannelOptions = {}): { credentials: grpc.ChannelCredentials; options: grpc.ClientOptions } {
   const options: grpc.ClientOptions = { ...CHANNEL_OPTIONS, ...extra };
-  if (security.token) options.interceptors = [tokenInterceptor(security.token)];
   if (!security.tls) return { credentials: grpc.credentials.createInsecure(), options };
   const { caFile, certFile, keyFile, serverName } = security.tls;
   if (serverName) {

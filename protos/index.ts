@@ -17,7 +17,7 @@ export {
 export { randomArray, fillRange, fillProblem, type RandomFill } from "./random.ts";
 export { rootLogger, componentLogger, type Logger } from "./log.ts";
 export {
-  AUTHORIZATION_HEADER, MAX_TOKEN_CHARS, CERT_RELOAD_INTERVAL_MS, clientSecurity, checkTokenShape, grpcClient, makeClient, grpcServerCredentials,
+  AUTHORIZATION_HEADER, MAX_TOKEN_CHARS, CERT_RELOAD_INTERVAL_MS, clientSecurity, checkTokenShape, callMetadata, grpcClient, makeClient, grpcServerCredentials,
   bearerToken, httpServer, httpToken, httpClientOptions, isLoopbackHost, diagnoseTransport,
   type ClientSecurity, type ClientTls, type ServerTls, type SecurityFlags,
 } from "./credentials.ts";

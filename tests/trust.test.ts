@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import * as grpc from "@grpc/grpc-js";
-import { FarmError, HostService, SESSION_ID_HEADER, SESSION_TOKEN_HEADER, makeClient, type HostServiceClient } from "../protos/index.ts";
+import { FarmError, HostService, SESSION_ID_HEADER, SESSION_TOKEN_HEADER, callMetadata, makeClient, type HostServiceClient } from "../protos/index.ts";
 import { connectTracker, type CompiledModule, type TrackerClient } from "../host-sdk/index.ts";
 import { TokenFile } from "../tracker/index.ts";
 import { compileVadd } from "./helpers/kernels.ts";
@@ -31,20 +31,36 @@ async function refused(p: Promise<unknown>, code: string, re: RegExp): Promise<v
   });
 }
 
-function unary<Req, Res>(client: HostServiceClient, method: "ReleaseSession" | "Summary" | "BoardCommand" | "Tokens", req: Req): Promise<Res> {
+/** A raw gRPC client of the tracker that presents `token`, for calls the SDK would not make. */
+interface Raw {
+  client: HostServiceClient;
+  token: string;
+  close(): void;
+}
+
+function rawClient(address: string, token: string): Raw {
+  const client = makeClient<HostServiceClient>(HostService, address, { token });
+  return { client, token, close: () => client.close() };
+}
+
+function unary<Req, Res>(raw: Raw, method: "ReleaseSession" | "Summary" | "BoardCommand" | "Tokens" | "RequestSession", req: Req, timeoutMs = 5000): Promise<Res> {
   return new Promise((resolve, reject) =>
-    (client[method] as unknown as (r: Req, o: grpc.CallOptions, cb: (e: grpc.ServiceError | null, v?: Res) => void) => void)(req, { deadline: Date.now() + 5000 }, (err, v) =>
-      err ? reject(FarmError.from(err)) : resolve(v!),
+    (raw.client[method] as unknown as (r: Req, m: grpc.Metadata, o: grpc.CallOptions, cb: (e: grpc.ServiceError | null, v?: Res) => void) => void).call(
+      raw.client,
+      req,
+      callMetadata({ token: raw.token }),
+      { deadline: Date.now() + timeoutMs },
+      (err, v) => (err ? reject(FarmError.from(err)) : resolve(v!)),
     ),
   );
 }
 
 /** Opens a raw session stream with `ticket` and resolves with how it ended. */
-function openRaw(client: HostServiceClient, sessionId: string, ticket: string): Promise<FarmError> {
-  const md = new grpc.Metadata();
+function openRaw(raw: Raw, sessionId: string, ticket: string): Promise<FarmError> {
+  const md = callMetadata({ token: raw.token });
   md.set(SESSION_ID_HEADER, sessionId);
   md.set(SESSION_TOKEN_HEADER, ticket);
-  const stream = client.OpenSession(md) as unknown as grpc.ClientDuplexStream<Uint8Array, Buffer>;
+  const stream = raw.client.OpenSession(md) as unknown as grpc.ClientDuplexStream<Uint8Array, Buffer>;
   return new Promise((resolve) => {
     stream.on("error", (err) => resolve(FarmError.from(err)));
     stream.on("data", () => {});
@@ -112,7 +128,7 @@ describe("a farm with tokens", () => {
     await refused((await client("not-a-token")).summary(), "UNAUTHENTICATED", /malformed token/);
     // The SDK refuses an over-long token before sending it; a raw client shows the tracker does too.
     await refused(client(`kf1.${"a".repeat(12)}.${"b".repeat(600)}`), "UNAUTHENTICATED", /at most 512/);
-    const raw = makeClient<HostServiceClient>(HostService, tracker.address, { token: `kf1.${"a".repeat(12)}.${"b".repeat(600)}` });
+    const raw = rawClient(tracker.address, `kf1.${"a".repeat(12)}.${"b".repeat(600)}`);
     await refused(unary(raw, "Summary", { key: "" }), "UNAUTHENTICATED", /at most 512/);
     raw.close();
     // Right shape, wrong secret: an unknown token.
@@ -196,8 +212,8 @@ describe("a farm with tokens", () => {
     const alice = await client(tokens.alice);
     const s = await alice.request("cpu");
     try {
-      const bob = makeClient<HostServiceClient>(HostService, tracker.address, { token: tokens["ci-bot"] });
-      const raw = makeClient<HostServiceClient>(HostService, tracker.address, { token: tokens.alice });
+      const bob = rawClient(tracker.address, tokens["ci-bot"]!);
+      const raw = rawClient(tracker.address, tokens.alice!);
       try {
         const wrong = await openRaw(raw, s.id, "0".repeat(32));
         assert.equal(wrong.code, "PERMISSION_DENIED");
@@ -226,12 +242,10 @@ describe("a farm with tokens", () => {
 
   it("refuses a session's ticket to another identity, even when the ticket is right", async () => {
     // A grant made through a raw client, so the test holds the ticket.
-    const raw = makeClient<HostServiceClient>(HostService, tracker.address, { token: tokens.alice });
-    const bob = makeClient<HostServiceClient>(HostService, tracker.address, { token: tokens["ci-bot"] });
+    const raw = rawClient(tracker.address, tokens.alice!);
+    const bob = rawClient(tracker.address, tokens["ci-bot"]!);
     try {
-      const grant = await new Promise<{ session_id: string; token: string }>((resolve, reject) =>
-        raw.RequestSession({ key: "cpu", priority: 1 }, { deadline: Date.now() + 10_000 }, (e, g) => (e ? reject(FarmError.from(e)) : resolve(g!))),
-      );
+      const grant = await unary<object, { session_id: string; token: string }>(raw, "RequestSession", { key: "cpu", priority: 1 }, 10_000);
       const stolen = await openRaw(bob, grant.session_id, grant.token);
       assert.equal(stolen.code, "PERMISSION_DENIED");
       assert.match(stolen.message, /granted to another token, not to 'ci-bot'/);
