@@ -36,7 +36,7 @@ const BENCHMARKS: Record<string, { what: string; run: () => Promise<void> }> = {
   metrics: { what: "tracker /metrics scrape p50/p99 with 1,000 attached boards vs the Summary RPC", run: benchMetrics },
   cuda: { what: "CUDA board on a real GPU: timing fidelity vs a native event harness, copy bandwidth, worker start (skipped without a GPU)", run: benchCuda },
   "vta-sim": { what: "VTA simulator: simulated int8 MAC/s on the conv2d tutorial vs a typed-array dot loop; cycles 1 vs 2 virtual threads", run: benchVtaSim },
-  trust: { what: "the cost of tokens and TLS: nop call, idle grant and 64 MiB upload on open, tokens and TLS+tokens farms side by side; authorization per grant", run: async () => (await import("./trust.ts")).benchTrust() },
+  trust: { what: "the cost of the worker forwarder, tokens and TLS: nop call, idle grant, 64 MiB upload on four farms side by side; authorization per grant", run: async () => (await import("./trust.ts")).benchTrust() },
   measure: { what: "measure(): overhead per candidate beyond board time (cpu, vta-sim), candidates/s on 1/4/16 vta-sim boards, vs one session per candidate", run: async () => (await import("./measure.ts")).benchMeasure() },
 };
 

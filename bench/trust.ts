@@ -1,8 +1,12 @@
 /**
- * Benchmark: what trust costs. Three farms of one CPU board run side by side
- * — open (plaintext, no tokens: the baseline), tokens (plaintext, every call
- * carries a token the tracker verifies) and TLS + tokens — and each round
- * measures all three in turn, so a drift of the machine lands on all alike:
+ * Benchmark: what trust costs. Four farms of one CPU board run side by side
+ * — "shared net" (workers keep the host's network and dial the tracker
+ * themselves: the data path before workers were sandboxed), "open" (the
+ * default sandbox, workers reach the tracker through the agent's forwarder,
+ * device-agent/worker-link.ts; plaintext, no tokens: the baseline for the
+ * next two), "tokens" (every call carries a token the tracker verifies) and
+ * "tls+tokens" — and each round measures all four in turn, so a drift of the
+ * machine lands on all alike:
  *
  * - the small call round trip (a loaded `nop`), p50 over CALLS calls;
  * - an idle grant → first call (listdir), p50;
@@ -42,9 +46,9 @@ interface Variant {
   upload: number[];
 }
 
-async function startVariant(label: string, dir: string, opts: { tokens: boolean; tls: boolean }): Promise<Variant> {
+async function startVariant(label: string, dir: string, opts: { tokens: boolean; tls: boolean; sharedNetwork?: boolean }): Promise<Variant> {
   const trackerArgs: string[] = [];
-  const agentArgs: string[] = [];
+  const agentArgs: string[] = opts.sharedNetwork ? ["--worker-network", "shared"] : [];
   let token: string | undefined;
   if (opts.tokens) {
     const file = new TokenFile(join(dir, `${label}-tokens.json`));
@@ -126,6 +130,7 @@ export async function benchTrust(): Promise<void> {
   const data = Buffer.alloc(UPLOAD_BYTES);
   for (let i = 0; i < data.length; i += 4096) data[i] = i & 0xff;
   const variants = [
+    await startVariant("shared net", dir, { tokens: false, tls: false, sharedNetwork: true }),
     await startVariant("open", dir, { tokens: false, tls: false }),
     await startVariant("tokens", dir, { tokens: true, tls: false }),
     await startVariant("tls+tokens", dir, { tokens: true, tls: true }),
@@ -140,19 +145,26 @@ export async function benchTrust(): Promise<void> {
     }
   }
   const auth = authCostUs(dir);
-  const [open] = variants;
+  const [shared, open] = variants as [Variant, Variant, Variant, Variant];
   const rows: Row[] = [];
   for (const v of variants) {
-    const base = v === open;
+    // The forwarder's cost against the direct path; tokens' and TLS's against the sandboxed open farm.
+    const base = v === shared ? undefined : v === open ? shared : open;
+    const cmp = (f: (x: Variant) => number, fmt: (n: number) => string) =>
+      base ? { baseline: `${base.label} ${fmt(f(base))}`, ratio: fmtRatio(f(v) / f(base)) } : { baseline: "", ratio: "" };
+    const call = (x: Variant) => percentile(x.call, 50);
+    const grant = (x: Variant) => percentile(x.grant, 50);
+    const upload = (x: Variant) => median(x.upload);
     rows.push(
-      { figure: `${v.label}: nop call round trip p50`, value: fmtUs(percentile(v.call, 50)), target: "", verdict: "", baseline: base ? "" : `open ${fmtUs(percentile(open!.call, 50))}`, ratio: base ? "" : fmtRatio(percentile(v.call, 50) / percentile(open!.call, 50)) },
-      { figure: `${v.label}: grant → first call p50`, value: fmtMs(percentile(v.grant, 50)), target: "", verdict: "", baseline: base ? "" : `open ${fmtMs(percentile(open!.grant, 50))}`, ratio: base ? "" : fmtRatio(percentile(v.grant, 50) / percentile(open!.grant, 50)) },
-      { figure: `${v.label}: 64 MiB upload`, value: fmtMBps(median(v.upload)), target: "", verdict: "", baseline: base ? "" : `open ${fmtMBps(median(open!.upload))}`, ratio: base ? "" : fmtRatio(median(v.upload) / median(open!.upload)) },
+      { figure: `${v.label}: nop call round trip p50`, value: fmtUs(call(v)), target: "", verdict: "", ...cmp(call, fmtUs) },
+      { figure: `${v.label}: grant → first call p50`, value: fmtMs(grant(v)), target: "", verdict: "", ...cmp(grant, fmtMs) },
+      { figure: `${v.label}: 64 MiB upload`, value: fmtMBps(upload(v)), target: "", verdict: "", ...cmp(upload, fmtMBps) },
     );
   }
   rows.push({ figure: "tracker authorization per grant (token check + scopes)", value: `${auth.withTokens.toFixed(1)} µs`, target: "", verdict: "", baseline: `open farm ${auth.open.toFixed(2)} µs`, ratio: "" });
-  printTable("trust: the cost of tokens and TLS (three farms side by side, interleaved rounds)", rows, [
+  printTable("trust: the cost of the worker sandbox's forwarder, tokens and TLS (four farms side by side, interleaved rounds)", rows, [
     `${ROUNDS} rounds; per round and farm: ${GRANTS} idle grants, one 64 MiB upload, ${CALLS} nop calls after ${CALL_WARMUP} warm-up`,
-    "open: plaintext, no tokens; tokens: every call carries a token the tracker verifies; tls+tokens: the same over TLS (certs from kfarm certs init)",
+    "shared net: workers dial the tracker themselves (--worker-network shared); open: workers in their own network namespace, through the agent's forwarder (the default where the OS allows)",
+    "tokens: every call carries a token the tracker verifies; tls+tokens: the same over TLS (certs from kfarm certs init); both sandboxed like open",
   ]);
 }
