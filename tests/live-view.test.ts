@@ -14,7 +14,7 @@ import { after, before, describe, it } from "node:test";
 import * as grpc from "@grpc/grpc-js";
 import { Packr, unpack } from "msgpackr";
 import WebSocket from "ws";
-import { AgentService, CHANNEL_OPTIONS, type AgentServiceClient } from "../protos/index.ts";
+import { AgentService, makeClient, type AgentServiceClient } from "../protos/index.ts";
 import type { AgentMessage } from "../protos/gen/farm/v1/AgentMessage.ts";
 import type { TrackerMessage__Output } from "../protos/gen/farm/v1/TrackerMessage.ts";
 import { connectTracker, type TrackerClient } from "../host-sdk/index.ts";
@@ -88,7 +88,7 @@ async function runSession(client: TrackerClient, key: string): Promise<string> {
  * marks them ready, and detaches — 3 events per board, cheaply, for floods.
  */
 async function attachAndDetach(tracker: string, boards: number, name: string): Promise<void> {
-  const client = new (AgentService as unknown as grpc.ServiceClientConstructor)(tracker, grpc.credentials.createInsecure(), CHANNEL_OPTIONS) as unknown as AgentServiceClient & grpc.Client;
+  const client = makeClient<AgentServiceClient & grpc.Client>(AgentService, tracker, {});
   try {
     const call = client.Attach() as unknown as grpc.ClientDuplexStream<AgentMessage, TrackerMessage__Output>;
     call.on("error", () => {});

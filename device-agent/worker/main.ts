@@ -8,7 +8,7 @@ import { readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import {
-  AgentService, CHANNEL_OPTIONS, FarmError, SESSION_ID_HEADER, SESSION_TOKEN_HEADER, componentLogger,
+  AgentService, FarmError, makeClient, SESSION_ID_HEADER, SESSION_TOKEN_HEADER, componentLogger,
   type AgentServiceClient,
 } from "../../protos/index.ts";
 import { createBackend } from "../backends/index.ts";
@@ -69,11 +69,10 @@ const store: SessionStore = {
 };
 const watchdog = new Watchdog();
 // No credentials here, ever: with TLS the agent's forwarder (a unix socket, device-agent/worker-link.ts) holds them.
-const client = new (AgentService as unknown as grpc.ServiceClientConstructor)(config.tracker, grpc.credentials.createInsecure(), {
-  ...CHANNEL_OPTIONS,
+const client = makeClient<AgentServiceClient>(AgentService, config.tracker, {}, {
   "grpc.initial_reconnect_backoff_ms": 100,
   "grpc.max_reconnect_backoff_ms": 500,
-}) as unknown as AgentServiceClient;
+});
 
 // Connect before saying ready, so a grant never waits for a TCP handshake.
 await new Promise<void>((resolve) => {
