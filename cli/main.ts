@@ -136,7 +136,7 @@ addClientSecurityFlags(program
       ...(o.metricsTlsCert ? { metricsTls: { certFile: o.metricsTlsCert, keyFile: o.metricsTlsKey! } } : {}),
     });
     if (agent.metricsAddress) console.log(`kfarm agent metrics on ${agent.metrics!.scheme}://${agent.metricsAddress}/metrics`);
-    console.log(`kfarm agent ${agent.options.name} serving ${boards.map((b) => `${b.name} (${b.kind}, key ${b.key})`).join(", ")} for tracker ${tracker}`);
+    console.log(`kfarm agent ${agent.options.name || "(named by its token)"} serving ${boards.map((b) => `${b.name} (${b.kind}, key ${b.key})`).join(", ")} for tracker ${tracker}`);
     untilSignal(() => agent.close());
   });
 

@@ -31,6 +31,13 @@ export interface LinkEvents {
 
 const BACKOFF_START_MS = 50;
 const BACKOFF_MAX_MS = 500;
+/**
+ * After the tracker refused the agent's token (UNAUTHENTICATED,
+ * PERMISSION_DENIED): a new token or scope takes an operator, so retry
+ * slowly rather than twice a second into the tracker's audit log.
+ */
+const REFUSED_RETRY_MS = 10_000;
+const REFUSALS: ReadonlySet<string> = new Set(["UNAUTHENTICATED", "PERMISSION_DENIED"]);
 
 export class TrackerLink {
   state: LinkState = "connecting";
@@ -71,13 +78,16 @@ export class TrackerLink {
     const call = this.client.Attach(callMetadata(this.security)) as unknown as grpc.ClientDuplexStream<AgentMessage, TrackerMessage__Output>;
     this.call = call;
     let lost = false;
-    const lose = (why: string) => {
+    const lose = (why: string, refused = false) => {
       if (lost || this.call !== call) return;
       lost = true;
-      this.lost(why);
+      this.lost(why, refused);
     };
     call.on("data", (msg: TrackerMessage__Output) => this.onMessage(msg));
-    call.on("error", (err) => lose(FarmError.from(err).message));
+    call.on("error", (err) => {
+      const e = FarmError.from(err);
+      lose(e.message, REFUSALS.has(e.code));
+    });
     call.on("end", () => lose("the tracker closed the stream"));
     call.on("status", (s: grpc.StatusObject) => lose(`the tracker ended the stream: ${s.details}`));
     call.write({ register: { agent_name: this.agentName, boards: this.boards, version: "0.1.0" } });
@@ -116,29 +126,35 @@ export class TrackerLink {
     }, intervalMs || 500);
   }
 
-  private lost(why: string): void {
+  private lost(why: string, refused = false): void {
     clearInterval(this.heartbeat);
     this.call = undefined;
     if (this.state === "closed") return;
     const wasAttached = this.state === "attached";
     this.state = "backoff";
-    if (wasAttached) this.log.warn({ tracker: this.address }, `lost the tracker: ${why}`);
+    if (refused) this.explainRefusal(why);
+    else if (wasAttached) this.log.warn({ tracker: this.address }, `lost the tracker: ${why}`);
     else this.explain(why);
     this.events.detached(why);
-    const delay = this.backoffMs * (0.75 + Math.random() / 2);
+    const delay = refused ? REFUSED_RETRY_MS : this.backoffMs * (0.75 + Math.random() / 2);
     this.backoffMs = Math.min(BACKOFF_MAX_MS, this.backoffMs * 2);
     this.retry = setTimeout(() => this.dial(), delay);
   }
 
-  /** Says once why attaching fails (a refused token, TLS on one side only), not at every retry. */
+  /** A refused token will not fix itself: an error, said once per reason. */
+  private explainRefusal(why: string): void {
+    if (why === this.lastProblem) return;
+    this.lastProblem = why;
+    this.log.error({ tracker: this.address }, `the tracker refused this agent: ${why}; retrying every ${REFUSED_RETRY_MS / 1000} s`);
+  }
+
+  /** Says once why attaching fails (TLS on one side only, a certificate refused, nothing listening), not at every retry. */
   private explain(why: string): void {
     void diagnoseTransport(this.address, this.security.tls ?? false).then((transport) => {
       const problem = transport ?? why;
       if (problem === this.lastProblem || this.state === "attached") return;
       this.lastProblem = problem;
-      // A refused token will not fix itself: an error, not a warning.
-      const refused = /UNAUTHENTICATED|PERMISSION_DENIED|token/.test(problem);
-      this.log[refused ? "error" : "warn"]({ tracker: this.address }, `cannot attach to the tracker: ${problem}; retrying`);
+      this.log.warn({ tracker: this.address }, `cannot attach to the tracker: ${problem}; retrying`);
     });
   }
 

@@ -159,7 +159,7 @@ describe("a farm with tokens", () => {
     const rogue = await startAgentProcess(tracker.address, ["cpu:key=cpu"], ["--token", tokens.alice!, "--name", "rogue"]);
     try {
       // The agent says why it cannot attach, once; its board never appears.
-      await waitFor("the agent to report the refusal", () => /token 'alice' is a client token and may not attach an agent/.test(rogue.stderr()), 10_000);
+      await waitFor("the agent to report the refusal", () => /the tracker refused this agent: token 'alice' is a client token and may not attach an agent.*retrying every 10 s/.test(rogue.stderr()), 10_000);
       const s = await (await client(tokens.ops)).summary();
       assert.ok(!s.agents.some((a) => a.name === "rogue" || a.name === "alice"), JSON.stringify(s.agents));
     } finally {
