@@ -105,9 +105,10 @@ addClientSecurityFlags(program
   .option("--metrics-tls-key <file>", "the key of --metrics-tls-cert")
   .option("--worker-uids <first-last>", "as root, the ids session workers run as: FIRST is their group, each live worker takes one of the rest; \"off\": as the agent's user (default 61000-61999; docs/sandbox.md)")
   .option("--worker-network <mode>", "\"isolated\": each worker in a network namespace of its own, reaching the tracker through the agent, where the OS allows; \"shared\": the host's network (default isolated)")
+  .addOption(new Option("--worker-disk <size>", "as root, each session's folder is a tmpfs of this size: all its files, its kernels' temporary files included (e.g. 4g; \"off\": none; default --max-session-bytes; at least --max-upload-bytes; tmpfs takes RAM or swap only as it fills)").argParser((v: string) => (v === "off" ? 0 : bytes(v))))
   .option("--worker-limits <limits>", "resource limits of each worker, e.g. nofile=1024,nproc=256,fsize=1g,as=off (defaults: those, fsize = --max-upload-bytes, as off; nproc only with a uid or user namespace of the worker's own)")
   .action(async (o: ClientSecurityFlags & {
-    workerUids?: string; workerNetwork?: "isolated" | "shared"; workerLimits?: string;
+    workerUids?: string; workerNetwork?: "isolated" | "shared"; workerLimits?: string; workerDisk?: number;
     tracker?: string; board: string[]; config?: string; name?: string; maxUploadBytes?: number; maxSessionBytes?: number; callTimeoutMs?: number; warmWorkers?: number;
     canaryIntervalMs?: number; metricsPort?: number; metricsHost?: string; metricsTlsCert?: string; metricsTlsKey?: string;
   }) => {
@@ -133,6 +134,7 @@ addClientSecurityFlags(program
       workerUids: o.workerUids ?? file?.settings.workerUids,
       workerNetwork: o.workerNetwork ?? file?.settings.workerNetwork,
       workerLimits: o.workerLimits ?? file?.settings.workerLimits,
+      workerDiskBytes: o.workerDisk ?? file?.settings.workerDiskBytes,
       ...(o.metricsTlsCert ? { metricsTls: { certFile: o.metricsTlsCert, keyFile: o.metricsTlsKey! } } : {}),
     });
     if (agent.metricsAddress) console.log(`kfarm agent metrics on ${agent.metrics!.scheme}://${agent.metricsAddress}/metrics`);

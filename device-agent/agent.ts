@@ -13,6 +13,7 @@ import { AgentMetrics } from "./metrics.ts";
 import { resolveAgentOptions, workerLimitsFor, type AgentOptions, type ResolvedAgentOptions } from "./options.ts";
 import { BoardPool, type WorkerSandbox } from "./pool.ts";
 import { checkReadableByWorkers, describeSandbox, resolveSandbox, UidAllocator, WorkerDirs } from "./sandbox.ts";
+import { SessionDisk } from "./session-disk.ts";
 import { TrackerLink } from "./tracker-link.ts";
 import { workerEntry } from "./worker-entry.ts";
 import { WorkerLink } from "./worker-link.ts";
@@ -50,7 +51,7 @@ export class Agent {
     const specs: BoardSpec[] = [];
     const boards = await expandBoards(o.boards);
     // What confines session workers here (docs/sandbox.md): decided once, logged once, shown as each board's `sandbox` capability.
-    const plan = resolveSandbox({ workerUids: o.workerUids, workerNetwork: o.workerNetwork, limits: (kind) => workerLimitsFor(o, kind) });
+    const plan = resolveSandbox({ workerUids: o.workerUids, workerNetwork: o.workerNetwork, limits: (kind) => workerLimitsFor(o, kind), diskBytes: o.workerDiskBytes });
     const dirs = new WorkerDirs(plan, o.workRoot);
     dirs.prepare();
     const entry = await workerEntry(o.logger, o.workRoot);
@@ -60,7 +61,7 @@ export class Agent {
     if (plan.network !== "shared" || o.security.tls) {
       this.workerLink = await WorkerLink.listen(join(o.workRoot, "link.sock"), o.tracker, o.security, plan.users?.group, o.logger);
     }
-    const sandbox: WorkerSandbox = { plan, uids: new UidAllocator(plan), dirs, store: new ContentStore(join(o.workRoot, "store")) };
+    const sandbox: WorkerSandbox = { plan, uids: new UidAllocator(plan), dirs, store: new ContentStore(join(o.workRoot, "store")), ...(plan.diskBytes > 0 ? { disk: new SessionDisk(plan.diskBytes) } : {}) };
     const built = boards.some((b) => b.kind === "cpu") ? await buildCpuSupport(o.workRoot, o.logger) : undefined;
     // The user's cache may be closed to workers running as other users: they get a copy they can read.
     const cpuSupport = built && dirs.share(built);
@@ -88,7 +89,7 @@ export class Agent {
           kind: board.kind,
           // `canary=PATH` on the board replaces the canary, not the cache flush.
           backendOptions: board.kind === "cpu" && cpuSupport ? { canaryLibrary: cpuSupport, ...shared(board.options), supportLibrary: cpuSupport } : shared(board.options),
-          limits: { maxUploadBytes: o.maxUploadBytes, maxSessionBytes: o.maxSessionBytes, callTimeoutMs: o.callTimeoutMs },
+          limits: { maxUploadBytes: o.maxUploadBytes, maxSessionBytes: o.maxSessionBytes, callTimeoutMs: o.callTimeoutMs, ...(plan.diskBytes > 0 ? { diskBytes: plan.diskBytes } : {}) },
           canaryIntervalMs: o.canaryIntervalMs,
         },
         entry,

@@ -55,10 +55,10 @@ export function parseBoardFlag(flag: string, position: number): BoardConfig {
 export type AgentFileSettings = Pick<
   AgentOptions,
   "maxUploadBytes" | "maxSessionBytes" | "callTimeoutMs" | "warmWorkers" | "canaryIntervalMs" | "metricsPort" | "metricsHost"
-  | "workerUids" | "workerNetwork" | "workerLimits"
+  | "workerUids" | "workerNetwork" | "workerLimits" | "workerDiskBytes"
 >;
 
-const SIZE_SETTINGS = ["maxUploadBytes", "maxSessionBytes"] as const;
+const SIZE_SETTINGS = ["maxUploadBytes", "maxSessionBytes", "workerDiskBytes"] as const;
 const COUNT_SETTINGS = ["callTimeoutMs", "warmWorkers", "canaryIntervalMs", "metricsPort"] as const;
 /** Session workers' confinement (device-agent/sandbox.ts): the strings their flags take, checked when the agent resolves them. */
 const SANDBOX_SETTINGS = ["workerUids", "workerNetwork", "workerLimits"] as const;

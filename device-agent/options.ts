@@ -41,10 +41,17 @@ export interface AgentOptions {
   workerNetwork?: WorkerNetwork;
   /** Resource limits of each worker ("nofile=1024,fsize=1g,as=off" or a mapping); unnamed ones take their defaults, 0 lifts one. */
   workerLimits?: string | Partial<WorkerLimits>;
+  /**
+   * As root with workers on uids of their own, each session's folder is a
+   * tmpfs of this many bytes: all of a session's files together, its
+   * kernels' temporary files included (docs/sandbox.md). 0: no tmpfs.
+   * Default maxSessionBytes; at least maxUploadBytes.
+   */
+  workerDiskBytes?: number;
   logger?: Logger;
 }
 
-type SandboxSettings = "workerUids" | "workerNetwork" | "workerLimits";
+type SandboxSettings = "workerUids" | "workerNetwork" | "workerLimits" | "workerDiskBytes";
 
 export type ResolvedAgentOptions = Required<Omit<AgentOptions, "metricsPort" | "metricsTls" | SandboxSettings>> &
   Pick<AgentOptions, "metricsPort" | "metricsTls"> & {
@@ -53,6 +60,8 @@ export type ResolvedAgentOptions = Required<Omit<AgentOptions, "metricsPort" | "
     workerNetwork: WorkerNetwork;
     /** The limits; `as` only when the operator set it (its default depends on the board kind: workerLimitsFor). */
     workerLimits: Omit<WorkerLimits, "as"> & { as?: number };
+    /** Each session's tmpfs, in bytes; 0: none (where the agent cannot mount one, none either: docs/sandbox.md). */
+    workerDiskBytes: number;
   };
 
 export const DEFAULT_MAX_UPLOAD_BYTES = 1 << 30;
@@ -107,6 +116,7 @@ export function resolveAgentOptions(opts: AgentOptions): ResolvedAgentOptions {
     workerUids: parseWorkerUids(opts.workerUids ?? DEFAULT_WORKER_UIDS, "workerUids"),
     workerNetwork: resolveWorkerNetwork(opts.workerNetwork),
     workerLimits: resolveWorkerLimits(opts.workerLimits, opts.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_BYTES),
+    workerDiskBytes: resolveWorkerDisk(opts.workerDiskBytes, opts.maxSessionBytes ?? DEFAULT_MAX_SESSION_BYTES, opts.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_BYTES),
     logger: opts.logger ?? componentLogger("agent", { agent: name }),
   };
 }
@@ -114,6 +124,14 @@ export function resolveAgentOptions(opts: AgentOptions): ResolvedAgentOptions {
 function resolveWorkerNetwork(v: string | undefined): WorkerNetwork {
   if (v === undefined || v === "isolated" || v === "shared") return v ?? "isolated";
   throw new FarmError("INVALID_ARGUMENT", `workerNetwork must be "isolated" or "shared", got ${JSON.stringify(v)}`);
+}
+
+function resolveWorkerDisk(given: number | undefined, maxSessionBytes: number, maxUploadBytes: number): number {
+  if (given === undefined) return maxSessionBytes;
+  if (!Number.isSafeInteger(given) || given < 0) throw new FarmError("INVALID_ARGUMENT", `workerDiskBytes must be a whole number of bytes ≥ 0 (0: no per-session filesystem), got ${JSON.stringify(given)}`);
+  // The worker writes an upload of up to maxUploadBytes into the session's folder: a smaller quota would fail every large one.
+  if (given > 0 && given < maxUploadBytes) throw new FarmError("INVALID_ARGUMENT", `workerDiskBytes (${given} bytes) is below maxUploadBytes (${maxUploadBytes}): the largest uploads could never fit; raise --worker-disk or lower --max-upload-bytes`);
+  return given;
 }
 
 function resolveWorkerLimits(given: string | Partial<WorkerLimits> | undefined, maxUploadBytes: number): ResolvedAgentOptions["workerLimits"] {

@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { FarmError, type Logger } from "../protos/index.ts";
 import type { BoardMetrics } from "./metrics.ts";
 import { effectiveLimits, workerCommand, workerEnv, type SandboxPlan, type UidAllocator, type WorkerDirs } from "./sandbox.ts";
+import { quotaError, type SessionDisk } from "./session-disk.ts";
 import type { WorkerEntry } from "./worker-entry.ts";
 import type { ContentStore } from "./worker/content-store.ts";
 import type { AgentToWorker, WorkerConfig, WorkerToAgent } from "./worker/protocol.ts";
@@ -24,6 +25,8 @@ export interface WorkerSandbox {
   readonly dirs: WorkerDirs;
   /** The agent's content store, which workers use through IPC. */
   readonly store: ContentStore;
+  /** Each session's folder a tmpfs of the quota (as root with uids of their own; session-disk.ts); absent: plain folders. */
+  readonly disk?: SessionDisk;
 }
 
 /** How much of a dead worker's stderr goes into the error message. */
@@ -186,10 +189,11 @@ export class BoardPool {
   private onExit(w: WorkerHandle, code: number | null, signal: NodeJS.Signals | null): void {
     this.workers.delete(w);
     clearTimeout(w.graceTimer);
+    // Looked at before the session's tmpfs goes: a full one tells why the worker died.
+    const reason = w.state === "serving" && w.sessionId && !w.expectedExit ? this.deathReason(w, code, signal) : undefined;
     this.removeSessionDir(w);
     this.reap(w);
-    if (w.state === "serving" && w.sessionId && !w.expectedExit) {
-      const reason = this.deathReason(w, code, signal);
+    if (reason && w.sessionId) {
       this.tally(w, reason.code);
       this.events.sessionEnded(w.sessionId, reason);
     } else if (!w.expectedExit && !this.closed) {
@@ -217,8 +221,19 @@ export class BoardPool {
   }
 
   private removeSessionDir(w: WorkerHandle): void {
-    if (w.sessionDir) rmSync(w.sessionDir, { recursive: true, force: true });
+    const dir = w.sessionDir;
     w.sessionDir = undefined;
+    if (!dir) return;
+    if (this.sandbox.disk) {
+      try {
+        // Detached, not unmounted: a kernel's leftover child may still hold a file open in it; the
+        // memory is freed when the last one goes (every process of the uid is killed on reap).
+        this.sandbox.disk.unmount(dir);
+      } catch (err) {
+        this.log.error({ board: this.boardName, dir, err: (err as Error).message }, "cannot detach a session's tmpfs");
+      }
+    }
+    rmSync(dir, { recursive: true, force: true });
   }
 
   /** A worker asks for a stored file in its session's folder (worker/content-store.ts). */
@@ -248,6 +263,11 @@ export class BoardPool {
       const limit = effectiveLimits(this.sandbox.plan, this.config.kind).fsize;
       return new FarmError("TOO_LARGE", `the session wrote a file larger than the worker's limit of ${limit} bytes (--worker-limits fsize=); the session worker was killed and the board returned to the pool`);
     }
+    // Its session's filesystem is full: most likely what it died of (a kernel that did not check a write).
+    if (this.sandbox.disk && w.sessionDir && this.sandbox.disk.full(w.sessionDir)) {
+      const e = quotaError(this.sandbox.disk.quotaBytes);
+      return new FarmError("TOO_LARGE", `${e.message}; the session worker (pid ${w.child.pid}) ${signal ? `was killed by ${signal}` : `exited with code ${code}`} and the board returned to the pool`);
+    }
     const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
     const tail = w.stderrTail.trim().split("\n").slice(-5).join("\n").trim();
     return new FarmError("RUNTIME_CRASH", `the session worker (pid ${w.child.pid}) ${how}${tail ? `; its last output:\n${tail}` : ""}`);
@@ -269,6 +289,15 @@ export class BoardPool {
     try {
       // Made by the agent: the workers' root is closed to them (device-agent/sandbox.ts).
       dir = this.sandbox.dirs.session(sessionId, w.uid);
+      // Its bounded filesystem, before the worker hears of it: every file the session writes counts.
+      if (this.sandbox.disk && w.uid !== undefined) {
+        try {
+          this.sandbox.disk.mount(dir, w.uid);
+        } catch (err) {
+          rmSync(dir, { recursive: true, force: true });
+          throw err;
+        }
+      }
     } catch (err) {
       this.metrics?.sessionEnded("INTERNAL");
       this.events.sessionEnded(sessionId, FarmError.from(err));

@@ -12,7 +12,7 @@ const tools = { unshare: "/usr/bin/unshare", setpriv: "/usr/bin/setpriv", prlimi
 const NODE = ["/usr/bin/node", "/x/worker.mjs"];
 
 function plan(p: Partial<SandboxPlan>): SandboxPlan {
-  return { network: "shared", tools, limits: () => LIMITS, notes: [], ...p };
+  return { network: "shared", tools, limits: () => LIMITS, diskBytes: 0, notes: [], ...p };
 }
 
 describe("sandbox: how a worker is started", () => {
@@ -47,9 +47,9 @@ describe("sandbox: how a worker is started", () => {
     assert.deepEqual(workerCommand(plan({ tools: { setpriv: tools.setpriv } }), "cpu", undefined, NODE).slice(3), NODE);
   });
 
-  it("the description names the user, the network and the limits", () => {
-    const p = plan({ users: { group: 61000, first: 61001, last: 61999 }, network: "netns" });
-    assert.equal(describeSandbox(p, "cpu"), `user=uids 61001-61999; network=isolated (netns); limits=nofile=1024,nproc=256,fsize=${1 << 30}`);
+  it("the description names the user, the network, the limits and the disk", () => {
+    const p = plan({ users: { group: 61000, first: 61001, last: 61999 }, network: "netns", diskBytes: 4 << 20 });
+    assert.equal(describeSandbox(p, "cpu"), `user=uids 61001-61999; network=isolated (netns); limits=nofile=1024,nproc=256,fsize=${1 << 30}; disk=${4 << 20} per session (tmpfs)`);
   });
 
   it("resolveSandbox: root gets uids (the range's first id is the group); not root, a note says what does not hold", () => {
@@ -64,6 +64,20 @@ describe("sandbox: how a worker is started", () => {
     const shared = resolveSandbox({ ...req, workerNetwork: "shared" }, { isRoot: true, probe: false });
     assert.equal(shared.network, "shared");
     assert.match(shared.notes.join("\n"), /keep the network/);
+  });
+
+  it("resolveSandbox: a per-session tmpfs only as root with uids of its own; otherwise a note, and the line says unbounded", () => {
+    const req = { workerUids: [61000, 61999] as const, workerNetwork: "isolated" as const, limits: () => LIMITS, diskBytes: 8 << 20 };
+    const root = resolveSandbox(req, { isRoot: true, probe: false });
+    assert.equal(root.diskBytes, 8 << 20);
+    assert.match(describeSandbox(root, "cpu"), /; disk=8388608 per session \(tmpfs\)$/);
+    const user = resolveSandbox(req, { isRoot: false, probe: false });
+    assert.equal(user.diskBytes, 0);
+    assert.match(user.notes.join("\n"), /no per-session disk quota: the session's tmpfs needs the agent as root/);
+    assert.match(describeSandbox(user, "cpu"), /; disk=unbounded$/);
+    const off = resolveSandbox({ ...req, diskBytes: 0 }, { isRoot: true, probe: false });
+    assert.equal(off.diskBytes, 0);
+    assert.match(off.notes.join("\n"), /--worker-disk off/);
   });
 });
 

@@ -17,17 +17,22 @@
  * * **resource limits** — `prlimit`: open files, processes, file size,
  *   address space (0: not set).
  * * **a clean environment** — only the variables in `WORKER_ENV` (never the
- *   agent's tokens or secrets), HOME and TMPDIR its own folder.
+ *   agent's tokens or secrets), HOME and TMPDIR its own folder (and, while it
+ *   serves a session, the session's folder).
+ * * **a disk quota** — as root with uids of their own, each session's folder
+ *   is a tmpfs of `diskBytes` (session-disk.ts), mounted by the agent.
  *
  * Every wrapper execs the next (none forks), so the worker keeps the agent as
  * its parent (worker/parent-death.ts) and inherits the IPC descriptor.
  */
 import { spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { accessSync, chmodSync, chownSync, constants, copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { accessSync, chmodSync, chownSync, constants, copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import { FarmError } from "../protos/index.ts";
 import { parseBytes } from "./board-config.ts";
+import { SessionDisk } from "./session-disk.ts";
 
 /** Resource limits of one worker process; 0 leaves a limit as the agent has it. */
 export interface WorkerLimits {
@@ -51,6 +56,8 @@ export interface SandboxRequest {
   workerNetwork: WorkerNetwork;
   /** Limits by board kind (resolved defaults and the operator's overrides). */
   limits: (kind: string) => WorkerLimits;
+  /** Bytes of each session's tmpfs; 0: none. */
+  diskBytes?: number;
 }
 
 /** How workers start on this host: what holds and what does not, decided once. */
@@ -62,6 +69,8 @@ export interface SandboxPlan {
   /** Where the util-linux wrappers are. */
   readonly tools: { readonly unshare?: string; readonly setpriv?: string; readonly prlimit?: string };
   readonly limits: (kind: string) => WorkerLimits;
+  /** Each session's folder is a tmpfs of this many bytes (session-disk.ts); 0: a plain folder on the agent's disk. */
+  readonly diskBytes: number;
   /** What does not hold here, and why (logged at start, in the `sandbox` capability). */
   readonly notes: readonly string[];
 }
@@ -126,7 +135,28 @@ export function resolveSandbox(request: SandboxRequest, opts: { isRoot?: boolean
   if (!tools.prlimit) notes.push("workers run without resource limits: util-linux's prlimit is not installed");
   // RLIMIT_NPROC counts every process of a uid: only a uid (or user namespace) of the worker's own makes it the worker's limit.
   if (!users && network !== "userns") notes.push("no process limit: without a uid or user namespace of its own, RLIMIT_NPROC would count all of the agent user's processes");
-  return { users, network, tools, limits: request.limits, notes };
+  let diskBytes = 0;
+  if (!request.diskBytes) notes.push("no per-session disk quota (--worker-disk off): a kernel can fill the agent's disk, one file of at most fsize at a time");
+  else if (!users) notes.push("no per-session disk quota: the session's tmpfs needs the agent as root with workers on uids of their own; a kernel can fill the agent's disk, one file of at most fsize at a time");
+  else if (probe && !canMountTmpfs()) notes.push("no per-session disk quota: mounting a tmpfs failed here (no CAP_SYS_ADMIN?); a kernel can fill the agent's disk, one file of at most fsize at a time");
+  else diskBytes = request.diskBytes;
+  return { users, network, tools, limits: request.limits, diskBytes, notes };
+}
+
+/** Probes, once: can this agent mount (and detach) a tmpfs? */
+function canMountTmpfs(): boolean {
+  if (!SessionDisk.supported()) return false;
+  const dir = mkdtempSync(join(tmpdir(), "kfarm-disk-probe-"));
+  try {
+    const disk = new SessionDisk(1 << 20);
+    disk.mount(dir, 0);
+    disk.unmount(dir);
+    return true;
+  } catch {
+    return false;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** One line for the log and the boards' `sandbox` capability. */
@@ -134,7 +164,8 @@ export function describeSandbox(plan: SandboxPlan, kind: string): string {
   const l = effectiveLimits(plan, kind);
   const limits = Object.entries(l).filter(([, v]) => v > 0).map(([k, v]) => `${k}=${v}`).join(",") || "none";
   const users = plan.users ? `uids ${plan.users.first}-${plan.users.last}` : "agent's user";
-  return `user=${users}; network=${plan.network === "shared" ? "shared" : `isolated (${plan.network})`}; limits=${limits}`;
+  const disk = plan.diskBytes > 0 ? `${plan.diskBytes} per session (tmpfs)` : "unbounded";
+  return `user=${users}; network=${plan.network === "shared" ? "shared" : `isolated (${plan.network})`}; limits=${limits}; disk=${disk}`;
 }
 
 /** The limits a worker of `kind` really gets: none without prlimit; no process limit where it would count others' processes. */

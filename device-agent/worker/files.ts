@@ -5,6 +5,7 @@
 import { closeSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { FarmError } from "../../protos/index.ts";
+import { quotaError } from "../session-disk.ts";
 
 /**
  * The agent's content store as a worker sees it (worker/content-store.ts runs
@@ -39,6 +40,8 @@ export function checkUploadName(name: string): string {
 export interface FileLimits {
   maxUploadBytes: number;
   maxSessionBytes: number;
+  /** The session's folder is a filesystem of this many bytes (device-agent/session-disk.ts): its ENOSPC means the quota. */
+  diskBytes?: number;
 }
 
 interface OpenUpload {
@@ -70,8 +73,13 @@ export class SessionFiles {
     this.checkSize(name, announcedBytes, this.sizes.get(name) ?? 0);
     // A new file, not the old one rewritten: the old may be a link into the store.
     rmSync(path, { force: true });
-    const fd = openSync(path, "w", 0o600);
     this.release(name);
+    let fd: number;
+    try {
+      fd = openSync(path, "w", 0o600);
+    } catch (err) {
+      throw this.quotaOr(err);
+    }
     return { fd, name, written: 0, ...(sha256 && this.store ? { sha256 } : {}) };
   }
 
@@ -97,7 +105,15 @@ export class SessionFiles {
     // The bytes already written are counted in `used`: they are replaced, not added.
     this.checkSize(upload.name, upload.written + data.byteLength, upload.written);
     let off = 0;
-    while (off < data.byteLength) off += writeSync(upload.fd, data, off);
+    try {
+      while (off < data.byteLength) off += writeSync(upload.fd, data, off);
+    } catch (err) {
+      // What got written is on the disk until abandon() removes the file.
+      upload.written += off;
+      this.used += off;
+      this.sizes.set(upload.name, upload.written);
+      throw this.quotaOr(err);
+    }
     upload.written += data.byteLength;
     this.used += data.byteLength;
     this.sizes.set(upload.name, upload.written);
@@ -142,6 +158,17 @@ export class SessionFiles {
   private release(name: string): void {
     this.used -= this.sizes.get(name) ?? 0;
     this.sizes.delete(name);
+  }
+
+  /**
+   * ENOSPC (or EDQUOT) where the session's folder is its own bounded
+   * filesystem: the quota was reached (its kernels' files count too), which
+   * the host should hear as TOO_LARGE naming it, not as an I/O error.
+   */
+  private quotaOr(err: unknown): unknown {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (this.limits.diskBytes && (code === "ENOSPC" || code === "EDQUOT")) return quotaError(this.limits.diskBytes);
+    return err;
   }
 
   /** `replacing`: bytes of an existing file of that name that the new one replaces. */

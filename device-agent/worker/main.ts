@@ -121,8 +121,35 @@ if (config.canaryIntervalMs > 0) {
 // Listen first: an assignment can follow "ready" at once.
 await tell({ t: "ready" });
 
+/** The worker's own home (HOME, TMPDIR, working directory) between sessions. */
+const home = { HOME: process.env.HOME, TMPDIR: process.env.TMPDIR, cwd: process.cwd() };
+
+/**
+ * While it serves a session, the worker's HOME, TMPDIR and working directory
+ * are the session's folder: what its kernels write without a path of their
+ * own (temporary files, relative names) lands there and counts against the
+ * session's disk quota (device-agent/session-disk.ts), and goes with it.
+ * process.env writes through to the C environment (setenv), which kernels
+ * and their children read.
+ */
+function enter(dir: string | undefined): void {
+  for (const name of ["HOME", "TMPDIR"] as const) {
+    const value = dir ?? home[name];
+    // Assigning undefined would set the text "undefined".
+    if (value === undefined) delete process.env[name];
+    else process.env[name] = value;
+  }
+  try {
+    // Out of the session's folder afterwards too: a detached tmpfs lives on while any process's cwd is in it.
+    process.chdir(dir ?? home.cwd);
+  } catch {
+    // removed already (the session was ended from outside)
+  }
+}
+
 async function serve(sessionId: string, token: string, workdir: string): Promise<void> {
   // The folder is the agent's to make and remove (its parent is closed to workers); the worker empties it.
+  enter(workdir);
   const metadata = new grpc.Metadata();
   metadata.set(SESSION_ID_HEADER, sessionId);
   metadata.set(SESSION_TOKEN_HEADER, token);
@@ -159,6 +186,7 @@ async function serve(sessionId: string, token: string, workdir: string): Promise
   reportCounters();
   server.dispose();
   emptyFolder(workdir);
+  enter(undefined);
   serving = undefined;
   const reusable = !backend.tainted;
   await tell({ t: "ended", sessionId, reusable, ...(error ? { error: error.toWire() as { code: FarmError["code"]; message: string } } : {}) });
