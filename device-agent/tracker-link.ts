@@ -61,7 +61,7 @@ export class TrackerLink {
       "grpc.initial_reconnect_backoff_ms": 100,
       "grpc.min_reconnect_backoff_ms": 100,
       "grpc.max_reconnect_backoff_ms": 500,
-    });
+    }, { reloadCertificates: true });
     this.dial();
   }
 

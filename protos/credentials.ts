@@ -115,7 +115,7 @@ export function callMetadata(security: ClientSecurity): grpc.Metadata {
  * plus `extra` and the TLS server name override. The token is not here but
  * in each call's metadata (callMetadata).
  */
-export function grpcClient(security: ClientSecurity, extra: grpc.ChannelOptions = {}): { credentials: grpc.ChannelCredentials; options: grpc.ClientOptions } {
+export function grpcClient(security: ClientSecurity, extra: grpc.ChannelOptions = {}, opts: { reloadCertificates?: boolean } = {}): { credentials: grpc.ChannelCredentials; options: grpc.ClientOptions } {
   const options: grpc.ClientOptions = { ...CHANNEL_OPTIONS, ...extra };
   if (!security.tls) return { credentials: grpc.credentials.createInsecure(), options };
   const { caFile, certFile, keyFile, serverName } = security.tls;
@@ -123,13 +123,22 @@ export function grpcClient(security: ClientSecurity, extra: grpc.ChannelOptions 
     options["grpc.ssl_target_name_override"] = serverName;
     options["grpc.default_authority"] = serverName;
   }
-  const credentials = grpc.credentials.createSsl(readPem(caFile, "TLS CA"), keyFile ? readPem(keyFile, "TLS key") : null, certFile ? readPem(certFile, "TLS certificate") : null);
+  const ca = readPem(caFile, "TLS CA");
+  const key = keyFile ? readPem(keyFile, "TLS key") : null;
+  const cert = certFile ? readPem(certFile, "TLS certificate") : null;
+  if (!opts.reloadCertificates) return { credentials: grpc.credentials.createSsl(ca, key, cert), options };
+  // A long-lived client (an agent) takes a renewed CA or client certificate at its next connection, without a restart.
+  // (The file watchers' timers keep a process alive: short-lived clients, whose owners may forget close(), read once.)
+  const credentials = grpc.experimental.createCertificateProviderChannelCredentials(
+    new CheckedCertificateProvider({ caCertificateFile: caFile, refreshIntervalMs: CERT_RELOAD_INTERVAL_MS }),
+    certFile && keyFile ? new CheckedCertificateProvider({ certificateFile: certFile, privateKeyFile: keyFile, refreshIntervalMs: CERT_RELOAD_INTERVAL_MS }) : null,
+  );
   return { credentials, options };
 }
 
 /** Creates a client of `service` at `address` with `security` (the one constructor every part uses). */
-export function makeClient<T>(service: grpc.ServiceClientConstructor | unknown, address: string, security: ClientSecurity, extra: grpc.ChannelOptions = {}): T {
-  const { credentials, options } = grpcClient(security, extra);
+export function makeClient<T>(service: grpc.ServiceClientConstructor | unknown, address: string, security: ClientSecurity, extra: grpc.ChannelOptions = {}, opts: { reloadCertificates?: boolean } = {}): T {
+  const { credentials, options } = grpcClient(security, extra, opts);
   return new (service as grpc.ServiceClientConstructor)(address, credentials, options) as unknown as T;
 }
 

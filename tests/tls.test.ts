@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { X509Certificate } from "node:crypto";
 import { once } from "node:events";
 import { spawn } from "node:child_process";
-import { accessSync, constants, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { accessSync, constants, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { request as httpsRequest } from "node:https";
 import { request as httpRequest } from "node:http";
@@ -284,6 +284,28 @@ describe("a tracker with mutual TLS (--tls-client-ca)", () => {
       return b.length ? b : undefined;
     });
     assert.deepEqual(boards.map((b) => [b.id, b.key, b.kind]), [["mtls-agent/m0", "mtls", "cpu"]]);
+  });
+
+  it("lets an agent whose client certificate is replaced attach without a restart", async () => {
+    // The agent starts with another CA's certificate in its files: refused, and it says so.
+    const mine = mkdtempSync(join(root, "agent-cert-"));
+    const [cert, key] = [join(mine, "client.crt"), join(mine, "client.key")];
+    writeFileSync(cert, readFileSync(f(other, "client.crt")));
+    writeFileSync(key, readFileSync(f(other, "client.key")), { mode: 0o600 });
+    const renewed = await startAgentProcess(tracker.address, ["cpu:key=renewed,name=r0"], [...clientTlsArgs(farm), "--tls-cert", cert, "--tls-key", key, "--name", "renewed-agent"], { env: { KFARM_LOG: "warn" } });
+    try {
+      await waitFor("the agent to report its refused certificate", () => /cannot attach to the tracker: .*refused this client's certificate/.test(renewed.stderr()), 15_000);
+      // The farm's own certificate is put in place, key first (a mismatched pair is never loaded).
+      writeFileSync(`${key}.new`, readFileSync(f(farm, "client.key")), { mode: 0o600 });
+      writeFileSync(`${cert}.new`, readFileSync(f(farm, "client.crt")));
+      renameSync(`${key}.new`, key);
+      renameSync(`${cert}.new`, cert);
+      const c = await connect(tracker.address, { tls: mtls() });
+      await waitFor("the renewed agent's board", async () => (await c.summary()).boards.some((b) => b.id === "renewed-agent/r0"), 15_000);
+      assert.equal(renewed.proc.exitCode, null, "the agent was not restarted");
+    } finally {
+      await renewed.stop();
+    }
   });
 });
 
