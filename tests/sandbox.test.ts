@@ -11,7 +11,7 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -24,10 +24,12 @@ const IS_ROOT = process.getuid?.() === 0;
 const NETNS = IS_ROOT && spawnSync("unshare", ["--net", "--", "true"]).status === 0;
 const NOT_ROOT = IS_ROOT ? false : "needs root: workers run as uids of their own only when the agent is root";
 const NO_NETNS = NETNS ? false : IS_ROOT ? "`unshare --net` fails here: workers keep the network (docs/sandbox.md)" : "needs root for a network namespace (this test does not probe user namespaces)";
+const NO_TMPFS = IS_ROOT ? false : "needs root: only an agent running as root mounts a tmpfs on each session's folder";
 const SECRET = "KFARM_TEST_SECRET";
 const EACCES = 13;
 const EAGAIN = 11;
 const EFBIG = 27;
+const ENOSPC = 28;
 const ENETUNREACH = 101;
 
 const ATTACKS = `
@@ -36,6 +38,7 @@ const ATTACKS = `
 #include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -101,6 +104,30 @@ void fill(const uint8_t* path, int32_t* out) {
   close(fd);
   out[1] = (int32_t)(total / 1024);
 }
+/* Writes files of 256 KiB (each under the file-size limit) into the folder until a write fails:
+   out[0] the errno, out[1] the KiB written in all, out[2] how many files. */
+void fill_many(const uint8_t* dir, int32_t* out) {
+  static char buf[1 << 16];
+  char path[4096];
+  long total = 0;
+  int files = 0;
+  for (;; files++) {
+    snprintf(path, sizeof path, "%s/f%d", (const char*)dir, files);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0) { out[0] = errno; break; }
+    int err = 0;
+    for (int i = 0; i < 4; i++) {
+      ssize_t w = write(fd, buf, sizeof buf);
+      if (w < 0) { err = errno; break; }
+      total += w;
+      if (w < (ssize_t)sizeof buf) { err = ENOSPC; break; }
+    }
+    close(fd);
+    if (err) { out[0] = err; break; }
+  }
+  out[1] = (int32_t)(total / 1024);
+  out[2] = files;
+}
 /* The same with SIGXFSZ's default action (Node ignores it): the write past the limit kills the process. */
 void fill_dfl(const uint8_t* path, int32_t* out) { signal(SIGXFSZ, SIG_DFL); fill(path, out); }
 `;
@@ -116,6 +143,7 @@ function compileAttacks(): Promise<CompiledModule> {
       fork_bomb: [],
       fill: ["uint8* path", "int32* out"],
       fill_dfl: ["uint8* path", "int32* out"],
+      fill_many: ["uint8* dir", "int32* out"],
     },
   });
 }
@@ -327,6 +355,76 @@ describe("a kernel that fills the disk", () => {
       return true;
     });
     assert.equal(s.closedReason?.code, "TOO_LARGE");
+    await waitForFreeBoards(farm.client, 1);
+    await serves(farm, vadd);
+  });
+});
+
+describe("a kernel that fills its session's disk quota", () => {
+  let farm: Awaited<ReturnType<typeof startFarm>>;
+  let attacks: CompiledModule;
+  let vadd: CompiledModule;
+  let workRoot: string;
+  const QUOTA = 8 << 20;
+
+  before(async () => {
+    if (!IS_ROOT) return;
+    [farm, attacks, vadd] = await Promise.all([
+      startFarm(["cpu:key=cpu"], { agentArgs: ["--worker-disk", "8m", "--max-upload-bytes", "4m"] }),
+      compileAttacks(),
+      compileVadd(),
+    ]);
+    workRoot = join(tmpdir(), `kfarm-agent-${farm.agent.proc.pid}`);
+  });
+  after(() => farm?.stop());
+
+  /** Whether `dir` is a mount point (in /proc/self/mountinfo). */
+  const mounted = (dir: string) => readFileSync("/proc/self/mountinfo", "utf8").split("\n").some((l) => l.split(" ")[4] === dir);
+
+  it("the board says its sessions' disk is bounded", { skip: NO_TMPFS }, async () => {
+    const [board] = (await farm.client.summary()).boards;
+    assert.match(board!.capabilities.sandbox ?? "", new RegExp(`; disk=${QUOTA} per session \\(tmpfs\\)`));
+  });
+
+  it("many files under the file-size limit stop at the quota with ENOSPC; the session's folder goes with it; the board serves again", { skip: NO_TMPFS }, async () => {
+    const s = await farm.client.request("cpu");
+    const dir = join(workRoot, s.id);
+    try {
+      assert.ok(mounted(dir), "the session's folder is a mount point");
+      const mod = await loaded(s, attacks);
+      // TMPDIR is the session's folder: the kernel's temporary files count against the quota.
+      const [errno, kib, files] = await probe(s, mod, "fill_many", await cstr(s, "."));
+      assert.equal(errno, ENOSPC, `the writes stopped with errno ${errno}`);
+      assert.ok(files > 1, `${files} files`);
+      assert.ok(kib * 1024 <= QUOTA, `${kib} KiB written, the quota is ${QUOTA / 1024} KiB`);
+      // The module and the files it wrote fill it, nearly to the byte.
+      assert.ok(kib * 1024 > QUOTA / 2, `${kib} KiB written`);
+    } finally {
+      await s.close();
+    }
+    await waitFor("the session's folder to be unmounted and removed", () => !mounted(dir) && !existsSync(dir));
+    await waitForFreeBoards(farm.client, 1);
+    await serves(farm, vadd);
+  });
+
+  it("an upload beyond what the quota has left: TOO_LARGE naming the quota; the session and the farm go on", { skip: NO_TMPFS }, async () => {
+    const s = await farm.client.request("cpu");
+    try {
+      // Each under the per-upload limit (4 MiB) and the session cap (4 GiB by default): only the quota stops the third.
+      await s.upload(Buffer.alloc(3 << 20, 1), "a.bin");
+      await s.upload(Buffer.alloc(3 << 20, 2), "b.bin");
+      await assert.rejects(s.upload(Buffer.alloc(3 << 20, 3), "c.bin"), (e: FarmError) => {
+        assert.equal(e.code, "TOO_LARGE");
+        assert.match(e.message, new RegExp(`the session's files reached its disk quota of ${QUOTA} bytes`));
+        return true;
+      });
+      // The failed upload left nothing behind; what fits still fits.
+      assert.deepEqual((await s.listdir()).map((f) => f.name).sort(), ["a.bin", "b.bin"]);
+      await s.remove("a.bin");
+      await s.upload(Buffer.alloc(3 << 20, 3), "c.bin");
+    } finally {
+      await s.close();
+    }
     await waitForFreeBoards(farm.client, 1);
     await serves(farm, vadd);
   });
