@@ -390,8 +390,9 @@ describe("a kernel that fills its session's disk quota", () => {
     const s = await farm.client.request("cpu");
     const dir = join(workRoot, s.id);
     try {
-      assert.ok(mounted(dir), "the session's folder is a mount point");
+      // After a call, not at the grant: the tracker answers the host while the agent mounts (before the worker hears of the session).
       const mod = await loaded(s, attacks);
+      assert.ok(mounted(dir), "the session's folder is a mount point");
       // TMPDIR is the session's folder: the kernel's temporary files count against the quota.
       const [errno, kib, files] = await probe(s, mod, "fill_many", await cstr(s, "."));
       assert.equal(errno, ENOSPC, `the writes stopped with errno ${errno}`);
