@@ -52,6 +52,11 @@ export class Agent {
     const boards = await expandBoards(o.boards);
     // What confines session workers here (docs/sandbox.md): decided once, logged once, shown as each board's `sandbox` capability.
     const plan = resolveSandbox({ workerUids: o.workerUids, workerNetwork: o.workerNetwork, limits: (kind) => workerLimitsFor(o, kind), diskBytes: o.workerDiskBytes });
+    // What an agent killed without its clean-up left mounted (its sessions' tmpfs hold RAM).
+    if (plan.diskBytes > 0) {
+      const stale = SessionDisk.detachStale();
+      if (stale > 0) o.logger.warn({ stale }, "detached session tmpfs left mounted by agents that died");
+    }
     const dirs = new WorkerDirs(plan, o.workRoot);
     dirs.prepare();
     const entry = await workerEntry(o.logger, o.workRoot);

@@ -352,6 +352,8 @@ export class BoardPool {
     this.closed = true;
     for (const w of this.workers) {
       this.kill(w);
+      // Now too: the agent removes its scratch folder next, which cannot go while a session's tmpfs is mounted in it.
+      this.removeSessionDir(w);
       // Now, not at the exit event: the agent may be exiting, and a kernel's children have no parent-death signal.
       if (w.uid !== undefined) this.sandbox.uids.releaseSync(w.uid);
       else {

@@ -4,7 +4,8 @@
  * worker's uid, ENOSPC past it, detached even while a file in it is open.
  */
 import assert from "node:assert/strict";
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, statfsSync, statSync, writeSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statfsSync, statSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -67,5 +68,24 @@ describe("session disk", () => {
     // Twice, or on a plain folder: nothing to do, no error.
     disk.unmount(d);
     assert.equal(disk.full(join(root, "gone")), false);
+  });
+
+  it("detachStale: the tmpfs of an agent that died is detached and its folder removed; a live agent's is left", { skip: NOT_ROOT }, () => {
+    const disk = new SessionDisk(QUOTA);
+    const dead = spawnSync("true").pid!;
+    const stale = join(root, `kfarm-agent-${dead}`, "s1");
+    const live = join(root, `kfarm-agent-${process.pid}`, "s1");
+    for (const d of [stale, live]) {
+      mkdirSync(d, { recursive: true });
+      disk.mount(d, 61001);
+    }
+    try {
+      assert.ok(SessionDisk.detachStale() >= 1);
+      assert.ok(!mounted(stale) && !existsSync(stale));
+      assert.ok(mounted(live));
+    } finally {
+      disk.unmount(stale);
+      disk.unmount(live);
+    }
   });
 });

@@ -10,7 +10,7 @@
  * worker/parent-death.ts does), not by spawning `mount`: this is on the
  * grant path, where a process start would cost milliseconds.
  */
-import { statfsSync } from "node:fs";
+import { readFileSync, rmSync, statfsSync } from "node:fs";
 import koffi from "koffi";
 import { FarmError } from "../protos/index.ts";
 
@@ -19,6 +19,17 @@ const MS_NODEV = 4;
 /** umount2: detach now, free once the last open file or working directory in it is gone (a kernel's leftovers). */
 const MNT_DETACH = 2;
 const EINVAL = 22;
+/** The tmpfs's source name in /proc/mounts: how the agent finds those a dead agent left. */
+const SOURCE = "kfarm-session";
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
 const ENOENT = 2;
 
 interface Libc {
@@ -69,7 +80,7 @@ export class SessionDisk {
    */
   mount(dir: string, uid: number): void {
     const options = `size=${this.quotaBytes},mode=0700,uid=${uid},gid=${uid}`;
-    if (loadLibc().mount("kfarm-session", dir, "tmpfs", MS_NOSUID | MS_NODEV, options) !== 0) {
+    if (loadLibc().mount(SOURCE, dir, "tmpfs", MS_NOSUID | MS_NODEV, options) !== 0) {
       const errno = koffi.errno();
       throw new FarmError("INTERNAL", `cannot mount the session's tmpfs (${options}) on ${dir}: errno ${errno}; the agent must run as root on Linux, or pass --worker-disk off`);
     }
@@ -82,6 +93,33 @@ export class SessionDisk {
       // EINVAL: not a mount point (already detached, or never mounted); ENOENT: gone.
       if (errno !== EINVAL && errno !== ENOENT) throw new FarmError("INTERNAL", `cannot unmount the session's tmpfs on ${dir}: errno ${errno}`);
     }
+  }
+
+  /**
+   * Detaches the session tmpfs an agent killed without its clean-up
+   * (SIGKILL, a crash) left mounted in its scratch folder (…/kfarm-agent-PID/…,
+   * PID no longer alive), and removes their folders: each holds the RAM its
+   * files took. Returns how many it found.
+   */
+  static detachStale(): number {
+    let info: string;
+    try {
+      info = readFileSync("/proc/self/mountinfo", "utf8");
+    } catch {
+      return 0;
+    }
+    let n = 0;
+    for (const line of info.split("\n")) {
+      const [before, after] = line.split(" - ");
+      if (!after?.startsWith(`tmpfs ${SOURCE} `)) continue;
+      const dir = before!.split(" ")[4]!.replace(/\\040/g, " ");
+      const pid = Number(/\/kfarm-agent-(\d+)\/[^/]+$/.exec(dir)?.[1]);
+      if (!(pid > 0) || alive(pid)) continue;
+      loadLibc().umount2(dir, MNT_DETACH);
+      rmSync(dir, { recursive: true, force: true });
+      n++;
+    }
+    return n;
   }
 
   /**
