@@ -3,14 +3,14 @@
  */
 import { hostname, userInfo } from "node:os";
 import { Command, InvalidArgumentError, Option } from "commander";
-import { FarmError } from "../protos/index.ts";
+import { FarmError, clientSecurity } from "../protos/index.ts";
 import { startTracker, formatSummary } from "../tracker/index.ts";
 import { startAgent, parseBoardFlag, parseBytes, readAgentConfigFile, type BoardConfig } from "../device-agent/index.ts";
 import { connectTracker } from "../host-sdk/index.ts";
 import { runDemo } from "./demo.ts";
 import { watchFarm } from "./watch.ts";
 import { TUTORIAL_NAMES, vtaDisasm } from "./vta.ts";
-import { addClientSecurityFlags, connectOptionsOf, securityOf, type ClientSecurityFlags } from "./security-flags.ts";
+import { addClientSecurityFlags, connectOptionsOf, type ClientSecurityFlags } from "./security-flags.ts";
 import { addTokenCommand } from "./token.ts";
 import { addCertsCommand } from "./certs.ts";
 
@@ -121,7 +121,7 @@ addClientSecurityFlags(program
     if (boards.length === 0) throw new FarmError("INVALID_ARGUMENT", "kfarm agent needs at least one --board (e.g. --board cpu:key=cpu) or a --config file");
     const agent = await startAgent({
       tracker,
-      security: securityOf(o, "kfarm agent"),
+      security: clientSecurity(o, "kfarm agent"),
       boards,
       name: o.name ?? file?.name,
       maxUploadBytes: o.maxUploadBytes ?? file?.settings.maxUploadBytes,
@@ -161,7 +161,7 @@ addClientSecurityFlags(program
       }
       const stop = new AbortController();
       untilSignal(() => stop.abort());
-      await watchFarm({ http: o.http, json: o.json, signal: stop.signal, security: securityOf(o, "kfarm status --watch") });
+      await watchFarm({ http: o.http, json: o.json, signal: stop.signal, security: clientSecurity(o, "kfarm status --watch") });
       return;
     }
     if (!o.tracker) throw new FarmError("INVALID_ARGUMENT", "kfarm status needs --tracker HOST:PORT (or --watch --http HOST:PORT)");

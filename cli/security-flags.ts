@@ -5,7 +5,7 @@
  * ($KFARM_TLS_CERT), `--tls-key` ($KFARM_TLS_KEY), `--tls-server-name`.
  */
 import { Option, type Command } from "commander";
-import { clientSecurity, type ClientSecurity, type ClientTls } from "../protos/index.ts";
+import { clientSecurity, type ClientTls } from "../protos/index.ts";
 
 export interface ClientSecurityFlags {
   token?: string;
@@ -24,13 +24,8 @@ export function addClientSecurityFlags(cmd: Command, tokenKind: string): Command
     .option("--tls-server-name <name>", "the name in the tracker's certificate, when the address is not it");
 }
 
-/** The flags, checked (files readable, pairs complete), as the SDK takes them. */
-export function securityOf(o: ClientSecurityFlags, what: string): ClientSecurity {
-  return clientSecurity(o, what);
-}
-
-/** connectTracker's options from the flags. */
+/** connectTracker's options from the flags, checked (files readable, pairs complete). */
 export function connectOptionsOf(o: ClientSecurityFlags, what: string): { token?: string; tls?: ClientTls } {
-  const s = securityOf(o, what);
+  const s = clientSecurity(o, what);
   return { ...(s.token ? { token: s.token } : {}), ...(s.tls ? { tls: s.tls } : {}) };
 }
