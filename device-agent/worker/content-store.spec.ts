@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { existsSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
@@ -31,6 +31,25 @@ describe("ContentStore", () => {
     assert.equal(await store.take(sha(Buffer.from("absent")), 6, join(dir, "absent")), false);
     assert.equal(await store.take("../../etc/passwd", 1, join(dir, "x")), false, "only digests name files");
     assert.ok(!existsSync(join(dir, "wrong-size")) && !existsSync(join(dir, "absent")));
+  });
+
+  // A session's kernel can speak on its worker's IPC channel and name any file of its folder.
+  it("keeps nothing through a symbolic link, nor a file another uid owns", async () => {
+    const store = new ContentStore(join(dir, "links"), 1 << 20);
+    const secret = Buffer.from("the agent's secret");
+    const target = join(dir, "agent-secret");
+    writeFileSync(target, secret);
+    const link = join(dir, "innocent-name");
+    symlinkSync(target, link);
+    await store.keep(link, sha(secret));
+    assert.equal(await store.take(sha(secret), secret.length, join(dir, "leaked-1")), false, "kept through a link");
+    if (process.getuid?.() === 0) {
+      chownSync(target, 61999, 61999);
+      await store.keep(target, sha(secret), 61998);
+      assert.equal(await store.take(sha(secret), secret.length, join(dir, "leaked-2")), false, "kept a file its worker does not own");
+    }
+    await store.keep(target, "not-a-digest");
+    assert.equal(existsSync(join(dir, "links", "not-a-digest")), false);
   });
 
   it("stays within its bytes, dropping the least recently used first", async () => {
