@@ -208,14 +208,7 @@ export class BoardPool {
 
   /** What a dead worker leaves: its processes (a kernel's children), its uid, its home. */
   private reap(w: WorkerHandle): void {
-    if (w.uid === undefined) {
-      try {
-        // Its process group: what its kernels forked and left behind (unless they left the group).
-        process.kill(-w.child.pid!, "SIGKILL");
-      } catch {
-        // none left
-      }
-    }
+    if (w.uid === undefined) killGroup(w);
     // As root: every process of its uid, whatever group it moved to; then the uid is free again.
     void this.sandbox.uids.release(w.uid).then(() => rmSync(w.home, { recursive: true, force: true }));
   }
@@ -356,13 +349,7 @@ export class BoardPool {
       this.removeSessionDir(w);
       // Now, not at the exit event: the agent may be exiting, and a kernel's children have no parent-death signal.
       if (w.uid !== undefined) this.sandbox.uids.releaseSync(w.uid);
-      else {
-        try {
-          process.kill(-w.child.pid!, "SIGKILL");
-        } catch {
-          // none left
-        }
-      }
+      else killGroup(w);
     }
   }
 
@@ -373,5 +360,14 @@ export class BoardPool {
       this.tally(w, "AGENT_LOST");
       this.kill(w);
     }
+  }
+}
+
+/** Kills a worker's process group: what its kernels forked and left behind (unless they left the group). */
+function killGroup(w: WorkerHandle): void {
+  try {
+    process.kill(-w.child.pid!, "SIGKILL");
+  } catch {
+    // none left
   }
 }

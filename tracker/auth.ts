@@ -74,23 +74,21 @@ export class Authorizer {
 
   /** Authenticates the call's token; UNAUTHENTICATED (audited) when it has none or a bad one. */
   caller(metadata: Metadata, peer: string, doing: string): Caller {
-    if (!this.store) return { name: "anonymous", kind: "anonymous", peer };
-    try {
-      const token = bearerToken(metadata);
-      if (!token) throw new FarmError("UNAUTHENTICATED", `this farm needs a token to ${doing}: pass --token (or set KFARM_TOKEN); an operator makes one with \`kfarm token create\``);
-      const identity = this.store.verify(token);
-      return { name: identity.name, kind: identity.kind, identity, peer };
-    } catch (err) {
-      throw this.refuse(FarmError.from(err, "UNAUTHENTICATED"), { name: "unknown", kind: "anonymous", peer }, doing);
-    }
+    return this.identify(() => bearerToken(metadata), `this farm needs a token to ${doing}: pass --token (or set KFARM_TOKEN); an operator makes one with \`kfarm token create\``, peer, doing);
   }
 
-  /** Authenticates a raw token (HTTP side). */
-  callerOfToken(token: string | undefined, peer: string, doing: string): Caller {
+  /** Authenticates an HTTP request's token; `token()` reads it (and throws on a malformed one). */
+  callerOfToken(token: () => string | undefined, peer: string, doing: string): Caller {
+    return this.identify(token, `this farm needs an operator token to ${doing}: send "Authorization: Bearer <token>" (or ?token= in a browser)`, peer, doing);
+  }
+
+  /** `token()` may throw (a malformed header): that is a refusal too, audited like the rest. */
+  private identify(token: () => string | undefined, missing: string, peer: string, doing: string): Caller {
     if (!this.store) return { name: "anonymous", kind: "anonymous", peer };
     try {
-      if (!token) throw new FarmError("UNAUTHENTICATED", `this farm needs an operator token to ${doing}: send "Authorization: Bearer <token>" (or ?token= in a browser)`);
-      const identity = this.store.verify(token);
+      const t = token();
+      if (!t) throw new FarmError("UNAUTHENTICATED", missing);
+      const identity = this.store.verify(t);
       return { name: identity.name, kind: identity.kind, identity, peer };
     } catch (err) {
       throw this.refuse(FarmError.from(err, "UNAUTHENTICATED"), { name: "unknown", kind: "anonymous", peer }, doing);

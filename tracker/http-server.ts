@@ -13,7 +13,7 @@ import { FarmError, httpServer, httpToken, type Logger, type ServerTls } from ".
  * `onLost` ends a long-lived connection when its token is revoked. Returns
  * the release of what it registered.
  */
-export type HttpGuard = (token: string | undefined, peer: string, what: string, onLost?: (err: FarmError) => void) => () => void;
+export type HttpGuard = (token: () => string | undefined, peer: string, what: string, onLost?: (err: FarmError) => void) => () => void;
 
 export interface TrackerHttpOptions {
   /** HTTPS with these files (reloaded when they change). */
@@ -110,7 +110,8 @@ export class TrackerHttp {
   /** Runs the guard, if any: throws a FarmError to refuse; returns the release of a hold. */
   private admit(req: IncomingMessage, what: string, onLost?: () => void): () => void {
     if (!this.opts.guard) return () => {};
-    return this.opts.guard(httpToken(req), peerOf(req), what, onLost && (() => onLost()));
+    // The token is read inside the guard: a malformed one is a refusal it audits.
+    return this.opts.guard(() => httpToken(req), peerOf(req), what, onLost && (() => onLost()));
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -17,7 +17,7 @@ import { FarmEvents } from "./events.ts";
 import { TrackerHttp } from "./http-server.ts";
 import { installMetrics } from "./metrics.ts";
 import { installLiveView } from "./live/feed.ts";
-import type { SessionStream } from "./lease.ts";
+import type { Lease, SessionStream } from "./lease.ts";
 import { resolveTrackerOptions, type ResolvedTrackerOptions, type TrackerOptions } from "./options.ts";
 import { Registry, describeBoard, type Board } from "./registry.ts";
 import { widenConnectionWindow, widenStreamWindow } from "./receive-window.ts";
@@ -212,11 +212,17 @@ export class Tracker {
     };
   }
 
-  /** The live lease `id` if `ticket` is its ticket and `caller` was granted it; PERMISSION_DENIED (audited) otherwise. */
-  private ownLease(caller: Caller, id: string, ticket: string, doing: string) {
+  /** The live lease `id` if `ticket` is its ticket; PERMISSION_DENIED (audited) otherwise. */
+  private ticketedLease(caller: Caller, id: string, ticket: string, doing: string): Lease {
     const lease = this.scheduler.leases.get(id);
     if (!lease) throw new FarmError("NOT_FOUND", `no session "${id}" (it ended or never existed)`);
     if (!sameSecret(lease.token, ticket)) throw this.auth.refuse(new FarmError("PERMISSION_DENIED", `wrong session token for session ${id}`), caller, `${doing} a session`, { session: id });
+    return lease;
+  }
+
+  /** ticketedLease(), and `caller` must be the token the session was granted to. */
+  private ownLease(caller: Caller, id: string, ticket: string, doing: string): Lease {
+    const lease = this.ticketedLease(caller, id, ticket, doing);
     if (lease.owner !== undefined && lease.owner !== caller.identity?.id) {
       throw this.auth.refuse(new FarmError("PERMISSION_DENIED", `session ${id} was granted to another token, not to '${caller.name}'`), caller, `${doing} a session`, { session: id });
     }
@@ -265,7 +271,7 @@ export class Tracker {
   }
 
   /** An operator's token for the HTTP side; returns the release of its hold (a live-view socket ends with the token). */
-  private operatorHold(token: string | undefined, peer: string, what: string, onLost?: (err: FarmError) => void): () => void {
+  private operatorHold(token: () => string | undefined, peer: string, what: string, onLost?: (err: FarmError) => void): () => void {
     const caller = this.auth.callerOfToken(token, peer, what);
     this.auth.requireKind(caller, ["operator"], what);
     return onLost ? this.auth.hold(caller, onLost) : () => {};
@@ -304,15 +310,6 @@ export class Tracker {
     };
   }
 
-  private workerLease(id: string, ticket: string, peer: string) {
-    const lease = this.scheduler.leases.get(id);
-    if (!lease) throw new FarmError("NOT_FOUND", `no session "${id}" (it ended or never existed)`);
-    if (!sameSecret(lease.token, ticket)) {
-      throw this.auth.refuse(new FarmError("PERMISSION_DENIED", `wrong session token for session ${id}`), { name: "worker", kind: "anonymous", peer }, "serve a session", { session: id });
-    }
-    return lease;
-  }
-
   /**
    * A host or worker stream arrives for a granted session. The host shows
    * its token and the session ticket; the worker, which holds no token (it
@@ -326,7 +323,7 @@ export class Tracker {
       const lease =
         side === "host"
           ? this.ownLease(this.auth.caller(call.metadata, call.getPeer(), "open sessions"), id, ticket, "open")
-          : this.workerLease(id, ticket, call.getPeer());
+          : this.ticketedLease({ name: "worker", kind: "anonymous", peer: call.getPeer() }, id, ticket, "serve");
       if (side === "host") lease.attachHost(call);
       else lease.attachWorker(call);
     } catch (err) {
