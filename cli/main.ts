@@ -61,7 +61,10 @@ program
   .addOption(new Option("--max-session-timeout-ms <ms>", "the longest session anyone may hold; a request for 0 gets this").default(86_400_000).argParser(integer))
   .option("--public-http", "serve the live view and /metrics without a token even when the farm has tokens")
   .option("--insecure", "allow a non-loopback --host without TLS and tokens (logged as a warning)")
+  .addOption(new Option("--data-port <port>", "port of the data port, where relay lanes join (0: any free port)").default(0).argParser(integer))
+  .addOption(new Option("--end-grace-ms <ms>", "after a session's lane closes, how long its agent (and the host) may take to say why").default(1000).argParser(integer))
   .action(async (o: {
+    dataPort: number; endGraceMs: number;
     host: string; port: number; heartbeatMs: number; missedHeartbeats: number; defaultDeadlineMs: number; metricsPort?: number;
     tlsCert?: string; tlsKey?: string; tlsClientCa?: string; tokens?: string; auditLog?: string; maxSessionTimeoutMs: number; publicHttp?: boolean; insecure?: boolean;
   }) => {
@@ -80,9 +83,12 @@ program
       maxSessionTimeoutMs: o.maxSessionTimeoutMs,
       publicHttp: o.publicHttp,
       insecure: o.insecure,
+      dataPort: o.dataPort,
+      endGraceMs: o.endGraceMs,
     });
     // One line on stdout that scripts (and our tests) read for the bound address.
     console.log(`kfarm tracker listening on ${tracker.address}${o.tlsCert ? " (TLS)" : ""}`);
+    console.log(`kfarm tracker data port ${tracker.dataPort} (relay lanes)`);
     if (tracker.httpAddress) console.log(`kfarm tracker http on ${tracker.http!.scheme}://${tracker.httpAddress}/ (metrics: /metrics)`);
     untilSignal(() => tracker.close());
   });
@@ -107,12 +113,20 @@ addClientSecurityFlags(program
   .option("--worker-network <mode>", "\"isolated\": each worker in a network namespace of its own, reaching the tracker through the agent, where the OS allows; \"shared\": the host's network (default isolated)")
   .addOption(new Option("--worker-disk <size>", "as root, each session's folder is a tmpfs of this size: all its files, its kernels' temporary files included (e.g. 4g; \"off\": none; default --max-session-bytes; at least --max-upload-bytes; tmpfs takes RAM or swap only as it fills)").argParser((v: string) => (v === "off" ? 0 : bytes(v))))
   .option("--worker-limits <limits>", "resource limits of each worker, e.g. nofile=1024,nproc=256,fsize=1g,as=off (defaults: those, fsize = --max-upload-bytes, as off; nproc only with a uid or user namespace of the worker's own)")
+  .option("--no-direct", "serve no direct lane: hosts reach this agent's boards through the tracker's relay")
+  .option("--data-host <host>", "interface of the direct lane (default 127.0.0.1 for a loopback tracker, else 0.0.0.0)")
+  .addOption(new Option("--data-port <port>", "port of the direct lane (0: any free port)").argParser(integer))
+  .option("--data-advertise <host>", "the name or address hosts reach the direct lane at (default: the address the tracker sees this agent at)")
+  .option("--data-tls-cert <file>", "TLS on the direct lane with this certificate (from the farm's CA, naming this host); needed for a direct lane when the agent talks TLS to its tracker")
+  .option("--data-tls-key <file>", "the key of --data-tls-cert")
   .action(async (o: ClientSecurityFlags & {
+    direct: boolean; dataHost?: string; dataPort?: number; dataAdvertise?: string; dataTlsCert?: string; dataTlsKey?: string;
     workerUids?: string; workerNetwork?: "isolated" | "shared"; workerLimits?: string; workerDisk?: number;
     tracker?: string; board: string[]; config?: string; name?: string; maxUploadBytes?: number; maxSessionBytes?: number; callTimeoutMs?: number; warmWorkers?: number;
     canaryIntervalMs?: number; metricsPort?: number; metricsHost?: string; metricsTlsCert?: string; metricsTlsKey?: string;
   }) => {
     if (!!o.metricsTlsCert !== !!o.metricsTlsKey) throw new FarmError("INVALID_ARGUMENT", "kfarm agent: --metrics-tls-cert and --metrics-tls-key go together");
+    if (!!o.dataTlsCert !== !!o.dataTlsKey) throw new FarmError("INVALID_ARGUMENT", "kfarm agent: --data-tls-cert and --data-tls-key go together");
     const file = o.config ? readAgentConfigFile(o.config) : undefined;
     if (o.metricsTlsCert && (o.metricsPort ?? file?.settings.metricsPort) === undefined) throw new FarmError("INVALID_ARGUMENT", "kfarm agent: --metrics-tls-cert serves /metrics over HTTPS, which needs --metrics-port");
     const tracker = o.tracker ?? file?.tracker;
@@ -136,6 +150,11 @@ addClientSecurityFlags(program
       workerLimits: o.workerLimits ?? file?.settings.workerLimits,
       workerDiskBytes: o.workerDisk ?? file?.settings.workerDiskBytes,
       ...(o.metricsTlsCert ? { metricsTls: { certFile: o.metricsTlsCert, keyFile: o.metricsTlsKey! } } : {}),
+      direct: o.direct,
+      dataHost: o.dataHost,
+      dataPort: o.dataPort,
+      dataAdvertise: o.dataAdvertise,
+      ...(o.dataTlsCert ? { dataTls: { certFile: o.dataTlsCert, keyFile: o.dataTlsKey! } } : {}),
     });
     if (agent.metricsAddress) console.log(`kfarm agent metrics on ${agent.metrics!.scheme}://${agent.metricsAddress}/metrics`);
     console.log(`kfarm agent ${agent.options.name || "(named by its token)"} serving ${boards.map((b) => `${b.name} (${b.kind}, key ${b.key})`).join(", ")} for tracker ${tracker}`);

@@ -14,7 +14,8 @@ import { resolveAgentOptions, workerLimitsFor, type AgentOptions, type ResolvedA
 import { BoardPool, type WorkerSandbox } from "./pool.ts";
 import { checkReadableByWorkers, describeSandbox, resolveSandbox, UidAllocator, WorkerDirs } from "./sandbox.ts";
 import { SessionDisk } from "./session-disk.ts";
-import { TrackerLink } from "./tracker-link.ts";
+import { AgentLanes } from "./lanes.ts";
+import { TrackerLink, type DirectLane } from "./tracker-link.ts";
 import { workerEntry } from "./worker-entry.ts";
 import { WorkerLink } from "./worker-link.ts";
 import { ContentStore } from "./worker/content-store.ts";
@@ -23,6 +24,8 @@ export class Agent {
   readonly options: ResolvedAgentOptions;
   private readonly pools = new Map<string, BoardPool>();
   private link: TrackerLink | undefined;
+  /** Direct and relay lanes (device-agent/lanes.ts). */
+  private lanes: AgentLanes | undefined;
   /** The workers' way to the tracker (worker-link.ts), when they do not dial it themselves. */
   private workerLink: WorkerLink | undefined;
   private draining = new Set<string>();
@@ -103,7 +106,10 @@ export class Agent {
           ready: (name) => {
             if (!this.draining.has(name)) this.link?.send({ board_ready: { board_name: name } });
           },
-          sessionEnded: (sessionId, reason) => this.link?.send({ session_ended: { session_id: sessionId, reason: reason?.toWire() ?? null } }),
+          sessionEnded: (sessionId, reason) => {
+            this.lanes?.forget(sessionId);
+            this.link?.send({ session_ended: { session_id: sessionId, reason: reason?.toWire() ?? null } });
+          },
           health: (name, report) => {
             if (report.kind === "canary") this.lastCanary.set(name, report);
             this.link?.send({ board_health: { board_name: name, kind: report.kind, ok: report.ok, reason: report.reason, duration_ms: report.durationMs } });
@@ -116,9 +122,12 @@ export class Agent {
       this.pools.set(board.name, pool);
       pool.fill();
     }
+    const direct = await this.openLanes();
     this.link = new TrackerLink(o.tracker, o.name, specs, {
-      attached: () => {
+      attached: (registered) => {
         this.metrics?.trackerConnected(true);
+        if (this.lanes) this.lanes.relayPort = registered.relay_port;
+        for (const pool of this.pools.values()) pool.endGraceMs = registered.end_grace_ms || pool.endGraceMs;
         // The tracker starts every board healthy: tell it what the canaries last saw.
         for (const [name, r] of this.lastCanary) {
           this.link?.send({ board_health: { board_name: name, kind: r.kind, ok: r.ok, reason: r.reason, duration_ms: r.durationMs } });
@@ -136,20 +145,49 @@ export class Agent {
           o.logger.error({ board: a.board_name }, "assignment for a board this agent does not have");
           return;
         }
-        pool.assign(a.session_id, a.token);
+        this.lanes?.expect(a.session_id, a.token, a.route);
+        pool.assign(a.session_id, a.token, a.route);
       },
       end: (sessionId, reason) => {
+        this.lanes?.forget(sessionId);
         for (const pool of this.pools.values()) pool.end(sessionId, reason);
       },
+      openRelay: (sessionId) => void this.lanes?.dialRelay(sessionId),
       drain: (name) => {
         for (const pool of this.pools.values()) if (!name || pool.boardName === name) this.draining.add(pool.boardName);
       },
-    }, o.logger, o.security);
+    }, o.logger, o.security, direct);
     return this;
+  }
+
+  /**
+   * The lanes: always the means to dial the tracker's data port; a direct
+   * port unless turned off, or unless the agent talks TLS to its tracker and
+   * has no certificate of its own for hosts (then hosts use the relay).
+   */
+  private async openLanes(): Promise<DirectLane | undefined> {
+    const o = this.options;
+    this.lanes = new AgentLanes(
+      { tls: o.dataTls, security: o.security, trackerHost: parseAddress(o.tracker).host, workRoot: o.workRoot },
+      {
+        hand: (sessionId, socket, rest, kind) => [...this.pools.values()].some((p) => p.hasSession(sessionId) && p.giveLane(sessionId, socket, rest, kind)),
+        opened: (sessionId, lane) => this.link?.send({ lane_opened: { session_id: sessionId, route: lane } }),
+      },
+      o.logger,
+    );
+    if (!o.direct) return undefined;
+    if (o.security.tls && !o.dataTls) {
+      o.logger.warn({ tls: true }, "no direct lane: this agent talks TLS to its tracker but has no certificate for hosts (--data-tls-cert, --data-tls-key); sessions take the tracker's relay");
+      return undefined;
+    }
+    const port = await this.lanes.listen(o.dataHost, o.dataPort);
+    o.logger.info({ host: o.dataHost, port, tls: this.lanes.secure, advertised: o.dataAdvertise || "(the address the tracker sees)" }, "direct lane listening");
+    return { port, host: o.dataAdvertise, tls: this.lanes.secure };
   }
 
   close(): void {
     this.link?.close();
+    this.lanes?.close();
     for (const pool of this.pools.values()) pool.close();
     this.workerLink?.close();
     void this.metrics?.close();

@@ -1,6 +1,6 @@
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
-import { componentLogger, FarmError, type ClientSecurity, type Logger, type ServerTls } from "../protos/index.ts";
+import { componentLogger, FarmError, isLoopbackHost, parseAddress, type ClientSecurity, type Logger, type ServerTls } from "../protos/index.ts";
 import { DEFAULT_CANARY_INTERVAL_MS } from "./canary.ts";
 import type { BoardConfig } from "./board-config.ts";
 import { parseWorkerLimits, parseWorkerUids, type WorkerLimits, type WorkerNetwork } from "./sandbox.ts";
@@ -48,13 +48,23 @@ export interface AgentOptions {
    * Default maxSessionBytes; at least maxUploadBytes.
    */
   workerDiskBytes?: number;
+  /** Serve a direct lane (hosts connect straight to this agent). Default true. */
+  direct?: boolean;
+  /** Interface of the direct lane; default 127.0.0.1 for a loopback tracker, else every interface (0.0.0.0). */
+  dataHost?: string;
+  /** Port of the direct lane; default 0 (any free one). */
+  dataPort?: number;
+  /** The host name or address hosts reach the direct lane at; default the address the tracker sees this agent at. */
+  dataAdvertise?: string;
+  /** TLS for the direct lane (needed for one when the agent talks TLS to its tracker); the farm's CA must have signed it. */
+  dataTls?: ServerTls;
   logger?: Logger;
 }
 
 type SandboxSettings = "workerUids" | "workerNetwork" | "workerLimits" | "workerDiskBytes";
 
-export type ResolvedAgentOptions = Required<Omit<AgentOptions, "metricsPort" | "metricsTls" | SandboxSettings>> &
-  Pick<AgentOptions, "metricsPort" | "metricsTls"> & {
+export type ResolvedAgentOptions = Required<Omit<AgentOptions, "metricsPort" | "metricsTls" | "dataTls" | SandboxSettings>> &
+  Pick<AgentOptions, "metricsPort" | "metricsTls" | "dataTls"> & {
     /** [group, last uid]; undefined: workers run as the agent's user. */
     workerUids: readonly [number, number] | undefined;
     workerNetwork: WorkerNetwork;
@@ -113,12 +123,22 @@ export function resolveAgentOptions(opts: AgentOptions): ResolvedAgentOptions {
     metricsPort: opts.metricsPort,
     metricsHost: opts.metricsHost ?? "127.0.0.1",
     metricsTls: opts.metricsTls,
+    direct: opts.direct ?? true,
+    dataHost: opts.dataHost ?? (isLoopbackHost(parseAddress(opts.tracker).host) ? "127.0.0.1" : "0.0.0.0"),
+    dataPort: checkPort(opts.dataPort ?? 0, "dataPort"),
+    dataAdvertise: opts.dataAdvertise ?? "",
+    dataTls: opts.dataTls,
     workerUids: parseWorkerUids(opts.workerUids ?? DEFAULT_WORKER_UIDS, "workerUids"),
     workerNetwork: resolveWorkerNetwork(opts.workerNetwork),
     workerLimits: resolveWorkerLimits(opts.workerLimits, opts.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_BYTES),
     workerDiskBytes: resolveWorkerDisk(opts.workerDiskBytes, opts.maxSessionBytes ?? DEFAULT_MAX_SESSION_BYTES, opts.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_BYTES),
     logger: opts.logger ?? componentLogger("agent", { agent: name }),
   };
+}
+
+function checkPort(port: number, name: string): number {
+  if (!(Number.isInteger(port) && port >= 0 && port <= 65535)) throw new FarmError("INVALID_ARGUMENT", `${name} must be a port number (0: any free one), got ${JSON.stringify(port)}`);
+  return port;
 }
 
 function resolveWorkerNetwork(v: string | undefined): WorkerNetwork {

@@ -9,7 +9,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
-import { FarmError, type Logger } from "../protos/index.ts";
+import type { Socket } from "node:net";
+import { FarmError, SESSION_END_GRACE_MS, type Logger } from "../protos/index.ts";
 import type { BoardMetrics } from "./metrics.ts";
 import { effectiveLimits, workerCommand, workerEnv, type SandboxPlan, type UidAllocator, type WorkerDirs } from "./sandbox.ts";
 import { quotaError, type SessionDisk } from "./session-disk.ts";
@@ -31,8 +32,6 @@ export interface WorkerSandbox {
 
 /** How much of a dead worker's stderr goes into the error message. */
 const STDERR_TAIL_BYTES = 2048;
-/** A cleanly ended session's worker gets this long to report before it is killed. */
-const CLEAN_END_GRACE_MS = 2000;
 
 type WorkerState = "starting" | "idle" | "serving" | "exiting";
 const WORKER_STATES: readonly WorkerState[] = ["starting", "idle", "serving", "exiting"];
@@ -72,6 +71,9 @@ export class BoardPool {
   private closed = false;
   /** Workers started, for names of homes where workers have no uid of their own. */
   private started = 0;
+
+  /** The session end grace (protos/routes.ts), as the tracker said: a cleanly ended session's worker gets this long to report before it is killed. */
+  endGraceMs = SESSION_END_GRACE_MS;
 
   constructor(
     private readonly config: WorkerConfig,
@@ -271,7 +273,7 @@ export class BoardPool {
     return undefined;
   }
 
-  assign(sessionId: string, token: string): void {
+  assign(sessionId: string, token: string, route: string): void {
     const w = [...this.workers].find((x) => x.state === "idle");
     if (!w) {
       this.metrics?.sessionEnded("INTERNAL");
@@ -302,7 +304,7 @@ export class BoardPool {
     w.counted = false;
     // No spare is forked here: a clean session gives this worker back, and a
     // tainted one announces itself ("tainted") so its successor boots early.
-    w.child.send({ t: "assign", sessionId, token, dir } satisfies AgentToWorker, (err) => {
+    w.child.send({ t: "assign", sessionId, token, dir, route } satisfies AgentToWorker, (err) => {
       if (!err || w.state !== "serving") return;
       this.tally(w, "RUNTIME_CRASH");
       this.kill(w);
@@ -311,20 +313,39 @@ export class BoardPool {
     if (this.hasIdle) this.events.ready(this.boardName);
   }
 
-  /** The tracker ended a session: a clean end lets the worker finish, any other kills it. */
+  /** Gives the worker serving `sessionId` its lane; false when none does. */
+  giveLane(sessionId: string, socket: Socket, rest: Buffer, kind: "direct" | "relay"): boolean {
+    const w = this.servingOf(sessionId);
+    if (!w || !w.child.connected) return false;
+    w.child.send({ t: "lane", sessionId, kind, rest: rest.toString("base64") } satisfies AgentToWorker, socket, (err) => {
+      if (err) socket.destroy();
+    });
+    return true;
+  }
+
+  hasSession(sessionId: string): boolean {
+    return this.servingOf(sessionId) !== undefined;
+  }
+
+  private servingOf(sessionId: string): WorkerHandle | undefined {
+    for (const w of this.workers) if (w.sessionId === sessionId && w.state === "serving") return w;
+    return undefined;
+  }
+
+  /** The tracker ended a session: a clean end lets the worker close its lane and report, any other kills it. */
   end(sessionId: string, reason: FarmError | null): void {
-    const w = [...this.workers].find((x) => x.sessionId === sessionId && x.state === "serving");
+    const w = this.servingOf(sessionId);
     if (!w) return;
     if (reason) {
       this.tally(w, reason.code);
       this.kill(w);
       return;
     }
-    // Its streams are closing too; it reports "ended" by itself, or is killed.
+    if (w.child.connected) w.child.send({ t: "end", sessionId } satisfies AgentToWorker);
     w.graceTimer = setTimeout(() => {
       this.tally(w, "OK");
       this.kill(w);
-    }, CLEAN_END_GRACE_MS);
+    }, this.endGraceMs);
   }
 
   /** Counts the end of `w`'s current session in the metrics, once. */

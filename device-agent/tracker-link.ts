@@ -18,15 +18,26 @@ import type { AgentMessage } from "../protos/gen/farm/v1/AgentMessage.ts";
 import type { BoardSpec } from "../protos/gen/farm/v1/BoardSpec.ts";
 import type { TrackerMessage__Output } from "../protos/gen/farm/v1/TrackerMessage.ts";
 import type { AssignSession__Output } from "../protos/gen/farm/v1/AssignSession.ts";
+import type { Registered__Output } from "../protos/gen/farm/v1/Registered.ts";
 
 export type LinkState = "connecting" | "attached" | "backoff" | "closed";
 
 export interface LinkEvents {
-  attached(agentId: string): void;
+  attached(registered: Registered__Output): void;
   detached(why: string): void;
   assign(a: AssignSession__Output): void;
   end(sessionId: string, reason: FarmError | null): void;
   drain(boardName: string): void;
+  /** An auto-routed session's host fell back to the tracker's data port. */
+  openRelay(sessionId: string): void;
+}
+
+/** Where hosts reach this agent's direct lane (Register.data_*). */
+export interface DirectLane {
+  port: number;
+  /** Empty: the address the tracker sees the agent at. */
+  host: string;
+  tls: boolean;
 }
 
 const BACKOFF_START_MS = 50;
@@ -64,6 +75,7 @@ export class TrackerLink {
     private readonly events: LinkEvents,
     private readonly log: Logger,
     private readonly security: ClientSecurity = {},
+    private readonly direct?: DirectLane,
   ) {
     this.client = makeClient<AgentServiceClient>(AgentService, address, security, {
       "grpc.initial_reconnect_backoff_ms": 100,
@@ -98,7 +110,14 @@ export class TrackerLink {
     });
     call.on("end", () => lose("the tracker closed the stream"));
     call.on("status", (s: grpc.StatusObject) => lose(`the tracker ended the stream: ${s.details}`));
-    call.write({ register: { agent_name: this.agentName, boards: this.boards, version: "0.1.0" } });
+    call.write({
+      register: {
+        agent_name: this.agentName,
+        boards: this.boards,
+        version: "0.1.0",
+        ...(this.direct ? { data_port: this.direct.port, data_host: this.direct.host, data_tls: this.direct.tls } : {}),
+      },
+    });
   }
 
   private onMessage(msg: TrackerMessage__Output): void {
@@ -107,7 +126,7 @@ export class TrackerLink {
       this.backoffMs = BACKOFF_START_MS;
       this.startHeartbeats(msg.registered.heartbeat_interval_ms, msg.registered.max_missed_heartbeats);
       this.log.info({ tracker: this.address, agent: msg.registered.agent_id }, "attached to tracker");
-      this.events.attached(msg.registered.agent_id);
+      this.events.attached(msg.registered);
     } else if (msg.heartbeat_ack) {
       this.acked = Math.max(this.acked, msg.heartbeat_ack.seq);
     } else if (msg.assign) {
@@ -116,6 +135,8 @@ export class TrackerLink {
       this.events.end(msg.end_session.session_id, msg.end_session.reason ? FarmError.fromWire(msg.end_session.reason) : null);
     } else if (msg.drain) {
       this.events.drain(msg.drain.board_name);
+    } else if (msg.open_relay) {
+      this.events.openRelay(msg.open_relay.session_id);
     }
   }
 

@@ -1,10 +1,27 @@
 /**
- * How a Session reaches its board: a duplex of encoded frames. Over the
- * network it is the OpenSession stream through the tracker; LocalSession
- * plugs an in-process board into the same interface.
+ * How a Session reaches its board: a duplex of encoded frames, and the host's
+ * side of the session lifecycle (docs/architecture.md, "One session
+ * lifecycle"). Over the network the session has two parts: its Session stream
+ * at the tracker, whose first message is the grant and whose last is the end
+ * (it lives as long as the lease), and its lane, which carries the frames —
+ * that same stream (grpc route), or a socket to the agent (direct) or through
+ * the tracker's data port (relay). LocalSession plugs an in-process board
+ * into the same interface.
+ *
+ * | host side      | meaning                                                         |
+ * |----------------|-----------------------------------------------------------------|
+ * | `requesting`   | the Session stream waits in the key's queue                     |
+ * | `opening`      | granted; the lane is being opened (auto: direct, then relay)    |
+ * | `open`         | frames flow                                                     |
+ * | `closing`      | the lane said its end, or closed: the tracker's end is awaited (the grace) |
+ * | `closed`       | the tracker's end arrived (or the grace passed): `onClose` ran once |
  */
-import * as grpc from "@grpc/grpc-js";
-import { FarmError, SESSION_ID_HEADER, SESSION_TOKEN_HEADER, type HostServiceClient } from "../protos/index.ts";
+import type * as grpc from "@grpc/grpc-js";
+import {
+  FarmError, LaneSocket, SESSION_END_GRACE_MS, connectSocket, decodeEndFrame, decodeGrantFrame, isEndFrame, isGrantFrame, sayHello,
+  type ClientSecurity, type Grant__Output, type Lane,
+} from "../protos/index.ts";
+import { status as grpcStatus } from "@grpc/grpc-js";
 
 export interface FrameChannel {
   /** false: the send buffer is full, wait for drained() before sending more. */
@@ -19,26 +36,100 @@ export interface FrameChannel {
   abort(): void;
 }
 
-export class GrpcFrameChannel implements FrameChannel {
-  private readonly stream: grpc.ClientDuplexStream<Uint8Array, Buffer>;
+export type SessionStream = grpc.ClientDuplexStream<Uint8Array, Buffer>;
+
+/** The end a frame or a status carries: null clean. */
+function endOf(frame: Uint8Array): FarmError | null {
+  const reason = decodeEndFrame(frame);
+  return reason ? FarmError.fromWire(reason) : null;
+}
+
+/**
+ * Waits for the grant on a Session stream: its first message. The request's
+ * refusal or deadline arrives as the stream's status instead.
+ */
+export function awaitGrant(stream: SessionStream): Promise<Grant__Output> {
+  return new Promise((resolve, reject) => {
+    const onData = (frame: Buffer) => {
+      cleanup();
+      stream.pause();
+      if (!isGrantFrame(frame)) {
+        stream.on("error", () => {});
+        stream.cancel();
+        reject(new FarmError("PROTOCOL_ERROR", "the tracker's first message on a Session stream was not a grant"));
+        return;
+      }
+      resolve(decodeGrantFrame(frame));
+    };
+    const onError = (err: unknown) => {
+      cleanup();
+      reject(FarmError.from(err));
+    };
+    const onStatus = (s: grpc.StatusObject) => {
+      if (s.code === grpcStatus.OK) onError(new FarmError("PROTOCOL_ERROR", "the tracker ended a Session stream without a grant"));
+    };
+    const cleanup = () => {
+      stream.off("data", onData);
+      stream.off("error", onError);
+      stream.off("status", onStatus);
+    };
+    stream.on("data", onData);
+    stream.on("error", onError);
+    stream.on("status", onStatus);
+  });
+}
+
+/** What both channels share: the tracker's Session stream, whose end is the session's end. */
+abstract class SessionChannelBase implements FrameChannel {
+  protected frameHandler: ((frame: Uint8Array) => void) | undefined;
   private closeHandler: ((reason: FarmError | null) => void) | undefined;
   private closedWith: { reason: FarmError | null } | undefined;
 
-  /** `metadata`: the client's own (its token), to which the session's id and ticket are added. */
-  constructor(client: HostServiceClient, sessionId: string, token: string, metadata = new grpc.Metadata()) {
-    metadata.set(SESSION_ID_HEADER, sessionId);
-    metadata.set(SESSION_TOKEN_HEADER, token);
-    this.stream = client.OpenSession(metadata) as unknown as grpc.ClientDuplexStream<Uint8Array, Buffer>;
-    this.stream.on("status", (s: grpc.StatusObject) =>
-      this.close(s.code === grpc.status.OK ? null : FarmError.from({ ...s, message: s.details })),
-    );
-    this.stream.on("error", (err) => this.close(FarmError.from(err)));
+  constructor(protected readonly stream: SessionStream) {
+    stream.on("status", (s: grpc.StatusObject) => this.close(s.code === grpcStatus.OK ? null : FarmError.from({ ...s, message: s.details })));
+    stream.on("error", (err) => this.close(FarmError.from(err)));
   }
 
-  private close(reason: FarmError | null): void {
+  protected close(reason: FarmError | null): void {
     if (this.closedWith) return;
     this.closedWith = { reason };
+    this.closed();
     this.closeHandler?.(reason);
+  }
+
+  /** Frees what the lane holds once the session is over. */
+  protected abstract closed(): void;
+
+  abstract send(frame: Uint8Array): boolean;
+  abstract drained(): Promise<void>;
+  abstract end(): void;
+
+  onFrame(handler: (frame: Uint8Array) => void): void {
+    this.frameHandler = handler;
+  }
+
+  onClose(handler: (reason: FarmError | null) => void): void {
+    this.closeHandler = handler;
+    if (this.closedWith) handler(this.closedWith.reason);
+  }
+
+  abort(): void {
+    this.stream.cancel();
+    this.close(new FarmError("CANCELLED", "the session was dropped by this host"));
+  }
+}
+
+/** The grpc lane: frames ride the Session stream itself, after the grant. */
+export class StreamChannel extends SessionChannelBase {
+  readonly lane: Lane = "grpc";
+
+  constructor(stream: SessionStream) {
+    super(stream);
+    stream.on("data", (frame: Buffer) => {
+      if (isEndFrame(frame)) this.close(endOf(frame));
+      else this.frameHandler?.(frame);
+    });
+    stream.resume();
   }
 
   send(frame: Uint8Array): boolean {
@@ -49,20 +140,109 @@ export class GrpcFrameChannel implements FrameChannel {
     return new Promise((resolve) => this.stream.once("drain", resolve));
   }
 
-  onFrame(handler: (frame: Uint8Array) => void): void {
-    this.stream.on("data", handler);
-  }
-
-  onClose(handler: (reason: FarmError | null) => void): void {
-    this.closeHandler = handler;
-    if (this.closedWith) handler(this.closedWith.reason);
-  }
-
   end(): void {
     if (!this.stream.writableEnded) this.stream.end();
   }
 
-  abort(): void {
-    this.stream.cancel();
+  protected closed(): void {}
+}
+
+/**
+ * A socket lane (direct or relay). The lane carries the frames and, on a
+ * clean close, the worker's end frame; the Session stream carries the
+ * tracker's end, which says the lease is over (and why, when the lane just
+ * broke). A lane that closes first waits the grace for it.
+ */
+export class LaneChannel extends SessionChannelBase {
+  private laneEnd: FarmError | null | undefined;
+  private grace: NodeJS.Timeout | undefined;
+
+  constructor(stream: SessionStream, private readonly lane: LaneSocket, readonly kind: Lane, private readonly graceMs: number) {
+    super(stream);
+    stream.on("data", (frame: Buffer) => {
+      if (isEndFrame(frame)) this.close(endOf(frame));
+    });
+    stream.resume();
+    lane.onFrame((frame) => {
+      if (isEndFrame(frame)) this.laneEnd = endOf(frame);
+      else this.frameHandler?.(frame);
+    });
+    lane.onClose((err) => {
+      this.grace = setTimeout(() => {
+        const lost = err ?? new FarmError("RUNTIME_CRASH", `the session's ${kind} lane closed and the tracker did not say why within ${graceMs} ms`);
+        this.close(this.laneEnd !== undefined ? this.laneEnd : lost);
+      }, this.graceMs);
+    });
   }
+
+  send(frame: Uint8Array): boolean {
+    return this.lane.send(frame);
+  }
+
+  drained(): Promise<void> {
+    return this.lane.drained();
+  }
+
+  end(): void {
+    this.lane.end();
+  }
+
+  protected closed(): void {
+    clearTimeout(this.grace);
+    if (!this.lane.isClosed) this.lane.end();
+    // The lease is over: nothing more comes on the stream.
+    if (!this.stream.writableEnded) this.stream.end();
+  }
+}
+
+export interface LaneOptions {
+  /** The tracker's host: its data port is there. */
+  trackerHost: string;
+  security: ClientSecurity;
+  /** auto: how long the direct lane may take (connect and welcome) before the relay is tried. */
+  directTimeoutMs: number;
+}
+
+/** Opens the lane a grant offers, falling back from direct to relay on the auto route; `note` says why it fell back. */
+export async function openLane(grant: Grant__Output, stream: SessionStream, opts: LaneOptions): Promise<{ channel: FrameChannel; lane: Lane; note?: string }> {
+  const graceMs = grant.end_grace_ms || SESSION_END_GRACE_MS;
+  if (grant.route === "grpc") return { channel: new StreamChannel(stream), lane: "grpc" };
+  let note: string | undefined;
+  if (grant.route === "direct" || grant.route === "auto") {
+    try {
+      if (!grant.direct_address) throw new FarmError("UNAVAILABLE", `board ${grant.board?.id}'s agent serves no direct lane (started with --no-direct, or with TLS to its tracker and no --data-tls-cert)`);
+      const lane = await dial(grant, "direct", opts, grant.route === "auto" ? opts.directTimeoutMs : 10_000);
+      return { channel: new LaneChannel(stream, lane, "direct", graceMs), lane: "direct" };
+    } catch (err) {
+      if (grant.route === "direct") throw err;
+      note = `the direct lane to ${grant.direct_address} failed (${(err as Error).message}); fell back to the tracker's relay`;
+    }
+  }
+  const lane = await dial(grant, "relay", opts, 10_000);
+  return { channel: new LaneChannel(stream, lane, "relay", graceMs), lane: "relay", ...(note ? { note } : {}) };
+}
+
+/** Connects one lane and says hello; a refusal or silence within `timeoutMs` is an UNAVAILABLE naming the lane. */
+async function dial(grant: Grant__Output, kind: "direct" | "relay", opts: LaneOptions, timeoutMs: number): Promise<LaneSocket> {
+  const [host, port] = kind === "direct" ? splitHostPort(grant.direct_address) : [opts.trackerHost, grant.relay_port];
+  const what = kind === "direct" ? `the agent of board ${grant.board?.id} (direct lane)` : "the tracker's data port (relay lane)";
+  const started = Date.now();
+  // The direct lane is the agent's certificate, named by its own address; the relay is the tracker's.
+  const security: ClientSecurity = kind === "direct"
+    ? { ...(grant.lane_tls && opts.security.tls ? { tls: { ...opts.security.tls, serverName: undefined } } : {}) }
+    : opts.security;
+  const socket = await connectSocket(host, port, security, timeoutMs, what);
+  const lane = new LaneSocket(socket, `the ${kind} lane of session ${grant.session_id}`);
+  try {
+    await sayHello(lane, { session_id: grant.session_id, ticket: grant.ticket, role: "host", ...(kind === "relay" && opts.security.token ? { token: opts.security.token } : {}) }, Math.max(1, timeoutMs - (Date.now() - started)));
+  } catch (err) {
+    lane.fail(FarmError.from(err));
+    throw new FarmError(FarmError.from(err).code, `${what} at ${host}:${port}: ${(err as Error).message}`, { cause: err });
+  }
+  return lane;
+}
+
+function splitHostPort(address: string): [string, number] {
+  const i = address.lastIndexOf(":");
+  return [address.slice(0, i).replace(/^\[(.*)\]$/, "$1"), Number(address.slice(i + 1))];
 }

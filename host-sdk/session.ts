@@ -8,7 +8,7 @@ import { readFile } from "node:fs/promises";
 import { basename } from "node:path";
 import {
   CHUNK_BYTES, FarmError, decodeBoardFrame, dtypeBytes, dtypeOf, elementCount, encodeHostFrame, fillProblem, fillRange, isDtype, toLaunchConfig, viewAs,
-  type AnyTypedArray, type BoardFrame__Output, type Dtype, type HostFrame, type LaunchDecl, type RandomFill,
+  type AnyTypedArray, type BoardFrame__Output, type Dtype, type HostFrame, type Lane, type LaunchDecl, type RandomFill,
 } from "../protos/index.ts";
 import type { Call } from "../protos/gen/farm/v1/Call.ts";
 import type { BoardInfo__Output } from "../protos/gen/farm/v1/BoardInfo.ts";
@@ -168,11 +168,19 @@ export class Session {
   private readonly ended = new Promise<void>((r) => (this.resolveEnded = r));
   private readonly modules: RemoteModule[] = [];
 
+  /** How the session's frames travel: direct | relay | grpc (local: in process). */
+  readonly lane: Lane | "local";
+  /** Why an auto-routed session did not get the direct lane, when it fell back. */
+  readonly laneNote: string | undefined;
+
   constructor(
     readonly id: string,
     readonly board: BoardInfo__Output,
     private readonly channel: FrameChannel,
+    how: { lane: Lane | "local"; laneNote?: string } = { lane: "local" },
   ) {
+    this.lane = how.lane;
+    this.laneNote = how.laneNote;
     channel.onFrame((bytes) => this.onFrame(bytes));
     channel.onClose((reason) => this.onClose(reason));
   }

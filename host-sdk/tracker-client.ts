@@ -7,11 +7,14 @@ import type { BoardInfo__Output } from "../protos/gen/farm/v1/BoardInfo.ts";
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { Metadata } from "@grpc/grpc-js";
-import { FarmError, HostService, callMetadata, clientSecurity, diagnoseTransport, makeClient, parseAddress, type ClientSecurity, type ClientTls, type HostServiceClient } from "../protos/index.ts";
+import {
+  FarmError, HostService, SESSION_REQUEST_HEADER, callMetadata, clientSecurity, diagnoseTransport, encodeSessionRequest, makeClient, parseAddress, parseRoute,
+  type ClientSecurity, type ClientTls, type HostServiceClient, type Route,
+} from "../protos/index.ts";
 import type { TokensReply__Output } from "../protos/gen/farm/v1/TokensReply.ts";
 import type { TokensRequest } from "../protos/gen/farm/v1/TokensRequest.ts";
 import type { SummaryReply__Output } from "../protos/gen/farm/v1/SummaryReply.ts";
-import { GrpcFrameChannel } from "./frame-channel.ts";
+import { awaitGrant, openLane, type SessionStream } from "./frame-channel.ts";
 import { Session } from "./session.ts";
 
 export interface ConnectOptions {
@@ -32,17 +35,26 @@ export interface RequestOptions {
   priority?: number;
   /** Every label must match the board's. */
   labels?: Record<string, string>;
-  /** Longest wait in the queue; default the tracker's (60 s). */
+  /** Longest wait in the queue; default the tracker's (`kfarm tracker --default-deadline-ms`, 60 s unless set). */
   deadlineMs?: number;
   /** The lease ends after this long; 0 or absent: the longest the tracker (and your token) allows. */
   sessionTimeoutMs?: number;
+  /**
+   * How the session's frames travel (protos/routes.ts): `direct` to the
+   * board's agent, `relay` through the tracker's data port, `grpc` on the
+   * tracker's gRPC port, `auto` direct with relay as its fallback. Default
+   * $KFARM_ROUTE, else auto. `session.lane` says which it got.
+   */
+  route?: Route;
+  /** auto: how long the direct lane may take before the relay is tried. Default 1000 ms. */
+  directTimeoutMs?: number;
 }
 
 export const DEFAULT_CONNECT_TIMEOUT_MS = 5000;
 export const DEFAULT_RPC_TIMEOUT_MS = 10_000;
-/** Grace on top of the queue deadline for the grant to travel back. */
+export const DEFAULT_DIRECT_TIMEOUT_MS = 1000;
+/** Grace on top of a deadline the host gave, for the tracker's own answer to arrive first. */
 const REQUEST_DEADLINE_SLACK_MS = 2000;
-const TRACKER_DEFAULT_DEADLINE_MS = 60_000;
 
 export class TrackerClient {
   readonly clientId: string;
@@ -69,26 +81,44 @@ export class TrackerClient {
     return e;
   }
 
-  /** Waits for a board of `key` and opens a session on it. */
+  /**
+   * Waits for a board of `key` and opens a session on it: one Session stream
+   * at the tracker, whose first message is the grant, then the lane.
+   */
   async request(key: string, opts: RequestOptions = {}): Promise<Session> {
-    const waitMs = opts.deadlineMs ?? TRACKER_DEFAULT_DEADLINE_MS;
-    const grant = await new Promise<import("../protos/gen/farm/v1/SessionGrant.ts").SessionGrant__Output>((resolve, reject) =>
-      this.client.RequestSession(
-        {
-          key,
-          priority: opts.priority ?? 1,
-          labels: opts.labels ?? {},
-          deadline_ms: opts.deadlineMs ?? 0,
-          client_id: this.clientId,
-          session_timeout_ms: opts.sessionTimeoutMs ?? 0,
-        },
-        this.metadata(),
-        { deadline: Date.now() + waitMs + REQUEST_DEADLINE_SLACK_MS },
-        (err, reply) => (err ? reject(this.unreachable(err)) : resolve(reply!)),
-      ),
-    );
-    const channel = new GrpcFrameChannel(this.client, grant.session_id, grant.token, this.metadata());
-    return new Session(grant.session_id, grant.board!, channel);
+    const route = parseRoute(opts.route ?? process.env.KFARM_ROUTE, "request()");
+    const metadata = this.metadata();
+    metadata.set(SESSION_REQUEST_HEADER, Buffer.from(encodeSessionRequest({
+      key,
+      priority: opts.priority ?? 1,
+      labels: opts.labels ?? {},
+      // 0: the tracker's own default; the host keeps no copy of it.
+      deadline_ms: opts.deadlineMs ?? 0,
+      client_id: this.clientId,
+      session_timeout_ms: opts.sessionTimeoutMs ?? 0,
+      route,
+    })));
+    // The tracker answers at the queue deadline; a deadline here only guards against a tracker that never does.
+    const stream = this.client.Session(metadata, opts.deadlineMs ? { deadline: Date.now() + opts.deadlineMs + REQUEST_DEADLINE_SLACK_MS } : {}) as unknown as SessionStream;
+    let grant;
+    try {
+      grant = await awaitGrant(stream);
+    } catch (err) {
+      throw this.unreachable(err);
+    }
+    try {
+      const { channel, lane, note } = await openLane(grant, stream, {
+        trackerHost: parseAddress(this.address).host,
+        security: this.security,
+        directTimeoutMs: opts.directTimeoutMs ?? DEFAULT_DIRECT_TIMEOUT_MS,
+      });
+      return new Session(grant.session_id, grant.board!, channel, { lane, ...(note ? { laneNote: note } : {}) });
+    } catch (err) {
+      // The lease goes back at once rather than at the open timeout.
+      stream.on("error", () => {});
+      stream.cancel();
+      throw FarmError.from(err);
+    }
   }
 
   /** The farm's state: queues per key, boards, agents (TVM's query_rpc_tracker); with `key`, that key's boards and queue only. */

@@ -18,8 +18,8 @@
 import { readFileSync, watchFile, unwatchFile } from "node:fs";
 import { createServer as createHttpServer, type IncomingMessage, type RequestListener, type Server } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
-import { isIP } from "node:net";
-import { checkServerIdentity, connect as tlsConnect, createSecureContext } from "node:tls";
+import { connect as netConnect, createServer as createNetServer, isIP, type Server as NetServer, type Socket } from "node:net";
+import { checkServerIdentity, connect as tlsConnect, createSecureContext, createServer as createTlsServer, type ConnectionOptions, type SecureContextOptions } from "node:tls";
 import * as grpc from "@grpc/grpc-js";
 import { FarmError } from "./errors.ts";
 import { CHANNEL_OPTIONS } from "./grpc.ts";
@@ -266,24 +266,91 @@ function parseBearer(header: string): string {
  */
 export function httpServer(tls: ServerTls | undefined, listener: RequestListener): { server: Server; secure: boolean; stopWatching: () => void } {
   if (!tls) return { server: createHttpServer(listener), secure: false, stopWatching: () => {} };
-  const contextOptions = () => ({
+  const first = serverContext(tls);
+  const server = createHttpsServer({ ...first, ...(tls.clientCaFile ? { requestCert: true, rejectUnauthorized: true } : {}) }, listener);
+  return { server, secure: true, stopWatching: watchServerContext(tls, server) };
+}
+
+/**
+ * A TCP server for session lanes (the tracker's data port, an agent's direct
+ * lane), or TLS with `tls`, its certificate re-read like httpServer's.
+ * `onSocket` gets each connection once it is secure.
+ */
+export function socketServer(tls: ServerTls | undefined, onSocket: (socket: Socket) => void): { server: NetServer; secure: boolean; stopWatching: () => void } {
+  if (!tls) return { server: createNetServer(onSocket), secure: false, stopWatching: () => {} };
+  const server = createTlsServer({ ...serverContext(tls), ...(tls.clientCaFile ? { requestCert: true, rejectUnauthorized: true } : {}) }, onSocket);
+  // A failed handshake is the peer's business; it must not reach the process.
+  server.on("tlsClientError", () => {});
+  return { server, secure: true, stopWatching: watchServerContext(tls, server) };
+}
+
+/** Connects to a lane port: TCP, or TLS checked against the client's CA (with its certificate for mutual TLS). */
+/**
+ * With `unread`, a plaintext socket reads nothing until someone listens: it
+ * can be handed to another process (child_process.send) without losing a
+ * byte that arrived meanwhile.
+ */
+export function connectSocket(host: string, port: number, security: ClientSecurity, timeoutMs: number, what: string, opts: { unread?: boolean } = {}): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    let socket: Socket;
+    try {
+      socket = security.tls ? tlsConnect({ host, port, ...tlsClientOptions(security.tls, host) }) : netConnect({ host, port });
+      // Paused before it connects, a net.Socket never starts reading its handle.
+      if (opts.unread && !security.tls) socket.pause();
+    } catch (err) {
+      reject(FarmError.from(err));
+      return;
+    }
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new FarmError("UNAVAILABLE", `${what} at ${host}:${port} did not answer within ${timeoutMs} ms`));
+    }, timeoutMs);
+    socket.once(security.tls ? "secureConnect" : "connect", () => {
+      clearTimeout(timer);
+      socket.removeAllListeners("error");
+      resolve(socket);
+    });
+    socket.once("error", (err) => {
+      clearTimeout(timer);
+      socket.destroy();
+      reject(new FarmError("UNAVAILABLE", `cannot reach ${what} at ${host}:${port}: ${err.message}`, { cause: err }));
+    });
+  });
+}
+
+function tlsClientOptions(tls: ClientTls, host: string): ConnectionOptions {
+  const name = tls.serverName ?? host;
+  return {
+    ca: readPem(tls.caFile, "TLS CA"),
+    ...(tls.certFile && tls.keyFile ? { cert: readPem(tls.certFile, "TLS certificate"), key: readPem(tls.keyFile, "TLS key") } : {}),
+    ...(isIP(name) ? {} : { servername: name }),
+    checkServerIdentity: (_host, cert) => checkServerIdentity(name, cert),
+  };
+}
+
+/** A server's certificate, key and client CA as read now; a key that is not the certificate's is refused. */
+function serverContext(tls: ServerTls): { cert: Buffer; key: Buffer; ca?: Buffer } {
+  const context = {
     cert: readPem(tls.certFile, "TLS certificate"),
     key: readPem(tls.keyFile, "TLS key"),
     ...(tls.clientCaFile ? { ca: readPem(tls.clientCaFile, "client CA") } : {}),
-  });
-  const first = contextOptions();
-  checkPair(first.cert, first.key, tls);
-  const server = createHttpsServer({ ...first, ...(tls.clientCaFile ? { requestCert: true, rejectUnauthorized: true } : {}) }, listener);
+  };
+  checkPair(context.cert, context.key, tls);
+  return context;
+}
+
+/** Re-reads the certificate files into `server` when they change; returns the function that stops watching. */
+function watchServerContext(tls: ServerTls, server: { setSecureContext(options: SecureContextOptions): void }): () => void {
   const files = [tls.certFile, tls.keyFile, ...(tls.clientCaFile ? [tls.clientCaFile] : [])];
   const reload = () => {
     try {
-      server.setSecureContext(contextOptions());
+      server.setSecureContext(serverContext(tls));
     } catch {
       // A half-written pair (cert renewed, key not yet): the next change completes it.
     }
   };
   for (const f of files) watchFile(f, { interval: CERT_RELOAD_INTERVAL_MS, persistent: false }, reload);
-  return { server, secure: true, stopWatching: () => files.forEach((f) => unwatchFile(f, reload)) };
+  return () => files.forEach((f) => unwatchFile(f, reload));
 }
 
 /** The token of an HTTP request: `Authorization: Bearer …`, or `?token=` (a browser opening the live view page cannot set headers). */

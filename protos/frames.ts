@@ -8,6 +8,10 @@ import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import type { HostFrame, HostFrame__Output } from "./gen/farm/v1/HostFrame.ts";
 import type { BoardFrame, BoardFrame__Output } from "./gen/farm/v1/BoardFrame.ts";
+import type { Grant, Grant__Output } from "./gen/farm/v1/Grant.ts";
+import type { LaneHello, LaneHello__Output } from "./gen/farm/v1/LaneHello.ts";
+import type { LaneWelcome, LaneWelcome__Output } from "./gen/farm/v1/LaneWelcome.ts";
+import type { SessionRequest, SessionRequest__Output } from "./gen/farm/v1/SessionRequest.ts";
 
 const require = createRequire(import.meta.url);
 const protobuf = require("protobufjs") as typeof import("protobufjs");
@@ -20,11 +24,14 @@ protobuf.configure();
 const root = new protobuf.Root();
 root.resolvePath = (_origin, target) =>
   target.startsWith("farm/") ? fileURLToPath(new URL(target, import.meta.url)) : target;
-root.loadSync("farm/v1/session.proto", { keepCase: true });
+root.loadSync(["farm/v1/session.proto", "farm/v1/host.proto"], { keepCase: true });
 const hostFrameType = root.lookupType("farm.v1.HostFrame");
 const boardFrameType = root.lookupType("farm.v1.BoardFrame");
+const sessionRequestType = root.lookupType("farm.v1.SessionRequest");
+const laneHelloType = root.lookupType("farm.v1.LaneHello");
+const laneWelcomeType = root.lookupType("farm.v1.LaneWelcome");
 
-export type { HostFrame, HostFrame__Output, BoardFrame, BoardFrame__Output };
+export type { HostFrame, HostFrame__Output, BoardFrame, BoardFrame__Output, Grant__Output, SessionRequest__Output };
 
 export function encodeHostFrame(frame: HostFrame): Uint8Array {
   return hostFrameType.encode(frame).finish();
@@ -42,4 +49,75 @@ export function encodeBoardFrame(frame: BoardFrame): Uint8Array {
 
 export function decodeBoardFrame(bytes: Uint8Array): BoardFrame__Output {
   return boardFrameType.decode(bytes) as unknown as BoardFrame__Output;
+}
+
+// --- frames recognised by their first byte
+
+/**
+ * A BoardFrame with `grant` (field 12) or `end` (field 13) and no request id
+ * starts with that field's tag; every reply starts with its id's tag (field
+ * 1), or, for id 0, with `error`'s (field 2). So a relay or a lane can pick
+ * out a session's first and last frames without decoding the others.
+ */
+const GRANT_TAG = (12 << 3) | 2;
+const END_TAG = (13 << 3) | 2;
+
+export function isGrantFrame(bytes: Uint8Array): boolean {
+  return bytes[0] === GRANT_TAG;
+}
+
+export function isEndFrame(bytes: Uint8Array): boolean {
+  return bytes[0] === END_TAG;
+}
+
+// No `id` at all: protobufjs writes a field that is present even when it is 0, and the tag must come first.
+export function encodeGrantFrame(grant: Grant): Uint8Array {
+  return encodeBoardFrame({ grant });
+}
+
+/** A session's last frame: `reason` null is a clean close. */
+export function encodeEndFrame(reason: { code: string; message: string } | null): Uint8Array {
+  return encodeBoardFrame({ end: reason ? { reason } : {} });
+}
+
+/** The clean end, as the worker sends it: the tracker compares bytes, it does not decode. */
+export const CLEAN_END_FRAME: Uint8Array = encodeEndFrame(null);
+
+export function decodeGrantFrame(bytes: Uint8Array): Grant__Output {
+  const f = decodeBoardFrame(bytes);
+  if (!f.grant) throw new Error("not a grant frame");
+  return f.grant;
+}
+
+/** The end a frame carries: null for a clean close. */
+export function decodeEndFrame(bytes: Uint8Array): { code: string; message: string } | null {
+  const f = decodeBoardFrame(bytes);
+  if (!f.end) throw new Error("not an end frame");
+  return f.end.reason ?? null;
+}
+
+// --- the session request (metadata of HostService.Session) and the lane handshake
+
+export function encodeSessionRequest(req: SessionRequest): Uint8Array {
+  return sessionRequestType.encode(req).finish();
+}
+
+export function decodeSessionRequest(bytes: Uint8Array): SessionRequest__Output {
+  return sessionRequestType.toObject(sessionRequestType.decode(bytes), { defaults: true }) as SessionRequest__Output;
+}
+
+export function encodeLaneHello(hello: LaneHello): Uint8Array {
+  return laneHelloType.encode(hello).finish();
+}
+
+export function decodeLaneHello(bytes: Uint8Array): LaneHello__Output {
+  return laneHelloType.toObject(laneHelloType.decode(bytes), { defaults: true }) as LaneHello__Output;
+}
+
+export function encodeLaneWelcome(welcome: LaneWelcome): Uint8Array {
+  return laneWelcomeType.encode(welcome).finish();
+}
+
+export function decodeLaneWelcome(bytes: Uint8Array): LaneWelcome__Output {
+  return laneWelcomeType.decode(bytes) as unknown as LaneWelcome__Output;
 }

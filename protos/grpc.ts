@@ -1,7 +1,7 @@
 /**
  * The gRPC service definitions of farm.v1, and the channel settings every part uses.
  *
- * The session streams (HostService.OpenSession, AgentService.ServeSession) use
+ * The session streams (HostService.Session, AgentService.ServeSession) use
  * identity serializers: each gRPC message is one encoded frame (frames.ts) that
  * the tracker forwards without decoding.
  */
@@ -66,7 +66,7 @@ function passThrough(method: protoLoader.MethodDefinition<object, object>): void
   m.responseDeserialize = (b: Buffer) => b;
 }
 
-passThrough((packageDefinition["farm.v1.HostService"] as protoLoader.ServiceDefinition).OpenSession!);
+passThrough((packageDefinition["farm.v1.HostService"] as protoLoader.ServiceDefinition).Session!);
 passThrough((packageDefinition["farm.v1.AgentService"] as protoLoader.ServiceDefinition).ServeSession!);
 
 const loaded = grpc.loadPackageDefinition(packageDefinition) as unknown as AgentProto & HostProto;

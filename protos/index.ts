@@ -7,8 +7,12 @@ export {
 } from "./bundle.ts";
 export {
   encodeHostFrame, decodeHostFrame, encodeBoardFrame, decodeBoardFrame,
-  type HostFrame, type HostFrame__Output, type BoardFrame, type BoardFrame__Output,
+  isGrantFrame, isEndFrame, encodeGrantFrame, encodeEndFrame, decodeGrantFrame, decodeEndFrame, CLEAN_END_FRAME,
+  encodeSessionRequest, decodeSessionRequest, encodeLaneHello, decodeLaneWelcome,
+  type HostFrame, type HostFrame__Output, type BoardFrame, type BoardFrame__Output, type Grant__Output, type SessionRequest__Output,
 } from "./frames.ts";
+export { LaneSocket, framed, acceptHello, welcome, refuse, sayHello, HELLO_TIMEOUT_MS, type LaneRole } from "./lane.ts";
+export { ROUTES, LANES, SESSION_END_GRACE_MS, SESSION_REQUEST_HEADER, parseRoute, type Route, type Lane } from "./routes.ts";
 export {
   HostService, AgentService, CHANNEL_OPTIONS, SERVER_OPTIONS, CHUNK_BYTES, MAX_MESSAGE_BYTES,
   SESSION_ID_HEADER, SESSION_TOKEN_HEADER, parseAddress,
@@ -18,6 +22,6 @@ export { randomArray, fillRange, fillProblem, type RandomFill } from "./random.t
 export { rootLogger, componentLogger, type Logger } from "./log.ts";
 export {
   AUTHORIZATION_HEADER, MAX_TOKEN_CHARS, CERT_RELOAD_INTERVAL_MS, clientSecurity, checkTokenShape, callMetadata, grpcClient, makeClient, grpcServerCredentials,
-  bearerToken, httpServer, httpToken, httpClientOptions, isLoopbackHost, diagnoseTransport,
+  bearerToken, httpServer, socketServer, connectSocket, httpToken, httpClientOptions, isLoopbackHost, diagnoseTransport,
   type ClientSecurity, type ClientTls, type ServerTls, type SecurityFlags,
 } from "./credentials.ts";

@@ -12,7 +12,8 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { after, before, describe, it } from "node:test";
 import * as grpc from "@grpc/grpc-js";
-import { HostService, makeClient, SESSION_ID_HEADER, SESSION_TOKEN_HEADER, decodeBoardFrame, type HostServiceClient } from "../protos/index.ts";
+import { AgentService, makeClient, SESSION_ID_HEADER, SESSION_TOKEN_HEADER, decodeBoardFrame, type AgentServiceClient } from "../protos/index.ts";
+import { rawSession } from "./helpers/raw-session.ts";
 import { connectTracker, type TrackerClient } from "../host-sdk/index.ts";
 import { startAgentProcess, startFarm, startTrackerProcess, waitFor, waitForFreeBoards } from "./helpers/processes.ts";
 
@@ -188,37 +189,28 @@ describe("label selectors and the summary", () => {
   });
 
   it("relays session frames without decoding them: garbage reaches the board, which answers PROTOCOL_ERROR", async () => {
-    const grant = await new Promise<{ session_id: string; token: string }>((resolve, reject) => {
-      const raw = makeClient<HostServiceClient>(HostService, tracker.address, {});
-      raw.RequestSession({ key: "cpu", client_id: "raw" }, (err, g) => {
-        if (err) return reject(err);
-        const md = new grpc.Metadata();
-        md.set(SESSION_ID_HEADER, g!.session_id);
-        md.set(SESSION_TOKEN_HEADER, g!.token);
-        const stream = raw.OpenSession(md) as unknown as grpc.ClientDuplexStream<Buffer, Buffer>;
-        stream.on("data", (b: Buffer) => {
-          const f = decodeBoardFrame(b);
-          assert.equal(f.result, "error");
-          assert.equal(f.error!.code, "PROTOCOL_ERROR");
-          stream.cancel();
-          raw.close();
-          resolve(g!);
-        });
-        stream.on("error", () => {});
-        stream.write(Buffer.from([0xff, 0xff, 0xff, 0x0f, 0x01]));
+    const raw = await rawSession(tracker.address, { key: "cpu", client_id: "raw", route: "grpc" });
+    try {
+      const frame = await new Promise<Buffer>((resolve) => {
+        raw.stream.on("data", resolve);
+        raw.stream.write(Buffer.from([0xff, 0xff, 0xff, 0x0f, 0x01]));
       });
-    });
-    assert.ok(grant.session_id);
+      const f = decodeBoardFrame(frame);
+      assert.equal(f.result, "error");
+      assert.equal(f.error!.code, "PROTOCOL_ERROR");
+    } finally {
+      raw.close();
+    }
     await waitForFreeBoards(client, 2);
   });
 
-  it("refuses a session stream with the wrong token", async () => {
-    const s = await client.request("cpu");
-    const raw = makeClient<HostServiceClient>(HostService, tracker.address, {});
+  it("refuses a worker stream with the wrong ticket, and the real session goes on", async () => {
+    const s = await client.request("cpu", { route: "grpc" });
+    const raw = makeClient<AgentServiceClient>(AgentService, tracker.address, {});
     const md = new grpc.Metadata();
     md.set(SESSION_ID_HEADER, s.id);
     md.set(SESSION_TOKEN_HEADER, "not-the-token");
-    const stream = raw.OpenSession(md) as unknown as grpc.ClientDuplexStream<Buffer, Buffer>;
+    const stream = raw.ServeSession(md) as unknown as grpc.ClientDuplexStream<Buffer, Buffer>;
     const status = await new Promise<grpc.StatusObject>((resolve) => stream.on("status", resolve).on("error", () => {}));
     assert.equal(status.code, grpc.status.PERMISSION_DENIED);
     assert.equal(status.metadata.get("farm-code")[0], "PERMISSION_DENIED");

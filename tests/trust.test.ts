@@ -13,7 +13,10 @@ import { join } from "node:path";
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import * as grpc from "@grpc/grpc-js";
-import { FarmError, HostService, SESSION_ID_HEADER, SESSION_TOKEN_HEADER, callMetadata, makeClient, type HostServiceClient } from "../protos/index.ts";
+import { FarmError, HostService, callMetadata, makeClient, parseAddress, type HostServiceClient } from "../protos/index.ts";
+import { rawHello, rawSession } from "./helpers/raw-session.ts";
+
+const trackerHost = (address: string) => parseAddress(address).host;
 import { connectTracker, type CompiledModule, type TrackerClient } from "../host-sdk/index.ts";
 import { TokenFile } from "../tracker/index.ts";
 import { compileVadd } from "./helpers/kernels.ts";
@@ -43,7 +46,7 @@ function rawClient(address: string, token: string): Raw {
   return { client, token, close: () => client.close() };
 }
 
-function unary<Req, Res>(raw: Raw, method: "ReleaseSession" | "Summary" | "BoardCommand" | "Tokens" | "RequestSession", req: Req, timeoutMs = 5000): Promise<Res> {
+function unary<Req, Res>(raw: Raw, method: "ReleaseSession" | "Summary" | "BoardCommand" | "Tokens", req: Req, timeoutMs = 5000): Promise<Res> {
   return new Promise((resolve, reject) =>
     (raw.client[method] as unknown as (r: Req, m: grpc.Metadata, o: grpc.CallOptions, cb: (e: grpc.ServiceError | null, v?: Res) => void) => void).call(
       raw.client,
@@ -55,17 +58,6 @@ function unary<Req, Res>(raw: Raw, method: "ReleaseSession" | "Summary" | "Board
   );
 }
 
-/** Opens a raw session stream with `ticket` and resolves with how it ended. */
-function openRaw(raw: Raw, sessionId: string, ticket: string): Promise<FarmError> {
-  const md = callMetadata({ token: raw.token });
-  md.set(SESSION_ID_HEADER, sessionId);
-  md.set(SESSION_TOKEN_HEADER, ticket);
-  const stream = raw.client.OpenSession(md) as unknown as grpc.ClientDuplexStream<Uint8Array, Buffer>;
-  return new Promise((resolve) => {
-    stream.on("error", (err) => resolve(FarmError.from(err)));
-    stream.on("data", () => {});
-  });
-}
 
 describe("a farm with tokens", () => {
   let dir: string;
@@ -215,7 +207,7 @@ describe("a farm with tokens", () => {
       const bob = rawClient(tracker.address, tokens["ci-bot"]!);
       const raw = rawClient(tracker.address, tokens.alice!);
       try {
-        const wrong = await openRaw(raw, s.id, "0".repeat(32));
+        const wrong = (await rawHello(trackerHost(tracker.address), tracker.dataPort, { session_id: s.id, ticket: "0".repeat(32), role: "host", token: tokens.alice! })).error!;
         assert.equal(wrong.code, "PERMISSION_DENIED");
         assert.match(wrong.message, /wrong session token for session/);
         await refused(unary(raw, "ReleaseSession", { session_id: s.id, token: "f".repeat(32) }), "PERMISSION_DENIED", /wrong session token/);
@@ -245,13 +237,16 @@ describe("a farm with tokens", () => {
     const raw = rawClient(tracker.address, tokens.alice!);
     const bob = rawClient(tracker.address, tokens["ci-bot"]!);
     try {
-      const grant = await unary<object, { session_id: string; token: string }>(raw, "RequestSession", { key: "cpu", priority: 1 }, 10_000);
-      const stolen = await openRaw(bob, grant.session_id, grant.token);
-      assert.equal(stolen.code, "PERMISSION_DENIED");
-      assert.match(stolen.message, /granted to another token, not to 'ci-bot'/);
+      const session = await rawSession(tracker.address, { key: "cpu", priority: 1, route: "relay" }, tokens.alice!);
+      const grant = { session_id: session.grant.session_id, token: session.grant.ticket };
+      // Bob's hello on the tracker's data port, with Alice's ticket.
+      const stolen = await rawHello(trackerHost(tracker.address), session.grant.relay_port, { session_id: grant.session_id, ticket: grant.token, role: "host", token: tokens["ci-bot"]! });
+      assert.equal(stolen.error?.code, "PERMISSION_DENIED");
+      assert.match(stolen.error!.message, /granted to another token, not to 'ci-bot'/);
       await refused(unary(bob, "ReleaseSession", { session_id: grant.session_id, token: grant.token }), "PERMISSION_DENIED", /granted to another token/);
       await unary(raw, "ReleaseSession", { session_id: grant.session_id, token: grant.token });
       assert.ok(audit().some((r) => r.event === "release" && r.session === grant.session_id && r.who === "alice"));
+      session.close();
     } finally {
       raw.close();
       bob.close();

@@ -14,12 +14,15 @@ import type { AuditLog } from "./audit.ts";
 import type { Authorizer, Caller } from "./auth.ts";
 import type { FarmEvents } from "./events.ts";
 import { BoardHealth } from "./health.ts";
-import { describeBoard, type Agent, type AttachCall, type Board, type Registry } from "./registry.ts";
+import { describeBoard, joinHostPort, peerHost, type Agent, type AttachCall, type Board, type Registry } from "./registry.ts";
 import type { Scheduler } from "./scheduler.ts";
 
 export interface AgentLinkOptions {
   heartbeatIntervalMs: number;
   maxMissedHeartbeats: number;
+  endGraceMs: number;
+  /** The tracker's data port, once it listens. */
+  relayPort(): number;
 }
 
 export class AgentLinks {
@@ -67,6 +70,7 @@ export class AgentLinks {
         if (msg.heartbeat) call.write({ heartbeat_ack: { seq: msg.heartbeat.seq } });
         else if (msg.board_ready) this.boardReady(agent, msg.board_ready.board_name);
         else if (msg.session_ended) this.sessionEnded(agent, msg.session_ended.session_id, msg.session_ended.reason);
+        else if (msg.lane_opened) this.laneOpened(agent, msg.lane_opened.session_id);
         else if (msg.board_health) this.boardHealth(agent, msg.board_health);
       } catch (err) {
         const e = FarmError.from(err);
@@ -101,7 +105,9 @@ export class AgentLinks {
     // A re-attaching agent replaces its stale self (the old stream may not have noticed yet).
     if (previous) this.lose(previous, `agent ${name} attached again from ${call.getPeer()}`);
     const id = this.registry.newAgentId(name);
-    const agent: Agent = { id, name, peer: call.getPeer(), call, attachedAt: Date.now(), lastSeen: Date.now(), boards: new Map() };
+    // The direct lane's host: what the agent says, or the address the tracker sees it at.
+    const data = reg.data_port ? { host: reg.data_host || peerHost(call.getPeer()), port: reg.data_port, tls: reg.data_tls } : undefined;
+    const agent: Agent = { id, name, peer: call.getPeer(), call, attachedAt: Date.now(), lastSeen: Date.now(), boards: new Map(), data };
     for (const spec of reg.boards) {
       if (!spec.name || !spec.key) throw new FarmError("INVALID_ARGUMENT", `board ${JSON.stringify(spec.name)} needs a name and a key`);
       if (agent.boards.has(spec.name)) throw new FarmError("INVALID_ARGUMENT", `agent ${name} registers board "${spec.name}" twice`);
@@ -126,9 +132,15 @@ export class AgentLinks {
     this.released.set(agent, release);
     this.audit.record({ event: "agent_attach", who: caller.name, kind: caller.kind, peer: agent.peer, agent: id, boards: [...agent.boards.values()].map((b) => `${b.name}:${b.key}`) });
     call.write({
-      registered: { agent_id: id, heartbeat_interval_ms: this.opts.heartbeatIntervalMs, max_missed_heartbeats: this.opts.maxMissedHeartbeats },
+      registered: {
+        agent_id: id,
+        heartbeat_interval_ms: this.opts.heartbeatIntervalMs,
+        max_missed_heartbeats: this.opts.maxMissedHeartbeats,
+        end_grace_ms: this.opts.endGraceMs,
+        relay_port: this.opts.relayPort(),
+      },
     });
-    this.log.info({ agent: id, peer: agent.peer, boards: [...agent.boards.keys()] }, "agent attached");
+    this.log.info({ agent: id, peer: agent.peer, boards: [...agent.boards.keys()], direct: data ? joinHostPort(data.host, data.port) : null }, "agent attached");
     const at = Date.now();
     this.events.emit({ type: "agent", at, agent: id, name, peer: agent.peer, change: "attached" });
     for (const board of agent.boards.values()) this.events.emit({ type: "board", at, board: describeBoard(board), change: "added" });
@@ -171,6 +183,18 @@ export class AgentLinks {
     lease.end(reason ? FarmError.fromWire(reason) : null);
   }
 
+  /** The host reached the session's worker directly. */
+  private laneOpened(agent: Agent, sessionId: string): void {
+    const lease = this.scheduler.leases.get(sessionId);
+    if (lease && lease.board.agent === agent) lease.directOpened();
+  }
+
+  /** An auto-routed host fell back to the data port: the agent dials it for the session's worker. */
+  openRelay(lease: Lease): void {
+    const agent = lease.board.agent;
+    if (this.registry.agents.has(agent.id) && !agent.call.writableEnded) agent.call.write({ open_relay: { session_id: lease.id } });
+  }
+
   /** Tells the agent to start serving `lease` on its board. */
   assign(lease: Lease): void {
     lease.board.agent.call.write({
@@ -178,8 +202,9 @@ export class AgentLinks {
         session_id: lease.id,
         board_name: lease.board.name,
         token: lease.token,
-        session_timeout_ms: 0, // the tracker enforces the lease's timeout
+        session_timeout_ms: lease.timeouts.sessionTimeoutMs,
         client_id: lease.clientId,
+        route: lease.route,
       },
     });
   }

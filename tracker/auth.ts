@@ -8,9 +8,10 @@
  *
  * | door                 | who                        | checked here                          |
  * |----------------------|----------------------------|---------------------------------------|
- * | RequestSession       | client                     | key, priority cap, session timeout cap |
- * | OpenSession, Release | the client granted the session | + the session ticket (constant time) |
- * | ServeSession         | the board's worker         | the session ticket only (no token: workers hold no secret) |
+ * | Session (request)    | client                     | key, priority cap, session timeout cap |
+ * | Release; data port hello (host) | the client granted the session | + the session ticket (constant time) |
+ * | ServeSession; data port hello (worker) | the board's worker | the session ticket only (no token: workers hold no secret) |
+ * | agent's direct lane  | whoever holds the ticket   | checked by the agent (device-agent/lanes.ts), single use |
  * | Attach               | agent                      | its name is the token's, its boards' keys |
  * | BoardCommand, Tokens | operator                   |                                       |
  * | Summary              | any valid token            |                                       |
@@ -78,8 +79,8 @@ export class Authorizer {
   }
 
   /** Authenticates an HTTP request's token; `token()` reads it (and throws on a malformed one). */
-  callerOfToken(token: () => string | undefined, peer: string, doing: string): Caller {
-    return this.identify(token, `this farm needs an operator token to ${doing}: send "Authorization: Bearer <token>" (or ?token= in a browser)`, peer, doing);
+  callerOfToken(token: () => string | undefined, peer: string, doing: string, missing = `this farm needs an operator token to ${doing}: send "Authorization: Bearer <token>" (or ?token= in a browser)`): Caller {
+    return this.identify(token, missing, peer, doing);
   }
 
   /** `token()` may throw (a malformed header): that is a refusal too, audited like the rest. */

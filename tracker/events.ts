@@ -27,6 +27,8 @@ export type FarmEvent =
       message?: string;
       queuedMs?: number;
       durationMs?: number;
+      /** ended: the lane it had (direct | relay | grpc), or "none" when it never opened one. */
+      lane?: string;
       /** ended: bytes relayed host → board and board → host. */
       bytesToBoard?: number;
       bytesFromBoard?: number;

@@ -1,17 +1,24 @@
 /**
- * A lease: one session's exclusive hold on one board.
+ * A lease: one session's exclusive hold on one board, and the tracker's side
+ * of the session lifecycle (the table is in docs/architecture.md, "One
+ * session lifecycle"; this class is its one owner in the tracker).
  *
- * | state     | meaning                                                       |
- * |-----------|---------------------------------------------------------------|
- * | `granted` | the host got the grant; host and worker streams are arriving  |
- * | `active`  | both streams are open and the relay runs                      |
- * | `ended`   | over; `reason` says why (null: closed cleanly by the host)    |
+ * | state     | meaning                                                                 |
+ * |-----------|-------------------------------------------------------------------------|
+ * | `granted` | the host holds the grant (on its Session stream); its lane is not open  |
+ * | `active`  | the lane is open: both gRPC streams relayed, both sockets joined, or   |
+ * |           | the agent said the host reached it directly                             |
+ * | `ended`   | over; `reason` says why (null: closed cleanly by the host)              |
  *
- * Every way a lease ends goes through `end()`, which tells both streams the
- * reason, stops timers and hands the board back through `onEnded`.
+ * The host's Session stream lives as long as the lease: its first message is
+ * the grant, its last the end (BoardFrame.end). Every way a lease ends goes
+ * through `end()`, which tells the host, closes the lane, stops timers and
+ * hands the board back through `onEnded` (which tells the agent).
  */
 import type { ServerDuplexStream } from "@grpc/grpc-js";
-import { FarmError } from "../protos/index.ts";
+import type { Socket } from "node:net";
+import { FarmError, encodeEndFrame, encodeGrantFrame, type Lane, type Route } from "../protos/index.ts";
+import type { Grant } from "../protos/gen/farm/v1/Grant.ts";
 import type { Board } from "./registry.ts";
 import { Relay } from "./relay.ts";
 
@@ -21,16 +28,26 @@ export type LeaseState = "granted" | "active" | "ended";
 export interface LeaseTimeouts {
   openTimeoutMs: number;
   sessionTimeoutMs: number;
-  workerReportGraceMs: number;
+  /** The session end grace (protos/routes.ts): how long to wait for the agent to say why a lane closed. */
+  endGraceMs: number;
+}
+
+/** One side of a relay lane: the socket after its handshake, and the bytes read past the hello. */
+export interface LaneEnd {
+  socket: Socket;
+  rest: Buffer;
 }
 
 export class Lease {
   state: LeaseState = "granted";
   reason: FarmError | null = null;
   readonly grantedAt = Date.now();
+  /** The lane the session got, once open. */
+  lane: Lane | undefined;
   private host: SessionStream | undefined;
-  private worker: SessionStream | undefined;
+  private workerStream: SessionStream | undefined;
   private relay: Relay | undefined;
+  private readonly sockets: { host?: LaneEnd; worker?: LaneEnd } = {};
   /** When it ended (ms since the epoch). */
   endedAt = 0;
   private readonly timers = new Set<NodeJS.Timeout>();
@@ -38,19 +55,19 @@ export class Lease {
 
   constructor(
     readonly id: string,
+    /** The session's ticket: opens its lane, releases it. */
     readonly token: string,
     readonly board: Board,
     readonly clientId: string,
     /** The token id granted this session (undefined on a farm without tokens). */
     readonly owner: string | undefined,
-    private readonly timeouts: LeaseTimeouts,
+    /** What the host asked for; `auto` resolves to direct (relay as fallback) or relay. */
+    readonly route: Route,
+    readonly timeouts: LeaseTimeouts,
     private readonly onEnded: (lease: Lease) => void,
   ) {
     this.after(timeouts.openTimeoutMs, () => {
-      if (this.state === "granted") {
-        const missing = !this.host ? "host" : "board's worker";
-        this.end(new FarmError("CANCELLED", `session ${id} was released: the ${missing} did not open it within ${timeouts.openTimeoutMs} ms`));
-      }
+      if (this.state === "granted") this.end(new FarmError("CANCELLED", `session ${id} was released: its lane did not open within ${timeouts.openTimeoutMs} ms (${this.missing()})`));
     });
     if (timeouts.sessionTimeoutMs > 0) {
       this.after(timeouts.sessionTimeoutMs, () =>
@@ -59,53 +76,105 @@ export class Lease {
     }
   }
 
+  private missing(): string {
+    if (this.route === "grpc") return this.workerStream ? "the host sent nothing" : "the board's worker did not open its stream";
+    if (this.route === "relay" || this.sockets.host || this.sockets.worker) return this.sockets.host ? "the board's worker did not reach the data port" : "the host did not reach the data port";
+    return "the host did not reach the board's agent";
+  }
 
-  attachHost(call: SessionStream): void {
-    if (this.host) throw new FarmError("PROTOCOL_ERROR", `session ${this.id} is already open`);
-    this.host = call;
-    this.watch(call, "host");
+  /** The host's Session stream: the grant goes out on it now, the end later. */
+  grant(host: SessionStream, grant: Grant): void {
+    this.host = host;
+    host.write(Buffer.from(encodeGrantFrame(grant)));
+    // A stream that breaks (the host process died, its network went) is the host leaving.
+    const left = () => this.end(new FarmError("CANCELLED", `the host left session ${this.id}`));
+    host.on("cancelled", left);
+    host.on("error", left);
     this.maybeStart();
   }
 
-  attachWorker(call: SessionStream): void {
-    if (this.worker) throw new FarmError("PROTOCOL_ERROR", `session ${this.id} already has a worker stream`);
-    this.worker = call;
-    this.watch(call, "worker");
-    this.maybeStart();
-  }
-
-  private watch(call: SessionStream, side: "host" | "worker"): void {
-    // A stream that breaks without a clean half-close.
-    const broken = () => {
-      if (this.state === "ended") return;
-      if (side === "host") this.end(new FarmError("CANCELLED", `the host left session ${this.id}`));
-      else this.awaitAgentReport();
-    };
+  /** grpc lane: the worker's ServeSession stream. */
+  attachWorkerStream(call: SessionStream): void {
+    if (this.route !== "grpc") throw new FarmError("PROTOCOL_ERROR", `session ${this.id} travels on the ${this.route} route, not on gRPC streams`);
+    if (this.workerStream) throw new FarmError("PROTOCOL_ERROR", `session ${this.id} already has a worker stream`);
+    this.workerStream = call;
+    const broken = () => this.awaitAgentReport();
     call.on("cancelled", broken);
     call.on("error", broken);
+    this.maybeStart();
+  }
+
+  /** relay lane: one side's socket, after its hello; the ticket was checked. */
+  attachSocket(role: "host" | "worker", end: LaneEnd): void {
+    this.checkSocket(role);
+    this.sockets[role] = end;
+    // Either side's socket closing ends the lane; only the agent knows whether the session ended well.
+    end.socket.on("close", () => this.awaitAgentReport());
+    end.socket.on("error", () => this.awaitAgentReport());
+    this.maybeStart();
+  }
+
+  /** Throws unless `role`'s socket may join this session now. */
+  checkSocket(role: "host" | "worker"): void {
+    if (this.state === "ended") throw new FarmError("NOT_FOUND", `session ${this.id} has ended`);
+    if (this.route !== "relay" && this.route !== "auto") throw new FarmError("PROTOCOL_ERROR", `session ${this.id} travels on the ${this.route} route, not through the data port`);
+    if (this.lane === "direct") throw new FarmError("PERMISSION_DENIED", `session ${this.id} is open on its direct lane; its ticket is used`);
+    if (this.sockets[role]) throw new FarmError("PERMISSION_DENIED", `session ${this.id} already has its ${role} lane; the ticket is used`);
+  }
+
+  /** direct lane: the agent says the host reached the worker. */
+  directOpened(): void {
+    if (this.state !== "granted") return;
+    this.lane = "direct";
+    this.activate();
   }
 
   private maybeStart(): void {
-    if (this.state !== "granted" || !this.host || !this.worker) return;
+    if (this.state !== "granted" || !this.host) return;
+    if (this.workerStream) {
+      this.lane = "grpc";
+      this.relay = new Relay(
+        this.host,
+        this.workerStream,
+        () => this.awaitAgentReport(),
+        () => this.end(null),
+      );
+      this.activate();
+    } else if (this.sockets.host && this.sockets.worker) {
+      const { host, worker } = this.sockets;
+      this.lane = "relay";
+      // What each side sent right after its hello goes first; then the sockets are joined, bytes undecoded.
+      if (host.rest.length) worker.socket.write(host.rest);
+      if (worker.rest.length) host.socket.write(worker.rest);
+      host.socket.pipe(worker.socket);
+      worker.socket.pipe(host.socket);
+      this.activate();
+    }
+  }
+
+  private readonly activeListeners: Array<() => void> = [];
+
+  /** Runs `fn` when the lane opens. */
+  whenActive(fn: () => void): void {
+    this.activeListeners.push(fn);
+  }
+
+  private activate(): void {
     this.state = "active";
-    this.relay = new Relay(
-      this.host,
-      this.worker,
-      () => this.awaitAgentReport(),
-      () => this.end(null),
-    );
+    for (const fn of this.activeListeners.splice(0)) fn();
   }
 
   /**
-   * The worker's stream ended or broke without its GOODBYE. Only its agent
-   * knows why (crash, call timeout), and it reports either way (SessionEnded);
-   * give the report a moment before settling for a generic reason.
+   * The lane closed, or the worker's stream ended, without an end the tracker
+   * saw. Only the board's agent knows why (crash, call timeout, clean close on
+   * a lane the tracker does not read), and it reports either way
+   * (session_ended); give the report the grace before settling.
    */
-  private awaitAgentReport(): void {
+  awaitAgentReport(): void {
     if (this.state === "ended" || this.awaitingReport) return;
     this.awaitingReport = true;
-    this.after(this.timeouts.workerReportGraceMs, () =>
-      this.end(new FarmError("RUNTIME_CRASH", `the session worker of board ${this.board.id} went away and its agent did not say why`)),
+    this.after(this.timeouts.endGraceMs, () =>
+      this.end(new FarmError("RUNTIME_CRASH", `the session worker of board ${this.board.id} went away and its agent did not say why within ${this.timeouts.endGraceMs} ms`)),
     );
   }
 
@@ -127,17 +196,21 @@ export class Lease {
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
     this.relay?.stop();
-    for (const call of [this.host, this.worker]) {
-      if (!call) continue;
-      if (reason) failStream(call, reason);
-      else endStream(call);
+    if (this.host) finishHost(this.host, reason);
+    if (this.workerStream) finishStream(this.workerStream, reason);
+    for (const end of [this.sockets.host, this.sockets.worker]) {
+      if (!end) continue;
+      if (reason) end.socket.destroy();
+      else end.socket.end();
     }
     this.onEnded(this);
   }
 
-  /** Bytes relayed so far, host → board and board → host. */
+  /** Bytes relayed so far, host → board and board → host (relay and grpc lanes; a direct lane's bytes never reach the tracker). */
   get relayed(): { toBoard: number; fromBoard: number } {
-    return { toBoard: this.relay?.stats.hostToBoardBytes ?? 0, fromBoard: this.relay?.stats.boardToHostBytes ?? 0 };
+    if (this.relay) return { toBoard: this.relay.stats.hostToBoardBytes, fromBoard: this.relay.stats.boardToHostBytes };
+    const { host, worker } = this.sockets;
+    return { toBoard: host?.socket.bytesRead ?? 0, fromBoard: worker?.socket.bytesRead ?? 0 };
   }
 
   private after(ms: number, fn: () => void): void {
@@ -149,12 +222,15 @@ export class Lease {
   }
 }
 
-function endStream(call: SessionStream): void {
-  if (!call.writableEnded && !call.destroyed) call.end();
+/** The host's last message is the end, with its reason; then its stream ends (with the reason as its status too). */
+function finishHost(call: SessionStream, reason: FarmError | null): void {
+  if (call.destroyed || call.writableEnded) return;
+  call.write(Buffer.from(encodeEndFrame(reason ? reason.toWire() : null)));
+  finishStream(call, reason);
 }
 
-/** Ends a server stream with the error as its status (code + `farm-code` trailer). */
-function failStream(call: SessionStream, reason: FarmError): void {
+function finishStream(call: SessionStream, reason: FarmError | null): void {
   if (call.destroyed || call.writableEnded) return;
-  call.emit("error", reason.toGrpc());
+  if (reason) call.emit("error", reason.toGrpc());
+  else call.end();
 }

@@ -1,5 +1,5 @@
 import { join, dirname } from "node:path";
-import { FarmError, componentLogger, isLoopbackHost, type Logger, type ServerTls } from "../protos/index.ts";
+import { FarmError, SESSION_END_GRACE_MS, componentLogger, isLoopbackHost, type Logger, type ServerTls } from "../protos/index.ts";
 
 export interface TrackerOptions {
   /** Interface to bind; default 127.0.0.1 (use 0.0.0.0 to serve a network). */
@@ -16,8 +16,10 @@ export interface TrackerOptions {
   defaultDeadlineMs?: number;
   /** A granted session that the host does not open within this time is released. */
   openTimeoutMs?: number;
-  /** After a worker's stream breaks, how long to wait for the agent to say why. */
-  workerReportGraceMs?: number;
+  /** The session end grace (protos/routes.ts): after a lane closes, how long to wait for the agent to say why. Sent to agents and hosts. */
+  endGraceMs?: number;
+  /** Port of the data port (relay lanes); 0 picks a free one. */
+  dataPort?: number;
   /** TLS on the gRPC port and the HTTP side; mutual TLS with `clientCaFile`. Default: plaintext. */
   tls?: ServerTls;
   /** The tokens file (`kfarm token create --tokens FILE`): with it every call needs a token. Default: an open farm. */
@@ -41,7 +43,6 @@ export const DEFAULT_HEARTBEAT_INTERVAL_MS = 500;
 export const DEFAULT_MAX_MISSED_HEARTBEATS = 3;
 export const DEFAULT_DEADLINE_MS = 60_000;
 export const DEFAULT_OPEN_TIMEOUT_MS = 10_000;
-export const DEFAULT_WORKER_REPORT_GRACE_MS = 1_000;
 /** A day: a tuning run keeps its sessions across batches, and a lost one costs no candidate (host-sdk/measure.ts). */
 export const DEFAULT_MAX_SESSION_TIMEOUT_MS = 24 * 3600_000;
 
@@ -54,7 +55,8 @@ export function resolveTrackerOptions(opts: TrackerOptions = {}): ResolvedTracke
     maxMissedHeartbeats: opts.maxMissedHeartbeats ?? DEFAULT_MAX_MISSED_HEARTBEATS,
     defaultDeadlineMs: opts.defaultDeadlineMs ?? DEFAULT_DEADLINE_MS,
     openTimeoutMs: opts.openTimeoutMs ?? DEFAULT_OPEN_TIMEOUT_MS,
-    workerReportGraceMs: opts.workerReportGraceMs ?? DEFAULT_WORKER_REPORT_GRACE_MS,
+    endGraceMs: opts.endGraceMs ?? SESSION_END_GRACE_MS,
+    dataPort: opts.dataPort ?? 0,
     tls: opts.tls,
     tokensFile: opts.tokensFile,
     auditLog: opts.auditLog ?? (opts.tokensFile ? join(dirname(opts.tokensFile), "audit.jsonl") : undefined),

@@ -28,6 +28,19 @@ export interface Agent {
   readonly attachedAt: number;
   lastSeen: number;
   readonly boards: Map<string, Board>;
+  /** Where hosts reach the agent's direct lane; undefined: it serves none. */
+  readonly data: { host: string; port: number; tls: boolean } | undefined;
+}
+
+/** "host:port", bracketing an IPv6 host. */
+export function joinHostPort(host: string, port: number): string {
+  return `${host.includes(":") ? `[${host}]` : host}:${port}`;
+}
+
+/** The host of a gRPC peer string ("1.2.3.4:5", "[::1]:5", "ipv4:1.2.3.4:5"). */
+export function peerHost(peer: string): string {
+  const bare = peer.replace(/^ipv[46]:/, "");
+  return bare.slice(0, bare.lastIndexOf(":")).replace(/^\[(.*)\]$/, "$1");
 }
 
 export type BoardState = "starting" | "free" | "busy" | "draining" | "quarantined";
@@ -66,6 +79,7 @@ export function describeBoard(board: Board): BoardInfo {
     state: boardState(board),
     session_id: board.lease?.id ?? "",
     client_id: board.lease?.clientId ?? "",
+    session_lane: board.lease?.lane ?? "",
     health: board.health.state,
     health_reason: board.health.reason,
     last_error: board.health.lastError,

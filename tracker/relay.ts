@@ -3,6 +3,8 @@
  * bytes, with back-pressure: when one side's send buffer is full, the other
  * side stops being read until it drains. Nothing here decodes a frame.
  */
+import { CLEAN_END_FRAME } from "../protos/index.ts";
+
 /** What the relay needs of a stream: both grpc-js call kinds satisfy it. */
 export interface FrameStream {
   on(event: "data", listener: (chunk: Buffer) => void): unknown;
@@ -20,17 +22,17 @@ export interface RelayStats {
 }
 
 /**
- * The worker's last message on a cleanly closed session: an empty gRPC
- * message. A live worker sends it after answering Close; a worker that dies
- * cannot, so the relay can tell a clean end from a death by a length, without
- * decoding anything. (An encoded BoardFrame is never empty: it carries an id.)
+ * The worker's last message on a cleanly closed session is the clean end
+ * frame (protos/frames.ts). A live worker sends it after answering Close; a
+ * worker that dies cannot, so the relay tells a clean end from a death by
+ * comparing two bytes, without decoding anything.
  */
-export const GOODBYE = Buffer.alloc(0);
+const CLEAN_END = Buffer.from(CLEAN_END_FRAME);
 
 /** Pipes `from` into `to` until `from` ends; returns a function that stops it. */
 function pump(from: FrameStream, to: FrameStream, count: (n: number) => void, onEnd: () => void, onGoodbye?: () => void): () => void {
   const onData = (chunk: Buffer) => {
-    if (chunk.length === 0 && onGoodbye) {
+    if (onGoodbye && chunk.length === CLEAN_END.length && chunk.equals(CLEAN_END)) {
       onGoodbye();
       return;
     }
@@ -54,7 +56,7 @@ export class Relay {
 
   /**
    * A host's half-close is passed on to the board; `onBoardEnd` fires when the
-   * worker half-closes, `onBoardGoodbye` when it says the session closed cleanly.
+   * worker half-closes, `onBoardGoodbye` when it says the session closed cleanly (its end frame is not passed on: the lease sends the host its own).
    */
   constructor(host: FrameStream, board: FrameStream, onBoardEnd: () => void, onBoardGoodbye: () => void) {
     this.stops = [

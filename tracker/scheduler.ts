@@ -3,7 +3,7 @@
  * selectors, deadlines, and the hand-over of a board to a new lease.
  */
 import { randomBytes } from "node:crypto";
-import { FarmError, type Logger } from "../protos/index.ts";
+import { FarmError, type Logger, type Route } from "../protos/index.ts";
 import type { SessionRequest__Output } from "../protos/gen/farm/v1/SessionRequest.ts";
 import { Lease, type LeaseTimeouts } from "./lease.ts";
 import { labelsMatch, RequestQueue, type PendingRequest } from "./queue.ts";
@@ -14,6 +14,8 @@ export interface Waiter extends PendingRequest {
   readonly sessionTimeoutMs: number;
   /** The token id of the requester (undefined on a farm without tokens): only it may open and release the session. */
   readonly owner: string | undefined;
+  /** How the host wants the session's frames to travel. */
+  readonly route: Route;
   grant(lease: Lease, queuedMs: number): void;
   fail(err: FarmError): void;
   timer?: NodeJS.Timeout;
@@ -57,9 +59,10 @@ export class Scheduler {
     req: SessionRequest__Output,
     callbacks: { grant: Waiter["grant"]; fail: Waiter["fail"] },
     owner?: string,
+    route: Route = "auto",
   ): Waiter | undefined {
     if (!req.key) {
-      callbacks.fail(new FarmError("INVALID_ARGUMENT", "RequestSession needs a key"));
+      callbacks.fail(new FarmError("INVALID_ARGUMENT", "a session request needs a key"));
       return undefined;
     }
     const boards = this.registry.boardsOfKey(req.key);
@@ -91,6 +94,7 @@ export class Scheduler {
       enqueuedAt: Date.now(),
       sessionTimeoutMs: req.session_timeout_ms,
       owner,
+      route,
       grant: callbacks.grant,
       fail: callbacks.fail,
     };
@@ -132,7 +136,10 @@ export class Scheduler {
   private grant(board: Board, waiter: Waiter): void {
     const id = `s${this.nextSession++}-${randomBytes(3).toString("hex")}`;
     const token = randomBytes(16).toString("hex");
-    const lease = new Lease(id, token, board, waiter.clientId, waiter.owner, { ...this.timeouts, sessionTimeoutMs: waiter.sessionTimeoutMs }, (l) => this.onLeaseEnded(l));
+    // auto: direct where the board's agent serves a direct lane (relay as the host's fallback), else relay.
+    const route = waiter.route === "auto" && !board.agent.data ? "relay" : waiter.route;
+    const lease = new Lease(id, token, board, waiter.clientId, waiter.owner, route, { ...this.timeouts, sessionTimeoutMs: waiter.sessionTimeoutMs }, (l) => this.onLeaseEnded(l));
+    lease.whenActive(() => this.events.emit({ type: "board", at: Date.now(), board: describeBoard(board), change: "changed" }));
     board.lease = lease;
     board.ready = false;
     this.leases.set(id, lease);
@@ -161,6 +168,7 @@ export class Scheduler {
       reason: lease.reason?.code ?? "OK",
       ...(lease.reason ? { message: lease.reason.message } : {}),
       durationMs: lease.endedAt - lease.grantedAt,
+      lane: lease.lane ?? "none",
       bytesToBoard: toBoard,
       bytesFromBoard: fromBoard,
     });

@@ -5,13 +5,14 @@
  */
 import * as grpc from "@grpc/grpc-js";
 import {
-  AgentService, FarmError, HostService, SERVER_OPTIONS, SESSION_ID_HEADER, SESSION_TOKEN_HEADER, grpcServerCredentials, isLoopbackHost,
-  type AgentServiceHandlers, type HostServiceHandlers,
+  AgentService, FarmError, HostService, SERVER_OPTIONS, SESSION_ID_HEADER, SESSION_REQUEST_HEADER, SESSION_TOKEN_HEADER, decodeSessionRequest, grpcServerCredentials, isLoopbackHost, parseRoute,
+  type AgentServiceHandlers, type HostServiceHandlers, type Route, type SessionRequest__Output,
 } from "../protos/index.ts";
 import type { TokensRequest__Output } from "../protos/gen/farm/v1/TokensRequest.ts";
 import type { TokensReply } from "../protos/gen/farm/v1/TokensReply.ts";
 import { AgentLinks } from "./agents.ts";
 import { AuditLog } from "./audit.ts";
+import { DataPort } from "./data-port.ts";
 import { Authorizer, sameSecret, type Caller } from "./auth.ts";
 import { FarmEvents } from "./events.ts";
 import { TrackerHttp } from "./http-server.ts";
@@ -19,7 +20,7 @@ import { installMetrics } from "./metrics.ts";
 import { installLiveView } from "./live/feed.ts";
 import type { Lease, SessionStream } from "./lease.ts";
 import { resolveTrackerOptions, type ResolvedTrackerOptions, type TrackerOptions } from "./options.ts";
-import { Registry, describeBoard, type Board } from "./registry.ts";
+import { Registry, describeBoard, joinHostPort, type Board } from "./registry.ts";
 import { widenConnectionWindow, widenStreamWindow } from "./receive-window.ts";
 import { Scheduler } from "./scheduler.ts";
 import { buildSummary } from "./summary.ts";
@@ -36,6 +37,8 @@ export class Tracker {
   readonly auth: Authorizer;
   readonly audit: AuditLog;
   private readonly server = new grpc.Server(SERVER_OPTIONS);
+  /** Relay lanes (tracker/data-port.ts). */
+  private readonly dataPort_: DataPort;
   /** The HTTP side (/metrics, live view), when `metricsPort` is set. */
   readonly http: TrackerHttp | undefined;
   private readonly startedAt = Date.now();
@@ -51,14 +54,20 @@ export class Tracker {
       this.registry,
       {
         openTimeoutMs: this.options.openTimeoutMs,
-        workerReportGraceMs: this.options.workerReportGraceMs,
+        endGraceMs: this.options.endGraceMs,
         defaultDeadlineMs: this.options.defaultDeadlineMs,
       },
       { assigned: (lease) => this.agents.assign(lease), ended: (lease) => this.agents.end(lease) },
       log,
       this.events,
     );
-    this.agents = new AgentLinks(this.registry, this.scheduler, this.options, log, this.events, this.auth, this.audit);
+    this.dataPort_ = new DataPort(this.options.tls, {
+      lease: (hello, caller) =>
+        hello.role === "host" ? this.ownLease(caller, hello.session_id, hello.ticket, "open") : this.ticketedLease(caller, hello.session_id, hello.ticket, "serve"),
+      caller: (token, peer) => this.auth.callerOfToken(() => token, peer, "open sessions", "this farm needs a client token to open a session's lane: the host SDK sends its token in the lane's hello"),
+      fallback: (lease) => this.agents.openRelay(lease),
+    }, log);
+    this.agents = new AgentLinks(this.registry, this.scheduler, { ...this.options, relayPort: () => this.dataPort_.port }, log, this.events, this.auth, this.audit);
     if (this.options.metricsPort !== undefined) {
       this.http = new TrackerHttp(log, {
         tls: this.options.tls,
@@ -89,13 +98,19 @@ export class Tracker {
       ),
     );
     widenConnectionWindow(this.server, this.options.logger);
+    await this.dataPort_.listen(this.options.host, this.options.dataPort);
     if (this.http) await this.http.listen(this.options.host, this.options.metricsPort!);
     const o = this.options;
-    this.options.logger.info({ address: this.address, http: this.http?.port, tls: !!o.tls, mtls: !!o.tls?.clientCaFile, tokens: o.tokensFile ?? null, audit: o.auditLog ?? null }, "tracker listening");
+    this.options.logger.info({ address: this.address, dataPort: this.dataPort_.port, http: this.http?.port, tls: !!o.tls, mtls: !!o.tls?.clientCaFile, tokens: o.tokensFile ?? null, audit: o.auditLog ?? null }, "tracker listening");
     if (!isLoopbackHost(o.host) && !(o.tls && o.tokensFile)) {
       o.logger.warn({ host: o.host }, `--insecure: serving ${o.host} without ${o.tls ? "tokens" : o.tokensFile ? "TLS" : "TLS or tokens"}; anyone who reaches this port can run code on every board`);
     }
     return this;
+  }
+
+  /** The data port (relay lanes), once listening. */
+  get dataPort(): number {
+    return this.dataPort_.port;
   }
 
   /** "host:port" of the HTTP side, or undefined without one. */
@@ -107,6 +122,7 @@ export class Tracker {
   async close(): Promise<void> {
     this.agents.stop();
     this.auth.close();
+    this.dataPort_.close();
     await this.http?.close();
     for (const lease of [...this.scheduler.leases.values()]) lease.end(new FarmError("DRAINED", "the tracker is shutting down"));
     await new Promise<void>((resolve) => {
@@ -123,50 +139,7 @@ export class Tracker {
 
   private hostHandlers(): HostServiceHandlers {
     return {
-      RequestSession: (call, callback) => {
-        let settled = false;
-        let caller: Caller;
-        let req;
-        try {
-          caller = this.auth.caller(call.metadata, call.getPeer(), "request sessions");
-          req = this.auth.sessionRequest(caller, call.request, this.options.maxSessionTimeoutMs);
-        } catch (err) {
-          callback(FarmError.from(err).toGrpc());
-          return;
-        }
-        // A waiting request ends with its token (revoked while it waits).
-        const release = this.auth.hold(caller, (err) => {
-          if (settled) return;
-          settled = true;
-          if (waiter) this.scheduler.cancel(waiter);
-          callback(err.toGrpc());
-        });
-        const waiter = this.scheduler.request(req, {
-          grant: (lease, queuedMs) => {
-            release();
-            if (settled) return lease.end(new FarmError("CANCELLED", `session ${lease.id}: its request had already ended`));
-            settled = true;
-            this.audit.record({ event: "grant", who: caller.name, kind: caller.kind, peer: caller.peer, session: lease.id, board: lease.board.id, key: lease.board.key, priority: req.priority, sessionTimeoutMs: req.session_timeout_ms });
-            const dropHold = this.auth.hold(caller, (err) => lease.end(err));
-            lease.whenEnded(() => {
-              dropHold();
-              this.audit.record({ event: "session_end", who: caller.name, kind: caller.kind, session: lease.id, board: lease.board.id, reason: lease.reason?.code ?? "OK" });
-            });
-            callback(null, { session_id: lease.id, token: lease.token, board: describeBoard(lease.board), queued_ms: queuedMs });
-          },
-          fail: (err) => {
-            release();
-            if (settled) return;
-            settled = true;
-            callback(err.toGrpc());
-          },
-        }, caller.identity?.id);
-        call.on("cancelled", () => {
-          release();
-          if (waiter && !settled) this.scheduler.cancel(waiter);
-        });
-      },
-      OpenSession: (call) => this.joinSession(call as unknown as SessionStream, "host"),
+      Session: (call) => this.session(call as unknown as SessionStream),
       ReleaseSession: (call, callback) => {
         try {
           const caller = this.auth.caller(call.metadata, call.getPeer(), "release sessions");
@@ -210,6 +183,78 @@ export class Tracker {
         }
       },
     };
+  }
+
+  /**
+   * HostService.Session: the request (in the metadata) waits in its key's
+   * queue on this stream; the grant is the stream's first message, and the
+   * stream then lives as long as the lease (tracker/lease.ts).
+   */
+  private session(call: SessionStream): void {
+    let settled = false;
+    let caller: Caller;
+    let req: SessionRequest__Output;
+    let route: Route;
+    const refuse = (err: unknown) => call.emit("error", FarmError.from(err).toGrpc());
+    try {
+      caller = this.auth.caller(call.metadata, call.getPeer(), "request sessions");
+      const encoded = call.metadata.get(SESSION_REQUEST_HEADER)[0];
+      if (!Buffer.isBuffer(encoded)) throw new FarmError("INVALID_ARGUMENT", `a Session stream carries its request in the ${SESSION_REQUEST_HEADER} metadata (an encoded SessionRequest)`);
+      let decoded: SessionRequest__Output;
+      try {
+        decoded = decodeSessionRequest(encoded);
+      } catch (err) {
+        throw new FarmError("INVALID_ARGUMENT", `the ${SESSION_REQUEST_HEADER} metadata is not a SessionRequest: ${(err as Error).message}`);
+      }
+      route = parseRoute(decoded.route, "the session request");
+      req = this.auth.sessionRequest(caller, decoded, this.options.maxSessionTimeoutMs);
+    } catch (err) {
+      refuse(err);
+      return;
+    }
+    // A waiting request ends with its token (revoked while it waits).
+    const release = this.auth.hold(caller, (err) => {
+      if (settled) return;
+      settled = true;
+      if (waiter) this.scheduler.cancel(waiter);
+      refuse(err);
+    });
+    const waiter = this.scheduler.request(req, {
+      grant: (lease, queuedMs) => {
+        release();
+        if (settled) return lease.end(new FarmError("CANCELLED", `session ${lease.id}: its request had already ended`));
+        settled = true;
+        this.audit.record({ event: "grant", who: caller.name, kind: caller.kind, peer: caller.peer, session: lease.id, board: lease.board.id, key: lease.board.key, priority: req.priority, sessionTimeoutMs: req.session_timeout_ms, route: lease.route });
+        const dropHold = this.auth.hold(caller, (err) => lease.end(err));
+        lease.whenEnded(() => {
+          dropHold();
+          this.audit.record({ event: "session_end", who: caller.name, kind: caller.kind, session: lease.id, board: lease.board.id, reason: lease.reason?.code ?? "OK", lane: lease.lane ?? null });
+        });
+        const data = lease.board.agent.data;
+        lease.grant(call, {
+          session_id: lease.id,
+          board: describeBoard(lease.board),
+          queued_ms: queuedMs,
+          route: lease.route,
+          ticket: lease.token,
+          direct_address: data && (lease.route === "direct" || lease.route === "auto") ? joinHostPort(data.host, data.port) : "",
+          relay_port: this.dataPort_.port,
+          session_timeout_ms: lease.timeouts.sessionTimeoutMs,
+          lane_tls: data?.tls ?? false,
+          end_grace_ms: lease.timeouts.endGraceMs,
+        });
+      },
+      fail: (err) => {
+        release();
+        if (settled) return;
+        settled = true;
+        refuse(err);
+      },
+    }, caller.identity?.id, route);
+    call.on("cancelled", () => {
+      release();
+      if (waiter && !settled) this.scheduler.cancel(waiter);
+    });
   }
 
   /** The live lease `id` if `ticket` is its ticket; PERMISSION_DENIED (audited) otherwise. */
@@ -306,26 +351,16 @@ export class Tracker {
   private agentHandlers(): AgentServiceHandlers {
     return {
       Attach: (call) => this.agents.attach(call),
-      ServeSession: (call) => this.joinSession(call as unknown as SessionStream, "worker"),
+      ServeSession: (call) => this.serveSession(call as unknown as SessionStream),
     };
   }
 
-  /**
-   * A host or worker stream arrives for a granted session. The host shows
-   * its token and the session ticket; the worker, which holds no token (it
-   * runs foreign code), the ticket alone — the tracker gave it to the
-   * board's agent and to nobody else.
-   */
-  private joinSession(call: SessionStream, side: "host" | "worker"): void {
+  /** A worker's ServeSession stream (grpc route): it shows the session's ticket alone (workers hold no secret). */
+  private serveSession(call: SessionStream): void {
     try {
       const id = String(call.metadata.get(SESSION_ID_HEADER)[0] ?? "");
       const ticket = String(call.metadata.get(SESSION_TOKEN_HEADER)[0] ?? "");
-      const lease =
-        side === "host"
-          ? this.ownLease(this.auth.caller(call.metadata, call.getPeer(), "open sessions"), id, ticket, "open")
-          : this.ticketedLease({ name: "worker", kind: "anonymous", peer: call.getPeer() }, id, ticket, "serve");
-      if (side === "host") lease.attachHost(call);
-      else lease.attachWorker(call);
+      this.ticketedLease({ name: "worker", kind: "anonymous", peer: call.getPeer() }, id, ticket, "serve").attachWorkerStream(call);
     } catch (err) {
       call.emit("error", FarmError.from(err).toGrpc());
     }

@@ -5,6 +5,7 @@
  * foreign code serves no further session: it exits after that one.
  */
 import { readdirSync, rmSync } from "node:fs";
+import type { Socket } from "node:net";
 import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import {
@@ -15,6 +16,7 @@ import { createBackend } from "../backends/index.ts";
 import type { AgentToWorker, WorkerConfig, WorkerToAgent } from "./protocol.ts";
 import type { SessionStore } from "./files.ts";
 import { RequestCounters, SessionServer } from "./session-server.ts";
+import { grpcLane, socketLane, type WorkerLane } from "./lane.ts";
 import { dieWithParent } from "./parent-death.ts";
 import { Watchdog } from "./watchdog.ts";
 
@@ -83,14 +85,23 @@ let serving: string | undefined;
 // From process start to ready: runtime, backend (a CUDA context) and tracker connection.
 const startMs = performance.now().toFixed(1);
 
-process.on("message", (msg: AgentToWorker) => {
+/** The session being served: its lane arrives (socket routes) and its end may be asked for (a release). */
+let current: { sessionId: string; lane: (lane: WorkerLane) => void; end: () => void } | undefined;
+
+process.on("message", (msg: AgentToWorker, handle?: unknown) => {
   if (msg.t === "assign") {
     if (serving) {
       log.error({ session: msg.sessionId, serving }, "assigned a session while serving another");
       return;
     }
     serving = msg.sessionId;
-    void serve(msg.sessionId, msg.token, msg.dir);
+    void serve(msg.sessionId, msg.token, msg.dir, msg.route);
+  } else if (msg.t === "lane") {
+    const socket = handle as Socket | undefined;
+    if (current?.sessionId === msg.sessionId && socket) current.lane(socketLane(socket, Buffer.from(msg.rest, "base64"), msg.kind));
+    else socket?.destroy();
+  } else if (msg.t === "end") {
+    if (current?.sessionId === msg.sessionId) current.end();
   } else {
     const answer = asked.get(msg.id);
     asked.delete(msg.id);
@@ -147,17 +158,22 @@ function enter(dir: string | undefined): void {
   }
 }
 
-async function serve(sessionId: string, token: string, workdir: string): Promise<void> {
+async function serve(sessionId: string, token: string, workdir: string, route: string): Promise<void> {
   // The folder is the agent's to make and remove (its parent is closed to workers); the worker empties it.
   enter(workdir);
-  const metadata = new grpc.Metadata();
-  metadata.set(SESSION_ID_HEADER, sessionId);
-  metadata.set(SESSION_TOKEN_HEADER, token);
-  const stream = client.ServeSession(metadata) as unknown as grpc.ClientDuplexStream<Uint8Array, Buffer>;
-  const server = new SessionServer(backend, workdir, config!.limits, {
-    send: (frame) => stream.write(frame),
-    drained: () => new Promise((resolve) => stream.once("drain", resolve)),
-  }, {
+  let ended = false;
+  const lane = await new Promise<WorkerLane | undefined>((resolve) => {
+    current = { sessionId, lane: resolve, end: () => resolve(undefined) };
+    // grpc: the worker dials; otherwise the agent hands the lane over when the host (or the relay) is there.
+    if (route === "grpc") resolve(grpcLane(client, sessionId, token));
+  });
+  if (!lane) {
+    // Released before its lane opened.
+    ended = true;
+    await finishSession(sessionId, workdir, undefined);
+    return;
+  }
+  const server = new SessionServer(backend, workdir, config!.limits, lane, {
     watchdog,
     // The pool starts this board's next worker now, while this session runs.
     onTainted: () => void tell({ t: "tainted", sessionId }),
@@ -166,25 +182,29 @@ async function serve(sessionId: string, token: string, workdir: string): Promise
     store,
   });
   const reporter = setInterval(reportCounters, COUNTERS_REPORT_MS);
-  stream.on("data", (bytes: Buffer) => server.receive(bytes));
+  lane.onFrame((bytes) => server.receive(bytes));
 
-  // Over when the host closed (Close answered, or its side ended), or when the
-  // tracker ended the stream (lease timeout, host gone, agent lost).
-  const error = await new Promise<FarmError | undefined>((resolve) => {
-    void server.closed.then(() => {
-      // An empty message: the tracker's sign of a clean close (tracker/relay.ts GOODBYE).
-      stream.write(Buffer.alloc(0));
-      stream.end();
-      resolve(undefined);
-    });
-    stream.on("end", () => resolve(undefined));
-    stream.on("status", (s: grpc.StatusObject) => resolve(s.code === grpc.status.OK ? undefined : FarmError.from({ ...s, message: s.details })));
-    stream.on("error", (err) => resolve(FarmError.from(err)));
-  });
+  // Over when the host closed (Close answered), when the tracker released the
+  // session (the agent says "end"), or when the lane ended or broke (the host
+  // left, the lease ended: the tracker knows why).
+  const finish = () => {
+    if (ended) return;
+    ended = true;
+    lane.finish();
+  };
+  current = { sessionId, lane: (extra) => void extra.finish(), end: finish };
+  void server.closed.then(finish);
+  const error = await Promise.race([lane.over, server.closed.then(() => undefined)]);
   clearInterval(reporter);
+  server.dispose();
+  await finishSession(sessionId, workdir, error);
+}
+
+/** After a session, served or not: last counters, the folder emptied, "ended" with whether this worker may serve again. */
+async function finishSession(sessionId: string, workdir: string, error: FarmError | undefined): Promise<void> {
+  current = undefined;
   // IPC keeps order: the agent has the session's last counts before it hears "ended".
   reportCounters();
-  server.dispose();
   emptyFolder(workdir);
   enter(undefined);
   serving = undefined;

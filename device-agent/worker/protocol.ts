@@ -17,8 +17,18 @@ export interface WorkerConfig {
 }
 
 export type AgentToWorker =
-  /** `dir`: the session's folder, made by the agent (owned by the worker's uid, 0700). */
-  | { t: "assign"; sessionId: string; token: string; dir: string }
+  /**
+   * `dir`: the session's folder, made by the agent (owned by the worker's uid, 0700).
+   * `route` grpc: the worker opens ServeSession with the ticket (`token`); any other: its lane comes as "lane".
+   */
+  | { t: "assign"; sessionId: string; token: string; dir: string; route: string }
+  /**
+   * The session's lane, a socket sent with this message (device-agent/lanes.ts); `rest`: bytes already read from it,
+   * base64. direct: the host's hello was checked, the worker welcomes it; relay: the tracker's welcome is the first frame.
+   */
+  | { t: "lane"; sessionId: string; kind: "direct" | "relay"; rest: string }
+  /** The tracker ended the session cleanly (released): close the lane with the end frame, and report "ended". */
+  | { t: "end"; sessionId: string }
   /** Answer to "store-take": `file` is the name, in the session's folder, the stored file was linked to; absent: not held. */
   | { t: "store-took"; id: number; file?: string }
   /** Answer to "store-keep": the agent is done with it (kept or not). */

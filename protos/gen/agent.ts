@@ -25,12 +25,15 @@ import type { DirEntry as _farm_v1_DirEntry, DirEntry__Output as _farm_v1_DirEnt
 import type { DirListing as _farm_v1_DirListing, DirListing__Output as _farm_v1_DirListing__Output } from './farm/v1/DirListing';
 import type { Download as _farm_v1_Download, Download__Output as _farm_v1_Download__Output } from './farm/v1/Download';
 import type { Drain as _farm_v1_Drain, Drain__Output as _farm_v1_Drain__Output } from './farm/v1/Drain';
-import type { EndSession as _farm_v1_EndSession, EndSession__Output as _farm_v1_EndSession__Output } from './farm/v1/EndSession';
 import type { Error as _farm_v1_Error, Error__Output as _farm_v1_Error__Output } from './farm/v1/Error';
 import type { FunctionInfo as _farm_v1_FunctionInfo, FunctionInfo__Output as _farm_v1_FunctionInfo__Output } from './farm/v1/FunctionInfo';
+import type { Grant as _farm_v1_Grant, Grant__Output as _farm_v1_Grant__Output } from './farm/v1/Grant';
 import type { Heartbeat as _farm_v1_Heartbeat, Heartbeat__Output as _farm_v1_Heartbeat__Output } from './farm/v1/Heartbeat';
 import type { HeartbeatAck as _farm_v1_HeartbeatAck, HeartbeatAck__Output as _farm_v1_HeartbeatAck__Output } from './farm/v1/HeartbeatAck';
 import type { HostFrame as _farm_v1_HostFrame, HostFrame__Output as _farm_v1_HostFrame__Output } from './farm/v1/HostFrame';
+import type { LaneHello as _farm_v1_LaneHello, LaneHello__Output as _farm_v1_LaneHello__Output } from './farm/v1/LaneHello';
+import type { LaneOpened as _farm_v1_LaneOpened, LaneOpened__Output as _farm_v1_LaneOpened__Output } from './farm/v1/LaneOpened';
+import type { LaneWelcome as _farm_v1_LaneWelcome, LaneWelcome__Output as _farm_v1_LaneWelcome__Output } from './farm/v1/LaneWelcome';
 import type { Launch as _farm_v1_Launch, Launch__Output as _farm_v1_Launch__Output } from './farm/v1/Launch';
 import type { ListDir as _farm_v1_ListDir, ListDir__Output as _farm_v1_ListDir__Output } from './farm/v1/ListDir';
 import type { LoadModule as _farm_v1_LoadModule, LoadModule__Output as _farm_v1_LoadModule__Output } from './farm/v1/LoadModule';
@@ -38,12 +41,13 @@ import type { Measure as _farm_v1_Measure, Measure__Output as _farm_v1_Measure__
 import type { MeasureResult as _farm_v1_MeasureResult, MeasureResult__Output as _farm_v1_MeasureResult__Output } from './farm/v1/MeasureResult';
 import type { ModuleInfo as _farm_v1_ModuleInfo, ModuleInfo__Output as _farm_v1_ModuleInfo__Output } from './farm/v1/ModuleInfo';
 import type { Ok as _farm_v1_Ok, Ok__Output as _farm_v1_Ok__Output } from './farm/v1/Ok';
+import type { OpenRelay as _farm_v1_OpenRelay, OpenRelay__Output as _farm_v1_OpenRelay__Output } from './farm/v1/OpenRelay';
 import type { OutputCheck as _farm_v1_OutputCheck, OutputCheck__Output as _farm_v1_OutputCheck__Output } from './farm/v1/OutputCheck';
 import type { ParamInfo as _farm_v1_ParamInfo, ParamInfo__Output as _farm_v1_ParamInfo__Output } from './farm/v1/ParamInfo';
 import type { Register as _farm_v1_Register, Register__Output as _farm_v1_Register__Output } from './farm/v1/Register';
 import type { Registered as _farm_v1_Registered, Registered__Output as _farm_v1_Registered__Output } from './farm/v1/Registered';
 import type { Remove as _farm_v1_Remove, Remove__Output as _farm_v1_Remove__Output } from './farm/v1/Remove';
-import type { SessionEnded as _farm_v1_SessionEnded, SessionEnded__Output as _farm_v1_SessionEnded__Output } from './farm/v1/SessionEnded';
+import type { SessionEnd as _farm_v1_SessionEnd, SessionEnd__Output as _farm_v1_SessionEnd__Output } from './farm/v1/SessionEnd';
 import type { Stats as _farm_v1_Stats, Stats__Output as _farm_v1_Stats__Output } from './farm/v1/Stats';
 import type { StatsResult as _farm_v1_StatsResult, StatsResult__Output as _farm_v1_StatsResult__Output } from './farm/v1/StatsResult';
 import type { TimeEvaluate as _farm_v1_TimeEvaluate, TimeEvaluate__Output as _farm_v1_TimeEvaluate__Output } from './farm/v1/TimeEvaluate';
@@ -86,12 +90,15 @@ export interface ProtoGrpcType {
       DirListing: MessageTypeDefinition<_farm_v1_DirListing, _farm_v1_DirListing__Output>
       Download: MessageTypeDefinition<_farm_v1_Download, _farm_v1_Download__Output>
       Drain: MessageTypeDefinition<_farm_v1_Drain, _farm_v1_Drain__Output>
-      EndSession: MessageTypeDefinition<_farm_v1_EndSession, _farm_v1_EndSession__Output>
       Error: MessageTypeDefinition<_farm_v1_Error, _farm_v1_Error__Output>
       FunctionInfo: MessageTypeDefinition<_farm_v1_FunctionInfo, _farm_v1_FunctionInfo__Output>
+      Grant: MessageTypeDefinition<_farm_v1_Grant, _farm_v1_Grant__Output>
       Heartbeat: MessageTypeDefinition<_farm_v1_Heartbeat, _farm_v1_Heartbeat__Output>
       HeartbeatAck: MessageTypeDefinition<_farm_v1_HeartbeatAck, _farm_v1_HeartbeatAck__Output>
       HostFrame: MessageTypeDefinition<_farm_v1_HostFrame, _farm_v1_HostFrame__Output>
+      LaneHello: MessageTypeDefinition<_farm_v1_LaneHello, _farm_v1_LaneHello__Output>
+      LaneOpened: MessageTypeDefinition<_farm_v1_LaneOpened, _farm_v1_LaneOpened__Output>
+      LaneWelcome: MessageTypeDefinition<_farm_v1_LaneWelcome, _farm_v1_LaneWelcome__Output>
       Launch: MessageTypeDefinition<_farm_v1_Launch, _farm_v1_Launch__Output>
       ListDir: MessageTypeDefinition<_farm_v1_ListDir, _farm_v1_ListDir__Output>
       LoadModule: MessageTypeDefinition<_farm_v1_LoadModule, _farm_v1_LoadModule__Output>
@@ -99,12 +106,13 @@ export interface ProtoGrpcType {
       MeasureResult: MessageTypeDefinition<_farm_v1_MeasureResult, _farm_v1_MeasureResult__Output>
       ModuleInfo: MessageTypeDefinition<_farm_v1_ModuleInfo, _farm_v1_ModuleInfo__Output>
       Ok: MessageTypeDefinition<_farm_v1_Ok, _farm_v1_Ok__Output>
+      OpenRelay: MessageTypeDefinition<_farm_v1_OpenRelay, _farm_v1_OpenRelay__Output>
       OutputCheck: MessageTypeDefinition<_farm_v1_OutputCheck, _farm_v1_OutputCheck__Output>
       ParamInfo: MessageTypeDefinition<_farm_v1_ParamInfo, _farm_v1_ParamInfo__Output>
       Register: MessageTypeDefinition<_farm_v1_Register, _farm_v1_Register__Output>
       Registered: MessageTypeDefinition<_farm_v1_Registered, _farm_v1_Registered__Output>
       Remove: MessageTypeDefinition<_farm_v1_Remove, _farm_v1_Remove__Output>
-      SessionEnded: MessageTypeDefinition<_farm_v1_SessionEnded, _farm_v1_SessionEnded__Output>
+      SessionEnd: MessageTypeDefinition<_farm_v1_SessionEnd, _farm_v1_SessionEnd__Output>
       Stats: MessageTypeDefinition<_farm_v1_Stats, _farm_v1_Stats__Output>
       StatsResult: MessageTypeDefinition<_farm_v1_StatsResult, _farm_v1_StatsResult__Output>
       TimeEvaluate: MessageTypeDefinition<_farm_v1_TimeEvaluate, _farm_v1_TimeEvaluate__Output>

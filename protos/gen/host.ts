@@ -23,8 +23,11 @@ import type { DirListing as _farm_v1_DirListing, DirListing__Output as _farm_v1_
 import type { Download as _farm_v1_Download, Download__Output as _farm_v1_Download__Output } from './farm/v1/Download';
 import type { Error as _farm_v1_Error, Error__Output as _farm_v1_Error__Output } from './farm/v1/Error';
 import type { FunctionInfo as _farm_v1_FunctionInfo, FunctionInfo__Output as _farm_v1_FunctionInfo__Output } from './farm/v1/FunctionInfo';
+import type { Grant as _farm_v1_Grant, Grant__Output as _farm_v1_Grant__Output } from './farm/v1/Grant';
 import type { HostFrame as _farm_v1_HostFrame, HostFrame__Output as _farm_v1_HostFrame__Output } from './farm/v1/HostFrame';
 import type { HostServiceClient as _farm_v1_HostServiceClient, HostServiceDefinition as _farm_v1_HostServiceDefinition } from './farm/v1/HostService';
+import type { LaneHello as _farm_v1_LaneHello, LaneHello__Output as _farm_v1_LaneHello__Output } from './farm/v1/LaneHello';
+import type { LaneWelcome as _farm_v1_LaneWelcome, LaneWelcome__Output as _farm_v1_LaneWelcome__Output } from './farm/v1/LaneWelcome';
 import type { Launch as _farm_v1_Launch, Launch__Output as _farm_v1_Launch__Output } from './farm/v1/Launch';
 import type { ListDir as _farm_v1_ListDir, ListDir__Output as _farm_v1_ListDir__Output } from './farm/v1/ListDir';
 import type { LoadModule as _farm_v1_LoadModule, LoadModule__Output as _farm_v1_LoadModule__Output } from './farm/v1/LoadModule';
@@ -38,7 +41,7 @@ import type { QueueInfo as _farm_v1_QueueInfo, QueueInfo__Output as _farm_v1_Que
 import type { ReleaseReply as _farm_v1_ReleaseReply, ReleaseReply__Output as _farm_v1_ReleaseReply__Output } from './farm/v1/ReleaseReply';
 import type { ReleaseRequest as _farm_v1_ReleaseRequest, ReleaseRequest__Output as _farm_v1_ReleaseRequest__Output } from './farm/v1/ReleaseRequest';
 import type { Remove as _farm_v1_Remove, Remove__Output as _farm_v1_Remove__Output } from './farm/v1/Remove';
-import type { SessionGrant as _farm_v1_SessionGrant, SessionGrant__Output as _farm_v1_SessionGrant__Output } from './farm/v1/SessionGrant';
+import type { SessionEnd as _farm_v1_SessionEnd, SessionEnd__Output as _farm_v1_SessionEnd__Output } from './farm/v1/SessionEnd';
 import type { SessionRequest as _farm_v1_SessionRequest, SessionRequest__Output as _farm_v1_SessionRequest__Output } from './farm/v1/SessionRequest';
 import type { Stats as _farm_v1_Stats, Stats__Output as _farm_v1_Stats__Output } from './farm/v1/Stats';
 import type { StatsResult as _farm_v1_StatsResult, StatsResult__Output as _farm_v1_StatsResult__Output } from './farm/v1/StatsResult';
@@ -80,11 +83,14 @@ export interface ProtoGrpcType {
       Download: MessageTypeDefinition<_farm_v1_Download, _farm_v1_Download__Output>
       Error: MessageTypeDefinition<_farm_v1_Error, _farm_v1_Error__Output>
       FunctionInfo: MessageTypeDefinition<_farm_v1_FunctionInfo, _farm_v1_FunctionInfo__Output>
+      Grant: MessageTypeDefinition<_farm_v1_Grant, _farm_v1_Grant__Output>
       HostFrame: MessageTypeDefinition<_farm_v1_HostFrame, _farm_v1_HostFrame__Output>
       /**
        * The host side of the tracker: what the host SDK and `kfarm status` call.
        */
       HostService: SubtypeConstructor<typeof grpc.Client, _farm_v1_HostServiceClient> & { service: _farm_v1_HostServiceDefinition }
+      LaneHello: MessageTypeDefinition<_farm_v1_LaneHello, _farm_v1_LaneHello__Output>
+      LaneWelcome: MessageTypeDefinition<_farm_v1_LaneWelcome, _farm_v1_LaneWelcome__Output>
       Launch: MessageTypeDefinition<_farm_v1_Launch, _farm_v1_Launch__Output>
       ListDir: MessageTypeDefinition<_farm_v1_ListDir, _farm_v1_ListDir__Output>
       LoadModule: MessageTypeDefinition<_farm_v1_LoadModule, _farm_v1_LoadModule__Output>
@@ -98,7 +104,7 @@ export interface ProtoGrpcType {
       ReleaseReply: MessageTypeDefinition<_farm_v1_ReleaseReply, _farm_v1_ReleaseReply__Output>
       ReleaseRequest: MessageTypeDefinition<_farm_v1_ReleaseRequest, _farm_v1_ReleaseRequest__Output>
       Remove: MessageTypeDefinition<_farm_v1_Remove, _farm_v1_Remove__Output>
-      SessionGrant: MessageTypeDefinition<_farm_v1_SessionGrant, _farm_v1_SessionGrant__Output>
+      SessionEnd: MessageTypeDefinition<_farm_v1_SessionEnd, _farm_v1_SessionEnd__Output>
       SessionRequest: MessageTypeDefinition<_farm_v1_SessionRequest, _farm_v1_SessionRequest__Output>
       Stats: MessageTypeDefinition<_farm_v1_Stats, _farm_v1_Stats__Output>
       StatsResult: MessageTypeDefinition<_farm_v1_StatsResult, _farm_v1_StatsResult__Output>

@@ -20,7 +20,10 @@ import type { DirListing as _farm_v1_DirListing, DirListing__Output as _farm_v1_
 import type { Download as _farm_v1_Download, Download__Output as _farm_v1_Download__Output } from './farm/v1/Download';
 import type { Error as _farm_v1_Error, Error__Output as _farm_v1_Error__Output } from './farm/v1/Error';
 import type { FunctionInfo as _farm_v1_FunctionInfo, FunctionInfo__Output as _farm_v1_FunctionInfo__Output } from './farm/v1/FunctionInfo';
+import type { Grant as _farm_v1_Grant, Grant__Output as _farm_v1_Grant__Output } from './farm/v1/Grant';
 import type { HostFrame as _farm_v1_HostFrame, HostFrame__Output as _farm_v1_HostFrame__Output } from './farm/v1/HostFrame';
+import type { LaneHello as _farm_v1_LaneHello, LaneHello__Output as _farm_v1_LaneHello__Output } from './farm/v1/LaneHello';
+import type { LaneWelcome as _farm_v1_LaneWelcome, LaneWelcome__Output as _farm_v1_LaneWelcome__Output } from './farm/v1/LaneWelcome';
 import type { Launch as _farm_v1_Launch, Launch__Output as _farm_v1_Launch__Output } from './farm/v1/Launch';
 import type { ListDir as _farm_v1_ListDir, ListDir__Output as _farm_v1_ListDir__Output } from './farm/v1/ListDir';
 import type { LoadModule as _farm_v1_LoadModule, LoadModule__Output as _farm_v1_LoadModule__Output } from './farm/v1/LoadModule';
@@ -31,6 +34,7 @@ import type { Ok as _farm_v1_Ok, Ok__Output as _farm_v1_Ok__Output } from './far
 import type { OutputCheck as _farm_v1_OutputCheck, OutputCheck__Output as _farm_v1_OutputCheck__Output } from './farm/v1/OutputCheck';
 import type { ParamInfo as _farm_v1_ParamInfo, ParamInfo__Output as _farm_v1_ParamInfo__Output } from './farm/v1/ParamInfo';
 import type { Remove as _farm_v1_Remove, Remove__Output as _farm_v1_Remove__Output } from './farm/v1/Remove';
+import type { SessionEnd as _farm_v1_SessionEnd, SessionEnd__Output as _farm_v1_SessionEnd__Output } from './farm/v1/SessionEnd';
 import type { Stats as _farm_v1_Stats, Stats__Output as _farm_v1_Stats__Output } from './farm/v1/Stats';
 import type { StatsResult as _farm_v1_StatsResult, StatsResult__Output as _farm_v1_StatsResult__Output } from './farm/v1/StatsResult';
 import type { TimeEvaluate as _farm_v1_TimeEvaluate, TimeEvaluate__Output as _farm_v1_TimeEvaluate__Output } from './farm/v1/TimeEvaluate';
@@ -63,7 +67,10 @@ export interface ProtoGrpcType {
       Download: MessageTypeDefinition<_farm_v1_Download, _farm_v1_Download__Output>
       Error: MessageTypeDefinition<_farm_v1_Error, _farm_v1_Error__Output>
       FunctionInfo: MessageTypeDefinition<_farm_v1_FunctionInfo, _farm_v1_FunctionInfo__Output>
+      Grant: MessageTypeDefinition<_farm_v1_Grant, _farm_v1_Grant__Output>
       HostFrame: MessageTypeDefinition<_farm_v1_HostFrame, _farm_v1_HostFrame__Output>
+      LaneHello: MessageTypeDefinition<_farm_v1_LaneHello, _farm_v1_LaneHello__Output>
+      LaneWelcome: MessageTypeDefinition<_farm_v1_LaneWelcome, _farm_v1_LaneWelcome__Output>
       Launch: MessageTypeDefinition<_farm_v1_Launch, _farm_v1_Launch__Output>
       ListDir: MessageTypeDefinition<_farm_v1_ListDir, _farm_v1_ListDir__Output>
       LoadModule: MessageTypeDefinition<_farm_v1_LoadModule, _farm_v1_LoadModule__Output>
@@ -74,6 +81,7 @@ export interface ProtoGrpcType {
       OutputCheck: MessageTypeDefinition<_farm_v1_OutputCheck, _farm_v1_OutputCheck__Output>
       ParamInfo: MessageTypeDefinition<_farm_v1_ParamInfo, _farm_v1_ParamInfo__Output>
       Remove: MessageTypeDefinition<_farm_v1_Remove, _farm_v1_Remove__Output>
+      SessionEnd: MessageTypeDefinition<_farm_v1_SessionEnd, _farm_v1_SessionEnd__Output>
       Stats: MessageTypeDefinition<_farm_v1_Stats, _farm_v1_Stats__Output>
       StatsResult: MessageTypeDefinition<_farm_v1_StatsResult, _farm_v1_StatsResult__Output>
       TimeEvaluate: MessageTypeDefinition<_farm_v1_TimeEvaluate, _farm_v1_TimeEvaluate__Output>

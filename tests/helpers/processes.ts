@@ -88,6 +88,8 @@ export interface TrackerProcess extends FarmProcess {
   readonly port: number;
   /** Whether it said it serves TLS ("listening on … (TLS)"). */
   readonly tls: boolean;
+  /** Its data port (relay lanes). */
+  readonly dataPort: number;
   /** "host:port" of its HTTP side (/metrics), when started with --metrics-port. */
   readonly httpAddress?: string;
   /** "https" or "http", with httpAddress. */
@@ -97,7 +99,9 @@ export interface TrackerProcess extends FarmProcess {
 export async function startTrackerProcess(args: string[] = [], port = 0, opts: CliOptions = {}): Promise<TrackerProcess> {
   const { proc, stderr } = startCli(["tracker", "--port", String(port), ...args], opts);
   // With --metrics-port the HTTP line follows the listening line: wait for both. With TLS the first says "(TLS)" and the second https.
-  const re = args.includes("--metrics-port") ? /listening on (\S+):(\d+)( \(TLS\))?\n.*http on (https?):\/\/(\S+?)\// : /listening on (\S+):(\d+)( \(TLS\))?\n/;
+  const re = args.includes("--metrics-port")
+    ? /listening on (\S+):(\d+)( \(TLS\))?\n.*data port (\d+).*\n.*http on (https?):\/\/(\S+?)\//
+    : /listening on (\S+):(\d+)( \(TLS\))?\n.*data port (\d+)/;
   const m = await waitForLine(proc, re, "kfarm tracker", stderr);
   return {
     proc,
@@ -105,7 +109,8 @@ export async function startTrackerProcess(args: string[] = [], port = 0, opts: C
     address: `${m[1]}:${m[2]}`,
     port: Number(m[2]),
     tls: !!m[3],
-    ...(m[5] ? { httpAddress: m[5], httpScheme: m[4] as "https" | "http" } : {}),
+    dataPort: Number(m[4]),
+    ...(m[6] ? { httpAddress: m[6], httpScheme: m[5] as "https" | "http" } : {}),
     stop: (s) => stopProcess(proc, s),
   };
 }

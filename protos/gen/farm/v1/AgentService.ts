@@ -26,16 +26,18 @@ export interface AgentServiceClient extends grpc.Client {
   attach(options?: grpc.CallOptions): grpc.ClientDuplexStream<_farm_v1_AgentMessage, _farm_v1_TrackerMessage__Output>;
   
   /**
-   * One session's frames, opened by the agent's session worker with metadata
-   * `farm-session-id` and `farm-session-token`. The tracker relays these frames
-   * as opaque bytes (identity serializers) and never decodes them.
+   * One session's frames on the grpc route, opened by the agent's session
+   * worker with metadata `farm-session-id` and `farm-session-token` (the
+   * session's ticket). The tracker relays these frames as opaque bytes
+   * (identity serializers) and never decodes them.
    */
   ServeSession(metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientDuplexStream<_farm_v1_BoardFrame, _farm_v1_HostFrame__Output>;
   ServeSession(options?: grpc.CallOptions): grpc.ClientDuplexStream<_farm_v1_BoardFrame, _farm_v1_HostFrame__Output>;
   /**
-   * One session's frames, opened by the agent's session worker with metadata
-   * `farm-session-id` and `farm-session-token`. The tracker relays these frames
-   * as opaque bytes (identity serializers) and never decodes them.
+   * One session's frames on the grpc route, opened by the agent's session
+   * worker with metadata `farm-session-id` and `farm-session-token` (the
+   * session's ticket). The tracker relays these frames as opaque bytes
+   * (identity serializers) and never decodes them.
    */
   serveSession(metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientDuplexStream<_farm_v1_BoardFrame, _farm_v1_HostFrame__Output>;
   serveSession(options?: grpc.CallOptions): grpc.ClientDuplexStream<_farm_v1_BoardFrame, _farm_v1_HostFrame__Output>;
@@ -54,9 +56,10 @@ export interface AgentServiceHandlers extends grpc.UntypedServiceImplementation 
   Attach: grpc.handleBidiStreamingCall<_farm_v1_AgentMessage__Output, _farm_v1_TrackerMessage>;
   
   /**
-   * One session's frames, opened by the agent's session worker with metadata
-   * `farm-session-id` and `farm-session-token`. The tracker relays these frames
-   * as opaque bytes (identity serializers) and never decodes them.
+   * One session's frames on the grpc route, opened by the agent's session
+   * worker with metadata `farm-session-id` and `farm-session-token` (the
+   * session's ticket). The tracker relays these frames as opaque bytes
+   * (identity serializers) and never decodes them.
    */
   ServeSession: grpc.handleBidiStreamingCall<_farm_v1_BoardFrame__Output, _farm_v1_HostFrame>;
   

@@ -5,26 +5,34 @@ export interface AssignSession {
   'session_id'?: (string);
   'board_name'?: (string);
   /**
-   * the worker presents it on ServeSession
+   * the session's ticket: the worker's on ServeSession, the host's on the direct lane
    */
   'token'?: (string);
   /**
-   * 0: none
+   * the lease's timeout (the tracker enforces it)
    */
   'session_timeout_ms'?: (number);
   'client_id'?: (string);
+  /**
+   * direct | relay | grpc | auto (direct, relay if the host asks for it)
+   */
+  'route'?: (string);
 }
 
 export interface AssignSession__Output {
   'session_id': (string);
   'board_name': (string);
   /**
-   * the worker presents it on ServeSession
+   * the session's ticket: the worker's on ServeSession, the host's on the direct lane
    */
   'token': (string);
   /**
-   * 0: none
+   * the lease's timeout (the tracker enforces it)
    */
   'session_timeout_ms': (number);
   'client_id': (string);
+  /**
+   * direct | relay | grpc | auto (direct, relay if the host asks for it)
+   */
+  'route': (string);
 }

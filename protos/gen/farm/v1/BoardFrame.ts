@@ -10,6 +10,8 @@ import type { CallResult as _farm_v1_CallResult, CallResult__Output as _farm_v1_
 import type { TimeResult as _farm_v1_TimeResult, TimeResult__Output as _farm_v1_TimeResult__Output } from '../../farm/v1/TimeResult';
 import type { StatsResult as _farm_v1_StatsResult, StatsResult__Output as _farm_v1_StatsResult__Output } from '../../farm/v1/StatsResult';
 import type { MeasureResult as _farm_v1_MeasureResult, MeasureResult__Output as _farm_v1_MeasureResult__Output } from '../../farm/v1/MeasureResult';
+import type { Grant as _farm_v1_Grant, Grant__Output as _farm_v1_Grant__Output } from '../../farm/v1/Grant';
+import type { SessionEnd as _farm_v1_SessionEnd, SessionEnd__Output as _farm_v1_SessionEnd__Output } from '../../farm/v1/SessionEnd';
 
 export interface BoardFrame {
   'id'?: (number);
@@ -23,7 +25,15 @@ export interface BoardFrame {
   'time'?: (_farm_v1_TimeResult | null);
   'stats'?: (_farm_v1_StatsResult | null);
   'measured'?: (_farm_v1_MeasureResult | null);
-  'result'?: "error"|"ok"|"data"|"listing"|"module"|"array"|"call"|"time"|"stats"|"measured";
+  /**
+   * id 0: the tracker's answer to a session request
+   */
+  'grant'?: (_farm_v1_Grant | null);
+  /**
+   * id 0: the session is over
+   */
+  'end'?: (_farm_v1_SessionEnd | null);
+  'result'?: "error"|"ok"|"data"|"listing"|"module"|"array"|"call"|"time"|"stats"|"measured"|"grant"|"end";
 }
 
 export interface BoardFrame__Output {
@@ -38,5 +48,13 @@ export interface BoardFrame__Output {
   'time'?: (_farm_v1_TimeResult__Output | null);
   'stats'?: (_farm_v1_StatsResult__Output | null);
   'measured'?: (_farm_v1_MeasureResult__Output | null);
-  'result'?: "error"|"ok"|"data"|"listing"|"module"|"array"|"call"|"time"|"stats"|"measured";
+  /**
+   * id 0: the tracker's answer to a session request
+   */
+  'grant'?: (_farm_v1_Grant__Output | null);
+  /**
+   * id 0: the session is over
+   */
+  'end'?: (_farm_v1_SessionEnd__Output | null);
+  'result'?: "error"|"ok"|"data"|"listing"|"module"|"array"|"call"|"time"|"stats"|"measured"|"grant"|"end";
 }

@@ -53,6 +53,10 @@ export interface BoardInfo {
    * when it ran (ms since the epoch)
    */
   'last_canary_at_ms'?: (number | string);
+  /**
+   * while busy: how the session's frames travel (direct | relay | grpc; empty until its lane opens)
+   */
+  'session_lane'?: (string);
 }
 
 /**
@@ -107,4 +111,8 @@ export interface BoardInfo__Output {
    * when it ran (ms since the epoch)
    */
   'last_canary_at_ms': (number);
+  /**
+   * while busy: how the session's frames travel (direct | relay | grpc; empty until its lane opens)
+   */
+  'session_lane': (string);
 }

@@ -8,8 +8,6 @@ import type { BoardFrame as _farm_v1_BoardFrame, BoardFrame__Output as _farm_v1_
 import type { HostFrame as _farm_v1_HostFrame, HostFrame__Output as _farm_v1_HostFrame__Output } from '../../farm/v1/HostFrame';
 import type { ReleaseReply as _farm_v1_ReleaseReply, ReleaseReply__Output as _farm_v1_ReleaseReply__Output } from '../../farm/v1/ReleaseReply';
 import type { ReleaseRequest as _farm_v1_ReleaseRequest, ReleaseRequest__Output as _farm_v1_ReleaseRequest__Output } from '../../farm/v1/ReleaseRequest';
-import type { SessionGrant as _farm_v1_SessionGrant, SessionGrant__Output as _farm_v1_SessionGrant__Output } from '../../farm/v1/SessionGrant';
-import type { SessionRequest as _farm_v1_SessionRequest, SessionRequest__Output as _farm_v1_SessionRequest__Output } from '../../farm/v1/SessionRequest';
 import type { SummaryReply as _farm_v1_SummaryReply, SummaryReply__Output as _farm_v1_SummaryReply__Output } from '../../farm/v1/SummaryReply';
 import type { SummaryRequest as _farm_v1_SummaryRequest, SummaryRequest__Output as _farm_v1_SummaryRequest__Output } from '../../farm/v1/SummaryRequest';
 import type { TokensReply as _farm_v1_TokensReply, TokensReply__Output as _farm_v1_TokensReply__Output } from '../../farm/v1/TokensReply';
@@ -34,19 +32,6 @@ export interface HostServiceClient extends grpc.Client {
   boardCommand(argument: _farm_v1_BoardCommandRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_farm_v1_BoardCommandReply__Output>): grpc.ClientUnaryCall;
   boardCommand(argument: _farm_v1_BoardCommandRequest, callback: grpc.requestCallback<_farm_v1_BoardCommandReply__Output>): grpc.ClientUnaryCall;
   
-  /**
-   * The session stream, with metadata `farm-session-id` and `farm-session-token`.
-   * Frames are relayed to the board's worker as opaque bytes.
-   */
-  OpenSession(metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientDuplexStream<_farm_v1_HostFrame, _farm_v1_BoardFrame__Output>;
-  OpenSession(options?: grpc.CallOptions): grpc.ClientDuplexStream<_farm_v1_HostFrame, _farm_v1_BoardFrame__Output>;
-  /**
-   * The session stream, with metadata `farm-session-id` and `farm-session-token`.
-   * Frames are relayed to the board's worker as opaque bytes.
-   */
-  openSession(metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientDuplexStream<_farm_v1_HostFrame, _farm_v1_BoardFrame__Output>;
-  openSession(options?: grpc.CallOptions): grpc.ClientDuplexStream<_farm_v1_HostFrame, _farm_v1_BoardFrame__Output>;
-  
   ReleaseSession(argument: _farm_v1_ReleaseRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_farm_v1_ReleaseReply__Output>): grpc.ClientUnaryCall;
   ReleaseSession(argument: _farm_v1_ReleaseRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_farm_v1_ReleaseReply__Output>): grpc.ClientUnaryCall;
   ReleaseSession(argument: _farm_v1_ReleaseRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_farm_v1_ReleaseReply__Output>): grpc.ClientUnaryCall;
@@ -57,19 +42,27 @@ export interface HostServiceClient extends grpc.Client {
   releaseSession(argument: _farm_v1_ReleaseRequest, callback: grpc.requestCallback<_farm_v1_ReleaseReply__Output>): grpc.ClientUnaryCall;
   
   /**
-   * Waits in the key's queue until a matching board is free or the deadline passes.
+   * A session in one round trip. The request travels in the metadata
+   * `farm-session-request-bin` (an encoded SessionRequest); the stream waits in
+   * the key's queue, and its first message is a BoardFrame with the Grant. On
+   * the grpc route the session's frames follow on this stream, relayed to the
+   * board's worker as opaque bytes; on the direct and relay routes they travel
+   * on the lane and this stream carries only the end (BoardFrame.end). Either
+   * way the stream lives as long as the lease: the host's leaving ends it.
    */
-  RequestSession(argument: _farm_v1_SessionRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_farm_v1_SessionGrant__Output>): grpc.ClientUnaryCall;
-  RequestSession(argument: _farm_v1_SessionRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_farm_v1_SessionGrant__Output>): grpc.ClientUnaryCall;
-  RequestSession(argument: _farm_v1_SessionRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_farm_v1_SessionGrant__Output>): grpc.ClientUnaryCall;
-  RequestSession(argument: _farm_v1_SessionRequest, callback: grpc.requestCallback<_farm_v1_SessionGrant__Output>): grpc.ClientUnaryCall;
+  Session(metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientDuplexStream<_farm_v1_HostFrame, _farm_v1_BoardFrame__Output>;
+  Session(options?: grpc.CallOptions): grpc.ClientDuplexStream<_farm_v1_HostFrame, _farm_v1_BoardFrame__Output>;
   /**
-   * Waits in the key's queue until a matching board is free or the deadline passes.
+   * A session in one round trip. The request travels in the metadata
+   * `farm-session-request-bin` (an encoded SessionRequest); the stream waits in
+   * the key's queue, and its first message is a BoardFrame with the Grant. On
+   * the grpc route the session's frames follow on this stream, relayed to the
+   * board's worker as opaque bytes; on the direct and relay routes they travel
+   * on the lane and this stream carries only the end (BoardFrame.end). Either
+   * way the stream lives as long as the lease: the host's leaving ends it.
    */
-  requestSession(argument: _farm_v1_SessionRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_farm_v1_SessionGrant__Output>): grpc.ClientUnaryCall;
-  requestSession(argument: _farm_v1_SessionRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_farm_v1_SessionGrant__Output>): grpc.ClientUnaryCall;
-  requestSession(argument: _farm_v1_SessionRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_farm_v1_SessionGrant__Output>): grpc.ClientUnaryCall;
-  requestSession(argument: _farm_v1_SessionRequest, callback: grpc.requestCallback<_farm_v1_SessionGrant__Output>): grpc.ClientUnaryCall;
+  session(metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientDuplexStream<_farm_v1_HostFrame, _farm_v1_BoardFrame__Output>;
+  session(options?: grpc.CallOptions): grpc.ClientDuplexStream<_farm_v1_HostFrame, _farm_v1_BoardFrame__Output>;
   
   /**
    * TVM's query_rpc_tracker information, per key and per board.
@@ -112,18 +105,18 @@ export interface HostServiceHandlers extends grpc.UntypedServiceImplementation {
    */
   BoardCommand: grpc.handleUnaryCall<_farm_v1_BoardCommandRequest__Output, _farm_v1_BoardCommandReply>;
   
-  /**
-   * The session stream, with metadata `farm-session-id` and `farm-session-token`.
-   * Frames are relayed to the board's worker as opaque bytes.
-   */
-  OpenSession: grpc.handleBidiStreamingCall<_farm_v1_HostFrame__Output, _farm_v1_BoardFrame>;
-  
   ReleaseSession: grpc.handleUnaryCall<_farm_v1_ReleaseRequest__Output, _farm_v1_ReleaseReply>;
   
   /**
-   * Waits in the key's queue until a matching board is free or the deadline passes.
+   * A session in one round trip. The request travels in the metadata
+   * `farm-session-request-bin` (an encoded SessionRequest); the stream waits in
+   * the key's queue, and its first message is a BoardFrame with the Grant. On
+   * the grpc route the session's frames follow on this stream, relayed to the
+   * board's worker as opaque bytes; on the direct and relay routes they travel
+   * on the lane and this stream carries only the end (BoardFrame.end). Either
+   * way the stream lives as long as the lease: the host's leaving ends it.
    */
-  RequestSession: grpc.handleUnaryCall<_farm_v1_SessionRequest__Output, _farm_v1_SessionGrant>;
+  Session: grpc.handleBidiStreamingCall<_farm_v1_HostFrame__Output, _farm_v1_BoardFrame>;
   
   /**
    * TVM's query_rpc_tracker information, per key and per board.
@@ -139,9 +132,8 @@ export interface HostServiceHandlers extends grpc.UntypedServiceImplementation {
 
 export interface HostServiceDefinition extends grpc.ServiceDefinition {
   BoardCommand: MethodDefinition<_farm_v1_BoardCommandRequest, _farm_v1_BoardCommandReply, _farm_v1_BoardCommandRequest__Output, _farm_v1_BoardCommandReply__Output>
-  OpenSession: MethodDefinition<_farm_v1_HostFrame, _farm_v1_BoardFrame, _farm_v1_HostFrame__Output, _farm_v1_BoardFrame__Output>
   ReleaseSession: MethodDefinition<_farm_v1_ReleaseRequest, _farm_v1_ReleaseReply, _farm_v1_ReleaseRequest__Output, _farm_v1_ReleaseReply__Output>
-  RequestSession: MethodDefinition<_farm_v1_SessionRequest, _farm_v1_SessionGrant, _farm_v1_SessionRequest__Output, _farm_v1_SessionGrant__Output>
+  Session: MethodDefinition<_farm_v1_HostFrame, _farm_v1_BoardFrame, _farm_v1_HostFrame__Output, _farm_v1_BoardFrame__Output>
   Summary: MethodDefinition<_farm_v1_SummaryRequest, _farm_v1_SummaryReply, _farm_v1_SummaryRequest__Output, _farm_v1_SummaryReply__Output>
   Tokens: MethodDefinition<_farm_v1_TokensRequest, _farm_v1_TokensReply, _farm_v1_TokensRequest__Output, _farm_v1_TokensReply__Output>
 }

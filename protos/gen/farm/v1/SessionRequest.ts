@@ -23,6 +23,10 @@ export interface SessionRequest {
    * 0: the longest the tracker (and the token) allows; never unlimited
    */
   'session_timeout_ms'?: (number);
+  /**
+   * auto (empty) | direct | relay | grpc: how the session's frames travel
+   */
+  'route'?: (string);
 }
 
 export interface SessionRequest__Output {
@@ -47,4 +51,8 @@ export interface SessionRequest__Output {
    * 0: the longest the tracker (and the token) allows; never unlimited
    */
   'session_timeout_ms': (number);
+  /**
+   * auto (empty) | direct | relay | grpc: how the session's frames travel
+   */
+  'route': (string);
 }

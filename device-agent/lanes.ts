@@ -1,0 +1,198 @@
+/**
+ * The agent's side of session lanes (protos/lane.ts, docs/architecture.md
+ * "Lanes"): its direct-lane port, where hosts connect with their session's
+ * ticket, and its dialling of the tracker's data port for relay lanes. Either
+ * way the socket ends up in the session's worker, handed over IPC, so that
+ * after the handshake no other process touches the bytes — except with TLS,
+ * which the agent terminates (workers hold no key) and pipes to the worker
+ * through a unix socket pair.
+ *
+ * A ticket opens one lane, once: the first lane handed to a session's worker
+ * takes it, whichever way it came.
+ *
+ * The agent reads no byte past a hello: the welcome comes from the worker
+ * (direct lane) or is read by it (relay lane), so the host sends its frames
+ * only once the socket is in the worker. (Bytes the agent read and had not
+ * handed on would be lost with the hand-over.)
+ */
+import { randomBytes, timingSafeEqual } from "node:crypto";
+import { createServer, connect as netConnect, type Server, type Socket } from "node:net";
+import { join } from "node:path";
+import { rmSync } from "node:fs";
+import type { TLSSocket } from "node:tls";
+import {
+  FarmError, HELLO_TIMEOUT_MS, LaneSocket, acceptHello, connectSocket, encodeLaneHello, framed, refuse, socketServer,
+  type ClientSecurity, type Lane, type Logger, type ServerTls,
+} from "../protos/index.ts";
+
+interface Expected {
+  ticket: Buffer;
+  route: string;
+  /** A lane was handed to the worker: the ticket is used. */
+  taken: boolean;
+}
+
+export interface LaneHooks {
+  /** Gives the session's worker its lane; false when no worker serves the session (any more). */
+  hand(sessionId: string, socket: Socket, rest: Buffer, kind: "direct" | "relay"): boolean;
+  /** The host reached the worker directly (the tracker is told). */
+  opened(sessionId: string, lane: Lane): void;
+}
+
+export interface AgentLanesOptions {
+  /** TLS for the direct lane; without it the lane is plaintext. */
+  tls?: ServerTls;
+  /** How the agent reaches the tracker (for relay lanes). */
+  security: ClientSecurity;
+  /** The tracker's host (its data port is on it). */
+  trackerHost: string;
+  /** Where socket pairs (TLS lanes) are made: the agent's private scratch folder. */
+  workRoot: string;
+}
+
+export class AgentLanes {
+  private readonly expected = new Map<string, Expected>();
+  /** Hosts that arrived before their session's assignment (the grant and the assignment race): resolved by expect(). */
+  private readonly early = new Map<string, () => void>();
+  private server: Server | undefined;
+  private stopWatching = () => {};
+  private readonly open = new Set<Socket>();
+  /** The tracker's data port, from its Registered message. */
+  relayPort = 0;
+
+  constructor(private readonly opts: AgentLanesOptions, private readonly hooks: LaneHooks, private readonly log: Logger) {}
+
+  /** Opens the direct-lane port; returns its port. */
+  listen(host: string, port: number): Promise<number> {
+    const made = socketServer(this.opts.tls, (socket) => void this.accept(socket));
+    this.server = made.server;
+    this.stopWatching = made.stopWatching;
+    return new Promise((resolve, reject) => {
+      made.server.once("error", (err) => reject(new FarmError("UNAVAILABLE", `the agent cannot open its direct-lane port on ${host}:${port}: ${err.message} (--data-port)`, { cause: err })));
+      made.server.listen(port, host, () => resolve((made.server.address() as { port: number }).port));
+    });
+  }
+
+  get secure(): boolean {
+    return !!this.opts.tls;
+  }
+
+  /** A session was assigned to one of this agent's boards: its ticket will open its lane. */
+  expect(sessionId: string, ticket: string, route: string): void {
+    this.expected.set(sessionId, { ticket: Buffer.from(ticket), route, taken: false });
+    this.early.get(sessionId)?.();
+    if (route === "relay") void this.dialRelay(sessionId);
+  }
+
+  /** The session ended: its ticket opens nothing any more. */
+  forget(sessionId: string): void {
+    this.expected.delete(sessionId);
+  }
+
+  private async accept(socket: Socket): Promise<void> {
+    this.open.add(socket);
+    socket.once("close", () => this.open.delete(socket));
+    const peer = `${socket.remoteAddress}:${socket.remotePort}`;
+    const lane = new LaneSocket(socket, `the direct lane from ${peer}`);
+    let sessionId = "";
+    try {
+      const hello = await acceptHello(lane);
+      sessionId = hello.session_id;
+      if (hello.role !== "host") throw new FarmError("PROTOCOL_ERROR", "only hosts connect to an agent's direct lane");
+      const expected = this.expected.get(sessionId) ?? (await this.arrival(sessionId));
+      if (!expected) throw new FarmError("NOT_FOUND", `no session "${sessionId}" on this agent (it ended, or never was)`);
+      if (expected.route !== "direct" && expected.route !== "auto") throw new FarmError("PERMISSION_DENIED", `session ${sessionId} travels on the ${expected.route} route, not on the agent's direct lane`);
+      const given = Buffer.from(hello.ticket);
+      if (given.length !== expected.ticket.length || !timingSafeEqual(given, expected.ticket)) throw new FarmError("PERMISSION_DENIED", `wrong ticket for session ${sessionId}`);
+      if (expected.taken) throw new FarmError("PERMISSION_DENIED", `session ${sessionId} already has its lane; its ticket is used`);
+      expected.taken = true;
+      const { socket: raw, rest } = lane.detach();
+      if (!(await this.handOver(sessionId, raw, rest, "direct"))) throw new FarmError("NOT_FOUND", `session ${sessionId} has no worker any more`);
+      this.hooks.opened(sessionId, "direct");
+    } catch (err) {
+      const e = FarmError.from(err);
+      this.log.info({ peer, session: sessionId || undefined, code: e.code }, `direct lane refused: ${e.message}`);
+      refuse(lane, e);
+    }
+  }
+
+  /** Waits (a hello's time at most) for a session's assignment that is on its way. */
+  private arrival(sessionId: string): Promise<Expected | undefined> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.early.delete(sessionId);
+        resolve(undefined);
+      }, HELLO_TIMEOUT_MS);
+      this.early.set(sessionId, () => {
+        clearTimeout(timer);
+        this.early.delete(sessionId);
+        resolve(this.expected.get(sessionId));
+      });
+    });
+  }
+
+  /** Dials the tracker's data port for a session's worker (relay route, or an auto route's fallback). */
+  async dialRelay(sessionId: string): Promise<void> {
+    const expected = this.expected.get(sessionId);
+    if (!expected || expected.taken) return;
+    expected.taken = true;
+    try {
+      if (!this.relayPort) throw new FarmError("UNAVAILABLE", "the tracker named no data port");
+      // Unread: the tracker's welcome (or refusal) is the worker's to read, and nothing the agent read could be handed on.
+      const socket = await connectSocket(this.opts.trackerHost, this.relayPort, this.opts.security, HELLO_TIMEOUT_MS, "the tracker's data port", { unread: true });
+      socket.write(framed(encodeLaneHello({ session_id: sessionId, ticket: expected.ticket.toString(), role: "worker" })));
+      if (!(await this.handOver(sessionId, socket, Buffer.alloc(0), "relay"))) socket.destroy();
+    } catch (err) {
+      // The tracker ends the lease when its lane does not open; say why here.
+      this.log.warn({ session: sessionId, err: (err as Error).message }, "cannot open the relay lane for a session");
+    }
+  }
+
+  /** The lane's socket to the worker: as it is, or through a pipe when TLS ends here. */
+  private async handOver(sessionId: string, socket: Socket, rest: Buffer, kind: "direct" | "relay"): Promise<boolean> {
+    if (!(socket as TLSSocket).encrypted) return this.hooks.hand(sessionId, socket, rest, kind);
+    const [mine, theirs] = await socketPair(this.opts.workRoot);
+    if (!this.hooks.hand(sessionId, theirs, Buffer.alloc(0), kind)) {
+      mine.destroy();
+      socket.destroy();
+      return false;
+    }
+    if (rest.length) mine.write(rest);
+    socket.pipe(mine);
+    mine.pipe(socket);
+    const drop = () => {
+      socket.destroy();
+      mine.destroy();
+    };
+    socket.once("close", drop);
+    mine.once("close", drop);
+    socket.on("error", drop);
+    mine.on("error", drop);
+    return true;
+  }
+
+  close(): void {
+    this.stopWatching();
+    this.server?.close();
+    for (const s of this.open) s.destroy();
+  }
+}
+
+/** Two connected unix sockets (Node has no socketpair): through a listener that lives for one connection. */
+async function socketPair(dir: string): Promise<[Socket, Socket]> {
+  const path = join(dir, `pair-${randomBytes(6).toString("hex")}.sock`);
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(path, resolve);
+  });
+  try {
+    const accepted = new Promise<Socket>((resolve) => server.once("connection", resolve));
+    const mine = netConnect(path);
+    const theirs = await accepted;
+    return [mine, theirs];
+  } finally {
+    server.close();
+    rmSync(path, { force: true });
+  }
+}

@@ -1,0 +1,77 @@
+// Original file: protos/farm/v1/session.proto
+
+import type { BoardInfo as _farm_v1_BoardInfo, BoardInfo__Output as _farm_v1_BoardInfo__Output } from '../../farm/v1/BoardInfo';
+
+/**
+ * The session was granted: which board, and how to reach its worker.
+ */
+export interface Grant {
+  'session_id'?: (string);
+  'board'?: (_farm_v1_BoardInfo | null);
+  'queued_ms'?: (number | string);
+  /**
+   * direct | relay | grpc; auto: direct, with relay as its fallback
+   */
+  'route'?: (string);
+  /**
+   * one-time, bound to the session: opens its lane (and releases it)
+   */
+  'ticket'?: (string);
+  /**
+   * HOST:PORT of the board's agent (direct, auto)
+   */
+  'direct_address'?: (string);
+  /**
+   * the tracker's data port (relay, auto); its host is the tracker's
+   */
+  'relay_port'?: (number);
+  /**
+   * the lease ends after this long
+   */
+  'session_timeout_ms'?: (number);
+  /**
+   * the direct lane speaks TLS (the farm's CA)
+   */
+  'lane_tls'?: (boolean);
+  /**
+   * after the lane closes without an end, how long the tracker may take to say why
+   */
+  'end_grace_ms'?: (number);
+}
+
+/**
+ * The session was granted: which board, and how to reach its worker.
+ */
+export interface Grant__Output {
+  'session_id': (string);
+  'board': (_farm_v1_BoardInfo__Output | null);
+  'queued_ms': (number);
+  /**
+   * direct | relay | grpc; auto: direct, with relay as its fallback
+   */
+  'route': (string);
+  /**
+   * one-time, bound to the session: opens its lane (and releases it)
+   */
+  'ticket': (string);
+  /**
+   * HOST:PORT of the board's agent (direct, auto)
+   */
+  'direct_address': (string);
+  /**
+   * the tracker's data port (relay, auto); its host is the tracker's
+   */
+  'relay_port': (number);
+  /**
+   * the lease ends after this long
+   */
+  'session_timeout_ms': (number);
+  /**
+   * the direct lane speaks TLS (the farm's CA)
+   */
+  'lane_tls': (boolean);
+  /**
+   * after the lane closes without an end, how long the tracker may take to say why
+   */
+  'end_grace_ms': (number);
+}

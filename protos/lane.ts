@@ -1,0 +1,250 @@
+/**
+ * A lane: the session protocol's frames over a byte stream (a TCP or TLS
+ * socket, or a unix socket handed to a session worker). Each frame is a
+ * 4-byte big-endian length and the encoded frame. The connecting side's
+ * first frame is a LaneHello; the accepting side answers one LaneWelcome.
+ *
+ * `LaneSocket` is the one implementation of the framing, used by the host
+ * SDK, the tracker's data port (for the handshake only: after it, bytes are
+ * piped undecoded), the agent's data port and the session worker.
+ */
+import type { Socket } from "node:net";
+import { FarmError } from "./errors.ts";
+import { decodeLaneHello, decodeLaneWelcome, encodeLaneHello, encodeLaneWelcome } from "./frames.ts";
+import { MAX_MESSAGE_BYTES } from "./grpc.ts";
+import type { LaneHello, LaneHello__Output } from "./gen/farm/v1/LaneHello.ts";
+
+const HEADER_BYTES = 4;
+/** Frames up to this size are copied behind their header into one write; larger ones go as two (corked). */
+const COPY_LIMIT = 64 << 10;
+/** How long an accepted connection may take to say who it is. */
+export const HELLO_TIMEOUT_MS = 5000;
+/** A hello is a session id, a ticket, a role and at most a token: anything larger is not one. */
+const MAX_HELLO_BYTES = 4096;
+
+export type LaneRole = "host" | "worker";
+
+/** One frame as it travels: its length, then its bytes. */
+export function framed(frame: Uint8Array): Buffer {
+  const out = Buffer.allocUnsafe(HEADER_BYTES + frame.byteLength);
+  out.writeUInt32BE(frame.byteLength, 0);
+  out.set(frame, HEADER_BYTES);
+  return out;
+}
+
+export class LaneSocket {
+  private readonly chunks: Buffer[] = [];
+  private buffered = 0;
+  private frameHandler: ((frame: Buffer) => void) | undefined;
+  private readonly closeHandlers = new Set<(err: FarmError | null) => void>();
+  private closed: { err: FarmError | null } | undefined;
+  /** The largest frame accepted; the handshake's is small. */
+  private limit = MAX_MESSAGE_BYTES;
+
+  constructor(readonly socket: Socket, private readonly what: string) {
+    socket.setNoDelay(true);
+    socket.on("data", this.onData);
+    socket.on("error", (err) => this.close(new FarmError("UNAVAILABLE", `${what}: ${err.message}`, { cause: err })));
+    socket.on("close", () => this.close(null));
+    socket.on("end", () => {
+      // The other side is done sending; so are we.
+      if (!socket.writableEnded) socket.end();
+    });
+  }
+
+  private readonly onData = (chunk: Buffer): void => {
+    this.chunks.push(chunk);
+    this.buffered += chunk.length;
+    while (this.frameHandler && this.buffered >= HEADER_BYTES) {
+      const length = this.peekLength();
+      if (length > this.limit) {
+        this.fail(new FarmError("PROTOCOL_ERROR", `${this.what}: a frame of ${length} bytes is over the limit of ${this.limit}`));
+        return;
+      }
+      if (this.buffered < HEADER_BYTES + length) return;
+      const frame = this.take(HEADER_BYTES + length).subarray(HEADER_BYTES);
+      this.frameHandler(frame);
+    }
+  };
+
+  private peekLength(): number {
+    const first = this.chunks[0]!;
+    if (first.length >= HEADER_BYTES) return first.readUInt32BE(0);
+    return Buffer.concat(this.chunks, HEADER_BYTES).readUInt32BE(0);
+  }
+
+  /** The next `n` buffered bytes, copied only when they span chunks. */
+  private take(n: number): Buffer {
+    this.buffered -= n;
+    const first = this.chunks[0]!;
+    if (first.length === n) return this.chunks.shift()!;
+    if (first.length > n) {
+      this.chunks[0] = first.subarray(n);
+      return first.subarray(0, n);
+    }
+    const out = Buffer.allocUnsafe(n);
+    let at = 0;
+    while (at < n) {
+      const c = this.chunks[0]!;
+      const used = Math.min(c.length, n - at);
+      c.copy(out, at, 0, used);
+      at += used;
+      if (used === c.length) this.chunks.shift();
+      else this.chunks[0] = c.subarray(used);
+    }
+    return out;
+  }
+
+  /** Sends one frame; false: the socket's buffer is full, wait for drained(). */
+  send(frame: Uint8Array): boolean {
+    const header = Buffer.allocUnsafe(HEADER_BYTES);
+    header.writeUInt32BE(frame.byteLength, 0);
+    if (frame.byteLength <= COPY_LIMIT) return this.socket.write(framed(frame));
+    this.socket.cork();
+    this.socket.write(header);
+    const ok = this.socket.write(frame);
+    this.socket.uncork();
+    return ok;
+  }
+
+  drained(): Promise<void> {
+    return new Promise((resolve) => {
+      if (this.closed || !this.socket.writableNeedDrain) return resolve();
+      const done = () => {
+        this.socket.off("drain", done);
+        this.socket.off("close", done);
+        resolve();
+      };
+      this.socket.once("drain", done);
+      this.socket.once("close", done);
+    });
+  }
+
+  onFrame(handler: (frame: Buffer) => void): void {
+    this.frameHandler = handler;
+    // Frames that arrived before anyone listened.
+    if (this.buffered > 0) this.onData(Buffer.alloc(0));
+  }
+
+  /** Once: null when the other side closed, or the error. Returns a function that removes the handler. */
+  onClose(handler: (err: FarmError | null) => void): () => void {
+    if (this.closed) handler(this.closed.err);
+    else this.closeHandlers.add(handler);
+    return () => this.closeHandlers.delete(handler);
+  }
+
+  private close(err: FarmError | null): void {
+    if (this.closed) return;
+    this.closed = { err };
+    for (const h of [...this.closeHandlers]) h(err);
+    this.closeHandlers.clear();
+  }
+
+  get isClosed(): boolean {
+    return this.closed !== undefined;
+  }
+
+  /** No more frames from this side (the other side's are still read). */
+  end(): void {
+    if (!this.socket.writableEnded) this.socket.end();
+  }
+
+  /** Drops the connection now, telling our side's handler why. */
+  fail(err: FarmError): void {
+    this.close(err);
+    this.socket.destroy();
+  }
+
+  /**
+   * The first frame, a handshake message: read with a small size limit and a
+   * timeout, so that garbage or silence before it costs nothing.
+   */
+  first(what: string, timeoutMs = HELLO_TIMEOUT_MS): Promise<Buffer> {
+    this.limit = MAX_HELLO_BYTES;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.fail(new FarmError("TIMEOUT", `${this.what}: no ${what} within ${timeoutMs} ms`));
+      }, timeoutMs);
+      const stopWatching = this.onClose((err) => {
+        clearTimeout(timer);
+        reject(err ?? new FarmError("UNAVAILABLE", `${this.what}: closed before its ${what}`));
+      });
+      this.onFrame((frame) => {
+        clearTimeout(timer);
+        this.frameHandler = undefined;
+        stopWatching();
+        this.limit = MAX_MESSAGE_BYTES;
+        resolve(frame);
+      });
+    });
+  }
+
+  /**
+   * Stops reading and hands back the socket with the bytes read past the
+   * last frame, for another process to carry on from (a session worker).
+   */
+  detach(): { socket: Socket; rest: Buffer } {
+    this.socket.pause();
+    this.socket.off("data", this.onData);
+    this.socket.removeAllListeners("error");
+    this.socket.removeAllListeners("close");
+    this.socket.removeAllListeners("end");
+    // A paused stream may hold chunks it read but did not emit yet.
+    for (let c = this.socket.read() as Buffer | null; c !== null; c = this.socket.read() as Buffer | null) {
+      this.chunks.push(c);
+      this.buffered += c.length;
+    }
+    const rest = Buffer.concat(this.chunks, this.buffered);
+    this.chunks.length = 0;
+    this.buffered = 0;
+    return { socket: this.socket, rest };
+  }
+
+  /** Bytes already read, to be handled as if just received (after a hand-over). */
+  unshift(rest: Buffer): void {
+    if (rest.length === 0) return;
+    this.onData(rest);
+  }
+}
+
+/** The accepting side: the peer's hello, or an error already answered to the peer (the lane is then closed). */
+export async function acceptHello(lane: LaneSocket): Promise<LaneHello__Output> {
+  const bytes = await lane.first("hello");
+  try {
+    const hello = decodeLaneHello(bytes);
+    if (!hello.session_id || !hello.ticket || (hello.role !== "host" && hello.role !== "worker")) {
+      throw new Error("it needs a session id, a ticket and a role (host or worker)");
+    }
+    return hello;
+  } catch (err) {
+    const e = new FarmError("PROTOCOL_ERROR", `${lane.socket.remoteAddress ?? "a peer"} did not open with a lane hello: ${(err as Error).message}`);
+    refuse(lane, e);
+    throw e;
+  }
+}
+
+/** Answers a hello: the lane is open. */
+export function welcome(lane: LaneSocket): void {
+  lane.send(encodeLaneWelcome({}));
+}
+
+/** Answers a hello with why not, and closes the lane. */
+export function refuse(lane: LaneSocket, err: FarmError): void {
+  if (lane.isClosed) return;
+  lane.send(encodeLaneWelcome({ error: err.toWire() }));
+  lane.end();
+  // A peer that never reads must not hold the socket open.
+  setTimeout(() => lane.socket.destroy(), 1000).unref();
+}
+
+/** The connecting side: says hello, and waits for the welcome (or the refusal, as a FarmError). */
+export async function sayHello(lane: LaneSocket, hello: LaneHello, timeoutMs = HELLO_TIMEOUT_MS): Promise<void> {
+  lane.send(encodeLaneHello(hello));
+  const bytes = await lane.first("welcome", timeoutMs);
+  const w = decodeLaneWelcome(bytes);
+  if (w.error) {
+    const e = FarmError.fromWire(w.error);
+    lane.fail(e);
+    throw e;
+  }
+}
