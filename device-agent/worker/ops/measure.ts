@@ -1,0 +1,56 @@
+/**
+ * measure() as one request: counters cleared; each checked output poisoned,
+ * one call, outputs compared; the time evaluation; poison, call and compare
+ * again (a kernel whose answer changes when run repeatedly is caught).
+ */
+import { FarmError, viewAs } from "../../../protos/index.ts";
+import { arrayOf } from "./arrays.ts";
+import { callSettings, guarded, prepare } from "./calls.ts";
+import type { Handler } from "./operation.ts";
+import { evaluate } from "./timing.ts";
+
+/** Bytes no kernel is likely to produce: checked outputs are filled with them before each call. */
+const POISON = 0xa5;
+
+export const measure: Handler<"measure"> = (s, id, m, mux) => {
+  const c = m.time?.call;
+  if (!c) throw new FarmError("BAD_ARGUMENTS", "measure needs a time_evaluate with a call");
+  const checks = m.checks.map((k, i) => {
+    const a = arrayOf(s, k.array);
+    if (k.expect.byteLength !== a.array.nbytes) {
+      throw new FarmError("BAD_ARGUMENTS", `check ${i}: the reference has ${k.expect.byteLength} bytes, array ${k.array} holds ${a.array.nbytes}`);
+    }
+    return { k, a, want: viewAs(a.dtype, k.expect) };
+  });
+  const { fn, args } = prepare(s, c);
+  const settings = callSettings(s, c, m.time!);
+  const check = (when: string): string => {
+    for (const { a } of checks) a.array.write(0, new Uint8Array(a.array.nbytes).fill(POISON));
+    guarded(s, c, "call", () => s.backend.invoke(fn, args, { launch: settings.launch }));
+    for (const [i, { k, a, want }] of checks.entries()) {
+      const bad = firstMismatch(viewAs(a.dtype, a.array.read(0, a.array.nbytes)), want, k.atol, k.rtol);
+      if (bad) return `output ${i} ${when}: ${bad}`;
+    }
+    return "";
+  };
+  s.backend.clearStats();
+  const before = check("before timing");
+  if (before) {
+    mux.reply({ id, measured: { wrong: before, counters: s.backend.stats().counters } });
+    return;
+  }
+  const result = evaluate(s, m.time!);
+  const after = check("after timing");
+  const stats = s.backend.stats();
+  mux.reply({ id, measured: { time: { results_s: result.resultsS, number: result.number, conditions: stats.info }, wrong: after, counters: stats.counters } });
+};
+
+/** The first element of `got` outside |got − want| ≤ atol + rtol·|want|, described; or undefined. */
+function firstMismatch(got: ArrayLike<number | bigint>, want: ArrayLike<number | bigint>, atol: number, rtol: number): string | undefined {
+  for (let i = 0; i < got.length; i++) {
+    const g = Number(got[i]!);
+    const w = Number(want[i]!);
+    if (!(Math.abs(g - w) <= atol + rtol * Math.abs(w))) return `element ${i} is ${g}, expected ${w}`;
+  }
+  return undefined;
+}

@@ -1,0 +1,64 @@
+/**
+ * What one session holds across its requests — files, modules, arrays and
+ * the board — shared by the operation handlers (ops/); the multiplexer
+ * (session-server.ts) makes one per session.
+ */
+import type { Dtype } from "../../protos/index.ts";
+import type { Backend, DeviceArray, LoadedModule } from "../backends/index.ts";
+import { SessionFiles, type FileLimits, type SessionStore } from "./files.ts";
+import { RequestCounters } from "./request-counters.ts";
+import type { Watchdog } from "./watchdog.ts";
+
+export interface SessionLimits extends FileLimits {
+  /** Per-call timeout when the host gives none. */
+  callTimeoutMs: number;
+}
+
+/** Optional observers of a session: the call watchdog, and who wants to know when foreign code is loaded. */
+export interface SessionHooks {
+  watchdog?: Watchdog;
+  /** The backend became tainted (foreign code loaded): its process must not serve another session. */
+  onTainted?: () => void;
+  /** Facts about the serving process, added to every stats reply. */
+  info?: Record<string, string>;
+  /** Where calls, time evaluations and their errors are counted (a worker keeps one across its sessions). */
+  counters?: RequestCounters;
+  /** The agent's store of uploaded files by digest (none: every upload is sent in full). */
+  store?: SessionStore;
+}
+
+export interface RemoteArray {
+  array: DeviceArray;
+  dtype: Dtype;
+  shape: number[];
+}
+
+export class SessionState {
+  readonly files: SessionFiles;
+  readonly counters: RequestCounters;
+  readonly modules = new Map<number, LoadedModule>();
+  nextModule = 1;
+  readonly arrays = new Map<number, RemoteArray>();
+  nextArray = 1;
+  /** Bytes of the session's arrays, checked against the board's memory at each allocation. */
+  arrayBytes = 0;
+  /** Uploads answered from the content store: files, and bytes that did not cross the network. */
+  readonly reused = { files: 0, bytes: 0 };
+
+  constructor(
+    readonly backend: Backend,
+    workdir: string,
+    readonly limits: SessionLimits,
+    readonly hooks: SessionHooks,
+  ) {
+    this.files = new SessionFiles(workdir, limits, hooks.store);
+    this.counters = hooks.counters ?? new RequestCounters();
+  }
+
+  /** Frees the session's arrays and resets the board for the next session. */
+  dispose(): void {
+    for (const a of this.arrays.values()) a.array.free();
+    this.arrays.clear();
+    this.backend.reset();
+  }
+}
