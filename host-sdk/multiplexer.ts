@@ -99,7 +99,8 @@ export class Multiplexer {
     const e = this.reason;
     if (!e) return;
     if (e.code === "SESSION_CLOSED") throw new FarmError("SESSION_CLOSED", e.message);
-    throw new FarmError(e.code, `session ${this.sessionId} has ended: ${e.message}`);
+    // The end's details hold for every later request too (a lost device context stays lost).
+    throw new FarmError(e.code, `session ${this.sessionId} has ended: ${e.message}`, e.details ? { details: e.details } : {});
   }
 
   private onFrame(bytes: Uint8Array): void {

@@ -189,7 +189,7 @@ async function serve(sessionId: string, token: string, workdir: string): Promise
   enter(undefined);
   serving = undefined;
   const reusable = !backend.tainted;
-  await tell({ t: "ended", sessionId, reusable, ...(error ? { error: error.toWire() as { code: FarmError["code"]; message: string } } : {}) });
+  await tell({ t: "ended", sessionId, reusable, ...(error ? { error: error.toWire() } : {}) });
   if (!reusable) process.exit(0);
 }
 
