@@ -265,7 +265,10 @@ export class BoardPool {
     }
     const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
     const tail = w.stderrTail.trim().split("\n").slice(-5).join("\n").trim();
-    return new FarmError("RUNTIME_CRASH", `the session worker (pid ${w.child.pid}) ${how}${tail ? `; its last output:\n${tail}` : ""}`);
+    // The signal or exit code in details too: a host can tell a segfault from a kill without parsing the message.
+    return new FarmError("RUNTIME_CRASH", `the session worker (pid ${w.child.pid}) ${how}${tail ? `; its last output:\n${tail}` : ""}`, {
+      details: signal ? { signal } : { exitCode: code },
+    });
   }
 
   private serving(): WorkerHandle | undefined {

@@ -1,14 +1,15 @@
 /**
  * A session on one board: the TVM `remote` object. Files, modules, arrays,
  * calls and timing, over a FrameChannel. Requests are pipelined on one open
- * stream; each gets its reply by id.
+ * stream through the Multiplexer (host-sdk/multiplexer.ts), which matches
+ * each reply to its request by id.
  */
 import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { basename } from "node:path";
 import {
-  CHUNK_BYTES, FarmError, decodeBoardFrame, dtypeBytes, dtypeOf, elementCount, encodeHostFrame, fillProblem, fillRange, isDtype, toLaunchConfig, viewAs,
-  type AnyTypedArray, type BoardFrame__Output, type Dtype, type HostFrame, type Lane, type LaunchDecl, type RandomFill,
+  CHUNK_BYTES, FarmError, dtypeBytes, dtypeOf, elementCount, fillProblem, fillRange, isDtype, toLaunchConfig, viewAs,
+  type AnyTypedArray, type BoardFrame__Output, type Dtype, type Lane, type LaunchDecl, type RandomFill,
 } from "../protos/index.ts";
 import type { Call } from "../protos/gen/farm/v1/Call.ts";
 import type { BoardInfo__Output } from "../protos/gen/farm/v1/BoardInfo.ts";
@@ -16,22 +17,8 @@ import type { FunctionInfo__Output } from "../protos/gen/farm/v1/FunctionInfo.ts
 import type { Arg } from "../protos/gen/farm/v1/Arg.ts";
 import { BenchmarkResult } from "./benchmark-result.ts";
 import type { FrameChannel } from "./frame-channel.ts";
+import { Multiplexer, type Op } from "./multiplexer.ts";
 import type { CompiledModule } from "./compiled-module.ts";
-
-type Op = Omit<HostFrame, "id">;
-
-interface Reply {
-  frame: BoardFrame__Output;
-  /** Assembled chunked data (download, array read). */
-  data: Buffer | undefined;
-}
-
-interface Waiting {
-  resolve(reply: Reply): void;
-  reject(err: FarmError): void;
-  /** Chunked replies (download, array read) are assembled here. */
-  assembled?: Buffer;
-}
 
 export interface TimeEvaluatorOptions {
   /** Calls per repeat (grows to reach minRepeatMs). Default 10. */
@@ -160,12 +147,8 @@ export interface RemoteFunction {
 }
 
 export class Session {
-  private nextId = 1;
-  private readonly waiting = new Map<number, Waiting>();
-  private endReason: FarmError | undefined;
+  private readonly mux: Multiplexer;
   private closing: Promise<void> | undefined;
-  private resolveEnded!: () => void;
-  private readonly ended = new Promise<void>((r) => (this.resolveEnded = r));
   private readonly modules: RemoteModule[] = [];
 
   /** How the session's frames travel: direct | relay | grpc (local: in process). */
@@ -176,106 +159,40 @@ export class Session {
   constructor(
     readonly id: string,
     readonly board: BoardInfo__Output,
-    private readonly channel: FrameChannel,
+    channel: FrameChannel,
     how: { lane: Lane | "local"; laneNote?: string } = { lane: "local" },
   ) {
     this.lane = how.lane;
     this.laneNote = how.laneNote;
-    channel.onFrame((bytes) => this.onFrame(bytes));
-    channel.onClose((reason) => this.onClose(reason));
+    this.mux = new Multiplexer(channel, id);
   }
 
   /** Why the session ended, once it has. */
   get closedReason(): FarmError | undefined {
-    return this.endReason;
+    return this.mux.endReason;
   }
 
   get isClosed(): boolean {
-    return this.endReason !== undefined;
-  }
-
-  private onFrame(bytes: Uint8Array): void {
-    let frame: BoardFrame__Output;
-    try {
-      frame = decodeBoardFrame(bytes);
-    } catch (err) {
-      this.onClose(new FarmError("PROTOCOL_ERROR", `the board sent an undecodable frame: ${(err as Error).message}`));
-      this.channel.abort();
-      return;
-    }
-    const w = this.waiting.get(frame.id);
-    if (!w) return;
-    if (frame.result === "data") {
-      const d = frame.data!;
-      w.assembled ??= Buffer.allocUnsafe(d.total_bytes);
-      w.assembled.set(d.data, d.offset);
-      if (!d.done) return;
-    }
-    this.waiting.delete(frame.id);
-    if (frame.result === "error") w.reject(FarmError.fromWire(frame.error!));
-    else w.resolve({ frame, data: w.assembled });
-  }
-
-  private onClose(reason: FarmError | null): void {
-    if (this.endReason) return;
-    this.endReason = reason ?? new FarmError("SESSION_CLOSED", `session ${this.id} is closed`);
-    for (const w of this.waiting.values()) w.reject(this.endReason);
-    this.waiting.clear();
-    this.resolveEnded();
-  }
-
-  private checkOpen(): void {
-    if (this.endReason) {
-      const e = this.endReason;
-      throw new FarmError(e.code === "SESSION_CLOSED" ? "SESSION_CLOSED" : e.code, e.code === "SESSION_CLOSED" ? e.message : `session ${this.id} has ended: ${e.message}`);
-    }
+    return this.mux.endReason !== undefined;
   }
 
   /** @internal One request, one reply. */
-  async request(op: Op): Promise<BoardFrame__Output> {
-    this.checkOpen();
-    const id = this.nextId++;
-    const reply = this.expect(id);
-    if (!this.channel.send(encodeHostFrame({ id, ...op }))) await this.channel.drained();
-    return (await reply).frame;
-  }
-
-  private expect(id: number): Promise<Reply> {
-    return new Promise((resolve, reject) => this.waiting.set(id, { resolve, reject }));
+  request(op: Op): Promise<BoardFrame__Output> {
+    return this.mux.request(op);
   }
 
   /** @internal Sends `bytes` in chunks under one request id; one reply at the end. */
-  async sendChunked(bytes: Uint8Array, op: (chunk: Uint8Array, offset: number, done: boolean) => Op): Promise<BoardFrame__Output> {
-    this.checkOpen();
-    const id = this.nextId++;
-    const reply = this.expect(id);
-    let offset = 0;
-    do {
-      const end = Math.min(bytes.byteLength, offset + CHUNK_BYTES);
-      const ok = this.channel.send(encodeHostFrame({ id, ...op(bytes.subarray(offset, end), offset, end === bytes.byteLength) }));
-      offset = end;
-      // Stop early when the board already answered (it refused the transfer).
-      if (!this.waiting.has(id)) break;
-      if (!ok) await Promise.race([this.channel.drained(), reply.catch(() => {})]);
-    } while (offset < bytes.byteLength);
-    return (await reply).frame;
+  sendChunked(bytes: Uint8Array, op: (chunk: Uint8Array, offset: number, done: boolean) => Op): Promise<BoardFrame__Output> {
+    return this.mux.sendChunked(bytes, op);
   }
 
   /** @internal A request whose reply comes in chunks; resolves to the assembled bytes. */
-  async fetchChunked(op: Op): Promise<Buffer> {
-    this.checkOpen();
-    const id = this.nextId++;
-    const reply = this.expect(id);
-    this.channel.send(encodeHostFrame({ id, ...op }));
-    return (await reply).data ?? Buffer.alloc(0);
+  fetchChunked(op: Op): Promise<Buffer> {
+    return this.mux.fetchChunked(op);
   }
 
   // --- files
 
-  /**
-   * Uploads bytes, a file path, or a compiled module under `name`
-   * (default: the path's base name, or the module's own name).
-   */
   /**
    * Sends a file into the session's folder, as `name` (default: the file's
    * or module's own name). A module travels with its digest: a board whose
@@ -459,15 +376,15 @@ export class Session {
   /** Ends the session; the board goes back to the pool. Safe to call twice. */
   close(): Promise<void> {
     this.closing ??= (async () => {
-      if (!this.endReason) {
+      if (!this.isClosed) {
         try {
           await this.request({ close: {} });
         } catch {
           // Already ending: the channel's close below settles it.
         }
-        this.channel.end();
+        this.mux.end();
       }
-      await this.ended;
+      await this.mux.ended;
     })();
     return this.closing;
   }

@@ -1,8 +1,10 @@
-/** FarmError: conversion of anything caught, the gRPC and wire forms, branded instanceof. */
+/** FarmError: conversion of anything caught, the gRPC and wire forms (details included), branded instanceof. */
 import assert from "node:assert/strict";
+import type { IncomingHttpHeaders } from "node:http2";
 import { describe, it } from "node:test";
 import { Metadata, status as GrpcStatus } from "@grpc/grpc-js";
-import { CODE_TRAILER, FARM_ERROR_CODES, FarmError } from "./errors.ts";
+import { CODE_TRAILER, DETAILS_MAX_BYTES, DETAILS_TRAILER, FARM_ERROR_CODES, FarmError, type WireError } from "./errors.ts";
+import { decodeBoardFrame, encodeBoardFrame } from "./frames.ts";
 
 /** What grpc-js hands a callback: an Error with code, details and metadata. */
 function serviceError(code: number, details: string, farmCode?: string): Error & { code: number; details: string; metadata: Metadata } {
@@ -114,6 +116,85 @@ describe("FarmError", () => {
       assert.equal(back.message, `wire ${code}`);
       assert.equal(back.cause, undefined);
     }
+  });
+
+  describe("details on the wire", () => {
+    /** What a CUDA board says about a lost context (device-agent/backends/cuda/driver.ts). */
+    const sticky = { cuda: "CUDA_ERROR_ILLEGAL_ADDRESS", sticky: true };
+
+    /** Through the Error message of a real session frame, as a board's reply reaches the host. */
+    function throughFrame(wire: WireError): FarmError {
+      return FarmError.fromWire(decodeBoardFrame(encodeBoardFrame({ id: 7, error: wire })).error!);
+    }
+
+    /** Through a gRPC status as a host receives it: the trailers as HTTP/2 headers and back. */
+    function throughStatus(e: FarmError): FarmError {
+      const g = e.toGrpc();
+      const metadata = Metadata.fromHttp2Headers(g.metadata!.toHttp2Headers() as IncomingHttpHeaders);
+      return FarmError.from(Object.assign(new Error(g.details), { code: g.code, details: g.details, metadata }));
+    }
+
+    it("toWire → Error frame → fromWire keeps the details, and so does JSON (the worker's IPC)", () => {
+      const original = new FarmError("DEVICE_ERROR", "kernel poke failed", { details: sticky });
+      const back = throughFrame(original.toWire());
+      assert.equal(back.code, "DEVICE_ERROR");
+      assert.equal(back.message, "kernel poke failed");
+      assert.deepEqual(back.details, sticky);
+      assert.deepEqual(FarmError.fromWire(JSON.parse(JSON.stringify(original.toWire())) as WireError).details, sticky);
+      // Nested values and non-ASCII text come through as JSON has them.
+      const rich = { instruction: 12, where: { queue: "load", µops: [1, 2] }, note: "tile → 2 KiB" };
+      assert.deepEqual(throughFrame(new FarmError("RUNTIME_ERROR", "m", { details: rich }).toWire()).details, rich);
+    });
+
+    it("an error without details has none on the other side", () => {
+      const wire = new FarmError("NOT_FOUND", "no such file").toWire();
+      assert.deepEqual(Object.keys(wire).sort(), ["code", "message"]);
+      assert.equal(throughFrame(wire).details, undefined);
+      assert.equal(throughStatus(new FarmError("NO_BOARD", "none")).details, undefined);
+      // An empty object is no details.
+      assert.equal(throughFrame(new FarmError("NOT_FOUND", "m", { details: {} }).toWire()).details, undefined);
+    });
+
+    it("toGrpc → status trailers → from() keeps the details, non-ASCII included", () => {
+      const g = new FarmError("RUNTIME_CRASH", "worker died", { details: { signal: "SIGSEGV" } }).toGrpc();
+      assert.equal(Buffer.from(g.metadata!.get(DETAILS_TRAILER)[0] as Buffer).toString(), '{"signal":"SIGSEGV"}');
+      const back = throughStatus(new FarmError("RUNTIME_CRASH", "worker died", { details: { signal: "SIGSEGV", note: "naïve → ok" } }));
+      assert.equal(back.code, "RUNTIME_CRASH");
+      assert.deepEqual(back.details, { signal: "SIGSEGV", note: "naïve → ok" });
+      assert.deepEqual(throughStatus(new FarmError("DEVICE_ERROR", "lost", { details: sticky })).details, sticky);
+    });
+
+    it("a peer's details that are not a JSON object are ignored, the error kept", () => {
+      for (const bad of ["{not json", "[1,2]", "null", "42", '"sticky"', "{\"a\":1", "x".repeat(10)]) {
+        const e = FarmError.fromWire({ code: "DEVICE_ERROR", message: "from a peer", details_json: bad });
+        assert.equal(e.code, "DEVICE_ERROR", bad);
+        assert.equal(e.message, "from a peer", bad);
+        assert.equal(e.details, undefined, bad);
+      }
+      // Over the size limit: ignored whole, however well formed.
+      const big = JSON.stringify({ sticky: true, pad: "x".repeat(DETAILS_MAX_BYTES) });
+      assert.equal(FarmError.fromWire({ code: "DEVICE_ERROR", message: "m", details_json: big }).details, undefined);
+      // The same in a trailer.
+      const metadata = new Metadata();
+      metadata.set(CODE_TRAILER, "DEVICE_ERROR");
+      metadata.set(DETAILS_TRAILER, Buffer.from("{broken"));
+      const e = FarmError.from(Object.assign(new Error("m"), { code: GrpcStatus.INTERNAL, details: "m", metadata }));
+      assert.equal(e.code, "DEVICE_ERROR");
+      assert.equal(e.details, undefined);
+    });
+
+    it("keeps what fits and what JSON can hold: a large or unencodable entry never costs the small ones", () => {
+      const cycle: Record<string, unknown> = {};
+      cycle.self = cycle;
+      const details = { cuda: "CUDA_ERROR_LAUNCH_FAILED", huge: "x".repeat(DETAILS_MAX_BYTES), big: 2n ** 70n, cycle, gone: undefined, sticky: true };
+      const wire = new FarmError("DEVICE_ERROR", "m", { details }).toWire();
+      assert.ok(Buffer.byteLength(wire.details_json!) <= DETAILS_MAX_BYTES);
+      assert.deepEqual(throughFrame(wire).details, { cuda: "CUDA_ERROR_LAUNCH_FAILED", sticky: true });
+      assert.deepEqual(throughStatus(new FarmError("DEVICE_ERROR", "m", { details })).details, { cuda: "CUDA_ERROR_LAUNCH_FAILED", sticky: true });
+      // Entries up to the limit exactly are kept.
+      const fill = { a: "y".repeat(DETAILS_MAX_BYTES - '{"a":""}'.length) };
+      assert.deepEqual(throughFrame(new FarmError("INTERNAL", "m", { details: fill }).toWire()).details, fill);
+    });
   });
 
   it("fromWire turns an unknown code into INTERNAL, keeping the message", () => {

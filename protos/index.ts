@@ -1,5 +1,5 @@
 /** The contract shared by every part: errors, frames, bundle format, gRPC services. */
-export { FarmError, FARM_ERROR_CODES, CODE_TRAILER, type FarmErrorCode } from "./errors.ts";
+export { FarmError, FARM_ERROR_CODES, CODE_TRAILER, type FarmErrorCode, type WireError } from "./errors.ts";
 export { DTYPES, isDtype, dtypeBytes, dtypeOf, elementCount, integerRange, viewAs, type Dtype, type AnyTypedArray, type TypedArrayOf } from "./dtype.ts";
 export {
   BUNDLE_FORMAT, BUNDLE_VERSION, BUNDLE_TARGETS, encodeBundle, decodeBundle, validateBundle, bundleDigest, hostCpuTarget, launchProblem, toLaunchConfig,

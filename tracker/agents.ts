@@ -5,7 +5,7 @@
  * like one whose stream closes: its boards leave the pool and its sessions
  * end with AGENT_LOST.
  */
-import { FarmError, type Logger } from "../protos/index.ts";
+import { FarmError, type Logger, type WireError } from "../protos/index.ts";
 import type { AgentMessage__Output } from "../protos/gen/farm/v1/AgentMessage.ts";
 import type { Register__Output } from "../protos/gen/farm/v1/Register.ts";
 import type { BoardHealthReport__Output } from "../protos/gen/farm/v1/BoardHealthReport.ts";
@@ -177,7 +177,7 @@ export class AgentLinks {
     if (board.health.grantable) this.scheduler.dispatch(board.key);
   }
 
-  private sessionEnded(agent: Agent, sessionId: string, reason: { code: string; message: string } | null): void {
+  private sessionEnded(agent: Agent, sessionId: string, reason: WireError | null): void {
     const lease = this.scheduler.leases.get(sessionId);
     if (!lease || lease.board.agent !== agent) return; // already over on our side
     lease.end(reason ? FarmError.fromWire(reason) : null);

@@ -209,7 +209,7 @@ async function finishSession(sessionId: string, workdir: string, error: FarmErro
   enter(undefined);
   serving = undefined;
   const reusable = !backend.tainted;
-  await tell({ t: "ended", sessionId, reusable, ...(error ? { error: error.toWire() as { code: FarmError["code"]; message: string } } : {}) });
+  await tell({ t: "ended", sessionId, reusable, ...(error ? { error: error.toWire() } : {}) });
   if (!reusable) process.exit(0);
 }
 

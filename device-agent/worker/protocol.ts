@@ -1,5 +1,5 @@
 /** Messages between the agent and its session workers (Node IPC, JSON). */
-import type { FarmErrorCode } from "../../protos/index.ts";
+import type { WireError } from "../../protos/index.ts";
 import type { RequestCounts, SessionLimits } from "./session-server.ts";
 
 /** Given to a worker at spawn, in the KFARM_WORKER env variable. */
@@ -53,4 +53,5 @@ export type WorkerToAgent =
    */
   | { t: "store-keep"; id: number; name: string; sha256: string }
   | { t: "store-take"; id: number; sha256: string; size: number }
-  | { t: "ended"; sessionId: string; reusable: boolean; error?: { code: FarmErrorCode; message: string } };
+  /** `error`: why the session ended, when not cleanly (FarmError.toWire: its details too). */
+  | { t: "ended"; sessionId: string; reusable: boolean; error?: WireError };

@@ -4,11 +4,12 @@
  * device memory, calls with fixed and call-time launches, event timing with
  * its options and conditions, per-kernel stats — and every bad input of the
  * CUDA list, after each of which the board comes back and the agent's other
- * board keeps working. Skipped, with the reason printed, without a GPU.
+ * board keeps working; measure() past a candidate that loses the context.
+ * Skipped, with the reason printed, without a GPU.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { compileCuda, type CompiledModule, type Session, type TrackerClient } from "../../host-sdk/index.ts";
+import { compileCuda, measure, type Candidate, type CompiledModule, type Session, type TrackerClient } from "../../host-sdk/index.ts";
 import { compileVadd } from "../helpers/kernels.ts";
 import { names, refused } from "../helpers/assertions.ts";
 import { cudaSkipReason, reportSkip } from "../helpers/gpu.ts";
@@ -211,9 +212,30 @@ describe("CUDA board on a real GPU", { skip }, () => {
         const p = await s.array({ shape: [1], dtype: "int32" });
         const e = await refused(m.getFunction("poke")(p, 2 ** 40), "DEVICE_ERROR");
         names(e, "CUDA_ERROR_ILLEGAL_ADDRESS", "poke");
+        // Its details cross worker → tracker → host: measure() reads `sticky`.
+        assert.deepEqual(e.details, { cuda: "CUDA_ERROR_ILLEGAL_ADDRESS", sticky: true });
         // The context is gone: later work on this session says so.
-        names(await refused(p.toArray(), "DEVICE_ERROR"), "CUDA_ERROR_ILLEGAL_ADDRESS");
+        const later = await refused(p.toArray(), "DEVICE_ERROR");
+        names(later, "CUDA_ERROR_ILLEGAL_ADDRESS");
+        assert.equal(later.details?.sticky, true);
       });
+      await assertBoardsBack();
+    });
+
+    it("measure(): a candidate that loses the context is RUNTIME_ERROR, and the candidates after it get a fresh session", async () => {
+      const N = 64;
+      const fill = (id: string): Candidate => ({
+        id,
+        module,
+        function: "fill_index",
+        launch: { grid: 1, block: N },
+        args: [{ output: { shape: [N], dtype: "int32" }, expect: Int32Array.from({ length: N }, (_, i) => 100 + i) }, { scalar: 100 }, { scalar: N }],
+      });
+      const poke: Candidate = { id: "poke", module, function: "poke", args: [{ output: { shape: [1], dtype: "int32" } }, { scalar: 2 ** 40 }] };
+      // One board loop: without `sticky` reaching the host it would keep the lost session, and every later candidate would fail on it.
+      const results = await measure(client, [fill("before"), poke, fill("after1"), fill("after2")], { key: "gpu", boards: 1, progress: false, timeEvaluator: { number: 2, repeat: 1 } });
+      assert.deepEqual(results.map((r) => r.outcome), ["OK", "RUNTIME_ERROR", "OK", "OK"], JSON.stringify(results.map((r) => r.message)));
+      assert.match(results[1]!.message!, /DEVICE_ERROR: .*CUDA_ERROR_ILLEGAL_ADDRESS/);
       await assertBoardsBack();
     });
 

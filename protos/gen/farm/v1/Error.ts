@@ -7,6 +7,13 @@
 export interface Error {
   'code'?: (string);
   'message'?: (string);
+  /**
+   * FarmError.details as JSON text of one object, at most 2048 bytes (entries
+   * that do not fit are left out); empty: none. Facts for code to act on, such
+   * as {"cuda":"CUDA_ERROR_ILLEGAL_ADDRESS","sticky":true}. A receiver ignores
+   * text that does not parse as a JSON object.
+   */
+  'details_json'?: (string);
 }
 
 /**
@@ -15,4 +22,11 @@ export interface Error {
 export interface Error__Output {
   'code': (string);
   'message': (string);
+  /**
+   * FarmError.details as JSON text of one object, at most 2048 bytes (entries
+   * that do not fit are left out); empty: none. Facts for code to act on, such
+   * as {"cuda":"CUDA_ERROR_ILLEGAL_ADDRESS","sticky":true}. A receiver ignores
+   * text that does not parse as a JSON object.
+   */
+  'details_json': (string);
 }
