@@ -56,11 +56,20 @@ export class Executor {
       case KIND.FINISH:
         return;
       case KIND.LOAD_INP:
-        this.load2d(d, s.inp, this.inpLanes, buf?.i8, byteBase);
+        try {
+          this.load2d(d, s.inp, this.inpLanes, buf?.i8, byteBase);
+        } finally {
+          // Even after a partial write the engine's copy must match what INP holds.
+          this.core.inpWritten(d.sramBase, sramElements(d));
+        }
         c.inp_load_nbytes += moved * this.hw.inpElemBytes;
         return;
       case KIND.LOAD_WGT:
-        this.load2d(d, s.wgt, this.wgtLanes, buf?.i8, byteBase);
+        try {
+          this.load2d(d, s.wgt, this.wgtLanes, buf?.i8, byteBase);
+        } finally {
+          this.core.wgtWritten(d.sramBase, sramElements(d));
+        }
         c.wgt_load_nbytes += moved * this.hw.wgtElemBytes;
         return;
       case KIND.LOAD_ACC:
@@ -72,13 +81,11 @@ export class Executor {
         this.load2d(d, s.acc, this.accLanes, buf?.i8, byteBase);
         c.acc_load_nbytes += moved * this.hw.accElemBytes;
         return;
-      case KIND.LOAD_UOP: {
+      case KIND.LOAD_UOP:
         this.load2d(d, s.uop, 1, buf?.u32, byteBase / 4);
-        const width = d.xPad0 + d.xSize + d.xPad1;
-        s.decodeUops(d.sramBase, width * (d.yPad0 + d.ySize + d.yPad1));
+        s.decodeUops(d.sramBase, sramElements(d));
         c.uop_load_nbytes += moved * this.hw.uopElemBytes;
         return;
-      }
       case KIND.STORE:
         this.store2d(d, buf!, byteBase);
         c.out_store_nbytes += moved * this.hw.outElemBytes;
@@ -220,6 +227,11 @@ export class Executor {
     }
     if (n > 0) flush(n);
   }
+}
+
+/** SRAM elements a LOAD writes: its rows, padding included. */
+function sramElements(d: DecodedInsn): number {
+  return (d.xPad0 + d.xSize + d.xPad1) * (d.yPad0 + d.ySize + d.yPad1);
 }
 
 /** Rows the ALU flattens before applying them (bounds its scratch memory). */

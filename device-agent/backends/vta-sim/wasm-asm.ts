@@ -1,5 +1,5 @@
 /**
- * Just enough of a WebAssembly binary writer to emit the GEMM kernel
+ * Just enough of a WebAssembly binary writer to emit the GEMM kernels
  * (gemm-wasm.ts): LEB128, sections, and the scalar and SIMD instructions it
  * uses. Opcodes are from the WebAssembly core and fixed-width SIMD specs.
  */
@@ -103,6 +103,10 @@ export class Code {
   /** i16x8.load8x8_s: 8 int8 sign-extended to 8 int16. */
   load8x8s(offset: number): this {
     return this.simd(0x01, 0, ...uleb(offset));
+  }
+  /** v128.load32_splat: one 32-bit value in every lane. */
+  load32Splat(offset: number): this {
+    return this.simd(0x09, 0, ...uleb(offset));
   }
   v128store(offset: number): this {
     return this.simd(0x0b, 0, ...uleb(offset));
