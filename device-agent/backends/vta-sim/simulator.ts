@@ -24,7 +24,7 @@ import {
   type BufferNeed, type DecodedInsn, type DecodedRun, type ParamInfo,
 } from "./decode.ts";
 import { Executor } from "./execute.ts";
-import { createCore, type Core, type GemmEngine } from "./gemm.ts";
+import { createCore, type Core, type GemmEngine } from "./core.ts";
 import { VtaCounters } from "./stats.ts";
 import { resolveTiming, type TimingModel } from "./timing.ts";
 import { QUEUE_NAMES, TokenQueues } from "./tokens.ts";

@@ -1,20 +1,29 @@
 /**
- * The GEMM core: for every (y, x, uop) of an instruction's loop nest,
- * `ACC[a][b][j] += Σ_k INP[i][b][k] · WGT[w][j][k]` in wrapping int32
- * (§2.2.3 of the VTA spec). Two interchangeable engines:
+ * The compute core of one simulated VTA: its SRAMs and an engine for the
+ * loop-nest instructions over them (§2.2.3 of the VTA spec), each applying
+ * its body for every (y, x, uop) of the nest, in that order:
+ *
+ * * GEMM: `ACC[a][b][j] += Σ_k INP[i][b][k] · WGT[w][j][k]` in wrapping int32;
+ *   with reset_reg, `ACC[a] = 0`.
+ * * ALU: `ACC[a] = op(ACC[a], imm or ACC[s])` lane by lane: MIN, MAX, ADD
+ *   (wrapping), SHR (arithmetic; a negative amount shifts left; like the C++
+ *   simulator on x86 the amount is taken mod 32), MUL (wrapping; the
+ *   functional simulator's extension).
+ *
+ * Two interchangeable engines, equal bit for bit:
  *
  * * `wasm-simd` — WebAssembly kernels generated for this hardware's block
- *   sizes (gemm-wasm.ts), fully unrolled over batch, lanes and the
- *   reduction, using `i32x4.dot_i16x8_s` on int16 copies of INP and WGT
+ *   sizes (core-wasm.ts); the GEMM multiplies int16 copies of INP and WGT
  *   that it refreshes whenever a LOAD writes those buffers. Needs
  *   blockIn % 8 == 0 and blockOut % 4 == 0.
- * * `js` — plain typed-array loops; any block sizes. The reference the wasm
- *   engine is tested against, and the fallback.
+ * * `js` — plain typed-array loops (core-js.ts); any block sizes. The
+ *   reference the wasm engine is tested against, and the fallback.
  *
  * Index ranges are checked by the caller (execute.ts) before a kernel runs.
  */
 import type { VtaHardware } from "../../../vta/index.ts";
-import { wasmGemmModule } from "./gemm-wasm.ts";
+import { jsAlu, jsGemm, jsReset } from "./core-js.ts";
+import { wasmCoreModule } from "./core-wasm.ts";
 import { Srams, sramLayout } from "./sram.ts";
 import { Code, V128, wasmModule } from "./wasm-asm.ts";
 
@@ -33,10 +42,21 @@ export type GemmFn = (
   dstFactorOut: number, dstFactorIn: number, srcFactorOut: number, srcFactorIn: number, wgtFactorOut: number, wgtFactorIn: number,
 ) => void;
 
+/** GEMM with reset_reg: zeroes the ACC element of every (y, x, uop). */
+export type ResetFn = (uopBgn: number, uopEnd: number, iterOut: number, iterIn: number, dstFactorOut: number, dstFactorIn: number) => void;
+
+/** `op` an ALU_OP; `useImm` 1 for the immediate, 0 for ACC[src]. */
+export type AluFn = (
+  op: number, useImm: number, imm: number, uopBgn: number, uopEnd: number, iterOut: number, iterIn: number,
+  dstFactorOut: number, dstFactorIn: number, srcFactorOut: number, srcFactorIn: number,
+) => void;
+
 export interface Core {
   readonly srams: Srams;
   readonly engine: GemmEngine;
   readonly gemm: GemmFn;
+  readonly reset: ResetFn;
+  readonly alu: AluFn;
   /** Called after a LOAD wrote INP elements [first, first + count), so the engine's own copies follow. */
   readonly inpWritten: (first: number, count: number) => void;
   /** The same for WGT elements. */
@@ -48,73 +68,37 @@ export function wasmGemmSupported(hw: VtaHardware): boolean {
   return hw.blockIn % 8 === 0 && hw.blockOut % 4 === 0 && typeof WebAssembly === "object" && WebAssembly.validate(probeModule());
 }
 
-/** SRAMs plus a GEMM engine over them: `wasm-simd` when supported (unless `js` is asked for). */
+/** SRAMs plus an engine over them: `wasm-simd` when supported (unless `js` is asked for). */
 export function createCore(hw: VtaHardware, prefer: GemmEngine = "wasm-simd"): Core {
   if (prefer === "wasm-simd" && wasmGemmSupported(hw)) {
     const layout = sramLayout(hw);
     const memory = new WebAssembly.Memory({ initial: layout.wasmPages, maximum: layout.wasmPages });
     const srams = new Srams(hw, memory.buffer);
-    const module = new WebAssembly.Module(wasmGemmModule(hw));
-    const instance = new WebAssembly.Instance(module, { env: { mem: memory } });
+    const module = new WebAssembly.Module(wasmCoreModule(hw));
+    const { exports } = new WebAssembly.Instance(module, { env: { mem: memory } });
     type CopyFn = (first: number, count: number) => void;
     return {
       srams,
       engine: "wasm-simd",
-      gemm: instance.exports.gemm as GemmFn,
-      inpWritten: instance.exports.widen_inp as CopyFn,
-      wgtWritten: instance.exports.pair_wgt as CopyFn,
+      gemm: exports.gemm as GemmFn,
+      reset: exports.reset as ResetFn,
+      alu: exports.alu as AluFn,
+      inpWritten: exports.widen_inp as CopyFn,
+      wgtWritten: exports.pair_wgt as CopyFn,
     };
   }
   const srams = new Srams(hw);
   // The js engine reads the int8 buffers themselves: nothing to follow.
   const nothing = () => {};
-  return { srams, engine: "js", gemm: jsGemm(srams), inpWritten: nothing, wgtWritten: nothing };
-}
-
-/** The plain-JS engine. */
-export function jsGemm(s: Srams): GemmFn {
-  const { batch, blockIn: BI, blockOut: BO } = s.hw;
-  const inp = s.inp;
-  const wgt = s.wgt;
-  const acc = s.acc;
-  const ud = s.uopDst;
-  const us = s.uopSrc;
-  const uw = s.uopWgt;
-  const inpElem = batch * BI;
-  const wgtElem = BO * BI;
-  const accElem = batch * BO;
-  return (uopBgn, uopEnd, iterOut, iterIn, dfo, dfi, sfo, sfi, wfo, wfi) => {
-    for (let y = 0; y < iterOut; y++) {
-      for (let x = 0; x < iterIn; x++) {
-        const d0 = y * dfo + x * dfi;
-        const s0 = y * sfo + x * sfi;
-        const w0 = y * wfo + x * wfi;
-        for (let u = uopBgn; u < uopEnd; u++) {
-          const a = (ud[u]! + d0) * accElem;
-          const i = (us[u]! + s0) * inpElem;
-          const w = (uw[u]! + w0) * wgtElem;
-          for (let b = 0; b < batch; b++) {
-            const ib = i + b * BI;
-            const ab = a + b * BO;
-            for (let j = 0; j < BO; j++) {
-              const wj = w + j * BI;
-              let sum = 0;
-              for (let k = 0; k < BI; k++) sum = (sum + inp[ib + k]! * wgt[wj + k]!) | 0;
-              acc[ab + j] = (acc[ab + j]! + sum) | 0;
-            }
-          }
-        }
-      }
-    }
-  };
+  return { srams, engine: "js", gemm: jsGemm(srams), reset: jsReset(srams), alu: jsAlu(srams), inpWritten: nothing, wgtWritten: nothing };
 }
 
 let probe: Uint8Array | undefined;
-/** A tiny module using the SIMD instructions above, to test for support. */
+/** A tiny module using the SIMD instructions the engine does, to test for support. */
 function probeModule(): Uint8Array {
   if (!probe) {
     const c = new Code();
-    c.i32const(0).load32Splat(0).i32const(0).load8x8s(0).i32x4dotI16x8s().set(0);
+    c.i32const(0).load32Splat(0).i32const(0).load8x8s(0).i32x4dotI16x8s().i32const(1).i32x4splat().i32x4maxS().set(0);
     probe = wasmModule(1, [{ exportName: "p", params: [], locals: [V128], body: c }]);
   }
   return probe;
