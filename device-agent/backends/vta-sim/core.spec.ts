@@ -73,6 +73,19 @@ describe("compute core engines", { skip: !wasmGemmSupported(DEFAULT_VTA_HARDWARE
       }
       for (const c of pair) c.gemm(0, 7, 2, 2, 1, 1, 1, 1, 1, 1);
       sameAcc(pair, "GEMM after the ALU");
+      // Micro-ops as compilers emit them: runs sharing weights, neighbours sharing a destination row.
+      const DST = [0, 1, 1, 2, 3, 3, 4, 0, 0, 5, 6];
+      for (const c of pair) {
+        for (let u = 0; u < 23; u++) {
+          c.srams.uopDst[u] = DST[u % DST.length]!;
+          c.srams.uopSrc[u] = (u * 3) % 11;
+          c.srams.uopWgt[u] = Math.floor(u / 3) % 5;
+        }
+      }
+      for (const c of pair) c.gemm(0, 23, 2, 3, 9, 1, 2, 1, 1, 0);
+      sameAcc(pair, "GEMM with shared weights");
+      for (const c of pair) c.gemm(1, 22, 1, 2, 0, 0, 0, 0, 0, 1);
+      sameAcc(pair, "GEMM with shared weights, every iteration on the same ACC rows");
     });
   }
 });
