@@ -36,7 +36,7 @@ export interface VtaSimulatorOptions {
   hardware?: VtaHardware;
   /** DRAM capacity in bytes. */
   memoryBytes?: number;
-  /** GEMM engine; default wasm-simd where supported. */
+  /** The compute core's engine (GEMM, reset, ALU); default wasm-simd where supported. */
   engine?: GemmEngine;
   timing?: Partial<TimingModel>;
 }

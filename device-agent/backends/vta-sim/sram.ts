@@ -3,11 +3,11 @@
  * VtaHardware: INP (int8), WGT (int8), ACC (int32) and UOP (the raw 32-bit
  * micro-ops plus their fields decoded once, when a LOAD UOP writes them).
  *
- * All buffers are views on one memory (a WebAssembly.Memory when the GEMM runs
- * in WebAssembly, so the kernel addresses them directly); `layout` gives each
- * buffer's byte offset in it. The layout also holds the wasm engine's int16
- * copies of INP and WGT (gemm-wasm.ts), which only that engine reads and
- * writes.
+ * All buffers are views on one memory (a WebAssembly.Memory when the compute
+ * core runs in WebAssembly, so its kernels address them directly); `layout`
+ * gives each buffer's byte offset in it. The layout also holds the wasm
+ * engine's int16 copies of INP and WGT (core-wasm.ts), which only that engine
+ * reads and writes.
  */
 import { insnLayouts, type VtaHardware } from "../../../vta/index.ts";
 

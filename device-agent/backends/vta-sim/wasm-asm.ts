@@ -1,7 +1,8 @@
 /**
  * Just enough of a WebAssembly binary writer to emit the compute core's
- * kernels (core-wasm.ts): LEB128, sections, and the scalar and SIMD instructions it
- * uses. Opcodes are from the WebAssembly core and fixed-width SIMD specs.
+ * kernels (core-wasm.ts): LEB128, sections, and the scalar and SIMD
+ * instructions they use. Opcodes are from the WebAssembly core and
+ * fixed-width SIMD specs.
  */
 
 export const I32 = 0x7f;
