@@ -11,7 +11,13 @@ import { parseBoardFlag } from "../../board-config.ts";
 import { VtaSimBackend } from "./index.ts";
 import { matrixMultiplyProgram, randomInt8 } from "./test-programs.ts";
 
-function bundle(binary: VtaBinary | Uint8Array, details: Record<string, string> = { hardware: hw.name }): ModuleBundle {
+const MATMUL_PARAMS: ModuleBundle["functions"][number]["params"] = [
+  { name: "A", kind: "buffer", dtype: "int8" },
+  { name: "B", kind: "buffer", dtype: "int8" },
+  { name: "C", kind: "buffer", dtype: "int8" },
+];
+
+function bundle(binary: VtaBinary | Uint8Array, details: Record<string, string> = { hardware: hw.name }, names: readonly string[] = ["matmul"]): ModuleBundle {
   return decodeBundle(
     encodeBundle({
       format: BUNDLE_FORMAT,
@@ -19,16 +25,7 @@ function bundle(binary: VtaBinary | Uint8Array, details: Record<string, string> 
       target: "vta",
       targetDetails: details,
       binary: binary instanceof Uint8Array ? binary : encodeVtaBinary(binary),
-      functions: [
-        {
-          name: "matmul",
-          params: [
-            { name: "A", kind: "buffer", dtype: "int8" },
-            { name: "B", kind: "buffer", dtype: "int8" },
-            { name: "C", kind: "buffer", dtype: "int8" },
-          ],
-        },
-      ],
+      functions: names.map((name) => ({ name, params: MATMUL_PARAMS })),
     }),
   );
 }
@@ -91,6 +88,55 @@ describe("vta-sim backend", () => {
     const bad = matrixMultiplyProgram();
     (bad.functions.matmul!.runs[0] as { insns: Uint8Array }).insns = new Uint8Array(17);
     rejects(() => be.load(bundle(bad)), "LOAD_ERROR", "16-byte");
+  });
+
+  it("decodes each run once, when the module is loaded: calls and timed repeats only execute", () => {
+    const be = new VtaSimBackend();
+    assert.equal(be.stats().info.runs_decoded, "0");
+    const program = matrixMultiplyProgram();
+    const runs = program.functions.matmul!.runs.length;
+    const fn = be.load(bundle(program)).functions.get("matmul")!;
+    assert.equal(be.stats().info.runs_decoded, String(runs));
+    const [a, b, c] = [256, 65536, 256].map((n) => be.alloc(n));
+    a!.write(0, new Uint8Array(randomInt8(256, 3).buffer));
+    b!.write(0, new Uint8Array(randomInt8(65536, 4).buffer));
+    const args = [a!, b!, c!].map((array) => ({ kind: "buffer" as const, array }));
+    be.invoke(fn, args);
+    const once = Uint8Array.from(c!.read(0, 256));
+    be.timeCalls(fn, args, 5);
+    be.invoke(fn, args);
+    const s = be.stats();
+    assert.equal(s.counters.calls, 7);
+    assert.equal(s.counters.gemm_counter, 7 * 256, "every call executed the whole program");
+    assert.equal(s.info.runs_decoded, String(runs), "calls decoded nothing");
+    assert.deepEqual(c!.read(0, 256), once, "the reused program computes the same result");
+    // A second load decodes its own copy; the first module's is untouched and still runs.
+    be.load(bundle(matrixMultiplyProgram()));
+    assert.equal(be.stats().info.runs_decoded, String(2 * runs));
+    be.invoke(fn, args);
+    assert.equal(be.stats().counters.calls, 8);
+  });
+
+  it("refuses at load a module whose instruction stream is not whole instructions, naming the function and run, and keeps nothing of it", () => {
+    const be = new VtaSimBackend();
+    const binary = matrixMultiplyProgram();
+    const good = binary.functions.matmul!;
+    const run = good.runs[0]!;
+    // "broken": the good run with its last instruction cut short by one byte.
+    binary.functions.broken = { runs: [{ ...run, insns: run.insns.subarray(0, run.insns.byteLength - 1) }] };
+    rejects(
+      () => be.load(bundle(binary, undefined, ["matmul", "broken"])),
+      "LOAD_ERROR",
+      `function "broken", run 0`,
+      `${run.insns.byteLength - 1} bytes`,
+      "not a whole number of 16-byte instructions",
+    );
+    // The good function placed before it gave its micro-op buffer back.
+    assert.equal(be.stats().counters.dram_bytes_in_use, 0);
+    // The board loads and runs a sound module right after.
+    const fn = be.load(bundle(matrixMultiplyProgram())).functions.get("matmul")!;
+    be.invoke(fn, [256, 65536, 256].map((n) => ({ kind: "buffer" as const, array: be.alloc(n) })));
+    assert.equal(be.stats().counters.gemm_counter, 256);
   });
 
   it("refuses arguments too small for the program, naming the parameter, and other boards' arrays", () => {

@@ -1,8 +1,10 @@
 /**
  * The `vta-sim` board: VTA bundles run on the functional simulator in the
- * session worker. Arrays are buffers in the simulator's DRAM; a call places
- * its arguments per the program's relocations and executes every run; the
- * stats are TVM's simulator counters plus the cycle estimate.
+ * session worker. Loading a module decodes and checks every run of every
+ * function once (decode.ts) and places its micro-op buffers; a call only
+ * places its arguments per the program's relocations and executes the
+ * decoded runs. Arrays are buffers in the simulator's DRAM; the stats are
+ * TVM's simulator counters plus the cycle estimate.
  */
 import { FarmError, decodeBundle, type FunctionSpec, type ModuleBundle } from "../../../protos/index.ts";
 import { DEFAULT_VTA_HARDWARE, decodeVtaBinary, type VtaBinary, type VtaHardware } from "../../../vta/index.ts";
@@ -125,7 +127,14 @@ export class VtaSimBackend implements Backend {
   stats(): BackendStats {
     return {
       counters: { ...this.sim.counters.toRecord(), calls: this.calls, call_ns_total: this.callNs, dram_bytes_in_use: this.sim.dram.usedBytes },
-      info: { kind: this.kind, hardware: this.sim.hw.name, gemm_engine: this.sim.core.engine, modules: String(this.modules) },
+      info: {
+        kind: this.kind,
+        hardware: this.sim.hw.name,
+        gemm_engine: this.sim.core.engine,
+        modules: String(this.modules),
+        // Loads decode, calls only execute: this counts loads' work, not calls'.
+        runs_decoded: String(this.sim.runsDecoded),
+      },
     };
   }
 

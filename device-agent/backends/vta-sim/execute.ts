@@ -2,7 +2,7 @@
  * What each VTA instruction does to the SRAMs and DRAM (§2.2.3 of the VTA
  * spec, the functional simulator's semantics), and what it adds to the
  * statistics (stats.ts). The scheduler (simulator.ts) decides when; this file
- * decides what.
+ * decides what, and the compute core (core.ts) runs the loop nests.
  *
  * * LOAD: a 2D strided copy from DRAM into SRAM, `y_pad_0` zero rows, then per
  *   row `x_pad_0` zero elements, `x_size` copied elements, `x_pad_1` zeros,
@@ -10,27 +10,20 @@
  *   UOP also decodes the micro-ops it wrote.
  * * STORE: ACC element `sram_base + y·x_size + x` → OUT DRAM element
  *   `dram_base + y·x_stride + x`, each int32 lane truncated to its low 8 bits.
- * * GEMM: the micro-op loop nest (gemm.ts), or with reset_reg the same nest
- *   zeroing ACC rows.
- * * ALU: the same nest over ACC, `ACC[dst] = op(ACC[dst], imm or ACC[src])`
- *   lane by lane: MIN, MAX, ADD (wrapping), SHR (arithmetic; a negative amount
- *   shifts left; like the C++ simulator on x86 the amount is taken mod 32),
- *   MUL (wrapping; the functional simulator's extension).
+ * * GEMM (with reset_reg: zeroing) and ALU: the micro-op loop nest, once every
+ *   index it forms is checked to lie inside its buffer.
  */
 import { FarmError } from "../../../protos/index.ts";
-import { ALU_OP, type VtaHardware } from "../../../vta/index.ts";
+import type { VtaHardware } from "../../../vta/index.ts";
+import type { Core } from "./core.ts";
 import type { DramBuffer } from "./dram.ts";
 import { KIND, type DecodedInsn } from "./decode.ts";
-import type { Core } from "./gemm.ts";
 import type { VtaCounters } from "./stats.ts";
 
 export class Executor {
   private readonly inpLanes: number;
   private readonly wgtLanes: number;
   private readonly accLanes: number;
-  /** Scratch for the ALU's flattened loop nest. */
-  private dstRows = new Int32Array(0);
-  private srcRows = new Int32Array(0);
 
   constructor(
     private readonly hw: VtaHardware,
@@ -56,11 +49,20 @@ export class Executor {
       case KIND.FINISH:
         return;
       case KIND.LOAD_INP:
-        this.load2d(d, s.inp, this.inpLanes, buf?.i8, byteBase);
+        try {
+          this.load2d(d, s.inp, this.inpLanes, buf?.i8, byteBase);
+        } finally {
+          // Even after a partial write the engine's copy must match what INP holds.
+          this.core.inpWritten(d.sramBase, sramElements(d));
+        }
         c.inp_load_nbytes += moved * this.hw.inpElemBytes;
         return;
       case KIND.LOAD_WGT:
-        this.load2d(d, s.wgt, this.wgtLanes, buf?.i8, byteBase);
+        try {
+          this.load2d(d, s.wgt, this.wgtLanes, buf?.i8, byteBase);
+        } finally {
+          this.core.wgtWritten(d.sramBase, sramElements(d));
+        }
         c.wgt_load_nbytes += moved * this.hw.wgtElemBytes;
         return;
       case KIND.LOAD_ACC:
@@ -72,13 +74,11 @@ export class Executor {
         this.load2d(d, s.acc, this.accLanes, buf?.i8, byteBase);
         c.acc_load_nbytes += moved * this.hw.accElemBytes;
         return;
-      case KIND.LOAD_UOP: {
+      case KIND.LOAD_UOP:
         this.load2d(d, s.uop, 1, buf?.u32, byteBase / 4);
-        const width = d.xPad0 + d.xSize + d.xPad1;
-        s.decodeUops(d.sramBase, width * (d.yPad0 + d.ySize + d.yPad1));
+        s.decodeUops(d.sramBase, sramElements(d));
         c.uop_load_nbytes += moved * this.hw.uopElemBytes;
         return;
-      }
       case KIND.STORE:
         this.store2d(d, buf!, byteBase);
         c.out_store_nbytes += moved * this.hw.outElemBytes;
@@ -90,11 +90,11 @@ export class Executor {
         return;
       case KIND.GEMM_RESET:
         this.checkUops(d, where, false);
-        this.reset(d);
+        this.core.reset(d.uopBgn, d.uopEnd, d.iterOut, d.iterIn, d.dstFactorOut, d.dstFactorIn);
         return;
       case KIND.ALU:
         this.checkUops(d, where, false);
-        this.alu(d);
+        this.core.alu(d.aluOpcode, d.useImm, d.imm, d.uopBgn, d.uopEnd, d.iterOut, d.iterIn, d.dstFactorOut, d.dstFactorIn, d.srcFactorOut, d.srcFactorIn);
         c.alu_counter += d.iterOut * d.iterIn * (d.uopEnd - d.uopBgn);
         return;
     }
@@ -168,108 +168,9 @@ export class Executor {
       { details: { instruction: d.index } },
     );
   }
-
-  private reset(d: DecodedInsn): void {
-    const acc = this.core.srams.acc;
-    const ud = this.core.srams.uopDst;
-    const lanes = this.accLanes;
-    for (let y = 0; y < d.iterOut; y++) {
-      for (let x = 0; x < d.iterIn; x++) {
-        const d0 = y * d.dstFactorOut + x * d.dstFactorIn;
-        for (let u = d.uopBgn; u < d.uopEnd; u++) {
-          const a = (ud[u]! + d0) * lanes;
-          acc.fill(0, a, a + lanes);
-        }
-      }
-    }
-  }
-
-  private alu(d: DecodedInsn): void {
-    const s = this.core.srams;
-    const acc = s.acc;
-    const ud = s.uopDst;
-    const us = s.uopSrc;
-    const lanes = this.accLanes;
-    const execs = d.iterOut * d.iterIn * (d.uopEnd - d.uopBgn);
-    const chunk = Math.min(execs, ALU_CHUNK_ROWS);
-    if (this.dstRows.length < chunk) {
-      this.dstRows = new Int32Array(chunk);
-      this.srcRows = new Int32Array(chunk);
-    }
-    // The loop nest, flattened into lane offsets of ACC rows in execution order, applied a chunk at a time.
-    const dst = this.dstRows;
-    const src = this.srcRows;
-    const flush = (n: number) => {
-      if (d.useImm === 1) aluImm(acc, dst, n, lanes, d.aluOpcode, d.imm);
-      else aluAcc(acc, dst, src, n, lanes, d.aluOpcode);
-    };
-    let n = 0;
-    for (let y = 0; y < d.iterOut; y++) {
-      for (let x = 0; x < d.iterIn; x++) {
-        const d0 = y * d.dstFactorOut + x * d.dstFactorIn;
-        const s0 = y * d.srcFactorOut + x * d.srcFactorIn;
-        for (let u = d.uopBgn; u < d.uopEnd; u++) {
-          dst[n] = (ud[u]! + d0) * lanes;
-          src[n] = (us[u]! + s0) * lanes;
-          if (++n === chunk) {
-            flush(n);
-            n = 0;
-          }
-        }
-      }
-    }
-    if (n > 0) flush(n);
-  }
 }
 
-/** Rows the ALU flattens before applying them (bounds its scratch memory). */
-const ALU_CHUNK_ROWS = 1 << 16;
-
-/** `ACC[row] = op(ACC[row], imm)` for each of the `n` rows, in order. One loop per opcode keeps each loop tight. */
-function aluImm(acc: Int32Array, rows: Int32Array, n: number, lanes: number, op: number, imm: number): void {
-  switch (op) {
-    case ALU_OP.MIN:
-      for (let r = 0; r < n; r++) for (let k = rows[r]!, end = k + lanes; k < end; k++) if (acc[k]! > imm) acc[k] = imm;
-      return;
-    case ALU_OP.MAX:
-      for (let r = 0; r < n; r++) for (let k = rows[r]!, end = k + lanes; k < end; k++) if (acc[k]! < imm) acc[k] = imm;
-      return;
-    case ALU_OP.ADD:
-      for (let r = 0; r < n; r++) for (let k = rows[r]!, end = k + lanes; k < end; k++) acc[k] = (acc[k]! + imm) | 0;
-      return;
-    case ALU_OP.SHR:
-      if (imm >= 0) for (let r = 0; r < n; r++) for (let k = rows[r]!, end = k + lanes; k < end; k++) acc[k] = acc[k]! >> imm;
-      else for (let r = 0; r < n; r++) for (let k = rows[r]!, end = k + lanes; k < end; k++) acc[k] = acc[k]! << -imm;
-      return;
-    case ALU_OP.MUL:
-      for (let r = 0; r < n; r++) for (let k = rows[r]!, end = k + lanes; k < end; k++) acc[k] = Math.imul(acc[k]!, imm);
-      return;
-  }
-}
-
-/** `ACC[dst] = op(ACC[dst], ACC[src])` lane by lane for each of the `n` row pairs, in order. */
-function aluAcc(acc: Int32Array, dst: Int32Array, src: Int32Array, n: number, lanes: number, op: number): void {
-  for (let r = 0; r < n; r++) {
-    const a = dst[r]!;
-    const b = src[r]!;
-    for (let k = 0; k < lanes; k++) acc[a + k] = aluOp(op, acc[a + k]!, acc[b + k]!);
-  }
-}
-
-/** One lane of an ALU operation, in int32. */
-export function aluOp(op: number, a: number, b: number): number {
-  switch (op) {
-    case ALU_OP.MIN:
-      return a < b ? a : b;
-    case ALU_OP.MAX:
-      return a > b ? a : b;
-    case ALU_OP.ADD:
-      return (a + b) | 0;
-    case ALU_OP.SHR:
-      return b >= 0 ? a >> b : a << -b;
-    case ALU_OP.MUL:
-      return Math.imul(a, b);
-    default:
-      return a;
-  }
+/** SRAM elements a LOAD writes: its rows, padding included. */
+function sramElements(d: DecodedInsn): number {
+  return (d.xPad0 + d.xSize + d.xPad1) * (d.yPad0 + d.ySize + d.yPad1);
 }

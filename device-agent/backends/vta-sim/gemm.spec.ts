@@ -76,6 +76,53 @@ describe("GEMM", () => {
     });
   }
 
+  for (const engine of engines) {
+    it(`follows every LOAD of INP and WGT: reloads between GEMMs, padding, and buffers kept from an earlier call (${engine} engine)`, () => {
+      // The wasm engine multiplies int16 copies of INP and WGT, refreshed at each LOAD: a stale copy would show here.
+      const sim = new VtaSimulator({ engine });
+      const nest2: Nest = { iterOut: 2, iterIn: 2, dstFactorOut: 4, dstFactorIn: 1, srcFactorOut: 0, srcFactorIn: 0, wgtFactorOut: 0, wgtFactorIn: 0 };
+      const uops3: Uop[] = [{ dst: 0, src: 0, wgt: 0 }, { dst: 1, src: 2, wgt: 1 }, { dst: 3, src: 4, wgt: 2 }];
+      const [inp1, inp2] = [randomInt8(4 * inpLanes, 21), randomInt8(5 * inpLanes, 22)];
+      const [wgt1, wgt2] = [randomInt8(3 * wgtLanes, 23), randomInt8(1 * wgtLanes, 24)];
+      const accIn = Int32Array.from(randomInt8(9 * accLanes, 25), (v) => v * 4099);
+      const reloads = binaryOf([
+        rawRun(
+          [
+            insn.load(MEM.INP, { xSize: 4, xStride: 4, xPad0: 1 }),
+            insn.load(MEM.WGT, { xSize: 3, xStride: 3, pushNext: true }),
+            insn.load(MEM.ACC, { xSize: 9, xStride: 9 }),
+            insn.load(MEM.UOP, { xSize: 3, xStride: 3 }),
+            insn.gemm({ ...nest2, uopEnd: 3, popPrev: true, pushPrev: true }),
+            insn.load(MEM.INP, { xSize: 5, xStride: 5, popNext: true }),
+            insn.load(MEM.WGT, { sramBase: 1, yPad0: 1, pushNext: true }),
+            insn.gemm({ ...nest2, uopEnd: 3, popPrev: true }),
+            insn.finish(),
+          ],
+          [[0, 0], [1, 1], [2, 2], [3, UOP_BUFFER], [5, 3], [6, 4]],
+          uops3,
+        ),
+      ]);
+      const bytes = (a: Int8Array | Int32Array) => new Uint8Array(a.buffer);
+      runVtaFunction(reloads, "f", [inp1, wgt1, accIn, inp2, wgt2].map(bytes), { simulator: sim });
+      // The same, plainly: SRAM contents after each LOAD, and the two GEMMs on them.
+      const inp = new Int8Array(5 * inpLanes);
+      const wgt = new Int8Array(3 * wgtLanes);
+      const want = accIn.slice();
+      inp.set(inp1, inpLanes); // element 0 is x_pad_0
+      wgt.set(wgt1);
+      referenceGemm(want, inp, wgt, uops3, nest2);
+      inp.set(inp2);
+      wgt.fill(0, wgtLanes, 2 * wgtLanes); // y_pad_0 row
+      wgt.set(wgt2, 2 * wgtLanes);
+      referenceGemm(want, inp, wgt, uops3, nest2);
+      assert.deepEqual([...sim.core.srams.acc.subarray(0, want.length)], [...want]);
+      // A later call whose GEMM uses the INP and WGT this one left.
+      runVtaFunction(binaryOf([rawRun([insn.load(MEM.UOP, { xSize: 3, xStride: 3 }), insn.gemm({ ...nest2, uopEnd: 3 }), insn.finish()], [[0, UOP_BUFFER]], uops3)]), "f", [], { simulator: sim });
+      referenceGemm(want, inp, wgt, uops3, nest2);
+      assert.deepEqual([...sim.core.srams.acc.subarray(0, want.length)], [...want]);
+    });
+  }
+
   it("wraps int32 accumulation like the hardware", () => {
     const big = new Int32Array(accLanes).fill(2 ** 31 - 1);
     const ones = new Int8Array(inpLanes).fill(1);

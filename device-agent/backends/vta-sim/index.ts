@@ -14,7 +14,7 @@ export { VtaSimulator, DEFAULT_VTA_SIM_MEMORY_BYTES, type VtaSimulatorOptions, t
 export { Dram, DramBuffer, PAGE_BYTES } from "./dram.ts";
 export { TVM_COUNTERS, VtaCounters } from "./stats.ts";
 export { DEFAULT_TIMING, resolveTiming, type TimingModel } from "./timing.ts";
-export { wasmGemmSupported, type GemmEngine } from "./gemm.ts";
+export { wasmGemmSupported, type GemmEngine } from "./core.ts";
 export type { ParamInfo } from "./decode.ts";
 
 export interface RunVtaFunctionOptions extends VtaSimulatorOptions {

@@ -24,7 +24,7 @@ import {
   type BufferNeed, type DecodedInsn, type DecodedRun, type ParamInfo,
 } from "./decode.ts";
 import { Executor } from "./execute.ts";
-import { createCore, type Core, type GemmEngine } from "./gemm.ts";
+import { createCore, type Core, type GemmEngine } from "./core.ts";
 import { VtaCounters } from "./stats.ts";
 import { resolveTiming, type TimingModel } from "./timing.ts";
 import { QUEUE_NAMES, TokenQueues } from "./tokens.ts";
@@ -36,7 +36,7 @@ export interface VtaSimulatorOptions {
   hardware?: VtaHardware;
   /** DRAM capacity in bytes. */
   memoryBytes?: number;
-  /** GEMM engine; default wasm-simd where supported. */
+  /** The compute core's engine (GEMM, reset, ALU); default wasm-simd where supported. */
   engine?: GemmEngine;
   timing?: Partial<TimingModel>;
 }
@@ -72,6 +72,7 @@ export class VtaSimulator {
   readonly counters = new VtaCounters();
   readonly timing: TimingModel;
   private readonly executor: Executor;
+  private decodedRuns = 0;
 
   constructor(opts: VtaSimulatorOptions = {}) {
     if (new Uint8Array(new Uint32Array([1]).buffer)[0] !== 1) throw new FarmError("INTERNAL", "the VTA simulator needs a little-endian host");
@@ -87,6 +88,15 @@ export class VtaSimulator {
     this.core = createCore(hw, opts.engine);
     this.timing = resolveTiming(opts.timing);
     this.executor = new Executor(hw, this.core, this.counters);
+  }
+
+  /**
+   * Runs that `prepare` decoded since the simulator was made or reset. Only
+   * `prepare` decodes: calls execute the decoded program, so this moves with
+   * module loads and never with calls.
+   */
+  get runsDecoded(): number {
+    return this.decodedRuns;
   }
 
   /**
@@ -106,6 +116,7 @@ export class VtaSimulator {
     let error: FarmError | undefined;
     try {
       fn.runs.forEach((run, r) => {
+        this.decodedRuns++;
         const decoded = decodeRun(this.hw, this.timing, run, r, name, ps);
         let uopBuffer: DramBuffer | undefined;
         if (decoded.uops.byteLength > 0) {
@@ -155,6 +166,7 @@ export class VtaSimulator {
     this.tokens.clear();
     this.counters.clear();
     this.dram.clear();
+    this.decodedRuns = 0;
   }
 
   private checkArgs(program: VtaProgram, args: readonly (DramBuffer | undefined)[]): void {

@@ -3,9 +3,11 @@
  * VtaHardware: INP (int8), WGT (int8), ACC (int32) and UOP (the raw 32-bit
  * micro-ops plus their fields decoded once, when a LOAD UOP writes them).
  *
- * All buffers are views on one memory (a WebAssembly.Memory when the GEMM runs
- * in WebAssembly, so the kernel addresses them directly); `layout` gives each
- * buffer's byte offset in it.
+ * All buffers are views on one memory (a WebAssembly.Memory when the compute
+ * core runs in WebAssembly, so its kernels address them directly); `layout`
+ * gives each buffer's byte offset in it. The layout also holds the wasm
+ * engine's int16 copies of INP and WGT (core-wasm.ts), which only that engine
+ * reads and writes.
  */
 import { insnLayouts, type VtaHardware } from "../../../vta/index.ts";
 
@@ -19,6 +21,10 @@ export interface SramLayout {
   uopDstBase: number;
   uopSrcBase: number;
   uopWgtBase: number;
+  /** INP widened to int16 (the wasm engine's copy). */
+  inp16Base: number;
+  /** WGT as int16 pairs, pair-major (the wasm engine's copy). */
+  wgtPairBase: number;
   totalBytes: number;
   /** Whole WebAssembly pages covering totalBytes. */
   wasmPages: number;
@@ -39,7 +45,9 @@ export function sramLayout(hw: VtaHardware): SramLayout {
   const uopDstBase = take(hw.uopDepth * 4);
   const uopSrcBase = take(hw.uopDepth * 4);
   const uopWgtBase = take(hw.uopDepth * 4);
-  return { inpBase, wgtBase, accBase, uopBase, uopDstBase, uopSrcBase, uopWgtBase, totalBytes: at, wasmPages: Math.ceil(at / WASM_PAGE) };
+  const inp16Base = take(hw.inpDepth * hw.inpElemBytes * 2);
+  const wgtPairBase = take(hw.wgtDepth * hw.wgtElemBytes * 2);
+  return { inpBase, wgtBase, accBase, uopBase, uopDstBase, uopSrcBase, uopWgtBase, inp16Base, wgtPairBase, totalBytes: at, wasmPages: Math.ceil(at / WASM_PAGE) };
 }
 
 export class Srams {

@@ -1,7 +1,8 @@
 /**
- * Just enough of a WebAssembly binary writer to emit the GEMM kernel
- * (gemm-wasm.ts): LEB128, sections, and the scalar and SIMD instructions it
- * uses. Opcodes are from the WebAssembly core and fixed-width SIMD specs.
+ * Just enough of a WebAssembly binary writer to emit the compute core's
+ * kernels (core-wasm.ts): LEB128, sections, and the scalar and SIMD
+ * instructions they use. Opcodes are from the WebAssembly core and
+ * fixed-width SIMD specs.
  */
 
 export const I32 = 0x7f;
@@ -63,8 +64,19 @@ export class Code {
   end(): this {
     return this.op(0x0b);
   }
+  br(depth: number): this {
+    return this.op(0x0c, ...uleb(depth));
+  }
   brIf(depth: number): this {
     return this.op(0x0d, ...uleb(depth));
+  }
+  /** br_table: to `depths[i]` for i on the stack, `otherwise` for any other value. */
+  brTable(depths: readonly number[], otherwise: number): this {
+    return this.op(0x0e, ...uleb(depths.length), ...depths.flatMap((d) => uleb(d)), ...uleb(otherwise));
+  }
+  /** select: the first operand if the third is non-zero, else the second. */
+  select(): this {
+    return this.op(0x1b);
   }
   get(local: number): this {
     return this.op(0x20, ...uleb(local));
@@ -81,11 +93,24 @@ export class Code {
   i32load(offset: number): this {
     return this.op(0x28, 2, ...uleb(offset));
   }
+  /** i32.store with a constant byte offset (alignment hint 4 bytes). */
+  i32store(offset: number): this {
+    return this.op(0x36, 2, ...uleb(offset));
+  }
   i32eqz(): this {
     return this.op(0x45);
   }
+  i32eq(): this {
+    return this.op(0x46);
+  }
+  i32ltS(): this {
+    return this.op(0x48);
+  }
   i32ltU(): this {
     return this.op(0x49);
+  }
+  i32geS(): this {
+    return this.op(0x4e);
   }
   i32geU(): this {
     return this.op(0x4f);
@@ -93,8 +118,20 @@ export class Code {
   i32add(): this {
     return this.op(0x6a);
   }
+  i32sub(): this {
+    return this.op(0x6b);
+  }
   i32mul(): this {
     return this.op(0x6c);
+  }
+  i32and(): this {
+    return this.op(0x71);
+  }
+  i32shl(): this {
+    return this.op(0x74);
+  }
+  i32shrS(): this {
+    return this.op(0x75);
   }
   /** v128.load with a constant byte offset (alignment hint 1 byte: always valid). */
   v128load(offset: number): this {
@@ -104,6 +141,10 @@ export class Code {
   load8x8s(offset: number): this {
     return this.simd(0x01, 0, ...uleb(offset));
   }
+  /** v128.load32_splat: one 32-bit value in every lane. */
+  load32Splat(offset: number): this {
+    return this.simd(0x09, 0, ...uleb(offset));
+  }
   v128store(offset: number): this {
     return this.simd(0x0b, 0, ...uleb(offset));
   }
@@ -112,8 +153,28 @@ export class Code {
     const bytes = lanes.flatMap((l) => [4 * l, 4 * l + 1, 4 * l + 2, 4 * l + 3]);
     return this.simd(0x0d, ...bytes);
   }
+  i32x4splat(): this {
+    return this.simd(0x11);
+  }
+  /** i32x4.shl by an i32 amount (taken mod 32). */
+  i32x4shl(): this {
+    return this.simd(0xab);
+  }
+  /** i32x4.shr_s by an i32 amount (taken mod 32). */
+  i32x4shrS(): this {
+    return this.simd(0xac);
+  }
   i32x4add(): this {
     return this.simd(0xae);
+  }
+  i32x4mul(): this {
+    return this.simd(0xb5);
+  }
+  i32x4minS(): this {
+    return this.simd(0xb6);
+  }
+  i32x4maxS(): this {
+    return this.simd(0xb8);
   }
   /** i32x4.dot_i16x8_s: lane i = a[2i]·b[2i] + a[2i+1]·b[2i+1]. */
   i32x4dotI16x8s(): this {
