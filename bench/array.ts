@@ -64,9 +64,9 @@ export async function benchArray(): Promise<void> {
   }
 
   printTable("3. 64 MiB float32 array host ↔ board (median of 3, MB = 10^6 B)", [
-    bulkRow("host → board: copyFrom into an array", median(copy), base, "out", TVM_TO_BOARD),
-    bulkRow("host → board: session.array(f32) (alloc+copy)", median(create), base, "out", TVM_TO_BOARD),
-    bulkRow("board → host: toArray()", median(read), base, "in", TVM_TO_HOST),
+    bulkRow("host → board: copyFrom into an array", median(copy), base, "out", "direct", TVM_TO_BOARD),
+    bulkRow("host → board: session.array(f32) (alloc+copy)", median(create), base, "out", "direct", TVM_TO_BOARD),
+    bulkRow("board → host: toArray()", median(read), base, "in", "direct", TVM_TO_HOST),
   ], [
     `copyFrom runs ${runs(copy)}; array() runs ${runs(create)}; toArray runs ${runs(read)} MB/s`,
     ...baselineNotes(base),

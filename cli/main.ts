@@ -116,7 +116,7 @@ addClientSecurityFlags(program
   .option("--no-direct", "serve no direct lane: hosts reach this agent's boards through the tracker's relay")
   .option("--data-host <host>", "interface of the direct lane (default 127.0.0.1 for a loopback tracker, else 0.0.0.0)")
   .addOption(new Option("--data-port <port>", "port of the direct lane (0: any free port)").argParser(integer))
-  .option("--data-advertise <host>", "the name or address hosts reach the direct lane at (default: the address the tracker sees this agent at)")
+  .option("--data-advertise <host[:port]>", "the name or address hosts reach the direct lane at, with the port where it is forwarded (default: the address the tracker sees this agent at)")
   .option("--data-tls-cert <file>", "TLS on the direct lane with this certificate (from the farm's CA, naming this host); needed for a direct lane when the agent talks TLS to its tracker")
   .option("--data-tls-key <file>", "the key of --data-tls-cert")
   .action(async (o: ClientSecurityFlags & {

@@ -181,8 +181,10 @@ export class Agent {
       return undefined;
     }
     const port = await this.lanes.listen(o.dataHost, o.dataPort);
+    // HOST, or HOST:PORT where a forwarded port is what hosts reach (NAT).
+    const advertised = o.dataAdvertise && /:\d+$/.test(o.dataAdvertise) ? parseAddress(o.dataAdvertise) : { host: o.dataAdvertise, port };
     o.logger.info({ host: o.dataHost, port, tls: this.lanes.secure, advertised: o.dataAdvertise || "(the address the tracker sees)" }, "direct lane listening");
-    return { port, host: o.dataAdvertise, tls: this.lanes.secure };
+    return { port: advertised.port, host: advertised.host, tls: this.lanes.secure };
   }
 
   close(): void {

@@ -54,7 +54,7 @@ export interface AgentOptions {
   dataHost?: string;
   /** Port of the direct lane; default 0 (any free one). */
   dataPort?: number;
-  /** The host name or address hosts reach the direct lane at; default the address the tracker sees this agent at. */
+  /** The host name or address (HOST, or HOST:PORT for a forwarded port) hosts reach the direct lane at; default the address the tracker sees this agent at. */
   dataAdvertise?: string;
   /** TLS for the direct lane (needed for one when the agent talks TLS to its tracker); the farm's CA must have signed it. */
   dataTls?: ServerTls;

@@ -48,8 +48,14 @@ function endOf(frame: Uint8Array): FarmError | null {
  * Waits for the grant on a Session stream: its first message. The request's
  * refusal or deadline arrives as the stream's status instead.
  */
-export function awaitGrant(stream: SessionStream): Promise<Grant__Output> {
+export function awaitGrant(stream: SessionStream, timeoutMs?: number): Promise<Grant__Output> {
   return new Promise((resolve, reject) => {
+    const timer = timeoutMs === undefined ? undefined : setTimeout(() => {
+      cleanup();
+      stream.on("error", () => {});
+      stream.cancel();
+      reject(new FarmError("DEADLINE_EXCEEDED", `the tracker gave no grant nor refusal within ${timeoutMs} ms`));
+    }, timeoutMs);
     const onData = (frame: Buffer) => {
       cleanup();
       stream.pause();
@@ -69,6 +75,7 @@ export function awaitGrant(stream: SessionStream): Promise<Grant__Output> {
       if (s.code === grpcStatus.OK) onError(new FarmError("PROTOCOL_ERROR", "the tracker ended a Session stream without a grant"));
     };
     const cleanup = () => {
+      clearTimeout(timer);
       stream.off("data", onData);
       stream.off("error", onError);
       stream.off("status", onStatus);

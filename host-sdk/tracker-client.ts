@@ -98,11 +98,12 @@ export class TrackerClient {
       session_timeout_ms: opts.sessionTimeoutMs ?? 0,
       route,
     })));
-    // The tracker answers at the queue deadline; a deadline here only guards against a tracker that never does.
-    const stream = this.client.Session(metadata, opts.deadlineMs ? { deadline: Date.now() + opts.deadlineMs + REQUEST_DEADLINE_SLACK_MS } : {}) as unknown as SessionStream;
+    // No gRPC deadline: the stream lives as long as the lease. The tracker answers at the queue deadline; the
+    // host's own limit only guards against a tracker that never does.
+    const stream = this.client.Session(metadata) as unknown as SessionStream;
     let grant;
     try {
-      grant = await awaitGrant(stream);
+      grant = await awaitGrant(stream, opts.deadlineMs ? opts.deadlineMs + REQUEST_DEADLINE_SLACK_MS : undefined);
     } catch (err) {
       throw this.unreachable(err);
     }

@@ -8,6 +8,7 @@ import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import type { HostFrame, HostFrame__Output } from "./gen/farm/v1/HostFrame.ts";
 import type { BoardFrame, BoardFrame__Output } from "./gen/farm/v1/BoardFrame.ts";
+import type { WireError } from "./errors.ts";
 import type { Grant, Grant__Output } from "./gen/farm/v1/Grant.ts";
 import type { LaneHello, LaneHello__Output } from "./gen/farm/v1/LaneHello.ts";
 import type { LaneWelcome, LaneWelcome__Output } from "./gen/farm/v1/LaneWelcome.ts";
@@ -76,7 +77,7 @@ export function encodeGrantFrame(grant: Grant): Uint8Array {
 }
 
 /** A session's last frame: `reason` null is a clean close. */
-export function encodeEndFrame(reason: { code: string; message: string } | null): Uint8Array {
+export function encodeEndFrame(reason: WireError | null): Uint8Array {
   return encodeBoardFrame({ end: reason ? { reason } : {} });
 }
 
@@ -90,7 +91,7 @@ export function decodeGrantFrame(bytes: Uint8Array): Grant__Output {
 }
 
 /** The end a frame carries: null for a clean close. */
-export function decodeEndFrame(bytes: Uint8Array): { code: string; message: string } | null {
+export function decodeEndFrame(bytes: Uint8Array): WireError | null {
   const f = decodeBoardFrame(bytes);
   if (!f.end) throw new Error("not an end frame");
   return f.end.reason ?? null;

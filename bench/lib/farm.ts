@@ -5,6 +5,7 @@
  */
 import { startFarm, waitFor } from "../../tests/helpers/processes.ts";
 import type { Session } from "../../host-sdk/index.ts";
+import type { Route } from "../../protos/index.ts";
 import { childrenOf, settleProcesses } from "./procs.ts";
 
 export type BenchFarm = Awaited<ReturnType<typeof startFarm>> & {
@@ -14,8 +15,8 @@ export type BenchFarm = Awaited<ReturnType<typeof startFarm>> & {
   workerPids(): number[];
   /** Waits until `n` boards are free again (outside any timed region). */
   waitFree(n?: number): Promise<void>;
-  /** A session with `fn` run on it, closed afterwards whatever happens. */
-  withSession<T>(fn: (s: Session) => Promise<T>): Promise<T>;
+  /** A session (on `route`, default auto) with `fn` run on it, closed afterwards whatever happens. */
+  withSession<T>(fn: (s: Session) => Promise<T>, route?: Route): Promise<T>;
 };
 
 /** One CPU board of key "cpu". */
@@ -35,8 +36,9 @@ export async function startBenchFarm(): Promise<BenchFarm> {
         return s.boards.filter((b) => b.state === "free").length >= n;
       }, 30_000, 2);
     },
-    async withSession<T>(fn: (s: Session) => Promise<T>): Promise<T> {
-      const s = await farm.client.request("cpu");
+    async withSession<T>(fn: (s: Session) => Promise<T>, route?: Route): Promise<T> {
+      const s = await farm.client.request("cpu", route ? { route } : {});
+      if (route && route !== "auto" && s.lane !== route) throw new Error(`asked for the ${route} lane, got ${s.lane}`);
       try {
         return await fn(s);
       } finally {

@@ -1,0 +1,229 @@
+/**
+ * Session lanes (docs/architecture.md, "Lanes") against real tracker and
+ * agent processes: which lane a session gets, and what bad input gets —
+ * forged, reused, expired and foreign tickets, garbage before the handshake,
+ * a direct address that refuses or black-holes, a worker or an agent killed
+ * while a direct lane is open, a lane cut mid-upload.
+ */
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { createServer, connect, type Server, type Socket } from "node:net";
+import { after, before, describe, it } from "node:test";
+import { FarmError, decodeBoardFrame, encodeHostFrame, parseAddress } from "../protos/index.ts";
+import { connectTracker, type TrackerClient } from "../host-sdk/index.ts";
+import { rawHello, rawSession } from "./helpers/raw-session.ts";
+import { startAgentProcess, startFarm, startTrackerProcess, waitFor, waitForFreeBoards, type AgentProcess, type TrackerProcess } from "./helpers/processes.ts";
+
+const host = (address: string) => parseAddress(address).host;
+
+/** The board's lane as the tracker's summary shows it while the session is open. */
+async function laneInSummary(client: TrackerClient, sessionId: string): Promise<string> {
+  const s = await client.summary();
+  return s.boards.find((b) => b.session_id === sessionId)?.session_lane ?? "(no such session)";
+}
+
+describe("session lanes", () => {
+  let farm: Awaited<ReturnType<typeof startFarm>>;
+  before(async () => {
+    farm = await startFarm(["cpu:key=cpu"]);
+  });
+  after(() => farm.stop());
+
+  for (const route of ["direct", "relay", "grpc"] as const) {
+    it(`route ${route}: the session gets that lane, and the summary shows it`, async () => {
+      const s = await farm.client.request("cpu", { route });
+      try {
+        assert.equal(s.lane, route);
+        await s.upload(Buffer.from("x"), "x.bin");
+        assert.equal(await laneInSummary(farm.client, s.id), route);
+      } finally {
+        await s.close();
+      }
+    });
+  }
+
+  it("auto takes the direct lane where the agent serves one", async () => {
+    const s = await farm.client.request("cpu", { route: "auto" });
+    assert.equal(s.lane, "direct");
+    assert.equal(s.laneNote, undefined);
+    await s.close();
+  });
+
+  it("refuses a forged, a reused, an expired and a foreign ticket on the agent's direct lane, and the session goes on", async () => {
+    const raw = await rawSession(farm.tracker.address, { key: "cpu", route: "direct" });
+    const [dHost, dPort] = [host(raw.grant.direct_address), parseAddress(raw.grant.direct_address).port];
+    try {
+      const forged = await rawHello(dHost, dPort, { session_id: raw.grant.session_id, ticket: "f".repeat(32), role: "host" });
+      assert.equal(forged.error?.code, "PERMISSION_DENIED");
+      assert.match(forged.error!.message, /wrong ticket/);
+      const real = await rawHello(dHost, dPort, { session_id: raw.grant.session_id, ticket: raw.grant.ticket, role: "host" });
+      assert.equal(real.error, undefined);
+      const reused = await rawHello(dHost, dPort, { session_id: raw.grant.session_id, ticket: raw.grant.ticket, role: "host" });
+      assert.equal(reused.error?.code, "PERMISSION_DENIED");
+      assert.match(reused.error!.message, /ticket is used/);
+      const foreign = await rawHello(dHost, dPort, { session_id: "s999-000000", ticket: raw.grant.ticket, role: "host" });
+      assert.equal(foreign.error?.code, "NOT_FOUND");
+      // The real lane still answers: a listdir on it.
+      real.lane.send(encodeHostFrame({ id: 1, listdir: {} }));
+      const reply = await new Promise<Buffer>((resolve) => real.lane.onFrame(resolve));
+      assert.deepEqual(decodeBoardFrame(reply).listing?.entries, []);
+      real.lane.fail(new FarmError("CANCELLED", "done"));
+    } finally {
+      raw.close();
+    }
+    await waitForFreeBoards(farm.client, 1);
+    // Expired: the session is over, its ticket opens nothing.
+    const expired = await rawHello(dHost, dPort, { session_id: raw.grant.session_id, ticket: raw.grant.ticket, role: "host" });
+    assert.equal(expired.error?.code, "NOT_FOUND");
+  });
+
+  it("refuses forged and reused tickets on the tracker's data port", async () => {
+    const raw = await rawSession(farm.tracker.address, { key: "cpu", route: "relay" });
+    try {
+      const forged = await rawHello(host(farm.tracker.address), raw.grant.relay_port, { session_id: raw.grant.session_id, ticket: "0".repeat(32), role: "host" });
+      assert.equal(forged.error?.code, "PERMISSION_DENIED");
+      const real = await rawHello(host(farm.tracker.address), raw.grant.relay_port, { session_id: raw.grant.session_id, ticket: raw.grant.ticket, role: "host" });
+      assert.equal(real.error, undefined);
+      const reused = await rawHello(host(farm.tracker.address), raw.grant.relay_port, { session_id: raw.grant.session_id, ticket: raw.grant.ticket, role: "host" });
+      assert.equal(reused.error?.code, "PERMISSION_DENIED");
+      assert.match(reused.error!.message, /ticket is used/);
+      real.lane.fail(new FarmError("CANCELLED", "done"));
+    } finally {
+      raw.close();
+    }
+    await waitForFreeBoards(farm.client, 1);
+  });
+
+  it("garbage before the handshake is refused on both ports, and the farm goes on", async () => {
+    const s = await farm.client.request("cpu", { route: "direct" });
+    const direct = (await farm.client.summary()).agents[0]!;
+    assert.ok(direct);
+    await s.close();
+    for (const port of [farm.tracker.dataPort, await agentDirectPort(farm.client)]) {
+      const socket = connect({ host: "127.0.0.1", port });
+      await new Promise((resolve) => socket.once("connect", resolve));
+      // A length of 3 GiB, then noise: over the hello's limit at once.
+      socket.write(Buffer.from([0xc0, 0, 0, 0, 1, 2, 3, 4]));
+      await new Promise((resolve) => socket.once("close", resolve).on("error", () => {}).resume());
+    }
+    const again = await farm.client.request("cpu");
+    assert.equal(again.lane, "direct");
+    await again.listdir();
+    await again.close();
+  });
+
+  it("a worker killed while a direct lane is open: the host sees RUNTIME_CRASH, the board returns", async () => {
+    const s = await farm.client.request("cpu", { route: "direct" });
+    const pid = Number((await s.stats()).info.worker_pid);
+    process.kill(pid, "SIGKILL");
+    await assert.rejects(s.listdir(), (e: FarmError) => e.code === "RUNTIME_CRASH" && /SIGKILL/.test(e.message));
+    await waitForFreeBoards(farm.client, 1);
+  });
+
+  it("a lane cut mid-upload: the session ends, nothing of the upload is kept", async () => {
+    const raw = await rawSession(farm.tracker.address, { key: "cpu", route: "direct" });
+    const lane = await rawHello(host(raw.grant.direct_address), parseAddress(raw.grant.direct_address).port, { session_id: raw.grant.session_id, ticket: raw.grant.ticket, role: "host" });
+    const half = Buffer.alloc(1 << 20, 7);
+    const whole = Buffer.concat([half, half]);
+    const sha256 = createHash("sha256").update(whole).digest("hex");
+    lane.lane.send(encodeHostFrame({ id: 1, upload: { name: "cut.bin", total_bytes: whole.length, data: half, done: false, sha256 } }));
+    await new Promise((resolve) => setImmediate(resolve));
+    lane.lane.socket.destroy();
+    const end = await new Promise<FarmError>((resolve) => raw.stream.on("error", (err) => resolve(FarmError.from(err))));
+    assert.equal(end.code, "CANCELLED");
+    raw.close();
+    await waitForFreeBoards(farm.client, 1);
+    const s = await farm.client.request("cpu");
+    try {
+      assert.deepEqual(await s.listdir(), []);
+      // Not kept under its digest either: a probe finds nothing.
+      await assert.rejects(s.request({ upload: { name: "cut.bin", total_bytes: whole.length, data: new Uint8Array(0), done: true, sha256, probe: true } }), (e: FarmError) => e.code === "NOT_FOUND");
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+/** The agent's direct-lane port, from a grant. */
+async function agentDirectPort(client: TrackerClient): Promise<number> {
+  const raw = await rawSession(client.address, { key: "cpu", route: "direct" });
+  raw.close();
+  await waitForFreeBoards(client, 1);
+  return parseAddress(raw.grant.direct_address).port;
+}
+
+describe("a direct lane hosts cannot reach", () => {
+  let tracker: TrackerProcess;
+  let client: TrackerClient;
+  let hole: Server;
+  const held: Socket[] = [];
+  let refusing: AgentProcess;
+  let holing: AgentProcess;
+
+  before(async () => {
+    tracker = await startTrackerProcess();
+    // A black hole: it takes connections and never answers.
+    hole = createServer((s) => held.push(s.on("error", () => {}))).listen(0, "127.0.0.1");
+    await new Promise((resolve) => hole.once("listening", resolve));
+    const holePort = (hole.address() as { port: number }).port;
+    refusing = await startAgentProcess(tracker.address, ["cpu:key=refused"], ["--data-advertise", "127.0.0.1:1"]);
+    holing = await startAgentProcess(tracker.address, ["cpu:key=holed"], ["--data-advertise", `127.0.0.1:${holePort}`]);
+    client = await connectTracker(tracker.address);
+    await waitForFreeBoards(client, 2);
+  });
+  after(async () => {
+    client.close();
+    for (const s of held) s.destroy();
+    hole.close();
+    await refusing.stop();
+    await holing.stop();
+    await tracker.stop();
+  });
+
+  it("auto falls back to the relay when the direct address refuses, and says so", async () => {
+    const s = await client.request("refused");
+    try {
+      assert.equal(s.lane, "relay");
+      assert.match(s.laneNote ?? "", /direct lane to 127\.0\.0\.1:1 failed .*fell back to the tracker's relay/);
+      await s.listdir();
+    } finally {
+      await s.close();
+    }
+  });
+
+  it("auto falls back within its bound when the direct address black-holes", async () => {
+    const t0 = performance.now();
+    const s = await client.request("holed", { directTimeoutMs: 300 });
+    const took = performance.now() - t0;
+    try {
+      assert.equal(s.lane, "relay");
+      assert.match(s.laneNote ?? "", /no welcome within|did not answer within/);
+      assert.ok(took < 3000, `the fallback took ${took.toFixed(0)} ms`);
+      await s.listdir();
+    } finally {
+      await s.close();
+    }
+  });
+
+  it("route direct fails with the address when it cannot be reached, and the board returns at once", async () => {
+    await assert.rejects(client.request("refused", { route: "direct" }), (e: FarmError) => e.code === "UNAVAILABLE" && /127\.0\.0\.1:1/.test(e.message));
+    await waitFor("the board back", async () => (await client.summary()).boards.some((b) => b.key === "refused" && b.state === "free"), 3000);
+  });
+});
+
+describe("an agent killed while a direct lane is open", () => {
+  it("the host sees AGENT_LOST within 3 s", async () => {
+    const farm = await startFarm(["cpu:key=cpu"]);
+    try {
+      const s = await farm.client.request("cpu", { route: "direct" });
+      await s.listdir();
+      const t0 = Date.now();
+      farm.agent.proc.kill("SIGKILL");
+      await waitFor("the session's end", () => s.isClosed, 3000);
+      assert.equal(s.closedReason?.code, "AGENT_LOST");
+      assert.ok(Date.now() - t0 < 3000, `AGENT_LOST took ${Date.now() - t0} ms`);
+    } finally {
+      await farm.stop();
+    }
+  });
+});

@@ -1,0 +1,7 @@
+/**
+ * The whole session suite again on the grpc route (the default run takes
+ * auto, which is direct on a loopback farm): every lane must pass it.
+ */
+process.env.KFARM_ROUTE = "grpc";
+await import("./session-suite.ts");
+export {};
