@@ -33,6 +33,10 @@ class InProcessChannel implements FrameChannel {
     queueMicrotask(() => this.server?.receive(copy));
     return true;
   }
+  sendParts(parts: readonly Uint8Array[]): boolean {
+    return this.send(parts.length === 1 ? parts[0]! : Buffer.concat(parts));
+  }
+
   deliver(frame: Uint8Array): void {
     const copy = Uint8Array.from(frame);
     queueMicrotask(() => this.frameHandler?.(copy));

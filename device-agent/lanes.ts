@@ -25,6 +25,13 @@ import {
   type ClientSecurity, type Lane, type Logger, type ServerTls,
 } from "../protos/index.ts";
 
+/**
+ * The grant reaches the host and the assignment the agent at about the same
+ * time; a host this much faster than its session's assignment is waited for.
+ * Longer, and the session id is not one of this agent's.
+ */
+const ARRIVAL_WAIT_MS = 1000;
+
 interface Expected {
   ticket: Buffer;
   route: string;
@@ -116,13 +123,13 @@ export class AgentLanes {
     }
   }
 
-  /** Waits (a hello's time at most) for a session's assignment that is on its way. */
+  /** Waits (ARRIVAL_WAIT_MS at most) for a session's assignment that is on its way. */
   private arrival(sessionId: string): Promise<Expected | undefined> {
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.early.delete(sessionId);
         resolve(undefined);
-      }, HELLO_TIMEOUT_MS);
+      }, ARRIVAL_WAIT_MS);
       this.early.set(sessionId, () => {
         clearTimeout(timer);
         this.early.delete(sessionId);
@@ -181,7 +188,8 @@ export class AgentLanes {
 /** Two connected unix sockets (Node has no socketpair): through a listener that lives for one connection. */
 async function socketPair(dir: string): Promise<[Socket, Socket]> {
   const path = join(dir, `pair-${randomBytes(6).toString("hex")}.sock`);
-  const server = createServer();
+  // Paused on connect: the accepted end never reads here, so nothing is lost when it is handed to the worker.
+  const server = createServer({ pauseOnConnect: true });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(path, resolve);

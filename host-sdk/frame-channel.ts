@@ -26,6 +26,8 @@ import { status as grpcStatus } from "@grpc/grpc-js";
 export interface FrameChannel {
   /** false: the send buffer is full, wait for drained() before sending more. */
   send(frame: Uint8Array): boolean;
+  /** One frame given as parts (encodeHostFrameParts): a socket lane writes them as they are. */
+  sendParts(parts: readonly Uint8Array[]): boolean;
   drained(): Promise<void>;
   onFrame(handler: (frame: Uint8Array) => void): void;
   /** Called once when the channel is over; null means a clean end. */
@@ -108,6 +110,10 @@ abstract class SessionChannelBase implements FrameChannel {
   protected abstract closed(): void;
 
   abstract send(frame: Uint8Array): boolean;
+
+  sendParts(parts: readonly Uint8Array[]): boolean {
+    return this.send(parts.length === 1 ? parts[0]! : Buffer.concat(parts));
+  }
   abstract drained(): Promise<void>;
   abstract end(): void;
 
@@ -184,6 +190,10 @@ export class LaneChannel extends SessionChannelBase {
 
   send(frame: Uint8Array): boolean {
     return this.lane.send(frame);
+  }
+
+  override sendParts(parts: readonly Uint8Array[]): boolean {
+    return this.lane.sendParts(parts);
   }
 
   drained(): Promise<void> {

@@ -9,7 +9,7 @@
  * States: open → ended (the channel closed: `endReason` says why, a clean
  * end is SESSION_CLOSED). Nothing reopens.
  */
-import { CHUNK_BYTES, FarmError, decodeBoardFrame, encodeHostFrame, type BoardFrame__Output, type HostFrame } from "../protos/index.ts";
+import { CHUNK_BYTES, FarmError, decodeBoardFrame, encodeHostFrame, encodeHostFrameParts, type BoardFrame__Output, type HostFrame } from "../protos/index.ts";
 import type { FrameChannel } from "./frame-channel.ts";
 
 /** A request as the caller writes it: the multiplexer gives it its id. */
@@ -68,7 +68,7 @@ export class Multiplexer {
     let offset = 0;
     do {
       const end = Math.min(bytes.byteLength, offset + CHUNK_BYTES);
-      const ok = this.channel.send(encodeHostFrame({ id, ...op(bytes.subarray(offset, end), offset, end === bytes.byteLength) }));
+      const ok = this.channel.sendParts(encodeHostFrameParts({ id, ...op(bytes.subarray(offset, end), offset, end === bytes.byteLength) }));
       offset = end;
       // Stop early when the board already answered (it refused the transfer).
       if (!this.waiting.has(id)) break;

@@ -52,6 +52,33 @@ export function decodeBoardFrame(bytes: Uint8Array): BoardFrame__Output {
   return boardFrameType.decode(bytes) as unknown as BoardFrame__Output;
 }
 
+// --- chunk frames without a copy of their data
+
+/** The chunked requests, by their HostFrame field number; each one's `data` is its field 3. */
+const CHUNK_OPS = { upload: { field: 2, type: root.lookupType("farm.v1.Upload") }, array_write: { field: 8, type: root.lookupType("farm.v1.ArrayWrite") } } as const;
+/** Below this, one buffer is cheaper than two writes. */
+const SPLIT_MIN_BYTES = 64 << 10;
+
+/**
+ * A HostFrame as parts whose concatenation is its encoding: for an upload or
+ * array-write chunk, the encoded head and then the chunk's bytes themselves,
+ * so a megabyte goes to the socket without being copied into a protobuf
+ * buffer. (Protobuf reads fields in any order: `data` goes last.)
+ */
+export function encodeHostFrameParts(frame: HostFrame): Uint8Array[] {
+  const op = frame.upload ? "upload" : frame.array_write ? "array_write" : undefined;
+  const inner = op ? (frame[op] as { data?: Uint8Array }) : undefined;
+  const data = inner?.data;
+  if (!op || !data || data.byteLength < SPLIT_MIN_BYTES) return [encodeHostFrame(frame)];
+  const { data: _, ...rest } = inner!;
+  const innerHead = CHUNK_OPS[op].type.encode(rest).finish();
+  const dataTag = protobuf.Writer.create().uint32((3 << 3) | 2).uint32(data.byteLength).finish();
+  const head = protobuf.Writer.create();
+  if (frame.id) head.uint32((1 << 3) | 0).uint32(frame.id);
+  head.uint32((CHUNK_OPS[op].field << 3) | 2).uint32(innerHead.length + dataTag.length + data.byteLength);
+  return [Buffer.concat([head.finish(), innerHead, dataTag]), data];
+}
+
 // --- frames recognised by their first byte
 
 /**

@@ -107,6 +107,21 @@ export class LaneSocket {
     return ok;
   }
 
+  /** Sends one frame given as parts (protos/frames.ts encodeHostFrameParts), without joining them. */
+  sendParts(parts: readonly Uint8Array[]): boolean {
+    if (parts.length === 1) return this.send(parts[0]!);
+    let length = 0;
+    for (const p of parts) length += p.byteLength;
+    const header = Buffer.allocUnsafe(HEADER_BYTES);
+    header.writeUInt32BE(length, 0);
+    this.socket.cork();
+    this.socket.write(header);
+    let ok = true;
+    for (const p of parts) ok = this.socket.write(p);
+    this.socket.uncork();
+    return ok;
+  }
+
   drained(): Promise<void> {
     return new Promise((resolve) => {
       if (this.closed || !this.socket.writableNeedDrain) return resolve();
@@ -185,6 +200,14 @@ export class LaneSocket {
    */
   detach(): { socket: Socket; rest: Buffer } {
     this.socket.pause();
+    // pause() only stops 'data' events: the handle goes on reading into the stream's buffer, and once the
+    // handle is sent to another process (child_process.send) what it still reads here is dropped, racing
+    // that process for the same socket. Stop the handle itself (Node has no public call for it).
+    const handle = (this.socket as unknown as { _handle?: { readStop?: () => number; reading?: boolean } })._handle;
+    if (handle?.readStop) {
+      handle.readStop();
+      handle.reading = false;
+    }
     this.socket.off("data", this.onData);
     this.socket.removeAllListeners("error");
     this.socket.removeAllListeners("close");

@@ -120,7 +120,7 @@ describe("session lanes", () => {
     await waitForFreeBoards(farm.client, 1);
   });
 
-  it("a lane cut mid-upload: the session ends, nothing of the upload is kept", async () => {
+  it("a lane cut mid-upload: the session ends, nothing of the upload is kept", { timeout: 30_000 }, async () => {
     const raw = await rawSession(farm.tracker.address, { key: "cpu", route: "direct" });
     const lane = await rawHello(host(raw.grant.direct_address), parseAddress(raw.grant.direct_address).port, { session_id: raw.grant.session_id, ticket: raw.grant.ticket, role: "host" });
     const half = Buffer.alloc(1 << 20, 7);
