@@ -113,7 +113,8 @@ export class AgentLanes {
       if (given.length !== expected.ticket.length || !timingSafeEqual(given, expected.ticket)) throw new FarmError("PERMISSION_DENIED", `wrong ticket for session ${sessionId}`);
       if (expected.taken) throw new FarmError("PERMISSION_DENIED", `session ${sessionId} already has its lane; its ticket is used`);
       expected.taken = true;
-      const { socket: raw, rest } = lane.detach();
+      // A TLS socket stays here (piped to the worker through a pair); a plain one goes to the worker.
+      const { socket: raw, rest } = lane.detach({ toAnotherProcess: !(socket as TLSSocket).encrypted });
       if (!(await this.handOver(sessionId, raw, rest, "direct"))) throw new FarmError("NOT_FOUND", `session ${sessionId} has no worker any more`);
       this.hooks.opened(sessionId, "direct");
     } catch (err) {

@@ -196,17 +196,22 @@ export class LaneSocket {
 
   /**
    * Stops reading and hands back the socket with the bytes read past the
-   * last frame, for another process to carry on from (a session worker).
+   * last frame, for someone else to carry on from: this process (the
+   * tracker's relay pipes it on), or, with `toAnotherProcess`, a session
+   * worker the socket is sent to.
    */
-  detach(): { socket: Socket; rest: Buffer } {
+  detach(opts: { toAnotherProcess?: boolean } = {}): { socket: Socket; rest: Buffer } {
     this.socket.pause();
-    // pause() only stops 'data' events: the handle goes on reading into the stream's buffer, and once the
-    // handle is sent to another process (child_process.send) what it still reads here is dropped, racing
-    // that process for the same socket. Stop the handle itself (Node has no public call for it).
-    const handle = (this.socket as unknown as { _handle?: { readStop?: () => number; reading?: boolean } })._handle;
-    if (handle?.readStop) {
-      handle.readStop();
-      handle.reading = false;
+    if (opts.toAnotherProcess) {
+      // pause() only stops 'data' events: the handle goes on reading into the stream's buffer, and once the
+      // handle is sent to another process (child_process.send) what it still reads here is dropped, racing
+      // that process for the same socket. Stop the handle itself (Node has no public call for it). Not for a
+      // socket this process reads again: its stream would wait for a read it stopped.
+      const handle = (this.socket as unknown as { _handle?: { readStop?: () => number; reading?: boolean } })._handle;
+      if (handle?.readStop) {
+        handle.readStop();
+        handle.reading = false;
+      }
     }
     this.socket.off("data", this.onData);
     this.socket.removeAllListeners("error");

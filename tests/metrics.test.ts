@@ -84,7 +84,8 @@ describe("Prometheus metrics of a tracker and an agent", () => {
     const a0 = await scrape(agentHttp);
     const delta = (now: Scrape, was: Scrape, name: string, labels: Record<string, string> = {}) => now.sum(name, labels) - was.sum(name, labels);
 
-    const s = await client.request("cpu");
+    // The relay lane: its bytes cross the tracker, which counts them (a direct lane's never reach it).
+    const s = await client.request("cpu", { route: "relay" });
     const during = await scrape(trackerHttp);
     assert.equal(during.get("kernelfarm_boards", { key: "cpu", kind: "cpu", state: "busy" }), 1);
     assert.equal(during.get("kernelfarm_boards", { key: "cpu", kind: "cpu", state: "free" }), 0);
@@ -107,7 +108,7 @@ describe("Prometheus metrics of a tracker and an agent", () => {
 
     const t1 = await waitFor("the session's end in the tracker's metrics", async () => {
       const m = await scrape(trackerHttp);
-      return delta(m, t0, "kernelfarm_sessions_ended_total", { key: "cpu", reason: "OK" }) === 1 ? m : undefined;
+      return delta(m, t0, "kernelfarm_sessions_ended_total", { key: "cpu", reason: "OK", lane: "relay" }) === 1 ? m : undefined;
     });
     assert.equal(delta(t1, t0, "kernelfarm_sessions_ended_total"), 1, "no other end reason");
     assert.equal(delta(t1, t0, "kernelfarm_sessions_started_total", { key: "cpu" }), 1);

@@ -97,7 +97,7 @@ export class TrackerMetrics {
   private readonly keysSeen = new Set<string>();
 
   private readonly sessionsStarted: Counter<"key">;
-  private readonly sessionsEnded: Counter<"key" | "reason">;
+  private readonly sessionsEnded: Counter<"key" | "reason" | "lane">;
   private readonly queueWait: Histogram<"key">;
   private readonly sessionDuration: Histogram<"key">;
   private readonly relayBytes: Counter<"direction">;
@@ -177,8 +177,8 @@ export class TrackerMetrics {
     this.sessionsStarted = new Counter({ name: "kernelfarm_sessions_started_total", help: "Sessions granted, by key.", labelNames: ["key"] as const, registers });
     this.sessionsEnded = new Counter({
       name: "kernelfarm_sessions_ended_total",
-      help: 'Sessions ended, by key and reason ("OK" for a clean close, else the FarmError code).',
-      labelNames: ["key", "reason"] as const,
+      help: 'Sessions ended, by key, reason ("OK" for a clean close, else the FarmError code) and lane (direct, relay, grpc; "none" when it never opened one).',
+      labelNames: ["key", "reason", "lane"] as const,
       registers,
     });
     this.queueWait = new Histogram({
@@ -245,7 +245,7 @@ export class TrackerMetrics {
           this.sessionsStarted.inc({ key: e.key });
           if (e.queuedMs !== undefined) this.queueWait.observe({ key: e.key }, e.queuedMs / 1e3);
         } else {
-          this.sessionsEnded.inc({ key: e.key, reason: e.reason ?? "OK" });
+          this.sessionsEnded.inc({ key: e.key, reason: e.reason ?? "OK", lane: e.lane ?? "none" });
           if (e.durationMs !== undefined) this.sessionDuration.observe({ key: e.key }, e.durationMs / 1e3);
           if (e.bytesToBoard) this.relayBytes.inc({ direction: "to_board" }, e.bytesToBoard);
           if (e.bytesFromBoard) this.relayBytes.inc({ direction: "from_board" }, e.bytesFromBoard);

@@ -44,7 +44,7 @@ export function formatSummary(summary: SummaryReply__Output, address: string): s
         b.kind,
         b.state,
         b.health === "healthy" || !b.health ? b.health || "-" : `${b.health}: ${b.health_reason}`,
-        b.session_id ? `${b.session_id} (${b.client_id})` : "-",
+        b.session_id ? `${b.session_id} (${b.client_id}${b.session_lane ? `, ${b.session_lane}` : ""})` : "-",
         Object.entries(b.labels).map(([k, v]) => `${k}=${v}`).join(",") || "-",
       ]),
     ),
