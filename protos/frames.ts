@@ -58,6 +58,16 @@ export function decodeBoardFrame(bytes: Uint8Array): BoardFrame__Output {
 const CHUNK_OPS = { upload: { field: 2, type: root.lookupType("farm.v1.Upload") }, array_write: { field: 8, type: root.lookupType("farm.v1.ArrayWrite") } } as const;
 /** Below this, one buffer is cheaper than two writes. */
 const SPLIT_MIN_BYTES = 64 << 10;
+const dataType = root.lookupType("farm.v1.Data");
+
+/** `head`, then `data` as its field 1 (Data) or 3 (Upload, ArrayWrite), as field `field` of a frame with `id`. */
+function splitParts(id: number, field: number, innerHead: Uint8Array, dataField: number, data: Uint8Array): Uint8Array[] {
+  const dataTag = protobuf.Writer.create().uint32((dataField << 3) | 2).uint32(data.byteLength).finish();
+  const head = protobuf.Writer.create();
+  if (id) head.uint32((1 << 3) | 0).uint32(id);
+  head.uint32((field << 3) | 2).uint32(innerHead.length + dataTag.length + data.byteLength);
+  return [Buffer.concat([head.finish(), innerHead, dataTag]), data];
+}
 
 /**
  * A HostFrame as parts whose concatenation is its encoding: for an upload or
@@ -71,12 +81,17 @@ export function encodeHostFrameParts(frame: HostFrame): Uint8Array[] {
   const data = inner?.data;
   if (!op || !data || data.byteLength < SPLIT_MIN_BYTES) return [encodeHostFrame(frame)];
   const { data: _, ...rest } = inner!;
-  const innerHead = CHUNK_OPS[op].type.encode(rest).finish();
-  const dataTag = protobuf.Writer.create().uint32((3 << 3) | 2).uint32(data.byteLength).finish();
-  const head = protobuf.Writer.create();
-  if (frame.id) head.uint32((1 << 3) | 0).uint32(frame.id);
-  head.uint32((CHUNK_OPS[op].field << 3) | 2).uint32(innerHead.length + dataTag.length + data.byteLength);
-  return [Buffer.concat([head.finish(), innerHead, dataTag]), data];
+  return splitParts(frame.id ?? 0, CHUNK_OPS[op].field, CHUNK_OPS[op].type.encode(rest).finish(), 3, data);
+}
+
+/** The same for a BoardFrame: a `data` reply (download, array read) as its head and its bytes. */
+export function encodeBoardFrameParts(frame: BoardFrame): Uint8Array[] {
+  const data = frame.data?.data;
+  // The generated type allows a base64 string; the worker only ever sends bytes.
+  if (typeof data === "string") return [encodeBoardFrame(frame)];
+  if (!data || data.byteLength < SPLIT_MIN_BYTES) return [encodeBoardFrame(frame)];
+  const { data: _, ...rest } = frame.data!;
+  return splitParts(frame.id ?? 0, 4, dataType.encode(rest).finish(), 1, data);
 }
 
 // --- frames recognised by their first byte

@@ -6,7 +6,7 @@ export {
   type ModuleBundle, type LaunchConfig, type LaunchDecl, type Dim3, type BundleTarget, type FunctionSpec, type ParamSpec,
 } from "./bundle.ts";
 export {
-  encodeHostFrame, encodeHostFrameParts, decodeHostFrame, encodeBoardFrame, decodeBoardFrame,
+  encodeHostFrame, encodeHostFrameParts, decodeHostFrame, encodeBoardFrame, encodeBoardFrameParts, decodeBoardFrame,
   isGrantFrame, isEndFrame, encodeGrantFrame, encodeEndFrame, decodeGrantFrame, decodeEndFrame, CLEAN_END_FRAME,
   encodeSessionRequest, decodeSessionRequest, encodeLaneHello, decodeLaneWelcome,
   type HostFrame, type HostFrame__Output, type BoardFrame, type BoardFrame__Output, type Grant__Output, type SessionRequest__Output,

@@ -192,7 +192,8 @@ describe("label selectors and the summary", () => {
     const raw = await rawSession(tracker.address, { key: "cpu", client_id: "raw", route: "grpc" });
     try {
       const frame = await new Promise<Buffer>((resolve) => {
-        raw.stream.on("data", resolve);
+        // The grant was read with the stream paused (awaitGrant): flowing again for the board's reply.
+        raw.stream.on("data", resolve).resume();
         raw.stream.write(Buffer.from([0xff, 0xff, 0xff, 0x0f, 0x01]));
       });
       const f = decodeBoardFrame(frame);

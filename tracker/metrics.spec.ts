@@ -54,7 +54,7 @@ describe("tracker metrics", () => {
     const at = Date.now();
     const base = { type: "session" as const, at, session: "s1-abc", board: "a/0", key: "cpu", client: "me" };
     src.events.emit({ ...base, change: "granted", queuedMs: 250 });
-    src.events.emit({ ...base, change: "ended", reason: "OK", durationMs: 1500, bytesToBoard: 1000, bytesFromBoard: 10 });
+    src.events.emit({ ...base, change: "ended", reason: "OK", durationMs: 1500, bytesToBoard: 1000, bytesFromBoard: 10, lane: "relay" });
     src.events.emit({ ...base, session: "s2-def", change: "granted", queuedMs: 0 });
     src.events.emit({ ...base, session: "s2-def", change: "ended", reason: "RUNTIME_CRASH", durationMs: 20, bytesToBoard: 5, bytesFromBoard: 0 });
     src.events.emit({ type: "agent", at, agent: "a#1", name: "a", peer: "p", change: "attached" });
@@ -63,8 +63,9 @@ describe("tracker metrics", () => {
     src.events.emit({ type: "heartbeat_missed", at, agent: "a#1", silentMs: 1500 });
 
     assert.equal(await value(m, "kernelfarm_sessions_started_total", { key: "cpu" }), 2);
-    assert.equal(await value(m, "kernelfarm_sessions_ended_total", { key: "cpu", reason: "OK" }), 1);
-    assert.equal(await value(m, "kernelfarm_sessions_ended_total", { key: "cpu", reason: "RUNTIME_CRASH" }), 1);
+    assert.equal(await value(m, "kernelfarm_sessions_ended_total", { key: "cpu", reason: "OK", lane: "relay" }), 1);
+    // An end event without a lane: the session never opened one.
+    assert.equal(await value(m, "kernelfarm_sessions_ended_total", { key: "cpu", reason: "RUNTIME_CRASH", lane: "none" }), 1);
     assert.equal(await value(m, "kernelfarm_relay_bytes_total", { direction: "to_board" }), 1005);
     assert.equal(await value(m, "kernelfarm_relay_bytes_total", { direction: "from_board" }), 10);
     assert.equal(await value(m, "kernelfarm_queue_wait_seconds_count", { key: "cpu" }), 2);

@@ -62,7 +62,7 @@ export class Relay {
     this.stops = [
       pump(host, board, (n) => (this.stats.hostToBoardBytes += n), () => board.end()),
       // The board side's end is not forwarded: a worker that dies can look like a
-      // half-close. Only its GOODBYE, or its agent's report, ends the session.
+      // half-close. Only its clean end frame, or its agent's report, ends the session.
       pump(board, host, (n) => (this.stats.boardToHostBytes += n), onBoardEnd, onBoardGoodbye),
     ];
   }

@@ -75,6 +75,7 @@ export function socketLane(socket: Socket, rest: Buffer, kind: "direct" | "relay
   });
   return {
     send: (frame) => lane.send(frame),
+    sendParts: (parts) => lane.sendParts(parts),
     drained: () => lane.drained(),
     onFrame: (handler) => void opened.then(() => lane.onFrame(handler), () => {}),
     over,

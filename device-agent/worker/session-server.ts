@@ -5,7 +5,7 @@
  * its id, an error included. Chunked requests (one id across several frames)
  * are assembled here.
  */
-import { CHUNK_BYTES, FarmError, decodeHostFrame, encodeBoardFrame, type BoardFrame, type HostFrame__Output } from "../../protos/index.ts";
+import { CHUNK_BYTES, FarmError, decodeHostFrame, encodeBoardFrame, encodeBoardFrameParts, type BoardFrame, type HostFrame__Output } from "../../protos/index.ts";
 import type { Backend } from "../backends/index.ts";
 import { OPERATIONS, type Assembly, type Chunk, type Multiplexer, type Op } from "./ops/index.ts";
 import { SessionState, type SessionHooks, type SessionLimits } from "./session-state.ts";
@@ -16,6 +16,8 @@ export type { SessionHooks, SessionLimits } from "./session-state.ts";
 /** Where replies go; `send` returns false when the caller should wait for `drained`. */
 export interface FrameSink {
   send(frame: Uint8Array): boolean;
+  /** One frame as parts (encodeBoardFrameParts): a socket lane writes them as they are. */
+  sendParts?(parts: readonly Uint8Array[]): boolean;
   drained(): Promise<void>;
 }
 
@@ -123,7 +125,8 @@ export class SessionServer {
     let offset = 0;
     do {
       const end = Math.min(total, offset + CHUNK_BYTES);
-      const ok = this.reply({ id, data: { data: bytes.subarray(offset, end), offset, total_bytes: total, done: end === total } });
+      const frame = { id, data: { data: bytes.subarray(offset, end), offset, total_bytes: total, done: end === total } };
+      const ok = this.sink.sendParts ? this.sink.sendParts(encodeBoardFrameParts(frame)) : this.reply(frame);
       offset = end;
       if (!ok) await this.sink.drained();
     } while (offset < total);
