@@ -115,6 +115,8 @@ export class AgentLanes {
       expected.taken = true;
       // A TLS socket stays here (piped to the worker through a pair); a plain one goes to the worker.
       const { socket: raw, rest } = lane.detach({ toAnotherProcess: !(socket as TLSSocket).encrypted });
+      // Handed on (a plain socket is closed here once sent) or piped (TLS, closed with its pair): not ours to close.
+      this.open.delete(socket);
       if (!(await this.handOver(sessionId, raw, rest, "direct"))) throw new FarmError("NOT_FOUND", `session ${sessionId} has no worker any more`);
       this.hooks.opened(sessionId, "direct");
     } catch (err) {

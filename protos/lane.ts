@@ -44,13 +44,17 @@ export class LaneSocket {
   constructor(readonly socket: Socket, private readonly what: string) {
     socket.setNoDelay(true);
     socket.on("data", this.onData);
-    socket.on("error", (err) => this.close(new FarmError("UNAVAILABLE", `${what}: ${err.message}`, { cause: err })));
-    socket.on("close", () => this.close(null));
-    socket.on("end", () => {
-      // The other side is done sending; so are we.
-      if (!socket.writableEnded) socket.end();
-    });
+    socket.on("error", this.onError);
+    socket.on("close", this.onSocketClose);
+    socket.on("end", this.onEnd);
   }
+
+  private readonly onError = (err: Error): void => this.close(new FarmError("UNAVAILABLE", `${this.what}: ${err.message}`, { cause: err }));
+  private readonly onSocketClose = (): void => this.close(null);
+  private readonly onEnd = (): void => {
+    // The other side is done sending; so are we.
+    if (!this.socket.writableEnded) this.socket.end();
+  };
 
   private readonly onData = (chunk: Buffer): void => {
     this.chunks.push(chunk);
@@ -213,10 +217,11 @@ export class LaneSocket {
         handle.reading = false;
       }
     }
+    // Only this lane's own listeners: whoever else watches the socket (a server's set of open sockets) stays.
     this.socket.off("data", this.onData);
-    this.socket.removeAllListeners("error");
-    this.socket.removeAllListeners("close");
-    this.socket.removeAllListeners("end");
+    this.socket.off("error", this.onError);
+    this.socket.off("close", this.onSocketClose);
+    this.socket.off("end", this.onEnd);
     // A paused stream may hold chunks it read but did not emit yet.
     for (let c = this.socket.read() as Buffer | null; c !== null; c = this.socket.read() as Buffer | null) {
       this.chunks.push(c);

@@ -223,6 +223,45 @@ describe("a tracker with TLS", () => {
     // A scraper without the CA does not get the page.
     await assert.rejects(get(`https://${agent.metricsAddress}/metrics`), (e: NodeJS.ErrnoException) => e.code === "UNABLE_TO_VERIFY_LEAF_SIGNATURE");
   });
+
+  it("carries sessions over TLS on every lane: direct with the agent's certificate, relay on the tracker's data port, grpc", async () => {
+    const direct = await startAgentProcess(tracker.address, ["cpu:key=lanes,name=l0"], [
+      ...clientTlsArgs(farm), "--name", "lanes-agent", "--data-tls-cert", f(farm, "server.crt"), "--data-tls-key", f(farm, "server.key"),
+    ]);
+    try {
+      const c = await connect(tracker.address, { tls: { caFile: f(farm, "ca.crt") } });
+      await waitForFreeBoards(c, 1, "lanes");
+      const payload = Buffer.alloc(3 * (1 << 20) + 5);
+      for (let i = 0; i < payload.length; i += 997) payload[i] = i & 0xff;
+      for (const route of ["direct", "relay", "grpc"] as const) {
+        const s = await c.request("lanes", { route });
+        try {
+          assert.equal(s.lane, route);
+          await s.upload(payload, "p.bin");
+          assert.ok((await s.download("p.bin")).equals(payload), `${route}: the bytes came back intact`);
+        } finally {
+          await s.close();
+        }
+      }
+    } finally {
+      await direct.stop();
+    }
+  });
+
+  it("an agent with TLS to its tracker and no certificate for hosts serves no direct lane: auto takes the relay", async () => {
+    const plain = await startAgentProcess(tracker.address, ["cpu:key=nodirect,name=n0"], [...clientTlsArgs(farm), "--name", "nodirect-agent"]);
+    try {
+      const c = await connect(tracker.address, { tls: { caFile: f(farm, "ca.crt") } });
+      await waitForFreeBoards(c, 1, "nodirect");
+      const s = await c.request("nodirect");
+      assert.equal(s.lane, "relay");
+      await s.listdir();
+      await s.close();
+      await assert.rejects(c.request("nodirect", { route: "direct" }), (e: FarmError) => e.code === "UNAVAILABLE" && /serves no direct lane/.test(e.message));
+    } finally {
+      await plain.stop();
+    }
+  });
 });
 
 describe("a plaintext tracker", () => {
