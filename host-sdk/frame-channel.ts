@@ -13,7 +13,7 @@
  * | `requesting`   | the Session stream waits in the key's queue                     |
  * | `opening`      | granted; the lane is being opened (auto: direct, then relay)    |
  * | `open`         | frames flow                                                     |
- * | `closing`      | the lane said its end, or closed: the tracker's end is awaited (the grace) |
+ * | `closing`      | the lane said its end, or closed: the tracker's end is awaited (twice its grace, + 1 s) |
  * | `closed`       | the tracker's end arrived (or the grace passed): `onClose` ran once |
  */
 import type * as grpc from "@grpc/grpc-js";
@@ -222,7 +222,9 @@ export interface LaneOptions {
 
 /** Opens the lane a grant offers, falling back from direct to relay on the auto route; `note` says why it fell back. */
 export async function openLane(grant: Grant__Output, stream: SessionStream, opts: LaneOptions): Promise<{ channel: FrameChannel; lane: Lane; note?: string }> {
-  const graceMs = grant.end_grace_ms || SESSION_END_GRACE_MS;
+  // The tracker settles a lane's end within its grace (the agent's report, or "did not say why"), and the end
+  // then travels to here: wait for that, twice over, before deciding without it (a tracker that is gone).
+  const graceMs = 2 * (grant.end_grace_ms || SESSION_END_GRACE_MS) + 1000;
   if (grant.route === "grpc") return { channel: new StreamChannel(stream), lane: "grpc" };
   let note: string | undefined;
   if (grant.route === "direct" || grant.route === "auto") {

@@ -107,18 +107,27 @@ export class TrackerClient {
     } catch (err) {
       throw this.unreachable(err);
     }
+    // Until a channel takes the stream over, its end (the lease ended while the lane was being opened) is kept here.
+    let ended: FarmError | undefined;
+    const early = (err: unknown) => (ended ??= FarmError.from(err));
+    stream.on("error", early);
     try {
       const { channel, lane, note } = await openLane(grant, stream, {
         trackerHost: parseAddress(this.address).host,
         security: this.security,
         directTimeoutMs: opts.directTimeoutMs ?? DEFAULT_DIRECT_TIMEOUT_MS,
       });
+      stream.off("error", early);
+      // Ended while its lane opened: the request fails with why.
+      if (ended) {
+        channel.abort();
+        throw ended;
+      }
       return new Session(grant.session_id, grant.board!, channel, { lane, ...(note ? { laneNote: note } : {}) });
     } catch (err) {
-      // The lease goes back at once rather than at the open timeout.
-      stream.on("error", () => {});
+      // The lease goes back at once rather than at the open timeout; a lease that ended meanwhile says why.
       stream.cancel();
-      throw FarmError.from(err);
+      throw ended ?? FarmError.from(err);
     }
   }
 

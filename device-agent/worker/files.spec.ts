@@ -17,13 +17,13 @@ function code(c: string, re?: RegExp) {
 }
 
 describe("checkUploadName", () => {
-  it("accepts plain file names and returns them", () => {
+  it("accepts plain file names and returns them", async () => {
     for (const name of ["kernel.kfm", "a", "data.bin", "3f2a9c.kfm", "with space.txt", "ünïcödé", "a.b.c", ".hidden", "x".repeat(255)]) {
       assert.equal(checkUploadName(name), name);
     }
   });
 
-  it("rejects names that are not plain file names, saying why", () => {
+  it("rejects names that are not plain file names, saying why", async () => {
     const cases: Array<[string, RegExp]> = [
       ["", /is empty/],
       ["a/b", /path separator/],
@@ -55,10 +55,10 @@ describe("SessionFiles", () => {
 
   const bytes = (n: number, fill = 1) => new Uint8Array(n).fill(fill);
 
-  function put(files: SessionFiles, name: string, data: Uint8Array, chunk = data.byteLength || 1): void {
+  async function put(files: SessionFiles, name: string, data: Uint8Array, chunk = data.byteLength || 1): Promise<void> {
     const up = files.begin(name, data.byteLength);
     try {
-      for (let off = 0; off < data.byteLength; off += chunk) files.append(up, data.subarray(off, off + chunk));
+      for (let off = 0; off < data.byteLength; off += chunk) await files.append(up, data.subarray(off, off + chunk));
     } catch (err) {
       files.abandon(up);
       throw err;
@@ -66,10 +66,10 @@ describe("SessionFiles", () => {
     files.finish(up);
   }
 
-  it("writes, lists, reads and removes files", () => {
+  it("writes, lists, reads and removes files", async () => {
     const files = new SessionFiles(dir, { maxUploadBytes: 1000, maxSessionBytes: 1000 });
-    put(files, "b.bin", bytes(10, 7), 3);
-    put(files, "a.txt", new TextEncoder().encode("hello"));
+    await put(files, "b.bin", bytes(10, 7), 3);
+    await put(files, "a.txt", new TextEncoder().encode("hello"));
     assert.deepEqual(files.list(), [{ name: "a.txt", size: 5 }, { name: "b.bin", size: 10 }]);
     assert.deepEqual([...files.read("b.bin")], Array(10).fill(7));
     files.remove("b.bin");
@@ -78,7 +78,7 @@ describe("SessionFiles", () => {
     assert.throws(() => files.remove("b.bin"), code("NOT_FOUND", /b\.bin/));
   });
 
-  it("checks names on every operation", () => {
+  it("checks names on every operation", async () => {
     const files = new SessionFiles(dir, { maxUploadBytes: 1000, maxSessionBytes: 1000 });
     assert.throws(() => files.begin("../escape", 1), code("INVALID_NAME"));
     assert.throws(() => files.read("../../etc/passwd"), code("INVALID_NAME"));
@@ -86,61 +86,61 @@ describe("SessionFiles", () => {
     assert.equal(existsSync(join(dir, "..", "escape")), false);
   });
 
-  it("hides loaded-module files from the listing", () => {
+  it("hides loaded-module files from the listing", async () => {
     const files = new SessionFiles(dir, { maxUploadBytes: 1000, maxSessionBytes: 1000 });
     writeFileSync(join(dir, ".module0.so"), "ELF");
-    put(files, "k.kfm", bytes(4));
+    await put(files, "k.kfm", bytes(4));
     assert.deepEqual(files.list().map((f) => f.name), ["k.kfm"]);
   });
 
-  it("refuses a file over the per-file cap when announced, naming the sizes", () => {
+  it("refuses a file over the per-file cap when announced, naming the sizes", async () => {
     const files = new SessionFiles(dir, { maxUploadBytes: 100, maxSessionBytes: 1000 });
     assert.throws(() => files.begin("big.bin", 101), code("TOO_LARGE", /"big\.bin" is 101 bytes.*at most 100 bytes per file/));
     assert.equal(existsSync(join(dir, "big.bin")), false);
-    put(files, "exact.bin", bytes(100));
+    await put(files, "exact.bin", bytes(100));
     assert.deepEqual(files.list(), [{ name: "exact.bin", size: 100 }]);
   });
 
-  it("refuses a file that grows past the per-file cap while being written (announced size lied)", () => {
+  it("refuses a file that grows past the per-file cap while being written (announced size lied)", async () => {
     const files = new SessionFiles(dir, { maxUploadBytes: 100, maxSessionBytes: 1000 });
     const up = files.begin("liar.bin", 10);
-    files.append(up, bytes(60));
-    assert.throws(() => files.append(up, bytes(60)), code("TOO_LARGE", /120 bytes.*at most 100/));
+    await files.append(up, bytes(60));
+    await assert.rejects(files.append(up, bytes(60)), code("TOO_LARGE", /120 bytes.*at most 100/));
     files.abandon(up);
     assert.deepEqual(files.list(), []);
     // The abandoned bytes no longer count: the whole session quota is free again.
     const files2Limit = new SessionFiles(dir, { maxUploadBytes: 100, maxSessionBytes: 100 });
-    put(files2Limit, "ok.bin", bytes(100));
+    await put(files2Limit, "ok.bin", bytes(100));
   });
 
-  it("refuses uploads past the per-session cap, and counts only what is kept", () => {
+  it("refuses uploads past the per-session cap, and counts only what is kept", async () => {
     const files = new SessionFiles(dir, { maxUploadBytes: 100, maxSessionBytes: 250 });
-    put(files, "one.bin", bytes(100));
-    put(files, "two.bin", bytes(100));
+    await put(files, "one.bin", bytes(100));
+    await put(files, "two.bin", bytes(100));
     assert.throws(() => files.begin("three.bin", 100), code("TOO_LARGE", /would bring this session's files to 300 bytes; the cap is 250 bytes per session/));
-    put(files, "small.bin", bytes(50));
+    await put(files, "small.bin", bytes(50));
     assert.throws(() => files.begin("one-more.bin", 1), code("TOO_LARGE", /251 bytes/));
     files.remove("two.bin");
-    put(files, "three.bin", bytes(100));
+    await put(files, "three.bin", bytes(100));
     assert.deepEqual(files.list().map((f) => [f.name, f.size]), [["one.bin", 100], ["small.bin", 50], ["three.bin", 100]]);
   });
 
-  it("replacing a file counts only the new size", () => {
+  it("replacing a file counts only the new size", async () => {
     const files = new SessionFiles(dir, { maxUploadBytes: 100, maxSessionBytes: 150 });
-    put(files, "a.bin", bytes(100, 1));
-    put(files, "a.bin", bytes(100, 2));
-    put(files, "b.bin", bytes(50));
+    await put(files, "a.bin", bytes(100, 1));
+    await put(files, "a.bin", bytes(100, 2));
+    await put(files, "b.bin", bytes(50));
     assert.deepEqual([...files.read("a.bin")].slice(0, 3), [2, 2, 2]);
     assert.throws(() => files.begin("c.bin", 1), code("TOO_LARGE"));
   });
 
-  it("a file written in several chunks counts once toward the session cap", () => {
+  it("a file written in several chunks counts once toward the session cap", async () => {
     // 200 bytes in 50-byte chunks with a 250-byte session cap and an empty session: must fit.
     const files = new SessionFiles(dir, { maxUploadBytes: 250, maxSessionBytes: 250 });
-    put(files, "chunked.bin", bytes(200, 9), 50);
+    await put(files, "chunked.bin", bytes(200, 9), 50);
     assert.deepEqual(files.list(), [{ name: "chunked.bin", size: 200 }]);
     assert.equal(readFileSync(join(dir, "chunked.bin")).byteLength, 200);
-    put(files, "rest.bin", bytes(50), 10);
+    await put(files, "rest.bin", bytes(50), 10);
     assert.throws(() => files.begin("over.bin", 1), code("TOO_LARGE", /251 bytes/));
   });
 });

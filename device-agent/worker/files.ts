@@ -2,10 +2,19 @@
  * A session's working directory: uploads land here under validated plain
  * names, with a cap per file and per session.
  */
-import { closeSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeSync } from "node:fs";
+import { closeSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, write } from "node:fs";
+import { promisify } from "node:util";
 import { join } from "node:path";
 import { FarmError } from "../../protos/index.ts";
 import { quotaError } from "../session-disk.ts";
+
+function closeUpload(upload: OpenUpload): void {
+  if (upload.closed) return;
+  upload.closed = true;
+  closeSync(upload.fd);
+}
+
+const writeAsync = promisify(write) as (fd: number, data: Uint8Array, offset: number, length: number) => Promise<{ bytesWritten: number }>;
 
 /**
  * The agent's content store as a worker sees it (worker/content-store.ts runs
@@ -46,6 +55,8 @@ export interface FileLimits {
 
 interface OpenUpload {
   fd: number;
+  /** Its descriptor was closed (finished or abandoned): never close a number the process may have reused. */
+  closed?: boolean;
   name: string;
   written: number;
   /** The digest the host named for the whole file: kept in the store under it (checked when handed out). */
@@ -101,12 +112,17 @@ export class SessionFiles {
     return true;
   }
 
-  append(upload: OpenUpload, data: Uint8Array): void {
+  /**
+   * Writes the next chunk of an upload. Asynchronously (the thread pool
+   * writes while the lane goes on reading the chunks after it); a session's
+   * chunks are still written one after the other, in order.
+   */
+  async append(upload: OpenUpload, data: Uint8Array): Promise<void> {
     // The bytes already written are counted in `used`: they are replaced, not added.
     this.checkSize(upload.name, upload.written + data.byteLength, upload.written);
     let off = 0;
     try {
-      while (off < data.byteLength) off += writeSync(upload.fd, data, off);
+      while (off < data.byteLength) off += (await writeAsync(upload.fd, data, off, data.byteLength - off)).bytesWritten;
     } catch (err) {
       // What got written is on the disk until abandon() removes the file.
       upload.written += off;
@@ -121,13 +137,13 @@ export class SessionFiles {
 
   /** Closes the upload; with a digest, settles once the agent kept it (so the upload's reply means "stored"). */
   async finish(upload: OpenUpload): Promise<void> {
-    closeSync(upload.fd);
+    closeUpload(upload);
     if (upload.sha256) await this.store!.keep(upload.name, upload.sha256);
   }
 
   /** Closes and deletes an upload that failed half-way. */
   abandon(upload: OpenUpload): void {
-    closeSync(upload.fd);
+    closeUpload(upload);
     this.remove(upload.name);
   }
 

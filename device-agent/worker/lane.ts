@@ -35,6 +35,8 @@ export function grpcLane(client: AgentServiceClient, sessionId: string, ticket: 
   return {
     send: (frame) => stream.write(frame),
     drained: () => new Promise((resolve) => stream.once("drain", resolve)),
+    pause: () => stream.pause(),
+    resume: () => stream.resume(),
     onFrame: (handler) => stream.on("data", handler),
     over,
     finish: () => {
@@ -76,6 +78,8 @@ export function socketLane(socket: Socket, rest: Buffer, kind: "direct" | "relay
   return {
     send: (frame) => lane.send(frame),
     sendParts: (parts) => lane.sendParts(parts),
+    pause: () => socket.pause(),
+    resume: () => socket.resume(),
     drained: () => lane.drained(),
     onFrame: (handler) => void opened.then(() => lane.onFrame(handler), () => {}),
     over,

@@ -13,8 +13,14 @@ import { SessionState, type SessionHooks, type SessionLimits } from "./session-s
 export { RequestCounters, type RequestCounts } from "./request-counters.ts";
 export type { SessionHooks, SessionLimits } from "./session-state.ts";
 
+/** Frames waiting to be handled, at most (8 MiB of upload chunks) before the lane stops reading. */
+const MAX_QUEUED_FRAMES = 8;
+
 /** Where replies go; `send` returns false when the caller should wait for `drained`. */
 export interface FrameSink {
+  /** Stop reading frames from the host / go on (the queue is full / has room again). */
+  pause?(): void;
+  resume?(): void;
   send(frame: Uint8Array): boolean;
   /** One frame as parts (encodeBoardFrameParts): a socket lane writes them as they are. */
   sendParts?(parts: readonly Uint8Array[]): boolean;
@@ -35,6 +41,8 @@ export class SessionServer {
   private readonly session: SessionState;
   private readonly chunked = new Map<number, Pending>();
   private queue: HostFrame__Output[] = [];
+  /** The lane was told to stop reading (the queue is full). */
+  private held = false;
   private running = false;
   private closeRequested = false;
   private resolveClosed!: () => void;
@@ -69,6 +77,12 @@ export class SessionServer {
       return;
     }
     this.queue.push(frame);
+    // Frames arrive while earlier ones are handled (an upload's chunks while the last is written): past a few, the
+    // lane stops reading, so a host faster than the board's disk fills the socket's buffers, not this process.
+    if (this.queue.length >= MAX_QUEUED_FRAMES && !this.held) {
+      this.held = true;
+      this.sink.pause?.();
+    }
     if (!this.running) void this.pump();
   }
 
@@ -84,6 +98,10 @@ export class SessionServer {
     try {
       while (this.queue.length > 0) {
         const frame = this.queue.shift()!;
+        if (this.held && this.queue.length < MAX_QUEUED_FRAMES / 2) {
+          this.held = false;
+          this.sink.resume?.();
+        }
         try {
           const done = this.handle(frame);
           if (done) await done;
@@ -146,16 +164,22 @@ export class SessionServer {
     if (pending.how !== how) throw new FarmError("PROTOCOL_ERROR", `frame ${id} mixes ${how.what} into another request`);
     if (pending.failed) return this.refuse(id, pending, frame.done); // failed earlier: swallow the rest
     const into = pending.into as S; // made by this same `how`
-    try {
-      how.add(this.session, into, frame);
-    } catch (err) {
+    const failed = (err: unknown) => {
       how.abandon?.(this.session, into);
-      return this.refuse(id, pending, frame.done, err);
-    }
-    if (frame.done) {
+      this.refuse(id, pending, frame.done, err);
+    };
+    const added = () => {
+      if (!frame.done) return;
       this.chunked.delete(id);
       return how.finish(this.session, into, id, this.mux);
+    };
+    let adding;
+    try {
+      adding = how.add(this.session, into, frame);
+    } catch (err) {
+      return failed(err);
     }
+    return adding ? adding.then(added, failed) : added();
   }
 
   /** For a chunked request that failed: reply with the error once, forget it after its last frame. */

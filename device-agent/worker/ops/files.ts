@@ -7,9 +7,7 @@ import type { Assembly, Body, Handler, Multiplexer } from "./operation.ts";
 const UPLOAD: Assembly<Body<"upload">, ReturnType<SessionFiles["begin"]>> = {
   what: "an upload",
   begin: (s, u) => s.files.begin(u.name, u.total_bytes, u.sha256 || undefined),
-  add: (s, upload, u) => {
-    if (u.data.byteLength > 0) s.files.append(upload, u.data);
-  },
+  add: (s, upload, u) => (u.data.byteLength > 0 ? s.files.append(upload, u.data) : undefined),
   // With a digest, answered once the agent kept the file: a later session finds it.
   finish: (s, upload, id, mux) =>
     s.files.finish(upload).then(() => {
