@@ -68,6 +68,8 @@ export interface PoolEvents {
 
 export class BoardPool {
   private readonly workers = new Set<WorkerHandle>();
+  /** A session assigned while no worker was idle, and the lanes that came for it meanwhile. */
+  private waiting: { sessionId: string; token: string; route: string; lanes: Array<{ socket: Socket; rest: Buffer; kind: "direct" | "relay" }> } | undefined;
   private closed = false;
   /** Workers started, for names of homes where workers have no uid of their own. */
   private started = 0;
@@ -165,6 +167,7 @@ export class BoardPool {
     } else if (msg.t === "ready") {
       this.metrics?.workerReady((performance.now() - w.forkedAt) / 1e3);
       w.state = "idle";
+      if (this.serveWaiting()) return;
       if (!this.serving()) this.events.ready(this.boardName);
     } else if (msg.t === "ended") {
       clearTimeout(w.graceTimer);
@@ -177,6 +180,7 @@ export class BoardPool {
       if (w.state === "exiting") return;
       if (msg.reusable && this.count("idle") < this.warm && !this.closed) {
         w.state = "idle";
+        if (this.serveWaiting()) return;
       } else {
         w.state = "exiting";
         w.expectedExit = true;
@@ -279,8 +283,17 @@ export class BoardPool {
   assign(sessionId: string, token: string, route: string): void {
     const w = [...this.workers].find((x) => x.state === "idle");
     if (!w) {
-      this.metrics?.sessionEnded("INTERNAL");
-      this.events.sessionEnded(sessionId, new FarmError("INTERNAL", `board ${this.boardName} had no warm worker for session ${sessionId}`));
+      if (this.closed) {
+        this.metrics?.sessionEnded("INTERNAL");
+        this.events.sessionEnded(sessionId, new FarmError("INTERNAL", `board ${this.boardName} is shutting down; session ${sessionId} was not served`));
+        return;
+      }
+      // The readiness the tracker granted on was sent just before this board's last worker went (a tainted one's
+      // exit, seen before the grant arrived): the session takes the next worker that is ready, one being started
+      // now if none is. The tracker's open timeout bounds the wait.
+      this.waiting = { sessionId, token, route, lanes: [] };
+      this.fill();
+      this.log.info({ board: this.boardName, session: sessionId }, "a session waits for a worker to be ready");
       return;
     }
     let dir: string;
@@ -316,8 +329,12 @@ export class BoardPool {
     if (this.hasIdle) this.events.ready(this.boardName);
   }
 
-  /** Gives the worker serving `sessionId` its lane; false when none does. */
+  /** Gives the worker serving `sessionId` its lane (or keeps it for the worker it waits for); false when none does. */
   giveLane(sessionId: string, socket: Socket, rest: Buffer, kind: "direct" | "relay"): boolean {
+    if (this.waiting?.sessionId === sessionId) {
+      this.waiting.lanes.push({ socket, rest, kind });
+      return true;
+    }
     const w = this.servingOf(sessionId);
     if (!w || !w.child.connected) return false;
     w.child.send({ t: "lane", sessionId, kind, rest: rest.toString("base64") } satisfies AgentToWorker, socket, (err) => {
@@ -327,7 +344,17 @@ export class BoardPool {
   }
 
   hasSession(sessionId: string): boolean {
-    return this.servingOf(sessionId) !== undefined;
+    return this.waiting?.sessionId === sessionId || this.servingOf(sessionId) !== undefined;
+  }
+
+  /** A worker became idle: a waiting session takes it. True when one did. */
+  private serveWaiting(): boolean {
+    const a = this.waiting;
+    if (!a) return false;
+    this.waiting = undefined;
+    this.assign(a.sessionId, a.token, a.route);
+    for (const lane of a.lanes) if (!this.giveLane(a.sessionId, lane.socket, lane.rest, lane.kind)) lane.socket.destroy();
+    return true;
   }
 
   private servingOf(sessionId: string): WorkerHandle | undefined {
@@ -337,6 +364,11 @@ export class BoardPool {
 
   /** The tracker ended a session: a clean end lets the worker close its lane and report, any other kills it. */
   end(sessionId: string, reason: FarmError | null): void {
+    if (this.waiting?.sessionId === sessionId) {
+      for (const lane of this.waiting.lanes) lane.socket.destroy();
+      this.waiting = undefined;
+      return;
+    }
     const w = this.servingOf(sessionId);
     if (!w) return;
     if (reason) {
