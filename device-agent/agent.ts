@@ -170,7 +170,7 @@ export class Agent {
     this.lanes = new AgentLanes(
       { tls: o.dataTls, security: o.security, trackerHost: parseAddress(o.tracker).host, workRoot: o.workRoot },
       {
-        hand: (sessionId, socket, rest, kind) => [...this.pools.values()].some((p) => p.hasSession(sessionId) && p.giveLane(sessionId, socket, rest, kind)),
+        hand: (sessionId, socket, rest, kind) => [...this.pools.values()].some((p) => p.giveLane(sessionId, socket, rest, kind)),
         opened: (sessionId, lane) => this.link?.send({ lane_opened: { session_id: sessionId, route: lane } }),
       },
       o.logger,

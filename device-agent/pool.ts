@@ -343,10 +343,6 @@ export class BoardPool {
     return true;
   }
 
-  hasSession(sessionId: string): boolean {
-    return this.waiting?.sessionId === sessionId || this.servingOf(sessionId) !== undefined;
-  }
-
   /** A worker became idle: a waiting session takes it. True when one did. */
   private serveWaiting(): boolean {
     const a = this.waiting;

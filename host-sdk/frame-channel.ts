@@ -134,8 +134,6 @@ abstract class SessionChannelBase implements FrameChannel {
 
 /** The grpc lane: frames ride the Session stream itself, after the grant. */
 export class StreamChannel extends SessionChannelBase {
-  readonly lane: Lane = "grpc";
-
   constructor(stream: SessionStream) {
     super(stream);
     stream.on("data", (frame: Buffer) => {

@@ -101,21 +101,18 @@ export class LaneSocket {
 
   /** Sends one frame; false: the socket's buffer is full, wait for drained(). */
   send(frame: Uint8Array): boolean {
-    const header = Buffer.allocUnsafe(HEADER_BYTES);
-    header.writeUInt32BE(frame.byteLength, 0);
-    if (frame.byteLength <= COPY_LIMIT) return this.socket.write(framed(frame));
-    this.socket.cork();
-    this.socket.write(header);
-    const ok = this.socket.write(frame);
-    this.socket.uncork();
-    return ok;
+    return this.sendParts([frame]);
   }
 
-  /** Sends one frame given as parts (protos/frames.ts encodeHostFrameParts), without joining them. */
+  /**
+   * Sends one frame given as parts (protos/frames.ts encodeHostFrameParts):
+   * a small frame as one copied buffer, a large one as its header and its
+   * parts, written together (corked) without joining them.
+   */
   sendParts(parts: readonly Uint8Array[]): boolean {
-    if (parts.length === 1) return this.send(parts[0]!);
     let length = 0;
     for (const p of parts) length += p.byteLength;
+    if (length <= COPY_LIMIT) return this.socket.write(framed(parts.length === 1 ? parts[0]! : Buffer.concat(parts)));
     const header = Buffer.allocUnsafe(HEADER_BYTES);
     header.writeUInt32BE(length, 0);
     this.socket.cork();

@@ -442,7 +442,7 @@ describe("the tracker's HTTPS side with tokens", () => {
     assert.equal((await get(`${url}/`, { ca })).status, 200);
   });
 
-  it("feeds an operator over wss and cuts the feed within 2 s of the token's revocation", async () => {
+  it("feeds an operator over wss and cuts the feed within 2 s of the token's revocation", { timeout: 30_000 }, async () => {
     const refusedWs = new WebSocket(`wss://${tracker.httpAddress}/feed`, { ca, perMessageDeflate: false, headers: { authorization: `Bearer ${token["ci-bot"]}` } });
     const [err] = (await once(refusedWs, "error")) as [Error];
     assert.equal(err.message, "Unexpected server response: 403");
@@ -457,12 +457,12 @@ describe("the tracker's HTTPS side with tokens", () => {
     const r = await runCli(["token", "revoke", "watcher", "--tokens", tokens]);
     assert.equal(r.code, 0, r.stderr);
     const revokedAt = Date.now();
-    const cut = Promise.race([closed.then(() => Date.now() - revokedAt), new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 2000).unref())]);
     // The revocation itself took: the token's requests are refused (so a feed left open is the feed's fault).
     await waitFor("the revoked token refused", async () => (await get(`https://${tracker.httpAddress}/metrics`, { ca, token: token.watcher })).status === 401, 2000);
-    const cutMs = await cut;
-    if (cutMs === undefined) ws.terminate();
-    assert.ok(cutMs !== undefined, "the feed of a revoked operator token was still open 2 s after the revocation");
+    // The close itself, however long it takes (the test's timeout bounds a feed that never closes); then how long it took.
+    await closed;
+    const cutMs = Date.now() - revokedAt;
+    assert.ok(cutMs <= 2000, `the feed of a revoked operator token closed ${cutMs} ms after the revocation (at most 2000)`);
     // Others keep their feed.
     const ops = await get(`https://${tracker.httpAddress}/metrics`, { ca, token: token.ops });
     assert.equal(ops.status, 200);

@@ -12,7 +12,10 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { after, before, describe, it } from "node:test";
 import * as grpc from "@grpc/grpc-js";
-import { AgentService, makeClient, SESSION_ID_HEADER, SESSION_TOKEN_HEADER, decodeBoardFrame, type AgentServiceClient } from "../protos/index.ts";
+import {
+  AgentService, FarmError, HostService, SESSION_ID_HEADER, SESSION_REQUEST_HEADER, SESSION_TOKEN_HEADER, decodeBoardFrame, encodeSessionRequest, makeClient,
+  type AgentServiceClient, type HostServiceClient,
+} from "../protos/index.ts";
 import { rawSession } from "./helpers/raw-session.ts";
 import { connectTracker, type TrackerClient } from "../host-sdk/index.ts";
 import { startAgentProcess, startFarm, startTrackerProcess, waitFor, waitForFreeBoards } from "./helpers/processes.ts";
@@ -202,6 +205,31 @@ describe("label selectors and the summary", () => {
     } finally {
       raw.close();
     }
+    await waitForFreeBoards(client, 2);
+  });
+
+  it("refuses a Session stream without a request, with a request that does not decode, or with an unknown route", async () => {
+    const raw = makeClient<HostServiceClient>(HostService, tracker.address, {});
+    const statusOf = (md: grpc.Metadata) =>
+      new Promise<grpc.StatusObject>((resolve) => (raw.Session(md) as unknown as grpc.ClientDuplexStream<Buffer, Buffer>).on("status", resolve).on("error", () => {}));
+    try {
+      const none = await statusOf(new grpc.Metadata());
+      assert.equal(none.code, grpc.status.INVALID_ARGUMENT);
+      assert.match(none.details, /farm-session-request-bin/);
+      const garbage = new grpc.Metadata();
+      garbage.set(SESSION_REQUEST_HEADER, Buffer.from([0xff, 0xff, 0xff, 0xff, 0x0f]));
+      const bad = await statusOf(garbage);
+      assert.equal(bad.code, grpc.status.INVALID_ARGUMENT);
+      assert.match(bad.details, /is not a SessionRequest/);
+      const routed = new grpc.Metadata();
+      routed.set(SESSION_REQUEST_HEADER, Buffer.from(encodeSessionRequest({ key: "cpu", route: "teleport" })));
+      const route = await statusOf(routed);
+      assert.equal(route.code, grpc.status.INVALID_ARGUMENT);
+      assert.match(route.details, /route must be one of auto, direct, relay, grpc, got "teleport"/);
+    } finally {
+      raw.close();
+    }
+    await assert.rejects(client.request("cpu", { route: "teleport" as never }), (e: FarmError) => e.code === "INVALID_ARGUMENT" && /teleport/.test(e.message));
     await waitForFreeBoards(client, 2);
   });
 

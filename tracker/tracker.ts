@@ -38,7 +38,7 @@ export class Tracker {
   readonly audit: AuditLog;
   private readonly server = new grpc.Server(SERVER_OPTIONS);
   /** Relay lanes (tracker/data-port.ts). */
-  private readonly dataPort_: DataPort;
+  private readonly relayLanes: DataPort;
   /** The HTTP side (/metrics, live view), when `metricsPort` is set. */
   readonly http: TrackerHttp | undefined;
   private readonly startedAt = Date.now();
@@ -61,13 +61,13 @@ export class Tracker {
       log,
       this.events,
     );
-    this.dataPort_ = new DataPort(this.options.tls, {
+    this.relayLanes = new DataPort(this.options.tls, {
       lease: (hello, caller) =>
         hello.role === "host" ? this.ownLease(caller, hello.session_id, hello.ticket, "open") : this.ticketedLease(caller, hello.session_id, hello.ticket, "serve"),
       caller: (token, peer) => this.auth.callerOfToken(() => token, peer, "open sessions", "this farm needs a client token to open a session's lane: the host SDK sends its token in the lane's hello"),
       fallback: (lease) => this.agents.openRelay(lease),
     }, log);
-    this.agents = new AgentLinks(this.registry, this.scheduler, { ...this.options, relayPort: () => this.dataPort_.port }, log, this.events, this.auth, this.audit);
+    this.agents = new AgentLinks(this.registry, this.scheduler, { ...this.options, relayPort: () => this.relayLanes.port }, log, this.events, this.auth, this.audit);
     if (this.options.metricsPort !== undefined) {
       this.http = new TrackerHttp(log, {
         tls: this.options.tls,
@@ -98,10 +98,10 @@ export class Tracker {
       ),
     );
     widenConnectionWindow(this.server, this.options.logger);
-    await this.dataPort_.listen(this.options.host, this.options.dataPort);
+    await this.relayLanes.listen(this.options.host, this.options.dataPort);
     if (this.http) await this.http.listen(this.options.host, this.options.metricsPort!);
     const o = this.options;
-    this.options.logger.info({ address: this.address, dataPort: this.dataPort_.port, http: this.http?.port, tls: !!o.tls, mtls: !!o.tls?.clientCaFile, tokens: o.tokensFile ?? null, audit: o.auditLog ?? null }, "tracker listening");
+    this.options.logger.info({ address: this.address, dataPort: this.relayLanes.port, http: this.http?.port, tls: !!o.tls, mtls: !!o.tls?.clientCaFile, tokens: o.tokensFile ?? null, audit: o.auditLog ?? null }, "tracker listening");
     if (!isLoopbackHost(o.host) && !(o.tls && o.tokensFile)) {
       o.logger.warn({ host: o.host }, `--insecure: serving ${o.host} without ${o.tls ? "tokens" : o.tokensFile ? "TLS" : "TLS or tokens"}; anyone who reaches this port can run code on every board`);
     }
@@ -110,7 +110,7 @@ export class Tracker {
 
   /** The data port (relay lanes), once listening. */
   get dataPort(): number {
-    return this.dataPort_.port;
+    return this.relayLanes.port;
   }
 
   /** "host:port" of the HTTP side, or undefined without one. */
@@ -122,7 +122,7 @@ export class Tracker {
   async close(): Promise<void> {
     this.agents.stop();
     this.auth.close();
-    this.dataPort_.close();
+    this.relayLanes.close();
     await this.http?.close();
     for (const lease of [...this.scheduler.leases.values()]) lease.end(new FarmError("DRAINED", "the tracker is shutting down"));
     await new Promise<void>((resolve) => {
@@ -238,7 +238,7 @@ export class Tracker {
           route: lease.route,
           ticket: lease.token,
           direct_address: data && (lease.route === "direct" || lease.route === "auto") ? joinHostPort(data.host, data.port) : "",
-          relay_port: this.dataPort_.port,
+          relay_port: this.relayLanes.port,
           session_timeout_ms: lease.timeouts.sessionTimeoutMs,
           lane_tls: data?.tls ?? false,
           end_grace_ms: lease.timeouts.endGraceMs,

@@ -7,9 +7,8 @@
 import { readdirSync, rmSync } from "node:fs";
 import type { Socket } from "node:net";
 import { join } from "node:path";
-import * as grpc from "@grpc/grpc-js";
 import {
-  AgentService, FarmError, makeClient, SESSION_ID_HEADER, SESSION_TOKEN_HEADER, componentLogger,
+  AgentService, FarmError, makeClient, componentLogger,
   type AgentServiceClient,
 } from "../../protos/index.ts";
 import { createBackend } from "../backends/index.ts";

@@ -3,7 +3,6 @@
  * encoded request, its grant, and lanes dialled byte by byte — for tests that
  * send what the SDK never would (garbage, forged or reused tickets).
  */
-import type * as grpc from "@grpc/grpc-js";
 import { connect, type Socket } from "node:net";
 import {
   HostService, LaneSocket, SESSION_REQUEST_HEADER, callMetadata, decodeLaneWelcome, encodeLaneHello, encodeSessionRequest, makeClient,
@@ -47,5 +46,3 @@ export async function rawHello(host: string, port: number, hello: { session_id: 
   const w = decodeLaneWelcome(await lane.first("welcome"));
   return { ...(w.error ? { error: { code: w.error.code, message: w.error.message } } : {}), lane };
 }
-
-export type { grpc };
