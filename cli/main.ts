@@ -114,13 +114,14 @@ addClientSecurityFlags(program
   .addOption(new Option("--worker-disk <size>", "as root, each session's folder is a tmpfs of this size: all its files, its kernels' temporary files included (e.g. 4g; \"off\": none; default --max-session-bytes; at least --max-upload-bytes; tmpfs takes RAM or swap only as it fills)").argParser((v: string) => (v === "off" ? 0 : bytes(v))))
   .option("--worker-limits <limits>", "resource limits of each worker, e.g. nofile=1024,nproc=256,fsize=1g,as=off (defaults: those, fsize = --max-upload-bytes, as off; nproc only with a uid or user namespace of the worker's own)")
   .option("--no-direct", "serve no direct lane: hosts reach this agent's boards through the tracker's relay")
+  .option("--no-standby", "hosts reach the direct lane only at --data-port (firewalls that open one port): no standby lane (a port of its own) per session worker")
   .option("--data-host <host>", "interface of the direct lane (default 127.0.0.1 for a loopback tracker, else 0.0.0.0)")
   .addOption(new Option("--data-port <port>", "port of the direct lane (0: any free port)").argParser(integer))
   .option("--data-advertise <host[:port]>", "the name or address hosts reach the direct lane at, with the port where it is forwarded (default: the address the tracker sees this agent at)")
   .option("--data-tls-cert <file>", "TLS on the direct lane with this certificate (from the farm's CA, naming this host); needed for a direct lane when the agent talks TLS to its tracker")
   .option("--data-tls-key <file>", "the key of --data-tls-cert")
   .action(async (o: ClientSecurityFlags & {
-    direct: boolean; dataHost?: string; dataPort?: number; dataAdvertise?: string; dataTlsCert?: string; dataTlsKey?: string;
+    direct: boolean; standby: boolean; dataHost?: string; dataPort?: number; dataAdvertise?: string; dataTlsCert?: string; dataTlsKey?: string;
     workerUids?: string; workerNetwork?: "isolated" | "shared"; workerLimits?: string; workerDisk?: number;
     tracker?: string; board: string[]; config?: string; name?: string; maxUploadBytes?: number; maxSessionBytes?: number; callTimeoutMs?: number; warmWorkers?: number;
     canaryIntervalMs?: number; metricsPort?: number; metricsHost?: string; metricsTlsCert?: string; metricsTlsKey?: string;
@@ -151,6 +152,7 @@ addClientSecurityFlags(program
       workerDiskBytes: o.workerDisk ?? file?.settings.workerDiskBytes,
       ...(o.metricsTlsCert ? { metricsTls: { certFile: o.metricsTlsCert, keyFile: o.metricsTlsKey! } } : {}),
       direct: o.direct,
+      standby: o.standby,
       dataHost: o.dataHost,
       dataPort: o.dataPort,
       dataAdvertise: o.dataAdvertise,

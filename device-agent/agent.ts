@@ -70,6 +70,7 @@ export class Agent {
       this.workerLink = await WorkerLink.listen(join(o.workRoot, "link.sock"), o.tracker, o.security, plan.users?.group, o.logger);
     }
     const sandbox: WorkerSandbox = { plan, uids: new UidAllocator(plan), dirs, store: new ContentStore(join(o.workRoot, "store")), ...(plan.diskBytes > 0 ? { disk: new SessionDisk(plan.diskBytes) } : {}) };
+    const standbyHost = this.standbyHost();
     const built = boards.some((b) => b.kind === "cpu") ? await buildCpuSupport(o.workRoot, o.logger) : undefined;
     // The user's cache may be closed to workers running as other users: they get a copy they can read.
     const cpuSupport = built && dirs.share(built);
@@ -104,8 +105,9 @@ export class Agent {
         o.warmWorkers,
         {
           ready: (name) => {
-            if (!this.draining.has(name)) this.link?.send({ board_ready: { board_name: name } });
+            if (!this.draining.has(name)) this.link?.send({ board_ready: { board_name: name, lane_port: this.pools.get(name)?.standbyPort ?? 0 } });
           },
+          laneOpened: (sessionId) => this.link?.send({ lane_opened: { session_id: sessionId, route: "direct" } }),
           sessionEnded: (sessionId, reason) => {
             this.lanes?.forget(sessionId);
             this.link?.send({ session_ended: { session_id: sessionId, reason: reason?.toWire() ?? null } });
@@ -117,6 +119,7 @@ export class Agent {
         },
         o.logger,
         sandbox,
+        standbyHost,
         this.metrics?.board(board.name, board.kind),
       );
       this.pools.set(board.name, pool);
@@ -132,7 +135,7 @@ export class Agent {
         for (const [name, r] of this.lastCanary) {
           this.link?.send({ board_health: { board_name: name, kind: r.kind, ok: r.ok, reason: r.reason, duration_ms: r.durationMs } });
         }
-        for (const pool of this.pools.values()) if (pool.hasIdle && !this.draining.has(pool.boardName)) this.link?.send({ board_ready: { board_name: pool.boardName } });
+        for (const pool of this.pools.values()) if (pool.hasIdle && !this.draining.has(pool.boardName)) this.link?.send({ board_ready: { board_name: pool.boardName, lane_port: pool.standbyPort } });
       },
       detached: () => {
         this.metrics?.trackerConnected(false);
@@ -146,7 +149,7 @@ export class Agent {
           return;
         }
         this.lanes?.expect(a.session_id, a.token, a.route);
-        pool.assign(a.session_id, a.token, a.route);
+        pool.assign(a.session_id, a.token, a.route, a.lane_port);
       },
       end: (sessionId, reason) => {
         this.lanes?.forget(sessionId);
@@ -158,6 +161,18 @@ export class Agent {
       },
     }, o.logger, o.security, direct);
     return this;
+  }
+
+  /**
+   * Where workers' standby lanes listen (device-agent/worker/standby.ts): on
+   * the direct lane's interface, unless there is no direct lane, or it speaks
+   * TLS (workers hold no key), or hosts reach it only at a forwarded port
+   * (`--data-advertise HOST:PORT`), or `--no-standby` keeps hosts to the one port.
+   */
+  private standbyHost(): string | undefined {
+    const o = this.options;
+    if (!o.direct || !o.standby || o.dataTls || o.security.tls || /:\d+$/.test(o.dataAdvertise)) return undefined;
+    return o.dataHost;
   }
 
   /**

@@ -7,15 +7,16 @@
  * which the agent terminates (workers hold no key) and pipes to the worker
  * through a unix socket pair.
  *
- * A ticket opens one lane, once: the first lane handed to a session's worker
- * takes it, whichever way it came.
+ * A ticket opens one lane, once (device-agent/tickets.ts). A host may also
+ * reach the worker without the agent: at the worker's own standby lane
+ * (device-agent/worker/standby.ts), which the grant names first.
  *
  * The agent reads no byte past a hello: the welcome comes from the worker
  * (direct lane) or is read by it (relay lane), so the host sends its frames
  * only once the socket is in the worker. (Bytes the agent read and had not
  * handed on would be lost with the hand-over.)
  */
-import { randomBytes, timingSafeEqual } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { createServer, connect as netConnect, type Server, type Socket } from "node:net";
 import { join } from "node:path";
 import { rmSync } from "node:fs";
@@ -24,20 +25,7 @@ import {
   FarmError, HELLO_TIMEOUT_MS, LaneSocket, acceptHello, connectSocket, encodeLaneHello, framed, refuse, socketServer,
   type ClientSecurity, type Lane, type Logger, type ServerTls,
 } from "../protos/index.ts";
-
-/**
- * The grant reaches the host and the assignment the agent at about the same
- * time; a host this much faster than its session's assignment is waited for.
- * Longer, and the session id is not one of this agent's.
- */
-const ARRIVAL_WAIT_MS = 1000;
-
-interface Expected {
-  ticket: Buffer;
-  route: string;
-  /** A lane was handed to the worker: the ticket is used. */
-  taken: boolean;
-}
+import { Tickets } from "./tickets.ts";
 
 export interface LaneHooks {
   /** Gives the session's worker its lane; false when no worker serves the session (any more). */
@@ -58,9 +46,7 @@ export interface AgentLanesOptions {
 }
 
 export class AgentLanes {
-  private readonly expected = new Map<string, Expected>();
-  /** Hosts that arrived before their session's assignment (the grant and the assignment race): resolved by expect(). */
-  private readonly early = new Map<string, () => void>();
+  private readonly tickets = new Tickets();
   private server: Server | undefined;
   private stopWatching = () => {};
   private readonly open = new Set<Socket>();
@@ -86,14 +72,13 @@ export class AgentLanes {
 
   /** A session was assigned to one of this agent's boards: its ticket will open its lane. */
   expect(sessionId: string, ticket: string, route: string): void {
-    this.expected.set(sessionId, { ticket: Buffer.from(ticket), route, taken: false });
-    this.early.get(sessionId)?.();
+    this.tickets.expect(sessionId, ticket, route);
     if (route === "relay") void this.dialRelay(sessionId);
   }
 
   /** The session ended: its ticket opens nothing any more. */
   forget(sessionId: string): void {
-    this.expected.delete(sessionId);
+    this.tickets.forget(sessionId);
   }
 
   private async accept(socket: Socket): Promise<void> {
@@ -105,14 +90,7 @@ export class AgentLanes {
     try {
       const hello = await acceptHello(lane);
       sessionId = hello.session_id;
-      if (hello.role !== "host") throw new FarmError("PROTOCOL_ERROR", "only hosts connect to an agent's direct lane");
-      const expected = this.expected.get(sessionId) ?? (await this.arrival(sessionId));
-      if (!expected) throw new FarmError("NOT_FOUND", `no session "${sessionId}" on this agent (it ended, or never was)`);
-      if (expected.route !== "direct" && expected.route !== "auto") throw new FarmError("PERMISSION_DENIED", `session ${sessionId} travels on the ${expected.route} route, not on the agent's direct lane`);
-      const given = Buffer.from(hello.ticket);
-      if (given.length !== expected.ticket.length || !timingSafeEqual(given, expected.ticket)) throw new FarmError("PERMISSION_DENIED", `wrong ticket for session ${sessionId}`);
-      if (expected.taken) throw new FarmError("PERMISSION_DENIED", `session ${sessionId} already has its lane; its ticket is used`);
-      expected.taken = true;
+      await this.tickets.admit(hello);
       // A TLS socket stays here (piped to the worker through a pair); a plain one goes to the worker.
       const { socket: raw, rest } = lane.detach({ toAnotherProcess: !(socket as TLSSocket).encrypted });
       // Handed on (a plain socket is closed here once sent) or piped (TLS, closed with its pair): not ours to close.
@@ -126,31 +104,15 @@ export class AgentLanes {
     }
   }
 
-  /** Waits (ARRIVAL_WAIT_MS at most) for a session's assignment that is on its way. */
-  private arrival(sessionId: string): Promise<Expected | undefined> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.early.delete(sessionId);
-        resolve(undefined);
-      }, ARRIVAL_WAIT_MS);
-      this.early.set(sessionId, () => {
-        clearTimeout(timer);
-        this.early.delete(sessionId);
-        resolve(this.expected.get(sessionId));
-      });
-    });
-  }
-
   /** Dials the tracker's data port for a session's worker (relay route, or an auto route's fallback). */
   async dialRelay(sessionId: string): Promise<void> {
-    const expected = this.expected.get(sessionId);
-    if (!expected || expected.taken) return;
-    expected.taken = true;
+    const ticket = this.tickets.take(sessionId);
+    if (!ticket) return;
     try {
       if (!this.relayPort) throw new FarmError("UNAVAILABLE", "the tracker named no data port");
       // Unread: the tracker's welcome (or refusal) is the worker's to read, and nothing the agent read could be handed on.
       const socket = await connectSocket(this.opts.trackerHost, this.relayPort, this.opts.security, HELLO_TIMEOUT_MS, "the tracker's data port", { unread: true });
-      socket.write(framed(encodeLaneHello({ session_id: sessionId, ticket: expected.ticket.toString(), role: "worker" })));
+      socket.write(framed(encodeLaneHello({ session_id: sessionId, ticket, role: "worker" })));
       if (!(await this.handOver(sessionId, socket, Buffer.alloc(0), "relay"))) socket.destroy();
     } catch (err) {
       // The tracker ends the lease when its lane does not open; say why here.

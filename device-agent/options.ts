@@ -50,6 +50,8 @@ export interface AgentOptions {
   workerDiskBytes?: number;
   /** Serve a direct lane (hosts connect straight to this agent). Default true. */
   direct?: boolean;
+  /** Give each session worker a standby lane, a port of its own that the grant names (worker/standby.ts). Default true. */
+  standby?: boolean;
   /** Interface of the direct lane; default 127.0.0.1 for a loopback tracker, else every interface (0.0.0.0). */
   dataHost?: string;
   /** Port of the direct lane; default 0 (any free one). */
@@ -124,6 +126,7 @@ export function resolveAgentOptions(opts: AgentOptions): ResolvedAgentOptions {
     metricsHost: opts.metricsHost ?? "127.0.0.1",
     metricsTls: opts.metricsTls,
     direct: opts.direct ?? true,
+    standby: opts.standby ?? true,
     dataHost: opts.dataHost ?? (isLoopbackHost(parseAddress(opts.tracker).host) ? "127.0.0.1" : "0.0.0.0"),
     dataPort: checkPort(opts.dataPort ?? 0, "dataPort"),
     dataAdvertise: opts.dataAdvertise ?? "",

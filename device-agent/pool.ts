@@ -9,7 +9,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
-import type { Socket } from "node:net";
+import { createServer, type AddressInfo, type Socket } from "node:net";
 import { FarmError, SESSION_END_GRACE_MS, type Logger } from "../protos/index.ts";
 import type { BoardMetrics } from "./metrics.ts";
 import { effectiveLimits, workerCommand, workerEnv, type SandboxPlan, type UidAllocator, type WorkerDirs } from "./sandbox.ts";
@@ -55,11 +55,15 @@ interface WorkerHandle {
   readonly forkedAt: number;
   /** Its current session was counted in the metrics already. */
   counted: boolean;
+  /** Its standby lane's port (worker/standby.ts); 0: it has none; undefined: not opened yet. */
+  lanePort?: number;
 }
 
 export interface PoolEvents {
-  /** The board has an idle worker and no session: it may be granted. */
+  /** The board has an idle worker and no session: it may be granted (`standbyPort` names that worker's standby lane). */
   ready(boardName: string): void;
+  /** A host reached a session's worker at its standby lane. */
+  laneOpened(sessionId: string): void;
   /** A session ended on this side: closed cleanly (null), or the worker died / timed out. */
   sessionEnded(sessionId: string, reason: FarmError | null): void;
   /** A canary ran, or the board's infrastructure failed (a worker died or did not start outside any session). */
@@ -84,6 +88,8 @@ export class BoardPool {
     private readonly events: PoolEvents,
     private readonly log: Logger,
     private readonly sandbox: WorkerSandbox,
+    /** The direct lane's interface, where each worker gets a standby lane of its own; undefined: no standby lanes. */
+    private readonly standbyHost: string | undefined,
     private readonly metrics?: BoardMetrics,
   ) {
     metrics?.watchWorkers(() => this.workerStates());
@@ -108,6 +114,22 @@ export class BoardPool {
 
   get hasIdle(): boolean {
     return this.count("idle") > 0;
+  }
+
+  /** The standby lane's port of the worker that takes the next session; 0 when it has none. */
+  get standbyPort(): number {
+    return this.nextIdle()?.lanePort ?? 0;
+  }
+
+  /** The idle worker whose standby lane is `lanePort`, else the first idle one. */
+  private nextIdle(lanePort = 0): WorkerHandle | undefined {
+    let first: WorkerHandle | undefined;
+    for (const w of this.workers) {
+      if (w.state !== "idle") continue;
+      if (lanePort && w.lanePort === lanePort) return w;
+      first ??= w;
+    }
+    return first;
   }
 
   /** Starts workers until `warm` are idle or starting. */
@@ -166,9 +188,11 @@ export class BoardPool {
       this.fill();
     } else if (msg.t === "ready") {
       this.metrics?.workerReady((performance.now() - w.forkedAt) / 1e3);
-      w.state = "idle";
-      if (this.serveWaiting()) return;
-      if (!this.serving()) this.events.ready(this.boardName);
+      // Its standby lane first: the readiness the tracker hears names it.
+      if (this.standbyHost !== undefined && w.lanePort === undefined) void this.openStandby(w, this.standbyHost).then(() => this.becameIdle(w));
+      else this.becameIdle(w);
+    } else if (msg.t === "lane-opened") {
+      this.events.laneOpened(msg.sessionId);
     } else if (msg.t === "ended") {
       clearTimeout(w.graceTimer);
       this.tally(w, msg.error?.code ?? "OK");
@@ -189,6 +213,36 @@ export class BoardPool {
       }
       this.fill();
       if (this.hasIdle) this.events.ready(this.boardName);
+    }
+  }
+
+  private becameIdle(w: WorkerHandle): void {
+    if (w.state !== "starting") return; // died meanwhile
+    w.state = "idle";
+    if (this.serveWaiting()) return;
+    if (!this.serving()) this.events.ready(this.boardName);
+  }
+
+  /**
+   * Opens a worker's standby lane: a listening port the agent makes (a worker
+   * in a network namespace of its own could not) and hands over; the agent
+   * keeps no copy, so every connection there reaches that worker.
+   */
+  private async openStandby(w: WorkerHandle, host: string): Promise<void> {
+    const server = createServer();
+    try {
+      await new Promise<void>((resolve, reject) => {
+        server.once("error", reject);
+        server.listen(0, host, resolve);
+      });
+      const port = (server.address() as AddressInfo).port;
+      await new Promise<void>((resolve, reject) => w.child.send({ t: "standby" } satisfies AgentToWorker, server, (err) => (err ? reject(err) : resolve())));
+      w.lanePort = port;
+    } catch (err) {
+      w.lanePort = 0;
+      this.log.warn({ board: this.boardName, err: (err as Error).message }, "no standby lane for a session worker: its hosts use the agent's data port");
+    } finally {
+      server.close();
     }
   }
 
@@ -280,8 +334,9 @@ export class BoardPool {
     return undefined;
   }
 
-  assign(sessionId: string, token: string, route: string): void {
-    const w = [...this.workers].find((x) => x.state === "idle");
+  /** `lanePort`: the standby lane the grant named; its worker takes the session if it is idle. */
+  assign(sessionId: string, token: string, route: string, lanePort = 0): void {
+    const w = this.nextIdle(lanePort);
     if (!w) {
       if (this.closed) {
         this.metrics?.sessionEnded("INTERNAL");

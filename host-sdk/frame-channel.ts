@@ -18,7 +18,7 @@
  */
 import type * as grpc from "@grpc/grpc-js";
 import {
-  FarmError, LaneSocket, SESSION_END_GRACE_MS, connectSocket, decodeEndFrame, decodeGrantFrame, isEndFrame, isGrantFrame, sayHello,
+  FarmError, LaneSocket, SESSION_END_GRACE_MS, awaitWelcome, connectSocket, decodeEndFrame, decodeGrantFrame, encodeLaneHello, framed, isEndFrame, isGrantFrame,
   type ClientSecurity, type Grant__Output, type Lane,
 } from "../protos/index.ts";
 import { status as grpcStatus } from "@grpc/grpc-js";
@@ -228,30 +228,47 @@ export async function openLane(grant: Grant__Output, stream: SessionStream, opts
   if (grant.route === "direct" || grant.route === "auto") {
     try {
       if (!grant.direct_address) throw new FarmError("UNAVAILABLE", `board ${grant.board?.id}'s agent serves no direct lane (started with --no-direct, or with TLS to its tracker and no --data-tls-cert)`);
-      const lane = await dial(grant, "direct", opts, grant.route === "auto" ? opts.directTimeoutMs : 10_000);
+      const lane = await dialDirect(grant, opts, grant.route === "auto" ? opts.directTimeoutMs : 10_000);
       return { channel: new LaneChannel(stream, lane, "direct", graceMs), lane: "direct" };
     } catch (err) {
       if (grant.route === "direct") throw err;
       note = `the direct lane to ${grant.direct_address} failed (${(err as Error).message}); fell back to the tracker's relay`;
     }
   }
-  const lane = await dial(grant, "relay", opts, 10_000);
+  const lane = await dial(grant, "relay", [opts.trackerHost, grant.relay_port], "the tracker's data port (relay lane)", opts, 10_000);
   return { channel: new LaneChannel(stream, lane, "relay", graceMs), lane: "relay", ...(note ? { note } : {}) };
 }
 
-/** Connects one lane and says hello; a refusal or silence within `timeoutMs` is an UNAVAILABLE naming the lane. */
-async function dial(grant: Grant__Output, kind: "direct" | "relay", opts: LaneOptions, timeoutMs: number): Promise<LaneSocket> {
-  const [host, port] = kind === "direct" ? splitHostPort(grant.direct_address) : [opts.trackerHost, grant.relay_port];
-  const what = kind === "direct" ? `the agent of board ${grant.board?.id} (direct lane)` : "the tracker's data port (relay lane)";
+/**
+ * The direct lane: at the standby lane of the worker that takes the session,
+ * when the grant names one, else (or if that worker has moved on: it is gone,
+ * or serves another session) at the agent's data port, which hands it over.
+ */
+async function dialDirect(grant: Grant__Output, opts: LaneOptions, timeoutMs: number): Promise<LaneSocket> {
+  const started = Date.now();
+  const agent = () => dial(grant, "direct", splitHostPort(grant.direct_address), `the agent of board ${grant.board?.id} (direct lane)`, opts, Math.max(1, timeoutMs - (Date.now() - started)));
+  if (!grant.worker_address) return agent();
+  try {
+    return await dial(grant, "direct", splitHostPort(grant.worker_address), `the session worker of board ${grant.board?.id} (standby lane)`, opts, timeoutMs);
+  } catch (err) {
+    const code = FarmError.from(err).code;
+    if (code !== "UNAVAILABLE" && code !== "NOT_FOUND") throw err;
+    return agent();
+  }
+}
+
+/** Connects one lane, its hello sent with the connection; a refusal or silence within `timeoutMs` is an UNAVAILABLE naming the lane. */
+async function dial(grant: Grant__Output, kind: "direct" | "relay", [host, port]: [string, number], what: string, opts: LaneOptions, timeoutMs: number): Promise<LaneSocket> {
   const started = Date.now();
   // The direct lane is the agent's certificate, named by its own address; the relay is the tracker's.
   const security: ClientSecurity = kind === "direct"
     ? { ...(grant.lane_tls && opts.security.tls ? { tls: { ...opts.security.tls, serverName: undefined } } : {}) }
     : opts.security;
-  const socket = await connectSocket(host, port, security, timeoutMs, what);
+  const hello = encodeLaneHello({ session_id: grant.session_id, ticket: grant.ticket, role: "host", ...(kind === "relay" && opts.security.token ? { token: opts.security.token } : {}) });
+  const socket = await connectSocket(host, port, security, timeoutMs, what, { first: framed(hello) });
   const lane = new LaneSocket(socket, `the ${kind} lane of session ${grant.session_id}`);
   try {
-    await sayHello(lane, { session_id: grant.session_id, ticket: grant.ticket, role: "host", ...(kind === "relay" && opts.security.token ? { token: opts.security.token } : {}) }, Math.max(1, timeoutMs - (Date.now() - started)));
+    await awaitWelcome(lane, Math.max(1, timeoutMs - (Date.now() - started)));
   } catch (err) {
     lane.fail(FarmError.from(err));
     throw new FarmError(FarmError.from(err).code, `${what} at ${host}:${port}: ${(err as Error).message}`, { cause: err });

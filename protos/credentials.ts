@@ -290,13 +290,20 @@ export function socketServer(tls: ServerTls | undefined, onSocket: (socket: Sock
  * can be handed to another process (child_process.send) without losing a
  * byte that arrived meanwhile.
  */
-export function connectSocket(host: string, port: number, security: ClientSecurity, timeoutMs: number, what: string, opts: { unread?: boolean } = {}): Promise<Socket> {
+/**
+ * A TCP (or TLS) connection to `what` at host:port. `first`: bytes written at
+ * once, before the connection is up (sent with the handshake's end, saving
+ * this process a wake-up); `unread`: nothing is read here (the socket goes to
+ * another process).
+ */
+export function connectSocket(host: string, port: number, security: ClientSecurity, timeoutMs: number, what: string, opts: { unread?: boolean; first?: Uint8Array } = {}): Promise<Socket> {
   return new Promise((resolve, reject) => {
     let socket: Socket;
     try {
       socket = security.tls ? tlsConnect({ host, port, ...tlsClientOptions(security.tls, host) }) : netConnect({ host, port });
       // Paused before it connects, a net.Socket never starts reading its handle.
       if (opts.unread && !security.tls) socket.pause();
+      if (opts.first) socket.write(opts.first);
     } catch (err) {
       reject(FarmError.from(err));
       return;

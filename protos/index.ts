@@ -11,7 +11,7 @@ export {
   encodeSessionRequest, decodeSessionRequest, encodeLaneHello, decodeLaneWelcome,
   type HostFrame, type HostFrame__Output, type BoardFrame, type BoardFrame__Output, type Grant__Output, type SessionRequest__Output,
 } from "./frames.ts";
-export { LaneSocket, framed, acceptHello, welcome, refuse, sayHello, HELLO_TIMEOUT_MS, type LaneRole } from "./lane.ts";
+export { LaneSocket, framed, acceptHello, welcome, refuse, awaitWelcome, HELLO_TIMEOUT_MS, type LaneRole } from "./lane.ts";
 export { ROUTES, LANES, SESSION_END_GRACE_MS, SESSION_REQUEST_HEADER, parseRoute, type Route, type Lane } from "./routes.ts";
 export {
   HostService, AgentService, CHANNEL_OPTIONS, SERVER_OPTIONS, CHUNK_BYTES, MAX_MESSAGE_BYTES,

@@ -10,9 +10,9 @@
  */
 import type { Socket } from "node:net";
 import { FarmError } from "./errors.ts";
-import { decodeLaneHello, decodeLaneWelcome, encodeLaneHello, encodeLaneWelcome } from "./frames.ts";
+import { decodeLaneHello, decodeLaneWelcome, encodeLaneWelcome } from "./frames.ts";
 import { MAX_MESSAGE_BYTES } from "./grpc.ts";
-import type { LaneHello, LaneHello__Output } from "./gen/farm/v1/LaneHello.ts";
+import type { LaneHello__Output } from "./gen/farm/v1/LaneHello.ts";
 
 const HEADER_BYTES = 4;
 /** Frames up to this size are copied behind their header into one write; larger ones go as two (corked). */
@@ -267,9 +267,8 @@ export function refuse(lane: LaneSocket, err: FarmError): void {
   setTimeout(() => lane.socket.destroy(), 1000).unref();
 }
 
-/** The connecting side: says hello, and waits for the welcome (or the refusal, as a FarmError). */
-export async function sayHello(lane: LaneSocket, hello: LaneHello, timeoutMs = HELLO_TIMEOUT_MS): Promise<void> {
-  lane.send(encodeLaneHello(hello));
+/** The connecting side, its hello sent (with the connection: connectSocket's `first`): the welcome, or the refusal as a FarmError. */
+export async function awaitWelcome(lane: LaneSocket, timeoutMs = HELLO_TIMEOUT_MS): Promise<void> {
   const bytes = await lane.first("welcome", timeoutMs);
   const w = decodeLaneWelcome(bytes);
   if (w.error) {

@@ -49,9 +49,12 @@ describe("session lanes", () => {
     await s.close();
   });
 
-  it("refuses a forged, a reused, an expired and a foreign ticket on the agent's direct lane, and the session goes on", async () => {
+  for (const door of ["the agent's data port", "the worker's standby lane"] as const) {
+  it(`refuses a forged, a reused, an expired and a foreign ticket at ${door}, and the session goes on`, async () => {
     const raw = await rawSession(farm.tracker.address, { key: "cpu", route: "direct" });
-    const [dHost, dPort] = [host(raw.grant.direct_address), parseAddress(raw.grant.direct_address).port];
+    const address = door === "the agent's data port" ? raw.grant.direct_address : raw.grant.worker_address;
+    assert.notEqual(address, "", `the grant names ${door}`);
+    const [dHost, dPort] = [host(address), parseAddress(address).port];
     try {
       const forged = await rawHello(dHost, dPort, { session_id: raw.grant.session_id, ticket: "f".repeat(32), role: "host" });
       assert.equal(forged.error?.code, "PERMISSION_DENIED");
@@ -76,6 +79,45 @@ describe("session lanes", () => {
     const expired = await rawHello(dHost, dPort, { session_id: raw.grant.session_id, ticket: raw.grant.ticket, role: "host" });
     assert.equal(expired.error?.code, "NOT_FOUND");
   });
+  }
+
+  it("the grant names the standby lane of the worker that takes the session, a port of its own, and the SDK opens the session there", async () => {
+    const raw = await rawSession(farm.tracker.address, { key: "cpu", route: "auto" });
+    try {
+      assert.notEqual(raw.grant.worker_address, "");
+      assert.equal(host(raw.grant.worker_address), host(raw.grant.direct_address));
+      assert.notEqual(parseAddress(raw.grant.worker_address).port, parseAddress(raw.grant.direct_address).port);
+      // The worker itself answers there: the lane's first call reports its pid, the one the pool runs for the board.
+      const lane = await rawHello(host(raw.grant.worker_address), parseAddress(raw.grant.worker_address).port, { session_id: raw.grant.session_id, ticket: raw.grant.ticket, role: "host" });
+      assert.equal(lane.error, undefined);
+      lane.lane.send(encodeHostFrame({ id: 1, stats: {} }));
+      const stats = decodeBoardFrame(await new Promise<Buffer>((resolve) => lane.lane.onFrame(resolve))).stats;
+      assert.ok(Number(stats?.info.worker_pid) > 0);
+      lane.lane.fail(new FarmError("CANCELLED", "done"));
+    } finally {
+      raw.close();
+    }
+    await waitForFreeBoards(farm.client, 1);
+  });
+
+  it("a standby lane whose worker died: the host falls back to the agent's data port, and the session is served", async () => {
+    const s0 = await farm.client.request("cpu");
+    const pid = Number((await s0.stats()).info.worker_pid);
+    await s0.close();
+    await waitForFreeBoards(farm.client, 1);
+    // The board's next worker is the same one (a session without a module leaves it reusable): kill it while idle.
+    // The tracker still holds its standby lane, and hears of no other until the next worker is ready.
+    process.kill(pid, "SIGKILL");
+    await waitFor("the agent to see its idle worker die", async () => (await farm.client.summary()).boards[0]?.last_error.includes(`${pid} killed by SIGKILL`));
+    const s = await farm.client.request("cpu", { route: "direct" });
+    try {
+      assert.equal(s.lane, "direct");
+      assert.notEqual(Number((await s.stats()).info.worker_pid), pid);
+      assert.deepEqual(await s.listdir(), []);
+    } finally {
+      await s.close();
+    }
+  });
 
   it("refuses forged and reused tickets on the tracker's data port", async () => {
     const raw = await rawSession(farm.tracker.address, { key: "cpu", route: "relay" });
@@ -94,18 +136,25 @@ describe("session lanes", () => {
     await waitForFreeBoards(farm.client, 1);
   });
 
-  it("garbage before the handshake is refused on both ports, and the farm goes on", async () => {
-    const s = await farm.client.request("cpu", { route: "direct" });
-    const direct = (await farm.client.summary()).agents[0]!;
-    assert.ok(direct);
-    await s.close();
-    for (const port of [farm.tracker.dataPort, await agentDirectPort(farm.client)]) {
-      const socket = connect({ host: "127.0.0.1", port });
-      await new Promise((resolve) => socket.once("connect", resolve));
-      // A length of 3 GiB, then noise: over the hello's limit at once.
-      socket.write(Buffer.from([0xc0, 0, 0, 0, 1, 2, 3, 4]));
-      await new Promise((resolve) => socket.once("close", resolve).on("error", () => {}).resume());
+  it("garbage before the handshake is refused at every door, and the farm goes on", async () => {
+    // A granted session whose lane is not open yet: its worker's standby lane listens.
+    const raw = await rawSession(farm.tracker.address, { key: "cpu", route: "direct" });
+    try {
+      for (const port of [farm.tracker.dataPort, parseAddress(raw.grant.direct_address).port, parseAddress(raw.grant.worker_address).port]) {
+        const socket = connect({ host: "127.0.0.1", port });
+        await new Promise((resolve) => socket.once("connect", resolve));
+        // A length of 3 GiB, then noise: over the hello's limit at once.
+        socket.write(Buffer.from([0xc0, 0, 0, 0, 1, 2, 3, 4]));
+        await new Promise((resolve) => socket.once("close", resolve).on("error", () => {}).resume());
+      }
+      // The session still opens at the worker's door.
+      const lane = await rawHello(host(raw.grant.worker_address), parseAddress(raw.grant.worker_address).port, { session_id: raw.grant.session_id, ticket: raw.grant.ticket, role: "host" });
+      assert.equal(lane.error, undefined);
+      lane.lane.fail(new FarmError("CANCELLED", "done"));
+    } finally {
+      raw.close();
     }
+    await waitForFreeBoards(farm.client, 1);
     const again = await farm.client.request("cpu");
     assert.equal(again.lane, "direct");
     await again.listdir();
@@ -143,14 +192,6 @@ describe("session lanes", () => {
     }
   });
 });
-
-/** The agent's direct-lane port, from a grant. */
-async function agentDirectPort(client: TrackerClient): Promise<number> {
-  const raw = await rawSession(client.address, { key: "cpu", route: "direct" });
-  raw.close();
-  await waitForFreeBoards(client, 1);
-  return parseAddress(raw.grant.direct_address).port;
-}
 
 describe("a direct lane hosts cannot reach", () => {
   let tracker: TrackerProcess;

@@ -68,7 +68,7 @@ export class AgentLinks {
         if (!agent) throw new FarmError("PROTOCOL_ERROR", "the first message on Attach must be Register");
         agent.lastSeen = Date.now();
         if (msg.heartbeat) call.write({ heartbeat_ack: { seq: msg.heartbeat.seq } });
-        else if (msg.board_ready) this.boardReady(agent, msg.board_ready.board_name);
+        else if (msg.board_ready) this.boardReady(agent, msg.board_ready.board_name, msg.board_ready.lane_port);
         else if (msg.session_ended) this.sessionEnded(agent, msg.session_ended.session_id, msg.session_ended.reason);
         else if (msg.lane_opened) this.laneOpened(agent, msg.lane_opened.session_id);
         else if (msg.board_health) this.boardHealth(agent, msg.board_health);
@@ -120,6 +120,7 @@ export class AgentLinks {
         capabilities: { ...spec.capabilities },
         agent,
         ready: false,
+        lanePort: 0,
         draining: false,
         lease: undefined,
         health: new BoardHealth(),
@@ -147,9 +148,10 @@ export class AgentLinks {
     return agent;
   }
 
-  private boardReady(agent: Agent, name: string): void {
+  private boardReady(agent: Agent, name: string, lanePort: number): void {
     const board = agent.boards.get(name);
     if (!board) throw new FarmError("NOT_FOUND", `agent ${agent.name} has no board "${name}"`);
+    board.lanePort = lanePort;
     if (!board.ready) {
       board.ready = true;
       if (!board.lease) this.events.emit({ type: "board", at: Date.now(), board: describeBoard(board), change: "changed" });
@@ -205,6 +207,7 @@ export class AgentLinks {
         session_timeout_ms: lease.timeouts.sessionTimeoutMs,
         client_id: lease.clientId,
         route: lease.route,
+        lane_port: lease.lanePort,
       },
     });
   }

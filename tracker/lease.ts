@@ -44,6 +44,8 @@ export class Lease {
   readonly grantedAt = Date.now();
   /** The lane the session got, once open. */
   lane: Lane | undefined;
+  /** The standby lane the grant named (a worker's own port on the agent's direct-lane host); 0: none. */
+  lanePort = 0;
   private host: SessionStream | undefined;
   private workerStream: SessionStream | undefined;
   private relay: Relay | undefined;

@@ -55,6 +55,8 @@ export interface Board {
   readonly agent: Agent;
   /** The agent holds a warm worker for the next session. */
   ready: boolean;
+  /** That worker's standby lane (BoardReady.lane_port): named by the next grant, then spent; 0: none. */
+  lanePort: number;
   draining: boolean;
   lease: Lease | undefined;
   readonly health: BoardHealth;

@@ -140,6 +140,9 @@ export class Scheduler {
     const route = waiter.route === "auto" && !board.agent.data ? "relay" : waiter.route;
     const lease = new Lease(id, token, board, waiter.clientId, waiter.owner, route, { ...this.timeouts, sessionTimeoutMs: waiter.sessionTimeoutMs }, (l) => this.onLeaseEnded(l));
     lease.whenActive(() => this.events.emit({ type: "board", at: Date.now(), board: describeBoard(board), change: "changed" }));
+    // The worker that will take it listens already (its standby lane): the grant names it, once.
+    if ((route === "direct" || route === "auto") && board.agent.data && !board.agent.data.tls) lease.lanePort = board.lanePort;
+    board.lanePort = 0;
     board.lease = lease;
     board.ready = false;
     this.leases.set(id, lease);

@@ -238,6 +238,7 @@ export class Tracker {
           route: lease.route,
           ticket: lease.token,
           direct_address: data && (lease.route === "direct" || lease.route === "auto") ? joinHostPort(data.host, data.port) : "",
+          worker_address: data && lease.lanePort ? joinHostPort(data.host, lease.lanePort) : "",
           relay_port: this.relayLanes.port,
           session_timeout_ms: lease.timeouts.sessionTimeoutMs,
           lane_tls: data?.tls ?? false,

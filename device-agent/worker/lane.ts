@@ -56,6 +56,8 @@ export function socketLane(socket: Socket, rest: Buffer, kind: "direct" | "relay
   const lane = new LaneSocket(socket, `the session's ${kind} lane`);
   // First, before anything the socket reads from now on.
   lane.unshift(rest);
+  // A socket detached in this process (the standby lane) was paused there.
+  socket.resume();
   let finished = false;
   const opened = kind === "direct"
     ? Promise.resolve(welcome(lane))

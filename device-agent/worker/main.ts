@@ -5,7 +5,7 @@
  * foreign code serves no further session: it exits after that one.
  */
 import { readdirSync, rmSync } from "node:fs";
-import type { Socket } from "node:net";
+import type { Server, Socket } from "node:net";
 import { join } from "node:path";
 import {
   AgentService, FarmError, makeClient, componentLogger,
@@ -17,6 +17,7 @@ import type { SessionStore } from "./files.ts";
 import { RequestCounters, SessionServer } from "./session-server.ts";
 import { grpcLane, socketLane, type WorkerLane } from "./lane.ts";
 import { dieWithParent } from "./parent-death.ts";
+import { StandbyLane } from "./standby.ts";
 import { Watchdog } from "./watchdog.ts";
 
 const config = JSON.parse(process.env.KFARM_WORKER ?? "null") as WorkerConfig | null;
@@ -86,6 +87,8 @@ const startMs = performance.now().toFixed(1);
 
 /** The session being served: its lane arrives (socket routes) and its end may be asked for (a release). */
 let current: { sessionId: string; lane: (lane: WorkerLane) => void; end: () => void } | undefined;
+/** This worker's own port, where its sessions' hosts connect straight to it (direct lanes). */
+let standby: StandbyLane | undefined;
 
 process.on("message", (msg: AgentToWorker, handle?: unknown) => {
   if (msg.t === "assign") {
@@ -94,11 +97,23 @@ process.on("message", (msg: AgentToWorker, handle?: unknown) => {
       return;
     }
     serving = msg.sessionId;
+    standby?.tickets.expect(msg.sessionId, msg.token, msg.route);
     void serve(msg.sessionId, msg.token, msg.dir, msg.route);
   } else if (msg.t === "lane") {
     const socket = handle as Socket | undefined;
     if (current?.sessionId === msg.sessionId && socket) current.lane(socketLane(socket, Buffer.from(msg.rest, "base64"), msg.kind));
     else socket?.destroy();
+  } else if (msg.t === "standby") {
+    standby?.close();
+    standby = new StandbyLane(handle as Server, {
+      serving: () => serving,
+      open: (sessionId, socket, rest) => {
+        if (current?.sessionId !== sessionId) return false;
+        current.lane(socketLane(socket, rest, "direct"));
+        void tell({ t: "lane-opened", sessionId });
+        return true;
+      },
+    }, log);
   } else if (msg.t === "end") {
     if (current?.sessionId === msg.sessionId) current.end();
   } else {
@@ -202,6 +217,7 @@ async function serve(sessionId: string, token: string, workdir: string, route: s
 /** After a session, served or not: last counters, the folder emptied, "ended" with whether this worker may serve again. */
 async function finishSession(sessionId: string, workdir: string, error: FarmError | undefined): Promise<void> {
   current = undefined;
+  standby?.tickets.forget(sessionId);
   // IPC keeps order: the agent has the session's last counts before it hears "ended".
   reportCounters();
   emptyFolder(workdir);

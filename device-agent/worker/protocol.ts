@@ -27,6 +27,8 @@ export type AgentToWorker =
    * base64. direct: the host's hello was checked, the worker welcomes it; relay: the tracker's welcome is the first frame.
    */
   | { t: "lane"; sessionId: string; kind: "direct" | "relay"; rest: string }
+  /** The worker's standby lane: a listening server sent with this message (worker/standby.ts). */
+  | { t: "standby" }
   /** The tracker ended the session cleanly (released): close the lane with the end frame, and report "ended". */
   | { t: "end"; sessionId: string }
   /** Answer to "store-take": `file` is the name, in the session's folder, the stored file was linked to; absent: not held. */
@@ -36,6 +38,8 @@ export type AgentToWorker =
 
 export type WorkerToAgent =
   | { t: "ready" }
+  /** A host reached this worker at its standby lane (the agent tells the tracker, as for a lane it handed over). */
+  | { t: "lane-opened"; sessionId: string }
   /** The board's canary ran (device-agent/canary.ts). */
   | { t: "canary"; ok: boolean; detail: string; durationMs: number }
   /** The session loaded foreign code: this worker exits after it. */

@@ -17,6 +17,10 @@ export interface AssignSession {
    * direct | relay | grpc | auto (direct, relay if the host asks for it)
    */
   'route'?: (string);
+  /**
+   * the standby lane the grant named (BoardReady.lane_port): the worker listening there takes the session; 0: none
+   */
+  'lane_port'?: (number);
 }
 
 export interface AssignSession__Output {
@@ -35,4 +39,8 @@ export interface AssignSession__Output {
    * direct | relay | grpc | auto (direct, relay if the host asks for it)
    */
   'route': (string);
+  /**
+   * the standby lane the grant named (BoardReady.lane_port): the worker listening there takes the session; 0: none
+   */
+  'lane_port': (number);
 }

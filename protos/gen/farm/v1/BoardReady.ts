@@ -6,6 +6,10 @@
  */
 export interface BoardReady {
   'board_name'?: (string);
+  /**
+   * the standby lane of the worker that takes the next session: a port of its own on the direct lane's host, listening already (0: none; the data port hands lanes over)
+   */
+  'lane_port'?: (number);
 }
 
 /**
@@ -13,4 +17,8 @@ export interface BoardReady {
  */
 export interface BoardReady__Output {
   'board_name': (string);
+  /**
+   * the standby lane of the worker that takes the next session: a port of its own on the direct lane's host, listening already (0: none; the data port hands lanes over)
+   */
+  'lane_port': (number);
 }

@@ -37,6 +37,10 @@ export interface Grant {
    * after the lane closes without an end, how long the tracker may take to say why
    */
   'end_grace_ms'?: (number);
+  /**
+   * HOST:PORT of the standby lane of the worker that takes the session (direct, auto): tried before direct_address
+   */
+  'worker_address'?: (string);
 }
 
 /**
@@ -74,4 +78,8 @@ export interface Grant__Output {
    * after the lane closes without an end, how long the tracker may take to say why
    */
   'end_grace_ms': (number);
+  /**
+   * HOST:PORT of the standby lane of the worker that takes the session (direct, auto): tried before direct_address
+   */
+  'worker_address': (string);
 }

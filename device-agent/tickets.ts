@@ -1,0 +1,83 @@
+/**
+ * Who may open a session's direct lane: the tickets of the sessions assigned
+ * here, checked in constant time, each opening one lane once. The agent holds
+ * one set (its data port, device-agent/lanes.ts) and each worker another (its
+ * standby lane, device-agent/worker/standby.ts): the grant and the
+ * assignment race, so a host that arrives before its session's assignment is
+ * waited for, briefly.
+ */
+import { timingSafeEqual } from "node:crypto";
+import { FarmError } from "../protos/index.ts";
+import type { LaneHello__Output } from "../protos/gen/farm/v1/LaneHello.ts";
+
+/**
+ * The grant reaches the host and the assignment the agent at about the same
+ * time; a host this much faster than its session's assignment is waited for.
+ * Longer, and the session id is not one of ours.
+ */
+export const ARRIVAL_WAIT_MS = 1000;
+
+interface Expected {
+  ticket: Buffer;
+  route: string;
+  /** A lane opened with it: the ticket is used. */
+  taken: boolean;
+}
+
+export class Tickets {
+  private readonly expected = new Map<string, Expected>();
+  /** Hosts that arrived before their session's assignment: resolved by expect(). */
+  private readonly early = new Map<string, Set<() => void>>();
+
+  /** A session was assigned here: its ticket will open its lane. */
+  expect(sessionId: string, ticket: string, route: string): void {
+    this.expected.set(sessionId, { ticket: Buffer.from(ticket), route, taken: false });
+    for (const arrived of this.early.get(sessionId) ?? []) arrived();
+  }
+
+  /** The session ended: its ticket opens nothing any more. */
+  forget(sessionId: string): void {
+    this.expected.delete(sessionId);
+  }
+
+  /** The ticket of a session whose lane nobody opened yet, now spent (the agent dials the relay with it); undefined otherwise. */
+  take(sessionId: string): string | undefined {
+    const e = this.expected.get(sessionId);
+    if (!e || e.taken) return undefined;
+    e.taken = true;
+    return e.ticket.toString();
+  }
+
+  /**
+   * A host's hello on a direct lane: resolves once its ticket is spent on it,
+   * or throws the FarmError to refuse it with. `wait`: whether a session not
+   * assigned yet may still be (false: refuse it at once).
+   */
+  async admit(hello: LaneHello__Output, wait = true): Promise<void> {
+    const sessionId = hello.session_id;
+    if (hello.role !== "host") throw new FarmError("PROTOCOL_ERROR", "only hosts connect to a direct lane");
+    const expected = this.expected.get(sessionId) ?? (wait ? await this.arrival(sessionId) : undefined);
+    if (!expected) throw new FarmError("NOT_FOUND", `no session "${sessionId}" here (it ended, never was, or went to another worker)`);
+    if (expected.route !== "direct" && expected.route !== "auto") throw new FarmError("PERMISSION_DENIED", `session ${sessionId} travels on the ${expected.route} route, not on a direct lane`);
+    const given = Buffer.from(hello.ticket);
+    if (given.length !== expected.ticket.length || !timingSafeEqual(given, expected.ticket)) throw new FarmError("PERMISSION_DENIED", `wrong ticket for session ${sessionId}`);
+    if (expected.taken) throw new FarmError("PERMISSION_DENIED", `session ${sessionId} already has its lane; its ticket is used`);
+    expected.taken = true;
+  }
+
+  /** Waits (ARRIVAL_WAIT_MS at most) for a session's assignment that is on its way. */
+  private arrival(sessionId: string): Promise<Expected | undefined> {
+    return new Promise((resolve) => {
+      const waiters = this.early.get(sessionId) ?? new Set<() => void>();
+      this.early.set(sessionId, waiters);
+      const done = () => {
+        clearTimeout(timer);
+        waiters.delete(done);
+        if (waiters.size === 0) this.early.delete(sessionId);
+        resolve(this.expected.get(sessionId));
+      };
+      const timer = setTimeout(done, ARRIVAL_WAIT_MS);
+      waiters.add(done);
+    });
+  }
+}

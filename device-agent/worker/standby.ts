@@ -1,0 +1,56 @@
+/**
+ * A worker's standby lane (docs/architecture.md, "Lanes"): a port of its own
+ * on the agent's direct-lane interface, opened by the agent once the worker
+ * is ready and handed over listening, before any request. The agent reports
+ * it with the board's readiness; the grant names it (Grant.worker_address),
+ * and the host of the session this worker takes connects straight here: no
+ * process but this one touches the lane, not even for the handshake. The
+ * worker checks the ticket itself, against its assignment (which may arrive
+ * just after the host: device-agent/tickets.ts waits for it).
+ *
+ * A host that reaches a worker busy with another session (a grant that named
+ * a port whose worker moved on) is refused at once, and tries the agent's
+ * data port next.
+ */
+import type { Server, Socket } from "node:net";
+import { FarmError, LaneSocket, acceptHello, refuse, type Logger } from "../../protos/index.ts";
+import { Tickets } from "../tickets.ts";
+
+export interface StandbyHooks {
+  /** The session this worker serves now, if any. */
+  serving(): string | undefined;
+  /** The host of `sessionId` is here, admitted: its lane is this socket (with the bytes read past the hello). False: the session is over. */
+  open(sessionId: string, socket: Socket, rest: Buffer): boolean;
+}
+
+export class StandbyLane {
+  /** The tickets of the sessions assigned to this worker. */
+  readonly tickets = new Tickets();
+
+  constructor(private readonly server: Server, private readonly hooks: StandbyHooks, private readonly log: Logger) {
+    server.on("connection", (socket: Socket) => void this.accept(socket));
+    server.on("error", (err) => log.warn({ err: err.message }, "the standby lane failed; hosts use the agent's data port"));
+  }
+
+  private async accept(socket: Socket): Promise<void> {
+    const peer = `${socket.remoteAddress}:${socket.remotePort}`;
+    const lane = new LaneSocket(socket, `the standby lane from ${peer}`);
+    let sessionId = "";
+    try {
+      const hello = await acceptHello(lane);
+      sessionId = hello.session_id;
+      const serving = this.hooks.serving();
+      await this.tickets.admit(hello, serving === undefined || serving === sessionId);
+      const { socket: raw, rest } = lane.detach();
+      if (!this.hooks.open(sessionId, raw, rest)) throw new FarmError("NOT_FOUND", `session ${sessionId} is over`);
+    } catch (err) {
+      const e = FarmError.from(err);
+      this.log.info({ peer, session: sessionId || undefined, code: e.code }, `standby lane refused: ${e.message}`);
+      refuse(lane, e);
+    }
+  }
+
+  close(): void {
+    this.server.close();
+  }
+}
