@@ -103,6 +103,8 @@ export async function benchVtaSim(): Promise<void> {
   const farm = await startFarm(["vta-sim:key=vta"]);
   let farmMedianMs: number;
   let farmCorrect: boolean;
+  let farmEngine = "";
+  let farmRepeats: readonly number[] = [];
   try {
     const s = await farm.client.request("vta");
     try {
@@ -114,6 +116,8 @@ export async function benchVtaSim(): Promise<void> {
       await s.timeEvaluator(name, { number: FARM_WARMUP, repeat: 1 })(...remote);
       const timed = await s.timeEvaluator(name, { number: FARM_NUMBER, repeat: FARM_REPEAT })(...remote);
       farmMedianMs = timed.median * 1e3;
+      farmRepeats = timed.results;
+      farmEngine = (await s.stats()).info.gemm_engine ?? "(not reported)";
       const out = (await remote[2]!.toArray()) as Int8Array;
       farmCorrect = unpackNCHW(out, [w.batch, w.outChannels, OH, OW]).every((v, i) => v === want[i]);
     } finally {
@@ -169,7 +173,8 @@ export async function benchVtaSim(): Promise<void> {
   ];
   const [l1, l5, l15] = loadavg();
   printTable(`VTA simulator: conv2d tutorial (${(macs / 1e6).toFixed(1)} M int8 MACs)`, rows, [
-    `output equal to the reference: in-process ${correct ? "yes" : "NO"}, through the farm ${farmCorrect ? "yes" : "NO"}; GEMM engine ${sim.core.engine}; compile ${fmtMs(compileMs)}.`,
+    `output equal to the reference: in-process ${correct ? "yes" : "NO"}, through the farm ${farmCorrect ? "yes" : "NO"}; GEMM engine ${sim.core.engine} in process, ${farmEngine} on the board; compile ${fmtMs(compileMs)}.`,
+    `farm repeats: ${farmRepeats.map((r) => fmtMs(r * 1e3)).join(", ")} per call.`,
     `simulation time only (runVtaFunction wallNs; argument copies excluded). First call on a fresh simulator ${fmtMs(first.wallNs / 1e6)}; ${WARMUP} warm-ups, then ${RUNS} timed calls. Baseline: ${reps} passes of a ${DOT_LENGTH}-element int8 dot product, median of ${BASELINE_RUNS} interleaved with them (dot = ${sink}).`,
     `farm: real tracker and agent processes on loopback; ${FARM_WARMUP} untimed calls, then time_evaluator on the board (simulation only; the arrays stay on the board).`,
     `load average ${l1!.toFixed(2)} ${l5!.toFixed(2)} ${l15!.toFixed(2)} (1/5/15 min).`,

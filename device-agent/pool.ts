@@ -198,22 +198,30 @@ export class BoardPool {
       this.tally(w, msg.error?.code ?? "OK");
       // The tracker waits for this to tell a clean close from a dead worker.
       this.events.sessionEnded(msg.sessionId, msg.error ? FarmError.fromWire(msg.error) : null);
-      this.removeSessionDir(w);
       w.sessionId = undefined;
-      // Already being killed (the tracker ended the session first): it stays dead.
-      if (w.state === "exiting") return;
-      if (msg.reusable && this.count("idle") < this.warm && !this.closed) {
-        w.state = "idle";
-        if (this.serveWaiting()) return;
-      } else {
-        w.state = "exiting";
-        w.expectedExit = true;
-        // A tainted worker exits by itself; an extra clean one is told to go.
-        if (msg.reusable) w.child.kill("SIGTERM");
-      }
-      this.fill();
-      if (this.hasIdle) this.events.ready(this.boardName);
+      // The folder goes after the board's readiness is on its way: its removal (a tmpfs to detach) is off the next grant's path.
+      const dir = w.sessionDir;
+      w.sessionDir = undefined;
+      this.afterEnded(w, msg.reusable);
+      this.removeDir(dir);
     }
+  }
+
+  /** A worker reported its session's end: it serves again, or goes. */
+  private afterEnded(w: WorkerHandle, reusable: boolean): void {
+    // Already being killed (the tracker ended the session first): it stays dead.
+    if (w.state === "exiting") return;
+    if (reusable && this.count("idle") < this.warm && !this.closed) {
+      w.state = "idle";
+      if (this.serveWaiting()) return;
+    } else {
+      w.state = "exiting";
+      w.expectedExit = true;
+      // A tainted worker exits by itself; an extra clean one is told to go.
+      if (reusable) w.child.kill("SIGTERM");
+    }
+    this.fill();
+    if (this.hasIdle) this.events.ready(this.boardName);
   }
 
   private becameIdle(w: WorkerHandle): void {
@@ -276,6 +284,10 @@ export class BoardPool {
   private removeSessionDir(w: WorkerHandle): void {
     const dir = w.sessionDir;
     w.sessionDir = undefined;
+    this.removeDir(dir);
+  }
+
+  private removeDir(dir: string | undefined): void {
     if (!dir) return;
     if (this.sandbox.disk) {
       try {

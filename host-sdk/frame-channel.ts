@@ -13,8 +13,8 @@
  * | `requesting`   | the Session stream waits in the key's queue                     |
  * | `opening`      | granted; the lane is being opened (auto: direct, then relay)    |
  * | `open`         | frames flow                                                     |
- * | `closing`      | the lane said its end, or closed: the tracker's end is awaited (twice its grace, + 1 s) |
- * | `closed`       | the tracker's end arrived (or the grace passed): `onClose` ran once |
+ * | `closing`      | the lane closed without the worker's clean end: the tracker's end (why) is awaited (twice its grace, + 1 s) |
+ * | `closed`       | the worker's clean end and the lane's close, or the tracker's end, arrived (or the grace passed): `onClose` ran once |
  */
 import type * as grpc from "@grpc/grpc-js";
 import {
@@ -179,6 +179,9 @@ export class LaneChannel extends SessionChannelBase {
       else this.frameHandler?.(frame);
     });
     lane.onClose((err) => {
+      // The worker ended the lane with its clean end: the session is over, and the host knows how. The tracker's
+      // end (which follows the agent's report) would add only a round trip to the host's next request.
+      if (this.laneEnd === null) return this.close(null);
       this.grace = setTimeout(() => {
         const lost = err ?? new FarmError("RUNTIME_CRASH", `the session's ${kind} lane closed and the tracker did not say why within ${graceMs} ms`);
         this.close(this.laneEnd !== undefined ? this.laneEnd : lost);
