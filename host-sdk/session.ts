@@ -373,7 +373,12 @@ export class Session {
     await this.request({ clear_stats: {} });
   }
 
-  /** Ends the session; the board goes back to the pool. Safe to call twice. */
+  /**
+   * Ends the session: resolves once the worker has closed it (on a socket
+   * lane, its clean end; else the tracker's end). The tracker gives the board
+   * back to the pool when the agent's report follows, a moment later. Safe
+   * to call twice.
+   */
   close(): Promise<void> {
     this.closing ??= (async () => {
       if (!this.isClosed) {

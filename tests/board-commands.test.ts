@@ -12,7 +12,7 @@ import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "node:test";
 import type { TrackerClient } from "../host-sdk/index.ts";
 import { names, refused } from "./helpers/assertions.ts";
-import { startFarm, waitForFreeBoards } from "./helpers/processes.ts";
+import { startFarm, waitFor, waitForFreeBoards } from "./helpers/processes.ts";
 
 const CLI = fileURLToPath(new URL("../cli/main.ts", import.meta.url));
 
@@ -70,7 +70,8 @@ describe("operator board commands", () => {
     await client.boardCommand(held, "drain", "dave");
     assert.deepEqual(await s.listdir(), [], "the running session goes on");
     await s.close();
-    await waitForFreeBoards(client, 1);
+    // close() returns at the worker's clean end; the tracker frees the board when the agent's report follows.
+    await waitFor("the drained board's session to end", async () => (await boardOf(held)).state !== "busy");
     assert.equal((await boardOf(held)).state, "draining");
     for (let i = 0; i < 2; i++) {
       const next = await client.request("cpu");

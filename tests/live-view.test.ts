@@ -289,7 +289,11 @@ describe("live view page in Chromium", () => {
 
     // A session, then some back to back with a queue, and one that times out.
     const id = await runSession(client, "cpu");
-    await page.waitFor(`session ${id} in recent sessions`, `document.querySelector('#sessions tr[data-session="${id}"][data-reason="OK"]') !== null`);
+    await page.waitFor(`session ${id} in recent sessions, with its lane`, `document.querySelector('#sessions tr[data-session="${id}"][data-reason="OK"][data-lane="direct"]') !== null`);
+    // An open session's board shows its lane.
+    const relayed = await client.request("cpu-large", { route: "relay" });
+    await page.waitFor("the relayed session's board", `document.querySelector('#boards tr[data-lane="relay"]') !== null`);
+    await relayed.close();
     const hold = async (key: string, ms: number) => {
       const s = await client!.request(key);
       await s.listdir();
@@ -303,7 +307,7 @@ describe("live view page in Chromium", () => {
     const timedOut = await client.request("cpu-large", { sessionTimeoutMs: 300 });
     await waitFor("the session timeout", () => timedOut.isClosed, 10_000);
     await page.waitFor("the failed session", `document.querySelector('#sessions tr[data-session="${timedOut.id}"]:not([data-reason="OK"])') !== null`);
-    await page.waitFor("13 sessions listed", `document.querySelectorAll("#sessions tbody tr").length === 13`);
+    await page.waitFor("14 sessions listed", `document.querySelectorAll("#sessions tbody tr").length === 14`);
     await page.waitFor("the chart to draw busy boards", `document.querySelectorAll("#chart-util path").length >= 2`, 5000);
     assert.match(await page.evaluate<string>(`document.getElementById("log").textContent`), /session granted/);
     assert.deepEqual(page.errors, []);

@@ -59,6 +59,7 @@ export class LiveHistory {
         if (event.message) ended.message = event.message;
         if (event.bytesToBoard !== undefined) ended.bytesToBoard = event.bytesToBoard;
         if (event.bytesFromBoard !== undefined) ended.bytesFromBoard = event.bytesFromBoard;
+        if (event.lane) ended.lane = event.lane;
         this.ended.push(ended);
         if (this.ended.length > this.limits.maxSessions) this.ended.splice(0, this.ended.length - this.limits.maxSessions);
         if (ended.reason !== "OK") this.issues.set(event.board, { reason: ended.reason, message: event.message, at: event.at, session: event.session });

@@ -29,6 +29,8 @@ export interface EndedSession {
   durationMs: number;
   bytesToBoard?: number;
   bytesFromBoard?: number;
+  /** The lane it had (direct | relay | grpc), or "none" when it never opened one. */
+  lane?: string;
 }
 
 /** One key over one sampling interval. */
