@@ -4,7 +4,7 @@
  */
 import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { FarmError, parseAddress } from "../protos/index.ts";
+import { FarmError, parseAddress, type Lane } from "../protos/index.ts";
 import type { BoardSpec } from "../protos/gen/farm/v1/BoardSpec.ts";
 import { describeBoard } from "./backends/index.ts";
 import { expandBoards } from "./board-config.ts";
@@ -107,7 +107,7 @@ export class Agent {
           ready: (name) => {
             if (!this.draining.has(name)) this.link?.send({ board_ready: { board_name: name, lane_port: this.pools.get(name)?.standbyPort ?? 0 } });
           },
-          laneOpened: (sessionId) => this.link?.send({ lane_opened: { session_id: sessionId, route: "direct" } }),
+          laneOpened: (sessionId) => this.laneOpened(sessionId, "direct"),
           sessionEnded: (sessionId, reason) => {
             this.lanes?.forget(sessionId);
             this.link?.send({ session_ended: { session_id: sessionId, reason: reason?.toWire() ?? null } });
@@ -186,7 +186,7 @@ export class Agent {
       { tls: o.dataTls, security: o.security, trackerHost: parseAddress(o.tracker).host, workRoot: o.workRoot },
       {
         hand: (sessionId, socket, rest, kind) => [...this.pools.values()].some((p) => p.giveLane(sessionId, socket, rest, kind)),
-        opened: (sessionId, lane) => this.link?.send({ lane_opened: { session_id: sessionId, route: lane } }),
+        opened: (sessionId, lane) => this.laneOpened(sessionId, lane),
       },
       o.logger,
     );
@@ -200,6 +200,11 @@ export class Agent {
     const advertised = o.dataAdvertise && /:\d+$/.test(o.dataAdvertise) ? parseAddress(o.dataAdvertise) : { host: o.dataAdvertise, port };
     o.logger.info({ host: o.dataHost, port, tls: this.lanes.secure, advertised: o.dataAdvertise || "(the address the tracker sees)" }, "direct lane listening");
     return { port: advertised.port, host: advertised.host, tls: this.lanes.secure };
+  }
+
+  /** A host reached a session's worker (the agent handed the lane over, or the worker's standby lane took it): the tracker sees no other sign. */
+  private laneOpened(sessionId: string, lane: Lane): void {
+    this.link?.send({ lane_opened: { session_id: sessionId, route: lane } });
   }
 
   close(): void {

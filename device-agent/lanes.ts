@@ -22,10 +22,10 @@ import { join } from "node:path";
 import { rmSync } from "node:fs";
 import type { TLSSocket } from "node:tls";
 import {
-  FarmError, HELLO_TIMEOUT_MS, LaneSocket, acceptHello, connectSocket, encodeLaneHello, framed, refuse, socketServer,
+  FarmError, HELLO_TIMEOUT_MS, connectSocket, encodeLaneHello, framed, socketServer,
   type ClientSecurity, type Lane, type Logger, type ServerTls,
 } from "../protos/index.ts";
-import { Tickets } from "./tickets.ts";
+import { Tickets, admitHost } from "./tickets.ts";
 
 export interface LaneHooks {
   /** Gives the session's worker its lane; false when no worker serves the session (any more). */
@@ -84,24 +84,14 @@ export class AgentLanes {
   private async accept(socket: Socket): Promise<void> {
     this.open.add(socket);
     socket.once("close", () => this.open.delete(socket));
-    const peer = `${socket.remoteAddress}:${socket.remotePort}`;
-    const lane = new LaneSocket(socket, `the direct lane from ${peer}`);
-    let sessionId = "";
-    try {
-      const hello = await acceptHello(lane);
-      sessionId = hello.session_id;
-      await this.tickets.admit(hello);
+    await admitHost(socket, this.tickets, "direct lane", this.log, async (sessionId, lane) => {
       // A TLS socket stays here (piped to the worker through a pair); a plain one goes to the worker.
       const { socket: raw, rest } = lane.detach({ toAnotherProcess: !(socket as TLSSocket).encrypted });
       // Handed on (a plain socket is closed here once sent) or piped (TLS, closed with its pair): not ours to close.
       this.open.delete(socket);
       if (!(await this.handOver(sessionId, raw, rest, "direct"))) throw new FarmError("NOT_FOUND", `session ${sessionId} has no worker any more`);
       this.hooks.opened(sessionId, "direct");
-    } catch (err) {
-      const e = FarmError.from(err);
-      this.log.info({ peer, session: sessionId || undefined, code: e.code }, `direct lane refused: ${e.message}`);
-      refuse(lane, e);
-    }
+    });
   }
 
   /** Dials the tracker's data port for a session's worker (relay route, or an auto route's fallback). */

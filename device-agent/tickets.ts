@@ -7,7 +7,8 @@
  * waited for, briefly.
  */
 import { timingSafeEqual } from "node:crypto";
-import { FarmError } from "../protos/index.ts";
+import type { Socket } from "node:net";
+import { FarmError, LaneSocket, acceptHello, refuse, type Logger } from "../protos/index.ts";
 import type { LaneHello__Output } from "../protos/gen/farm/v1/LaneHello.ts";
 
 /**
@@ -79,5 +80,35 @@ export class Tickets {
       const timer = setTimeout(done, ARRIVAL_WAIT_MS);
       waiters.add(done);
     });
+  }
+}
+
+/**
+ * A host's connection at a direct-lane door (`door`: "direct lane", "standby
+ * lane"): its hello is read and its ticket admitted, then `open` takes the
+ * lane. A refusal, or an error `open` throws, is logged and answered to the
+ * host, and the connection closed. `wait(sessionId)`: whether an assignment
+ * not here yet may still come (Tickets.admit).
+ */
+export async function admitHost(
+  socket: Socket,
+  tickets: Tickets,
+  door: string,
+  log: Logger,
+  open: (sessionId: string, lane: LaneSocket) => Promise<void> | void,
+  wait: (sessionId: string) => boolean = () => true,
+): Promise<void> {
+  const peer = `${socket.remoteAddress}:${socket.remotePort}`;
+  const lane = new LaneSocket(socket, `the ${door} from ${peer}`);
+  let sessionId = "";
+  try {
+    const hello = await acceptHello(lane);
+    sessionId = hello.session_id;
+    await tickets.admit(hello, wait(sessionId));
+    await open(sessionId, lane);
+  } catch (err) {
+    const e = FarmError.from(err);
+    log.info({ peer, session: sessionId || undefined, code: e.code }, `${door} refused: ${e.message}`);
+    refuse(lane, e);
   }
 }

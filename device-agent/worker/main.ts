@@ -104,7 +104,7 @@ process.on("message", (msg: AgentToWorker, handle?: unknown) => {
     if (current?.sessionId === msg.sessionId && socket) current.lane(socketLane(socket, Buffer.from(msg.rest, "base64"), msg.kind));
     else socket?.destroy();
   } else if (msg.t === "standby") {
-    standby?.close();
+    // Sent once per worker (device-agent/pool.ts), when it is ready.
     standby = new StandbyLane(handle as Server, {
       serving: () => serving,
       open: (sessionId, socket, rest) => {

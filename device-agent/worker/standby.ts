@@ -13,8 +13,8 @@
  * data port next.
  */
 import type { Server, Socket } from "node:net";
-import { FarmError, LaneSocket, acceptHello, refuse, type Logger } from "../../protos/index.ts";
-import { Tickets } from "../tickets.ts";
+import { FarmError, type Logger } from "../../protos/index.ts";
+import { Tickets, admitHost } from "../tickets.ts";
 
 export interface StandbyHooks {
   /** The session this worker serves now, if any. */
@@ -27,30 +27,25 @@ export class StandbyLane {
   /** The tickets of the sessions assigned to this worker. */
   readonly tickets = new Tickets();
 
-  constructor(private readonly server: Server, private readonly hooks: StandbyHooks, private readonly log: Logger) {
+  constructor(server: Server, private readonly hooks: StandbyHooks, private readonly log: Logger) {
     server.on("connection", (socket: Socket) => void this.accept(socket));
     server.on("error", (err) => log.warn({ err: err.message }, "the standby lane failed; hosts use the agent's data port"));
   }
 
-  private async accept(socket: Socket): Promise<void> {
-    const peer = `${socket.remoteAddress}:${socket.remotePort}`;
-    const lane = new LaneSocket(socket, `the standby lane from ${peer}`);
-    let sessionId = "";
-    try {
-      const hello = await acceptHello(lane);
-      sessionId = hello.session_id;
-      const serving = this.hooks.serving();
-      await this.tickets.admit(hello, serving === undefined || serving === sessionId);
-      const { socket: raw, rest } = lane.detach();
-      if (!this.hooks.open(sessionId, raw, rest)) throw new FarmError("NOT_FOUND", `session ${sessionId} is over`);
-    } catch (err) {
-      const e = FarmError.from(err);
-      this.log.info({ peer, session: sessionId || undefined, code: e.code }, `standby lane refused: ${e.message}`);
-      refuse(lane, e);
-    }
-  }
-
-  close(): void {
-    this.server.close();
+  private accept(socket: Socket): Promise<void> {
+    return admitHost(
+      socket,
+      this.tickets,
+      "standby lane",
+      this.log,
+      (sessionId, lane) => {
+        const { socket: raw, rest } = lane.detach();
+        if (!this.hooks.open(sessionId, raw, rest)) throw new FarmError("NOT_FOUND", `session ${sessionId} is over`);
+      },
+      (sessionId) => {
+        const serving = this.hooks.serving();
+        return serving === undefined || serving === sessionId;
+      },
+    );
   }
 }
