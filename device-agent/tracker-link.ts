@@ -3,7 +3,11 @@
  * assignments. When the tracker goes away (stream error, or `maxMissed`
  * heartbeats unanswered) the link re-dials with capped backoff and
  * registers again, so boards come back within a second of the tracker
- * listening again.
+ * listening again. Each re-dial after a loss opens a new connection: across
+ * a partition the old one is silently dead, and TCP's retransmit backoff on
+ * it (seconds after a long outage) would hold the agent out well after the
+ * network is back; a registration unanswered within ATTACH_TIMEOUT_MS is a
+ * loss too, so a dial into a black hole is abandoned rather than waited on.
  *
  * | state        | meaning                                       |
  * |--------------|-----------------------------------------------|
@@ -48,6 +52,8 @@ const BACKOFF_START_MS = 50;
  * the agent back within ~0.6 s of listening (the target is 1 s).
  */
 const BACKOFF_MAX_MS = 250;
+/** A dial whose registration is not answered within this long is abandoned and tried again on a new connection. */
+export const ATTACH_TIMEOUT_MS = 2000;
 /** A transport problem is looked into (a TLS probe) at most this often during an outage. */
 const EXPLAIN_EVERY_MS = 5000;
 /**
@@ -60,10 +66,11 @@ const REFUSALS: ReadonlySet<string> = new Set(["UNAUTHENTICATED", "PERMISSION_DE
 
 export class TrackerLink {
   state: LinkState = "connecting";
-  private readonly client: AgentServiceClient;
+  private client: AgentServiceClient;
   private call: grpc.ClientDuplexStream<AgentMessage, TrackerMessage__Output> | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
   private retry: NodeJS.Timeout | undefined;
+  private attachTimer: NodeJS.Timeout | undefined;
   private backoffMs = BACKOFF_START_MS;
   private seq = 0;
   private acked = 0;
@@ -77,12 +84,16 @@ export class TrackerLink {
     private readonly security: ClientSecurity = {},
     private readonly direct?: DirectLane,
   ) {
-    this.client = makeClient<AgentServiceClient>(AgentService, address, security, {
+    this.client = this.connect();
+    this.dial();
+  }
+
+  private connect(): AgentServiceClient {
+    return makeClient<AgentServiceClient>(AgentService, this.address, this.security, {
       "grpc.initial_reconnect_backoff_ms": 100,
       "grpc.min_reconnect_backoff_ms": 100,
       "grpc.max_reconnect_backoff_ms": BACKOFF_MAX_MS,
     }, { reloadCertificates: true });
-    this.dial();
   }
 
   /** The last refusal or transport problem logged, so a long outage logs each reason once. */
@@ -110,6 +121,10 @@ export class TrackerLink {
     });
     call.on("end", () => lose("the tracker closed the stream"));
     call.on("status", (s: grpc.StatusObject) => lose(`the tracker ended the stream: ${s.details}`));
+    this.attachTimer = setTimeout(() => {
+      call.cancel();
+      lose(`the tracker did not answer the registration within ${ATTACH_TIMEOUT_MS} ms`);
+    }, ATTACH_TIMEOUT_MS);
     call.write({
       register: {
         agent_name: this.agentName,
@@ -122,6 +137,7 @@ export class TrackerLink {
 
   private onMessage(msg: TrackerMessage__Output): void {
     if (msg.registered) {
+      clearTimeout(this.attachTimer);
       this.state = "attached";
       this.backoffMs = BACKOFF_START_MS;
       this.startHeartbeats(msg.registered.heartbeat_interval_ms, msg.registered.max_missed_heartbeats);
@@ -157,8 +173,12 @@ export class TrackerLink {
 
   private lost(why: string, refused = false): void {
     clearInterval(this.heartbeat);
+    clearTimeout(this.attachTimer);
     this.call = undefined;
     if (this.state === "closed") return;
+    // A new connection for the next dial: the old one may be dead without knowing it (a partition).
+    this.client.close();
+    this.client = this.connect();
     const wasAttached = this.state === "attached";
     this.state = "backoff";
     if (refused) this.explainRefusal(why);
@@ -195,6 +215,7 @@ export class TrackerLink {
     this.state = "closed";
     clearInterval(this.heartbeat);
     clearTimeout(this.retry);
+    clearTimeout(this.attachTimer);
     // Half-close first so the tracker sees a clean detach, then drop the call.
     this.call?.end();
     const call = this.call;

@@ -183,7 +183,9 @@ export class LaneChannel extends SessionChannelBase {
       // end (which follows the agent's report) would add only a round trip to the host's next request.
       if (this.laneEnd === null) return this.close(null);
       this.grace = setTimeout(() => {
-        const lost = err ?? new FarmError("RUNTIME_CRASH", `the session's ${kind} lane closed and the tracker did not say why within ${graceMs} ms`);
+        // A reachable tracker settles every end within its grace (a silent agent is its RUNTIME_CRASH): silence past
+        // twice that means this host cannot hear the tracker, which is no fault of the kernel (measure() retries it).
+        const lost = err ?? new FarmError("UNAVAILABLE", `the session's ${kind} lane closed and the tracker did not say why within ${graceMs} ms: it may be unreachable from this host (a network partition?)`);
         this.close(this.laneEnd !== undefined ? this.laneEnd : lost);
       }, this.graceMs);
     });

@@ -53,6 +53,8 @@ export interface RequestOptions {
 export const DEFAULT_CONNECT_TIMEOUT_MS = 5000;
 export const DEFAULT_RPC_TIMEOUT_MS = 10_000;
 export const DEFAULT_DIRECT_TIMEOUT_MS = 1000;
+/** Longest wait between a host's attempts to reconnect to its tracker. */
+const RECONNECT_BACKOFF_MAX_MS = 2000;
 /** Grace on top of a deadline the host gave, for the tracker's own answer to arrive first. */
 const REQUEST_DEADLINE_SLACK_MS = 2000;
 
@@ -172,7 +174,12 @@ export async function connectTracker(address: string, opts: ConnectOptions = {})
     { tlsCa: tls?.caFile, tlsCert: tls?.certFile, tlsKey: tls?.keyFile, tlsServerName: tls?.serverName, token: opts.token ?? (env.KFARM_TOKEN || undefined) },
     "connectTracker",
   );
-  const client = makeClient<HostServiceClient>(HostService, address, security);
+  // gRPC's own reconnect backoff grows to 2 minutes: after a partition of some seconds a host would stay away from
+  // a tracker that is back. Capped at 2 s, it is back within ~2 s of the network (tests/multihost/faults.test.ts).
+  const client = makeClient<HostServiceClient>(HostService, address, security, {
+    "grpc.initial_reconnect_backoff_ms": 200,
+    "grpc.max_reconnect_backoff_ms": RECONNECT_BACKOFF_MAX_MS,
+  });
   const timeoutMs = opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
   await new Promise<void>((resolve, reject) =>
     client.waitForReady(Date.now() + timeoutMs, (err) => {

@@ -23,13 +23,28 @@ export const MAX_MESSAGE_BYTES = 16 << 20;
 export const SESSION_ID_HEADER = "farm-session-id";
 export const SESSION_TOKEN_HEADER = "farm-session-token";
 
+/**
+ * Liveness of every connection to the tracker. The tracker pings each one
+ * (hosts' Session streams, agents' Attach streams, workers' ServeSession
+ * streams) every KEEPALIVE_TIME_MS and drops it when a ping goes unanswered
+ * for KEEPALIVE_TIMEOUT_MS: a host that vanishes without a FIN (cable pulled,
+ * laptop lid closed, a partition) has its Session stream broken and its lease
+ * ended (CANCELLED) within LIVENESS_MS, and its board returns. A partition
+ * shorter than the timeout costs nothing. Clients ping the tracker at twice
+ * the interval (the server allows one ping per 5 s), so a host waiting on a
+ * tracker that vanished learns it within about 15 s rather than never.
+ */
+export const KEEPALIVE_TIME_MS = 5000;
+export const KEEPALIVE_TIMEOUT_MS = 5000;
+export const LIVENESS_MS = KEEPALIVE_TIME_MS + KEEPALIVE_TIMEOUT_MS;
+
 export const CHANNEL_OPTIONS: grpc.ChannelOptions = {
   "grpc.max_receive_message_length": MAX_MESSAGE_BYTES,
   "grpc.max_send_message_length": MAX_MESSAGE_BYTES,
   // A window of a few MiB keeps bulk transfers from stalling on loopback and LANs.
   "grpc-node.flow_control_window": 8 << 20,
-  "grpc.keepalive_time_ms": 30_000,
-  "grpc.keepalive_timeout_ms": 15_000,
+  "grpc.keepalive_time_ms": 2 * KEEPALIVE_TIME_MS,
+  "grpc.keepalive_timeout_ms": KEEPALIVE_TIMEOUT_MS,
   "grpc.keepalive_permit_without_calls": 1,
   // Each client keeps its own connection: a session worker must not share a
   // subchannel with an unrelated client in the same process.
@@ -43,10 +58,10 @@ export const CHANNEL_OPTIONS: grpc.ChannelOptions = {
 export const SERVER_OPTIONS: grpc.ServerOptions = {
   "grpc.max_receive_message_length": MAX_MESSAGE_BYTES,
   "grpc.max_send_message_length": MAX_MESSAGE_BYTES,
-  "grpc.keepalive_time_ms": 30_000,
-  "grpc.keepalive_timeout_ms": 15_000,
+  "grpc.keepalive_time_ms": KEEPALIVE_TIME_MS,
+  "grpc.keepalive_timeout_ms": KEEPALIVE_TIMEOUT_MS,
   "grpc.keepalive_permit_without_calls": 1,
-  "grpc.http2.min_ping_interval_without_data_ms": 5_000,
+  "grpc.http2.min_ping_interval_without_data_ms": KEEPALIVE_TIME_MS,
 };
 
 const packageDefinition = protoLoader.loadSync(

@@ -15,7 +15,7 @@ export { LaneSocket, framed, acceptHello, welcome, refuse, awaitWelcome, HELLO_T
 export { ROUTES, LANES, SESSION_END_GRACE_MS, SESSION_REQUEST_HEADER, parseRoute, type Route, type Lane } from "./routes.ts";
 export {
   HostService, AgentService, CHANNEL_OPTIONS, SERVER_OPTIONS, CHUNK_BYTES, MAX_MESSAGE_BYTES,
-  SESSION_ID_HEADER, SESSION_TOKEN_HEADER, parseAddress,
+  SESSION_ID_HEADER, SESSION_TOKEN_HEADER, LIVENESS_MS, parseAddress,
   type HostServiceClient, type HostServiceHandlers, type AgentServiceClient, type AgentServiceHandlers,
 } from "./grpc.ts";
 export { randomArray, fillRange, fillProblem, type RandomFill } from "./random.ts";

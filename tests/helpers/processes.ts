@@ -22,13 +22,18 @@ export interface FarmProcess {
 /** How a child is started: `env` is added to (and wins over) the test's environment, KFARM_LOG included. */
 export interface CliOptions {
   env?: Record<string, string>;
+  /** Run it in this network namespace (a host of tests/multihost/netbed.ts). */
+  netns?: string;
+}
+
+/** `node ARGS`, in a network namespace when asked (`ip netns exec` execs node: the pid is node's). */
+export function spawnNode(args: string[], opts: CliOptions & { stdin?: "ignore" | "pipe" } = {}): ChildProcess {
+  const [cmd, argv] = opts.netns ? ["ip", ["netns", "exec", opts.netns, process.execPath, ...args]] : [process.execPath, args];
+  return spawn(cmd, argv, { env: { ...process.env, KFARM_LOG: LOG_LEVEL, ...opts.env }, stdio: [opts.stdin ?? "ignore", "pipe", "pipe"] });
 }
 
 function startCli(args: string[], opts: CliOptions = {}): { proc: ChildProcess; stderr: () => string } {
-  const proc = spawn(process.execPath, ["--import", "tsx", CLI, ...args], {
-    env: { ...process.env, KFARM_LOG: LOG_LEVEL, ...opts.env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const proc = spawnNode(["--import", "tsx", CLI, ...args], opts);
   let err = "";
   proc.stderr!.on("data", (c: Buffer) => {
     err += c.toString();
@@ -137,7 +142,7 @@ export interface CliRun {
 
 /** Runs a `kfarm` command to its end (killed after `timeoutMs`). */
 export async function runCli(args: string[], opts: CliOptions & { timeoutMs?: number } = {}): Promise<CliRun> {
-  const proc = spawn(process.execPath, ["--import", "tsx", CLI, ...args], { env: { ...process.env, KFARM_LOG: LOG_LEVEL, ...opts.env }, stdio: ["ignore", "pipe", "pipe"] });
+  const proc = spawnNode(["--import", "tsx", CLI, ...args], opts);
   live.add(proc);
   let stdout = "";
   let stderr = "";
