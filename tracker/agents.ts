@@ -264,9 +264,11 @@ export class AgentLinks {
  * The names an agent token may attach as: its own, or `TOKEN@INSTANCE`, so
  * one token serves many agents of one pool (the pods of a Kubernetes
  * Deployment or DaemonSet) without them replacing each other. Token names
- * have no '@', so no token reaches another's names.
+ * have no '@', so no token reaches another's names. INSTANCE is as long as
+ * a Kubernetes node name may be (253), so a DaemonSet can name its agents
+ * after their nodes.
  */
-const INSTANCE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
+const INSTANCE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$/;
 
 function isAgentNameOf(token: string, name: string): boolean {
   return name === token || (name.startsWith(`${token}@`) && INSTANCE.test(name.slice(token.length + 1)));
