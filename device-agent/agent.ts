@@ -29,6 +29,8 @@ export class Agent {
   /** The workers' way to the tracker (worker-link.ts), when they do not dial it themselves. */
   private workerLink: WorkerLink | undefined;
   private draining = new Set<string>();
+  /** Why the link to the tracker last broke, for `/readyz`. */
+  private detachedWhy = "";
   /** Prometheus metrics, when `metricsPort` is set. */
   readonly metrics: AgentMetrics | undefined;
 
@@ -37,9 +39,6 @@ export class Agent {
     parseAddress(this.options.tracker);
     if (this.options.metricsPort !== undefined) this.metrics = new AgentMetrics(this.options.logger, { tls: this.options.metricsTls, notReady: () => this.notReady() });
   }
-
-  /** Why the link last broke, for `/readyz`. */
-  private detachedWhy = "";
 
   /** What `/readyz` says: ready while attached to the tracker (its boards can be granted). */
   private notReady(): string | undefined {
