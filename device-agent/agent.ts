@@ -29,13 +29,23 @@ export class Agent {
   /** The workers' way to the tracker (worker-link.ts), when they do not dial it themselves. */
   private workerLink: WorkerLink | undefined;
   private draining = new Set<string>();
+  /** Why the link to the tracker last broke, for `/readyz`. */
+  private detachedWhy = "";
   /** Prometheus metrics, when `metricsPort` is set. */
   readonly metrics: AgentMetrics | undefined;
 
   constructor(opts: AgentOptions) {
     this.options = resolveAgentOptions(opts);
     parseAddress(this.options.tracker);
-    if (this.options.metricsPort !== undefined) this.metrics = new AgentMetrics(this.options.logger, { tls: this.options.metricsTls });
+    if (this.options.metricsPort !== undefined) this.metrics = new AgentMetrics(this.options.logger, { tls: this.options.metricsTls, notReady: () => this.notReady() });
+  }
+
+  /** What `/readyz` says: ready while attached to the tracker (its boards can be granted). */
+  private notReady(): string | undefined {
+    const state = this.link?.state;
+    if (state === "attached") return undefined;
+    const why = !state ? "starting its boards" : state === "closed" ? "shutting down" : `${state}${this.detachedWhy ? `; last: ${this.detachedWhy}` : ""}`;
+    return `not attached to the tracker at ${this.options.tracker} (${why})`;
   }
 
   /** "host:port" of the metrics server, or undefined without one. */
@@ -137,7 +147,8 @@ export class Agent {
         }
         for (const pool of this.pools.values()) if (pool.hasIdle && !this.draining.has(pool.boardName)) this.link?.send({ board_ready: { board_name: pool.boardName, lane_port: pool.standbyPort } });
       },
-      detached: () => {
+      detached: (why) => {
+        this.detachedWhy = why;
         this.metrics?.trackerConnected(false);
         // The tracker's sessions are gone with it.
         for (const pool of this.pools.values()) pool.abandonSessions();

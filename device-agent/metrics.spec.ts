@@ -31,7 +31,7 @@ describe("worker request counters", () => {
 
 describe("agent metrics", () => {
   it("add up the deltas workers report, per board", async () => {
-    const m = new AgentMetrics(log, { processMetrics: false });
+    const m = new AgentMetrics(log, { processMetrics: false, notReady: () => undefined });
     const cpu = m.board("cpu0", "cpu");
     const gpu = m.board("gpu0", "cuda");
     cpu.counted({ calls: 3, timeEvaluations: 1, errors: { BAD_ARGUMENTS: 1 } });
@@ -55,7 +55,7 @@ describe("agent metrics", () => {
   });
 
   it("reads workers per state at scrape time, and times worker starts", async () => {
-    const m = new AgentMetrics(log, { processMetrics: false });
+    const m = new AgentMetrics(log, { processMetrics: false, notReady: () => undefined });
     const cpu = m.board("cpu0", "cpu");
     let states = { starting: 1, idle: 0, serving: 0, exiting: 0 };
     cpu.watchWorkers(() => states);
@@ -76,7 +76,7 @@ describe("agent metrics", () => {
   });
 
   it("serves GET /metrics, 404 elsewhere, 405 for other methods", async () => {
-    const m = new AgentMetrics(log);
+    const m = new AgentMetrics(log, { notReady: () => undefined });
     const port = await m.listen("127.0.0.1", 0);
     try {
       const ok = await fetch(`http://127.0.0.1:${port}/metrics`);

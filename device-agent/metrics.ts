@@ -2,7 +2,8 @@
  * The agent's Prometheus metrics (`kfarm agent --metrics-port`): an HTTP
  * server, or HTTPS with `--metrics-tls-cert/--metrics-tls-key` (credentials.ts
  * `httpServer`, which re-reads the certificate when it is rotated), with
- * `GET /metrics` on this agent's own prom-client `Registry`.
+ * `GET /metrics` on this agent's own prom-client `Registry`, and the probes
+ * `/healthz` and `/readyz` (protos/probes.ts; ready = attached to its tracker).
  * docs/metrics.md lists every metric.
  *
  * Calls and their errors happen in session worker processes: each worker
@@ -16,7 +17,7 @@
  */
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
-import { FarmError, httpServer, type Logger, type ServerTls } from "../protos/index.ts";
+import { FarmError, answerProbe, httpServer, isProbePath, type Logger, type Readiness, type ServerTls } from "../protos/index.ts";
 import type { RequestCounts } from "./worker/session-server.ts";
 
 /** Worker starts: a CPU worker takes ~0.3 s, a CUDA one ~1 s (its context). */
@@ -43,6 +44,8 @@ export interface AgentMetricsOptions {
   processMetrics?: boolean;
   /** HTTPS with these files (re-read when they change); default plain HTTP. */
   tls?: ServerTls;
+  /** What `/readyz` says. */
+  notReady: Readiness;
 }
 
 export class AgentMetrics {
@@ -61,7 +64,7 @@ export class AgentMetrics {
   /** "https" with `tls`, else "http". */
   readonly scheme: "https" | "http";
 
-  constructor(private readonly log: Logger, private readonly opts: AgentMetricsOptions = {}) {
+  constructor(private readonly log: Logger, private readonly opts: AgentMetricsOptions) {
     this.scheme = opts.tls ? "https" : "http";
     const registers = [this.register];
     const readers = this.workerReaders;
@@ -142,7 +145,7 @@ export class AgentMetrics {
     return this.boundPort;
   }
 
-  /** Serves `GET /metrics` on `host:port` (0: any free port); resolves with the bound port. */
+  /** Serves `GET /metrics` and the probes on `host:port` (0: any free port); resolves with the bound port. */
   async listen(host: string, port: number): Promise<number> {
     const { server, stopWatching } = httpServer(this.opts.tls, (req, res) => void this.handle(req, res));
     this.stopWatching = stopWatching;
@@ -174,6 +177,10 @@ export class AgentMetrics {
     const path = new URL(req.url ?? "/", "http://agent").pathname;
     if (req.method !== "GET" && req.method !== "HEAD") {
       res.writeHead(405, { allow: "GET, HEAD", "content-type": "text/plain" }).end("only GET and HEAD\n");
+      return;
+    }
+    if (isProbePath(path)) {
+      answerProbe(path, res, this.opts.notReady);
       return;
     }
     if (path !== "/metrics") {

@@ -91,16 +91,19 @@ export class AgentLinks {
   }
 
   private register(call: AttachCall, reg: Register__Output, caller: Caller): Agent {
-    // With tokens an agent is who its token says: another token cannot take its name over.
-    if (caller.identity && reg.agent_name && reg.agent_name !== caller.name) {
+    // With tokens an agent is who its token says (TOKEN, or TOKEN@INSTANCE): another token cannot take its name over.
+    if (caller.identity && reg.agent_name && !isAgentNameOf(caller.name, reg.agent_name)) {
       throw this.auth.refuse(
-        new FarmError("PERMISSION_DENIED", `token '${caller.name}' attaches as agent '${caller.name}', not '${reg.agent_name}': drop --name, or use the token made for '${reg.agent_name}'`),
+        new FarmError(
+          "PERMISSION_DENIED",
+          `token '${caller.name}' attaches as agent '${caller.name}', not '${reg.agent_name}' (or as '${caller.name}@INSTANCE', INSTANCE of letters, digits, '.', '_' and '-'): drop --name, or use the token made for '${reg.agent_name}'`,
+        ),
         caller,
         "attach an agent",
       );
     }
     for (const spec of reg.boards) this.auth.requireKey(caller, spec.key, "register boards of key");
-    const name = caller.identity ? caller.name : reg.agent_name || call.getPeer();
+    const name = caller.identity ? reg.agent_name || caller.name : reg.agent_name || call.getPeer();
     const previous = this.registry.agentByName(name);
     // A re-attaching agent replaces its stale self (the old stream may not have noticed yet).
     if (previous) this.lose(previous, `agent ${name} attached again from ${call.getPeer()}`);
@@ -255,4 +258,18 @@ export class AgentLinks {
       }
     }
   }
+}
+
+/**
+ * The names an agent token may attach as: its own, or `TOKEN@INSTANCE`, so
+ * one token serves many agents of one pool (the pods of a Kubernetes
+ * Deployment or DaemonSet) without them replacing each other. Token names
+ * have no '@', so no token reaches another's names. INSTANCE is as long as
+ * a Kubernetes node name may be (253), so a DaemonSet can name its agents
+ * after their nodes.
+ */
+const INSTANCE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$/;
+
+function isAgentNameOf(token: string, name: string): boolean {
+  return name === token || (name.startsWith(`${token}@`) && INSTANCE.test(name.slice(token.length + 1)));
 }

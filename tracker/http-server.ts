@@ -1,12 +1,13 @@
 /**
  * The tracker's HTTP side (`--metrics-port`): `/metrics` for Prometheus, the
- * live view page and its ws feed. Parts register routes; nothing here knows
- * what they serve. Unknown paths are 404, a handler that throws is 500 (and
- * logged); the gRPC side is unaffected either way.
+ * live view page and its ws feed, and the probes `/healthz` and `/readyz`
+ * (protos/probes.ts), which take no token. Parts register routes; nothing
+ * here knows what they serve. Unknown paths are 404, a handler that throws is
+ * 500 (and logged); the gRPC side is unaffected either way.
  */
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
-import { FarmError, httpServer, httpToken, type Logger, type ServerTls } from "../protos/index.ts";
+import { FarmError, answerProbe, httpServer, httpToken, isProbePath, type Logger, type Readiness, type ServerTls } from "../protos/index.ts";
 
 /**
  * Checks a request's token (throws UNAUTHENTICATED / PERMISSION_DENIED);
@@ -18,8 +19,10 @@ export type HttpGuard = (token: () => string | undefined, peer: string, what: st
 export interface TrackerHttpOptions {
   /** HTTPS with these files (reloaded when they change). */
   tls?: ServerTls;
-  /** Who may see the pages; absent: everyone. */
+  /** Who may see the pages; absent: everyone. Probes are open to all. */
   guard?: HttpGuard;
+  /** What `/readyz` says. */
+  notReady: Readiness;
 }
 
 /** 401 for no or a bad token, 403 for a token that may not: what an HTTP client (Prometheus, a browser) expects. */
@@ -41,7 +44,7 @@ export class TrackerHttp {
 
   constructor(
     private readonly log: Logger,
-    private readonly opts: TrackerHttpOptions = {},
+    private readonly opts: TrackerHttpOptions,
   ) {
     const { server, secure, stopWatching } = httpServer(opts.tls, (req, res) => void this.handle(req, res));
     this.server = server;
@@ -118,6 +121,10 @@ export class TrackerHttp {
     const handler = this.routes.get(pathOf(req));
     if (req.method !== "GET" && req.method !== "HEAD") {
       res.writeHead(405, { allow: "GET, HEAD", "content-type": "text/plain" }).end("only GET and HEAD\n");
+      return;
+    }
+    if (isProbePath(pathOf(req))) {
+      answerProbe(pathOf(req), res, this.opts.notReady);
       return;
     }
     if (!handler) {

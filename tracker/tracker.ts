@@ -43,6 +43,11 @@ export class Tracker {
   readonly http: TrackerHttp | undefined;
   private readonly startedAt = Date.now();
   private boundPort = 0;
+  /**
+   * `/readyz` says 503 from the start of close(). It needs no "starting"
+   * state: the HTTP side listens only once the gRPC port and the data port are bound.
+   */
+  private closing = false;
 
   constructor(opts: TrackerOptions = {}) {
     this.options = resolveTrackerOptions(opts);
@@ -73,6 +78,7 @@ export class Tracker {
         tls: this.options.tls,
         // The HTTP side shows every board, session and client: operators only, on a farm with tokens.
         guard: this.auth.enabled && !this.options.publicHttp ? (token, peer, what, onLost) => this.operatorHold(token, peer, what, onLost) : undefined,
+        notReady: () => (this.closing ? "the tracker is shutting down" : undefined),
       });
     }
     if (this.http) installMetrics(this.http, this);
@@ -120,6 +126,7 @@ export class Tracker {
 
   /** Ends every session (DRAINED) and stops serving. */
   async close(): Promise<void> {
+    this.closing = true;
     this.agents.stop();
     this.auth.close();
     this.relayLanes.close();
