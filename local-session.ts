@@ -82,7 +82,7 @@ export class LocalSession extends Session {
       rmSync(workdir, { recursive: true, force: true });
       channel.finish(null);
     });
-    const board = { id: `local/${kind}`, key: kind, kind, labels: {}, capabilities: {}, agent_id: "local", agent_name: "local", state: "busy", session_id: "local", client_id: "local", session_lane: "local", health: "healthy", health_reason: "", last_error: "", drained: false, last_canary: "", last_canary_at_ms: 0 };
+    const board = { id: `local/${kind}`, key: kind, kind, labels: {}, capabilities: {}, agent_id: "local", agent_name: "local", state: "busy", session_id: "local", client_id: "local", session_lane: "local", health: "healthy", health_reason: "", last_error: "", drained: false, drain_reason: "", last_canary: "", last_canary_at_ms: 0, health_history: [] };
     return new LocalSession("local", board, channel);
   }
 }

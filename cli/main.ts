@@ -58,6 +58,7 @@ program
   .option("--tls-client-ca <file>", "mutual TLS: every client (agents, hosts) needs a certificate this CA signed")
   .option("--tokens <file>", "tokens file (kfarm token create --tokens FILE): every call then needs a token")
   .option("--audit-log <file>", "audit log, JSON lines, rotated (default: audit.jsonl beside --tokens)")
+  .option("--state-dir <dir>", "keep what must survive a restart here, in tracker-state.json: operators' drains and quarantines, board health and its history (default: the directory of --tokens; without --tokens, none: nothing is kept). A damaged file stops the start, naming what to do (docs/architecture.md, \"Tracker restarts\")")
   .addOption(new Option("--max-session-timeout-ms <ms>", "the longest session anyone may hold; a request for 0 gets this").default(86_400_000).argParser(integer))
   .option("--public-http", "serve the live view and /metrics without a token even when the farm has tokens")
   .option("--insecure", "allow a non-loopback --host without TLS and tokens (logged as a warning)")
@@ -66,7 +67,7 @@ program
   .action(async (o: {
     dataPort: number; endGraceMs: number;
     host: string; port: number; heartbeatMs: number; missedHeartbeats: number; defaultDeadlineMs: number; metricsPort?: number;
-    tlsCert?: string; tlsKey?: string; tlsClientCa?: string; tokens?: string; auditLog?: string; maxSessionTimeoutMs: number; publicHttp?: boolean; insecure?: boolean;
+    tlsCert?: string; tlsKey?: string; tlsClientCa?: string; tokens?: string; auditLog?: string; stateDir?: string; maxSessionTimeoutMs: number; publicHttp?: boolean; insecure?: boolean;
   }) => {
     if (!!o.tlsCert !== !!o.tlsKey) throw new FarmError("INVALID_ARGUMENT", "kfarm tracker: --tls-cert and --tls-key go together");
     if (o.tlsClientCa && !o.tlsCert) throw new FarmError("INVALID_ARGUMENT", "kfarm tracker: --tls-client-ca (mutual TLS) needs --tls-cert and --tls-key");
@@ -80,6 +81,7 @@ program
       ...(o.tlsCert ? { tls: { certFile: o.tlsCert, keyFile: o.tlsKey!, ...(o.tlsClientCa ? { clientCaFile: o.tlsClientCa } : {}) } } : {}),
       tokensFile: o.tokens,
       auditLog: o.auditLog,
+      stateDir: o.stateDir,
       maxSessionTimeoutMs: o.maxSessionTimeoutMs,
       publicHttp: o.publicHttp,
       insecure: o.insecure,
@@ -171,7 +173,8 @@ addClientSecurityFlags(program
   .option("--key <key>", "only this key's boards and queue")
   .option("--watch", "follow the tracker's live feed: the table, then one line per event, until Ctrl-C (needs --http)")
   .option("--http <host:port>", "the tracker's HTTP address (its --metrics-port), for --watch")
-  .action(async (o: ClientSecurityFlags & { tracker?: string; json?: boolean; key?: string; watch?: boolean; http?: string }) => {
+  .option("--history", "also each board's last health changes (when, from, to, why; kept across tracker restarts with --state-dir)")
+  .action(async (o: ClientSecurityFlags & { tracker?: string; json?: boolean; key?: string; watch?: boolean; http?: string; history?: boolean }) => {
     if (o.watch) {
       if (o.key) throw new FarmError("INVALID_ARGUMENT", "kfarm status --watch follows the whole farm; --key is for the one-shot summary");
       if (!o.http) {
@@ -188,7 +191,7 @@ addClientSecurityFlags(program
     if (!o.tracker) throw new FarmError("INVALID_ARGUMENT", "kfarm status needs --tracker HOST:PORT (or --watch --http HOST:PORT)");
     const client = await connectTracker(o.tracker, connectOptionsOf(o, "kfarm status"));
     try {
-      const summary = await client.summary({ key: o.key });
+      const summary = await client.summary({ key: o.key, healthHistory: o.history });
       console.log(o.json ? JSON.stringify(summary, null, 2) : formatSummary(summary, o.tracker));
     } finally {
       client.close();
@@ -197,19 +200,20 @@ addClientSecurityFlags(program
 
 addClientSecurityFlags(program
   .command("board"), "operator")
-  .description("operator commands on one board: drain (no new sessions), quarantine, restore")
+  .description("operator commands on one board: drain (no new sessions), quarantine, restore; a tracker with a state directory keeps them across its restarts")
   .argument("<action>", "drain | quarantine | restore")
   .argument("<board>", "the board's id as `kfarm status` shows it: AGENT/BOARD")
   .requiredOption("--tracker <host:port>", "tracker address")
   .option("--by <name>", "who asks (shown as the reason); default user@host (with tokens: the token's name)")
-  .action(async (action: string, board: string, o: ClientSecurityFlags & { tracker: string; by?: string }) => {
+  .option("--reason <text>", "why, shown after who asked: \"quarantined by alice: fan failing\" (one line, at most 200 characters)")
+  .action(async (action: string, board: string, o: ClientSecurityFlags & { tracker: string; by?: string; reason?: string }) => {
     if (!["drain", "quarantine", "restore"].includes(action)) {
       throw new FarmError("INVALID_ARGUMENT", `unknown board command "${action}"; commands: drain, quarantine, restore`);
     }
     const client = await connectTracker(o.tracker, connectOptionsOf(o, "kfarm board"));
     try {
-      const b = await client.boardCommand(board, action as "drain" | "quarantine" | "restore", o.by ?? `${userInfo().username}@${hostname()}`);
-      console.log(`${b.id}: state ${b.state}, health ${b.health}${b.health_reason ? ` (${b.health_reason})` : ""}${b.drained ? ", drained" : ""}`);
+      const b = await client.boardCommand(board, action as "drain" | "quarantine" | "restore", o.by ?? `${userInfo().username}@${hostname()}`, o.reason);
+      console.log(`${b.id}: state ${b.state}, health ${b.health}${b.health_reason ? ` (${b.health_reason})` : ""}${b.drained ? `, ${b.drain_reason || "drained"}` : ""}${b.state === "absent" ? " (not attached: applies when it is)" : ""}`);
     } finally {
       client.close();
     }

@@ -55,7 +55,8 @@ export class Agent {
   }
 
   /** Each board's last canary result, repeated to the tracker on every (re)attach. */
-  private readonly lastCanary = new Map<string, { kind: "canary" | "infra"; ok: boolean; reason: string; durationMs: number }>();
+  /** Each board's last canary, and when it came (this agent's clock): sent again at every attach (protos agent.proto, BoardHealthReport.at_ms). */
+  private readonly lastCanary = new Map<string, { kind: "canary" | "infra"; ok: boolean; reason: string; durationMs: number; atMs: number }>();
 
   async start(): Promise<this> {
     const o = this.options;
@@ -123,8 +124,9 @@ export class Agent {
             this.link?.send({ session_ended: { session_id: sessionId, reason: reason?.toWire() ?? null } });
           },
           health: (name, report) => {
-            if (report.kind === "canary") this.lastCanary.set(name, report);
-            this.link?.send({ board_health: { board_name: name, kind: report.kind, ok: report.ok, reason: report.reason, duration_ms: report.durationMs } });
+            const atMs = Date.now();
+            if (report.kind === "canary") this.lastCanary.set(name, { ...report, atMs });
+            this.link?.send({ board_health: { board_name: name, kind: report.kind, ok: report.ok, reason: report.reason, duration_ms: report.durationMs, at_ms: atMs } });
           },
         },
         o.logger,
@@ -141,9 +143,9 @@ export class Agent {
         this.metrics?.trackerConnected(true);
         if (this.lanes) this.lanes.relayPort = registered.relay_port;
         for (const pool of this.pools.values()) pool.endGraceMs = registered.end_grace_ms || pool.endGraceMs;
-        // The tracker starts every board healthy: tell it what the canaries last saw.
+        // A tracker without memory of these boards starts them healthy: tell it what the canaries last saw (one that remembers knows the result by its time).
         for (const [name, r] of this.lastCanary) {
-          this.link?.send({ board_health: { board_name: name, kind: r.kind, ok: r.ok, reason: r.reason, duration_ms: r.durationMs } });
+          this.link?.send({ board_health: { board_name: name, kind: r.kind, ok: r.ok, reason: r.reason, duration_ms: r.durationMs, at_ms: r.atMs } });
         }
         for (const pool of this.pools.values()) if (pool.hasIdle && !this.draining.has(pool.boardName)) this.link?.send({ board_ready: { board_name: pool.boardName, lane_port: pool.standbyPort } });
       },

@@ -17,9 +17,10 @@
  * | `closed`       | the worker's clean end and the lane's close, or the tracker's end, arrived (or the grace passed): `onClose` ran once |
  */
 import type * as grpc from "@grpc/grpc-js";
+import { Metadata } from "@grpc/grpc-js";
 import {
-  FarmError, LaneSocket, SESSION_END_GRACE_MS, awaitWelcome, connectSocket, decodeEndFrame, decodeGrantFrame, encodeLaneHello, framed, isEndFrame, isGrantFrame,
-  type ClientSecurity, type Grant__Output, type Lane,
+  CODE_TRAILER, FarmError, LaneSocket, SESSION_END_GRACE_MS, awaitWelcome, connectSocket, decodeEndFrame, decodeGrantFrame, encodeLaneHello, framed, isEndFrame, isGrantFrame,
+  parseAddress, type ClientSecurity, type Grant__Output, type Lane,
 } from "../protos/index.ts";
 import { status as grpcStatus } from "@grpc/grpc-js";
 
@@ -88,15 +89,36 @@ export function awaitGrant(stream: SessionStream, timeoutMs?: number): Promise<G
   });
 }
 
+/**
+ * Whether `err` is an UNAVAILABLE status that grpc-js made up, with no farm
+ * code — no connection to the tracker, or one that broke under the call (it
+ * died or restarted) — rather than the tracker's own answer: its refusals and
+ * ends always carry a farm code (protos/errors.ts).
+ */
+export function connectionFailed(err: FarmError): boolean {
+  const status = err.cause as { metadata?: unknown } | undefined;
+  return err.code === "UNAVAILABLE" && status?.metadata instanceof Metadata && status.metadata.get(CODE_TRAILER).length === 0;
+}
+
 /** What both channels share: the tracker's Session stream, whose end is the session's end. */
 abstract class SessionChannelBase implements FrameChannel {
   protected frameHandler: ((frame: Uint8Array) => void) | undefined;
   private closeHandler: ((reason: FarmError | null) => void) | undefined;
   private closedWith: { reason: FarmError | null } | undefined;
 
-  constructor(protected readonly stream: SessionStream) {
-    stream.on("status", (s: grpc.StatusObject) => this.close(s.code === grpcStatus.OK ? null : FarmError.from({ ...s, message: s.details })));
-    stream.on("error", (err) => this.close(FarmError.from(err)));
+  constructor(protected readonly stream: SessionStream, private readonly tracker: string) {
+    stream.on("status", (s: grpc.StatusObject) => this.close(s.code === grpcStatus.OK ? null : this.broken(FarmError.from({ ...s, message: s.details }))));
+    stream.on("error", (err) => this.close(this.broken(FarmError.from(err))));
+  }
+
+  /** The Session stream's end, saying so when the tracker went away: the session cannot outlive its lease, which lived there. */
+  private broken(err: FarmError): FarmError {
+    if (!connectionFailed(err)) return err;
+    return new FarmError(
+      "UNAVAILABLE",
+      `the tracker at ${this.tracker} went away (${err.message}) and its lease on this board with it: the board's agent ends the session too. Request a new session; a restarted tracker takes requests as soon as it listens`,
+      { cause: err },
+    );
   }
 
   protected close(reason: FarmError | null): void {
@@ -134,8 +156,8 @@ abstract class SessionChannelBase implements FrameChannel {
 
 /** The grpc lane: frames ride the Session stream itself, after the grant. */
 export class StreamChannel extends SessionChannelBase {
-  constructor(stream: SessionStream) {
-    super(stream);
+  constructor(stream: SessionStream, tracker: string) {
+    super(stream, tracker);
     stream.on("data", (frame: Buffer) => {
       if (isEndFrame(frame)) this.close(endOf(frame));
       else this.frameHandler?.(frame);
@@ -168,8 +190,8 @@ export class LaneChannel extends SessionChannelBase {
   private laneEnd: FarmError | null | undefined;
   private grace: NodeJS.Timeout | undefined;
 
-  constructor(stream: SessionStream, private readonly lane: LaneSocket, readonly kind: Lane, private readonly graceMs: number) {
-    super(stream);
+  constructor(stream: SessionStream, tracker: string, private readonly lane: LaneSocket, readonly kind: Lane, private readonly graceMs: number) {
+    super(stream, tracker);
     stream.on("data", (frame: Buffer) => {
       if (isEndFrame(frame)) this.close(endOf(frame));
     });
@@ -216,8 +238,8 @@ export class LaneChannel extends SessionChannelBase {
 }
 
 export interface LaneOptions {
-  /** The tracker's host: its data port is there. */
-  trackerHost: string;
+  /** The tracker's address (HOST:PORT): its data port is on that host. */
+  tracker: string;
   security: ClientSecurity;
   /** auto: how long the direct lane may take (connect and welcome) before the relay is tried. */
   directTimeoutMs: number;
@@ -228,20 +250,20 @@ export async function openLane(grant: Grant__Output, stream: SessionStream, opts
   // The tracker settles a lane's end within its grace (the agent's report, or "did not say why"), and the end
   // then travels to here: wait for that, twice over, before deciding without it (a tracker that is gone).
   const graceMs = 2 * (grant.end_grace_ms || SESSION_END_GRACE_MS) + 1000;
-  if (grant.route === "grpc") return { channel: new StreamChannel(stream), lane: "grpc" };
+  if (grant.route === "grpc") return { channel: new StreamChannel(stream, opts.tracker), lane: "grpc" };
   let note: string | undefined;
   if (grant.route === "direct" || grant.route === "auto") {
     try {
       if (!grant.direct_address) throw new FarmError("UNAVAILABLE", `board ${grant.board?.id}'s agent serves no direct lane (started with --no-direct, or with TLS to its tracker and no --data-tls-cert)`);
       const lane = await dialDirect(grant, opts, grant.route === "auto" ? opts.directTimeoutMs : 10_000);
-      return { channel: new LaneChannel(stream, lane, "direct", graceMs), lane: "direct" };
+      return { channel: new LaneChannel(stream, opts.tracker, lane, "direct", graceMs), lane: "direct" };
     } catch (err) {
       if (grant.route === "direct") throw err;
       note = `the direct lane to ${grant.direct_address} failed (${(err as Error).message}); fell back to the tracker's relay`;
     }
   }
-  const lane = await dial(grant, "relay", [opts.trackerHost, grant.relay_port], "the tracker's data port (relay lane)", opts, 10_000);
-  return { channel: new LaneChannel(stream, lane, "relay", graceMs), lane: "relay", ...(note ? { note } : {}) };
+  const lane = await dial(grant, "relay", [parseAddress(opts.tracker).host, grant.relay_port], "the tracker's data port (relay lane)", opts, 10_000);
+  return { channel: new LaneChannel(stream, opts.tracker, lane, "relay", graceMs), lane: "relay", ...(note ? { note } : {}) };
 }
 
 /**

@@ -14,7 +14,7 @@ import {
 import type { TokensReply__Output } from "../protos/gen/farm/v1/TokensReply.ts";
 import type { TokensRequest } from "../protos/gen/farm/v1/TokensRequest.ts";
 import type { SummaryReply__Output } from "../protos/gen/farm/v1/SummaryReply.ts";
-import { awaitGrant, openLane, type SessionStream } from "./frame-channel.ts";
+import { awaitGrant, connectionFailed, openLane, type SessionStream } from "./frame-channel.ts";
 import { Session } from "./session.ts";
 
 export interface ConnectOptions {
@@ -53,8 +53,13 @@ export interface RequestOptions {
 export const DEFAULT_CONNECT_TIMEOUT_MS = 5000;
 export const DEFAULT_RPC_TIMEOUT_MS = 10_000;
 export const DEFAULT_DIRECT_TIMEOUT_MS = 1000;
-/** Longest wait between a host's attempts to reconnect to its tracker. */
-const RECONNECT_BACKOFF_MAX_MS = 2000;
+/**
+ * A client whose tracker went away re-dials with backoff; grpc-js lets it grow
+ * to 2 minutes, so a host retrying through a long restart or a partition would
+ * find the tracker back that much late. Capped here (grpc-js adds jitter): a
+ * waiting host is back within ~2 s of the tracker (tests/multihost/faults.test.ts).
+ */
+export const TRACKER_RECONNECT_MAX_MS = 2000;
 /** Grace on top of a deadline the host gave, for the tracker's own answer to arrive first. */
 const REQUEST_DEADLINE_SLACK_MS = 2000;
 
@@ -77,9 +82,10 @@ export class TrackerClient {
     return callMetadata(this.security);
   }
 
+  /** A call's failure, naming the tracker when the call never reached it (the tracker's own answers say what they mean). */
   private unreachable(err: unknown): FarmError {
     const e = FarmError.from(err);
-    if (e.code === "UNAVAILABLE") return new FarmError("UNAVAILABLE", `cannot reach the tracker at ${this.address}: ${e.message}`, { cause: err });
+    if (connectionFailed(e)) return new FarmError("UNAVAILABLE", `cannot reach the tracker at ${this.address}: ${e.message}`, { cause: err });
     return e;
   }
 
@@ -103,11 +109,22 @@ export class TrackerClient {
     // No gRPC deadline: the stream lives as long as the lease. The tracker answers at the queue deadline; the
     // host's own limit only guards against a tracker that never does.
     const stream = this.client.Session(metadata) as unknown as SessionStream;
+    // The tracker sends its response headers once the request waits in the queue (tracker/tracker.ts).
+    let queuedAt: number | undefined;
+    stream.once("metadata", () => (queuedAt = Date.now()));
     let grant;
     try {
       grant = await awaitGrant(stream, opts.deadlineMs ? opts.deadlineMs + REQUEST_DEADLINE_SLACK_MS : undefined);
     } catch (err) {
-      throw this.unreachable(err);
+      const e = FarmError.from(err);
+      if (queuedAt !== undefined && connectionFailed(e)) {
+        throw new FarmError(
+          "UNAVAILABLE",
+          `the tracker at ${this.address} went away while this request for key "${key}" waited in its queue (for ${Date.now() - queuedAt} ms; ${e.message}): request again; a restarted tracker takes requests as soon as it listens, and its agents re-attach within a second`,
+          { cause: err },
+        );
+      }
+      throw this.unreachable(e);
     }
     // Until a channel takes the stream over, its end (the lease ended while the lane was being opened) is kept here.
     let ended: FarmError | undefined;
@@ -115,7 +132,7 @@ export class TrackerClient {
     stream.on("error", early);
     try {
       const { channel, lane, note } = await openLane(grant, stream, {
-        trackerHost: parseAddress(this.address).host,
+        tracker: this.address,
         security: this.security,
         directTimeoutMs: opts.directTimeoutMs ?? DEFAULT_DIRECT_TIMEOUT_MS,
       });
@@ -133,17 +150,26 @@ export class TrackerClient {
     }
   }
 
-  /** The farm's state: queues per key, boards, agents (TVM's query_rpc_tracker); with `key`, that key's boards and queue only. */
-  summary(opts: { key?: string } = {}): Promise<SummaryReply__Output> {
+  /**
+   * The farm's state: queues per key, boards, agents (TVM's query_rpc_tracker);
+   * with `key`, that key's boards and queue only; with `healthHistory`, each
+   * board's last health changes (`health_history`) too.
+   */
+  summary(opts: { key?: string; healthHistory?: boolean } = {}): Promise<SummaryReply__Output> {
     return new Promise((resolve, reject) =>
-      this.client.Summary({ key: opts.key ?? "" }, this.metadata(), { deadline: Date.now() + this.rpcTimeoutMs }, (err, reply) => (err ? reject(this.unreachable(err)) : resolve(reply!))),
+      this.client.Summary({ key: opts.key ?? "", health_history: opts.healthHistory ?? false }, this.metadata(), { deadline: Date.now() + this.rpcTimeoutMs }, (err, reply) => (err ? reject(this.unreachable(err)) : resolve(reply!))),
     );
   }
 
-  /** An operator command on one board (`<agent>/<board>` as in the summary): drain, quarantine or restore. */
-  boardCommand(boardId: string, action: "drain" | "quarantine" | "restore", operator = this.clientId): Promise<BoardInfo__Output> {
+  /**
+   * An operator command on one board (`<agent>/<board>` as in the summary):
+   * drain, quarantine or restore; `reason` says why, shown after who asked
+   * ("quarantined by alice: fan failing"). Answered once the tracker has it
+   * in its state file, when it has one: the command then survives a restart.
+   */
+  boardCommand(boardId: string, action: "drain" | "quarantine" | "restore", operator = this.clientId, reason = ""): Promise<BoardInfo__Output> {
     return new Promise((resolve, reject) =>
-      this.client.BoardCommand({ board_id: boardId, action, operator }, this.metadata(), { deadline: Date.now() + this.rpcTimeoutMs }, (err, reply) =>
+      this.client.BoardCommand({ board_id: boardId, action, operator, reason }, this.metadata(), { deadline: Date.now() + this.rpcTimeoutMs }, (err, reply) =>
         err ? reject(this.unreachable(err)) : resolve(reply!.board!),
       ),
     );
@@ -174,11 +200,9 @@ export async function connectTracker(address: string, opts: ConnectOptions = {})
     { tlsCa: tls?.caFile, tlsCert: tls?.certFile, tlsKey: tls?.keyFile, tlsServerName: tls?.serverName, token: opts.token ?? (env.KFARM_TOKEN || undefined) },
     "connectTracker",
   );
-  // gRPC's own reconnect backoff grows to 2 minutes: after a partition of some seconds a host would stay away from
-  // a tracker that is back. Capped at 2 s, it is back within ~2 s of the network (tests/multihost/faults.test.ts).
   const client = makeClient<HostServiceClient>(HostService, address, security, {
     "grpc.initial_reconnect_backoff_ms": 200,
-    "grpc.max_reconnect_backoff_ms": RECONNECT_BACKOFF_MAX_MS,
+    "grpc.max_reconnect_backoff_ms": TRACKER_RECONNECT_MAX_MS,
   });
   const timeoutMs = opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
   await new Promise<void>((resolve, reject) =>

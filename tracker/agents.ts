@@ -13,6 +13,7 @@ import type { Lease } from "./lease.ts";
 import type { AuditLog } from "./audit.ts";
 import type { Authorizer, Caller } from "./auth.ts";
 import type { FarmEvents } from "./events.ts";
+import type { BoardMemory } from "./board-memory.ts";
 import { BoardHealth } from "./health.ts";
 import { describeBoard, joinHostPort, peerHost, type Agent, type AttachCall, type Board, type Registry } from "./registry.ts";
 import type { Scheduler } from "./scheduler.ts";
@@ -38,6 +39,8 @@ export class AgentLinks {
     private readonly events: FarmEvents,
     private readonly auth: Authorizer,
     private readonly audit: AuditLog,
+    /** What outlives a board's attachment: its health and an operator's drain. */
+    private readonly memory: BoardMemory,
   ) {
     this.sweeper = setInterval(() => this.sweep(), Math.max(50, opts.heartbeatIntervalMs / 2));
     this.sweeper.unref();
@@ -124,11 +127,16 @@ export class AgentLinks {
         agent,
         ready: false,
         lanePort: 0,
-        draining: false,
+        drain: "",
         lease: undefined,
         health: new BoardHealth(),
       };
       agent.boards.set(spec.name, board);
+    }
+    // It comes back as it left: drained, quarantined, suspect, with its health history.
+    this.memory.recall(agent.boards.values());
+    for (const board of agent.boards.values()) {
+      if (board.drain || board.health.state !== "healthy") this.log.info({ board: board.id, health: board.health.state, drained: board.drain !== "" }, `board ${board.id} comes back as it left: ${[board.health.state !== "healthy" ? `${board.health.state} (${board.health.reason})` : "", board.drain].filter(Boolean).join(", ")}`);
     }
     this.registry.agents.set(id, agent);
     // A revoked token detaches its agent: its boards leave, its sessions end.
@@ -170,9 +178,10 @@ export class AgentLinks {
       report.kind === "infra"
         ? ({ kind: "infra_error", reason: report.reason } as const)
         : report.ok
-          ? ({ kind: "canary_passed", detail: report.reason } as const)
-          : ({ kind: "canary_failed", reason: report.reason } as const);
+          ? ({ kind: "canary_passed", detail: report.reason, at: report.at_ms } as const)
+          : ({ kind: "canary_failed", reason: report.reason, at: report.at_ms } as const);
     const t = board.health.apply(input);
+    this.memory.remember(board);
     if (!report.ok) this.log.warn({ board: board.id, kind: report.kind }, report.reason);
     if (!t) return;
     const at = Date.now();
@@ -236,7 +245,10 @@ export class AgentLinks {
       agent.call.emit("error", (cause ?? new FarmError("AGENT_LOST", why)).toGrpc());
     }
     const at = Date.now();
-    for (const board of agent.boards.values()) this.events.emit({ type: "board", at, board: describeBoard(board), change: "removed", reason: why });
+    for (const board of agent.boards.values()) {
+      this.memory.left(board);
+      this.events.emit({ type: "board", at, board: describeBoard(board), change: "removed", reason: why });
+    }
     this.events.emit({ type: "agent", at, agent: agent.id, name: agent.name, peer: agent.peer, change: "lost", reason: why });
   }
 

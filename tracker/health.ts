@@ -10,10 +10,17 @@
  * | quarantined | RESTORE_AFTER canary passes in a row (automatic quarantine only) | healthy |
  * | any         | operator quarantine                  | quarantined (held: canaries do not lift it) |
  * | any         | operator restore                     | healthy (counters reset) |
+ * | any         | a canary result it has applied already (by its agent's clock) | unchanged: ignored |
  *
- * Every transition returns its reason so the caller can publish it.
+ * Every transition returns its reason so the caller can publish it, and is
+ * kept in a bounded history. The whole machine outlives its board's
+ * attachment (tracker/board-memory.ts keeps it by board id, and with a state
+ * directory across the tracker's restarts): `snapshot()` and `restore()`.
+ * That is why a repeated canary must be recognised: an agent sends each
+ * board's last canary result again whenever it attaches (a tracker that
+ * starts with no memory learns it so), and counting it twice could
+ * quarantine a board for one failure.
  */
-
 export const HEALTH_STATES = ["healthy", "suspect", "quarantined"] as const;
 export type HealthState = (typeof HEALTH_STATES)[number];
 
@@ -21,18 +28,43 @@ export type HealthState = (typeof HEALTH_STATES)[number];
 export const QUARANTINE_AFTER = 2;
 /** Canary passes in a row that bring an automatically quarantined board back. */
 export const RESTORE_AFTER = 2;
+/** Transitions kept per board, newest last. */
+export const HEALTH_HISTORY_MAX = 50;
 
+/** `at`: when the agent saw a canary's result, by its own clock (0: not said). `note`: the operator's why. */
 export type HealthInput =
-  | { kind: "canary_passed"; detail: string }
-  | { kind: "canary_failed"; reason: string }
+  | { kind: "canary_passed"; detail: string; at?: number }
+  | { kind: "canary_failed"; reason: string; at?: number }
   | { kind: "infra_error"; reason: string }
-  | { kind: "operator_quarantine"; by: string }
+  | { kind: "operator_quarantine"; by: string; note?: string }
   | { kind: "operator_restore"; by: string };
 
 export interface HealthTransition {
   from: HealthState;
   to: HealthState;
   reason: string;
+}
+
+/** A transition in the history: when (the tracker's clock), from, to, why. */
+export interface HealthChange extends HealthTransition {
+  at: number;
+}
+
+/** Everything the machine holds, as plain data (what the tracker's state file keeps). */
+export interface HealthRecord {
+  state: HealthState;
+  reason: string;
+  lastError: string;
+  lastCanary: string;
+  lastCanaryAt: number;
+  /** The agent's time of the last canary result applied (HealthInput.at). */
+  agentCanaryAt: number;
+  /** Failures and passes in a row, each capped where it stops mattering (QUARANTINE_AFTER, RESTORE_AFTER). */
+  failures: number;
+  passes: number;
+  /** Quarantined by an operator. */
+  held: boolean;
+  history: HealthChange[];
 }
 
 export class BoardHealth {
@@ -48,6 +80,45 @@ export class BoardHealth {
   private passes = 0;
   /** Quarantined by an operator: only a restore lifts it. */
   private held = false;
+  private agentCanaryAt = 0;
+  private readonly changes: HealthChange[] = [];
+
+  /** The machine as a record left it (tracker/board-memory.ts). */
+  static restore(r: HealthRecord): BoardHealth {
+    const h = new BoardHealth();
+    h.state = r.state;
+    h.reason = r.reason;
+    h.lastError = r.lastError;
+    h.lastCanary = r.lastCanary;
+    h.lastCanaryAt = r.lastCanaryAt;
+    h.agentCanaryAt = r.agentCanaryAt;
+    h.failures = r.failures;
+    h.passes = r.passes;
+    h.held = r.held;
+    h.changes.push(...r.history.slice(-HEALTH_HISTORY_MAX));
+    return h;
+  }
+
+  snapshot(): HealthRecord {
+    return {
+      state: this.state,
+      reason: this.reason,
+      lastError: this.lastError,
+      lastCanary: this.lastCanary,
+      lastCanaryAt: this.lastCanaryAt,
+      agentCanaryAt: this.agentCanaryAt,
+      // Beyond these, more in a row decide nothing: a board that keeps passing keeps the same record.
+      failures: Math.min(this.failures, QUARANTINE_AFTER),
+      passes: Math.min(this.passes, RESTORE_AFTER),
+      held: this.held,
+      history: [...this.changes],
+    };
+  }
+
+  /** The last transitions, oldest first (at most HEALTH_HISTORY_MAX). */
+  get history(): readonly HealthChange[] {
+    return this.changes;
+  }
 
   get grantable(): boolean {
     return this.state !== "quarantined";
@@ -57,6 +128,10 @@ export class BoardHealth {
   apply(input: HealthInput): HealthTransition | undefined {
     const from = this.state;
     if (input.kind === "canary_passed" || input.kind === "canary_failed") {
+      if (input.at) {
+        if (input.at <= this.agentCanaryAt) return undefined;
+        this.agentCanaryAt = input.at;
+      }
       this.lastCanary = input.kind === "canary_passed" ? `passed: ${input.detail}` : `failed: ${input.reason}`;
       this.lastCanaryAt = Date.now();
     }
@@ -83,7 +158,7 @@ export class BoardHealth {
       }
       case "operator_quarantine":
         this.held = true;
-        return from === "quarantined" && this.reason.startsWith("quarantined by") ? undefined : this.move(from, "quarantined", `quarantined by ${input.by}`);
+        return from === "quarantined" && this.reason.startsWith("quarantined by") ? undefined : this.move(from, "quarantined", `quarantined by ${input.by}${input.note ? `: ${input.note}` : ""}`);
       case "operator_restore":
         this.held = false;
         this.failures = 0;
@@ -95,6 +170,8 @@ export class BoardHealth {
   private move(from: HealthState, to: HealthState, reason: string): HealthTransition {
     this.state = to;
     this.reason = reason;
+    this.changes.push({ at: Date.now(), from, to, reason });
+    if (this.changes.length > HEALTH_HISTORY_MAX) this.changes.splice(0, this.changes.length - HEALTH_HISTORY_MAX);
     return { from, to, reason };
   }
 }

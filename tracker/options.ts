@@ -26,6 +26,15 @@ export interface TrackerOptions {
   tokensFile?: string;
   /** Audit log (JSON lines, rotated); default `audit.jsonl` beside the tokens file, none without one. */
   auditLog?: string;
+  /**
+   * Where the tracker keeps what survives its restarts (tracker/state-store.ts:
+   * operators' drains and quarantines, board health and its history). Default:
+   * the tokens file's directory, as for the audit log — a farm with tokens is a
+   * served farm, whose operators' decisions must outlive a restart, and that
+   * directory is the tracker's own already (0600 files it owns). Without tokens,
+   * none: a loopback or test farm starts afresh each time, and writes nothing.
+   */
+  stateDir?: string;
   /** The longest session anyone may hold; a request for 0 gets this. */
   maxSessionTimeoutMs?: number;
   /** Serve the HTTP side (live view, /metrics) without a token even when the farm has tokens. */
@@ -35,8 +44,8 @@ export interface TrackerOptions {
   logger?: Logger;
 }
 
-export type ResolvedTrackerOptions = Required<Omit<TrackerOptions, "metricsPort" | "tls" | "tokensFile" | "auditLog">> &
-  Pick<TrackerOptions, "metricsPort" | "tls" | "tokensFile" | "auditLog">;
+export type ResolvedTrackerOptions = Required<Omit<TrackerOptions, "metricsPort" | "tls" | "tokensFile" | "auditLog" | "stateDir">> &
+  Pick<TrackerOptions, "metricsPort" | "tls" | "tokensFile" | "auditLog" | "stateDir">;
 
 export const DEFAULT_HEARTBEAT_INTERVAL_MS = 500;
 /** 3 × 500 ms: a frozen agent leaves the pool within 1.5–2 s (the target is 3 s). */
@@ -60,6 +69,7 @@ export function resolveTrackerOptions(opts: TrackerOptions = {}): ResolvedTracke
     tls: opts.tls,
     tokensFile: opts.tokensFile,
     auditLog: opts.auditLog ?? (opts.tokensFile ? join(dirname(opts.tokensFile), "audit.jsonl") : undefined),
+    stateDir: opts.stateDir ?? (opts.tokensFile ? dirname(opts.tokensFile) : undefined),
     maxSessionTimeoutMs: opts.maxSessionTimeoutMs ?? DEFAULT_MAX_SESSION_TIMEOUT_MS,
     publicHttp: opts.publicHttp ?? false,
     insecure: opts.insecure ?? false,

@@ -8,14 +8,14 @@
  * | `starting` | no session, the agent has no warm worker ready yet       |
  * | `free`     | no session, agent ready, not draining: may be granted    |
  * | `busy`     | a lease holds it                                         |
- * | `draining`    | no session, drained (by the agent or an operator)        |
+ * | `draining`    | no session, drained by an operator                       |
  * | `quarantined` | no session, its health is quarantined (tracker/health.ts) |
  */
 import type { ServerDuplexStream } from "@grpc/grpc-js";
 import type { AgentMessage__Output } from "../protos/gen/farm/v1/AgentMessage.ts";
 import type { TrackerMessage } from "../protos/gen/farm/v1/TrackerMessage.ts";
 import type { BoardInfo } from "../protos/gen/farm/v1/BoardInfo.ts";
-import { BoardHealth } from "./health.ts";
+import type { BoardHealth } from "./health.ts";
 import type { Lease } from "./lease.ts";
 
 export type AttachCall = ServerDuplexStream<AgentMessage__Output, TrackerMessage>;
@@ -57,19 +57,22 @@ export interface Board {
   ready: boolean;
   /** That worker's standby lane (BoardReady.lane_port): named by the next grant, then spent; 0: none. */
   lanePort: number;
-  draining: boolean;
+  /** Why an operator drained it ("drained by alice: new fan"); "" while it is not drained. Remembered with its health (tracker/board-memory.ts). */
+  drain: string;
   lease: Lease | undefined;
-  readonly health: BoardHealth;
+  /** Its health, the same machine across its agent's re-attaches (tracker/board-memory.ts). */
+  health: BoardHealth;
 }
 
 export function boardState(board: Board): BoardState {
   if (board.lease) return "busy";
   if (!board.health.grantable) return "quarantined";
-  if (board.draining) return "draining";
+  if (board.drain) return "draining";
   return board.ready ? "free" : "starting";
 }
 
-export function describeBoard(board: Board): BoardInfo {
+/** The board as the contract shows it; `history`: with its health history (the summary, when asked). */
+export function describeBoard(board: Board, opts: { history?: boolean } = {}): BoardInfo {
   return {
     id: board.id,
     key: board.key,
@@ -85,9 +88,11 @@ export function describeBoard(board: Board): BoardInfo {
     health: board.health.state,
     health_reason: board.health.reason,
     last_error: board.health.lastError,
-    drained: board.draining,
+    drained: board.drain !== "",
+    drain_reason: board.drain,
     last_canary: board.health.lastCanary,
     last_canary_at_ms: board.health.lastCanaryAt,
+    health_history: opts.history ? board.health.history.map((c) => ({ at_ms: c.at, from: c.from, to: c.to, reason: c.reason })) : [],
   };
 }
 

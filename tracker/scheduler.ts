@@ -33,6 +33,8 @@ export class Scheduler {
   readonly leases = new Map<string, Lease>();
   private seq = 0;
   private nextSession = 1;
+  /** Set by close(): the tracker is stopping, nothing is queued or granted any more. */
+  private closedWith: FarmError | undefined;
 
   constructor(
     private readonly registry: Registry,
@@ -61,6 +63,10 @@ export class Scheduler {
     owner?: string,
     route: Route = "auto",
   ): Waiter | undefined {
+    if (this.closedWith) {
+      callbacks.fail(this.closedWith);
+      return undefined;
+    }
     if (!req.key) {
       callbacks.fail(new FarmError("INVALID_ARGUMENT", "a session request needs a key"));
       return undefined;
@@ -78,9 +84,9 @@ export class Scheduler {
       return undefined;
     }
     // Boards out of rotation come back only by an operator or passing canaries: say so now rather than at the deadline.
-    const usable = boards.filter((b) => labelsMatch(labels, b.labels) && boardState(b) !== "quarantined" && !b.draining);
+    const usable = boards.filter((b) => labelsMatch(labels, b.labels) && boardState(b) !== "quarantined" && !b.drain);
     if (usable.length === 0) {
-      const why = boards.filter((b) => labelsMatch(labels, b.labels)).map((b) => `${b.id} (${boardState(b) === "quarantined" ? `quarantined: ${b.health.reason}` : "drained"})`);
+      const why = boards.filter((b) => labelsMatch(labels, b.labels)).map((b) => `${b.id} (${boardState(b) === "quarantined" ? `quarantined: ${b.health.reason}` : b.drain})`);
       callbacks.fail(new FarmError("NO_BOARD", `every board of key "${req.key}" is out of rotation: ${why.join("; ")}`));
       return undefined;
     }
@@ -118,10 +124,29 @@ export class Scheduler {
     if (this.queues.get(waiter.key)?.remove(waiter)) this.queueChanged(waiter.key);
   }
 
+  /**
+   * The tracker is stopping: every waiting request fails with `why(key,
+   * waitedMs)` now, and no board is granted from here on — not even one that
+   * the leases ending next hand back, which would grant a session on a
+   * tracker about to go.
+   */
+  close(why: (key: string, waitedMs: number) => FarmError): void {
+    this.closedWith = why("", 0);
+    for (const [key, queue] of this.queues) {
+      if (queue.size === 0) continue;
+      for (const waiter of [...queue.all()]) {
+        queue.remove(waiter);
+        clearTimeout(waiter.timer);
+        waiter.fail(why(key, Date.now() - waiter.enqueuedAt));
+      }
+      this.queueChanged(key);
+    }
+  }
+
   /** Grants free boards of `key` to waiting requests, best request first. */
   dispatch(key: string): void {
     const queue = this.queues.get(key);
-    if (!queue || queue.size === 0) return;
+    if (!queue || queue.size === 0 || this.closedWith) return;
     for (const board of this.registry.boardsOfKey(key)) {
       if (boardState(board) !== "free") continue;
       const waiter = queue.take((w) => labelsMatch(w.labels, board.labels));

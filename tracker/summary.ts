@@ -8,8 +8,12 @@ import type { Scheduler } from "./scheduler.ts";
 
 export const TRACKER_VERSION = "0.1.0";
 
-/** The summary, of every key or of `key` alone (a host interested in one key need not receive a 1,000-board farm). */
-export function buildSummary(registry: Registry, scheduler: Scheduler, startedAt: number, key = ""): SummaryReply {
+/**
+ * The summary, of every key or of `key` alone (a host interested in one key
+ * need not receive a 1,000-board farm); with `history`, each board's last
+ * health changes too.
+ */
+export function buildSummary(registry: Registry, scheduler: Scheduler, startedAt: number, key = "", history = false): SummaryReply {
   const boards = [...registry.boards()].filter((b) => !key || b.key === key);
   const keys = key ? [key] : [...new Set([...boards.map((b) => b.key), ...scheduler.queuedKeys()])].sort();
   return {
@@ -17,7 +21,7 @@ export function buildSummary(registry: Registry, scheduler: Scheduler, startedAt
       const ofKey = boards.filter((b) => b.key === key);
       return { key, total: ofKey.length, free: ofKey.filter((b) => boardState(b) === "free").length, pending: scheduler.pendingOf(key) };
     }),
-    boards: boards.sort((a, b) => a.id.localeCompare(b.id)).map(describeBoard),
+    boards: boards.sort((a, b) => a.id.localeCompare(b.id)).map((b) => describeBoard(b, { history })),
     agents: [...registry.agents.values()].map((a) => ({ id: a.id, name: a.name, peer: a.peer, attached_at_ms: a.attachedAt, boards: a.boards.size })),
     tracker_version: TRACKER_VERSION,
     uptime_ms: Date.now() - startedAt,
@@ -42,7 +46,7 @@ export function formatSummary(summary: SummaryReply__Output, address: string): s
         b.id,
         b.key,
         b.kind,
-        b.state,
+        b.drained && b.drain_reason ? `${b.state}: ${b.drain_reason}` : b.state,
         b.health === "healthy" || !b.health ? b.health || "-" : `${b.health}: ${b.health_reason}`,
         b.session_id ? `${b.session_id} (${b.client_id}${b.session_lane ? `, ${b.session_lane}` : ""})` : "-",
         Object.entries(b.labels).map(([k, v]) => `${k}=${v}`).join(",") || "-",
@@ -52,5 +56,7 @@ export function formatSummary(summary: SummaryReply__Output, address: string): s
   out.push("", "Queue Status");
   const rows = summary.queues.filter((q) => q.total > 0 || q.pending > 0).map((q) => [q.key, String(q.total), String(q.free), String(q.pending)]);
   out.push(...table(["key", "total", "free", "pending"], rows));
+  const changes = summary.boards.flatMap((b) => b.health_history.map((c) => [b.id, new Date(c.at_ms).toISOString(), `${c.from} → ${c.to}`, c.reason]));
+  if (changes.length > 0) out.push("", "Health History", ...table(["board", "at", "change", "reason"], changes));
   return out.join("\n");
 }

@@ -20,9 +20,9 @@
  * token holds open (tracker/auth.ts).
  */
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, statSync, unwatchFile, watchFile, writeSync } from "node:fs";
-import { dirname, join, basename } from "node:path";
+import { readFileSync, statSync, unwatchFile, watchFile } from "node:fs";
 import { FarmError, checkTokenShape } from "../protos/index.ts";
+import { writeFileAtomicSync } from "./atomic-file.ts";
 
 export const TOKEN_KINDS = ["agent", "client", "operator"] as const;
 export type TokenKind = (typeof TOKEN_KINDS)[number];
@@ -94,8 +94,8 @@ export function checkTokenSpec(spec: TokenSpec): void {
 }
 
 /**
- * The tokens file: read, check, change (atomically: a temporary file renamed
- * over it, mode 0600). `kfarm token` uses it directly on the tracker's
+ * The tokens file: read, check, change (atomically, tracker/atomic-file.ts;
+ * mode 0600). `kfarm token` uses it directly on the tracker's
  * machine; the tracker uses it through TokenStore.
  */
 export class TokenFile {
@@ -128,15 +128,7 @@ export class TokenFile {
   }
 
   private write(tokens: TokenRecord[]): void {
-    const tmp = join(dirname(this.path), `.${basename(this.path)}.${process.pid}.tmp`);
-    const fd = openSync(tmp, "w", 0o600);
-    try {
-      writeSync(fd, `${JSON.stringify({ version: 1, tokens } satisfies TokenFileContents, null, 2)}\n`);
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-    renameSync(tmp, this.path);
+    writeFileAtomicSync(this.path, `${JSON.stringify({ version: 1, tokens } satisfies TokenFileContents, null, 2)}\n`);
   }
 
   /** Adds a token; returns its record and the token itself, which exists nowhere else: print it once. */

@@ -4,14 +4,17 @@
  * workers without decoding them.
  */
 import * as grpc from "@grpc/grpc-js";
+import { join } from "node:path";
 import {
   AgentService, FarmError, HostService, SERVER_OPTIONS, SESSION_ID_HEADER, SESSION_REQUEST_HEADER, SESSION_TOKEN_HEADER, decodeSessionRequest, grpcServerCredentials, isLoopbackHost, parseRoute,
   type AgentServiceHandlers, type HostServiceHandlers, type Route, type SessionRequest__Output,
 } from "../protos/index.ts";
 import type { TokensRequest__Output } from "../protos/gen/farm/v1/TokensRequest.ts";
 import type { TokensReply } from "../protos/gen/farm/v1/TokensReply.ts";
+import type { BoardInfo } from "../protos/gen/farm/v1/BoardInfo.ts";
 import { AgentLinks } from "./agents.ts";
 import { AuditLog } from "./audit.ts";
+import { BoardMemory, emptyState, parseTrackerState, type BoardStanding, type TrackerState } from "./board-memory.ts";
 import { DataPort } from "./data-port.ts";
 import { Authorizer, sameSecret, type Caller } from "./auth.ts";
 import { FarmEvents } from "./events.ts";
@@ -20,11 +23,15 @@ import { installMetrics } from "./metrics.ts";
 import { installLiveView } from "./live/feed.ts";
 import type { Lease, SessionStream } from "./lease.ts";
 import { resolveTrackerOptions, type ResolvedTrackerOptions, type TrackerOptions } from "./options.ts";
-import { Registry, describeBoard, joinHostPort, type Board } from "./registry.ts";
+import { Registry, describeBoard, joinHostPort } from "./registry.ts";
 import { widenConnectionWindow, widenStreamWindow } from "./receive-window.ts";
 import { Scheduler } from "./scheduler.ts";
+import { StateStore, STATE_FILE_NAME } from "./state-store.ts";
 import { buildSummary } from "./summary.ts";
 import { TOKEN_KINDS, type Identity, type TokenKind } from "./tokens.ts";
+
+/** The longest reason an operator may give with a board command (it is shown in every summary and kept in the state file). */
+export const MAX_NOTE_CHARS = 200;
 
 export class Tracker {
   readonly options: ResolvedTrackerOptions;
@@ -36,6 +43,10 @@ export class Tracker {
   /** Tokens and who may do what (tracker/auth.ts); open when no tokens file is set. */
   readonly auth: Authorizer;
   readonly audit: AuditLog;
+  /** The state file, with a state directory (tracker/state-store.ts). */
+  private readonly state: StateStore<TrackerState> | undefined;
+  /** What outlives a board's attachment (tracker/board-memory.ts): in memory, and in the state file when there is one. */
+  private readonly memory: BoardMemory;
   private readonly server = new grpc.Server(SERVER_OPTIONS);
   /** Relay lanes (tracker/data-port.ts). */
   private readonly relayLanes: DataPort;
@@ -52,6 +63,11 @@ export class Tracker {
   constructor(opts: TrackerOptions = {}) {
     this.options = resolveTrackerOptions(opts);
     const log = this.options.logger;
+    // First: a state file it cannot use stops the start before anything listens or watches.
+    this.state = this.options.stateDir
+      ? StateStore.open(join(this.options.stateDir, STATE_FILE_NAME), { parse: parseTrackerState, empty: emptyState, logger: log })
+      : undefined;
+    this.memory = new BoardMemory(this.state, (id) => this.registry.board(id) !== undefined);
     this.audit = new AuditLog(this.options.auditLog, log);
     this.auth = new Authorizer(this.options.tokensFile, this.audit, log);
     this.events = new FarmEvents(log);
@@ -72,7 +88,7 @@ export class Tracker {
       caller: (token, peer) => this.auth.callerOfToken(() => token, peer, "open sessions", "this farm needs a client token to open a session's lane: the host SDK sends its token in the lane's hello"),
       fallback: (lease) => this.agents.openRelay(lease),
     }, log);
-    this.agents = new AgentLinks(this.registry, this.scheduler, { ...this.options, relayPort: () => this.relayLanes.port }, log, this.events, this.auth, this.audit);
+    this.agents = new AgentLinks(this.registry, this.scheduler, { ...this.options, relayPort: () => this.relayLanes.port }, log, this.events, this.auth, this.audit, this.memory);
     if (this.options.metricsPort !== undefined) {
       this.http = new TrackerHttp(log, {
         tls: this.options.tls,
@@ -107,7 +123,9 @@ export class Tracker {
     await this.relayLanes.listen(this.options.host, this.options.dataPort);
     if (this.http) await this.http.listen(this.options.host, this.options.metricsPort!);
     const o = this.options;
-    this.options.logger.info({ address: this.address, dataPort: this.relayLanes.port, http: this.http?.port, tls: !!o.tls, mtls: !!o.tls?.clientCaFile, tokens: o.tokensFile ?? null, audit: o.auditLog ?? null }, "tracker listening");
+    this.options.logger.info({ address: this.address, dataPort: this.relayLanes.port, http: this.http?.port, tls: !!o.tls, mtls: !!o.tls?.clientCaFile, tokens: o.tokensFile ?? null, audit: o.auditLog ?? null, state: this.state?.path ?? null }, "tracker listening");
+    const absent = this.memory.absentIds();
+    if (absent.length > 0) this.options.logger.info({ boards: absent }, `remembered ${absent.length} board(s) from ${this.state?.path}; each takes its drain, quarantine and health back when its agent attaches`);
     if (!isLoopbackHost(o.host) && !(o.tls && o.tokensFile)) {
       o.logger.warn({ host: o.host }, `--insecure: serving ${o.host} without ${o.tls ? "tokens" : o.tokensFile ? "TLS" : "TLS or tokens"}; anyone who reaches this port can run code on every board`);
     }
@@ -124,14 +142,20 @@ export class Tracker {
     return this.http ? `${this.options.host.includes(":") ? `[${this.options.host}]` : this.options.host}:${this.http.port}` : undefined;
   }
 
-  /** Ends every session (DRAINED) and stops serving. */
+  /** Fails every waiting request (UNAVAILABLE), ends every session (DRAINED), writes what it remembers, and stops serving. */
   async close(): Promise<void> {
     this.closing = true;
     this.agents.stop();
     this.auth.close();
     this.relayLanes.close();
     await this.http?.close();
-    for (const lease of [...this.scheduler.leases.values()]) lease.end(new FarmError("DRAINED", "the tracker is shutting down"));
+    // Requests first: the boards that the leases' ends hand back must not be granted to them.
+    this.scheduler.close((key, waitedMs) => new FarmError(
+      "UNAVAILABLE",
+      `the tracker at ${this.address} is shutting down${key ? `; this request for key "${key}" left its queue after ${waitedMs} ms` : ""}: request again when it is back (its agents re-attach within a second of it listening)`,
+    ));
+    for (const lease of [...this.scheduler.leases.values()]) lease.end(new FarmError("DRAINED", `the tracker at ${this.address} is shutting down, and this session with it; request a new one when it is back`));
+    await this.state?.close();
     await new Promise<void>((resolve) => {
       const force = setTimeout(() => {
         this.server.forceShutdown();
@@ -161,7 +185,7 @@ export class Tracker {
       Summary: (call, callback) => {
         try {
           this.auth.caller(call.metadata, call.getPeer(), "read the summary");
-          callback(null, buildSummary(this.registry, this.scheduler, this.startedAt, call.request.key));
+          callback(null, buildSummary(this.registry, this.scheduler, this.startedAt, call.request.key, call.request.health_history));
         } catch (err) {
           callback(FarmError.from(err).toGrpc());
         }
@@ -170,12 +194,19 @@ export class Tracker {
         try {
           const caller = this.auth.caller(call.metadata, call.getPeer(), "send board commands");
           this.auth.requireKind(caller, ["operator"], `${call.request.action || "command"} boards`);
-          const { board_id: id, action, operator } = call.request;
+          const { board_id: id, action, operator, reason } = call.request;
           // With tokens, who asked is the token's name, not what the request says.
           const by = caller.identity ? caller.name : operator || call.getPeer();
-          const board = this.boardCommand(id, action, by);
-          this.audit.record({ event: "board_command", who: caller.name, kind: caller.kind, peer: caller.peer, board: id, action });
-          callback(null, { board: describeBoard(board) });
+          const board = this.boardCommand(id, action, by, reason);
+          this.audit.record({ event: "board_command", who: caller.name, kind: caller.kind, peer: caller.peer, board: id, action, ...(reason ? { reason } : {}) });
+          // Answered once it is in the state file: a command that was answered survives a restart, even a crash.
+          this.memory.flush().then(
+            () => callback(null, { board }),
+            (err) => {
+              const e = FarmError.from(err);
+              callback(new FarmError(e.code, `board ${id}: the ${action} took effect, but ${e.message}`).toGrpc());
+            },
+          );
         } catch (err) {
           callback(FarmError.from(err).toGrpc());
         }
@@ -263,6 +294,8 @@ export class Tracker {
       release();
       if (waiter && !settled) this.scheduler.cancel(waiter);
     });
+    // Queued: the response headers tell the host so, and a stream that breaks from here on is the tracker going away while it waited, not a tracker it never reached (host-sdk/tracker-client.ts).
+    if (waiter && !settled) call.sendMetadata(new grpc.Metadata());
   }
 
   /** The live lease `id` if `ticket` is its ticket; PERMISSION_DENIED (audited) otherwise. */
@@ -330,30 +363,43 @@ export class Tracker {
     return onLost ? this.auth.hold(caller, onLost) : () => {};
   }
 
-  /** drain | quarantine | restore one board, as an operator asked; publishes the change. */
-  boardCommand(id: string, action: string, by: string): Board {
+  /**
+   * drain | quarantine | restore one board, as an operator asked, with the
+   * operator's `note` (why) in the reason; publishes the change and hands it
+   * to what the tracker remembers. A board the tracker remembers but that is
+   * not attached takes the command too: it applies when the board comes back.
+   */
+  boardCommand(id: string, action: string, by: string, note = ""): BoardInfo {
+    if (!["drain", "quarantine", "restore"].includes(action)) {
+      throw new FarmError("INVALID_ARGUMENT", `unknown board command ${JSON.stringify(action)}; commands: drain, quarantine, restore`);
+    }
+    if (note.length > MAX_NOTE_CHARS || /[\r\n]/.test(note)) {
+      throw new FarmError("INVALID_ARGUMENT", `a board command's reason is one line of at most ${MAX_NOTE_CHARS} characters (got ${note.length}${/[\r\n]/.test(note) ? ", with a line break" : ""})`);
+    }
     const board = this.registry.board(id);
-    if (!board) {
+    const target: BoardStanding | undefined = board ?? this.memory.absent(id);
+    if (!target) {
       const ids = [...this.registry.boards()].map((b) => b.id);
-      throw new FarmError("NOT_FOUND", `no board "${id}"; boards: ${ids.length ? ids.join(", ") : "(none attached)"}`);
+      const absent = this.memory.absentIds();
+      throw new FarmError("NOT_FOUND", `no board "${id}"; boards: ${ids.length ? ids.join(", ") : "(none attached)"}${absent.length ? `; remembered, not attached: ${absent.join(", ")}` : ""}`);
     }
     let reason: string;
     if (action === "drain") {
-      board.draining = true;
-      reason = `drained by ${by}`;
-    } else if (action === "quarantine" || action === "restore") {
-      if (action === "restore") board.draining = false;
-      const from = board.health.state;
-      const t = board.health.apply(action === "quarantine" ? { kind: "operator_quarantine", by } : { kind: "operator_restore", by });
-      reason = t?.reason ?? (action === "quarantine" ? board.health.reason : `restored by ${by}`);
-      if (t) this.events.emit({ type: "health", at: Date.now(), board: board.id, key: board.key, from, to: t.to, reason });
+      target.drain = `drained by ${by}${note ? `: ${note}` : ""}`;
+      reason = target.drain;
     } else {
-      throw new FarmError("INVALID_ARGUMENT", `unknown board command ${JSON.stringify(action)}; commands: drain, quarantine, restore`);
+      if (action === "restore") target.drain = "";
+      const from = target.health.state;
+      const t = target.health.apply(action === "quarantine" ? { kind: "operator_quarantine", by, note } : { kind: "operator_restore", by });
+      reason = t?.reason ?? (action === "quarantine" ? target.health.reason : `restored by ${by}`);
+      if (t && board) this.events.emit({ type: "health", at: Date.now(), board: id, key: target.key, from, to: t.to, reason });
     }
-    this.options.logger.info({ board: id, action, by }, reason);
+    this.memory.remember(target);
+    this.options.logger.info({ board: id, action, by, attached: !!board }, reason);
+    if (!board) return this.memory.describeAbsent(target);
     this.events.emit({ type: "board", at: Date.now(), board: describeBoard(board), change: "changed", reason });
     this.scheduler.dispatch(board.key);
-    return board;
+    return describeBoard(board);
   }
 
   private agentHandlers(): AgentServiceHandlers {

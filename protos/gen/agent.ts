@@ -28,6 +28,7 @@ import type { Drain as _farm_v1_Drain, Drain__Output as _farm_v1_Drain__Output }
 import type { Error as _farm_v1_Error, Error__Output as _farm_v1_Error__Output } from './farm/v1/Error';
 import type { FunctionInfo as _farm_v1_FunctionInfo, FunctionInfo__Output as _farm_v1_FunctionInfo__Output } from './farm/v1/FunctionInfo';
 import type { Grant as _farm_v1_Grant, Grant__Output as _farm_v1_Grant__Output } from './farm/v1/Grant';
+import type { HealthChange as _farm_v1_HealthChange, HealthChange__Output as _farm_v1_HealthChange__Output } from './farm/v1/HealthChange';
 import type { Heartbeat as _farm_v1_Heartbeat, Heartbeat__Output as _farm_v1_Heartbeat__Output } from './farm/v1/Heartbeat';
 import type { HeartbeatAck as _farm_v1_HeartbeatAck, HeartbeatAck__Output as _farm_v1_HeartbeatAck__Output } from './farm/v1/HeartbeatAck';
 import type { HostFrame as _farm_v1_HostFrame, HostFrame__Output as _farm_v1_HostFrame__Output } from './farm/v1/HostFrame';
@@ -93,6 +94,7 @@ export interface ProtoGrpcType {
       Error: MessageTypeDefinition<_farm_v1_Error, _farm_v1_Error__Output>
       FunctionInfo: MessageTypeDefinition<_farm_v1_FunctionInfo, _farm_v1_FunctionInfo__Output>
       Grant: MessageTypeDefinition<_farm_v1_Grant, _farm_v1_Grant__Output>
+      HealthChange: MessageTypeDefinition<_farm_v1_HealthChange, _farm_v1_HealthChange__Output>
       Heartbeat: MessageTypeDefinition<_farm_v1_Heartbeat, _farm_v1_Heartbeat__Output>
       HeartbeatAck: MessageTypeDefinition<_farm_v1_HeartbeatAck, _farm_v1_HeartbeatAck__Output>
       HostFrame: MessageTypeDefinition<_farm_v1_HostFrame, _farm_v1_HostFrame__Output>

@@ -24,6 +24,7 @@ import type { Download as _farm_v1_Download, Download__Output as _farm_v1_Downlo
 import type { Error as _farm_v1_Error, Error__Output as _farm_v1_Error__Output } from './farm/v1/Error';
 import type { FunctionInfo as _farm_v1_FunctionInfo, FunctionInfo__Output as _farm_v1_FunctionInfo__Output } from './farm/v1/FunctionInfo';
 import type { Grant as _farm_v1_Grant, Grant__Output as _farm_v1_Grant__Output } from './farm/v1/Grant';
+import type { HealthChange as _farm_v1_HealthChange, HealthChange__Output as _farm_v1_HealthChange__Output } from './farm/v1/HealthChange';
 import type { HostFrame as _farm_v1_HostFrame, HostFrame__Output as _farm_v1_HostFrame__Output } from './farm/v1/HostFrame';
 import type { HostServiceClient as _farm_v1_HostServiceClient, HostServiceDefinition as _farm_v1_HostServiceDefinition } from './farm/v1/HostService';
 import type { LaneHello as _farm_v1_LaneHello, LaneHello__Output as _farm_v1_LaneHello__Output } from './farm/v1/LaneHello';
@@ -84,6 +85,7 @@ export interface ProtoGrpcType {
       Error: MessageTypeDefinition<_farm_v1_Error, _farm_v1_Error__Output>
       FunctionInfo: MessageTypeDefinition<_farm_v1_FunctionInfo, _farm_v1_FunctionInfo__Output>
       Grant: MessageTypeDefinition<_farm_v1_Grant, _farm_v1_Grant__Output>
+      HealthChange: MessageTypeDefinition<_farm_v1_HealthChange, _farm_v1_HealthChange__Output>
       HostFrame: MessageTypeDefinition<_farm_v1_HostFrame, _farm_v1_HostFrame__Output>
       /**
        * The host side of the tracker: what the host SDK and `kfarm status` call.

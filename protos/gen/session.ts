@@ -21,6 +21,7 @@ import type { Download as _farm_v1_Download, Download__Output as _farm_v1_Downlo
 import type { Error as _farm_v1_Error, Error__Output as _farm_v1_Error__Output } from './farm/v1/Error';
 import type { FunctionInfo as _farm_v1_FunctionInfo, FunctionInfo__Output as _farm_v1_FunctionInfo__Output } from './farm/v1/FunctionInfo';
 import type { Grant as _farm_v1_Grant, Grant__Output as _farm_v1_Grant__Output } from './farm/v1/Grant';
+import type { HealthChange as _farm_v1_HealthChange, HealthChange__Output as _farm_v1_HealthChange__Output } from './farm/v1/HealthChange';
 import type { HostFrame as _farm_v1_HostFrame, HostFrame__Output as _farm_v1_HostFrame__Output } from './farm/v1/HostFrame';
 import type { LaneHello as _farm_v1_LaneHello, LaneHello__Output as _farm_v1_LaneHello__Output } from './farm/v1/LaneHello';
 import type { LaneWelcome as _farm_v1_LaneWelcome, LaneWelcome__Output as _farm_v1_LaneWelcome__Output } from './farm/v1/LaneWelcome';
@@ -68,6 +69,7 @@ export interface ProtoGrpcType {
       Error: MessageTypeDefinition<_farm_v1_Error, _farm_v1_Error__Output>
       FunctionInfo: MessageTypeDefinition<_farm_v1_FunctionInfo, _farm_v1_FunctionInfo__Output>
       Grant: MessageTypeDefinition<_farm_v1_Grant, _farm_v1_Grant__Output>
+      HealthChange: MessageTypeDefinition<_farm_v1_HealthChange, _farm_v1_HealthChange__Output>
       HostFrame: MessageTypeDefinition<_farm_v1_HostFrame, _farm_v1_HostFrame__Output>
       LaneHello: MessageTypeDefinition<_farm_v1_LaneHello, _farm_v1_LaneHello__Output>
       LaneWelcome: MessageTypeDefinition<_farm_v1_LaneWelcome, _farm_v1_LaneWelcome__Output>

@@ -43,7 +43,7 @@ describe("coalesce", () => {
 
 describe("LiveHistory", () => {
   function farm() {
-    const b = { id: "a/b0", key: "k", lease: undefined as object | undefined, draining: false, ready: true, health: { grantable: true } };
+    const b = { id: "a/b0", key: "k", lease: undefined as object | undefined, drain: "", ready: true, health: { grantable: true } };
     let pending = 0;
     const registry = { boards: () => [b], boardsOfKey: (k: string) => (k === "k" ? [b] : []) } as unknown as Registry;
     const scheduler = { queuedKeys: () => (pending ? ["k"] : []), pendingOf: () => pending } as unknown as Scheduler;

@@ -14,6 +14,10 @@ export interface BoardCommandRequest {
    * who asks, for the reason shown everywhere (with tokens: the token's name, whatever this says)
    */
   'operator'?: (string);
+  /**
+   * drain, quarantine: why, in the operator's words (optional, at most 200 characters): "quarantined by alice: fan failing"
+   */
+  'reason'?: (string);
 }
 
 export interface BoardCommandRequest__Output {
@@ -29,4 +33,8 @@ export interface BoardCommandRequest__Output {
    * who asks, for the reason shown everywhere (with tokens: the token's name, whatever this says)
    */
   'operator': (string);
+  /**
+   * drain, quarantine: why, in the operator's words (optional, at most 200 characters): "quarantined by alice: fan failing"
+   */
+  'reason': (string);
 }

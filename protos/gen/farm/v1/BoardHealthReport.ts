@@ -19,6 +19,13 @@ export interface BoardHealthReport {
    */
   'reason'?: (string);
   'duration_ms'?: (number | string);
+  /**
+   * When the agent saw the result (its own clock, ms since the epoch; 0: an
+   * older agent). The agent repeats each board's last canary at every attach;
+   * a tracker that remembers the board applied it already, and knows it by
+   * this time (tracker/health.ts).
+   */
+  'at_ms'?: (number | string);
 }
 
 /**
@@ -39,4 +46,11 @@ export interface BoardHealthReport__Output {
    */
   'reason': (string);
   'duration_ms': (number);
+  /**
+   * When the agent saw the result (its own clock, ms since the epoch; 0: an
+   * older agent). The agent repeats each board's last canary at every attach;
+   * a tracker that remembers the board applied it already, and knows it by
+   * this time (tracker/health.ts).
+   */
+  'at_ms': (number);
 }

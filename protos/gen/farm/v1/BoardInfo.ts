@@ -1,5 +1,6 @@
 // Original file: protos/farm/v1/common.proto
 
+import type { HealthChange as _farm_v1_HealthChange, HealthChange__Output as _farm_v1_HealthChange__Output } from '../../farm/v1/HealthChange';
 
 /**
  * A board as the tracker knows it. `kind` names the backend (cpu, cuda, vta-sim);
@@ -8,7 +9,7 @@
  */
 export interface BoardInfo {
   /**
-   * stable within the tracker: "<agent_id>/<local name>"
+   * "<agent name>/<board name>": the same across the agent's re-attaches and the tracker's restarts (what the tracker remembers of a board is kept under it)
    */
   'id'?: (string);
   'key'?: (string);
@@ -18,7 +19,7 @@ export interface BoardInfo {
   'agent_id'?: (string);
   'agent_name'?: (string);
   /**
-   * starting | free | busy | draining | quarantined
+   * starting | free | busy | draining | quarantined; absent (BoardCommand replies only): not attached, a board the tracker remembers
    */
   'state'?: (string);
   /**
@@ -57,6 +58,14 @@ export interface BoardInfo {
    * while busy: how the session's frames travel (direct | relay | grpc; empty until its lane opens)
    */
   'session_lane'?: (string);
+  /**
+   * while drained: who drained it and why ("drained by alice: new fan"); empty otherwise
+   */
+  'drain_reason'?: (string);
+  /**
+   * its last health changes, oldest first (at most 50); only when SummaryRequest.health_history asks
+   */
+  'health_history'?: (_farm_v1_HealthChange)[];
 }
 
 /**
@@ -66,7 +75,7 @@ export interface BoardInfo {
  */
 export interface BoardInfo__Output {
   /**
-   * stable within the tracker: "<agent_id>/<local name>"
+   * "<agent name>/<board name>": the same across the agent's re-attaches and the tracker's restarts (what the tracker remembers of a board is kept under it)
    */
   'id': (string);
   'key': (string);
@@ -76,7 +85,7 @@ export interface BoardInfo__Output {
   'agent_id': (string);
   'agent_name': (string);
   /**
-   * starting | free | busy | draining | quarantined
+   * starting | free | busy | draining | quarantined; absent (BoardCommand replies only): not attached, a board the tracker remembers
    */
   'state': (string);
   /**
@@ -115,4 +124,12 @@ export interface BoardInfo__Output {
    * while busy: how the session's frames travel (direct | relay | grpc; empty until its lane opens)
    */
   'session_lane': (string);
+  /**
+   * while drained: who drained it and why ("drained by alice: new fan"); empty otherwise
+   */
+  'drain_reason': (string);
+  /**
+   * its last health changes, oldest first (at most 50); only when SummaryRequest.health_history asks
+   */
+  'health_history': (_farm_v1_HealthChange__Output)[];
 }

@@ -6,6 +6,10 @@ export interface SummaryRequest {
    * only this key's boards and queue (empty: every key)
    */
   'key'?: (string);
+  /**
+   * also each board's last health changes (BoardInfo.health_history)
+   */
+  'health_history'?: (boolean);
 }
 
 export interface SummaryRequest__Output {
@@ -13,4 +17,8 @@ export interface SummaryRequest__Output {
    * only this key's boards and queue (empty: every key)
    */
   'key': (string);
+  /**
+   * also each board's last health changes (BoardInfo.health_history)
+   */
+  'health_history': (boolean);
 }
