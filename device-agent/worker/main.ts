@@ -71,14 +71,26 @@ const store: SessionStore = {
 };
 const watchdog = new Watchdog();
 // No credentials here, ever: with TLS the agent's forwarder (a unix socket, device-agent/worker-link.ts) holds them.
-const client = makeClient<AgentServiceClient>(AgentService, config.tracker, {}, {
-  "grpc.initial_reconnect_backoff_ms": 100,
-  "grpc.max_reconnect_backoff_ms": 500,
-});
+const connectTracker = () =>
+  makeClient<AgentServiceClient>(AgentService, config.tracker, {}, {
+    "grpc.initial_reconnect_backoff_ms": 100,
+    "grpc.max_reconnect_backoff_ms": 500,
+  });
+let client = connectTracker();
 
-// Connect before saying ready, so a grant never waits for a TCP handshake.
+// Connect before saying ready, so a grant never waits for a TCP handshake. An attempt not through within
+// CONNECT_ATTEMPT_MS is abandoned for a new channel: a worker started while its tracker was out of reach (a
+// partition) would otherwise wait on TCP's SYN backoff, seconds after the network is back
+// (tests/multihost/faults.test.ts).
+const CONNECT_ATTEMPT_MS = 2000;
 await new Promise<void>((resolve) => {
-  const attempt = () => client.waitForReady(Date.now() + 5000, (err) => (err ? attempt() : resolve()));
+  const attempt = () =>
+    client.waitForReady(Date.now() + CONNECT_ATTEMPT_MS, (err) => {
+      if (!err) return resolve();
+      client.close();
+      client = connectTracker();
+      attempt();
+    });
   attempt();
 });
 let serving: string | undefined;

@@ -175,7 +175,14 @@ async function run(cmd: Command): Promise<unknown> {
       return { ms: ms(t0), results: results.map((r) => ({ id: r.id, outcome: r.outcome, board: r.board, attempts: r.attempts, message: r.message })), fileIds: lines.map((l) => l.id) };
     }
     case "summary": {
-      return await tracker().summary();
+      if (!cmd.fresh) return await tracker().summary();
+      // On a connection of its own: what the farm looks like now, not when this host's channel next reconnects.
+      const fresh = await connectTracker(tracker().address, { connectTimeoutMs: 1000 });
+      try {
+        return await fresh.summary();
+      } finally {
+        fresh.close();
+      }
     }
     case "sink": {
       return { port: await sink(Number(cmd.port ?? 0)) };
