@@ -30,7 +30,7 @@ ADD ${BUNDLE} /opt/
 ENV NVIDIA_DRIVER_CAPABILITIES=compute,utility \
     PATH=/opt/kfarm-agent:$PATH \
     KFARM_LOG=info \
-    KFARM_HEALTH_URL=http://127.0.0.1:9192/healthz
+    KFARM_HEALTH_URL=127.0.0.1:9192/healthz
 WORKDIR /var/lib/kfarm
 USER 10001:10001
 # Metrics (/metrics, /healthz), the direct lane (--data-port 9194 --no-standby).

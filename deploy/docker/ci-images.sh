@@ -10,7 +10,7 @@
 # the run (built images are still checked) and says why.
 #
 # What it takes on a machine like CI's (Debian bookworm VM, root, cgroups v1+v2
-# hybrid, no CAP_SYS_RESOURCE), each needed here and explained where used:
+# hybrid, no CAP_SYS_RESOURCE), and why:
 #   podman --runtime runc       crun refuses hybrid cgroups ("cgroups in hybrid mode not supported")
 #   --ulimit nofile=…,nproc=…   podman asks for 1048576 open files, above what root may raise here
 #   --network host              containers reach the farm on 127.0.0.1; no bridge, no private addresses
@@ -57,7 +57,9 @@ trap 'exit 143' TERM INT
 # runs on one machine (podman's storage), rebuilt where it is missing.
 if ! "${PODMAN[@]}" image exists "$BASE_IMAGE"; then
   t0=$(date +%s)
-  debootstrap --variant=minbase bookworm "$WORK/rootfs" http://deb.debian.org/debian >"$WORK/debootstrap.log" 2>&1 \
+  # The mirror apt uses on this machine, else Debian's own.
+  mirror=$(sed -n 's|^URIs: *\([^ ]*/debian\)$|\1|p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n 1)
+  debootstrap --variant=minbase bookworm "$WORK/rootfs" "${mirror:-http://deb.debian.org/debian}" >"$WORK/debootstrap.log" 2>&1 \
     || { tail -n 20 "$WORK/debootstrap.log"; say "FAILED: debootstrap of the base image"; exit 1; }
   tar -C "$WORK/rootfs" -c . | "${PODMAN[@]}" import - "$BASE_IMAGE" >/dev/null
   rm -rf "$WORK/rootfs"
@@ -131,12 +133,13 @@ t0=$(date +%s)
 # Port 0 everywhere: the processes say where they listen, on this host's loopback.
 start "$TRACKER" kernelfarm/tracker tracker --port 0 --metrics-port 0 --data-port 0
 tracker_addr=$(wait_for_line "$TRACKER" '^kfarm tracker listening on \([0-9.:]*\).*')
-tracker_http=$(wait_for_line "$TRACKER" '^kfarm tracker http on \(http://[0-9.:]*\)/.*')
+tracker_http=$(wait_for_line "$TRACKER" '^kfarm tracker http on http://\([0-9.:]*\)/.*')
 start "$AGENT" kernelfarm/agent-sim agent --tracker "$tracker_addr" --name "$AGENT_NAME" \
   --board vta-sim:key=vta --board cpu:key=cpu --metrics-port 0 --data-port 0
-agent_http=$(wait_for_line "$AGENT" '^kfarm agent metrics on \(http://[0-9.:]*\)/metrics')
+agent_http=$(wait_for_line "$AGENT" '^kfarm agent metrics on http://\([0-9.:]*\)/metrics')
 say "started kernelfarm/tracker ($tracker_addr) and kernelfarm/agent-sim in $(since "$t0")"
 
+# Without a scheme, as the images' KFARM_HEALTH_URL: TLS first, then plain HTTP.
 # /metrics stands in for /healthz until the tracker and agent serve it.
 probe_health "$TRACKER" "$tracker_http/metrics"
 probe_health "$AGENT" "$agent_http/metrics"

@@ -22,7 +22,7 @@ ADD ${BUNDLE} /opt/
 
 ENV PATH=/opt/kfarm-agent:$PATH \
     KFARM_LOG=info \
-    KFARM_HEALTH_URL=http://127.0.0.1:9191/healthz
+    KFARM_HEALTH_URL=127.0.0.1:9191/healthz
 # The tokens file and its audit log (audit.jsonl beside it): mount a volume here.
 WORKDIR /var/lib/kfarm
 USER 10001:10001
