@@ -126,7 +126,10 @@ function appFiles(): { files: string[]; untracked: number } {
   const tracked = git("ls-files", "-z", "--cached").split("\0").filter(Boolean);
   // Work in progress is rarely committed when a bundle is built for a test run: take it too.
   const untracked = git("ls-files", "-z", "--others", "--exclude-standard").split("\0").filter(Boolean);
-  const files = [...new Set([...tracked, ...untracked])].filter((f) => existsSync(join(PACKAGE_ROOT, f))).sort();
+  // node_modules is the dependency walk's: a symlinked one (a git worktree's) is no folder to `node_modules/` in .gitignore,
+  // and copied as a link it would have the dependency copy write through it into the real one.
+  const files = [...new Set([...tracked, ...untracked])]
+    .filter((f) => f !== "node_modules" && !f.startsWith("node_modules/") && existsSync(join(PACKAGE_ROOT, f))).sort();
   return { files, untracked: untracked.length };
 }
 
