@@ -17,7 +17,7 @@ import { promisify } from "node:util";
 import { after, before, describe, it } from "node:test";
 import { bundleRefusal, APP_DIR_NAME, BUNDLE_DIR_NAME, BUNDLE_INFO_FILE } from "../deploy/agent-bundle/build.ts";
 import { connectTracker } from "../host-sdk/index.ts";
-import { compileVadd } from "./helpers/kernels.ts";
+import { checkVadd } from "./helpers/kernels.ts";
 import { waitFor, waitForFreeBoards } from "./helpers/processes.ts";
 
 const run = promisify(execFile);
@@ -174,19 +174,9 @@ describe("agent bundle", { skip: refusal }, () => {
       assert.deepEqual(summary.boards.map((b) => [b.key, b.state]), [["cpu", "free"]]);
 
       // A real session: the worker loads the kernel through the bundle's koffi.
-      const module = await compileVadd();
       const s = await tc.request("cpu", { deadlineMs: 20_000 });
       try {
-        await s.upload(module);
-        const vadd = (await s.loadModule(module.name)).getFunction("vadd");
-        const n = 1000;
-        const ra = await s.array(Float32Array.from({ length: n }, (_, i) => i));
-        const rb = await s.array(new Float32Array(n).fill(0.5));
-        const rc = await s.array({ shape: [n], dtype: "float32" });
-        await vadd(ra, rb, rc, n);
-        const c = (await rc.toArray()) as Float32Array;
-        assert.equal(c[0], 0.5);
-        assert.equal(c[n - 1], n - 0.5);
+        await checkVadd(s, 1000);
       } finally {
         await s.close();
       }

@@ -16,7 +16,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { connectTracker, type TrackerClient } from "../host-sdk/index.ts";
 import { reportSkip } from "./helpers/gpu.ts";
-import { compileVadd } from "./helpers/kernels.ts";
+import { checkVadd } from "./helpers/kernels.ts";
 import { waitFor } from "./helpers/processes.ts";
 
 const SCRIPT = new URL("../deploy/two-hosts.sh", import.meta.url).pathname;
@@ -82,12 +82,7 @@ describe("deploy/two-hosts.sh: a farm of two hosts on one machine", { skip, time
     const s = await client.request("cpu");
     try {
       assert.equal(s.board.agent_name, "board1", "the board on the other host");
-      const vadd = (await s.loadModule(await s.upload(await compileVadd()))).getFunction("vadd");
-      const a = await s.array(new Float32Array([1, 2, 3]));
-      const b = await s.array(new Float32Array([10, 20, 30]));
-      const c = await s.array({ shape: [3], dtype: "float32" });
-      await vadd(a, b, c, 3);
-      assert.deepEqual([...((await c.toArray()) as Float32Array)], [11, 22, 33]);
+      await checkVadd(s);
     } finally {
       await s.close();
     }

@@ -21,7 +21,7 @@
  */
 import type { BoardInfo } from "../protos/gen/farm/v1/BoardInfo.ts";
 import { BoardHealth, HEALTH_STATES, type HealthChange, type HealthRecord } from "./health.ts";
-import type { Board } from "./registry.ts";
+import { standingInfo, type Board } from "./registry.ts";
 import { StateStore } from "./state-store.ts";
 
 /** A board that left this long ago is forgotten, unless an operator's command holds it. */
@@ -110,13 +110,7 @@ export class BoardMemory {
       kind: board.kind,
       agent_name: board.id.slice(0, board.id.lastIndexOf("/")),
       state: "absent",
-      health: board.health.state,
-      health_reason: board.health.reason,
-      last_error: board.health.lastError,
-      drained: board.drain !== "",
-      drain_reason: board.drain,
-      last_canary: board.health.lastCanary,
-      last_canary_at_ms: board.health.lastCanaryAt,
+      ...standingInfo(board),
     };
   }
 

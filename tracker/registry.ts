@@ -71,6 +71,19 @@ export function boardState(board: Board): BoardState {
   return board.ready ? "free" : "starting";
 }
 
+/** What an operator and the health machine say of a board, as the contract shows it: the same attached or not. */
+export function standingInfo(board: Pick<Board, "health" | "drain">): BoardInfo {
+  return {
+    health: board.health.state,
+    health_reason: board.health.reason,
+    last_error: board.health.lastError,
+    drained: board.drain !== "",
+    drain_reason: board.drain,
+    last_canary: board.health.lastCanary,
+    last_canary_at_ms: board.health.lastCanaryAt,
+  };
+}
+
 /** The board as the contract shows it; `history`: with its health history (the summary, when asked). */
 export function describeBoard(board: Board, opts: { history?: boolean } = {}): BoardInfo {
   return {
@@ -85,13 +98,7 @@ export function describeBoard(board: Board, opts: { history?: boolean } = {}): B
     session_id: board.lease?.id ?? "",
     client_id: board.lease?.clientId ?? "",
     session_lane: board.lease?.lane ?? "",
-    health: board.health.state,
-    health_reason: board.health.reason,
-    last_error: board.health.lastError,
-    drained: board.drain !== "",
-    drain_reason: board.drain,
-    last_canary: board.health.lastCanary,
-    last_canary_at_ms: board.health.lastCanaryAt,
+    ...standingInfo(board),
     health_history: opts.history ? board.health.history.map((c) => ({ at_ms: c.at, from: c.from, to: c.to, reason: c.reason })) : [],
   };
 }

@@ -1,5 +1,6 @@
 /** Small C kernels the tests compile with the real compiler. */
-import { compileCpu, type CompiledModule } from "../../host-sdk/index.ts";
+import assert from "node:assert/strict";
+import { compileCpu, type CompiledModule, type Session } from "../../host-sdk/index.ts";
 
 export const VADD_SOURCE = `
 #include <stdint.h>
@@ -20,6 +21,20 @@ export function compileVadd(): Promise<CompiledModule> {
       nop: [],
     },
   });
+}
+
+/** Uploads and loads vadd in `s` and checks a sum of `n` floats made on the host: the board really runs the kernel. */
+export async function checkVadd(s: Session, n = 4096): Promise<void> {
+  const module = await compileVadd();
+  await s.upload(module);
+  const vadd = (await s.loadModule(module.name)).getFunction("vadd");
+  const a = await s.array(Float32Array.from({ length: n }, (_, i) => i));
+  const b = await s.array(new Float32Array(n).fill(0.5));
+  const out = await s.array({ shape: [n], dtype: "float32" });
+  await vadd(a, b, out, n);
+  const got = (await out.toArray()) as Float32Array;
+  assert.equal(got[0], 0.5);
+  assert.equal(got[n - 1], n - 0.5);
 }
 
 /** Kernels that misbehave: a segfault, an abort, an endless loop, a slow one. */
