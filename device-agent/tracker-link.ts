@@ -56,6 +56,8 @@ const BACKOFF_MAX_MS = 250;
 export const ATTACH_TIMEOUT_MS = 2000;
 /** A transport problem is looked into (a TLS probe) at most this often during an outage. */
 const EXPLAIN_EVERY_MS = 5000;
+/** During a long outage the agent says it is still trying this often: alive, not flooding. */
+export const OUTAGE_REMINDER_MS = 60_000;
 /**
  * After the tracker refused the agent's token (UNAUTHENTICATED,
  * PERMISSION_DENIED): a new token or scope takes an operator, so retry
@@ -98,6 +100,8 @@ export class TrackerLink {
 
   /** The last refusal or transport problem logged, so a long outage logs each reason once. */
   private lastProblem = "";
+  /** Since when, and how many dials, the tracker has not been reached; said again on a reminder and when it ends. */
+  private outage: { since: number; tries: number; saidAt: number } | undefined;
 
   send(msg: AgentMessage): void {
     if (this.state === "attached" && this.call && !this.call.writableEnded) this.call.write(msg);
@@ -141,7 +145,11 @@ export class TrackerLink {
       this.state = "attached";
       this.backoffMs = BACKOFF_START_MS;
       this.startHeartbeats(msg.registered.heartbeat_interval_ms, msg.registered.max_missed_heartbeats);
-      this.log.info({ tracker: this.address, agent: msg.registered.agent_id }, "attached to tracker");
+      const outage = this.outage;
+      this.outage = undefined;
+      this.lastProblem = "";
+      const after = outage ? ` after ${((Date.now() - outage.since) / 1000).toFixed(1)} s and ${outage.tries} failed ${outage.tries === 1 ? "try" : "tries"}` : "";
+      this.log.info({ tracker: this.address, agent_id: msg.registered.agent_id }, `attached to the tracker at ${this.address}${after}`);
       this.events.attached(msg.registered);
     } else if (msg.heartbeat_ack) {
       this.acked = Math.max(this.acked, msg.heartbeat_ack.seq);
@@ -181,12 +189,14 @@ export class TrackerLink {
     this.client = this.connect();
     const wasAttached = this.state === "attached";
     this.state = "backoff";
-    if (refused) this.explainRefusal(why);
-    else if (wasAttached) this.log.warn({ tracker: this.address }, `lost the tracker: ${why}`);
-    else this.explain(why);
-    this.events.detached(why);
     const delay = refused ? REFUSED_RETRY_MS : this.backoffMs * (0.75 + Math.random() / 2);
     this.backoffMs = Math.min(BACKOFF_MAX_MS, this.backoffMs * 2);
+    if (this.outage) this.outage.tries++;
+    else this.outage = { since: Date.now(), tries: 1, saidAt: 0 };
+    if (refused) this.explainRefusal(why);
+    else if (wasAttached) this.log.warn({ tracker: this.address }, `lost the tracker at ${this.address}: ${why}; trying again every ${BACKOFF_MAX_MS} ms`);
+    else this.explain(transportReason(why), delay);
+    this.events.detached(why);
     this.retry = setTimeout(() => this.dial(), delay);
   }
 
@@ -199,15 +209,28 @@ export class TrackerLink {
 
   private lastExplainAt = 0;
 
-  /** Says once why attaching fails (TLS on one side only, a certificate refused, nothing listening), not at every retry. */
-  private explain(why: string): void {
+  /**
+   * Says why attaching fails (TLS on one side only, a certificate refused,
+   * nothing listening) when the reason is new, and then once a minute while
+   * the outage lasts — not at every retry, which come four times a second.
+   */
+  private explain(why: string, nextMs: number): void {
     if (Date.now() - this.lastExplainAt < EXPLAIN_EVERY_MS) return;
     this.lastExplainAt = Date.now();
     void diagnoseTransport(this.address, this.security.tls ?? false).then((transport) => {
+      const outage = this.outage;
+      if (!outage || this.state === "attached" || this.state === "closed") return;
       const problem = transport ?? why;
-      if (problem === this.lastProblem || this.state === "attached") return;
-      this.lastProblem = problem;
-      this.log.warn({ tracker: this.address }, `cannot attach to the tracker: ${problem}; retrying`);
+      const next = `next try in ${Math.round(nextMs)} ms, then every ${BACKOFF_MAX_MS} ms`;
+      if (problem !== this.lastProblem) {
+        this.lastProblem = problem;
+        outage.saidAt = Date.now();
+        this.log.warn({ tracker: this.address }, `cannot attach to the tracker at ${this.address}: ${problem}; ${next} (said again every ${OUTAGE_REMINDER_MS / 1000} s while it lasts)`);
+      } else if (Date.now() - outage.saidAt >= OUTAGE_REMINDER_MS) {
+        outage.saidAt = Date.now();
+        const s = ((Date.now() - outage.since) / 1000).toFixed(0);
+        this.log.warn({ tracker: this.address }, `still cannot attach to the tracker at ${this.address} after ${s} s and ${outage.tries} tries: ${problem}; ${next}`);
+      }
     });
   }
 
@@ -224,4 +247,14 @@ export class TrackerLink {
       this.client.close();
     }, 50).unref();
   }
+}
+
+/**
+ * The part of a grpc-js transport failure a reader acts on: "No connection
+ * established. Last error: Error: connect ECONNREFUSED 127.0.0.1:1.
+ * Resolution note: " says "connect ECONNREFUSED 127.0.0.1:1".
+ */
+export function transportReason(message: string): string {
+  const m = /Last error: (?:Error: )?(.*?)\.?\s*(?:Resolution note:.*)?$/s.exec(message);
+  return m?.[1] ? m[1] : message;
 }

@@ -29,6 +29,8 @@ export interface LinkSecurity {
 
 /** Linux's limit on a socket path (sun_path), with its terminating zero. */
 const MAX_SOCKET_PATH = 107;
+/** Errors of a connection that never reached the tracker. */
+const UNREACHABLE = /^(ECONNREFUSED|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN)$/;
 
 export class WorkerLink {
   private readonly sockets = new Set<Socket>();
@@ -94,7 +96,10 @@ export class WorkerLink {
   private pipe(worker: Socket, tracker: Socket, log: Logger): void {
     this.sockets.add(worker).add(tracker);
     const close = (err?: Error) => {
-      if (err && !/ECONNRESET|EPIPE/.test((err as NodeJS.ErrnoException).code ?? "")) log.warn({ err: err.message }, "worker link: a forwarded connection failed");
+      const code = (err as NodeJS.ErrnoException | undefined)?.code ?? "";
+      // Not reaching the tracker at all is the agent's own link's to say (once, tracker-link.ts), not each worker's retry's.
+      if (err && UNREACHABLE.test(code)) log.debug({ err: err.message }, "worker link: the tracker cannot be reached");
+      else if (err && !/ECONNRESET|EPIPE/.test(code)) log.warn({ err: err.message }, "worker link: a forwarded connection failed");
       worker.destroy();
       tracker.destroy();
       this.sockets.delete(worker);

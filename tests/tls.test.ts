@@ -333,7 +333,7 @@ describe("a tracker with mutual TLS (--tls-client-ca)", () => {
     writeFileSync(key, readFileSync(f(other, "client.key")), { mode: 0o600 });
     const renewed = await startAgentProcess(tracker.address, ["cpu:key=renewed,name=r0"], [...clientTlsArgs(farm), "--tls-cert", cert, "--tls-key", key, "--name", "renewed-agent"], { env: { KFARM_LOG: "warn" } });
     try {
-      await waitFor("the agent to report its refused certificate", () => /cannot attach to the tracker: .*refused this client's certificate/.test(renewed.stderr()), 15_000);
+      await waitFor("the agent to report its refused certificate", () => /cannot attach to the tracker at \S+: .*refused this client's certificate/.test(renewed.stderr()), 15_000);
       // The farm's own certificate is put in place, key first (a mismatched pair is never loaded).
       writeFileSync(`${key}.new`, readFileSync(f(farm, "client.key")), { mode: 0o600 });
       writeFileSync(`${cert}.new`, readFileSync(f(farm, "client.crt")));
