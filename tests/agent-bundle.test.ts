@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { after, before, describe, it } from "node:test";
+import { after, before, describe, it } from "./helpers/suites.ts";
 import { bundleRefusal, APP_DIR_NAME, BUNDLE_DIR_NAME, BUNDLE_INFO_FILE } from "../deploy/agent-bundle/build.ts";
 import { connectTracker } from "../host-sdk/index.ts";
 import { checkVadd } from "./helpers/kernels.ts";

@@ -10,9 +10,8 @@
  * tracker (host:port) and KFARM_CONTAINER_AGENT the agent's name.
  */
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { after, before, describe, it } from "./helpers/suites.ts";
 import { compileVta, connectTracker, VTA_TUTORIALS, type Session, type TrackerClient } from "../host-sdk/index.ts";
-import { reportSkip } from "./helpers/gpu.ts";
 import { checkVadd } from "./helpers/kernels.ts";
 import { waitForFreeBoards } from "./helpers/processes.ts";
 import { firstMismatch, matmulCase } from "./helpers/vta.ts";
@@ -20,7 +19,6 @@ import { firstMismatch, matmulCase } from "./helpers/vta.ts";
 const TRACKER = process.env.KFARM_CONTAINER_TRACKER;
 const AGENT = process.env.KFARM_CONTAINER_AGENT;
 const skip = TRACKER && AGENT ? false : "no farm in containers: deploy/docker/ci-images.sh starts one and sets KFARM_CONTAINER_TRACKER and KFARM_CONTAINER_AGENT";
-reportSkip("farm in containers", skip);
 
 /** Containers start their node, then the agent its warm workers, on a 2-core CI machine. */
 const BOARDS_TIMEOUT_MS = 60_000;

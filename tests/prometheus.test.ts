@@ -11,7 +11,7 @@ import { accessSync, constants, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
-import { after, before, describe, it } from "node:test";
+import { after, before, describe, it } from "./helpers/suites.ts";
 import { fileURLToPath } from "node:url";
 import { parse, stringify } from "yaml";
 import { startFarm, waitFor } from "./helpers/processes.ts";
@@ -34,7 +34,6 @@ function findBinary(name: string): string | undefined {
 
 const PROMETHEUS = findBinary("prometheus");
 const skip = PROMETHEUS ? false : "the prometheus binary is not installed (apt-get install prometheus)";
-if (skip) console.log(`skipping the Prometheus test: ${skip}`);
 
 async function freePort(): Promise<number> {
   const server = createServer();

@@ -17,7 +17,7 @@ import { request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import { connect as tlsConnect } from "node:tls";
-import { after, before, describe, it } from "node:test";
+import { after, before, describe, it } from "./helpers/suites.ts";
 import { unpack } from "msgpackr";
 import WebSocket from "ws";
 import { FarmError } from "../protos/index.ts";

@@ -13,9 +13,8 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { after, before, describe, it } from "node:test";
+import { after, before, describe, it } from "./helpers/suites.ts";
 import { connectTracker, type TrackerClient } from "../host-sdk/index.ts";
-import { reportSkip } from "./helpers/gpu.ts";
 import { checkVadd } from "./helpers/kernels.ts";
 import { waitFor } from "./helpers/processes.ts";
 
@@ -30,9 +29,8 @@ function whyNot(): string | false {
   return false;
 }
 const skip = whyNot();
-reportSkip("deploy/two-hosts.sh", skip);
 const noPrometheus = spawnSync("prometheus", ["--version"]).status === 0 ? false : "the prometheus binary is not installed (apt-get install prometheus)";
-if (!skip) reportSkip("deploy/two-hosts.sh with Prometheus", noPrometheus);
+
 
 interface Panel {
   title: string;

@@ -8,15 +8,14 @@
  * Skipped, with the reason printed, without a GPU.
  */
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { after, before, describe, it } from "../helpers/suites.ts";
 import { compileCuda, measure, type Candidate, type CompiledModule, type Session, type TrackerClient } from "../../host-sdk/index.ts";
 import { compileVadd } from "../helpers/kernels.ts";
 import { names, refused } from "../helpers/assertions.ts";
-import { cudaSkipReason, reportSkip } from "../helpers/gpu.ts";
+import { cudaSkipReason } from "../helpers/gpu.ts";
 import { startAgentProcess, startFarm, waitFor, waitForFreeBoards } from "../helpers/processes.ts";
 
 const skip = await cudaSkipReason();
-reportSkip("CUDA board suite", skip);
 
 const SOURCE = String.raw`
 extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {

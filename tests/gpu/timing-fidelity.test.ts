@@ -6,15 +6,14 @@
  * Skipped, with the reason printed, without a GPU.
  */
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { after, before, describe, it } from "../helpers/suites.ts";
 import type { TrackerClient } from "../../host-sdk/index.ts";
 import { compileWorkloads, measureFidelity } from "../../bench/lib/cuda-fidelity.ts";
 import { conv2dRef, maxRelError, sgemmRef } from "../../bench/cuda/reference.ts";
-import { cudaSkipReason, reportSkip } from "../helpers/gpu.ts";
+import { cudaSkipReason } from "../helpers/gpu.ts";
 import { startFarm } from "../helpers/processes.ts";
 
 const skip = await cudaSkipReason();
-reportSkip("CUDA timing fidelity suite", skip);
 
 /** Kernels at or above this time must agree with the native harness within TOLERANCE. */
 const FIDELITY_FLOOR_US = 10;

@@ -20,7 +20,3 @@ export async function cudaSkipReason(): Promise<string | false> {
   return false;
 }
 
-/** Prints why a suite is skipped, so CI logs say it. */
-export function reportSkip(suite: string, reason: string | false): void {
-  if (reason) console.log(`# SKIP ${suite}: ${reason}`);
-}

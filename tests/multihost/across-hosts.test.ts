@@ -11,15 +11,13 @@
  * Skips, saying why, where network namespaces cannot be made (not root).
  */
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
-import { reportSkip } from "../helpers/gpu.ts";
+import { after, before, describe, it } from "../helpers/suites.ts";
 import { waitFor } from "../helpers/processes.ts";
 import { CONDITIONS, figureRows, runCondition, type ConditionFigures } from "./conditions.ts";
 import { Driver, startBedFarm, type BedFarm } from "./farm.ts";
 import { netBedUnavailable } from "./netbed.ts";
 
 const skip = netBedUnavailable();
-reportSkip("the multi-host suite (across hosts)", skip);
 
 describe("a farm across hosts, under delay and loss", { skip, timeout: 600_000 }, () => {
   let farm: BedFarm;

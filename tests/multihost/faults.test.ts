@@ -13,15 +13,13 @@ import assert from "node:assert/strict";
 import { rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { after, before, describe, it } from "node:test";
+import { after, before, describe, it } from "../helpers/suites.ts";
 import { LIVENESS_MS } from "../../protos/index.ts";
-import { reportSkip } from "../helpers/gpu.ts";
 import { waitFor } from "../helpers/processes.ts";
 import { DriverError, startBedFarm, type BedFarm } from "./farm.ts";
 import { netBedUnavailable } from "./netbed.ts";
 
 const skip = netBedUnavailable();
-reportSkip("the multi-host suite (faults)", skip);
 
 interface BoardRow {
   id: string;
