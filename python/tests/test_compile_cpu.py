@@ -73,8 +73,9 @@ def ts_options(options: dict) -> dict:
     return {renamed.get(k, k): v for k, v in options.items()}
 
 
-@pytest.fixture(scope="module", autouse=True)
+@pytest.fixture(scope="module")
 def compiler():
+    """The C compiler the compiles use, or a skip saying why there is none."""
     cc = os.environ.get("CC", "cc")
     if shutil.which(cc) is None or shutil.which("gcc") is None:
         pytest.skip(f"no C compiler ({cc!r} and gcc) on this host: compile_cpu cannot be tested")
@@ -82,25 +83,33 @@ def compiler():
 
 
 @pytest.fixture(scope="module")
-def ts():
-    """Everything this module asks the TypeScript side, in one node run."""
+def ts_compiled(compiler):
+    """The TypeScript compiler's results for the cases and failures here, in one node run."""
     jobs = [{"op": "compileCpu", "source": src, "options": {"functions": fns, **ts_options(opts)}} for _, src, fns, opts in CASES]
     jobs += [
         {"op": "compileCpu", "source": BROKEN, "options": {"functions": {"ok": ["float32* a"], "bad": ["float32* a"]}}},
         {"op": "compileCpu", "source": "void f(void) { syntax error here }\n", "options": {"functions": {"f": []}, "fileName": "gemm_tile.c"}},
+    ]
+    results = run_ts(jobs)
+    return {"cases": results[: len(CASES)], "broken": results[-2], "file_name": results[-1]}
+
+
+@pytest.fixture(scope="module")
+def ts_plain():
+    """The TypeScript answers that need no compiler."""
+    jobs = [
         {"op": "compileCpu", "source": GOOD, "options": {"functions": {"fill": ["int32* out"]}, "cc": "/nonexistent/cc"}},
         {"op": "compileCpu", "source": GOOD, "options": {"functions": {}}},
     ]
     jobs += [{"op": "parseParam", "decl": d, "index": 4, "fn": "gemm"} for d in PARAM_DECLS]
     results = run_ts(jobs)
-    n = len(CASES)
-    return {"cases": results[:n], "errors": results[n : n + 4], "params": results[n + 4 :]}
+    return {"no_cc": results[0], "no_functions": results[1], "params": results[2:]}
 
 
 @pytest.mark.parametrize("index", range(len(CASES)), ids=[c[0] for c in CASES])
-def test_the_bundle_is_byte_identical_to_the_typescript_compilers(ts, index):
+def test_the_bundle_is_byte_identical_to_the_typescript_compilers(ts_compiled, index):
     _, source, functions, options = CASES[index]
-    expected = ts_value(ts["cases"][index])
+    expected = ts_value(ts_compiled["cases"][index])
     m = compile_cpu(source, functions, **options)
     assert m.bytes.hex() == expected["hex"]
     assert (m.name, m.digest, m.target, m.functions) == (expected["name"], expected["digest"], "cpu", expected["functions"])
@@ -111,7 +120,7 @@ def test_the_bundle_is_byte_identical_to_the_typescript_compilers(ts, index):
     assert b["meta"]["flags"] == " ".join(["-O2", "-shared", "-fPIC", *options.get("flags", [])])
 
 
-def test_the_shared_object_runs(tmp_path):
+def test_the_shared_object_runs(compiler, tmp_path):
     b = decode_bundle(compile_cpu(GOOD, SAXPY_FILL).bytes)
     path = tmp_path / "module.so"
     path.write_bytes(b["binary"])
@@ -128,8 +137,8 @@ def private_tmp(tmp_path, monkeypatch):
     return tmp_path
 
 
-def test_a_syntax_error_is_compile_error_with_the_typescript_message(ts, private_tmp):
-    expected = ts["errors"][0]
+def test_a_syntax_error_is_compile_error_with_the_typescript_message(ts_compiled, private_tmp):
+    expected = ts_compiled["broken"]
     with pytest.raises(FarmError) as info:
         compile_cpu(BROKEN, {"ok": ["float32* a"], "bad": ["float32* a"]})
     err = info.value
@@ -140,23 +149,27 @@ def test_a_syntax_error_is_compile_error_with_the_typescript_message(ts, private
     assert list(private_tmp.iterdir()) == [], "the build directory was left behind"
 
 
-def test_the_file_name_and_a_missing_compiler_read_as_in_typescript(ts):
+def test_the_file_name_reads_as_in_typescript(ts_compiled):
     with pytest.raises(FarmError) as info:
         compile_cpu("void f(void) { syntax error here }\n", {"f": []}, file_name="gemm_tile.c")
-    assert (info.value.code, info.value.message) == (ts["errors"][1]["code"], ts["errors"][1]["message"])
+    expected = ts_compiled["file_name"]
+    assert (info.value.code, info.value.message) == (expected["code"], expected["message"])
     assert "gemm_tile.c:1:" in info.value.message
+
+
+def test_a_missing_compiler_and_no_functions_read_as_in_typescript(ts_plain):
     with pytest.raises(FarmError) as info:
         compile_cpu(GOOD, {"fill": ["int32* out"]}, cc="/nonexistent/cc")
-    assert (info.value.code, info.value.message) == (ts["errors"][2]["code"], ts["errors"][2]["message"])
+    assert (info.value.code, info.value.message) == (ts_plain["no_cc"]["code"], ts_plain["no_cc"]["message"])
     assert "/nonexistent/cc" in info.value.message and "apt-get install gcc" in info.value.message
     with pytest.raises(FarmError) as info:
         compile_cpu(GOOD, {})
-    assert (info.value.code, info.value.message) == (ts["errors"][3]["code"], ts["errors"][3]["message"])
+    assert (info.value.code, info.value.message) == (ts_plain["no_functions"]["code"], ts_plain["no_functions"]["message"])
 
 
 @pytest.mark.parametrize("index", range(len(PARAM_DECLS)), ids=[repr(d) for d in PARAM_DECLS])
-def test_parameter_declarations_read_as_parse_param_reads_them(ts, index):
-    expected = ts["params"][index]
+def test_parameter_declarations_read_as_parse_param_reads_them(ts_plain, index):
+    expected = ts_plain["params"][index]
     if expected["ok"]:
         assert parse_param(PARAM_DECLS[index], 4, "gemm") == expected["value"]
     else:
