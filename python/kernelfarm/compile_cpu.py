@@ -1,0 +1,160 @@
+"""The CPU compiler (host-sdk/compile-cpu.ts): the local C compiler
+(`cc -O2 -shared -fPIC`) turns C source into a shared object, packed into a
+module bundle with a function table declaring each function's parameters.
+
+It runs the compiler as the TypeScript one does (same arguments, same
+working directory layout, same meta and target details), so the same source
+and declarations give the same bundle bytes and upload name from either SDK;
+python/tests/test_compile_cpu.py checks that against the TypeScript compiler.
+Flags that put the build directory into the binary (`-g`) make every build
+differ, from either SDK.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional, Union
+
+from ._compile_js import js_json
+from .bundle import DTYPES, CompiledModule, bundle_digest, bundle_name, encode_bundle, host_cpu_target, param_problem
+from .errors import FarmError
+
+#: A parameter: "float32*" / "float32* a" (a buffer), "int32 n" (a scalar), or a
+#: ParamSpec dict {"name", "kind": "buffer" | "scalar", "dtype", "shape"?}.
+ParamDecl = Union[str, Mapping[str, Any]]
+
+DEFAULT_CPU_FILE_NAME = "kernel.c"
+#: What every CPU build is compiled with, before the caller's flags.
+CPU_BASE_FLAGS = ("-O2", "-shared", "-fPIC")
+
+_PARAM = re.compile(r"\s*([a-z0-9]+)\s*(\*?)\s*([A-Za-z_][A-Za-z0-9_]*)?\s*")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# A file name the compiler gets as its input argument: no directory, and no
+# leading "-" (it would read as a flag) or "." (a hidden or parent entry).
+_PLAIN_FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
+_FUNCTIONS_EXAMPLE = '{"vadd": ["float32* a", "float32* b", "float32* c", "int32 n"]}'
+
+
+def invalid(where: str, message: str, **details: Any) -> FarmError:
+    """INVALID_ARGUMENT from compiler `where` ("compile_cpu", "compile_cuda")."""
+    return FarmError("INVALID_ARGUMENT", f"{where}: {message}", details)
+
+
+def parse_param(decl: ParamDecl, index: int, fn: str) -> dict[str, Any]:
+    """One parameter declaration as a ParamSpec (parseParam): a string is
+    parsed, a ParamSpec dict is checked and kept as given (its key order is
+    part of the bundle's bytes). INVALID_ARGUMENT naming the function, the
+    position and the text when it is neither."""
+    if isinstance(decl, Mapping):
+        problem = param_problem(decl)
+        if problem:
+            raise FarmError("INVALID_ARGUMENT", f"function {fn}, parameter {index}: ParamSpec{problem[0]} {problem[1]}", {"function": fn, "parameter": index})
+        return dict(decl)
+    m = _PARAM.fullmatch(decl) if isinstance(decl, str) else None
+    if not m or m.group(1) not in DTYPES:
+        raise FarmError(
+            "INVALID_ARGUMENT",
+            f'function {fn}, parameter {index}: {js_json(decl)} is not "DTYPE* name" or "DTYPE name" (dtypes: int8 … float64)',
+            {"function": fn, "parameter": index},
+        )
+    return {"name": m.group(3) or f"arg{index}", "kind": "buffer" if m.group(2) else "scalar", "dtype": m.group(1)}
+
+
+def function_table(functions: Mapping[str, Sequence[ParamDecl]], where: str = "compile_cpu") -> list[dict[str, Any]]:
+    """The bundle's function table from `{name: [param, …]}` (functionTable),
+    in the dict's order. The shape is checked first, so a list of
+    `{name, params}` or a bare string of parameters is refused saying what is
+    expected, not failing somewhere inside."""
+    if not isinstance(functions, Mapping):
+        raise invalid(where, f"functions must be a dict of function name → parameter list, e.g. {_FUNCTIONS_EXAMPLE}; got {type(functions).__name__}", field="functions")
+    table = []
+    for name, params in functions.items():
+        if not isinstance(name, str) or not _IDENTIFIER.fullmatch(name):
+            raise invalid(where, f"function name {js_json(name)} is not a C identifier", function=name, field="name")
+        if isinstance(params, (str, bytes)) or not isinstance(params, Sequence):
+            raise invalid(where, f"function {name}: parameters must be a list such as [\"float32* a\", \"int32 n\"], got {js_json(params)}", function=name, field="params")
+        table.append({"name": name, "params": [parse_param(p, i, name) for i, p in enumerate(params)]})
+    if not table:
+        raise FarmError("INVALID_ARGUMENT", "compile: declare at least one function in `functions`")
+    return table
+
+
+def check_flags(flags: Optional[Sequence[str]], where: str) -> list[str]:
+    """Extra compiler flags as a list of strings (None: none)."""
+    if flags is None:
+        return []
+    if isinstance(flags, str) or not isinstance(flags, Sequence) or not all(isinstance(f, str) for f in flags):
+        raise invalid(where, f'flags must be a list of strings such as ["-O3", "-DN=4"], got {js_json(flags)}', field="flags")
+    return list(flags)
+
+
+def compile_cpu(
+    source: str,
+    functions: Mapping[str, Sequence[ParamDecl]],
+    *,
+    flags: Optional[Sequence[str]] = None,
+    cc: Optional[str] = None,
+    file_name: str = DEFAULT_CPU_FILE_NAME,
+) -> CompiledModule:
+    """Compiles C `source` into a module bundle (target "cpu").
+
+    functions: exported functions and their parameters, e.g.
+      {"vadd": ["float32* a", "float32* b", "float32* c", "int32 n"]}.
+    flags: extra compiler flags (after -O2 -shared -fPIC).
+    cc: the compiler; default $CC or `cc`.
+    file_name: the source's name, shown in diagnostics.
+
+    Errors: INVALID_ARGUMENT (options, checked before the compiler runs),
+    COMPILE_ERROR (the compiler's diagnostics, or no compiler).
+    """
+    table = function_table(functions)
+    extra = check_flags(flags, "compile_cpu")
+    if not isinstance(source, str):
+        raise invalid("compile_cpu", f"source must be a string of C code, got {type(source).__name__}", field="source")
+    compiler = cc if cc is not None else os.environ.get("CC", "cc")
+    if not isinstance(compiler, str) or not compiler:
+        raise invalid("compile_cpu", f"cc must be a compiler's name or path, got {js_json(compiler)}", field="cc")
+    if not isinstance(file_name, str) or not _PLAIN_FILE_NAME.fullmatch(file_name):
+        raise invalid("compile_cpu", f'file_name {js_json(file_name)} is not a plain file name such as "kernel.c"', field="fileName")
+    all_flags = [*CPU_BASE_FLAGS, *extra]
+    with tempfile.TemporaryDirectory(prefix="kfarm-cc-") as tmp:
+        out = os.path.join(tmp, "module.so")
+        with open(os.path.join(tmp, file_name), "wb") as f:
+            f.write(source_bytes(source, "compile_cpu"))
+        try:
+            result = subprocess.run([compiler, *all_flags, "-o", out, file_name], cwd=tmp, capture_output=True)
+        except FileNotFoundError:
+            raise FarmError("COMPILE_ERROR", f'no C compiler "{compiler}" on this host: install one (Debian: apt-get install gcc) or set CC') from None
+        except OSError as err:
+            raise FarmError("COMPILE_ERROR", f"{compiler} failed to compile {file_name}:\n{err}", {"diagnostics": str(err)}) from err
+        if result.returncode != 0:
+            # Paths in the compiler's text are made relative to the build directory: the user sees kernel.c:4:5.
+            diagnostics = result.stderr.decode("utf-8", "replace").replace(tmp + "/", "").strip()
+            raise FarmError("COMPILE_ERROR", f"{compiler} failed to compile {file_name}:\n{diagnostics}", {"diagnostics": diagnostics})
+        try:
+            with open(out, "rb") as f:
+                binary = f.read()
+        except FileNotFoundError:
+            raise FarmError("COMPILE_ERROR", f"{compiler} wrote no shared object for {file_name}: do the flags stop before linking (-c, -E, -S)?") from None
+    data = encode_bundle({
+        "format": "kernelfarm.bundle",
+        "version": 1,
+        "target": "cpu",
+        "targetDetails": host_cpu_target(),
+        "binary": binary,
+        "functions": table,
+        "meta": {"compiler": compiler, "flags": " ".join(all_flags)},
+    })
+    digest = bundle_digest(data)
+    return CompiledModule(data, bundle_name(digest), digest, "cpu", table)
+
+
+def source_bytes(source: str, where: str) -> bytes:
+    """The source as the TypeScript compilers write it (UTF-8)."""
+    try:
+        return source.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise invalid(where, f"source is not valid Unicode text ({err.reason} at character {err.start})", field="source") from None
