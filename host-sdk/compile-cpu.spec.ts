@@ -112,10 +112,10 @@ describe("compileCpu", () => {
     assert.match(err.message, /gemm_tile\.c:1:\d+:/);
   });
 
-  it("a missing compiler is COMPILE_ERROR saying what to install", async () => {
+  it("a missing compiler is TOOLCHAIN_MISSING saying what to install", async () => {
     const err = await compileCpu(GOOD, { functions: { fill: ["int32* out", "int32 n", "int32 v"] }, cc: "/nonexistent/cc" }).catch((e: unknown) => e);
     assert.ok(err instanceof FarmError, String(err));
-    assert.equal(err.code, "COMPILE_ERROR");
+    assert.equal(err.code, "TOOLCHAIN_MISSING");
     assert.match(err.message, /\/nonexistent\/cc/);
     assert.match(err.message, /install/);
     assert.match(err.message, /gcc|CC/);

@@ -59,7 +59,7 @@ export async function compileCpu(source: string, opts: CompileCpuOptions): Promi
     } catch (err) {
       const e = err as NodeJS.ErrnoException & { stderr?: string };
       if (e.code === "ENOENT") {
-        throw new FarmError("COMPILE_ERROR", `no C compiler "${cc}" on this host: install one (Debian: apt-get install gcc) or set CC`);
+        throw new FarmError("TOOLCHAIN_MISSING", `no C compiler "${cc}" on this host: install one (Debian: apt-get install gcc) or set CC`);
       }
       const diagnostics = (e.stderr ?? e.message).split(dir + "/").join("").trim();
       throw new FarmError("COMPILE_ERROR", `${cc} failed to compile ${fileName}:\n${diagnostics}`, { details: { diagnostics } });

@@ -127,7 +127,7 @@ def compile_cpu(
         try:
             result = subprocess.run([compiler, *all_flags, "-o", out, file_name], cwd=tmp, capture_output=True)
         except FileNotFoundError:
-            raise FarmError("COMPILE_ERROR", f'no C compiler "{compiler}" on this host: install one (Debian: apt-get install gcc) or set CC') from None
+            raise FarmError("TOOLCHAIN_MISSING", f'no C compiler "{compiler}" on this host: install one (Debian: apt-get install gcc) or set CC') from None
         except OSError as err:
             raise FarmError("COMPILE_ERROR", f"{compiler} failed to compile {file_name}:\n{err}", {"diagnostics": str(err)}) from err
         if result.returncode != 0:

@@ -161,6 +161,7 @@ def test_a_missing_compiler_and_no_functions_read_as_in_typescript(ts_plain):
     with pytest.raises(FarmError) as info:
         compile_cpu(GOOD, {"fill": ["int32* out"]}, cc="/nonexistent/cc")
     assert (info.value.code, info.value.message) == (ts_plain["no_cc"]["code"], ts_plain["no_cc"]["message"])
+    assert info.value.code == "TOOLCHAIN_MISSING"
     assert "/nonexistent/cc" in info.value.message and "apt-get install gcc" in info.value.message
     with pytest.raises(FarmError) as info:
         compile_cpu(GOOD, {})
