@@ -5,7 +5,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { FarmError } from "../protos/index.ts";
-import { expandBoards, parseBoardFlag, parseBytes, readAgentConfigFile } from "./board-config.ts";
+import { expandBoards, parseBoardFlag, parseBytes } from "./board-config.ts";
+import { readAgentConfigFile } from "./config-file.ts";
 
 function invalid(re: RegExp) {
   return (e: unknown) => {

@@ -5,7 +5,8 @@ import { VtaCommandQueue, checkDependencies, decodeRun, decodeVtaBinary, runToSt
 import { compileVta, lowerVtaKernel, type VtaKernelSpec } from "./compile.ts";
 import { planCoprocSync } from "./coproc-sync.ts";
 import type { VtaConv2dSchedule, VtaConv2dWorkload } from "./conv2d.ts";
-import { loop, runLowered, scope, seq } from "./lowered.ts";
+import { runLowered } from "./lowered.ts";
+import { loop, scope, seq } from "./stmt.ts";
 import { aluLoops } from "./uop-nest.ts";
 import { dma2d } from "./dma.ts";
 import { vtaConv2d, vtaElementwise, vtaMatmul, vtaVectorAdd } from "./index.ts";

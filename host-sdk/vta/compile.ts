@@ -14,7 +14,8 @@ import {
 import type { CompiledModule } from "../compiled-module.ts";
 import { conv2dParams, lowerConv2d, resolveConv2d, type ResolvedConv2d, type VtaConv2dSchedule, type VtaConv2dWorkload } from "./conv2d.ts";
 import { elementwiseParams, lowerElementwise, resolveElementwise, type ResolvedElementwise, type VtaElementwiseSchedule, type VtaElementwiseWorkload } from "./elementwise.ts";
-import { runLowered, type Stmt, type TrailingPops } from "./lowered.ts";
+import { runLowered, type TrailingPops } from "./lowered.ts";
+import type { Stmt } from "./stmt.ts";
 import { lowerMatmul, matmulParams, resolveMatmul, type ResolvedMatmul, type VtaMatmulSchedule, type VtaMatmulWorkload } from "./matmul.ts";
 
 /** One function of a VTA module: what it computes and how it is scheduled (missing knobs are chosen for you). */

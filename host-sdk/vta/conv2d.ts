@@ -20,10 +20,9 @@ import { FarmError, type ParamSpec } from "../../protos/index.ts";
 import { MEM, type VtaHardware } from "../../vta/index.ts";
 import { divisible, divisorsDesc, firstFitting, fitsBuffer, nonNegativeInt, oneOf, positiveInt } from "./checks.ts";
 import { dma2d } from "./dma.ts";
-import { conv2dOutputSize } from "./reference.ts";
 import { checkEpilogue, type VtaEpilogue } from "./epilogue.ts";
 import { epilogueScope, gemmScope, type GemmKernelSites } from "./gemm-scopes.ts";
-import { loop, scope, seq, type ExecContext, type Stmt } from "./lowered.ts";
+import { loop, scope, seq, type ExecContext, type Stmt } from "./stmt.ts";
 import { foldGemmNest, verifyDepViolation, type IndexLoop } from "./uop-nest.ts";
 
 export interface VtaConv2dWorkload extends VtaEpilogue {
@@ -43,6 +42,16 @@ export interface VtaConv2dWorkload extends VtaEpilogue {
   /** Default 1. */
   strideH?: number;
   strideW?: number;
+}
+
+/** Output height and width of a conv2d workload. */
+export function conv2dOutputSize(w: VtaConv2dWorkload): { outHeight: number; outWidth: number } {
+  const sh = w.strideH ?? 1;
+  const sw = w.strideW ?? 1;
+  return {
+    outHeight: Math.floor((w.height + 2 * (w.padH ?? 0) - w.kernelH) / sh) + 1,
+    outWidth: Math.floor((w.width + 2 * (w.padW ?? 0) - w.kernelW) / sw) + 1,
+  };
 }
 
 export type Conv2dStoreGranularity = "element" | "row" | "channel";

@@ -22,7 +22,7 @@
  * planned at a loop go outside it.
  */
 import type { QueueId } from "../../vta/index.ts";
-import type { ForStmt, ScopeStmt, Stmt } from "./lowered.ts";
+import type { ForStmt, ScopeStmt, Stmt } from "./stmt.ts";
 
 export interface DepOp {
   op: "push" | "pop";

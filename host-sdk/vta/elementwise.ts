@@ -16,7 +16,7 @@
 import { FarmError, type ParamSpec } from "../../protos/index.ts";
 import { ALU_OP, MEM, UopHandle, type AluOpcode, type VtaHardware } from "../../vta/index.ts";
 import { divisible, divisorsDesc, fitsBuffer, oneOf, positiveInt } from "./checks.ts";
-import { loop, scope, seq, type Stmt } from "./lowered.ts";
+import { loop, scope, seq, type Stmt } from "./stmt.ts";
 import { aluLoops, recordAlu } from "./uop-nest.ts";
 
 /** One ALU step on `a`: with the second operand tensor `b`, or with an immediate (int16). `shl` is SHR by a negative amount; `mul` runs only on the simulator. */

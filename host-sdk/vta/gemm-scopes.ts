@@ -7,7 +7,7 @@
  */
 import { UopHandle } from "../../vta/index.ts";
 import { epilogueSteps, type VtaEpilogue } from "./epilogue.ts";
-import { scope, type ExecContext, type ScopeStmt } from "./lowered.ts";
+import { scope, type ExecContext, type ScopeStmt } from "./stmt.ts";
 import { aluLoops, foldGemmNest, recordAlu, recordGemm, type IndexLoop } from "./uop-nest.ts";
 
 /** Where a thread's tiles start in the on-chip buffers. */

@@ -40,4 +40,5 @@ export type { VtaElementwiseWorkload, VtaElementwiseSchedule, VtaAluStep } from 
 export type { VtaEpilogue } from "./epilogue.ts";
 export { VTA_TUTORIALS, VTA_CONV2D, VTA_MATRIX_MULTIPLY, VTA_MATRIX_MULTIPLY_BLOCKED, VTA_VECTOR_ADD } from "./tutorials.ts";
 export { packNCHW, unpackNCHW, packOIHW, packMatrix, unpackMatrix, packMatmulInput, packMatmulWeight, unpackMatmulOutput } from "./layout.ts";
-export { conv2dReference, matmulReference, elementwiseReference, conv2dOutputSize } from "./reference.ts";
+export { conv2dReference, matmulReference, elementwiseReference } from "./reference.ts";
+export { conv2dOutputSize } from "./conv2d.ts";

@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { FarmError } from "../../protos/index.ts";
 import { packMatmulInput, packMatmulWeight, packMatrix, packNCHW, packOIHW, unpackMatmulOutput, unpackMatrix, unpackNCHW } from "./layout.ts";
-import { conv2dOutputSize, conv2dReference, elementwiseReference, matmulReference } from "./reference.ts";
+import { conv2dReference, elementwiseReference, matmulReference } from "./reference.ts";
+import { conv2dOutputSize } from "./conv2d.ts";
 
 const iota = (n: number) => Int8Array.from({ length: n }, (_, i) => (i % 251) - 125);
 

@@ -23,7 +23,7 @@ import { divisible, divisorsDesc, firstFitting, fitsBuffer, oneOf, positiveInt }
 import { dma2d } from "./dma.ts";
 import { checkEpilogue, type VtaEpilogue } from "./epilogue.ts";
 import { epilogueScope, gemmScope, type GemmKernelSites } from "./gemm-scopes.ts";
-import { loop, scope, seq, type ExecContext, type Stmt } from "./lowered.ts";
+import { loop, scope, seq, type ExecContext, type Stmt } from "./stmt.ts";
 import { foldGemmNest, verifyDepViolation, type IndexLoop } from "./uop-nest.ts";
 
 export interface VtaMatmulWorkload extends VtaEpilogue {

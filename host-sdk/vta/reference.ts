@@ -5,20 +5,11 @@
  * (`>> shift`, clip) and the int8 truncation of the STORE.
  */
 import { FarmError } from "../../protos/index.ts";
-import type { VtaConv2dWorkload } from "./conv2d.ts";
+import { conv2dOutputSize, type VtaConv2dWorkload } from "./conv2d.ts";
 import type { VtaAluStep, VtaElementwiseWorkload } from "./elementwise.ts";
 import { applyEpilogue, type VtaEpilogue } from "./epilogue.ts";
 import type { VtaMatmulWorkload } from "./matmul.ts";
 
-/** Output height and width of a conv2d workload. */
-export function conv2dOutputSize(w: VtaConv2dWorkload): { outHeight: number; outWidth: number } {
-  const sh = w.strideH ?? 1;
-  const sw = w.strideW ?? 1;
-  return {
-    outHeight: Math.floor((w.height + 2 * (w.padH ?? 0) - w.kernelH) / sh) + 1,
-    outWidth: Math.floor((w.width + 2 * (w.padW ?? 0) - w.kernelW) / sw) + 1,
-  };
-}
 
 /** conv2d on NCHW data and an OIHW kernel → NCHW int8 output. */
 export function conv2dReference(data: Int8Array, kernel: Int8Array, w: VtaConv2dWorkload): Int8Array {

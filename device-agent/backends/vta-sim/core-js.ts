@@ -4,7 +4,7 @@
  * `wasm-simd` engine is tested against, and the fallback where that one
  * cannot run.
  */
-import type { AluFn, GemmFn, ResetFn } from "./core.ts";
+import type { AluFn, GemmFn, ResetFn } from "./engine.ts";
 import type { Srams } from "./sram.ts";
 
 export function jsGemm(s: Srams): GemmFn {

@@ -23,6 +23,7 @@
  */
 import type { VtaHardware } from "../../../vta/index.ts";
 import { jsAlu, jsGemm, jsReset } from "./core-js.ts";
+import type { AluFn, GemmFn, ResetFn } from "./engine.ts";
 import { wasmCoreModule } from "./core-wasm.ts";
 import { Srams, sramLayout } from "./sram.ts";
 import { Code, V128, wasmModule } from "./wasm-asm.ts";
@@ -36,20 +37,6 @@ declare const WebAssembly: {
   Module: new (bytes: Uint8Array) => object;
   Instance: new (module: object, imports: Record<string, Record<string, unknown>>) => { readonly exports: Record<string, unknown> };
 };
-
-export type GemmFn = (
-  uopBgn: number, uopEnd: number, iterOut: number, iterIn: number,
-  dstFactorOut: number, dstFactorIn: number, srcFactorOut: number, srcFactorIn: number, wgtFactorOut: number, wgtFactorIn: number,
-) => void;
-
-/** GEMM with reset_reg: zeroes the ACC element of every (y, x, uop). */
-export type ResetFn = (uopBgn: number, uopEnd: number, iterOut: number, iterIn: number, dstFactorOut: number, dstFactorIn: number) => void;
-
-/** `op` an ALU_OP; `useImm` 1 for the immediate, 0 for ACC[src]. */
-export type AluFn = (
-  op: number, useImm: number, imm: number, uopBgn: number, uopEnd: number, iterOut: number, iterIn: number,
-  dstFactorOut: number, dstFactorIn: number, srcFactorOut: number, srcFactorIn: number,
-) => void;
 
 export interface Core {
   readonly srams: Srams;
