@@ -2,6 +2,10 @@
  * kernelfarm: what host scripts import.
  *
  *   import { connectTracker, compileCpu } from "kernelfarm";
+ *
+ * It loads the host SDK and the contract only; the tracker and the agent are
+ * `kernelfarm/server`'s (server.ts), loaded here only when a script starts an
+ * embedded farm or an in-process board.
  */
 export {
   connectTracker, TrackerClient, Session, RemoteArray, RemoteModule, BenchmarkResult, compileCpu,
@@ -19,7 +23,8 @@ export {
   type VtaConv2dWorkload, type VtaConv2dSchedule, type VtaMatmulWorkload, type VtaMatmulSchedule, type VtaElementwiseWorkload, type VtaAluStep,
 } from "./host-sdk/index.ts";
 export { FarmError, FARM_ERROR_CODES, randomArray, type AnyTypedArray, type FarmErrorCode, type Dtype, type ModuleBundle, type RandomFill } from "./protos/index.ts";
-export { startTracker, Tracker, type TrackerOptions } from "./tracker/index.ts";
-export { startAgent, Agent, type AgentOptions } from "./device-agent/index.ts";
+// The servers are loaded by `kernelfarm/server` (server.ts), and by startLocalFarm and LocalSession.open when called.
+export type { TrackerOptions } from "./tracker/index.ts";
+export type { AgentOptions } from "./device-agent/index.ts";
 export { LocalSession, type LocalSessionOptions } from "./local-session.ts";
 export { startLocalFarm, type LocalFarm, type LocalFarmOptions } from "./local-farm.ts";

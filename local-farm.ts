@@ -3,9 +3,10 @@
  * this process (session workers are still separate processes), for the
  * quick start, examples and benchmarks.
  */
-import { Tracker, type TrackerOptions } from "./tracker/index.ts";
-import { Agent, parseBoardFlag, type AgentOptions } from "./device-agent/index.ts";
+import type { Tracker, TrackerOptions } from "./tracker/index.ts";
+import type { Agent, AgentOptions } from "./device-agent/index.ts";
 import { connectTracker, type TrackerClient } from "./host-sdk/index.ts";
+import { FarmError } from "./protos/index.ts";
 
 export interface LocalFarmOptions {
   /** `--board` style declarations; default two CPU boards of key "cpu". */
@@ -28,6 +29,9 @@ export interface LocalFarm {
 export async function startLocalFarm(opts: LocalFarmOptions = {}): Promise<LocalFarm> {
   // The host script runs on this same event loop and may compute for seconds
   // (compiling, reference checks): heartbeats here must tolerate that.
+  // Loaded here, not at the top: `import "kernelfarm"` must not load the
+  // tracker and the agent into every host script that never starts a farm.
+  const [{ Tracker }, { Agent, parseBoardFlag }] = await Promise.all([import("./tracker/index.ts"), import("./device-agent/index.ts")]);
   const tracker = await new Tracker({ heartbeatIntervalMs: 1000, maxMissedHeartbeats: 15, ...opts.tracker, port: 0 }).listen();
   const flags = opts.boards ?? ["cpu:key=cpu,name=cpu0", "cpu:key=cpu,name=cpu1"];
   const agent = await new Agent({ ...opts.agent, name: opts.agent?.name ?? "local", tracker: tracker.address, boards: flags.map(parseBoardFlag) }).start();
@@ -42,7 +46,7 @@ export async function startLocalFarm(opts: LocalFarmOptions = {}): Promise<Local
       for (;;) {
         const s = await client.summary();
         if (s.boards.length === flags.length && s.boards.every((b) => b.state === "free")) return;
-        if (Date.now() > until) throw new Error(`local farm not ready after ${timeoutMs} ms: ${s.boards.map((b) => `${b.id}=${b.state}`).join(", ")}`);
+        if (Date.now() > until) throw new FarmError("DEADLINE_EXCEEDED", `local farm not ready after ${timeoutMs} ms: ${s.boards.map((b) => `${b.id}=${b.state}`).join(", ")}`);
         await new Promise((r) => setTimeout(r, 20));
       }
     },

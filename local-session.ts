@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FarmError } from "./protos/index.ts";
-import { createBackend, SessionServer, type SessionLimits } from "./device-agent/index.ts";
+import type { SessionLimits, SessionServer } from "./device-agent/index.ts";
 import { Session, type FrameChannel } from "./host-sdk/index.ts";
 
 export interface LocalSessionOptions {
@@ -66,6 +66,8 @@ class InProcessChannel implements FrameChannel {
 export class LocalSession extends Session {
   static async open(opts: LocalSessionOptions = {}): Promise<LocalSession> {
     const kind = opts.kind ?? "cpu";
+    // Loaded on the first open, not with `import "kernelfarm"`: host scripts that never run a board in-process do not pay for the backends.
+    const { createBackend, SessionServer } = await import("./device-agent/index.ts");
     const backend = await createBackend(kind, opts.backendOptions ?? {});
     const workdir = mkdtempSync(join(tmpdir(), "kfarm-local-"));
     const channel = new InProcessChannel();
