@@ -100,14 +100,14 @@ export function workerLimitsFor(o: Pick<ResolvedAgentOptions, "workerLimits">, k
 }
 
 export function resolveAgentOptions(opts: AgentOptions): ResolvedAgentOptions {
-  if (opts.boards.length === 0) throw new RangeError("an agent needs at least one board (--board cpu:key=cpu)");
+  if (opts.boards.length === 0) throw new FarmError("INVALID_ARGUMENT", "an agent needs at least one board: give --board (e.g. --board cpu:key=cpu) or boards: in --config");
   const names = new Set<string>();
   for (const b of opts.boards) {
-    if (names.has(b.name)) throw new RangeError(`two boards are named "${b.name}"; give each a distinct name=`);
+    if (names.has(b.name)) throw new FarmError("INVALID_ARGUMENT", `--board: two boards are named "${b.name}"; give each a distinct name= (e.g. --board cpu:key=cpu,name=cpu1)`, { details: { option: "board", name: b.name } });
     names.add(b.name);
   }
   if (opts.metricsPort !== undefined && !(Number.isInteger(opts.metricsPort) && opts.metricsPort >= 0 && opts.metricsPort <= 65535)) {
-    throw new RangeError(`metricsPort must be a port number (0: any free one), got ${opts.metricsPort}`);
+    throw new FarmError("INVALID_ARGUMENT", `--metrics-port must be a port number (0: any free one), got ${opts.metricsPort}`, { details: { option: "metricsPort" } });
   }
   // An agent with a token is who its token says (the tracker enforces it).
   const name = opts.name ?? (opts.security?.token ? "" : `${hostname()}-${process.pid}`);

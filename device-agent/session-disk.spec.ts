@@ -26,8 +26,8 @@ describe("session disk", () => {
   after(() => rmSync(root, { recursive: true, force: true }));
 
   it("rejects a quota that is not a positive whole number of bytes", () => {
-    assert.throws(() => new SessionDisk(0), RangeError);
-    assert.throws(() => new SessionDisk(1.5), RangeError);
+    assert.throws(() => new SessionDisk(0), { code: "INVALID_ARGUMENT", message: /--worker-disk/ });
+    assert.throws(() => new SessionDisk(1.5), { code: "INVALID_ARGUMENT", message: /--worker-disk/ });
   });
 
   it("quotaError: TOO_LARGE naming the quota", () => {

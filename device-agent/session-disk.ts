@@ -64,7 +64,7 @@ export class SessionDisk {
     /** The quota of every session, in bytes. */
     readonly quotaBytes: number,
   ) {
-    if (!(Number.isSafeInteger(quotaBytes) && quotaBytes > 0)) throw new RangeError(`a session's disk quota must be a whole number of bytes > 0, got ${quotaBytes}`);
+    if (!(Number.isSafeInteger(quotaBytes) && quotaBytes > 0)) throw new FarmError("INVALID_ARGUMENT", `--worker-disk: a session's disk quota must be a whole number of bytes > 0, got ${quotaBytes}`, { details: { option: "workerDisk" } });
   }
 
   /** Only on Linux, as root: elsewhere the agent cannot mount. */

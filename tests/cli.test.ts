@@ -44,4 +44,11 @@ describe("kfarm", () => {
     await assert.rejects(kfarm("vta", "disasm", file), (e: { stderr: string }) => /is a cpu module, not a VTA module \[TARGET_MISMATCH\]/.test(e.stderr));
     await assert.rejects(kfarm("vta", "disasm", join(dir, "nope.kfm")), (e: { stderr: string }) => /cannot read module .*nope\.kfm.*\[NOT_FOUND\]/.test(e.stderr));
   });
+
+  it("refuses bad agent options as the user's mistake, naming the option (not INTERNAL)", async () => {
+    const refused = async (args: string[], why: RegExp) =>
+      assert.rejects(kfarm("agent", "--tracker", "127.0.0.1:1", ...args), (e: { stderr: string; code: number }) => e.code !== 0 && why.test(e.stderr) && !/INTERNAL|RangeError/.test(e.stderr));
+    await refused(["--board", "cpu:key=cpu,name=a", "--board", "cpu:key=cpu,name=a"], /--board: two boards are named "a"; give each a distinct name=.*\[INVALID_ARGUMENT\]/);
+    await refused(["--board", "cpu:key=cpu", "--metrics-port", "70000"], /metrics-port.*\[INVALID_ARGUMENT\]/);
+  });
 });

@@ -14,7 +14,7 @@ import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { Packr, Unpackr } from "msgpackr";
 import { WebSocketServer, type RawData, type WebSocket } from "ws";
-import type { Logger } from "../../protos/index.ts";
+import { FarmError, type Logger } from "../../protos/index.ts";
 import type { FarmEvent, FarmEvents } from "../events.ts";
 import type { TrackerHttp } from "../http-server.ts";
 import type { Registry } from "../registry.ts";
@@ -68,9 +68,9 @@ export function resolveLiveViewOptions(opts: LiveViewOptions = {}): ResolvedLive
     pingIntervalMs: opts.pingIntervalMs ?? DEFAULT_PING_INTERVAL_MS,
   };
   for (const [name, value] of Object.entries(resolved)) {
-    if (!Number.isFinite(value) || value < 0) throw new RangeError(`live view option ${name} must be a non-negative number, got ${value}`);
+    if (!Number.isFinite(value) || value < 0) throw new FarmError("INVALID_ARGUMENT", `live view option ${name} must be a non-negative number, got ${value}`, { details: { option: name } });
   }
-  if (resolved.sampleIntervalMs < 100) throw new RangeError(`live view option sampleIntervalMs must be at least 100, got ${resolved.sampleIntervalMs}`);
+  if (resolved.sampleIntervalMs < 100) throw new FarmError("INVALID_ARGUMENT", `live view option sampleIntervalMs must be at least 100, got ${resolved.sampleIntervalMs}`, { details: { option: "sampleIntervalMs" } });
   return resolved;
 }
 

@@ -1,4 +1,5 @@
 /** Facts about one GPU from the driver: for registration labels and board stats. */
+import { FarmError } from "../../../protos/index.ts";
 import { CudaDriver, DEV_ATTR } from "./driver.ts";
 
 export interface CudaDeviceInfo {
@@ -31,7 +32,7 @@ export function cudaDeviceInfo(ordinal: number): CudaDeviceInfo {
   const d = CudaDriver.get();
   const count = d.deviceCount();
   if (!Number.isInteger(ordinal) || ordinal < 0 || ordinal >= count) {
-    throw new RangeError(`no CUDA device ${ordinal}: this host has ${count} (0..${count - 1})`);
+    throw new FarmError("INVALID_ARGUMENT", count === 0 ? `no CUDA device ${ordinal}: this host has none` : `no CUDA device ${ordinal}: this host has ${count} (cuda:0 … cuda:${count - 1}, or cuda:all)`, { details: { device: ordinal, devices: count } });
   }
   const dev = d.device(ordinal);
   const a = (attr: number) => d.attribute(dev, attr);

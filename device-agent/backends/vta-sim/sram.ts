@@ -9,6 +9,7 @@
  * engine's int16 copies of INP and WGT (core-wasm.ts), which only that engine
  * reads and writes.
  */
+import { FarmError } from "../../../protos/index.ts";
 import { insnLayouts, type VtaHardware } from "../../../vta/index.ts";
 
 const WASM_PAGE = 65536;
@@ -74,7 +75,7 @@ export class Srams {
     this.layout = sramLayout(hw);
     const l = this.layout;
     this.memory = memory ?? new ArrayBuffer(l.totalBytes);
-    if (this.memory.byteLength < l.totalBytes) throw new RangeError(`SRAM memory of ${this.memory.byteLength} bytes is smaller than the ${l.totalBytes} bytes needed`);
+    if (this.memory.byteLength < l.totalBytes) throw new FarmError("INTERNAL", `SRAM memory of ${this.memory.byteLength} bytes is smaller than the ${l.totalBytes} bytes needed`);
     this.inp = new Int8Array(this.memory, l.inpBase, hw.inpDepth * hw.inpElemBytes);
     this.wgt = new Int8Array(this.memory, l.wgtBase, hw.wgtDepth * hw.wgtElemBytes);
     this.acc = new Int32Array(this.memory, l.accBase, (hw.accDepth * hw.accElemBytes) / 4);

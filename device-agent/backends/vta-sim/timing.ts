@@ -32,6 +32,7 @@
  * element size (ACC_8BIT: a quarter of an ACC element); padding is generated
  * on chip and costs SRAM writes only.
  */
+import { FarmError } from "../../../protos/index.ts";
 
 export interface TimingModel {
   /** log2 of the DMA bus width in bits (VTA's LOG_BUS_WIDTH; 6 on the Pynq). */
@@ -63,7 +64,7 @@ export const DEFAULT_TIMING: Readonly<TimingModel> = Object.freeze({
 export function resolveTiming(t: Partial<TimingModel> = {}): TimingModel {
   const out = { ...DEFAULT_TIMING, ...t };
   for (const [k, v] of Object.entries(out)) {
-    if (typeof v !== "number" || !Number.isFinite(v) || v < 0) throw new RangeError(`timing model: ${k} must be a non-negative number, got ${String(v)}`);
+    if (typeof v !== "number" || !Number.isFinite(v) || v < 0) throw new FarmError("INVALID_ARGUMENT", `vta-sim board option timing.${k} must be a non-negative number, got ${String(v)}`, { details: { option: `timing.${k}` } });
   }
   return out;
 }
