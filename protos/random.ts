@@ -12,6 +12,7 @@
  * types, and floating point ones with `integers`, take
  * low + ⌊h / 2^32 · (high − low + 1)⌋, in [low, high].
  */
+import { FarmError } from "./errors.ts";
 import { DTYPES, integerRange, type AnyTypedArray, type Dtype } from "./dtype.ts";
 
 export interface RandomFill {
@@ -62,7 +63,7 @@ function mix(x: number): number {
 /** `count` elements of `dtype` from `fill`'s generator (see the file comment). */
 export function randomArray(dtype: Dtype, count: number, fill: RandomFill): AnyTypedArray {
   const problem = fillProblem(dtype, fill);
-  if (problem) throw new RangeError(`random ${dtype} input: ${problem}`);
+  if (problem) throw new FarmError("INVALID_ARGUMENT", `random ${dtype} input: ${problem}`);
   const { low, high } = fillRange(dtype, fill);
   const key = mix((fill.seed ^ 0x85ebca6b) >>> 0);
   const out = new DTYPES[dtype].array(count);
