@@ -6,12 +6,21 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { once } from "node:events";
+import { existsSync, readdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "node:test";
 import { FarmError } from "../protos/index.ts";
 import { connectTracker, type CompiledModule, type RemoteModule, type Session } from "../host-sdk/index.ts";
 import { compileBad, compileVadd } from "./helpers/kernels.ts";
 import { startAgentProcess, startFarm, startTrackerProcess, waitFor, waitForFreeBoards } from "./helpers/processes.ts";
+
+/** Whether a `nap` call of an agent's session is running: it leaves "napping" in its session's folder (the agent's work root). */
+function napping(agentPid: number): boolean {
+  const root = join(tmpdir(), `kfarm-agent-${agentPid}`);
+  return existsSync(root) && readdirSync(root).some((session) => existsSync(join(root, session, "napping")));
+}
 
 async function loaded(s: Session, m: CompiledModule): Promise<RemoteModule> {
   await s.upload(m);
@@ -123,7 +132,7 @@ describe("agents that die, freeze or lose their tracker", () => {
       const napB = (await loaded(sb, bad)).getFunction("nap");
       const callA = napA(10_000);
       const callB = napB(300);
-      await new Promise((r) => setTimeout(r, 100));
+      await waitFor("agent-a's call running", () => napping(a.proc.pid!), 10_000);
       const t0 = Date.now();
       a.proc.kill("SIGKILL");
       await assert.rejects(callA, (e: FarmError) => e.code === "AGENT_LOST" && /agent-a/.test(e.message));
@@ -168,14 +177,15 @@ describe("agents that die, freeze or lose their tracker", () => {
 
   it("agents re-attach within 1 s of a restarted tracker listening again", async () => {
     const first = await startTrackerProcess();
-    const agent = await startAgentProcess(first.address, ["cpu:key=cpu,name=r"], ["--name", "survivor"]);
+    const agent = await startAgentProcess(first.address, ["cpu:key=cpu,name=r"], ["--name", "survivor"], { env: { KFARM_LOG: "warn" } });
     let second: Awaited<ReturnType<typeof startTrackerProcess>> | undefined;
     try {
       const c1 = await connectTracker(first.address);
       await waitForFreeBoards(c1, 1);
       c1.close();
       await first.stop("SIGKILL");
-      await new Promise((r) => setTimeout(r, 1500)); // the agent is in backoff by now
+      // In backoff: it lost the tracker, and a re-dial has failed since (each doubles the wait, up to its cap).
+      await waitFor("the agent in backoff", () => /lost the tracker at[^\n]*\n(.*\n)*.*cannot attach to the tracker at .*ECONNREFUSED/.test(agent.stderr()), 5000);
       second = await startTrackerProcess([], first.port);
       const listening = Date.now();
       const c2 = await connectTracker(second.address);

@@ -4,6 +4,7 @@ import { compileCpu, type CompiledModule, type Session } from "../../host-sdk/in
 
 export const VADD_SOURCE = `
 #include <stdint.h>
+#include <stdio.h>
 void vadd(const float* a, const float* b, float* c, int32_t n) {
   for (int32_t i = 0; i < n; i++) c[i] = a[i] + b[i];
 }
@@ -40,12 +41,14 @@ export async function checkVadd(s: Session, n = 4096): Promise<void> {
 /** Kernels that misbehave: a segfault, an abort, an endless loop, a slow one. */
 export const BAD_SOURCE = `
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 void segv(int32_t n) { volatile int* p = (int*)(intptr_t)n; *p = 42; }
 void die(void) { abort(); }
 void spin(void) { for (volatile unsigned long i = 0;; i++) {} }
-void nap(int32_t ms) { usleep(ms * 1000); }
+/* Leaves "napping" in its session's folder first: the sign a test waits for that the call is running. */
+void nap(int32_t ms) { FILE* f = fopen("napping", "w"); if (f) fclose(f); usleep(ms * 1000); }
 `;
 
 export function compileBad(): Promise<CompiledModule> {
