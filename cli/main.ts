@@ -99,7 +99,7 @@ addClientSecurityFlags(program
   .command("agent"), "agent")
   .description("run a device agent: dial the tracker and serve boards")
   .option("--tracker <host:port>", "tracker address")
-  .option("--board <spec>", "a board, KIND[:INDEX][:key=K,name=N,label=V...], repeatable (e.g. cpu:key=cpu)", (v: string, acc: string[]) => [...acc, v], [] as string[])
+  .option("--board <spec>", "a board, KIND[:DEVICE][:key=K,name=N,label=V...], repeatable (e.g. cpu:key=cpu, cuda:0:key=h100; DEVICE: CUDA only)", (v: string, acc: string[]) => [...acc, v], [] as string[])
   .option("--config <file>", "JSON or YAML file with tracker, name, boards and agent settings (flags win)")
   .option("--name <name>", "agent name shown in the summary")
   .addOption(new Option("--max-upload-bytes <size>", "largest single upload (e.g. 512m)").argParser(bytes))

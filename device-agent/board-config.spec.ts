@@ -37,12 +37,21 @@ describe("parseBoardFlag", () => {
     assert.deepEqual(b.options, {});
   });
 
-  it("takes an index segment and uses it in the default name", () => {
-    const b = parseBoardFlag("cpu:1:key=big,rack=r2", 0);
-    assert.equal(b.index, "1");
-    assert.equal(b.name, "cpu1");
-    assert.equal(b.key, "big");
-    assert.deepEqual(b.labels, { rack: "r2" });
+  it("refuses what does not parse, showing the grammar", () => {
+    const grammar = /the form is KIND\[:DEVICE\]\[:KEY=VALUE,\.\.\.\], e\.g\. cpu:key=cpu/;
+    for (const [flag, why] of [
+      ["cpu:rasp4b", /"rasp4b" is not KEY=VALUE \(cpu boards take no device number; to name one, give name=…\)/],
+      ["cpu:key", /"key" needs a value \(key=…\)/],
+      ["vta-sim:7", /"7" is not KEY=VALUE \(vta-sim boards take no device number/],
+      ["cpu:1:key=big", /"1" is not KEY=VALUE/],
+      ["cpu:", /an empty part between colons/],
+      ["cuda:key=a:0", /the device "0" must come right after the kind/],
+      ["cpu:key=a,key=b", /key is given twice/],
+      ["cpu:key=a,=b", /"=b" is not KEY=VALUE/],
+    ] as const) {
+      assert.throws(() => parseBoardFlag(flag, 0), invalid(why), flag);
+      assert.throws(() => parseBoardFlag(flag, 0), invalid(grammar), flag);
+    }
   });
 
   it("cuda:0:key=h100 → device 0; cuda:key=h100 defaults to device 0; cuda:all stays for the agent to expand", () => {
@@ -63,7 +72,7 @@ describe("parseBoardFlag", () => {
   it("expandBoards leaves indexed boards alone and refuses KIND:all for kinds without devices", async () => {
     const boards = [parseBoardFlag("cpu:key=cpu", 0), parseBoardFlag("cuda:1:key=h100", 1)];
     assert.deepEqual(await expandBoards(boards), boards);
-    await assert.rejects(expandBoards([parseBoardFlag("cpu:all:key=cpu", 0)]), invalid(/cpu has no device index/));
+    assert.throws(() => parseBoardFlag("cpu:all:key=cpu", 0), invalid(/cpu boards take no device number/));
   });
 
   it("memory=512m → options.memoryBytes, not a label", () => {

@@ -23,24 +23,37 @@ export interface BoardConfig {
 /** Keys of `k=v` pairs that configure the board rather than label it. */
 const RESERVED = new Set(["key", "name", "memory", "canary"]);
 
+/** What `--board` takes, shown with every refusal. */
+export const BOARD_GRAMMAR =
+  "KIND[:DEVICE][:KEY=VALUE,...], e.g. cpu:key=cpu,name=c0 · vta-sim:key=vta · cuda:0:key=h100 · cuda:all:key=h100 (DEVICE: CUDA only, a number or all)";
+/** Kinds whose boards are devices of the host, numbered. */
+const INDEXED_KINDS: ReadonlySet<string> = new Set(["cuda"]);
+
 export function parseBoardFlag(flag: string, position: number): BoardConfig {
   const [kind, ...rest] = flag.split(":");
-  if (!kind || !isBoardKind(kind)) {
-    throw new FarmError("INVALID_ARGUMENT", `--board ${JSON.stringify(flag)}: unknown board kind ${JSON.stringify(kind)}; known kinds: ${BOARD_KINDS.join(", ")}`);
-  }
+  const refuse: (problem: string) => never = (problem) => {
+    throw new FarmError("INVALID_ARGUMENT", `--board ${JSON.stringify(flag)}: ${problem}; the form is ${BOARD_GRAMMAR}`, { details: { option: "board" } });
+  };
+  if (!kind || !isBoardKind(kind)) refuse(`unknown board kind ${JSON.stringify(kind ?? "")}; known kinds: ${BOARD_KINDS.join(", ")}`);
   const pairs: Record<string, string> = {};
   let index: string | undefined;
-  for (const part of rest) {
+  rest.forEach((part, i) => {
+    if (part === "") refuse("an empty part between colons");
     if (!part.includes("=")) {
+      if (RESERVED.has(part)) refuse(`"${part}" needs a value (${part}=…)`);
+      if (!INDEXED_KINDS.has(kind!)) refuse(`"${part}" is not KEY=VALUE (${kind} boards take no device number; to name one, give name=…)`);
+      if (i !== 0 || Object.keys(pairs).length > 0) refuse(`the device "${part}" must come right after the kind`);
       index = part;
-      continue;
+      return;
     }
     for (const kv of part.split(",")) {
       const eq = kv.indexOf("=");
-      if (eq <= 0) throw new FarmError("INVALID_ARGUMENT", `--board ${JSON.stringify(flag)}: "${kv}" is not KEY=VALUE`);
-      pairs[kv.slice(0, eq)] = kv.slice(eq + 1);
+      if (eq <= 0) refuse(`"${kv}" is not KEY=VALUE`);
+      const k = kv.slice(0, eq);
+      if (k in pairs) refuse(`${k} is given twice`);
+      pairs[k] = kv.slice(eq + 1);
     }
-  }
+  });
   const labels = Object.fromEntries(Object.entries(pairs).filter(([k]) => !RESERVED.has(k)));
   const options: Record<string, unknown> = {};
   if (pairs.memory !== undefined) options.memoryBytes = parseBytes(pairs.memory, flag);
