@@ -206,7 +206,7 @@ export class Session {
     let target: string;
     let sha256: string | undefined;
     if (typeof source === "string") {
-      bytes = await readFile(source);
+      bytes = await readHostFile(source);
       target = name ?? basename(source);
     } else if (source instanceof Uint8Array) {
       // Only a missing name is the caller's slip here; a bad one ("", "a/b") is the board's INVALID_NAME.
@@ -392,5 +392,18 @@ export class Session {
       await this.mux.ended;
     })();
     return this.closing;
+  }
+}
+
+/** A file of this host to upload, its failures as FarmErrors naming the path and what to do. */
+async function readHostFile(path: string): Promise<Uint8Array> {
+  try {
+    return await readFile(path);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") throw new FarmError("NOT_FOUND", `upload(${JSON.stringify(path)}): no such file on this host`, { cause: err });
+    if (code === "EISDIR") throw new FarmError("INVALID_ARGUMENT", `upload(${JSON.stringify(path)}): a directory; upload its files one by one (or an archive of it)`, { cause: err });
+    if (code === "EACCES" || code === "EPERM") throw new FarmError("INVALID_ARGUMENT", `upload(${JSON.stringify(path)}): this process may not read it (${code})`, { cause: err });
+    throw new FarmError("INVALID_ARGUMENT", `upload(${JSON.stringify(path)}): cannot read it: ${(err as Error).message}`, { cause: err });
   }
 }

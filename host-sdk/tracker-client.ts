@@ -78,7 +78,11 @@ export class TrackerClient {
   }
 
   /** Each call's metadata: the token, when there is one. */
+  private closed = false;
+
+  /** Every call's first step: a closed client says so (grpc-js would say "Channel has been shut down"). */
   private metadata(): Metadata {
+    if (this.closed) throw new FarmError("INVALID_ARGUMENT", `this tracker client (${this.address}) was closed with close(): connect again with connectTracker("${this.address}")`);
     return callMetadata(this.security);
   }
 
@@ -183,6 +187,7 @@ export class TrackerClient {
   }
 
   close(): void {
+    this.closed = true;
     this.client.close();
   }
 }

@@ -56,14 +56,42 @@ export function encodeBundle(bundle: ModuleBundle): Uint8Array {
 }
 
 export function decodeBundle(bytes: Uint8Array): ModuleBundle {
+  const foreign = foreignFormat(bytes);
+  if (foreign) throw new FarmError("BAD_BUNDLE", `not a kernelfarm module bundle: ${foreign.what}`, { details: { format: foreign.format } });
   let value: unknown;
   try {
     value = unpack(bytes);
   } catch (err) {
-    throw new FarmError("BAD_BUNDLE", `not a kernelfarm module bundle: msgpack decoding failed (${(err as Error).message})`, { cause: err });
+    throw new FarmError("BAD_BUNDLE", `not a kernelfarm module bundle: msgpack decoding failed (${(err as Error).message}); build modules with compileCpu, compileCuda or compileVta`, { cause: err });
   }
   validateBundle(value);
   return value;
+}
+
+const COMPILE_HINT = "compile the source with compileCpu (C), compileCuda (CUDA) or compileVta, which pack the binary with its function table, and upload what they return";
+
+/**
+ * What a file that is not a bundle is, when it is one of the formats people
+ * upload by mistake (a plain .so, a cubin or fatbin, TVM's exported lib.tar),
+ * with what to do instead; undefined for anything else.
+ */
+export function foreignFormat(bytes: Uint8Array): { format: "elf" | "cubin" | "fatbin" | "tar" | "zip" | "gzip" | "ptx"; what: string } | undefined {
+  const at = (offset: number, text: string) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).subarray(offset, offset + text.length).toString("latin1") === text;
+  if (at(0, "\x7fELF")) {
+    // e_machine (offset 18, little-endian on every target here): 190 is EM_CUDA.
+    const machine = bytes.byteLength > 19 ? bytes[18]! | (bytes[19]! << 8) : 0;
+    return machine === 190
+      ? { format: "cubin", what: `a CUDA cubin (ELF for the GPU), which carries no function table: ${COMPILE_HINT}` }
+      : { format: "elf", what: `a plain ELF file (a shared object such as a .so), which carries no function table: ${COMPILE_HINT}` };
+  }
+  if (at(0, "\x50\xed\x55\xba")) return { format: "fatbin", what: `a CUDA fatbin, which carries no function table: ${COMPILE_HINT}` };
+  if (at(257, "ustar")) return { format: "tar", what: `a tar archive (TVM's export_library lib.tar?): TVM modules are not supported yet; ${COMPILE_HINT}` };
+  if (at(0, "PK\x03\x04")) return { format: "zip", what: `a zip archive: ${COMPILE_HINT}` };
+  if (at(0, "\x1f\x8b")) return { format: "gzip", what: `a gzip file (a compressed archive?): ${COMPILE_HINT}` };
+  if (/^\s*(\/\/|\.version)/.test(Buffer.from(bytes.subarray(0, 64)).toString("latin1")) && Buffer.from(bytes.subarray(0, 4096)).toString("latin1").includes(".target")) {
+    return { format: "ptx", what: `PTX text: ${COMPILE_HINT}` };
+  }
+  return undefined;
 }
 
 /** sha256 of the encoded bundle: its content address. */

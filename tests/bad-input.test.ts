@@ -5,6 +5,8 @@
  * queued, and a fresh session on the same farm still works.
  */
 import assert from "node:assert/strict";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { pack } from "msgpackr";
 import { decodeBundle, encodeBundle, FarmError, hostCpuTarget, type FarmErrorCode, type ModuleBundle } from "../protos/index.ts";
@@ -123,6 +125,15 @@ describe("requests the farm cannot serve", () => {
       await tracker.stop();
     }
   });
+
+  it("a closed client says so, with a FarmError naming what to do (not grpc-js's 'Channel has been shut down')", async () => {
+    const client = await connectTracker(farm.client.address);
+    client.close();
+    for (const call of [() => client.request("cpu"), () => client.summary(), () => client.boardCommand("a/b", "drain")]) {
+      const err = await refused(call(), "INVALID_ARGUMENT");
+      assert.match(err.message, /was closed with close\(\): connect again with connectTracker\("127\.0\.0\.1:\d+"\)/);
+    }
+  });
 });
 
 describe("bad input inside a session", () => {
@@ -175,6 +186,41 @@ describe("bad input inside a session", () => {
       assert.ok(mod.functions.some((f) => f.name === "vadd"));
     });
     await assertNothingLost(farm.client, BOARDS, "cpu");
+  });
+
+  it("a plain .so, a cubin, a fatbin or TVM's lib.tar loaded as a module: BAD_BUNDLE saying what it is and what to do", async () => {
+    const elf = decodeBundle(vadd.bytes).binary;
+    const cubin = Uint8Array.from(elf);
+    cubin[18] = 190; // e_machine EM_CUDA
+    cubin[19] = 0;
+    const tar = new Uint8Array(1024);
+    tar.set(Buffer.from("lib.so"), 0);
+    tar.set(Buffer.from("ustar\x0000"), 257);
+    const fatbin = Uint8Array.from([0x50, 0xed, 0x55, 0xba, 1, 0, 16, 0, ...new Array(56).fill(0)]);
+    await withSession("cpu", async (s) => {
+      for (const [name, bytes, format, what] of [
+        ["vadd.so", elf, "elf", /a plain ELF file \(a shared object such as a \.so\)/],
+        ["k.cubin", cubin, "cubin", /a CUDA cubin/],
+        ["k.fatbin", fatbin, "fatbin", /a CUDA fatbin/],
+        ["lib.tar", tar, "tar", /a tar archive \(TVM's export_library lib\.tar\?\): TVM modules are not supported yet/],
+      ] as const) {
+        await s.upload(bytes, name);
+        const err = await refused(s.loadModule(name), "BAD_BUNDLE");
+        assert.match(err.message, what, name);
+        assert.match(err.message, /compileCpu \(C\), compileCuda \(CUDA\) or compileVta/, name);
+        assert.doesNotMatch(err.message, /msgpack/, name);
+        assert.equal(err.details?.format, format, name);
+      }
+    });
+    await assertNothingLost(farm.client, BOARDS, "cpu");
+  });
+
+  it("uploading a directory or a missing file is a FarmError naming the path", async () => {
+    await withSession("cpu", async (s) => {
+      names(await refused(s.upload(tmpdir()), "INVALID_ARGUMENT"), tmpdir(), "a directory");
+      names(await refused(s.upload(join(tmpdir(), "no-such-kernel.so")), "NOT_FOUND"), "no-such-kernel.so", "no such file on this host");
+      await s.listdir(); // the session goes on
+    });
   });
 
   it("a bundle for another target is TARGET_MISMATCH naming both targets", async () => {
