@@ -302,12 +302,14 @@ export class Measurer {
             record({ index, id: ids[index]!, attempts: attempt, ...(await session.run(module, c, expects, opts, prefetchNext)) });
           } catch (err) {
             const o = outcomeOf(err);
+            // Named before a lost session is dropped: a tuner must know which board crashed or hung. A compile error involved none.
+            const board = o.outcome === "COMPILE_ERROR" ? undefined : session?.session.board.id;
             if (o.sessionLost) await drop();
             if (o.outcome === "INFRA_ERROR" && attempt <= retries) {
               // Transparently again, on a fresh session (the board may be gone: the tracker picks another).
               queue.unshift(index);
             } else {
-              record({ index, id: ids[index]!, attempts: attempt, board: session?.session.board.id, ...pick(o) });
+              record({ index, id: ids[index]!, attempts: attempt, ...(board ? { board } : {}), ...pick(o) });
             }
           } finally {
             progress.running--;

@@ -81,6 +81,9 @@ describe("measure()", () => {
     assert.match(results[4]!.message!, /RUNTIME_CRASH/);
     assert.match(results[6]!.message!, /COMPILE_ERROR: .*kernel\.c/);
     assert.match(results[7]!.message!, /nosuch/);
+    // Every result names its board when one was involved: the crash, the hang and the load error too; the compile error none.
+    for (const i of [1, 4, 5, 7]) assert.match(results[i]!.board ?? "", /^m[12]\/cpu0$/, `${outcomes[i]} names its board`);
+    assert.equal(results[6]!.board, undefined);
     for (const r of [results[0]!, results[8]!]) {
       assert.equal(r.timing!.results.length, 2);
       assert.ok(r.timing!.median > 0);
