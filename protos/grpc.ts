@@ -9,6 +9,7 @@ import { fileURLToPath } from "node:url";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { FarmError } from "./errors.ts";
+import { componentLogger } from "./log.ts";
 import type { ProtoGrpcType as AgentProto } from "./gen/agent.ts";
 import type { ProtoGrpcType as HostProto } from "./gen/host.ts";
 
@@ -63,6 +64,18 @@ export const SERVER_OPTIONS: grpc.ServerOptions = {
   "grpc.keepalive_permit_without_calls": 1,
   "grpc.http2.min_ping_interval_without_data_ms": KEEPALIVE_TIME_MS,
 };
+
+/**
+ * grpc-js prints its own error lines ("E No address added out of total 1
+ * resolved") on stderr, beside the farm's FarmError for the same failure.
+ * Every such failure reaches the farm as an error it reports in its own
+ * words, so grpc-js's lines go to the farm's log at debug level — unless
+ * the user asked grpc-js for them with GRPC_VERBOSITY or GRPC_TRACE.
+ */
+if (!process.env.GRPC_VERBOSITY && !process.env.GRPC_TRACE) {
+  const log = componentLogger("grpc-js");
+  grpc.setLogger({ error: (...args: unknown[]) => log.debug({}, args.map(String).join(" ")) } as unknown as Partial<Console>);
+}
 
 const packageDefinition = protoLoader.loadSync(
   ["farm/v1/common.proto", "farm/v1/session.proto", "farm/v1/agent.proto", "farm/v1/host.proto"],

@@ -8,6 +8,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { describe, it } from "node:test";
 import { compileCpu, vtaMatmul } from "../host-sdk/index.ts";
+import { startTrackerProcess } from "./helpers/processes.ts";
 
 const run = promisify(execFile);
 const KFARM = fileURLToPath(new URL("../bin/kfarm.mjs", import.meta.url));
@@ -50,5 +51,17 @@ describe("kfarm", () => {
       assert.rejects(kfarm("agent", "--tracker", "127.0.0.1:1", ...args), (e: { stderr: string; code: number }) => e.code !== 0 && why.test(e.stderr) && !/INTERNAL|RangeError/.test(e.stderr));
     await refused(["--board", "cpu:key=cpu,name=a", "--board", "cpu:key=cpu,name=a"], /--board: two boards are named "a"; give each a distinct name=.*\[INVALID_ARGUMENT\]/);
     await refused(["--board", "cpu:key=cpu", "--metrics-port", "70000"], /metrics-port.*\[INVALID_ARGUMENT\]/);
+  });
+
+  it("a second tracker on a used port says so in one line, with what to do", async () => {
+    const first = await startTrackerProcess();
+    try {
+      const second = await kfarm("tracker", "--port", String(first.port)).then(() => undefined, (e: { stderr: string; code: number }) => e);
+      assert.ok(second, "the second tracker must fail");
+      assert.notEqual(second.code, 0);
+      assert.deepEqual(second.stderr.trim().split("\n"), [`kfarm: tracker cannot listen on 127.0.0.1:${first.port}: the port is in use (another tracker?); stop it, or give another --port (0: any free port) [UNAVAILABLE]`]);
+    } finally {
+      await first.stop();
+    }
   });
 });

@@ -116,7 +116,11 @@ export class Tracker {
     const target = `${this.options.host.includes(":") ? `[${this.options.host}]` : this.options.host}:${this.options.port}`;
     this.boundPort = await new Promise<number>((resolve, reject) =>
       this.server.bindAsync(target, grpcServerCredentials(this.options.tls), (err, port) =>
-        err ? reject(new FarmError("UNAVAILABLE", `tracker cannot listen on ${target}: ${err.message}`, { cause: err })) : resolve(port),
+        err
+          ? reject(/EADDRINUSE/.test(err.message)
+            ? new FarmError("UNAVAILABLE", `tracker cannot listen on ${target}: the port is in use (another tracker?); stop it, or give another --port (0: any free port)`, { cause: err })
+            : new FarmError("UNAVAILABLE", `tracker cannot listen on ${target}: ${err.message}`, { cause: err }))
+          : resolve(port),
       ),
     );
     widenConnectionWindow(this.server, this.options.logger);
