@@ -3,7 +3,7 @@
  */
 import { hostname, userInfo } from "node:os";
 import { Command, InvalidArgumentError, Option } from "commander";
-import { FarmError, clientSecurity } from "../protos/index.ts";
+import { FARM_VERSION, FarmError, clientSecurity } from "../protos/index.ts";
 import { startTracker, formatSummary } from "../tracker/index.ts";
 import { startAgent, parseBoardFlag, parseBytes, readAgentConfigFile, type BoardConfig } from "../device-agent/index.ts";
 import { connectTracker } from "../host-sdk/index.ts";
@@ -42,6 +42,7 @@ function untilSignal(stop: () => Promise<void> | void): void {
 
 const program = new Command("kfarm")
   .description("kernelfarm: a device farm for tensor kernels (tracker, agents, status)")
+  .version(FARM_VERSION, "-V, --version", "print kernelfarm's version")
   .showHelpAfterError();
 
 program

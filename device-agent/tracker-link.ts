@@ -17,7 +17,7 @@
  * | `closed`     | stopped for good                              |
  */
 import type * as grpc from "@grpc/grpc-js";
-import { AgentService, FarmError, callMetadata, diagnoseTransport, makeClient, type AgentServiceClient, type ClientSecurity, type Logger } from "../protos/index.ts";
+import { AgentService, FARM_VERSION, FarmError, callMetadata, diagnoseTransport, makeClient, type AgentServiceClient, type ClientSecurity, type Logger } from "../protos/index.ts";
 import type { AgentMessage } from "../protos/gen/farm/v1/AgentMessage.ts";
 import type { BoardSpec } from "../protos/gen/farm/v1/BoardSpec.ts";
 import type { TrackerMessage__Output } from "../protos/gen/farm/v1/TrackerMessage.ts";
@@ -133,7 +133,7 @@ export class TrackerLink {
       register: {
         agent_name: this.agentName,
         boards: this.boards,
-        version: "0.1.0",
+        version: FARM_VERSION,
         ...(this.direct ? { data_port: this.direct.port, data_host: this.direct.host, data_tls: this.direct.tls } : {}),
       },
     });

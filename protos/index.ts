@@ -20,6 +20,7 @@ export {
 } from "./grpc.ts";
 export { randomArray, fillRange, fillProblem, type RandomFill } from "./random.ts";
 export { rootLogger, componentLogger, type Logger } from "./log.ts";
+export { FARM_VERSION } from "./version.ts";
 export { LIVENESS_PATH, READINESS_PATH, isProbePath, answerProbe, type Readiness } from "./probes.ts";
 export {
   AUTHORIZATION_HEADER, MAX_TOKEN_CHARS, CERT_RELOAD_INTERVAL_MS, clientSecurity, checkTokenShape, callMetadata, grpcClient, makeClient, grpcServerCredentials,

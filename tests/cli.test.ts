@@ -1,7 +1,7 @@
 /** The README's main command and the VTA disassembler, as a user runs them. */
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { mkdtemp, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -62,6 +62,18 @@ describe("kfarm", () => {
       assert.deepEqual(second.stderr.trim().split("\n"), [`kfarm: tracker cannot listen on 127.0.0.1:${first.port}: the port is in use (another tracker?); stop it, or give another --port (0: any free port) [UNAVAILABLE]`]);
     } finally {
       await first.stop();
+    }
+  });
+
+  it("--version prints the package's version, and `kfarm status` shows the tracker's", async () => {
+    const { version } = JSON.parse(await readFile(fileURLToPath(new URL("../package.json", import.meta.url)), "utf8")) as { version: string };
+    assert.equal((await kfarm("--version")).stdout.trim(), version);
+    const tracker = await startTrackerProcess();
+    try {
+      const { stdout } = await kfarm("status", "--tracker", tracker.address);
+      assert.match(stdout.split("\n")[0]!, new RegExp(`^Tracker address ${tracker.address.replace(/\./g, "\\.")} \\(kernelfarm ${version.replace(/\./g, "\\.")}, up \\d+ s\\)$`));
+    } finally {
+      await tracker.stop();
     }
   });
 });

@@ -2,11 +2,11 @@
  * The Summary RPC's content (TVM's query_rpc_tracker: per key total / free /
  * pending; per board agent, key, labels, state, session) and its text table.
  */
+import { FARM_VERSION } from "../protos/index.ts";
 import type { SummaryReply, SummaryReply__Output } from "../protos/gen/farm/v1/SummaryReply.ts";
 import { boardState, describeBoard, type Registry } from "./registry.ts";
 import type { Scheduler } from "./scheduler.ts";
 
-export const TRACKER_VERSION = "0.1.0";
 
 /**
  * The summary, of every key or of `key` alone (a host interested in one key
@@ -23,7 +23,7 @@ export function buildSummary(registry: Registry, scheduler: Scheduler, startedAt
     }),
     boards: boards.sort((a, b) => a.id.localeCompare(b.id)).map((b) => describeBoard(b, { history })),
     agents: [...registry.agents.values()].map((a) => ({ id: a.id, name: a.name, peer: a.peer, attached_at_ms: a.attachedAt, boards: a.boards.size })),
-    tracker_version: TRACKER_VERSION,
+    tracker_version: FARM_VERSION,
     uptime_ms: Date.now() - startedAt,
   };
 }
@@ -37,7 +37,8 @@ function table(headers: string[], rows: string[][]): string[] {
 
 /** The summary as `kfarm status` prints it: boards, then queues (as TVM lays them out). */
 export function formatSummary(summary: SummaryReply__Output, address: string): string {
-  const out = [`Tracker address ${address}`, ""];
+  const version = summary.tracker_version ? ` (kernelfarm ${summary.tracker_version}, up ${Math.round(summary.uptime_ms / 1000)} s)` : "";
+  const out = [`Tracker address ${address}${version}`, ""];
   out.push("Board List");
   out.push(
     ...table(
