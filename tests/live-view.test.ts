@@ -280,7 +280,7 @@ describe("live view page in Chromium", () => {
     assert.equal(await page.evaluate(`document.getElementById("boards-empty").hidden`), false);
 
     // Boards registered after the page loaded appear in it.
-    agents.push(await startAgentProcess(tracker.address, ["cpu:0:key=cpu,name=cpu0,rack=a1", "cpu:1:key=cpu,name=cpu1,rack=a1"], ["--name", "rack-a"]));
+    agents.push(await startAgentProcess(tracker.address, ["cpu:key=cpu,name=cpu0,rack=a1", "cpu:key=cpu,name=cpu1,rack=a1"], ["--name", "rack-a"]));
     agents.push(await startAgentProcess(tracker.address, ["cpu:key=cpu-large,name=big0,rack=b2"], ["--name", "rack-b"]));
     await page.waitFor("3 board rows", `document.querySelectorAll("#boards tbody tr[data-board]").length === 3`);
     await waitForFreeBoards(client, 3);
