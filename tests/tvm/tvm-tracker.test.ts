@@ -178,3 +178,29 @@ describe("TVM's tracker protocol on kernelfarm's tracker", () => {
     await board("ts-gone", "free");
   });
 });
+
+describe("a tracker that stops, with a TVM request waiting", () => {
+  it("answers the waiting TVM client UNAVAILABLE before its connection ends", async () => {
+    const tracker = await startTrackerProcess(["--tvm-port", "0"]);
+    const s = await FakeRpcServer.start(tracker.tvmAddress!, "ts-stop", { pollMs: 500 });
+    try {
+      const first = await TrackerConn.open(tracker.tvmAddress!);
+      await waitFor("the server free", async () => (await first.summary()).queue_info["ts-stop"]?.free === 1);
+      const holder = (await first.request("ts-stop")) as Grant;
+      const held = await rpcConnect(...holder[1]);
+      const waiting = await TrackerConn.open(tracker.tvmAddress!);
+      waiting.send([CODES.REQUEST, "ts-stop", "", 1]);
+      await waitFor("the request queued", async () => (await first.summary()).queue_info["ts-stop"]?.pending === 1);
+      const answer = waiting.next();
+      await tracker.stop();
+      const reply = (await answer) as [number, string];
+      assert.equal(reply[0], CODES.FAIL);
+      assert.match(reply[1], /^\[UNAVAILABLE\] the tracker at .* is shutting down; this request for key "ts-stop" left its queue after \d+ ms/);
+      await waiting.closed();
+      held.socket.destroy();
+    } finally {
+      s.stop();
+      await tracker.stop();
+    }
+  });
+});

@@ -97,7 +97,7 @@ export class TvmConnection implements TvmServerLink {
   }
 
   /** Ends the connection after what was written (a last answer) is sent; a peer that keeps its side open is cut after LINGER_MS. */
-  private finish(why: string, level: "info" | "warn"): void {
+  finish(why: string, level: "info" | "warn"): void {
     if (this.closing) return;
     this.closing = true;
     this.ctx.farm.log[level]({ peer: this.peer, board: this.server?.board?.id }, `tvm port: closing the connection from ${this.peer}: ${why}`);

@@ -123,9 +123,9 @@ export class TvmPort implements TvmPortContext {
     return { queue_info, server_info };
   }
 
-  /** Stops listening and ends every connection (the tracker is stopping; its leases ended first). */
+  /** Stops listening and ends every connection, after the answers already written (the tracker is stopping: its waiting requests were failed, its leases ended). */
   close(): void {
     this.listener.close();
-    for (const c of this.connections) c.close("the tracker is shutting down", "info");
+    for (const c of this.connections) c.finish("the tracker is shutting down", "info");
   }
 }
