@@ -273,7 +273,8 @@ export class TvmServer {
    * other at a server that serves one connection at a time.
    */
   private async probe(why: "registration" | "silent" | "retry"): Promise<void> {
-    if (this.probing || !this.address || !this.board) return;
+    // A leased server is serving or about to: a probe would queue behind its client (and the lease decides its state).
+    if (this.probing || !this.address || !this.board || this.board.lease) return;
     this.probing = true;
     this.state = "probing";
     clearTimeout(this.retry);
