@@ -158,6 +158,7 @@ export class FakeRpcServer {
   readonly sessions: string[] = [];
   mismatches = 0;
   puts = 0;
+  /** What stopped its loop, if anything did before stop(). */
   error: Error | undefined;
   private readonly listener: Server;
   private readonly arrived: Socket[] = [];
@@ -166,7 +167,6 @@ export class FakeRpcServer {
   private stopped = false;
   private frozen = false;
   private readonly used = new Set<string>();
-  readonly done: Promise<void>;
 
   private constructor(private readonly tracker: string, readonly key: string, readonly port: number, listener: Server, private readonly opts: { pollMs: number; customAddr: string | null }) {
     this.listener = listener;
@@ -174,7 +174,7 @@ export class FakeRpcServer {
       this.arrived.push(s);
       this.wake?.();
     });
-    this.done = this.run().catch((err: Error) => {
+    this.run().catch((err: Error) => {
       if (!this.stopped) this.error = err;
     });
   }

@@ -207,11 +207,14 @@ class FakeRpcServer:
     def stop(self):
         self.stopped.set()
         for s in (self.conn, self.listen):
+            if not s:
+                continue
+            # shutdown() first: a close() alone leaves a socket that the server thread is blocked on open (no FIN).
             try:
-                if s:
-                    s.close()
+                s.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+            s.close()
 
 
 def text_summary(data):

@@ -153,6 +153,16 @@ class TvmTrackerProtocol(unittest.TestCase):
         self.assertNotEqual(server.matchkey, matchkey)
         again = self.conn().request("py-cpu")
         self.assertEqual(again[1][2], server.matchkey)
+        self.assertIsNone(server.error)
+
+    def test_a_server_from_before_addr_registers_and_is_listed_where_it_connects_from(self):
+        # TVM's servers before 0.8 sent UPDATE_INFO {"key": ...} alone; the address then comes from the connection and the PUT.
+        server = self.server("py-old", send_addr=False)
+        self.free("py-old")
+        [info] = [i for i in self.conn().summary()["server_info"] if i["key"] == "server:py-old"]
+        self.assertEqual(info["addr"], ["127.0.0.1", server.port])
+        self.assertEqual(info["board"], "tvm@127.0.0.1:%d/py-old" % server.port)
+        self.assertEqual(info["state"], "free")
 
     def test_priorities_serve_the_highest_first(self):
         server = self.server("py-prio", poll_s=0.5)

@@ -55,6 +55,8 @@ describe("TVM's tracker protocol on kernelfarm's tracker", () => {
   it("a server registers: kfarm status, the live view and the metrics show a board of kind tvm-rpc", async () => {
     const s = await server("ts-cpu");
     const b = await board("ts-cpu", "free");
+    // Granted only after the tracker probed its port: the server saw one connection with a key it does not hold.
+    await waitFor("the probe's mismatch at the server", () => s.mismatches === 1);
     assert.equal(b.id, `tvm@127.0.0.1:${s.port}/ts-cpu`);
     assert.deepEqual(b.labels, { address: `127.0.0.1:${s.port}` });
     assert.equal(b.capabilities.tvm_key, "server:ts-cpu");
@@ -93,6 +95,7 @@ describe("TVM's tracker protocol on kernelfarm's tracker", () => {
     socket.destroy();
     await board("ts-lease", "free");
     assert.deepEqual(s.sessions, [`client:${reply[1][2]}`]);
+    assert.equal(s.error, undefined);
     const m = await scrape(tracker.httpAddress!);
     assert.equal(m.get("kernelfarm_sessions_ended_total", { key: "ts-lease", reason: "OK", lane: "tvm" }), 1);
     assert.equal(m.get("kernelfarm_sessions_started_total", { key: "ts-lease" }), 1);
@@ -152,6 +155,29 @@ describe("TVM's tracker protocol on kernelfarm's tracker", () => {
     assert.equal(restore.code, 0, restore.stderr);
     const granted = (await (await conn()).request("ts-drain")) as Grant;
     assert.equal(granted[0], CODES.SUCCESS);
+  });
+
+  it("a server keeps the key it registered: another key on its connection is refused, and it goes on serving", async () => {
+    const s = await server("ts-keep");
+    await board("ts-keep", "free");
+    const c = await conn();
+    assert.equal(await c.call([CODES.UPDATE_INFO, { key: "server:ts-keep", addr: [null, 1] }]), CODES.SUCCESS);
+    assert.equal(await c.call([CODES.PUT, "ts-keep", [1, "ts-keep:0.1"], null]), CODES.SUCCESS);
+    const other = (await c.call([CODES.UPDATE_INFO, { key: "server:ts-other" }])) as [number, string];
+    assert.match(other[1], /^\[INVALID_ARGUMENT\] this connection registered TVM server "server:ts-keep"; it cannot become "server:ts-other"/);
+    const numeric = (await c.call([CODES.UPDATE_INFO, { key: 5 }])) as [number, string];
+    assert.match(numeric[1], /^\[INVALID_ARGUMENT\] this connection registered TVM server "server:ts-keep"; it cannot become 5/);
+    const put = (await c.call([CODES.PUT, "ts-other", [1, "ts-other:0.1"], null])) as [number, string];
+    assert.match(put[1], /^\[INVALID_ARGUMENT\] PUT for key "ts-other" on the connection of TVM server "server:ts-keep": one server per tracker connection/);
+    const moved = (await c.call([CODES.PUT, "ts-keep", [2, "ts-keep:0.2"], null])) as [number, string];
+    assert.match(moved[1], /^\[INVALID_ARGUMENT\] PUT for 127\.0\.0\.1:2 from TVM server tvm@127\.0\.0\.1:1\/ts-keep: a server keeps its address/);
+    const summary = await c.summary();
+    assert.ok(summary.server_info.every((i) => typeof i.key === "string" && (i.key as string).startsWith("server:")), JSON.stringify(summary.server_info));
+    c.close();
+    const granted = (await (await conn()).request("ts-keep")) as Grant;
+    assert.equal(granted[0], CODES.SUCCESS);
+    assert.equal(granted[1][1], s.port, "the fake server's board, not the address-less one");
+    assert.equal(s.error, undefined);
   });
 
   it("kernelfarm hosts and TVM clients share no boards: each is told where the other's are", async () => {

@@ -250,12 +250,12 @@ export class TvmConnection implements TvmServerLink {
       // As TVM's tracker: a server that names no address is where its connection comes from.
       update.addr = [addr[0] === null ? this.peerHost : name(addr[0], "UPDATE_INFO's addr host"), addr[1] === null ? null : portOf(addr[1], "UPDATE_INFO's addr port")];
     }
-    const key = update.key ?? this.info.key;
+    const key = "key" in update ? update.key : this.info.key;
+    if (this.server && key !== `server:${this.server.key}`) {
+      throw new FarmError("INVALID_ARGUMENT", `this connection registered TVM server "server:${this.server.key}"; it cannot become ${clip(JSON.stringify(key))} (reconnect to register another)`);
+    }
     if (typeof key === "string" && key.startsWith("server:")) {
       const rpcKey = name(key.slice("server:".length), "UPDATE_INFO's server key");
-      if (this.server && this.server.key !== rpcKey) {
-        throw new FarmError("INVALID_ARGUMENT", `this connection registered TVM server "server:${this.server.key}"; it cannot become "${key}" (reconnect to register another)`);
-      }
       const refused = this.ctx.admission.refusesKey(rpcKey);
       if (refused) {
         this.refuse("key", refused);
