@@ -38,6 +38,7 @@ const BENCHMARKS: Record<string, { what: string; run: () => Promise<void> }> = {
   "vta-sim": { what: "VTA simulator: simulated int8 MAC/s on the conv2d tutorial vs a typed-array dot loop; cycles 1 vs 2 virtual threads", run: benchVtaSim },
   trust: { what: "the cost of the worker forwarder, tokens and TLS: nop call, idle grant, 64 MiB upload on four farms side by side; authorization per grant", run: async () => (await import("./trust.ts")).benchTrust() },
   "across-hosts": { what: "tracker, agents and a client on hosts of their own (network namespaces): grant, call and 64 MiB upload per lane at 0 ms, 20 ms and 1 % loss vs raw TCP over the same links (needs root)", run: async () => (await import("./across-hosts.ts")).benchAcrossHosts() },
+  "tvm-tracker": { what: "TVM's tracker protocol on the tracker's TVM port: REQUEST → grant p50/p90 for a TVM-protocol client, a free TVM server waiting, vs TVM's 48 ms and a raw TCP ping-pong of the same frames", run: async () => (await import("./tvm-tracker.ts")).benchTvmTracker() },
   measure: { what: "measure(): overhead per candidate beyond board time (cpu, vta-sim), candidates/s on 1/4/16 vta-sim boards, vs one session per candidate", run: async () => (await import("./measure.ts")).benchMeasure() },
 };
 

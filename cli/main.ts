@@ -20,6 +20,11 @@ function integer(value: string): number {
   return n;
 }
 
+/** A comma-separated list ("a,b" → ["a", "b"]). */
+function list(value: string): string[] {
+  return value.split(",").map((v) => v.trim()).filter(Boolean);
+}
+
 function bytes(value: string): number {
   try {
     return parseBytes(value, "size");
@@ -65,7 +70,11 @@ program
   .option("--insecure", "allow a non-loopback --host without TLS and tokens (logged as a warning)")
   .addOption(new Option("--data-port <port>", "port of the data port, where relay lanes join (0: any free port)").default(0).argParser(integer))
   .addOption(new Option("--end-grace-ms <ms>", "after a session's lane closes, how long its agent (and the host) may take to say why").default(1000).argParser(integer))
+  .addOption(new Option("--tvm-port <port>", "also speak Apache TVM's tracker protocol on this port: TVM's rpc_server --tracker and request() work unchanged (0: any free port; default: none; docs/tvm-tracker.md)").argParser(integer))
+  .addOption(new Option("--tvm-allow <cidrs>", "networks the TVM port admits, comma-separated CIDRs (TVM peers send no token)").default(["127.0.0.0/8", "::1/128"], "127.0.0.0/8,::1/128").argParser(list))
+  .addOption(new Option("--tvm-keys <keys>", "keys the TVM port serves, comma-separated: other keys are refused to TVM servers and clients (default: every key)").argParser(list))
   .action(async (o: {
+    tvmPort?: number; tvmAllow: string[]; tvmKeys?: string[];
     dataPort: number; endGraceMs: number;
     host: string; port: number; heartbeatMs: number; missedHeartbeats: number; defaultDeadlineMs: number; metricsPort?: number;
     tlsCert?: string; tlsKey?: string; tlsClientCa?: string; tokens?: string; auditLog?: string; stateDir?: string; maxSessionTimeoutMs: number; publicHttp?: boolean; insecure?: boolean;
@@ -88,11 +97,15 @@ program
       insecure: o.insecure,
       dataPort: o.dataPort,
       endGraceMs: o.endGraceMs,
+      tvmPort: o.tvmPort,
+      tvmAllow: o.tvmAllow,
+      tvmKeys: o.tvmKeys,
     });
     // One line on stdout that scripts (and our tests) read for the bound address.
     console.log(`kfarm tracker listening on ${tracker.address}${o.tlsCert ? " (TLS)" : ""}`);
     console.log(`kfarm tracker data port ${tracker.dataPort} (relay lanes)`);
     if (tracker.httpAddress) console.log(`kfarm tracker http on ${tracker.http!.scheme}://${tracker.httpAddress}/ (metrics: /metrics)`);
+    if (tracker.tvmAddress) console.log(`kfarm tracker tvm port ${tracker.tvmAddress} (TVM's tracker protocol: rpc_server --tracker ${tracker.tvmAddress})`);
     untilSignal(() => tracker.close());
   });
 

@@ -15,7 +15,7 @@ import type { Authorizer, Caller } from "./auth.ts";
 import type { FarmEvents } from "./events.ts";
 import type { BoardMemory } from "./board-memory.ts";
 import { BoardHealth } from "./health.ts";
-import { describeBoard, joinHostPort, peerHost, type Agent, type AttachCall, type Board, type Registry } from "./registry.ts";
+import { TVM_AGENT_PREFIX, describeBoard, joinHostPort, peerHost, type AttachCall, type Board, type FarmAgent, type Registry } from "./registry.ts";
 import type { Scheduler } from "./scheduler.ts";
 
 export interface AgentLinkOptions {
@@ -29,7 +29,7 @@ export interface AgentLinkOptions {
 export class AgentLinks {
   private readonly sweeper: NodeJS.Timeout;
   /** Heartbeat intervals each silent agent has missed so far (reported once each). */
-  private readonly missed = new WeakMap<Agent, number>();
+  private readonly missed = new WeakMap<FarmAgent, number>();
 
   constructor(
     private readonly registry: Registry,
@@ -52,7 +52,7 @@ export class AgentLinks {
 
   /** Handler for AgentService.Attach. */
   attach(call: AttachCall): void {
-    let agent: Agent | undefined;
+    let agent: FarmAgent | undefined;
     let caller: Caller;
     try {
       caller = this.auth.caller(call.metadata, call.getPeer(), "attach an agent");
@@ -93,7 +93,7 @@ export class AgentLinks {
     call.on("cancelled", gone);
   }
 
-  private register(call: AttachCall, reg: Register__Output, caller: Caller): Agent {
+  private register(call: AttachCall, reg: Register__Output, caller: Caller): FarmAgent {
     // With tokens an agent is who its token says (TOKEN, or TOKEN@INSTANCE): another token cannot take its name over.
     if (caller.identity && reg.agent_name && !isAgentNameOf(caller.name, reg.agent_name)) {
       throw this.auth.refuse(
@@ -107,13 +107,15 @@ export class AgentLinks {
     }
     for (const spec of reg.boards) this.auth.requireKey(caller, spec.key, "register boards of key");
     const name = caller.identity ? reg.agent_name || caller.name : reg.agent_name || call.getPeer();
+    // TVM servers' names (and so their boards' ids) start so: an agent may not take one over.
+    if (name.startsWith(TVM_AGENT_PREFIX)) throw new FarmError("INVALID_ARGUMENT", `agent name "${name}" starts with "${TVM_AGENT_PREFIX}", which names TVM servers on the TVM port (docs/tvm-tracker.md); choose another --name`);
     const previous = this.registry.agentByName(name);
     // A re-attaching agent replaces its stale self (the old stream may not have noticed yet).
-    if (previous) this.lose(previous, `agent ${name} attached again from ${call.getPeer()}`);
+    if (previous?.protocol === "kernelfarm") this.lose(previous, `agent ${name} attached again from ${call.getPeer()}`);
     const id = this.registry.newAgentId(name);
     // The direct lane's host: what the agent says, or the address the tracker sees it at.
     const data = reg.data_port ? { host: reg.data_host || peerHost(call.getPeer()), port: reg.data_port, tls: reg.data_tls } : undefined;
-    const agent: Agent = { id, name, peer: call.getPeer(), call, attachedAt: Date.now(), lastSeen: Date.now(), boards: new Map(), data };
+    const agent: FarmAgent = { protocol: "kernelfarm", id, name, peer: call.getPeer(), call, attachedAt: Date.now(), lastSeen: Date.now(), boards: new Map(), data };
     for (const spec of reg.boards) {
       if (!spec.name || !spec.key) throw new FarmError("INVALID_ARGUMENT", `board ${JSON.stringify(spec.name)} needs a name and a key`);
       if (agent.boards.has(spec.name)) throw new FarmError("INVALID_ARGUMENT", `agent ${name} registers board "${spec.name}" twice`);
@@ -159,7 +161,7 @@ export class AgentLinks {
     return agent;
   }
 
-  private boardReady(agent: Agent, name: string, lanePort: number): void {
+  private boardReady(agent: FarmAgent, name: string, lanePort: number): void {
     const board = agent.boards.get(name);
     if (!board) throw new FarmError("NOT_FOUND", `agent ${agent.name} has no board "${name}"`);
     board.lanePort = lanePort;
@@ -171,7 +173,7 @@ export class AgentLinks {
   }
 
   /** A canary result or an infrastructure error: feeds the board's health state machine. */
-  private boardHealth(agent: Agent, report: BoardHealthReport__Output): void {
+  private boardHealth(agent: FarmAgent, report: BoardHealthReport__Output): void {
     const board = agent.boards.get(report.board_name);
     if (!board) throw new FarmError("NOT_FOUND", `agent ${agent.name} has no board "${report.board_name}"`);
     const input =
@@ -191,27 +193,30 @@ export class AgentLinks {
     if (board.health.grantable) this.scheduler.dispatch(board.key);
   }
 
-  private sessionEnded(agent: Agent, sessionId: string, reason: WireError | null): void {
+  private sessionEnded(agent: FarmAgent, sessionId: string, reason: WireError | null): void {
     const lease = this.scheduler.leases.get(sessionId);
     if (!lease || lease.board.agent !== agent) return; // already over on our side
     lease.end(reason ? FarmError.fromWire(reason) : null);
   }
 
   /** The host reached the session's worker directly. */
-  private laneOpened(agent: Agent, sessionId: string): void {
+  private laneOpened(agent: FarmAgent, sessionId: string): void {
     const lease = this.scheduler.leases.get(sessionId);
-    if (lease && lease.board.agent === agent) lease.directOpened();
+    if (lease && lease.board.agent === agent) lease.opened("direct");
   }
 
   /** An auto-routed host fell back to the data port: the agent dials it for the session's worker. */
   openRelay(lease: Lease): void {
     const agent = lease.board.agent;
+    if (agent.protocol !== "kernelfarm") return; // a TVM client never reaches the data port with a ticket: none is sent to it
     if (this.registry.agents.has(agent.id) && !agent.call.writableEnded) agent.call.write({ open_relay: { session_id: lease.id } });
   }
 
   /** Tells the agent to start serving `lease` on its board. */
   assign(lease: Lease): void {
-    lease.board.agent.call.write({
+    const agent = lease.board.agent;
+    if (agent.protocol !== "kernelfarm") return; // a TVM server's lease is the TVM port's (tracker/tvm/)
+    agent.call.write({
       assign: {
         session_id: lease.id,
         board_name: lease.board.name,
@@ -227,14 +232,15 @@ export class AgentLinks {
   /** Tells the agent a lease is over, so it recycles or kills the worker. */
   end(lease: Lease): void {
     const agent = lease.board.agent;
+    if (agent.protocol !== "kernelfarm") return;
     if (!this.registry.agents.has(agent.id) || agent.call.writableEnded) return;
     agent.call.write({ end_session: { session_id: lease.id, reason: lease.reason ? lease.reason.toWire() : null } });
   }
 
   /** Releases the hold of each agent's token when the agent goes. */
-  private readonly released = new WeakMap<Agent, () => void>();
+  private readonly released = new WeakMap<FarmAgent, () => void>();
 
-  private lose(agent: Agent, why: string, level: "warn" | "info" = "warn", cause?: FarmError): void {
+  private lose(agent: FarmAgent, why: string, level: "warn" | "info" = "warn", cause?: FarmError): void {
     if (!this.registry.agents.delete(agent.id)) return;
     this.released.get(agent)?.();
     this.log[level]({ agent: agent.id }, `agent lost: ${why}`);
@@ -256,6 +262,8 @@ export class AgentLinks {
     const limit = this.opts.heartbeatIntervalMs * this.opts.maxMissedHeartbeats;
     const now = Date.now();
     for (const agent of [...this.registry.agents.values()]) {
+      // TVM servers send no heartbeats: the TVM port watches them (tracker/tvm/).
+      if (agent.protocol !== "kernelfarm") continue;
       const silentMs = now - agent.lastSeen;
       // One event per heartbeat interval of silence beyond the first.
       const missed = Math.floor(silentMs / this.opts.heartbeatIntervalMs) - 1;

@@ -120,6 +120,11 @@ export class BoardHealth {
     return this.changes;
   }
 
+  /** Quarantined by an operator: canaries do not lift it (a TVM server's probes stop trying: tracker/tvm/server.ts). */
+  get heldByOperator(): boolean {
+    return this.held;
+  }
+
   get grantable(): boolean {
     return this.state !== "quarantined";
   }

@@ -7,7 +7,8 @@
  * |-----------|-------------------------------------------------------------------------|
  * | `granted` | the host holds the grant (on its Session stream); its lane is not open  |
  * | `active`  | the lane is open: both gRPC streams relayed, both sockets joined, or   |
- * |           | the agent said the host reached it directly                             |
+ * |           | the agent said the host reached it directly; on a TVM server's board    |
+ * |           | (tracker/tvm/), the server stopped polling: its client connected        |
  * | `ended`   | over; `reason` says why (null: closed cleanly by the host)              |
  *
  * The host's Session stream lives as long as the lease: its first message is
@@ -24,6 +25,12 @@ import { Relay } from "./relay.ts";
 
 export type SessionStream = ServerDuplexStream<Buffer, Buffer>;
 export type LeaseState = "granted" | "active" | "ended";
+/**
+ * The lane a session got: one of kernelfarm's (protos/routes.ts), or `tvm`:
+ * a TVM client connected to a TVM server itself, on TVM's own protocol
+ * (tracker/tvm/), which the tracker never sees.
+ */
+export type LeaseLane = Lane | "tvm";
 
 export interface LeaseTimeouts {
   openTimeoutMs: number;
@@ -43,7 +50,7 @@ export class Lease {
   reason: FarmError | null = null;
   readonly grantedAt = Date.now();
   /** The lane the session got, once open. */
-  lane: Lane | undefined;
+  lane: LeaseLane | undefined;
   /** The standby lane the grant named (a worker's own port on the agent's direct-lane host); 0: none. */
   lanePort = 0;
   private host: SessionStream | undefined;
@@ -79,6 +86,7 @@ export class Lease {
   }
 
   private missing(): string {
+    if (this.board.agent.protocol === "tvm") return "the TVM client did not connect to the TVM server";
     if (this.route === "grpc") return this.workerStream ? "the host sent nothing" : "the board's worker did not open its stream";
     if (this.route === "relay" || this.sockets.host || this.sockets.worker) return this.sockets.host ? "the board's worker did not reach the data port" : "the host did not reach the data port";
     return "the host did not reach the board's agent";
@@ -124,10 +132,10 @@ export class Lease {
     if (this.sockets[role]) throw new FarmError("PERMISSION_DENIED", `session ${this.id} already has its ${role} lane; the ticket is used`);
   }
 
-  /** direct lane: the agent says the host reached the worker. */
-  directOpened(): void {
+  /** A lane the tracker does not carry opened: the agent says the host reached the worker (direct), or a TVM server stopped polling for its client (tvm). */
+  opened(lane: "direct" | "tvm"): void {
     if (this.state !== "granted") return;
-    this.lane = "direct";
+    this.lane = lane;
     this.activate();
   }
 

@@ -24,12 +24,15 @@ import { HEALTH_STATES } from "./health.ts";
 import type { TrackerHttp } from "./http-server.ts";
 import { boardState, type Board, type BoardState, type Registry } from "./registry.ts";
 import type { Scheduler } from "./scheduler.ts";
+import type { TvmPort } from "./tvm/port.ts";
 
 /** What the metrics read: a Tracker passes itself. */
 export interface MetricsSources {
   readonly registry: Pick<Registry, "boards" | "agents">;
   readonly scheduler: Pick<Scheduler, "pendingOf" | "queuedKeys">;
   readonly events: FarmEvents;
+  /** The TVM port (tracker/tvm/), when the tracker has one. */
+  readonly tvm?: Pick<TvmPort, "connectionCount" | "refusals">;
 }
 
 export interface MetricsOptions {
@@ -172,6 +175,28 @@ export class TrackerMetrics {
         for (const b of sources.registry.boards()) for (const h of HEALTH_STATES) this.set({ board: b.id, health: h }, h === b.health.state ? 1 : 0);
       },
     });
+
+    const tvm = sources.tvm;
+    if (tvm) {
+      new Gauge({
+        name: "kernelfarm_tvm_connections",
+        help: "Connections open on the TVM port (TVM servers, clients and status queries).",
+        registers,
+        collect() {
+          this.set(tvm.connectionCount);
+        },
+      });
+      new Counter({
+        name: "kernelfarm_tvm_refused_total",
+        help: "TVM-port peers and requests refused, by reason: network (not in --tvm-allow), key (not in --tvm-keys), protocol (a wrong magic or frame length), overload (too many connections).",
+        labelNames: ["reason"] as const,
+        registers,
+        collect() {
+          this.reset();
+          for (const [reason, n] of Object.entries(tvm.refusals())) this.inc({ reason }, n);
+        },
+      });
+    }
 
     // ── From farm events ───────────────────────────────────────────────────
     this.sessionsStarted = new Counter({ name: "kernelfarm_sessions_started_total", help: "Sessions granted, by key.", labelNames: ["key"] as const, registers });

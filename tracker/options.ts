@@ -1,5 +1,6 @@
 import { join, dirname } from "node:path";
 import { FarmError, SESSION_END_GRACE_MS, componentLogger, isLoopbackHost, type Logger, type ServerTls } from "../protos/index.ts";
+import { DEFAULT_TVM_ALLOW } from "./tvm/admission.ts";
 
 export interface TrackerOptions {
   /** Interface to bind; default 127.0.0.1 (use 0.0.0.0 to serve a network). */
@@ -41,11 +42,17 @@ export interface TrackerOptions {
   publicHttp?: boolean;
   /** Allow binding a non-loopback address without TLS and tokens (a warning is logged). */
   insecure?: boolean;
+  /** Port of the TVM port (TVM's tracker protocol, docs/tvm-tracker.md); 0 picks a free one; undefined: none. */
+  tvmPort?: number;
+  /** Networks (CIDR) the TVM port admits: TVM peers send no token. Default loopback only. */
+  tvmAllow?: string[];
+  /** Keys the TVM port serves (servers may register, clients request); default every key. */
+  tvmKeys?: string[];
   logger?: Logger;
 }
 
-export type ResolvedTrackerOptions = Required<Omit<TrackerOptions, "metricsPort" | "tls" | "tokensFile" | "auditLog" | "stateDir">> &
-  Pick<TrackerOptions, "metricsPort" | "tls" | "tokensFile" | "auditLog" | "stateDir">;
+export type ResolvedTrackerOptions = Required<Omit<TrackerOptions, "metricsPort" | "tls" | "tokensFile" | "auditLog" | "stateDir" | "tvmPort" | "tvmKeys">> &
+  Pick<TrackerOptions, "metricsPort" | "tls" | "tokensFile" | "auditLog" | "stateDir" | "tvmPort" | "tvmKeys">;
 
 export const DEFAULT_HEARTBEAT_INTERVAL_MS = 500;
 /** 3 × 500 ms: a frozen agent leaves the pool within 1.5–2 s (the target is 3 s). */
@@ -73,6 +80,9 @@ export function resolveTrackerOptions(opts: TrackerOptions = {}): ResolvedTracke
     maxSessionTimeoutMs: opts.maxSessionTimeoutMs ?? DEFAULT_MAX_SESSION_TIMEOUT_MS,
     publicHttp: opts.publicHttp ?? false,
     insecure: opts.insecure ?? false,
+    tvmPort: opts.tvmPort,
+    tvmAllow: opts.tvmAllow ?? [...DEFAULT_TVM_ALLOW],
+    tvmKeys: opts.tvmKeys,
     logger: opts.logger ?? componentLogger("tracker"),
   };
   for (const [name, value] of Object.entries(resolved)) {

@@ -20,17 +20,41 @@ import type { Lease } from "./lease.ts";
 
 export type AttachCall = ServerDuplexStream<AgentMessage__Output, TrackerMessage>;
 
-export interface Agent {
+interface AgentBase {
   readonly id: string;
   readonly name: string;
   readonly peer: string;
-  readonly call: AttachCall;
   readonly attachedAt: number;
   lastSeen: number;
   readonly boards: Map<string, Board>;
   /** Where hosts reach the agent's direct lane; undefined: it serves none. */
   readonly data: { host: string; port: number; tls: boolean } | undefined;
 }
+
+/** A kernelfarm agent, on its Attach stream (tracker/agents.ts). */
+export interface FarmAgent extends AgentBase {
+  readonly protocol: "kernelfarm";
+  readonly call: AttachCall;
+}
+
+/**
+ * A TVM RPC server on the TVM port (tracker/tvm/): its tracker connection is
+ * its attachment, its one board of kind `tvm-rpc` is granted to TVM clients
+ * only, and what happens on a lease is TVM's business (docs/tvm-tracker.md).
+ */
+export interface TvmAgent extends AgentBase {
+  readonly protocol: "tvm";
+}
+
+export type Agent = FarmAgent | TvmAgent;
+
+/** Who a board can be granted to: kernelfarm hosts (the SDK), or TVM clients (the TVM port). */
+export type BoardProtocol = Agent["protocol"];
+
+/** The kind of every board a TVM server registers. */
+export const TVM_BOARD_KIND = "tvm-rpc";
+/** TVM servers' agent names: `tvm@HOST:PORT`; kernelfarm agents may not take such a name. */
+export const TVM_AGENT_PREFIX = "tvm@";
 
 /** "host:port", bracketing an IPv6 host. */
 export function joinHostPort(host: string, port: number): string {
@@ -115,12 +139,14 @@ export class Registry {
     for (const agent of this.agents.values()) yield* agent.boards.values();
   }
 
-  boardsOfKey(key: string): Board[] {
-    return [...this.boards()].filter((b) => b.key === key);
+  /** The boards of `key` (of one protocol, if given). */
+  boardsOfKey(key: string, protocol?: BoardProtocol): Board[] {
+    return [...this.boards()].filter((b) => b.key === key && (protocol === undefined || b.agent.protocol === protocol));
   }
 
-  keys(): string[] {
-    return [...new Set([...this.boards()].map((b) => b.key))].sort();
+  /** The keys boards serve (boards of one protocol, if given). */
+  keys(protocol?: BoardProtocol): string[] {
+    return [...new Set([...this.boards()].filter((b) => protocol === undefined || b.agent.protocol === protocol).map((b) => b.key))].sort();
   }
 
   board(id: string): Board | undefined {

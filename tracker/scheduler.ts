@@ -8,7 +8,7 @@ import type { SessionRequest__Output } from "../protos/gen/farm/v1/SessionReques
 import { Lease, type LeaseTimeouts } from "./lease.ts";
 import { labelsMatch, RequestQueue, type PendingRequest } from "./queue.ts";
 import type { FarmEvents } from "./events.ts";
-import { boardState, describeBoard, type Board, type Registry } from "./registry.ts";
+import { boardState, describeBoard, type Board, type BoardProtocol, type Registry } from "./registry.ts";
 
 export interface Waiter extends PendingRequest {
   readonly sessionTimeoutMs: number;
@@ -16,6 +16,8 @@ export interface Waiter extends PendingRequest {
   readonly owner: string | undefined;
   /** How the host wants the session's frames to travel. */
   readonly route: Route;
+  /** Who asks: a kernelfarm host, or a TVM client (tracker/tvm/); each is granted boards of its own protocol only. */
+  readonly protocol: BoardProtocol;
   grant(lease: Lease, queuedMs: number): void;
   fail(err: FarmError): void;
   timer?: NodeJS.Timeout;
@@ -48,8 +50,11 @@ export class Scheduler {
     this.events.emit({ type: "queue", at: Date.now(), key, pending: this.pendingOf(key) });
   }
 
-  pendingOf(key: string): number {
-    return this.queues.get(key)?.size ?? 0;
+  /** Requests waiting for `key` (of one protocol's askers, if given). */
+  pendingOf(key: string, protocol?: BoardProtocol): number {
+    const queue = this.queues.get(key);
+    if (!queue || protocol === undefined) return queue?.size ?? 0;
+    return queue.all().filter((w) => w.protocol === protocol).length;
   }
 
   queuedKeys(): string[] {
@@ -62,6 +67,7 @@ export class Scheduler {
     callbacks: { grant: Waiter["grant"]; fail: Waiter["fail"] },
     owner?: string,
     route: Route = "auto",
+    protocol: BoardProtocol = "kernelfarm",
   ): Waiter | undefined {
     if (this.closedWith) {
       callbacks.fail(this.closedWith);
@@ -71,10 +77,9 @@ export class Scheduler {
       callbacks.fail(new FarmError("INVALID_ARGUMENT", "a session request needs a key"));
       return undefined;
     }
-    const boards = this.registry.boardsOfKey(req.key);
+    const boards = this.registry.boardsOfKey(req.key, protocol);
     if (boards.length === 0) {
-      const keys = this.registry.keys();
-      callbacks.fail(new FarmError("NO_BOARD", `no board serves key "${req.key}"; keys served: ${keys.length ? keys.join(", ") : "(none: no agent is attached)"}`));
+      callbacks.fail(this.noBoard(req.key, protocol));
       return undefined;
     }
     const labels = req.labels ?? {};
@@ -101,6 +106,7 @@ export class Scheduler {
       sessionTimeoutMs: req.session_timeout_ms,
       owner,
       route,
+      protocol,
       grant: callbacks.grant,
       fail: callbacks.fail,
     };
@@ -110,12 +116,28 @@ export class Scheduler {
     waiter.timer = setTimeout(() => {
       if (queue.remove(waiter)) {
         this.queueChanged(req.key);
-        const busy = this.registry.boardsOfKey(req.key).length;
+        const busy = this.registry.boardsOfKey(req.key, protocol).length;
         waiter.fail(new FarmError("DEADLINE_EXCEEDED", `no board of key "${req.key}" became free within ${deadlineMs} ms (${busy} board(s) serve it, ${queue.size} other request(s) waiting)`));
       }
     }, deadlineMs);
     this.dispatch(req.key);
     return waiter;
+  }
+
+  /** NO_BOARD for `key`, naming the keys `protocol`'s boards serve (and the other protocol's boards of `key`: kernelfarm hosts and TVM clients share no boards). */
+  private noBoard(key: string, protocol: BoardProtocol): FarmError {
+    const keys = this.registry.keys(protocol);
+    const others = this.registry.boardsOfKey(key).length;
+    if (protocol === "tvm") {
+      return new FarmError(
+        "NO_BOARD",
+        `no TVM server serves key "${key}"; keys TVM servers serve: ${keys.length ? keys.join(", ") : "(none: no TVM server is registered)"}${others ? `; ${others} kernelfarm board(s) of key "${key}" serve kernelfarm's SDK only` : ""}`,
+      );
+    }
+    return new FarmError(
+      "NO_BOARD",
+      `no board serves key "${key}"; keys served: ${keys.length ? keys.join(", ") : "(none: no agent is attached)"}${others ? `; ${others} TVM server(s) of key "${key}" serve TVM clients only, on the TVM port` : ""}`,
+    );
   }
 
   /** The requester went away before being served. */
@@ -149,7 +171,7 @@ export class Scheduler {
     if (!queue || queue.size === 0 || this.closedWith) return;
     for (const board of this.registry.boardsOfKey(key)) {
       if (boardState(board) !== "free") continue;
-      const waiter = queue.take((w) => labelsMatch(w.labels, board.labels));
+      const waiter = queue.take((w) => w.protocol === board.agent.protocol && labelsMatch(w.labels, board.labels));
       if (!waiter) continue;
       clearTimeout(waiter.timer);
       this.grant(board, waiter);

@@ -29,6 +29,7 @@ import { Scheduler } from "./scheduler.ts";
 import { StateStore, STATE_FILE_NAME } from "./state-store.ts";
 import { buildSummary } from "./summary.ts";
 import { TOKEN_KINDS, type Identity, type TokenKind } from "./tokens.ts";
+import { TvmPort } from "./tvm/port.ts";
 
 /** The longest reason an operator may give with a board command (it is shown in every summary and kept in the state file). */
 export const MAX_NOTE_CHARS = 200;
@@ -52,6 +53,8 @@ export class Tracker {
   private readonly relayLanes: DataPort;
   /** The HTTP side (/metrics, live view), when `metricsPort` is set. */
   readonly http: TrackerHttp | undefined;
+  /** TVM's tracker protocol (tracker/tvm/), when `tvmPort` is set. */
+  readonly tvm: TvmPort | undefined;
   private readonly startedAt = Date.now();
   private boundPort = 0;
   /**
@@ -78,7 +81,11 @@ export class Tracker {
         endGraceMs: this.options.endGraceMs,
         defaultDeadlineMs: this.options.defaultDeadlineMs,
       },
-      { assigned: (lease) => this.agents.assign(lease), ended: (lease) => this.agents.end(lease) },
+      {
+        // A TVM server's lease is the TVM port's; AgentLinks tells kernelfarm agents.
+        assigned: (lease) => (lease.board.agent.protocol === "tvm" ? this.tvm?.assigned(lease) : this.agents.assign(lease)),
+        ended: (lease) => this.agents.end(lease),
+      },
       log,
       this.events,
     );
@@ -89,6 +96,13 @@ export class Tracker {
       fallback: (lease) => this.agents.openRelay(lease),
     }, log);
     this.agents = new AgentLinks(this.registry, this.scheduler, { ...this.options, relayPort: () => this.relayLanes.port }, log, this.events, this.auth, this.audit, this.memory);
+    this.tvm =
+      this.options.tvmPort === undefined
+        ? undefined
+        : new TvmPort(
+            { allow: this.options.tvmAllow, keys: this.options.tvmKeys, maxSessionTimeoutMs: this.options.maxSessionTimeoutMs },
+            { registry: this.registry, scheduler: this.scheduler, events: this.events, memory: this.memory, audit: this.audit, log: log.child({ component: "tvm-port" }) },
+          );
     if (this.options.metricsPort !== undefined) {
       this.http = new TrackerHttp(log, {
         tls: this.options.tls,
@@ -126,10 +140,18 @@ export class Tracker {
     widenConnectionWindow(this.server, this.options.logger);
     await this.relayLanes.listen(this.options.host, this.options.dataPort);
     if (this.http) await this.http.listen(this.options.host, this.options.metricsPort!);
+    if (this.tvm) await this.tvm.listen(this.options.host, this.options.tvmPort!);
     const o = this.options;
     this.options.logger.info({ address: this.address, dataPort: this.relayLanes.port, http: this.http?.port, tls: !!o.tls, mtls: !!o.tls?.clientCaFile, tokens: o.tokensFile ?? null, audit: o.auditLog ?? null, state: this.state?.path ?? null }, "tracker listening");
     const absent = this.memory.absentIds();
     if (absent.length > 0) this.options.logger.info({ boards: absent }, `remembered ${absent.length} board(s) from ${this.state?.path}; each takes its drain, quarantine and health back when its agent attaches`);
+    if (this.tvm) {
+      const a = this.tvm.admission;
+      o.logger[a.beyondLoopback ? "warn" : "info"](
+        { tvmPort: this.tvm.port, allow: a.allow, keys: a.keys ?? "all" },
+        `TVM port ${this.tvmAddress}: TVM servers and clients send no token${o.tls ? " and no TLS" : ""}; it admits peers from ${a.allow.join(", ")} and serves ${a.keys?.length ? `keys ${a.keys.join(", ")}` : "every key"} (docs/security.md, "TVM's tracker protocol")`,
+      );
+    }
     if (!isLoopbackHost(o.host) && !(o.tls && o.tokensFile)) {
       o.logger.warn({ host: o.host }, `--insecure: serving ${o.host} without ${o.tls ? "tokens" : o.tokensFile ? "TLS" : "TLS or tokens"}; anyone who reaches this port can run code on every board`);
     }
@@ -139,6 +161,11 @@ export class Tracker {
   /** The data port (relay lanes), once listening. */
   get dataPort(): number {
     return this.relayLanes.port;
+  }
+
+  /** "host:port" of the TVM port, or undefined without one. */
+  get tvmAddress(): string | undefined {
+    return this.tvm ? joinHostPort(this.options.host, this.tvm.port) : undefined;
   }
 
   /** "host:port" of the HTTP side, or undefined without one. */
@@ -159,6 +186,8 @@ export class Tracker {
       `the tracker at ${this.address} is shutting down${key ? `; this request for key "${key}" left its queue after ${waitedMs} ms` : ""}: request again when it is back (its agents re-attach within a second of it listening)`,
     ));
     for (const lease of [...this.scheduler.leases.values()]) lease.end(new FarmError("DRAINED", `the tracker at ${this.address} is shutting down, and this session with it; request a new one when it is back`));
+    // After the requests' answers: a TVM client waiting in a queue reads why before its connection ends.
+    this.tvm?.close();
     await this.state?.close();
     await new Promise<void>((resolve) => {
       const force = setTimeout(() => {

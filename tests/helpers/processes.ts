@@ -99,14 +99,18 @@ export interface TrackerProcess extends FarmProcess {
   readonly httpAddress?: string;
   /** "https" or "http", with httpAddress. */
   readonly httpScheme?: "https" | "http";
+  /** "host:port" of its TVM port (TVM's tracker protocol), when started with --tvm-port. */
+  readonly tvmAddress?: string;
 }
 
 export async function startTrackerProcess(args: string[] = [], port = 0, opts: CliOptions = {}): Promise<TrackerProcess> {
   const { proc, stderr } = startCli(["tracker", "--port", String(port), ...args], opts);
   // With --metrics-port the HTTP line follows the listening line: wait for both. With TLS the first says "(TLS)" and the second https.
-  const re = args.includes("--metrics-port")
-    ? /listening on (\S+):(\d+)( \(TLS\))?\n.*data port (\d+).*\n.*http on (https?):\/\/(\S+?)\//
-    : /listening on (\S+):(\d+)( \(TLS\))?\n.*data port (\d+)/;
+  // With --tvm-port the TVM port's line comes last.
+  const base = args.includes("--metrics-port")
+    ? /listening on (\S+):(\d+)( \(TLS\))?\n.*data port (\d+).*\n.*http on (https?):\/\/(\S+?)\//.source
+    : /listening on (\S+):(\d+)( \(TLS\))?\n.*data port (\d+)/.source;
+  const re = new RegExp(args.includes("--tvm-port") ? `${base}.*\\n(?:.*\\n)*?.*tvm port (?<tvm>\\S+) ` : base);
   const m = await waitForLine(proc, re, "kfarm tracker", stderr);
   return {
     proc,
@@ -116,6 +120,7 @@ export async function startTrackerProcess(args: string[] = [], port = 0, opts: C
     tls: !!m[3],
     dataPort: Number(m[4]),
     ...(m[6] ? { httpAddress: m[6], httpScheme: m[5] as "https" | "http" } : {}),
+    ...(m.groups?.tvm ? { tvmAddress: m.groups.tvm } : {}),
     stop: (s) => stopProcess(proc, s),
   };
 }
