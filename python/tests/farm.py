@@ -110,10 +110,10 @@ def run_cli(args: list[str], timeout: float = 60.0) -> subprocess.CompletedProce
     )
 
 
-def run_ts(script: Path, args: list[str], timeout: float = 120.0) -> subprocess.CompletedProcess:
+def run_ts(script: Path, args: list[str], timeout: float = 120.0, stdin: str = "") -> subprocess.CompletedProcess:
     """Runs a TypeScript script of python/tests/ts through node and tsx."""
     return subprocess.run(
-        [NODE or "node", "--import", "tsx", str(script), *args], cwd=REPO, capture_output=True, text=True, timeout=timeout,
+        [NODE or "node", "--import", "tsx", str(script), *args], cwd=REPO, input=stdin, capture_output=True, text=True, timeout=timeout,
         env={**os.environ, "KFARM_LOG": LOG_LEVEL},
     )
 
