@@ -41,6 +41,6 @@ console.log(JSON.stringify({
   cleanEnd: hex(CLEAN_END_FRAME),
   errorEnd: hex(encodeEndFrame({ code: "RUNTIME_CRASH", message: "the worker died (SIGSEGV)", details_json: '{"signal":"SIGSEGV"}' })),
   grant: hex(encodeGrantFrame({ session_id: "s1-abc", route: "auto", ticket: "tkt", direct_address: "127.0.0.1:5", relay_port: 7, worker_address: "127.0.0.1:6", end_grace_ms: 1000 })),
-  random: RANDOM.map(([dtype, n, fill]) => ({ dtype, n, fill, values: Array.from(randomArray(dtype, n, fill), (v) => Number(v)) })),
+  random: RANDOM.map(([dtype, n, fill]) => ({ dtype, n, fill, values: Array.from(randomArray(dtype, n, fill) as ArrayLike<number | bigint>, (v) => Number(v)) })),
   decoded,
 }));
