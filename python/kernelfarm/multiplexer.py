@@ -23,10 +23,11 @@ from .protos import session_pb2
 class Pending:
     """One request's reply, once it comes: `result()` waits for it."""
 
-    __slots__ = ("_event", "_frame", "_error", "data")
+    __slots__ = ("_event", "_wait", "_frame", "_error", "data")
 
-    def __init__(self) -> None:
+    def __init__(self, wait: Callable[[threading.Event], None]) -> None:
         self._event = threading.Event()
+        self._wait = wait
         self._frame: Optional[session_pb2.BoardFrame] = None
         self._error: Optional[FarmError] = None
         #: Assembled chunked data (download, array read).
@@ -42,7 +43,7 @@ class Pending:
 
     def result(self) -> session_pb2.BoardFrame:
         """The reply; its error (a fresh FarmError, raised here) otherwise."""
-        self._event.wait()
+        self._wait(self._event)
         if self._error is not None:
             e = self._error
             raise FarmError(e.code, e.message, e.details)
@@ -75,7 +76,7 @@ class Multiplexer:
         raise FarmError(e.code, f"session {self._session_id} has ended: {e.message}", e.details)
 
     def _expect(self) -> tuple[int, Pending]:
-        pending = Pending()
+        pending = Pending(self._channel.wait)
         with self._lock:
             ended = self._reason is not None
             frame_id = self._next_id
@@ -129,6 +130,10 @@ class Multiplexer:
     def end(self) -> None:
         """No more frames from this side; the board's end of the channel follows."""
         self._channel.end()
+
+    def wait_ended(self) -> None:
+        """Returns once the channel has closed (reading the lane to its end, where the lane is read by its callers)."""
+        self._channel.wait(self.ended)
 
     def abort(self) -> None:
         self._channel.abort()

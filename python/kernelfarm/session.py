@@ -440,7 +440,7 @@ class Session:
                 except FarmError:
                     pass  # already ending: the channel's close settles it
                 self._mux.end()
-        self._mux.ended.wait()
+        self._mux.wait_ended()
 
     # --- measure()'s board side (kernelfarm.measure)
 
