@@ -71,6 +71,11 @@ class TrackerClient:
         self._security = security
         self._stub = host_pb2_grpc.HostServiceStub(channel)
         self._rpc_timeout = rpc_timeout
+        self._closed = False
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise FarmError("CANCELLED", f"this client of the tracker at {self.address} is closed: connect_tracker() again")
 
     def __enter__(self) -> "TrackerClient":
         return self
@@ -107,6 +112,7 @@ class TrackerClient:
         as its fallback (default $KFARM_ROUTE, else auto); `session.lane` says
         which it got. `direct_timeout` (seconds, auto): how long the direct
         lane may take before the relay is tried."""
+        self._check_open()
         chosen = parse_route(route if route is not None else os.environ.get("KFARM_ROUTE"), "request()")
         if not isinstance(key, str):
             raise FarmError("INVALID_ARGUMENT", f"request(): key must be a string, got {type(key).__name__}")
@@ -147,6 +153,7 @@ class TrackerClient:
         """The farm's state (TVM's query_rpc_tracker): `queues` per key, `boards`,
         `agents`; with `key`, that key's boards and queue only; with
         `health_history`, each board's last health changes too."""
+        self._check_open()
         try:
             return self._stub.Summary(
                 host_pb2.SummaryRequest(key=key or "", health_history=health_history),
@@ -157,6 +164,8 @@ class TrackerClient:
             raise self._unreachable(err)
 
     def close(self) -> None:
+        """Closes the connection; the sessions it opened end with it (CANCELLED)."""
+        self._closed = True
         self._channel.close()
 
 

@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+import kernelfarm
 from kernelfarm import FarmError
 from modules import BAD_FUNCTIONS, BAD_SOURCE, build_cpu
 
@@ -129,6 +130,17 @@ def test_requests_with_bad_options(tracker):
     assert refused("INVALID_ARGUMENT", tracker.request, "cpu", labels={"n": 1}) == "request(): labels must map strings to strings, got {'n': 1}"
     assert refused("INVALID_ARGUMENT", tracker.request, 7) == "request(): key must be a string, got int"
     assert refused("NO_BOARD", tracker.request, "tpu")
+
+
+def test_a_closed_client_and_its_sessions(farm):
+    client = kernelfarm.connect_tracker(farm.address)
+    s = client.request("cpu")
+    client.close()
+    for call in (client.summary, lambda: client.request("cpu")):
+        assert refused("CANCELLED", call) == f"this client of the tracker at {farm.address} is closed: connect_tracker() again"
+    # Its session went with its connection.
+    assert refused("CANCELLED", s.listdir)
+    s.close()
 
 
 def test_arrays_belong_to_their_session(tracker, vadd_module):
