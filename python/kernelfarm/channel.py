@@ -284,8 +284,10 @@ class LaneChannel(FrameChannel):
                         self._read_one()
                 finally:
                     self._reading.release()
-                    with self._turn:
-                        self._turn.notify_all()
+                    # A waiter counts itself before it checks whether someone reads: none is missed here.
+                    if self._waiting:
+                        with self._turn:
+                            self._turn.notify_all()
                 # The lane is over: the close (the tracker's end, or the grace) settles what is left.
                 event.wait()
                 return
