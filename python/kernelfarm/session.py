@@ -220,9 +220,9 @@ class RemoteModule:
         number: int = 10,
         repeat: int = 1,
         min_repeat_ms: float = 0,
+        limit_zero_time_iterations: int = 100,
         cooldown_interval_ms: float = 0,
         repeats_to_cooldown: int = 1,
-        limit_zero_time_iterations: int = 100,
         *,
         timeout: Optional[float] = None,
         launch: Optional[Mapping[str, Any]] = None,
@@ -232,13 +232,15 @@ class RemoteModule:
     ) -> Callable[..., BenchmarkResult]:
         """TVM's Module.time_evaluator, run on the board next to the device: call
         the result with the function's arguments; it returns a BenchmarkResult.
-        As in TVM, a `number` grown to reach `min_repeat_ms` persists into later
+        The options after the name are TVM's, in TVM's order (TVM's `dev`, the
+        second, has no counterpart: the session is the device). As in TVM, a
+        `number` grown to reach `min_repeat_ms` persists into later
         evaluations. `timeout` (seconds) bounds each evaluation on the board;
         `launch`, `flush_l2`, `graph` are for CUDA boards, `flush_cpu_cache`
         (TVM's cache_flush_cpu_non_first_arg) for CPU boards."""
         info = self._info(name)
         options = TimeOptions(
-            number, repeat, min_repeat_ms, cooldown_interval_ms, repeats_to_cooldown, limit_zero_time_iterations, timeout, launch, flush_l2, graph, flush_cpu_cache
+            number, repeat, min_repeat_ms, limit_zero_time_iterations, cooldown_interval_ms, repeats_to_cooldown, timeout, launch, flush_l2, graph, flush_cpu_cache
         )
 
         def evaluate(*args: Any) -> BenchmarkResult:
@@ -255,9 +257,9 @@ class TimeOptions(NamedTuple):
     number: int = 10
     repeat: int = 1
     min_repeat_ms: float = 0
+    limit_zero_time_iterations: int = 100
     cooldown_interval_ms: float = 0
     repeats_to_cooldown: int = 1
-    limit_zero_time_iterations: int = 100
     timeout: Optional[float] = None
     launch: Optional[Mapping[str, Any]] = None
     flush_l2: bool = False

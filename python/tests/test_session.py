@@ -120,6 +120,9 @@ def test_time_evaluator_returns_tvms_result_shape(remote, vadd_module):
     assert r.std == pytest.approx(float(np.std(r.results)))
     assert str(r).splitlines()[0] == "Execution time summary:"
     np.testing.assert_array_equal(c.numpy(), 2 * np.ones(n, np.float32))
+    # Positional options in TVM's order after the name: number, repeat, min_repeat_ms, limit_zero_time_iterations, …
+    positional = mod.time_evaluator("vadd", 3, 2, 0, 100)(a, b, c, n)
+    assert (positional.number, len(positional.results)) == (3, 2)
     # min_repeat_ms grows `number`, and the grown number persists into the next evaluation (TVM's semantics).
     grow = mod.time_evaluator("nop", number=1, repeat=1, min_repeat_ms=20)
     first = grow()
