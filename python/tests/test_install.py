@@ -18,8 +18,8 @@ from farm import REPO
 
 
 def test_pip_install_builds_the_stubs_and_the_installed_package_runs_a_session(farm, tracker, vadd_module, tmp_path):
-    if subprocess.run([sys.executable, "-c", "import ensurepip, venv"], capture_output=True).returncode != 0:
-        pytest.skip(f"{sys.executable} has no venv/ensurepip (Debian: apt-get install python3-venv)")
+    if subprocess.run([sys.executable, "-c", "import ensurepip, venv, setuptools, wheel"], capture_output=True).returncode != 0:
+        pytest.skip(f"{sys.executable} cannot build a package offline into a venv (Debian: apt-get install python3-venv python3-setuptools python3-wheel)")
     src = tmp_path / "checkout"
     shutil.copytree(REPO / "python", src / "python", ignore=shutil.ignore_patterns("_proto", "__pycache__", "build", "*.egg-info", ".pytest_cache", "tests"))
     shutil.copytree(REPO / "protos" / "farm", src / "protos" / "farm")
