@@ -308,6 +308,8 @@ class LaneChannel(FrameChannel):
             frame, err = None, e
         except OSError as e:
             frame, err = None, FarmError("UNAVAILABLE", f"{self.lane.what}: {e}")
+        except ValueError:
+            frame, err = None, None  # this side closed the lane under the read: the session's close says why
         if frame is None:
             self._lane_over = True
             self._lane_closed(err)

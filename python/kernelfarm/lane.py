@@ -58,7 +58,9 @@ class LaneSocket:
                     self.sock.sendall(p)
 
     def read_frame(self, limit: int = MAX_MESSAGE_BYTES) -> Optional[bytes]:
-        """The next frame; None when the other side closed the lane."""
+        """The next frame; None when the lane is over (the other side closed it, or this one did)."""
+        if self._reader.closed:
+            return None
         header = self._reader.read(_HEADER.size)
         if len(header) < _HEADER.size:
             return None
@@ -85,6 +87,8 @@ class LaneSocket:
             socket.socket.shutdown(self.sock, socket.SHUT_RDWR)
         except OSError:
             pass
+        # The socket's descriptor closes with the last of the socket and its reader (makefile() holds it open).
+        self._reader.close()
         self.sock.close()
 
 

@@ -3,6 +3,7 @@ the agent's port, relay as the fallback), direct, relay, grpc — from Python:
 the same bytes, calls and ends on each, and many requests in flight at once."""
 from __future__ import annotations
 
+import os
 import re
 import socket
 import threading
@@ -13,7 +14,7 @@ import pytest
 
 import kernelfarm
 from kernelfarm import FarmError
-from farm import AgentProcess, wait_for_free_boards
+from farm import AgentProcess, wait_for, wait_for_free_boards
 from modules import BAD_FUNCTIONS, BAD_SOURCE, build_cpu
 
 LANES = ["direct", "relay", "grpc"]
@@ -172,3 +173,18 @@ def test_sessions_on_every_board_at_once(tracker):
         for s in sessions:
             s.close()
     assert isinstance(sessions[0], kernelfarm.Session)
+
+
+def test_sessions_leave_no_threads_or_sockets_behind(tracker):
+    def open_sockets() -> int:
+        return len(os.listdir(f"/proc/{os.getpid()}/fd"))
+
+    with tracker.request("cpu") as warm:  # whatever a first session starts once (gRPC's own threads) is started
+        warm.listdir()
+    threads, fds = threading.active_count(), open_sockets()
+    for _ in range(3):
+        for lane in LANES:
+            with tracker.request("cpu", route=lane) as s:
+                s.upload(b"x", "x")
+    wait_for("the sessions' threads to end", lambda: threading.active_count() <= threads, timeout=10)
+    wait_for("the sessions' sockets to close", lambda: open_sockets() <= fds, timeout=10)
