@@ -1,0 +1,56 @@
+"""kernelfarm's Python host SDK: the TypeScript host SDK's verbs in Python's conventions.
+
+    import numpy as np
+    import kernelfarm
+
+    tracker = kernelfarm.connect_tracker("127.0.0.1:9190")
+    with tracker.request("cpu") as remote:
+        remote.upload(module)                      # a compiled module, a path, or bytes with a name
+        vadd = remote.load_module(module.name)["vadd"]
+        a, b = remote.array(np.arange(4, dtype=np.float32)), remote.array(np.ones(4, np.float32))
+        c = remote.empty((4,), "float32")
+        vadd(a, b, c, 4)
+        print(c.numpy(), vadd.module.time_evaluator("vadd", number=100)(a, b, c, 4))
+
+See python/README.md.
+"""
+from .benchmark_result import BenchmarkResult
+from .errors import CODES, FarmError
+from .measure import (
+    MEASURE_OUTCOMES,
+    Candidate,
+    Input,
+    MeasureResult,
+    Measurer,
+    Output,
+    RandomInput,
+    measure,
+)
+from .seeded import RandomFill, random_array
+from .session import FileInfo, RemoteArray, RemoteFunction, RemoteModule, Session, Stats
+from .tracker_client import ROUTES, TrackerClient, connect_tracker
+
+__all__ = [
+    "BenchmarkResult",
+    "CODES",
+    "Candidate",
+    "FarmError",
+    "FileInfo",
+    "Input",
+    "MEASURE_OUTCOMES",
+    "MeasureResult",
+    "Measurer",
+    "Output",
+    "ROUTES",
+    "RandomFill",
+    "RandomInput",
+    "RemoteArray",
+    "RemoteFunction",
+    "RemoteModule",
+    "Session",
+    "Stats",
+    "TrackerClient",
+    "connect_tracker",
+    "measure",
+    "random_array",
+]

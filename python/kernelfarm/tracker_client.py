@@ -1,0 +1,205 @@
+"""connect_tracker(): the host's handle on a farm (host-sdk/tracker-client.ts).
+`request(key)` waits in the key's queue for a board and opens a session on it
+(TVM's `tracker.request(key)`).
+"""
+from __future__ import annotations
+
+import math
+import os
+import secrets
+import socket
+import time
+from typing import Mapping, Optional
+
+import grpc
+
+from .channel import SessionStream, connection_failed, open_lane
+from .credentials import ClientSecurity, call_metadata, diagnose_transport, env_security, grpc_channel
+from .errors import FarmError
+from .frames import encode_session_request
+from .multiplexer import Multiplexer
+from .protos import host_pb2, host_pb2_grpc
+from .session import Session
+
+ROUTES = ("auto", "direct", "relay", "grpc")
+SESSION_REQUEST_HEADER = "farm-session-request-bin"
+DEFAULT_CONNECT_TIMEOUT_S = 5.0
+DEFAULT_RPC_TIMEOUT_S = 10.0
+#: auto: how long the direct lane may take before the relay is tried.
+DEFAULT_DIRECT_TIMEOUT_S = 1.0
+#: Grace on top of a deadline the host gave, for the tracker's own answer to arrive first.
+_REQUEST_DEADLINE_SLACK_S = 2.0
+
+
+def parse_route(value: Optional[str], what: str) -> str:
+    if value is None or value == "":
+        return "auto"
+    if value in ROUTES:
+        return value
+    raise FarmError("INVALID_ARGUMENT", f"{what}: route must be one of {', '.join(ROUTES)}, got {value!r}")
+
+
+def parse_address(address: str) -> tuple[str, int]:
+    """HOST:PORT with a clear error for anything else."""
+    if isinstance(address, str) and ":" in address:
+        host, port = address.rsplit(":", 1)
+        host = host.strip("[]")
+        if host and port.isdigit() and 0 < int(port) <= 65535:
+            return host, int(port)
+    raise FarmError("INVALID_ARGUMENT", f"address must be HOST:PORT, got {address!r}")
+
+
+def _ms(seconds: Optional[float], what: str) -> int:
+    """Seconds as the wire's uint32 milliseconds; None or 0: the tracker's default."""
+    if seconds is None:
+        return 0
+    if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or not math.isfinite(seconds) or seconds < 0:
+        raise FarmError("INVALID_ARGUMENT", f"request(): {what} must be a number of seconds ≥ 0, got {seconds!r}")
+    ms = round(seconds * 1000)
+    if ms > 0xFFFF_FFFF:
+        raise FarmError("INVALID_ARGUMENT", f"request(): {what} of {seconds} s is over the {0xFFFF_FFFF // 1000} s the wire carries")
+    return ms
+
+
+class TrackerClient:
+    """A connection to a tracker; use it as a context manager or close() it."""
+
+    def __init__(self, address: str, channel: grpc.Channel, security: ClientSecurity, client_id: Optional[str], rpc_timeout: float):
+        self.address = address
+        self.client_id = client_id or f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(2)}"
+        self._channel = channel
+        self._security = security
+        self._stub = host_pb2_grpc.HostServiceStub(channel)
+        self._rpc_timeout = rpc_timeout
+        self._closed = False
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise FarmError("CANCELLED", f"this client of the tracker at {self.address} is closed: connect_tracker() again")
+
+    def __enter__(self) -> "TrackerClient":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _unreachable(self, err: BaseException) -> FarmError:
+        """A call's failure, naming the tracker when the call never reached it (its own answers say what they mean)."""
+        e = FarmError.from_exception(err)
+        if connection_failed(e):
+            return e.with_message(f"cannot reach the tracker at {self.address}: {e.message}")
+        return e
+
+    def request(
+        self,
+        key: str,
+        priority: int = 1,
+        session_timeout: Optional[float] = None,
+        labels: Optional[Mapping[str, str]] = None,
+        deadline: Optional[float] = None,
+        route: Optional[str] = None,
+        direct_timeout: float = DEFAULT_DIRECT_TIMEOUT_S,
+    ) -> Session:
+        """Waits for a board of `key` and opens a session on it.
+
+        `priority`: larger is served first (TVM's default 1). `session_timeout`
+        (seconds): the lease ends after this long; None or 0: the longest the
+        tracker (and your token) allows. `labels`: every one must match the
+        board's. `deadline` (seconds): the longest wait in the queue; None: the
+        tracker's default (60 s unless set). `route`: how the session's frames
+        travel — "direct" to the board's worker, "relay" through the tracker's
+        data port, "grpc" on the tracker's gRPC port, "auto" direct with relay
+        as its fallback (default $KFARM_ROUTE, else auto); `session.lane` says
+        which it got. `direct_timeout` (seconds, auto): how long the direct
+        lane may take before the relay is tried."""
+        self._check_open()
+        chosen = parse_route(route if route is not None else os.environ.get("KFARM_ROUTE"), "request()")
+        if not isinstance(key, str):
+            raise FarmError("INVALID_ARGUMENT", f"request(): key must be a string, got {type(key).__name__}")
+        if not isinstance(priority, int) or isinstance(priority, bool) or not -(2**31) <= priority < 2**31:
+            raise FarmError("INVALID_ARGUMENT", f"request(): priority must be a 32-bit integer, got {priority!r}")
+        label_map = dict(labels or {})
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in label_map.items()):
+            raise FarmError("INVALID_ARGUMENT", f"request(): labels must map strings to strings, got {label_map!r}")
+        deadline_ms = _ms(deadline, "deadline")
+        request = encode_session_request(key, priority, label_map, deadline_ms, self.client_id, _ms(session_timeout, "session_timeout"), chosen)
+        metadata = call_metadata(self._security) + [(SESSION_REQUEST_HEADER, request)]
+        # No gRPC deadline: the stream lives as long as the lease. The tracker answers at the queue deadline; the
+        # host's own limit only guards against a tracker that never does.
+        stream = SessionStream(self._channel, metadata)
+        try:
+            grant = stream.await_grant(deadline_ms / 1000 + _REQUEST_DEADLINE_SLACK_S if deadline_ms else None)
+        except FarmError as err:
+            if stream.queued_at is not None and connection_failed(err):
+                raise err.with_message(
+                    f'the tracker at {self.address} went away while this request for key "{key}" waited in its queue '
+                    f"(for {round((time.monotonic() - stream.queued_at) * 1000)} ms; {err.message}): request again; a restarted "
+                    "tracker takes requests as soon as it listens, and its agents re-attach within a second"
+                )
+            raise self._unreachable(err)
+        try:
+            channel, lane, note = open_lane(grant, stream, self.address, self._security, direct_timeout)
+        except FarmError as err:
+            # The lease goes back at once rather than at the open timeout; a lease that ended meanwhile says why.
+            stream.cancel()
+            raise stream.early_end() or err
+        ended = stream.early_end()
+        if ended:
+            channel.abort()
+            raise ended
+        return Session(grant.session_id, grant.board, Multiplexer(channel, grant.session_id), lane, note)
+
+    def summary(self, key: Optional[str] = None, health_history: bool = False) -> host_pb2.SummaryReply:
+        """The farm's state (TVM's query_rpc_tracker): `queues` per key, `boards`,
+        `agents`; with `key`, that key's boards and queue only; with
+        `health_history`, each board's last health changes too."""
+        self._check_open()
+        try:
+            return self._stub.Summary(
+                host_pb2.SummaryRequest(key=key or "", health_history=health_history),
+                metadata=call_metadata(self._security),
+                timeout=self._rpc_timeout,
+            )
+        except grpc.RpcError as err:
+            raise self._unreachable(err)
+
+    def close(self) -> None:
+        """Closes the connection; the sessions it opened end with it (CANCELLED)."""
+        self._closed = True
+        self._channel.close()
+
+
+def connect_tracker(
+    address: str,
+    token: Optional[str] = None,
+    tls_ca: Optional[str] = None,
+    tls_cert: Optional[str] = None,
+    tls_key: Optional[str] = None,
+    tls_server_name: Optional[str] = None,
+    client_id: Optional[str] = None,
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S,
+    rpc_timeout: float = DEFAULT_RPC_TIMEOUT_S,
+) -> TrackerClient:
+    """Connects to a tracker at HOST:PORT.
+
+    `token`: a client token from `kfarm token create` (default $KFARM_TOKEN).
+    `tls_ca`: the farm's CA, for a tracker that speaks TLS, with `tls_cert` and
+    `tls_key` for mutual TLS (default $KFARM_TLS_CA, $KFARM_TLS_CERT,
+    $KFARM_TLS_KEY; else plaintext). `client_id`: who this host is, for
+    fairness between clients (default host name, pid and a random part; on a
+    farm with tokens the tracker uses the token's name). Fails with
+    UNAVAILABLE naming the address if nothing answers within
+    `connect_timeout` seconds, saying so when the reason is TLS on one side."""
+    host, port = parse_address(address)
+    security = env_security(token, tls_ca, tls_cert, tls_key, tls_server_name)
+    channel = grpc_channel(address, security)
+    try:
+        grpc.channel_ready_future(channel).result(timeout=connect_timeout)
+    except grpc.FutureTimeoutError:
+        channel.close()
+        why = diagnose_transport(host, port, security.tls is not None)
+        raise FarmError(
+            "UNAVAILABLE",
+            why or f"cannot reach the tracker at {address} within {round(connect_timeout * 1000)} ms; is `kfarm tracker` running there?",
+        ) from None
+    return TrackerClient(address, channel, security, client_id, rpc_timeout)

@@ -1,0 +1,83 @@
+"""Module bundles for the tests, built with the TypeScript compilers through
+node (python/tests/ts/build_module.ts) until the tests switch to the Python
+SDK's own compilers. A built module has what compile_cpu() returns: `.bytes`,
+`.name`, `.digest`, `.functions`.
+"""
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from farm import REPO, run_ts
+
+BUILD = REPO / "python" / "tests" / "ts" / "build_module.ts"
+
+
+@dataclass(frozen=True)
+class BuiltModule:
+    bytes: bytes
+    name: str
+    digest: str
+    functions: list[dict[str, Any]]
+
+
+class BuildFailed(Exception):
+    """The TypeScript compiler refused the source: its message."""
+
+
+def _build(args: list[str]) -> BuiltModule:
+    run = run_ts(BUILD, args)
+    if run.returncode != 0:
+        raise BuildFailed(run.stderr.strip())
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    return BuiltModule(Path(out["path"]).read_bytes(), out["name"], out["digest"], out["functions"])
+
+
+def build_cpu(source: str, functions: dict[str, list[Any]]) -> BuiltModule:
+    """`functions`: name → parameters, as compileCpu takes them ("float32* a", "int32 n", or a full spec with a shape)."""
+    with tempfile.TemporaryDirectory(prefix="kf-py-build-") as d:
+        (Path(d) / "kernel.c").write_text(source)
+        (Path(d) / "functions.json").write_text(json.dumps(functions))
+        return _build(["cpu", str(Path(d) / "kernel.c"), str(Path(d) / "functions.json"), d])
+
+
+def build_vta(tutorial: str) -> BuiltModule:
+    with tempfile.TemporaryDirectory(prefix="kf-py-build-") as d:
+        return _build(["vta", tutorial, d])
+
+
+VADD_SOURCE = """
+#include <stdint.h>
+void vadd(const float* a, const float* b, float* c, int32_t n) {
+  for (int32_t i = 0; i < n; i++) c[i] = a[i] + b[i];
+}
+void scale(float* a, int32_t n, float s) {
+  for (int32_t i = 0; i < n; i++) a[i] *= s;
+}
+void nop(void) {}
+"""
+VADD_FUNCTIONS = {
+    "vadd": ["float32* a", "float32* b", "float32* c", "int32 n"],
+    "scale": ["float32* a", "int32 n", "float32 s"],
+    "nop": [],
+}
+
+#: Kernels that misbehave: a wrong sum, a segfault, an endless loop, a fixed-shape parameter.
+BAD_SOURCE = """
+#include <stdint.h>
+void vadd_wrong(const float* a, const float* b, float* c, int32_t n) {
+  for (int32_t i = 0; i < n; i++) c[i] = a[i] + b[i] + (i == n - 1 ? 1.0f : 0.0f);
+}
+void segv(int32_t n) { volatile int* p = (int*)(intptr_t)n; *p = 42; }
+void spin(void) { for (volatile unsigned long i = 0;; i++) {} }
+void sum16(const int32_t* m, int32_t* out) { int32_t s = 0; for (int i = 0; i < 16; i++) s += m[i]; *out = s; }
+"""
+BAD_FUNCTIONS = {
+    "vadd_wrong": ["float32* a", "float32* b", "float32* c", "int32 n"],
+    "segv": ["int32 n"],
+    "spin": [],
+    "sum16": [{"name": "m", "kind": "buffer", "dtype": "int32", "shape": [4, 4]}, {"name": "out", "kind": "buffer", "dtype": "int32", "shape": [1]}],
+}
