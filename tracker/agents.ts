@@ -9,13 +9,12 @@ import { FarmError, type Logger, type WireError } from "../protos/index.ts";
 import type { AgentMessage__Output } from "../protos/gen/farm/v1/AgentMessage.ts";
 import type { Register__Output } from "../protos/gen/farm/v1/Register.ts";
 import type { BoardHealthReport__Output } from "../protos/gen/farm/v1/BoardHealthReport.ts";
-import type { Lease } from "./lease.ts";
 import type { AuditLog } from "./audit.ts";
 import type { Authorizer, Caller } from "./auth.ts";
 import type { FarmEvents } from "./events.ts";
 import type { BoardMemory } from "./board-memory.ts";
 import { BoardHealth } from "./health.ts";
-import { TVM_AGENT_PREFIX, describeBoard, joinHostPort, peerHost, type AttachCall, type Board, type FarmAgent, type Registry } from "./registry.ts";
+import { TVM_AGENT_PREFIX, describeBoard, joinHostPort, peerHost, type AttachCall, type Board, type BoardLease, type FarmAgent, type Registry } from "./registry.ts";
 import type { Scheduler } from "./scheduler.ts";
 
 export interface AgentLinkOptions {
@@ -206,14 +205,14 @@ export class AgentLinks {
   }
 
   /** An auto-routed host fell back to the data port: the agent dials it for the session's worker. */
-  openRelay(lease: Lease): void {
+  openRelay(lease: BoardLease): void {
     const agent = lease.board.agent;
     if (agent.protocol !== "kernelfarm") return; // a TVM client never reaches the data port with a ticket: none is sent to it
     if (this.registry.agents.has(agent.id) && !agent.call.writableEnded) agent.call.write({ open_relay: { session_id: lease.id } });
   }
 
   /** Tells the agent to start serving `lease` on its board. */
-  assign(lease: Lease): void {
+  assign(lease: BoardLease): void {
     const agent = lease.board.agent;
     if (agent.protocol !== "kernelfarm") return; // a TVM server's lease is the TVM port's (tracker/tvm/)
     agent.call.write({
@@ -230,7 +229,7 @@ export class AgentLinks {
   }
 
   /** Tells the agent a lease is over, so it recycles or kills the worker. */
-  end(lease: Lease): void {
+  end(lease: BoardLease): void {
     const agent = lease.board.agent;
     if (agent.protocol !== "kernelfarm") return;
     if (!this.registry.agents.has(agent.id) || agent.call.writableEnded) return;

@@ -12,15 +12,15 @@ import type { Server, Socket } from "node:net";
 import { FarmError, LaneSocket, acceptHello, checkTokenShape, refuse, socketServer, welcome, type Logger, type ServerTls } from "../protos/index.ts";
 import type { LaneHello__Output } from "../protos/gen/farm/v1/LaneHello.ts";
 import type { Caller } from "./auth.ts";
-import type { Lease } from "./lease.ts";
+import type { BoardLease } from "./registry.ts";
 
 export interface DataPortHooks {
   /** The live lease the hello names, its ticket checked (and, for the host, who it was granted to); throws a FarmError otherwise. */
-  lease(hello: LaneHello__Output, caller: Caller): Lease;
+  lease(hello: LaneHello__Output, caller: Caller): BoardLease;
   /** Who a host is by the token in its hello. */
   caller(token: string | undefined, peer: string): Caller;
   /** An auto-routed host fell back to the relay: its agent must dial in for the worker. */
-  fallback(lease: Lease): void;
+  fallback(lease: BoardLease): void;
 }
 
 export class DataPort {

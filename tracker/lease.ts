@@ -20,7 +20,6 @@ import type { ServerDuplexStream } from "@grpc/grpc-js";
 import type { Socket } from "node:net";
 import { FarmError, encodeEndFrame, encodeGrantFrame, type Lane, type Route } from "../protos/index.ts";
 import type { Grant } from "../protos/gen/farm/v1/Grant.ts";
-import type { Board } from "./registry.ts";
 import { Relay } from "./relay.ts";
 
 export type SessionStream = ServerDuplexStream<Buffer, Buffer>;
@@ -45,7 +44,17 @@ export interface LaneEnd {
   rest: Buffer;
 }
 
-export class Lease {
+/**
+ * What a lease needs of its board. tracker/registry.ts's Board is one; it
+ * names a lease on one of its boards `BoardLease` (this file does not import
+ * the registry, so that the two do not import each other).
+ */
+export interface LeasedBoard {
+  readonly id: string;
+  readonly agent: { readonly protocol: string };
+}
+
+export class Lease<B extends LeasedBoard = LeasedBoard> {
   state: LeaseState = "granted";
   reason: FarmError | null = null;
   readonly grantedAt = Date.now();
@@ -66,14 +75,14 @@ export class Lease {
     readonly id: string,
     /** The session's ticket: opens its lane, releases it. */
     readonly token: string,
-    readonly board: Board,
+    readonly board: B,
     readonly clientId: string,
     /** The token id granted this session (undefined on a farm without tokens). */
     readonly owner: string | undefined,
     /** What the host asked for; `auto` resolves to direct (relay as fallback) or relay. */
     readonly route: Route,
     readonly timeouts: LeaseTimeouts,
-    private readonly onEnded: (lease: Lease) => void,
+    private readonly onEnded: (lease: Lease<B>) => void,
   ) {
     this.after(timeouts.openTimeoutMs, () => {
       if (this.state === "granted") this.end(new FarmError("CANCELLED", `session ${id} was released: its lane did not open within ${timeouts.openTimeoutMs} ms (${this.missing()})`));

@@ -83,10 +83,13 @@ export interface Board {
   lanePort: number;
   /** Why an operator drained it ("drained by alice: new fan"); "" while it is not drained. Remembered with its health (tracker/board-memory.ts). */
   drain: string;
-  lease: Lease | undefined;
+  lease: BoardLease | undefined;
   /** Its health, the same machine across its agent's re-attaches (tracker/board-memory.ts). */
   health: BoardHealth;
 }
+
+/** A lease on one of the registry's boards. */
+export type BoardLease = Lease<Board>;
 
 export function boardState(board: Board): BoardState {
   if (board.lease) return "busy";

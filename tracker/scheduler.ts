@@ -8,7 +8,7 @@ import type { SessionRequest__Output } from "../protos/gen/farm/v1/SessionReques
 import { Lease, type LeaseTimeouts } from "./lease.ts";
 import { labelsMatch, RequestQueue, type PendingRequest } from "./queue.ts";
 import type { FarmEvents } from "./events.ts";
-import { boardState, describeBoard, type Board, type BoardProtocol, type Registry } from "./registry.ts";
+import { boardState, describeBoard, type Board, type BoardLease, type BoardProtocol, type Registry } from "./registry.ts";
 
 export interface Waiter extends PendingRequest {
   readonly sessionTimeoutMs: number;
@@ -18,21 +18,21 @@ export interface Waiter extends PendingRequest {
   readonly route: Route;
   /** Who asks: a kernelfarm host, or a TVM client (tracker/tvm/); each is granted boards of its own protocol only. */
   readonly protocol: BoardProtocol;
-  grant(lease: Lease, queuedMs: number): void;
+  grant(lease: BoardLease, queuedMs: number): void;
   fail(err: FarmError): void;
   timer?: NodeJS.Timeout;
 }
 
 export interface SchedulerHooks {
   /** A lease was granted: tell the board's agent. */
-  assigned(lease: Lease): void;
+  assigned(lease: BoardLease): void;
   /** A lease ended: tell the board's agent, account for it. */
-  ended(lease: Lease): void;
+  ended(lease: BoardLease): void;
 }
 
 export class Scheduler {
   private readonly queues = new Map<string, RequestQueue<Waiter>>();
-  readonly leases = new Map<string, Lease>();
+  readonly leases = new Map<string, BoardLease>();
   private seq = 0;
   private nextSession = 1;
   /** Set by close(): the tracker is stopping, nothing is queued or granted any more. */
@@ -201,7 +201,7 @@ export class Scheduler {
     waiter.grant(lease, queuedMs);
   }
 
-  private onLeaseEnded(lease: Lease): void {
+  private onLeaseEnded(lease: BoardLease): void {
     this.leases.delete(lease.id);
     if (lease.board.lease === lease) lease.board.lease = undefined;
     this.log.info({ session: lease.id, board: lease.board.id, reason: lease.reason?.code ?? "CLOSED", detail: lease.reason?.message }, "session ended");

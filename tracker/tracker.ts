@@ -21,9 +21,9 @@ import { FarmEvents } from "./events.ts";
 import { TrackerHttp } from "./http-server.ts";
 import { installMetrics } from "./metrics.ts";
 import { installLiveView } from "./live/feed.ts";
-import type { Lease, SessionStream } from "./lease.ts";
+import type { SessionStream } from "./lease.ts";
 import { resolveTrackerOptions, type ResolvedTrackerOptions, type TrackerOptions } from "./options.ts";
-import { Registry, describeBoard, joinHostPort } from "./registry.ts";
+import { Registry, describeBoard, joinHostPort, type BoardLease } from "./registry.ts";
 import { widenConnectionWindow, widenStreamWindow } from "./receive-window.ts";
 import { Scheduler } from "./scheduler.ts";
 import { StateStore, STATE_FILE_NAME } from "./state-store.ts";
@@ -332,7 +332,7 @@ export class Tracker {
   }
 
   /** The live lease `id` if `ticket` is its ticket; PERMISSION_DENIED (audited) otherwise. */
-  private ticketedLease(caller: Caller, id: string, ticket: string, doing: string): Lease {
+  private ticketedLease(caller: Caller, id: string, ticket: string, doing: string): BoardLease {
     const lease = this.scheduler.leases.get(id);
     if (!lease) throw new FarmError("NOT_FOUND", `no session "${id}" (it ended or never existed)`);
     if (!sameSecret(lease.token, ticket)) throw this.auth.refuse(new FarmError("PERMISSION_DENIED", `wrong session token for session ${id}`), caller, `${doing} a session`, { session: id });
@@ -340,7 +340,7 @@ export class Tracker {
   }
 
   /** ticketedLease(), and `caller` must be the token the session was granted to. */
-  private ownLease(caller: Caller, id: string, ticket: string, doing: string): Lease {
+  private ownLease(caller: Caller, id: string, ticket: string, doing: string): BoardLease {
     const lease = this.ticketedLease(caller, id, ticket, doing);
     if (lease.owner !== undefined && lease.owner !== caller.identity?.id) {
       throw this.auth.refuse(new FarmError("PERMISSION_DENIED", `session ${id} was granted to another token, not to '${caller.name}'`), caller, `${doing} a session`, { session: id });

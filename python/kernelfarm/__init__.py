@@ -15,6 +15,9 @@
 See python/README.md.
 """
 from .benchmark_result import BenchmarkResult
+from .bundle import DTYPES, CompiledModule, bundle_digest, decode_bundle, encode_bundle, validate_bundle
+from .compile_cpu import compile_cpu
+from .compile_cuda import CudaCompiledModule, KernelResources, compile_cuda, compile_cuda_many
 from .errors import CODES, FarmError
 from .measure import (
     MEASURE_OUTCOMES,
@@ -34,9 +37,13 @@ __all__ = [
     "BenchmarkResult",
     "CODES",
     "Candidate",
+    "CompiledModule",
+    "CudaCompiledModule",
+    "DTYPES",
     "FarmError",
     "FileInfo",
     "Input",
+    "KernelResources",
     "MEASURE_OUTCOMES",
     "MeasureResult",
     "Measurer",
@@ -50,7 +57,14 @@ __all__ = [
     "Session",
     "Stats",
     "TrackerClient",
+    "bundle_digest",
+    "compile_cpu",
+    "compile_cuda",
+    "compile_cuda_many",
     "connect_tracker",
+    "decode_bundle",
+    "encode_bundle",
     "measure",
     "random_array",
+    "validate_bundle",
 ]

@@ -5,13 +5,11 @@ from typing import Any, Optional
 
 import numpy as np
 
+from .bundle import DTYPES as DTYPE_NAMES
 from .errors import FarmError
 
 #: The dtypes boards hold, by their wire name; all little-endian, as the boards store them.
-DTYPES: dict[str, np.dtype] = {
-    name: np.dtype(name).newbyteorder("<")
-    for name in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float32", "float64")
-}
+DTYPES: dict[str, np.dtype] = {name: np.dtype(name).newbyteorder("<") for name in DTYPE_NAMES}
 
 #: [min, max] of the integer dtypes that the wire carries exactly (the 64-bit ones: the safe integers of JavaScript).
 _SAFE = 2**53 - 1

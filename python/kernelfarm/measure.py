@@ -558,7 +558,9 @@ class Measurer:
                         record(MeasureResult(index, cid, attempts=attempt, **got))
                     except Exception as err:  # noqa: BLE001 - every failure is some candidate's outcome
                         outcome, message, lost = _outcome_of(err)
-                        board_id = board.session.board.id if board else None
+                        # Named before a lost session is dropped: a tuner must know which board crashed or hung.
+                        # A compile error involved none.
+                        board_id = board.session.board.id if board and outcome != "COMPILE_ERROR" else None
                         if lost:
                             drop()
                         if outcome == "INFRA_ERROR" and attempt <= retries:

@@ -1,52 +1,35 @@
-"""Module bundles for the tests, built with the TypeScript compilers through
-node (python/tests/ts/build_module.ts) until the tests switch to the Python
-SDK's own compilers. A built module has what compile_cpu() returns: `.bytes`,
-`.name`, `.digest`, `.functions`.
+"""Module bundles for the tests: CPU modules with the Python SDK's own
+compile_cpu(); VTA modules with the TypeScript VTA compiler through node
+(python/tests/ts/build_module.ts), as the Python SDK has no VTA compiler. A
+built module has what compile_cpu() returns: `.bytes`, `.name`, `.digest`,
+`.functions`.
 """
 from __future__ import annotations
 
 import json
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from farm import REPO, run_ts
 
+from kernelfarm import CompiledModule, compile_cpu
+
 BUILD = REPO / "python" / "tests" / "ts" / "build_module.ts"
 
 
-@dataclass(frozen=True)
-class BuiltModule:
-    bytes: bytes
-    name: str
-    digest: str
-    functions: list[dict[str, Any]]
+def build_cpu(source: str, functions: dict[str, list[Any]]) -> CompiledModule:
+    """`functions`: name → parameters ("float32* a", "int32 n", or a full spec with a shape)."""
+    return compile_cpu(source, functions)
 
 
-class BuildFailed(Exception):
-    """The TypeScript compiler refused the source: its message."""
-
-
-def _build(args: list[str]) -> BuiltModule:
-    run = run_ts(BUILD, args)
-    if run.returncode != 0:
-        raise BuildFailed(run.stderr.strip())
-    out = json.loads(run.stdout.strip().splitlines()[-1])
-    return BuiltModule(Path(out["path"]).read_bytes(), out["name"], out["digest"], out["functions"])
-
-
-def build_cpu(source: str, functions: dict[str, list[Any]]) -> BuiltModule:
-    """`functions`: name → parameters, as compileCpu takes them ("float32* a", "int32 n", or a full spec with a shape)."""
+def build_vta(tutorial: str) -> CompiledModule:
+    """One of the VTA tutorials' modules (host-sdk VTA_TUTORIALS), compiled by compileVta."""
     with tempfile.TemporaryDirectory(prefix="kf-py-build-") as d:
-        (Path(d) / "kernel.c").write_text(source)
-        (Path(d) / "functions.json").write_text(json.dumps(functions))
-        return _build(["cpu", str(Path(d) / "kernel.c"), str(Path(d) / "functions.json"), d])
-
-
-def build_vta(tutorial: str) -> BuiltModule:
-    with tempfile.TemporaryDirectory(prefix="kf-py-build-") as d:
-        return _build(["vta", tutorial, d])
+        run = run_ts(BUILD, [tutorial, d])
+        if run.returncode != 0:
+            raise RuntimeError(f"build_module.ts {tutorial}: {run.stderr.strip()}")
+        return CompiledModule.from_bytes(Path(json.loads(run.stdout.strip().splitlines()[-1])["path"]).read_bytes())
 
 
 VADD_SOURCE = """

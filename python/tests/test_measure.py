@@ -11,7 +11,7 @@ import pytest
 import kernelfarm
 from kernelfarm import Candidate, FarmError, Input, Measurer, Output, RandomInput
 from farm import REPO, run_ts, wait_for_free_boards
-from modules import BAD_FUNCTIONS, BAD_SOURCE, BuildFailed, build_cpu
+from modules import BAD_FUNCTIONS, BAD_SOURCE, build_cpu
 
 MEASURE_BATCH = REPO / "python" / "tests" / "ts" / "measure_batch.ts"
 N = 1000
@@ -23,15 +23,8 @@ def vadd_reference(inputs):
 
 
 def compiled(source: str, functions):
-    """A module thunk as a tuner writes one: the compiler's refusal is the candidate's COMPILE_ERROR."""
-
-    def build():
-        try:
-            return build_cpu(source, functions)
-        except BuildFailed as err:
-            raise FarmError("COMPILE_ERROR", str(err)) from err
-
-    return build
+    """A module thunk as a tuner writes one: compile_cpu's refusal is the candidate's COMPILE_ERROR."""
+    return lambda: build_cpu(source, functions)
 
 
 @pytest.fixture(scope="module")
@@ -80,6 +73,9 @@ def test_a_batch_gets_one_result_per_candidate_with_measure_ts_outcomes(tracker,
     assert by_id["no-such-function"].message.startswith('UNKNOWN_FUNCTION: module ') and "vsub" in by_id["no-such-function"].message
     assert by_id["compile"].message.startswith("COMPILE_ERROR: ") and by_id["compile"].attempts == 0
     assert by_id["spin"].message.startswith("TIMEOUT: ")
+    boards = {b.id for b in tracker.summary().boards}
+    assert by_id["crash"].board in boards and by_id["spin"].board in boards, "a crash and a hang name their board"
+    assert by_id["compile"].board is None, "a compile error involved no board"
     assert sorted(r.id for r in seen) == sorted(c.id for c in candidates)
     lines = [json.loads(line) for line in results_file.read_text().splitlines()]
     assert sorted(line["id"] for line in lines) == sorted(c.id for c in candidates)

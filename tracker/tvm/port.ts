@@ -14,8 +14,7 @@
  */
 import { createServer, type Server } from "node:net";
 import { FarmError } from "../../protos/index.ts";
-import type { Lease } from "../lease.ts";
-import { boardState } from "../registry.ts";
+import { boardState, type BoardLease } from "../registry.ts";
 import { TvmAdmission } from "./admission.ts";
 import { TvmConnection, type RefusalReason, type TvmPortContext } from "./connection.ts";
 import type { TvmFarm, TvmServer } from "./server.ts";
@@ -88,7 +87,7 @@ export class TvmPort implements TvmPortContext {
   }
 
   /** The scheduler granted a TVM server's board. */
-  assigned(lease: Lease): void {
+  assigned(lease: BoardLease): void {
     this.farm.servers.get(lease.board.agent.id)?.assigned(lease);
   }
 

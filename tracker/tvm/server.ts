@@ -31,8 +31,7 @@ import type { AuditLog } from "../audit.ts";
 import type { BoardMemory } from "../board-memory.ts";
 import type { FarmEvents } from "../events.ts";
 import { BoardHealth, type HealthInput } from "../health.ts";
-import type { Lease } from "../lease.ts";
-import { TVM_AGENT_PREFIX, TVM_BOARD_KIND, describeBoard, joinHostPort, type Board, type Registry, type TvmAgent } from "../registry.ts";
+import { TVM_AGENT_PREFIX, TVM_BOARD_KIND, describeBoard, joinHostPort, type Board, type BoardLease, type Registry, type TvmAgent } from "../registry.ts";
 import type { Scheduler } from "../scheduler.ts";
 import { probeTvmServer } from "./probe.ts";
 
@@ -119,7 +118,7 @@ export class TvmServer {
   }
 
   /** The address its clients are given: [host, port, matchkey] of its current lease. */
-  grantOf(lease: Lease): [string, number, string] {
+  grantOf(lease: BoardLease): [string, number, string] {
     if (!this.address || !this.claimedKey || this.board?.lease !== lease) throw new FarmError("INTERNAL", `TVM server ${this.link.peer} holds no key for session ${lease.id}`);
     return [this.address.host, this.address.port, this.claimedKey];
   }
@@ -179,7 +178,7 @@ export class TvmServer {
   }
 
   /** The scheduler granted its board: the free key goes to the client. */
-  assigned(lease: Lease): void {
+  assigned(lease: BoardLease): void {
     this.claimedKey = this.freeKey;
     this.freeKey = undefined;
     this.pollsSinceGrant = 0;
@@ -322,7 +321,7 @@ export class TvmServer {
   }
 
   /** The lease on its board ended: a key its client never used is free again at once. */
-  private leaseEnded(lease: Lease): void {
+  private leaseEnded(lease: BoardLease): void {
     const key = this.claimedKey;
     this.claimedKey = undefined;
     if (this.state === "gone") return;
