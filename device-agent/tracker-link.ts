@@ -16,6 +16,7 @@
  * | `backoff`    | lost the tracker; waiting to re-dial          |
  * | `closed`     | stopped for good                              |
  */
+import { randomBytes } from "node:crypto";
 import type * as grpc from "@grpc/grpc-js";
 import { AgentService, FARM_VERSION, FarmError, callMetadata, diagnoseTransport, makeClient, type AgentServiceClient, type ClientSecurity, type Logger } from "../protos/index.ts";
 import type { AgentMessage } from "../protos/gen/farm/v1/AgentMessage.ts";
@@ -64,7 +65,17 @@ export const OUTAGE_REMINDER_MS = 60_000;
  * slowly rather than twice a second into the tracker's audit log.
  */
 const REFUSED_RETRY_MS = 10_000;
-const REFUSALS: ReadonlySet<string> = new Set(["UNAUTHENTICATED", "PERMISSION_DENIED"]);
+/**
+ * After NAME_IN_USE (another live agent holds this agent's name): retried
+ * sooner, so that this agent takes the name within 2 s of the other leaving
+ * (each try costs the tracker one Ping to the holder).
+ */
+const NAME_RETRY_MS = 2000;
+const REFUSALS: ReadonlyMap<string, number> = new Map([
+  ["UNAUTHENTICATED", REFUSED_RETRY_MS],
+  ["PERMISSION_DENIED", REFUSED_RETRY_MS],
+  ["NAME_IN_USE", NAME_RETRY_MS],
+]);
 
 export class TrackerLink {
   state: LinkState = "connecting";
@@ -76,6 +87,8 @@ export class TrackerLink {
   private backoffMs = BACKOFF_START_MS;
   private seq = 0;
   private acked = 0;
+  /** This process's own id on every registration: the tracker tells its re-dials from another agent of the same name. */
+  private readonly instance = randomBytes(8).toString("hex");
 
   constructor(
     readonly address: string,
@@ -113,15 +126,15 @@ export class TrackerLink {
     const call = this.client.Attach(callMetadata(this.security)) as unknown as grpc.ClientDuplexStream<AgentMessage, TrackerMessage__Output>;
     this.call = call;
     let lost = false;
-    const lose = (why: string, refused = false) => {
+    const lose = (why: string, retryMs?: number) => {
       if (lost || this.call !== call) return;
       lost = true;
-      this.lost(why, refused);
+      this.lost(why, retryMs);
     };
     call.on("data", (msg: TrackerMessage__Output) => this.onMessage(msg));
     call.on("error", (err) => {
       const e = FarmError.from(err);
-      lose(e.message, REFUSALS.has(e.code));
+      lose(e.message, REFUSALS.get(e.code));
     });
     call.on("end", () => lose("the tracker closed the stream"));
     call.on("status", (s: grpc.StatusObject) => lose(`the tracker ended the stream: ${s.details}`));
@@ -134,6 +147,7 @@ export class TrackerLink {
         agent_name: this.agentName,
         boards: this.boards,
         version: FARM_VERSION,
+        instance: this.instance,
         ...(this.direct ? { data_port: this.direct.port, data_host: this.direct.host, data_tls: this.direct.tls } : {}),
       },
     });
@@ -161,6 +175,9 @@ export class TrackerLink {
       this.events.drain(msg.drain.board_name);
     } else if (msg.open_relay) {
       this.events.openRelay(msg.open_relay.session_id);
+    } else if (msg.ping) {
+      // Another agent registers with this one's name: answering keeps it.
+      this.send({ heartbeat: { seq: ++this.seq } });
     }
   }
 
@@ -179,7 +196,8 @@ export class TrackerLink {
     }, intervalMs || 500);
   }
 
-  private lost(why: string, refused = false): void {
+  /** `retryMs`: the tracker refused this agent (REFUSALS), and says when to try again. */
+  private lost(why: string, retryMs?: number): void {
     clearInterval(this.heartbeat);
     clearTimeout(this.attachTimer);
     this.call = undefined;
@@ -189,22 +207,22 @@ export class TrackerLink {
     this.client = this.connect();
     const wasAttached = this.state === "attached";
     this.state = "backoff";
-    const delay = refused ? REFUSED_RETRY_MS : this.backoffMs * (0.75 + Math.random() / 2);
+    const delay = retryMs ?? this.backoffMs * (0.75 + Math.random() / 2);
     this.backoffMs = Math.min(BACKOFF_MAX_MS, this.backoffMs * 2);
     if (this.outage) this.outage.tries++;
     else this.outage = { since: Date.now(), tries: 1, saidAt: 0 };
-    if (refused) this.explainRefusal(why);
+    if (retryMs !== undefined) this.explainRefusal(why, retryMs);
     else if (wasAttached) this.log.warn({ tracker: this.address }, `lost the tracker at ${this.address}: ${why}; trying again every ${BACKOFF_MAX_MS} ms`);
     else this.explain(transportReason(why), delay);
     this.events.detached(why);
     this.retry = setTimeout(() => this.dial(), delay);
   }
 
-  /** A refused token will not fix itself: an error, said once per reason. */
-  private explainRefusal(why: string): void {
+  /** A refused token or a name in use will not fix itself: an error, said once per reason. */
+  private explainRefusal(why: string, retryMs: number): void {
     if (why === this.lastProblem) return;
     this.lastProblem = why;
-    this.log.error({ tracker: this.address }, `the tracker refused this agent: ${why}; retrying every ${REFUSED_RETRY_MS / 1000} s`);
+    this.log.error({ tracker: this.address }, `the tracker refused this agent: ${why}; retrying every ${retryMs / 1000} s`);
   }
 
   private lastExplainAt = 0;

@@ -44,6 +44,7 @@ const CODES = {
   DRAINED: { grpc: GrpcStatus.UNAVAILABLE, doc: "the board or tracker is shutting down" },
   UNAUTHENTICATED: { grpc: GrpcStatus.UNAUTHENTICATED, doc: "no token, or one the tracker does not know (malformed, revoked, expired)" },
   PERMISSION_DENIED: { grpc: GrpcStatus.PERMISSION_DENIED, doc: "the caller's token or session ticket does not allow this" },
+  NAME_IN_USE: { grpc: GrpcStatus.ALREADY_EXISTS, doc: "another live agent is attached under this agent name" },
   PROTOCOL_ERROR: { grpc: GrpcStatus.INTERNAL, doc: "a peer sent a frame that breaks the protocol" },
   CANCELLED: { grpc: GrpcStatus.CANCELLED, doc: "the caller gave up" },
   INTERNAL: { grpc: GrpcStatus.INTERNAL, doc: "a bug in kernelfarm" },

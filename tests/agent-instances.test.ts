@@ -1,7 +1,7 @@
 /**
  * One agent token, many agents: the pods of a Kubernetes Deployment or
  * DaemonSet share one token and attach as `TOKEN@INSTANCE` (their pod name),
- * side by side, where agents of one name would replace each other. No token
+ * side by side, where a second live agent of one name is refused. No token
  * reaches another token's names.
  */
 import assert from "node:assert/strict";

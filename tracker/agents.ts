@@ -25,10 +25,20 @@ export interface AgentLinkOptions {
   relayPort(): number;
 }
 
+/**
+ * How long an attached agent has to answer a Ping when another agent
+ * registers with its name: an answer means the name is taken, silence that
+ * its link is dead. Under the agent's attach timeout (2 s), so a newcomer that
+ * replaces a dead link is not given up on by its own side.
+ */
+export const NAME_PROBE_MS = 1000;
+
 export class AgentLinks {
   private readonly sweeper: NodeJS.Timeout;
   /** Heartbeat intervals each silent agent has missed so far (reported once each). */
   private readonly missed = new WeakMap<FarmAgent, number>();
+  /** Who waits to hear from an agent (a name probe): told true on its next message, false if it is lost. */
+  private readonly listeners = new WeakMap<FarmAgent, Set<(heard: boolean) => void>>();
 
   constructor(
     private readonly registry: Registry,
@@ -52,6 +62,7 @@ export class AgentLinks {
   /** Handler for AgentService.Attach. */
   attach(call: AttachCall): void {
     let agent: FarmAgent | undefined;
+    let registering = false;
     let caller: Caller;
     try {
       caller = this.auth.caller(call.metadata, call.getPeer(), "attach an agent");
@@ -60,24 +71,29 @@ export class AgentLinks {
       call.emit("error", FarmError.from(err).toGrpc());
       return;
     }
+    const refuse = (err: unknown) => {
+      const e = FarmError.from(err);
+      this.log.warn({ agent: agent?.id, peer: call.getPeer(), code: e.code }, e.message);
+      call.emit("error", e.toGrpc());
+    };
     call.on("data", (msg: AgentMessage__Output) => {
       try {
         if (msg.register) {
-          if (agent) throw new FarmError("PROTOCOL_ERROR", "an agent registers once per Attach stream");
-          agent = this.register(call, msg.register, caller);
+          if (registering) throw new FarmError("PROTOCOL_ERROR", "an agent registers once per Attach stream");
+          registering = true;
+          this.register(call, msg.register, caller).then((a) => (agent = a), refuse);
           return;
         }
-        if (!agent) throw new FarmError("PROTOCOL_ERROR", "the first message on Attach must be Register");
+        if (!agent) throw new FarmError("PROTOCOL_ERROR", "the first message on Attach must be Register, and the next ones wait for Registered");
         agent.lastSeen = Date.now();
+        this.heard(agent, true);
         if (msg.heartbeat) call.write({ heartbeat_ack: { seq: msg.heartbeat.seq } });
         else if (msg.board_ready) this.boardReady(agent, msg.board_ready.board_name, msg.board_ready.lane_port);
         else if (msg.session_ended) this.sessionEnded(agent, msg.session_ended.session_id, msg.session_ended.reason);
         else if (msg.lane_opened) this.laneOpened(agent, msg.lane_opened.session_id);
         else if (msg.board_health) this.boardHealth(agent, msg.board_health);
       } catch (err) {
-        const e = FarmError.from(err);
-        this.log.warn({ agent: agent?.id, peer: call.getPeer(), code: e.code }, e.message);
-        call.emit("error", e.toGrpc());
+        refuse(err);
       }
     });
     const gone = () => {
@@ -92,7 +108,7 @@ export class AgentLinks {
     call.on("cancelled", gone);
   }
 
-  private register(call: AttachCall, reg: Register__Output, caller: Caller): FarmAgent {
+  private async register(call: AttachCall, reg: Register__Output, caller: Caller): Promise<FarmAgent> {
     // With tokens an agent is who its token says (TOKEN, or TOKEN@INSTANCE): another token cannot take its name over.
     if (caller.identity && reg.agent_name && !isAgentNameOf(caller.name, reg.agent_name)) {
       throw this.auth.refuse(
@@ -108,13 +124,12 @@ export class AgentLinks {
     const name = caller.identity ? reg.agent_name || caller.name : reg.agent_name || call.getPeer();
     // TVM servers' names (and so their boards' ids) start so: an agent may not take one over.
     if (name.startsWith(TVM_AGENT_PREFIX)) throw new FarmError("INVALID_ARGUMENT", `agent name "${name}" starts with "${TVM_AGENT_PREFIX}", which names TVM servers on the TVM port (docs/tvm-tracker.md); choose another --name`);
-    const previous = this.registry.agentByName(name);
-    // A re-attaching agent replaces its stale self (the old stream may not have noticed yet).
-    if (previous?.protocol === "kernelfarm") this.lose(previous, `agent ${name} attached again from ${call.getPeer()}`);
+    await this.claimName(name, reg.instance, call.getPeer());
+    if (call.cancelled || call.destroyed) throw new FarmError("CANCELLED", `agent ${name} at ${call.getPeer()} left while it was registering`);
     const id = this.registry.newAgentId(name);
     // The direct lane's host: what the agent says, or the address the tracker sees it at.
     const data = reg.data_port ? { host: reg.data_host || peerHost(call.getPeer()), port: reg.data_port, tls: reg.data_tls } : undefined;
-    const agent: FarmAgent = { protocol: "kernelfarm", id, name, peer: call.getPeer(), call, attachedAt: Date.now(), lastSeen: Date.now(), boards: new Map(), data };
+    const agent: FarmAgent = { protocol: "kernelfarm", id, name, instance: reg.instance, peer: call.getPeer(), call, attachedAt: Date.now(), lastSeen: Date.now(), boards: new Map(), data };
     for (const spec of reg.boards) {
       if (!spec.name || !spec.key) throw new FarmError("INVALID_ARGUMENT", `board ${JSON.stringify(spec.name)} needs a name and a key`);
       if (agent.boards.has(spec.name)) throw new FarmError("INVALID_ARGUMENT", `agent ${name} registers board "${spec.name}" twice`);
@@ -158,6 +173,59 @@ export class AgentLinks {
     this.events.emit({ type: "agent", at, agent: id, name, peer: agent.peer, change: "attached" });
     for (const board of agent.boards.values()) this.events.emit({ type: "board", at, board: describeBoard(board), change: "added" });
     return agent;
+  }
+
+  /**
+   * One live agent per name. The same process dialling again (same
+   * instance; its old link may not know yet that it is dead) replaces its
+   * stale self. Another process is a restarted agent or a second one given
+   * the same name: the attached agent is asked whether it is there, and an
+   * answer within NAME_PROBE_MS refuses the newcomer (NAME_IN_USE, naming
+   * where the other attached from), while silence means its link is dead and
+   * the newcomer replaces it. Two live agents of one name would otherwise
+   * evict each other on every re-dial, and their sessions with them.
+   */
+  private async claimName(name: string, instance: string, peer: string): Promise<void> {
+    const previous = this.registry.agentByName(name);
+    if (previous?.protocol !== "kernelfarm") return;
+    if (instance !== "" && previous.instance === instance) {
+      this.lose(previous, `agent ${name} attached again from ${peer}`);
+      return;
+    }
+    if (await this.answers(previous)) throw this.nameInUse(name, previous);
+    const now = this.registry.agentByName(name);
+    if (now && now !== previous) throw this.nameInUse(name, now);
+    this.lose(previous, `agent ${name} did not answer within ${NAME_PROBE_MS} ms, and a new agent of that name attached from ${peer}`);
+  }
+
+  private nameInUse(name: string, holder: { peer: string; attachedAt: number }): FarmError {
+    return new FarmError(
+      "NAME_IN_USE",
+      `agent name "${name}" is in use by the live agent attached from ${holder.peer} since ${new Date(holder.attachedAt).toISOString()}: give each agent its own --name (name: in its config file); this one takes the name when that agent leaves`,
+      { details: { name, holder: holder.peer } },
+    );
+  }
+
+  /** Whether the agent says anything within NAME_PROBE_MS of a Ping (a heartbeat due anyway counts). */
+  private answers(agent: FarmAgent): Promise<boolean> {
+    if (!this.registry.agents.has(agent.id) || agent.call.cancelled || agent.call.destroyed || agent.call.writableEnded) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const waiting = this.listeners.get(agent) ?? new Set();
+      this.listeners.set(agent, waiting);
+      const done = (heard: boolean) => {
+        clearTimeout(timer);
+        waiting.delete(done);
+        resolve(heard);
+      };
+      const timer = setTimeout(() => done(false), NAME_PROBE_MS);
+      waiting.add(done);
+      agent.call.write({ ping: {} });
+    });
+  }
+
+  private heard(agent: FarmAgent, heard: boolean): void {
+    const waiting = this.listeners.get(agent);
+    if (waiting) for (const done of [...waiting]) done(heard);
   }
 
   private boardReady(agent: FarmAgent, name: string, lanePort: number): void {
@@ -241,6 +309,7 @@ export class AgentLinks {
 
   private lose(agent: FarmAgent, why: string, level: "warn" | "info" = "warn", cause?: FarmError): void {
     if (!this.registry.agents.delete(agent.id)) return;
+    this.heard(agent, false);
     this.released.get(agent)?.();
     this.log[level]({ agent: agent.id }, `agent lost: ${why}`);
     for (const board of agent.boards.values()) {

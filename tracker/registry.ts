@@ -35,6 +35,8 @@ interface AgentBase {
 export interface FarmAgent extends AgentBase {
   readonly protocol: "kernelfarm";
   readonly call: AttachCall;
+  /** The agent process's own random id (Register.instance): its re-dials carry it; "" from agents before 0.9. */
+  readonly instance: string;
 }
 
 /**

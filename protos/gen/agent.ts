@@ -45,6 +45,7 @@ import type { Ok as _farm_v1_Ok, Ok__Output as _farm_v1_Ok__Output } from './far
 import type { OpenRelay as _farm_v1_OpenRelay, OpenRelay__Output as _farm_v1_OpenRelay__Output } from './farm/v1/OpenRelay';
 import type { OutputCheck as _farm_v1_OutputCheck, OutputCheck__Output as _farm_v1_OutputCheck__Output } from './farm/v1/OutputCheck';
 import type { ParamInfo as _farm_v1_ParamInfo, ParamInfo__Output as _farm_v1_ParamInfo__Output } from './farm/v1/ParamInfo';
+import type { Ping as _farm_v1_Ping, Ping__Output as _farm_v1_Ping__Output } from './farm/v1/Ping';
 import type { Register as _farm_v1_Register, Register__Output as _farm_v1_Register__Output } from './farm/v1/Register';
 import type { Registered as _farm_v1_Registered, Registered__Output as _farm_v1_Registered__Output } from './farm/v1/Registered';
 import type { Remove as _farm_v1_Remove, Remove__Output as _farm_v1_Remove__Output } from './farm/v1/Remove';
@@ -111,6 +112,7 @@ export interface ProtoGrpcType {
       OpenRelay: MessageTypeDefinition<_farm_v1_OpenRelay, _farm_v1_OpenRelay__Output>
       OutputCheck: MessageTypeDefinition<_farm_v1_OutputCheck, _farm_v1_OutputCheck__Output>
       ParamInfo: MessageTypeDefinition<_farm_v1_ParamInfo, _farm_v1_ParamInfo__Output>
+      Ping: MessageTypeDefinition<_farm_v1_Ping, _farm_v1_Ping__Output>
       Register: MessageTypeDefinition<_farm_v1_Register, _farm_v1_Register__Output>
       Registered: MessageTypeDefinition<_farm_v1_Registered, _farm_v1_Registered__Output>
       Remove: MessageTypeDefinition<_farm_v1_Remove, _farm_v1_Remove__Output>

@@ -45,6 +45,7 @@ CODES: dict[str, str] = {
     "DRAINED": "the board or tracker is shutting down",
     "UNAUTHENTICATED": "no token, or one the tracker does not know (malformed, revoked, expired)",
     "PERMISSION_DENIED": "the caller's token or session ticket does not allow this",
+    "NAME_IN_USE": "another live agent is attached under this agent name",
     "PROTOCOL_ERROR": "a peer sent a frame that breaks the protocol",
     "CANCELLED": "the caller gave up",
     "INTERNAL": "a bug in kernelfarm",

@@ -18,6 +18,10 @@ export interface Register {
    * the direct lane speaks TLS
    */
   'data_tls'?: (boolean);
+  /**
+   * random, one per agent process: its re-dials carry it, a restarted or second agent has another
+   */
+  'instance'?: (string);
 }
 
 export interface Register__Output {
@@ -36,4 +40,8 @@ export interface Register__Output {
    * the direct lane speaks TLS
    */
   'data_tls': (boolean);
+  /**
+   * random, one per agent process: its re-dials carry it, a restarted or second agent has another
+   */
+  'instance': (string);
 }

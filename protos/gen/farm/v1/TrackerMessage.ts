@@ -6,6 +6,7 @@ import type { AssignSession as _farm_v1_AssignSession, AssignSession__Output as 
 import type { SessionEnd as _farm_v1_SessionEnd, SessionEnd__Output as _farm_v1_SessionEnd__Output } from '../../farm/v1/SessionEnd';
 import type { Drain as _farm_v1_Drain, Drain__Output as _farm_v1_Drain__Output } from '../../farm/v1/Drain';
 import type { OpenRelay as _farm_v1_OpenRelay, OpenRelay__Output as _farm_v1_OpenRelay__Output } from '../../farm/v1/OpenRelay';
+import type { Ping as _farm_v1_Ping, Ping__Output as _farm_v1_Ping__Output } from '../../farm/v1/Ping';
 
 export interface TrackerMessage {
   'registered'?: (_farm_v1_Registered | null);
@@ -14,7 +15,8 @@ export interface TrackerMessage {
   'end_session'?: (_farm_v1_SessionEnd | null);
   'drain'?: (_farm_v1_Drain | null);
   'open_relay'?: (_farm_v1_OpenRelay | null);
-  'msg'?: "registered"|"heartbeat_ack"|"assign"|"end_session"|"drain"|"open_relay";
+  'ping'?: (_farm_v1_Ping | null);
+  'msg'?: "registered"|"heartbeat_ack"|"assign"|"end_session"|"drain"|"open_relay"|"ping";
 }
 
 export interface TrackerMessage__Output {
@@ -24,5 +26,6 @@ export interface TrackerMessage__Output {
   'end_session'?: (_farm_v1_SessionEnd__Output | null);
   'drain'?: (_farm_v1_Drain__Output | null);
   'open_relay'?: (_farm_v1_OpenRelay__Output | null);
-  'msg'?: "registered"|"heartbeat_ack"|"assign"|"end_session"|"drain"|"open_relay";
+  'ping'?: (_farm_v1_Ping__Output | null);
+  'msg'?: "registered"|"heartbeat_ack"|"assign"|"end_session"|"drain"|"open_relay"|"ping";
 }
