@@ -8,7 +8,7 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { FarmError, bundleDigest, encodeBundle, hostCpuTarget, isDtype, type FunctionSpec, type ParamSpec } from "../protos/index.ts";
+import { FarmError, binaryCpuTarget, bundleDigest, encodeBundle, hostCpuTarget, isDtype, type FunctionSpec, type ParamSpec } from "../protos/index.ts";
 import type { CompiledModule } from "./compiled-module.ts";
 
 const run = promisify(execFile);
@@ -69,7 +69,8 @@ export async function compileCpu(source: string, opts: CompileCpuOptions): Promi
       format: "kernelfarm.bundle",
       version: 1,
       target: "cpu",
-      targetDetails: hostCpuTarget(),
+      // What the compiler built for (a cross compiler's target), read from the binary; the host's where it cannot be read.
+      targetDetails: { ...(binaryCpuTarget(binary) ?? hostCpuTarget()) },
       binary,
       functions,
       meta: { compiler: cc, flags: ["-O2", "-shared", "-fPIC", ...(opts.flags ?? [])].join(" ") },

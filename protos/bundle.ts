@@ -185,9 +185,3 @@ function validateParam(p: unknown, at: string): void {
     if (!Array.isArray(param.shape) || !param.shape.every((d) => Number.isInteger(d) && d > 0)) bad(`${at}.shape`, "is not a list of positive integers");
   }
 }
-
-/** targetDetails of a CPU bundle built on this machine: arch as compilers name it (`uname -m`), os as Node does. */
-export function hostCpuTarget(): { arch: string; os: string } {
-  const arch = ({ x64: "x86_64", arm64: "aarch64" } as Record<string, string>)[process.arch] ?? process.arch;
-  return { arch, os: process.platform };
-}

@@ -2,9 +2,10 @@
 export { FarmError, FARM_ERROR_CODES, CODE_TRAILER, type FarmErrorCode, type WireError } from "./errors.ts";
 export { DTYPES, isDtype, dtypeBytes, dtypeOf, elementCount, integerRange, viewAs, type Dtype, type AnyTypedArray, type TypedArrayOf } from "./dtype.ts";
 export {
-  BUNDLE_FORMAT, BUNDLE_VERSION, BUNDLE_TARGETS, encodeBundle, decodeBundle, validateBundle, bundleDigest, hostCpuTarget, launchProblem, toLaunchConfig,
+  BUNDLE_FORMAT, BUNDLE_VERSION, BUNDLE_TARGETS, encodeBundle, decodeBundle, validateBundle, bundleDigest, launchProblem, toLaunchConfig,
   type ModuleBundle, type LaunchConfig, type LaunchDecl, type Dim3, type BundleTarget, type FunctionSpec, type ParamSpec,
 } from "./bundle.ts";
+export { hostCpuTarget, binaryCpuTarget, type CpuTarget } from "./cpu-target.ts";
 export {
   encodeHostFrame, encodeHostFrameParts, decodeHostFrame, encodeBoardFrame, encodeBoardFrameParts, decodeBoardFrame,
   isGrantFrame, isEndFrame, encodeGrantFrame, encodeEndFrame, decodeGrantFrame, decodeEndFrame, CLEAN_END_FRAME,

@@ -5,6 +5,7 @@
  * queued, and a fresh session on the same farm still works.
  */
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -244,6 +245,23 @@ describe("bad input inside a session", () => {
     });
     await assertNothingLost(farm.client, BOARDS, "cpu");
   });
+
+  const cross = hostCpuTarget().arch === "aarch64" ? "x86_64-linux-gnu-gcc" : "aarch64-linux-gnu-gcc";
+  const crossArch = cross.split("-")[0]!;
+  it(
+    `a module cross-compiled with ${cross} says ${crossArch}, and a ${hostCpuTarget().arch} board refuses it TARGET_MISMATCH naming both`,
+    { skip: spawnSync(cross, ["--version"]).status === 0 ? false : `no ${cross} on this host (Debian: apt-get install gcc-${cross.replace(/-gcc$/, "").replace(/_/g, "-")})` },
+    async () => {
+      const module = await compileCpu("void f(int* a) { a[0] = 1; }\n", { functions: { f: ["int32* a"] }, cc: cross });
+      assert.deepEqual(decodeBundle(module.bytes).targetDetails, { arch: crossArch, os: "linux" });
+      await withSession("cpu", async (s) => {
+        await s.upload(module);
+        const err = await refused(s.loadModule(module.name), "TARGET_MISMATCH");
+        names(err, `linux/${crossArch}`, `${hostCpuTarget().os}/${hostCpuTarget().arch}`, "cc option");
+        await s.listdir(); // the session goes on
+      });
+    },
+  );
 
   it("upload names that are not plain file names are INVALID_NAME", async () => {
     await withSession("cpu", async (s) => {

@@ -116,7 +116,11 @@ export class CpuBackend implements Backend {
     const want = hostCpuTarget();
     const got = { arch: bundle.targetDetails.arch, os: bundle.targetDetails.os };
     if (got.arch !== want.arch || got.os !== want.os) {
-      throw new FarmError("TARGET_MISMATCH", `the module was built for ${got.os}/${got.arch} but this board is ${want.os}/${want.arch}`);
+      throw new FarmError(
+        "TARGET_MISMATCH",
+        `the module was built for ${got.os}/${got.arch} but this board is ${want.os}/${want.arch}: compile it with a C compiler for ${want.os}/${want.arch} (compileCpu's cc option), or request a board of the module's architecture`,
+        { details: { module: `${got.os}/${got.arch}`, board: `${want.os}/${want.arch}` } },
+      );
     }
     const path = join(workdir, `.module${this.modules++}.so`);
     writeFileSync(path, bundle.binary);

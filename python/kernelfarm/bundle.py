@@ -384,23 +384,45 @@ def to_launch_config(decl: Mapping[str, Any], where: str) -> dict[str, Any]:
     return {"grid": [int(d) for d in config["grid"]], "block": [int(d) for d in config["block"]], "sharedMemBytes": int(config["sharedMemBytes"])}
 
 
-# Python's name of the machine (platform.machine()) -> Node's process.arch, as
-# hostCpuTarget then maps it (x64 -> x86_64, arm64 -> aarch64).
-_NODE_ARCH = {
+# Python's name of the machine (platform.machine()) -> the compilers' name,
+# as protos/cpu-target.ts names Node's process.arch.
+_MACHINE_ARCH = {
     "x86_64": "x86_64", "amd64": "x86_64", "x64": "x86_64",
     "aarch64": "aarch64", "arm64": "aarch64", "armv8l": "arm", "armv7l": "arm", "armv6l": "arm",
-    "i386": "ia32", "i686": "ia32", "x86": "ia32",
-    "ppc64le": "ppc64", "ppc64": "ppc64", "s390x": "s390x", "riscv64": "riscv64",
-    "loongarch64": "loong64", "mips": "mips", "mipsel": "mipsel",
+    "i386": "i386", "i686": "i386", "x86": "i386",
+    "ppc64le": "ppc64le", "s390x": "s390x", "riscv64": "riscv64", "loongarch64": "loongarch64",
 }
 
 
 def host_cpu_target() -> dict[str, str]:
-    """targetDetails of a CPU bundle built on this machine: arch as compilers
-    name it (`uname -m`), os as Node names it (sys.platform without a version:
-    "linux", "darwin", "win32", "freebsd"), so both SDKs write the same."""
+    """The target of this machine: arch as compilers name it (`uname -m`), os
+    as Node names it (sys.platform without a version: "linux", "darwin",
+    "win32", "freebsd"), so both SDKs write the same (protos/cpu-target.ts)."""
     machine = platform.machine().lower()
-    return {"arch": _NODE_ARCH.get(machine, machine), "os": re.sub(r"[0-9]+$", "", sys.platform)}
+    return {"arch": _MACHINE_ARCH.get(machine, machine), "os": re.sub(r"[0-9]+$", "", sys.platform)}
+
+
+# ELF e_machine -> arch, EI_OSABI -> os, Mach-O cputype -> arch (protos/cpu-target.ts).
+_ELF_MACHINE = {3: "i386", 40: "arm", 62: "x86_64", 183: "aarch64", 243: "riscv64", 22: "s390x", 258: "loongarch64"}
+_EM_PPC64 = 21
+_ELF_OSABI = {0: "linux", 3: "linux", 9: "freebsd"}
+_MACHO_CPU = {0x01000007: "x86_64", 0x0100000C: "aarch64"}
+
+
+def binary_cpu_target(binary: bytes) -> Optional[dict[str, str]]:
+    """The target a shared object was built for, read from its ELF or Mach-O
+    header (a cross compiler's output is labelled by what it built); None for
+    a format or machine not known here."""
+    if len(binary) >= 20 and binary[:4] == b"\x7fELF":
+        little = binary[5] == 1
+        machine = int.from_bytes(binary[18:20], "little" if little else "big")
+        os_name = _ELF_OSABI.get(binary[7])
+        arch = ("ppc64le" if little else "ppc64") if machine == _EM_PPC64 else _ELF_MACHINE.get(machine)
+        return {"arch": arch, "os": os_name} if arch and os_name else None
+    if len(binary) >= 8 and int.from_bytes(binary[:4], "little") == 0xFEEDFACF:
+        arch = _MACHO_CPU.get(int.from_bytes(binary[4:8], "little"))
+        return {"arch": arch, "os": "darwin"} if arch else None
+    return None
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Optional, Union
 
 from ._compile_js import js_json
-from .bundle import DTYPES, CompiledModule, bundle_digest, bundle_name, encode_bundle, host_cpu_target, param_problem
+from .bundle import DTYPES, CompiledModule, bundle_digest, bundle_name, binary_cpu_target, encode_bundle, host_cpu_target, param_problem
 from .errors import FarmError
 
 #: A parameter: "float32*" / "float32* a" (a buffer), "int32 n" (a scalar), or a
@@ -143,7 +143,8 @@ def compile_cpu(
         "format": "kernelfarm.bundle",
         "version": 1,
         "target": "cpu",
-        "targetDetails": host_cpu_target(),
+        # What the compiler built for (a cross compiler's target), read from the binary; the host's where it cannot be read.
+        "targetDetails": binary_cpu_target(binary) or host_cpu_target(),
         "binary": binary,
         "functions": table,
         "meta": {"compiler": compiler, "flags": " ".join(all_flags)},

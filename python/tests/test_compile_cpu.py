@@ -120,6 +120,19 @@ def test_the_bundle_is_byte_identical_to_the_typescript_compilers(ts_compiled, i
     assert b["meta"]["flags"] == " ".join(["-O2", "-shared", "-fPIC", *options.get("flags", [])])
 
 
+CROSS_CC = "aarch64-linux-gnu-gcc"
+
+
+def test_a_cross_compiled_bundle_names_the_target_it_was_built_for(compiler):
+    """Debian's gcc-aarch64-linux-gnu on any host: the bundle says aarch64, as the TypeScript compiler's does."""
+    if shutil.which(CROSS_CC) is None:
+        pytest.skip(f"no {CROSS_CC} (Debian: apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross)")
+    [expected] = run_ts([{"op": "compileCpu", "source": GOOD, "options": {"functions": SAXPY_FILL, "cc": CROSS_CC}}])
+    m = compile_cpu(GOOD, SAXPY_FILL, cc=CROSS_CC)
+    assert m.bytes.hex() == ts_value(expected)["hex"]
+    assert decode_bundle(m.bytes)["targetDetails"] == {"arch": "aarch64", "os": "linux"}
+
+
 def test_the_shared_object_runs(compiler, tmp_path):
     b = decode_bundle(compile_cpu(GOOD, SAXPY_FILL).bytes)
     path = tmp_path / "module.so"
