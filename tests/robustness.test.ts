@@ -15,6 +15,7 @@ import { FarmError } from "../protos/index.ts";
 import { connectTracker, type CompiledModule, type RemoteModule, type Session } from "../host-sdk/index.ts";
 import { compileBad, compileVadd } from "./helpers/kernels.ts";
 import { startAgentProcess, startFarm, startTrackerProcess, waitFor, waitForFreeBoards } from "./helpers/processes.ts";
+import { refused } from "./helpers/assertions.ts";
 
 /** Whether a `nap` call of an agent's session is running: it leaves "napping" in its session's folder (the agent's work root). */
 function napping(agentPid: number): boolean {
@@ -164,8 +165,17 @@ describe("agents that die, freeze or lose their tracker", () => {
       assert.ok(gone <= 3000, `the board left after ${gone} ms`);
       await waitFor("the session on it to end", () => s.isClosed, 2000);
       assert.equal(s.closedReason?.code, "AGENT_LOST");
-      await assert.rejects(client.request("cpu", { deadlineMs: 200 }), (e: FarmError) => e.code === "NO_BOARD");
+      // Its key was served a moment ago: a request waits for its board (TVM's users expect requests to wait), up to its deadline.
+      const late = await refused(client.request("cpu", { deadlineMs: 200 }), "DEADLINE_EXCEEDED");
+      assert.match(late.message, /no board of key "cpu" came back within the request's deadline of 200 ms: none is attached, the last left \d+\.\d s ago/);
+      const waiting = client.request("cpu", { deadlineMs: 20_000 });
+      await waitFor("the request waiting in the queue", async () => (await client.summary()).queues.some((q) => q.key === "cpu" && q.pending === 1));
+      // A key no board has served fails at once, waiting or not.
+      await refused(client.request("tpu", { deadlineMs: 20_000 }), "NO_BOARD");
       agent.proc.kill("SIGCONT");
+      const back = await waiting;
+      assert.equal(back.board.id, "frozen/f");
+      await back.close();
       await waitForFreeBoards(client, 1, "cpu", 10_000);
     } finally {
       agent.proc.kill("SIGCONT");

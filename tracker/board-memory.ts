@@ -90,6 +90,13 @@ export class BoardMemory {
     if (memo) memo.seenAt = Date.now();
   }
 
+  /** When the last remembered board of `key` left (ms since the epoch); undefined when none is remembered. */
+  lastLeft(key: string): number | undefined {
+    let last: number | undefined;
+    for (const memo of Object.values(this.state.boards)) if (memo.key === key && (last === undefined || memo.seenAt > last)) last = memo.seenAt;
+    return last;
+  }
+
   /** A remembered board that is not attached, for an operator's command. */
   absent(id: string): BoardStanding | undefined {
     const memo = this.state.boards[id];

@@ -28,7 +28,18 @@ export interface SchedulerHooks {
   assigned(lease: BoardLease): void;
   /** A lease ended: tell the board's agent, account for it. */
   ended(lease: BoardLease): void;
+  /** When the last board of `key` left (tracker/board-memory.ts), if one was ever attached. */
+  lastLeft(key: string): number | undefined;
 }
+
+/**
+ * A request for a key no attached board serves waits (up to its deadline) if
+ * a board of that key left within this long: its agent is restarting, its
+ * host is partitioned, the tracker itself restarted and the agents are
+ * re-attaching. A key no board has served in that time fails NO_BOARD at
+ * once, naming the keys served (docs/architecture.md, "Scheduling").
+ */
+export const RECENT_KEY_MS = 10 * 60_000;
 
 export class Scheduler {
   private readonly queues = new Map<string, RequestQueue<Waiter>>();
@@ -78,19 +89,22 @@ export class Scheduler {
       return undefined;
     }
     const boards = this.registry.boardsOfKey(req.key, protocol);
-    if (boards.length === 0) {
+    const left = protocol === "kernelfarm" ? this.hooks.lastLeft(req.key) : undefined;
+    const returning = boards.length === 0 && left !== undefined && Date.now() - left <= RECENT_KEY_MS;
+    if (boards.length === 0 && !returning) {
       callbacks.fail(this.noBoard(req.key, protocol));
       return undefined;
     }
     const labels = req.labels ?? {};
-    if (!boards.some((b) => labelsMatch(labels, b.labels))) {
+    // Boards that are away cannot be asked about their labels: a returning key's request waits.
+    if (!returning && !boards.some((b) => labelsMatch(labels, b.labels))) {
       const seen = boards.map((b) => `${b.id} {${Object.entries(b.labels).map(([k, v]) => `${k}=${v}`).join(", ")}}`);
       callbacks.fail(new FarmError("NO_BOARD", `no board of key "${req.key}" has labels ${JSON.stringify(labels)}; boards of that key: ${seen.join("; ")}`));
       return undefined;
     }
     // Boards out of rotation come back only by an operator or passing canaries: say so now rather than at the deadline.
     const usable = boards.filter((b) => labelsMatch(labels, b.labels) && boardState(b) !== "quarantined" && !b.drain);
-    if (usable.length === 0) {
+    if (!returning && usable.length === 0) {
       const why = boards.filter((b) => labelsMatch(labels, b.labels)).map((b) => `${b.id} (${boardState(b) === "quarantined" ? `quarantined: ${b.health.reason}` : b.drain})`);
       callbacks.fail(new FarmError("NO_BOARD", `every board of key "${req.key}" is out of rotation: ${why.join("; ")}`));
       return undefined;
@@ -117,7 +131,15 @@ export class Scheduler {
       if (queue.remove(waiter)) {
         this.queueChanged(req.key);
         const busy = this.registry.boardsOfKey(req.key, protocol).length;
-        waiter.fail(new FarmError("DEADLINE_EXCEEDED", `no board of key "${req.key}" became free within ${deadlineMs} ms (${busy} board(s) serve it, ${queue.size} other request(s) waiting)`));
+        const gone = protocol === "kernelfarm" ? this.hooks.lastLeft(req.key) : undefined;
+        waiter.fail(
+          new FarmError(
+            "DEADLINE_EXCEEDED",
+            busy === 0 && gone !== undefined
+              ? `no board of key "${req.key}" came back within the request's deadline of ${deadlineMs} ms: none is attached, the last left ${((Date.now() - gone) / 1000).toFixed(1)} s ago (is its agent running? kfarm status shows the boards attached)`
+              : `no board of key "${req.key}" became free within ${deadlineMs} ms (${busy} board(s) serve it, ${queue.size} other request(s) waiting)`,
+          ),
+        );
       }
     }, deadlineMs);
     this.dispatch(req.key);

@@ -85,6 +85,7 @@ export class Tracker {
         // A TVM server's lease is the TVM port's; AgentLinks tells kernelfarm agents.
         assigned: (lease) => (lease.board.agent.protocol === "tvm" ? this.tvm?.assigned(lease) : this.agents.assign(lease)),
         ended: (lease) => this.agents.end(lease),
+        lastLeft: (key) => this.memory.lastLeft(key),
       },
       log,
       this.events,
