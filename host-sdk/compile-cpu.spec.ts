@@ -124,4 +124,29 @@ describe("compileCpu", () => {
   it("refuses a bad parameter declaration before running the compiler", async () => {
     await assert.rejects(compileCpu(GOOD, { functions: { fill: ["int* out"] }, cc: "/nonexistent/cc" }), (e: FarmError) => e.code === "INVALID_ARGUMENT" && /function fill, parameter 0/.test(e.message));
   });
+
+  it("options of the wrong shape are INVALID_ARGUMENT naming the option and the shape it takes, before the compiler runs", async () => {
+    const cc = "/nonexistent/cc"; // reached only if a check let the options through (TOOLCHAIN_MISSING)
+    const cases: Array<[string, unknown, unknown, RegExp]> = [
+      // The shape several RPC libraries use: "params.map is not a function" from inside the compiler, before.
+      ["functions as a list of { name, params }", GOOD, { functions: [{ name: "fill", params: ["int32* out"] }], cc }, /^compileCpu: functions must be a record of function name → parameter list, e\.g\. \{ vadd: .*; got an array \(for a list of \{ name, params \}, write \{ \[name\]: params \}\)$/],
+      ["parameters as one string", GOOD, { functions: { fill: "int32* out" }, cc }, /^compileCpu: function fill: parameters must be a list such as \["float32\* a", "int32 n"\], got "int32\* out"$/],
+      ["a function name that is not a C identifier", GOOD, { functions: { "fill-in": [] }, cc }, /function name "fill-in" is not a C identifier/],
+      ["a ParamSpec with an unknown dtype", GOOD, { functions: { fill: [{ name: "out", kind: "buffer", dtype: "half" }] }, cc }, /^function fill, parameter 0: ParamSpec\.dtype is not a known dtype: "half"$/],
+      ["a parameter that is a number", GOOD, { functions: { fill: [4] }, cc }, /^function fill, parameter 0: 4 is not "DTYPE\* name"/],
+      ["no options", GOOD, undefined, /^compileCpu: options must be \{ functions, flags\?, cc\?, fileName\? \}/],
+      ["a misspelt option", GOOD, { function: { fill: [] }, cc }, /^compileCpu: options has an unknown key "function"; the keys are functions, flags, cc, fileName$/],
+      // Spread into characters, "-O3" gave cc a "-" argument: cc read its source from stdin.
+      ["flags as one string", GOOD, { functions: { fill: ["int32* out"] }, flags: "-O3", cc }, /^compileCpu: flags must be a list of strings such as \["-O3", "-DN=4"\], got "-O3"$/],
+      ["source that is not a string", 42, { functions: { fill: ["int32* out"] }, cc }, /^compileCpu: source must be a string of C code, got 42$/],
+      ["cc that is not a string", GOOD, { functions: { fill: ["int32* out"] }, cc: 5 }, /^compileCpu: cc must be a compiler's name or path, got 5$/],
+      ["a fileName with a directory", GOOD, { functions: { fill: ["int32* out"] }, fileName: "../kernel.c", cc }, /^compileCpu: fileName "\.\.\/kernel\.c" is not a plain file name, such as "kernel\.c"$/],
+    ];
+    for (const [what, source, opts, message] of cases) {
+      const err = await compileCpu(source as string, opts as never).then(() => assert.fail(`${what}: compiled`), (e: unknown) => e);
+      assert.ok(err instanceof FarmError, `${what}: ${String(err)}`);
+      assert.equal(err.code, "INVALID_ARGUMENT", `${what}: ${err.message}`);
+      assert.match(err.message, message, what);
+    }
+  });
 });

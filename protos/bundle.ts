@@ -174,14 +174,25 @@ export function launchProblem(value: unknown): string | undefined {
   return undefined;
 }
 
-function validateParam(p: unknown, at: string): void {
-  if (typeof p !== "object" || p === null) bad(at, "is not a record");
+/**
+ * Why `p` is not a ParamSpec, as [the field under it (".dtype", or "" for
+ * itself), the problem], or undefined when it is one. The compilers check
+ * their users' own ParamSpecs with it before running a compiler.
+ */
+export function paramProblem(p: unknown): [string, string] | undefined {
+  if (typeof p !== "object" || p === null || Array.isArray(p)) return ["", "is not a record"];
   const param = p as Record<string, unknown>;
-  if (typeof param.name !== "string") bad(`${at}.name`, "is not a string");
-  if (param.kind !== "buffer" && param.kind !== "scalar") bad(`${at}.kind`, `is ${JSON.stringify(param.kind)}, expected "buffer" or "scalar"`);
-  if (!isDtype(param.dtype)) bad(`${at}.dtype`, `is not a known dtype: ${JSON.stringify(param.dtype)}`);
+  if (typeof param.name !== "string") return [".name", "is not a string"];
+  if (param.kind !== "buffer" && param.kind !== "scalar") return [".kind", `is ${JSON.stringify(param.kind)}, expected "buffer" or "scalar"`];
+  if (!isDtype(param.dtype)) return [".dtype", `is not a known dtype: ${JSON.stringify(param.dtype)}`];
   if (param.shape !== undefined) {
-    if (param.kind !== "buffer") bad(`${at}.shape`, "is only allowed on buffers");
-    if (!Array.isArray(param.shape) || !param.shape.every((d) => Number.isInteger(d) && d > 0)) bad(`${at}.shape`, "is not a list of positive integers");
+    if (param.kind !== "buffer") return [".shape", "is only allowed on buffers"];
+    if (!Array.isArray(param.shape) || !param.shape.every((d) => Number.isInteger(d) && d > 0)) return [".shape", "is not a list of positive integers"];
   }
+  return undefined;
+}
+
+function validateParam(p: unknown, at: string): void {
+  const problem = paramProblem(p);
+  if (problem) bad(`${at}${problem[0]}`, problem[1]);
 }

@@ -220,6 +220,27 @@ describe("compileCuda refusals before nvcc runs", () => {
     assert.equal((await failure(compileCuda(SAXPY, { functions: FUNCTIONS, fileName: "../kernel.cu", nvcc }))).code, "INVALID_ARGUMENT");
   });
 
+  test("options of the wrong shape are INVALID_ARGUMENT naming the option, before nvcc runs", async () => {
+    const nvcc = "/nonexistent/nvcc"; // reached only if a check let the options through (TOOLCHAIN_MISSING)
+    const cases: Array<[string, unknown, RegExp]> = [
+      ["functions as a list of { name, params }", { functions: [{ name: "saxpy", params: SAXPY_PARAMS }], nvcc }, /^compileCuda: functions must be a record of kernel name → parameters, e\.g\. .*; got an array \(for a list of \{ name, params \}, write \{ \[name\]: \{ params, launch \} \}\)$/],
+      // Spread into characters, "-O3" gave nvcc a "-" argument: it waited for its source on stdin.
+      ["flags as one string", { functions: FUNCTIONS, flags: "-O3", nvcc }, /^compileCuda: flags must be a list of strings such as \["-O3", "-DN=4"\], got "-O3"$/],
+      ["ptx that is not a boolean", { functions: FUNCTIONS, ptx: "yes", nvcc }, /^compileCuda: ptx must be true \(a fatbin with PTX\) or false \(a cubin\), got "yes"$/],
+      ["cache that is neither a directory nor false", { functions: FUNCTIONS, cache: 5, nvcc }, /^compileCuda: cache must be a directory or false \(no cache\), got 5$/],
+      ["nvcc that is not a path", { functions: FUNCTIONS, nvcc: 7 }, /^compileCuda: nvcc must be a path, got 7$/],
+      ["a misspelt option", { functions: FUNCTIONS, archs: "sm_90", nvcc }, /^compileCuda: options has an unknown key "archs"; the keys are functions, arch, flags, ptx, nvcc, fileName, cache$/],
+      ["no options", undefined, /^compileCuda: options must be \{ functions, arch\?, flags\?, ptx\?, nvcc\?, fileName\?, cache\? \}, got undefined$/],
+      ["a kernel with an unknown key", { functions: { saxpy: { params: SAXPY_PARAMS, grid: 8 } }, nvcc }, /^compileCuda: function saxpy: unknown key "grid"; a kernel is \{ params, launch\? \}$/],
+      ["a launch with an unknown key", { functions: { saxpy: { params: SAXPY_PARAMS, launch: { grid: 8, block: 32, shared: 1024 } } }, nvcc }, /^compileCuda: function saxpy: launch has an unknown key "shared"; expected grid, block and sharedMemBytes$/],
+    ];
+    for (const [what, opts, message] of cases) {
+      const err = await failure(compileCuda(SAXPY, opts as CompileCudaOptions));
+      assert.equal(err.code, "INVALID_ARGUMENT", `${what}: ${err.message}`);
+      assert.match(err.message, message, what);
+    }
+  });
+
   test("nvcc missing is TOOLCHAIN_MISSING saying where it looked and what to install", async () => {
     const err = await failure(compileCuda(SAXPY, { functions: FUNCTIONS, nvcc: "/nonexistent/nvcc", cache: false }));
     assert.equal(err.code, "TOOLCHAIN_MISSING");

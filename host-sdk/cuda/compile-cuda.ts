@@ -14,6 +14,7 @@ import {
 } from "../../protos/index.ts";
 import { functionTable, type ParamDecl } from "../compile-cpu.ts";
 import type { CompiledModule } from "../compiled-module.ts";
+import { checkFileName, checkFlags, checkRecord, shown } from "../options.ts";
 import { cacheKey, defaultCacheDir, readCacheEntry, writeCacheEntry } from "./cache.ts";
 import { cleanDiagnostics, locateNvcc, nvccVersion, runNvcc } from "./nvcc.ts";
 import { parsePtxasInfo, type KernelResources } from "./ptxas-info.ts";
@@ -54,7 +55,8 @@ export const DEFAULT_CUDA_ARCH = "sm_90";
 export const DEFAULT_CUDA_FILE_NAME = "kernel.cu";
 const ARCH = /^sm_\d+[a-z]?$/;
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
-const FILE_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.+-]*\.cu$/;
+const OPTION_KEYS = ["functions", "arch", "flags", "ptx", "nvcc", "fileName", "cache"];
+const FUNCTIONS_EXAMPLE = '{ saxpy: { params: ["float32 a", "float32* x", "float32* y", "int32 n"], launch: { grid: 4096, block: 256 } } }, or { saxpy: ["float32 a", …] }';
 
 interface ResolvedCompileCudaOptions {
   arch: string;
@@ -71,19 +73,25 @@ function invalid(message: string, details?: Record<string, unknown>): FarmError 
 }
 
 function resolveCompileCudaOptions(opts: CompileCudaOptions): ResolvedCompileCudaOptions {
+  checkRecord(opts, OPTION_KEYS, "compileCuda", "options", `{ ${OPTION_KEYS.map((k) => (k === "functions" ? k : `${k}?`)).join(", ")} }`);
   const arch = opts.arch ?? DEFAULT_CUDA_ARCH;
-  if (!ARCH.test(arch)) throw invalid(`arch ${JSON.stringify(arch)} is not a GPU architecture such as "sm_90" (or "sm_90a", "sm_80")`, { field: "arch" });
-  const fileName = opts.fileName ?? DEFAULT_CUDA_FILE_NAME;
-  if (!FILE_NAME.test(fileName)) throw invalid(`fileName ${JSON.stringify(fileName)} is not a plain file name ending in .cu, such as "kernel.cu"`, { field: "fileName" });
-  const flags = [...(opts.flags ?? [])];
-  if (!flags.every((f) => typeof f === "string")) throw invalid("flags must be a list of strings", { field: "flags" });
+  if (typeof arch !== "string" || !ARCH.test(arch)) throw invalid(`arch ${JSON.stringify(arch)} is not a GPU architecture such as "sm_90" (or "sm_90a", "sm_80")`, { field: "arch" });
+  const fileName = checkFileName(opts.fileName ?? DEFAULT_CUDA_FILE_NAME, "compileCuda", DEFAULT_CUDA_FILE_NAME, ".cu");
+  const flags = checkFlags(opts.flags, "compileCuda");
+  const ptx = opts.ptx ?? true;
+  if (typeof ptx !== "boolean") throw invalid(`ptx must be true (a fatbin with PTX) or false (a cubin), got ${shown(ptx)}`, { field: "ptx" });
+  if (opts.nvcc !== undefined && (typeof opts.nvcc !== "string" || opts.nvcc === "")) throw invalid(`nvcc must be a path, got ${shown(opts.nvcc)}`, { field: "nvcc" });
   const cache = opts.cache === undefined ? defaultCacheDir() : opts.cache;
-  return { arch, functions: cudaFunctionTable(opts.functions), flags, ptx: opts.ptx ?? true, nvcc: opts.nvcc, fileName, cache };
+  if (cache !== false && (typeof cache !== "string" || cache === "")) throw invalid(`cache must be a directory or false (no cache), got ${shown(cache)}`, { field: "cache" });
+  return { arch, functions: cudaFunctionTable(opts.functions), flags, ptx, nvcc: opts.nvcc, fileName, cache };
 }
 
 /** The bundle's function table: parameters parsed as compileCpu does, launches normalised to [x, y, z] and checked. */
 export function cudaFunctionTable(functions: Record<string, CudaFunctionDecl>): FunctionSpec[] {
-  if (typeof functions !== "object" || functions === null) throw invalid("`functions` must be a record of kernel name → parameters", { field: "functions" });
+  if (typeof functions !== "object" || functions === null || Array.isArray(functions)) {
+    const hint = Array.isArray(functions) ? " (for a list of { name, params }, write { [name]: { params, launch } })" : "";
+    throw invalid(`functions must be a record of kernel name → parameters, e.g. ${FUNCTIONS_EXAMPLE}; got ${shown(functions)}${hint}`, { field: "functions" });
+  }
   const params: Record<string, readonly ParamDecl[]> = {};
   const launches = new Map<string, LaunchConfig>();
   for (const [name, decl] of Object.entries(functions)) {
@@ -96,10 +104,12 @@ export function cudaFunctionTable(functions: Record<string, CudaFunctionDecl>): 
     if (typeof d !== "object" || d === null || !Array.isArray(d.params)) {
       throw invalid(`function ${name}: expected a list of parameters or { params, launch? }`, { function: name, field: "params" });
     }
+    const unknown = Object.keys(d).find((k) => k !== "params" && k !== "launch");
+    if (unknown !== undefined) throw invalid(`function ${name}: unknown key ${JSON.stringify(unknown)}; a kernel is { params, launch? }`, { function: name, field: unknown });
     params[name] = d.params as readonly ParamDecl[];
     if (d.launch !== undefined) launches.set(name, launchConfig(name, d.launch));
   }
-  return functionTable(params).map((f) => {
+  return functionTable(params, "compileCuda").map((f) => {
     const launch = launches.get(f.name);
     return launch ? { ...f, launch } : f;
   });
@@ -109,6 +119,10 @@ function launchConfig(name: string, launch: unknown): LaunchConfig {
   const where = `compileCuda: function ${name}`;
   if (typeof launch !== "object" || launch === null) throw new FarmError("INVALID_ARGUMENT", `${where}: launch is not a record { grid, block, sharedMemBytes? }`, { details: { function: name, field: "launch" } });
   const l = launch as Record<string, unknown>;
+  const unknown = Object.keys(l).find((k) => k !== "grid" && k !== "block" && k !== "sharedMemBytes");
+  if (unknown !== undefined) {
+    throw new FarmError("INVALID_ARGUMENT", `${where}: launch has an unknown key ${JSON.stringify(unknown)}; expected grid, block and sharedMemBytes`, { details: { function: name, field: "launch" } });
+  }
   for (const field of ["grid", "block"] as const) {
     const v = l[field];
     if (typeof v !== "number" && !(Array.isArray(v) && v.length >= 1 && v.length <= 3)) {

@@ -185,6 +185,19 @@ describe("VTA compiler: refusals", () => {
   const conv = VTA_CONV2D.workload;
   const sched = VTA_CONV2D.schedule as VtaConv2dSchedule;
 
+  it("options and specs of the wrong shape, and fields it does not know (a typo would compile something else), are INVALID_ARGUMENT", () => {
+    const spec = { kind: "conv2d", workload: conv } as VtaKernelSpec;
+    expectFarmError(() => compileVta({ ...spec, workload: { ...conv, stride: 2 } } as never), "INVALID_ARGUMENT", /^compileVta: conv2d workload has an unknown key "stride"; the keys are batch, .*strideH, strideW, shift, clip$/);
+    expectFarmError(() => compileVta({ ...spec, schedule: "fast" } as never), "INVALID_ARGUMENT", /^compileVta: conv2d schedule must be an object \{ ocBlock\?, .* \}, got "fast"$/);
+    expectFarmError(() => compileVta({ ...spec, schedule: { tileH: 2 } } as never), "INVALID_ARGUMENT", /^compileVta: conv2d schedule has an unknown key "tileH"/);
+    expectFarmError(() => compileVta({ ...spec, shape: [1] } as never), "INVALID_ARGUMENT", /^compileVta: the kernel spec has an unknown key "shape"; the keys are kind, name, workload, schedule$/);
+    expectFarmError(() => compileVta({ kind: "matmul", workload: { batch: 1, inFeatures: 16, outFeatures: 16, bias: true } } as never), "INVALID_ARGUMENT", /matmul workload has an unknown key "bias"/);
+    expectFarmError(() => compileVta({ kind: "elementwise", workload: { length: 16, ops: [{ op: "add", rhs: "b" }] }, schedule: { blocks: 1 } } as never), "INVALID_ARGUMENT", /elementwise schedule has an unknown key "blocks"/);
+    expectFarmError(() => compileVta(spec, null as never), "INVALID_ARGUMENT", /^compileVta: options must be \{ hardware\?, trailingPops\? \}, got null$/);
+    expectFarmError(() => compileVta(spec, { hardware: "pynq" } as never), "INVALID_ARGUMENT", /^compileVta: hardware must be a VtaHardware, made by vtaHardware\(config\)/);
+    expectFarmError(() => vtaConv2d(conv, undefined, { name: "c", hardwre: vtaHardware() } as never), "INVALID_ARGUMENT", /options has an unknown key "hardwre"/);
+  });
+
   it("shapes not divisible by the block sizes", () => {
     expectFarmError(() => vtaConv2d({ ...conv, inChannels: 24 }), "COMPILE_ERROR", /inChannels \(24\) is not divisible by BLOCK_IN \(16\)/);
     expectFarmError(() => vtaConv2d({ ...conv, outChannels: 40 }), "COMPILE_ERROR", /outChannels \(40\) is not divisible by BLOCK_OUT \(16\)/);

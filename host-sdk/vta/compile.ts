@@ -12,6 +12,7 @@ import {
   type QueueId, type VtaBinary, type VtaFunction, type VtaHardware, type VtaStreamStats,
 } from "../../vta/index.ts";
 import type { CompiledModule } from "../compiled-module.ts";
+import { checkRecord, invalidOption, shown } from "../options.ts";
 import { conv2dParams, lowerConv2d, resolveConv2d, type ResolvedConv2d, type VtaConv2dSchedule, type VtaConv2dWorkload } from "./conv2d.ts";
 import { elementwiseParams, lowerElementwise, resolveElementwise, type ResolvedElementwise, type VtaElementwiseSchedule, type VtaElementwiseWorkload } from "./elementwise.ts";
 import { runLowered, type TrailingPops } from "./lowered.ts";
@@ -65,6 +66,41 @@ export interface VtaCompiledModule extends CompiledModule {
 
 const DEFAULT_NAMES = { conv2d: "conv2d", matmul: "matmul", elementwise: "elementwise" } as const;
 
+/**
+ * The fields each kernel kind's workload and schedule have: any other is a
+ * typo (`stride` for `strideH`) that would otherwise compile something the
+ * caller did not ask for.
+ */
+const FIELDS: Record<VtaKernelSpec["kind"], { workload: readonly string[]; schedule: readonly string[] }> = {
+  conv2d: {
+    workload: ["batch", "inChannels", "outChannels", "height", "width", "kernelH", "kernelW", "padH", "padW", "strideH", "strideW", "shift", "clip"],
+    schedule: ["ocBlock", "icBlock", "hBlock", "wBlock", "virtualThreads", "storeGranularity"],
+  },
+  matmul: { workload: ["batch", "inFeatures", "outFeatures", "shift", "clip"], schedule: ["batchBlock", "inBlock", "outBlock", "virtualThreads", "storeGranularity"] },
+  elementwise: { workload: ["length", "inputDtype", "ops"], schedule: ["blockVectors"] },
+};
+
+/** The options, checked: unknown keys and a hardware that is no VtaHardware are INVALID_ARGUMENT. */
+function checkOptions(options: CompileVtaOptions): VtaHardware {
+  checkRecord(options, ["hardware", "trailingPops"], "compileVta", "options", "{ hardware?, trailingPops? }");
+  const hw = options.hardware ?? DEFAULT_VTA_HARDWARE;
+  const h = hw as Partial<VtaHardware> | null;
+  if (typeof h !== "object" || h === null || typeof h.name !== "string" || !Number.isInteger(h.blockIn) || !Number.isInteger(h.blockOut) || !Number.isInteger(h.batch)) {
+    throw invalidOption("compileVta", "hardware", `hardware must be a VtaHardware, made by vtaHardware(config) (default DEFAULT_VTA_HARDWARE, the Pynq configuration), got ${shown(hw)}`);
+  }
+  return hw;
+}
+
+/** The spec's own keys, and its workload's and schedule's (their values are checked by each kind's template). */
+function checkSpecFields(spec: VtaKernelSpec): void {
+  checkRecord(spec, ["kind", "name", "workload", "schedule"], "compileVta", "the kernel spec", "{ kind, name?, workload, schedule? }");
+  const fields = FIELDS[spec.kind];
+  if (!fields) return; // lowerSpec names the unknown kind
+  const { workload, schedule } = spec as { workload: unknown; schedule?: unknown };
+  if (typeof workload === "object" && workload !== null) checkRecord(workload, fields.workload, "compileVta", `${spec.kind} workload`, "an object");
+  if (schedule !== undefined) checkRecord(schedule, fields.schedule, "compileVta", `${spec.kind} schedule`, `an object { ${fields.schedule.map((f) => `${f}?`).join(", ")} }`);
+}
+
 interface Lowered {
   root: Stmt;
   threads: number;
@@ -93,10 +129,11 @@ function lowerSpec(spec: VtaKernelSpec, hw: VtaHardware): Lowered {
 
 /** Lowers one kernel to its device runs (no bundle): for tests, tools and the disassembler. */
 export function lowerVtaKernel(spec: VtaKernelSpec, options: CompileVtaOptions = {}): { fn: VtaFunction; info: VtaKernelInfo } {
-  const hw = options.hardware ?? DEFAULT_VTA_HARDWARE;
+  const hw = checkOptions(options);
   const trailingPops = options.trailingPops ?? "commit";
   if (trailingPops !== "commit" && trailingPops !== "carry") throw new FarmError("INVALID_ARGUMENT", `trailingPops must be "commit" or "carry", got ${JSON.stringify(trailingPops)}`);
   if (typeof spec !== "object" || spec === null) throw new FarmError("INVALID_ARGUMENT", "a VTA kernel spec must be an object");
+  checkSpecFields(spec);
   const name = spec.name ?? DEFAULT_NAMES[spec.kind as keyof typeof DEFAULT_NAMES] ?? "kernel";
   const lowered = lowerSpec(spec, hw);
   const cmd = new VtaCommandQueue({ hardware: hw });
@@ -140,7 +177,7 @@ export function lowerVtaKernel(spec: VtaKernelSpec, options: CompileVtaOptions =
  * tiles beyond an on-chip buffer, uop kernels the runtime refuses).
  */
 export function compileVta(kernels: VtaKernelSpec | readonly VtaKernelSpec[], options: CompileVtaOptions = {}): VtaCompiledModule {
-  const hw = options.hardware ?? DEFAULT_VTA_HARDWARE;
+  const hw = checkOptions(options);
   const list = Array.isArray(kernels) ? (kernels as readonly VtaKernelSpec[]) : [kernels as VtaKernelSpec];
   if (list.length === 0) throw new FarmError("INVALID_ARGUMENT", "compileVta: give at least one kernel");
   const functions: Record<string, VtaFunction> = {};

@@ -15,17 +15,20 @@ export interface VtaKernelOptions extends CompileVtaOptions {
 
 /** A module with one conv2d function `(data, kernel, res)` in packed NCHWnc layout; missing schedule knobs are chosen for you. */
 export function vtaConv2d(workload: VtaConv2dWorkload, schedule?: Partial<VtaConv2dSchedule>, options: VtaKernelOptions = {}): VtaCompiledModule {
-  return compileVta({ kind: "conv2d", workload, ...(schedule ? { schedule } : {}), ...(options.name ? { name: options.name } : {}) }, options);
+  const { name, ...compile } = options;
+  return compileVta({ kind: "conv2d", workload, ...(schedule ? { schedule } : {}), ...(name ? { name } : {}) }, compile);
 }
 
 /** A module with one matmul function `(A, W, C)`: C = A · Wᵀ in packed layouts. */
 export function vtaMatmul(workload: VtaMatmulWorkload, schedule?: Partial<VtaMatmulSchedule>, options: VtaKernelOptions = {}): VtaCompiledModule {
-  return compileVta({ kind: "matmul", workload, ...(schedule ? { schedule } : {}), ...(options.name ? { name: options.name } : {}) }, options);
+  const { name, ...compile } = options;
+  return compileVta({ kind: "matmul", workload, ...(schedule ? { schedule } : {}), ...(name ? { name } : {}) }, compile);
 }
 
 /** A module with one element-wise function `(a[, b], c)`. */
 export function vtaElementwise(workload: VtaElementwiseWorkload, schedule?: Partial<VtaElementwiseSchedule>, options: VtaKernelOptions = {}): VtaCompiledModule {
-  return compileVta({ kind: "elementwise", workload, ...(schedule ? { schedule } : {}), ...(options.name ? { name: options.name } : {}) }, options);
+  const { name, ...compile } = options;
+  return compileVta({ kind: "elementwise", workload, ...(schedule ? { schedule } : {}), ...(name ? { name } : {}) }, compile);
 }
 
 /** The "get started" vector add: `c = int8(a + b)` over `length` int32 elements; a function `vector_add(a, b, c)`. */
