@@ -14,7 +14,7 @@ import { after, before, describe, it } from "./helpers/suites.ts";
 import * as grpc from "@grpc/grpc-js";
 import { Packr, unpack } from "msgpackr";
 import WebSocket from "ws";
-import { AgentService, makeClient, type AgentServiceClient } from "../protos/index.ts";
+import { AgentService, FARM_VERSION, makeClient, type AgentServiceClient } from "../protos/index.ts";
 import type { AgentMessage } from "../protos/gen/farm/v1/AgentMessage.ts";
 import type { TrackerMessage__Output } from "../protos/gen/farm/v1/TrackerMessage.ts";
 import { connectTracker, type TrackerClient } from "../host-sdk/index.ts";
@@ -202,6 +202,8 @@ describe("live view feed", () => {
     assert.match(res.headers.get("content-type") ?? "", /^text\/html/);
     const html = await res.text();
     assert.match(html, /<title>kernelfarm · live<\/title>/);
+    // The farm's version is in the page as served, before its script runs or its feed connects.
+    assert.match(html, new RegExp(`<span class="version" id="version"[^>]*>${FARM_VERSION.replace(/\./g, "\\.")}</span>`));
     // No build step, nothing from the network: no external scripts or styles.
     assert.doesNotMatch(html, /<script[^>]+src=|<link[^>]+stylesheet|https?:\/\/(?!www\.w3\.org)/);
   });
@@ -423,7 +425,7 @@ describe("live view page at 1280 × 800", { skip: findChromium() ? false : NO_CH
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it("fits its tables in the window or scrolls them in their own box; long reasons wrap or keep their text in a title", { timeout: 120_000 }, async () => {
+  it("fits its tables in the window or scrolls them in their own box; long reasons wrap or keep their text in a title; the header says the version", { timeout: 120_000 }, async () => {
     const page = await browser.open(`http://${tracker.httpAddress}/`, 1280, 800);
     await page.waitFor("the feed to connect", `document.getElementById("conn").dataset.state === "open"`);
     await page.waitFor("5 board rows", `document.querySelectorAll("#boards tbody tr[data-board]").length === 5`);
@@ -438,6 +440,10 @@ describe("live view page at 1280 × 800", { skip: findChromium() ? false : NO_CH
     console.log(`# live view screenshot at 1280 × 800: ${target} (${(size / 1024).toFixed(0)} KiB)`);
     assert.deepEqual(problems, [], `what a reader of the page at 1280 px cannot see (screenshot: ${target})`);
 
+    // The version, in the header the tracker served (before any feed) and after the snapshot.
+    const header = await page.evaluate<string>(`document.querySelector("header").textContent.replace(/\\s+/g, " ")`);
+    assert.ok(header.includes(`kernelfarm ${FARM_VERSION}`), `the header says "kernelfarm ${FARM_VERSION}": ${JSON.stringify(header)}`);
+    assert.equal(await page.evaluate<string>(`document.getElementById("version").textContent`), FARM_VERSION);
     assert.deepEqual(page.errors, []);
   });
 });
