@@ -4,17 +4,17 @@
  * page in headless Chromium, and `kfarm status --watch`.
  */
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { once } from "node:events";
-import { existsSync, mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { after, before, describe, it } from "node:test";
+import { after, before, describe, it } from "./helpers/suites.ts";
 import * as grpc from "@grpc/grpc-js";
 import { Packr, unpack } from "msgpackr";
 import WebSocket from "ws";
-import { AgentService, makeClient, type AgentServiceClient } from "../protos/index.ts";
+import { AgentService, FARM_VERSION, makeClient, type AgentServiceClient } from "../protos/index.ts";
 import type { AgentMessage } from "../protos/gen/farm/v1/AgentMessage.ts";
 import type { TrackerMessage__Output } from "../protos/gen/farm/v1/TrackerMessage.ts";
 import { connectTracker, type TrackerClient } from "../host-sdk/index.ts";
@@ -25,6 +25,59 @@ import { startAgentProcess, startTrackerProcess, waitFor, waitForFreeBoards, typ
 
 const CLI = fileURLToPath(new URL("../cli/main.ts", import.meta.url));
 const SCREENSHOT = fileURLToPath(new URL("../docs/live-view.png", import.meta.url));
+const SCREENSHOT_1280 = fileURLToPath(new URL("../docs/live-view-1280.png", import.meta.url));
+const NO_CHROMIUM = "no chromium on PATH (apt-get install -y chromium)";
+
+/** A canary library that adds 1 to one element: its board quarantines itself (as in tests/health.test.ts). */
+const BROKEN_CANARY = `#include <stdint.h>
+void kfarm_canary_vadd(const float* a, const float* b, float* c, int32_t n) {
+  for (int32_t i = 0; i < n; i++) c[i] = a[i] + b[i] + (i == 3);
+}
+`;
+
+/**
+ * Evaluated in the page: what of its tables a reader cannot see. Every table
+ * sits in a box of its own that scrolls sideways (so a narrower window
+ * scrolls it, never clips it under an \`overflow: hidden\` panel) and, at
+ * this window's width, fits that box: every cell, the boards table's "Last
+ * error / reason" column named first, is within the box and the window as
+ * the page stands, no scrolling needed. The page itself does not scroll
+ * sideways; text cut short with an ellipsis carries its whole text in a
+ * title. Returns a list of problems, empty when none.
+ */
+const LAYOUT_PROBLEMS = `(() => {
+  const problems = [];
+  const root = document.documentElement;
+  const vw = root.clientWidth;
+  if (root.scrollWidth > vw) problems.push("the page scrolls sideways: " + root.scrollWidth + " px wide in a " + vw + " px window");
+  const boxOf = (el) => {
+    let box = el.parentElement;
+    while (box && box !== document.body && getComputedStyle(box).overflowX === "visible") box = box.parentElement;
+    return box;
+  };
+  for (const table of document.querySelectorAll("table")) {
+    if (table.hidden || !table.offsetParent) continue;
+    const box = boxOf(table);
+    const name = "#" + table.id;
+    if (!["auto", "scroll"].includes(getComputedStyle(box).overflowX)) problems.push(name + "'s box (" + (box.className || box.tagName) + ") does not scroll sideways: a narrower window would clip it");
+    const visible = Math.min(vw, box.getBoundingClientRect().left + box.clientWidth);
+    const heads = [...table.tHead.rows[0].cells].map((c) => c.textContent);
+    const last = heads.indexOf("Last error / reason");
+    if (table.id === "boards" && last < 0) problems.push("#boards has no Last error / reason column: " + heads.join(", "));
+    for (const row of [table.tHead.rows[0], ...table.tBodies[0].rows]) {
+      [...row.cells].forEach((cell, i) => {
+        const right = cell.getBoundingClientRect().right;
+        if (right > visible + 0.5) problems.push(name + " " + (row.parentElement.tagName === "THEAD" ? "header" : Object.values(row.dataset)[0] || "row") + ": its " + heads[i] + " cell ends at " + Math.round(right) + " px, past the visible " + Math.round(visible) + " px");
+      });
+    }
+    for (const el of table.querySelectorAll("td, td *")) {
+      if (el.scrollWidth <= el.clientWidth + 0.5 || getComputedStyle(el).textOverflow !== "ellipsis") continue;
+      const titled = el.closest("[title]");
+      if (!titled || !titled.title.includes(el.textContent.trim())) problems.push(name + ": " + JSON.stringify(el.textContent.slice(0, 60)) + " is cut short with no title holding it");
+    }
+  }
+  return problems;
+})()`;
 
 /** A feed client that keeps every message it gets. */
 class FeedClient {
@@ -149,6 +202,8 @@ describe("live view feed", () => {
     assert.match(res.headers.get("content-type") ?? "", /^text\/html/);
     const html = await res.text();
     assert.match(html, /<title>kernelfarm · live<\/title>/);
+    // The farm's version is in the page as served, before its script runs or its feed connects.
+    assert.match(html, new RegExp(`<span class="version" id="version"[^>]*>${FARM_VERSION.replace(/\./g, "\\.")}</span>`));
     // No build step, nothing from the network: no external scripts or styles.
     assert.doesNotMatch(html, /<script[^>]+src=|<link[^>]+stylesheet|https?:\/\/(?!www\.w3\.org)/);
   });
@@ -270,7 +325,7 @@ describe("live view page in Chromium", () => {
     await tracker?.stop();
   });
 
-  it("shows boards and sessions as they come, and takes a screenshot", { skip: chromium ? false : "no chromium on PATH (apt-get install -y chromium)", timeout: 120_000 }, async () => {
+  it("shows boards and sessions as they come, and takes a screenshot", { skip: chromium ? false : NO_CHROMIUM, timeout: 120_000 }, async () => {
     tracker = await startTrackerProcess(["--metrics-port", "0"]);
     client = await connectTracker(tracker.address, { clientId: "autotuner" });
     browser = await Browser.launch(chromium);
@@ -326,6 +381,70 @@ describe("live view page in Chromium", () => {
     await tracker.stop();
     await stopped;
     await page.waitFor("a failed retry", `document.getElementById("conn").dataset.state === "closed" && /tracker unreachable · retry in \\d+ s/.test(document.getElementById("conn").textContent)`);
+  });
+});
+
+describe("live view page at 1280 × 800", { skip: findChromium() ? false : NO_CHROMIUM }, () => {
+  let dir: string;
+  let tracker: TrackerProcess;
+  let agent: FarmProcess;
+  let client: TrackerClient;
+  let browser: Browser;
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), "kfarm-live-1280-"));
+    writeFileSync(join(dir, "broken.c"), BROKEN_CANARY);
+    execFileSync("cc", ["-shared", "-fPIC", "-o", join(dir, "broken.so"), join(dir, "broken.c")]);
+    tracker = await startTrackerProcess(["--metrics-port", "0"]);
+    client = await connectTracker(tracker.address, { clientId: "autotuner-resnet50-int8" });
+    // Long names, many labels, a board whose canary fails (its health reason and last error are long) and a VTA simulator.
+    const labels = "rack=a1-row07,pool=gemm-tuning,owner=ml-infra,site=ams3";
+    agent = await startAgentProcess(
+      tracker.address,
+      [
+        ...["cpu0", "cpu1", "cpu2"].map((name) => `cpu:key=cpu-x86-64-avx512,name=${name},${labels}`),
+        `cpu:key=cpu-x86-64-avx512,name=cpu-broken,${labels},canary=${join(dir, "broken.so")}`,
+        `vta-sim:key=vta-sim-1x16x16-int8,name=vta0,${labels}`,
+      ],
+      ["--name", "rack-a1-row07-host-03", "--canary-interval-ms", "250"],
+    );
+    await waitFor("the broken board quarantined", async () => (await client.summary()).boards.some((b) => b.id.endsWith("/cpu-broken") && b.health === "quarantined"));
+    await waitForFreeBoards(client, 4);
+    const ids = (await client.summary()).boards.map((b) => b.id).sort();
+    // A drained board with a long reason, and a session that timed out (its board's last error).
+    await client.boardCommand(ids.find((id) => id.endsWith("/cpu2"))!, "drain", "alice@ops-workstation-17", "replacing the DIMM in slot B3 after ECC errors; back after the 14:00 maintenance window, ticket OPS-48213");
+    const timedOut = await client.request("vta-sim-1x16x16-int8", { sessionTimeoutMs: 300 });
+    await waitFor("the session timeout", () => timedOut.isClosed, 10_000);
+    browser = await Browser.launch(findChromium());
+  });
+  after(async () => {
+    await browser?.close();
+    client?.close();
+    await agent?.stop();
+    await tracker?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("fits its tables in the window or scrolls them in their own box; long reasons wrap or keep their text in a title; the header says the version", { timeout: 120_000 }, async () => {
+    const page = await browser.open(`http://${tracker.httpAddress}/`, 1280, 800);
+    await page.waitFor("the feed to connect", `document.getElementById("conn").dataset.state === "open"`);
+    await page.waitFor("5 board rows", `document.querySelectorAll("#boards tbody tr[data-board]").length === 5`);
+    await page.waitFor("the drained board's reason", `document.querySelector("#boards").textContent.includes("ticket OPS-48213")`);
+    await page.waitFor("the timed-out session", `document.querySelector('#sessions tr[data-reason="SESSION_TIMEOUT"]') !== null`);
+    await page.waitFor("the broken board's canary", `document.querySelector("#boards").textContent.includes("expected 9.5")`);
+    await page.waitFor("the row highlights to fade", `document.querySelectorAll("#boards tr.flash").length === 0`, 10_000);
+
+    const problems = await page.evaluate<string[]>(LAYOUT_PROBLEMS);
+    const target = process.env.KFARM_UPDATE_SCREENSHOTS || !existsSync(SCREENSHOT_1280) ? SCREENSHOT_1280 : join(mkdtempSync(join(tmpdir(), "kfarm-live-")), "live-view-1280.png");
+    const size = await page.screenshot(target);
+    console.log(`# live view screenshot at 1280 × 800: ${target} (${(size / 1024).toFixed(0)} KiB)`);
+    assert.deepEqual(problems, [], `what a reader of the page at 1280 px cannot see (screenshot: ${target})`);
+
+    // The version, in the header the tracker served (before any feed) and after the snapshot.
+    const header = await page.evaluate<string>(`document.querySelector("header").textContent.replace(/\\s+/g, " ")`);
+    assert.ok(header.includes(`kernelfarm ${FARM_VERSION}`), `the header says "kernelfarm ${FARM_VERSION}": ${JSON.stringify(header)}`);
+    assert.equal(await page.evaluate<string>(`document.getElementById("version").textContent`), FARM_VERSION);
+    assert.deepEqual(page.errors, []);
   });
 });
 

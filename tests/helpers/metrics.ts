@@ -27,11 +27,20 @@ export function parseExposition(text: string): Sample[] {
   return samples;
 }
 
+/** The metric families an exposition declares (`# TYPE NAME TYPE`), name → type, in order. */
+export function parseFamilies(text: string): Map<string, string> {
+  const families = new Map<string, string>();
+  for (const m of text.matchAll(/^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (\w+)$/gm)) families.set(m[1]!, m[2]!);
+  return families;
+}
+
 export class Scrape {
   constructor(
     readonly samples: Sample[],
     readonly contentType: string,
     readonly bytes: number,
+    /** Family name → type, from the `# TYPE` lines (a family with no sample yet is here too). */
+    readonly families: ReadonlyMap<string, string> = new Map(),
   ) {}
 
   /** Samples of `name` whose labels include `labels`. */
@@ -60,5 +69,5 @@ export async function scrape(address: string, path = "/metrics"): Promise<Scrape
   const res = await fetch(`http://${address}${path}`);
   const text = await res.text();
   if (res.status !== 200) throw new Error(`GET ${path} on ${address}: HTTP ${res.status}: ${text.slice(0, 200)}`);
-  return new Scrape(parseExposition(text), res.headers.get("content-type") ?? "", Buffer.byteLength(text));
+  return new Scrape(parseExposition(text), res.headers.get("content-type") ?? "", Buffer.byteLength(text), parseFamilies(text));
 }

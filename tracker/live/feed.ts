@@ -1,5 +1,6 @@
 /**
- * The live view: `GET /` serves the page (page.html, as is), `/feed` is a
+ * The live view: `GET /` serves the page (page.html, its `{{FARM_VERSION}}`
+ * filled in: the header says the version before the feed connects), `/feed` is a
  * WebSocket that sends a snapshot of the farm and then every farm event
  * (protocol.ts, docs/live-view.md).
  *
@@ -14,7 +15,7 @@ import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { Packr, Unpackr } from "msgpackr";
 import { WebSocketServer, type RawData, type WebSocket } from "ws";
-import { FarmError, type Logger } from "../../protos/index.ts";
+import { FARM_VERSION, FarmError, type Logger } from "../../protos/index.ts";
 import type { FarmEvent, FarmEvents } from "../events.ts";
 import type { TrackerHttp } from "../http-server.ts";
 import type { Registry } from "../registry.ts";
@@ -83,6 +84,8 @@ export interface LiveViewSource {
 }
 
 const PAGE_URL = new URL("./page.html", import.meta.url);
+/** Where page.html says the farm's version. */
+const VERSION_PLACEHOLDER = "{{FARM_VERSION}}";
 const PAGE_HEADERS = {
   "content-type": "text/html; charset=utf-8",
   "cache-control": "no-cache",
@@ -112,7 +115,7 @@ export function installLiveView(http: TrackerHttp, tracker: LiveViewSource, opts
   const view = new LiveView(tracker, resolveLiveViewOptions(opts));
   let page: Buffer | undefined;
   http.route("/", (_req, res) => {
-    page ??= readFileSync(PAGE_URL);
+    page ??= Buffer.from(readFileSync(PAGE_URL, "utf8").replaceAll(VERSION_PLACEHOLDER, FARM_VERSION));
     res.writeHead(200, { ...PAGE_HEADERS, "content-length": page.length }).end(page);
   });
   http.upgrade(FEED_PATH, (req, socket, head) => view.handleUpgrade(req, socket, head));
