@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
@@ -22,7 +22,7 @@ describe("ContentStore", () => {
   };
 
   it("hands out what it keeps, as a new file, and nothing it does not", async () => {
-    const store = new ContentStore(join(dir, "a"), 1 << 20);
+    const store = new ContentStore(join(dir, "a"), { maxBytes: 1 << 20 });
     const { bytes, digest } = await keep(store, 1);
     const dest = join(dir, "taken");
     assert.equal(await store.take(digest, bytes.length, dest), true);
@@ -35,7 +35,7 @@ describe("ContentStore", () => {
 
   // A session's kernel can speak on its worker's IPC channel and name any file of its folder.
   it("keeps nothing through a symbolic link, nor a file another uid owns", async () => {
-    const store = new ContentStore(join(dir, "links"), 1 << 20);
+    const store = new ContentStore(join(dir, "links"), { maxBytes: 1 << 20 });
     const secret = Buffer.from("the agent's secret");
     const target = join(dir, "agent-secret");
     writeFileSync(target, secret);
@@ -52,8 +52,43 @@ describe("ContentStore", () => {
     assert.equal(existsSync(join(dir, "links", "not-a-digest")), false);
   });
 
+  it("where workers cannot write it, hashes a file once, after it is kept, and hands it out after that without hashing", async () => {
+    const store = new ContentStore(join(dir, "immutable"), { maxBytes: 1 << 20, workersCanWrite: false });
+    const { bytes, digest } = await keep(store, 21);
+    for (let i = 0; i < 3; i++) assert.equal(await store.take(digest, bytes.length, join(dir, `once-${i}`)), true);
+    assert.equal(store.hashed, 1, "one check, in the background after the keep");
+    assert.ok(readFileSync(join(dir, "once-2")).equals(bytes));
+    // Not weaker: a wrong digest named by its uploader is caught by that one check.
+    const liar = Buffer.alloc(1200, 22);
+    writeFileSync(join(dir, "liar"), liar);
+    await store.keep(join(dir, "liar"), sha(Buffer.from("other bytes")));
+    assert.equal(await store.take(sha(Buffer.from("other bytes")), 1200, join(dir, "lie")), false);
+    assert.ok(!existsSync(join(dir, "lie")));
+    // A stored file whose bytes changed anyway (only root could: the file is the agent's, 0444) is hashed again, and dropped.
+    const stored = join(dir, "immutable", digest);
+    assert.equal(statSync(stored).mode & 0o777, 0o444);
+    chmodSync(stored, 0o644);
+    writeFileSync(stored, Buffer.alloc(1200, 23));
+    assert.equal(await store.take(digest, bytes.length, join(dir, "changed")), false, "changed bytes are never handed out");
+    assert.ok(!existsSync(stored), "and the file is dropped");
+  });
+
+  it("where workers run as the agent's user, hashes a file each time it hands it out", async () => {
+    const store = new ContentStore(join(dir, "shared-uid"), { maxBytes: 1 << 20, workersCanWrite: true });
+    const { bytes, digest } = await keep(store, 24);
+    for (let i = 0; i < 3; i++) assert.equal(await store.take(digest, bytes.length, join(dir, `each-${i}`)), true);
+    assert.equal(store.hashed, 3);
+    // A kernel writing into the store and setting the time back is still caught.
+    const stored = join(dir, "shared-uid", digest);
+    const { atime, mtime } = statSync(stored);
+    chmodSync(stored, 0o644);
+    writeFileSync(stored, Buffer.alloc(1200, 25));
+    utimesSync(stored, atime, mtime);
+    assert.equal(await store.take(digest, bytes.length, join(dir, "tampered")), false);
+  });
+
   it("stays within its bytes, dropping the least recently used first", async () => {
-    const store = new ContentStore(join(dir, "b"), 3000);
+    const store = new ContentStore(join(dir, "b"), { maxBytes: 3000 });
     const one = await keep(store, 11);
     const two = await keep(store, 12);
     // One is used after two was kept: two is now the least recently used.
