@@ -101,7 +101,7 @@ export async function benchUpload(): Promise<void> {
       target: "",
       verdict: "",
       baseline: `plain upload into a new file ${fmtMBps(median(newFile))}`,
-      ratio: `${fmtRatio(dedupeFirst / median(newFile))} (hashed on the host, a probe first)`,
+      ratio: `${fmtRatio(dedupeFirst / median(newFile))} (hashed on the host while sent)`,
     },
     {
       figure: "  the same bytes again: the board has them",

@@ -14,7 +14,7 @@ import { after, before, describe, it } from "node:test";
 import type { Session } from "../host-sdk/index.ts";
 import { FarmError } from "../protos/index.ts";
 import { compileVadd } from "./helpers/kernels.ts";
-import { startFarm } from "./helpers/processes.ts";
+import { startFarm, waitFor } from "./helpers/processes.ts";
 
 const sha = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
 
@@ -51,7 +51,7 @@ describe("uploads by digest (the agent's content store)", () => {
       await s.upload(module);
       assert.deepEqual(await reused(s), [0, 0], "the first time, the bytes travel");
     });
-    assert.ok(existsSync(join(storeDir, sha(blob))), "kept under its digest");
+    await waitFor("the blob kept under its digest", () => existsSync(join(storeDir, sha(blob))));
     await withSession(async (s) => {
       await s.upload(blob, "again.bin", { dedupe: true });
       await s.upload(module);
@@ -78,6 +78,27 @@ describe("uploads by digest (the agent's content store)", () => {
     });
   });
 
+  it("a digest named after the first frame (the host hashed while sending): held bytes are answered at once, others kept at the end", async () => {
+    const fresh = Buffer.alloc(3 * (1 << 20) + 7, 5);
+    await withSession(async (s) => {
+      // The digest on the second frame of three, as the SDK sends it once its hash is done.
+      const late = (bytes: Buffer, name: string) =>
+        s.sendChunked(bytes, (chunk, offset, done) => ({ upload: { name, total_bytes: bytes.length, data: chunk, done, ...(offset === 1 << 20 ? { sha256: sha(bytes) } : {}) } }));
+      await late(blob, "held.bin");
+      assert.deepEqual(await reused(s), [1, blob.length], "the store's copy, from the frame that named it");
+      assert.ok((await s.download("held.bin")).equals(blob));
+      await late(fresh, "fresh.bin");
+      assert.deepEqual(await reused(s), [1, blob.length], "new bytes travel in full");
+      assert.ok((await s.download("fresh.bin")).equals(fresh));
+    });
+    await waitFor("the fresh bytes kept under the digest named late", () => existsSync(join(storeDir, sha(fresh))));
+    await withSession(async (s) => {
+      await s.upload(fresh, "fresh-again.bin", { dedupe: true });
+      assert.deepEqual(await reused(s), [1, fresh.length]);
+      assert.ok((await s.download("fresh-again.bin")).equals(fresh));
+    });
+  });
+
   it("a probe for bytes the board does not hold is NOT_FOUND and leaves nothing; a malformed probe is refused", async () => {
     await withSession(async (s) => {
       const raw = s as unknown as { request(f: object): Promise<unknown> };
@@ -101,10 +122,10 @@ describe("uploads by digest (the agent's content store)", () => {
       const raw = s as unknown as { request(f: object): Promise<unknown> };
       // A raw upload naming a wrong digest (the SDK computes its own): kept under that name...
       await raw.request({ upload: { name: "liar.bin", total_bytes: bytes.length, data: bytes, done: true, sha256: claimed } });
-      assert.ok(existsSync(join(storeDir, claimed)));
     });
     await withSession(async (s) => {
-      // ...and refused when asked for: the store hashes what it hands out, and drops what fails.
+      // ...and refused when asked for: the store checks what it hands out (once, right after the keep, where
+      // workers cannot write it; at every hand-out otherwise), and drops what fails.
       const raw = s as unknown as { request(f: object): Promise<unknown> };
       await assert.rejects(
         raw.request({ upload: { name: "x.bin", total_bytes: bytes.length, data: new Uint8Array(0), done: true, sha256: claimed, probe: true } }),

@@ -61,6 +61,8 @@ interface OpenUpload {
   written: number;
   /** The digest the host named for the whole file: kept in the store under it (checked when handed out). */
   sha256?: string;
+  /** The store had the file: it replaced the upload half-way (adoptMidway), whose later bytes are dropped. */
+  adopted?: boolean;
 }
 
 export class SessionFiles {
@@ -102,14 +104,37 @@ export class SessionFiles {
     if (!this.store) return false;
     const path = this.path(name);
     this.checkSize(name, size, this.sizes.get(name) ?? 0);
-    rmSync(path, { force: true });
-    this.release(name);
     const taken = await this.store.take(sha256, size);
     if (!taken) return false;
+    this.replaceWith(name, taken, size);
+    return true;
+  }
+
+  /**
+   * The host named the upload's digest after its first bytes (it hashed
+   * while sending): if the store has the file, it replaces the upload now —
+   * closed, its bytes so far released — and true; otherwise the upload goes
+   * on and is kept under the digest when it is done.
+   */
+  async adoptMidway(upload: OpenUpload, sha256: string, size: number): Promise<boolean> {
+    if (!this.store) return false;
+    upload.sha256 = sha256;
+    const taken = await this.store.take(sha256, size);
+    if (!taken) return false;
+    closeUpload(upload);
+    upload.adopted = true;
+    this.replaceWith(upload.name, taken, size);
+    return true;
+  }
+
+  /** `name` becomes the file the store put at `taken` (in this folder), of `size` bytes. */
+  private replaceWith(name: string, taken: string, size: number): void {
+    const path = this.path(name);
+    rmSync(path, { force: true });
+    this.release(name);
     renameSync(join(this.dir, taken), path);
     this.used += size;
     this.sizes.set(name, size);
-    return true;
   }
 
   /**
@@ -135,16 +160,20 @@ export class SessionFiles {
     this.sizes.set(upload.name, upload.written);
   }
 
-  /** Closes the upload; with a digest, settles once the agent kept it (so the upload's reply means "stored"). */
-  async finish(upload: OpenUpload): Promise<void> {
+  /**
+   * Closes the upload; with a digest, asks the agent to keep it, without
+   * waiting for the copy (64 MiB: tens of ms the host would wait for): the
+   * agent's store makes a take of the same digest wait for a keep in progress.
+   */
+  finish(upload: OpenUpload): void {
     closeUpload(upload);
-    if (upload.sha256) await this.store!.keep(upload.name, upload.sha256);
+    if (upload.sha256 && !upload.adopted) void this.store!.keep(upload.name, upload.sha256);
   }
 
-  /** Closes and deletes an upload that failed half-way. */
+  /** Closes and deletes an upload that failed half-way (one the store replaced is the store's file now: kept). */
   abandon(upload: OpenUpload): void {
     closeUpload(upload);
-    this.remove(upload.name);
+    if (!upload.adopted) this.remove(upload.name);
   }
 
   read(name: string): Buffer {
