@@ -61,39 +61,20 @@ export class Multiplexer {
   }
 
   /** Sends `bytes` in chunks under one request id; one reply at the end. */
-  /**
-   * `idle`: work to do while the channel's send buffer is full (one step per
-   * call, true while there is more), e.g. hashing the bytes ahead of the
-   * frames; whatever is left of it is done before the last frame is made.
-   */
-  async sendChunked(bytes: Uint8Array, op: (chunk: Uint8Array, offset: number, done: boolean) => Op, idle?: () => boolean): Promise<BoardFrame__Output> {
+  async sendChunked(bytes: Uint8Array, op: (chunk: Uint8Array, offset: number, done: boolean) => Op): Promise<BoardFrame__Output> {
     this.checkOpen();
     const id = this.nextId++;
     const reply = this.expect(id);
     let offset = 0;
     do {
       const end = Math.min(bytes.byteLength, offset + CHUNK_BYTES);
-      if (end === bytes.byteLength && idle) while (idle());
-      // Two steps per frame sent as well: on a link faster than the waits leave room for, the work still
-      // finishes by a third of the frames (an upload by digest learns its digest while two thirds are unsent).
-      else if (idle && idle()) idle();
       const ok = this.channel.sendParts(encodeHostFrameParts({ id, ...op(bytes.subarray(offset, end), offset, end === bytes.byteLength) }));
       offset = end;
       // Stop early when the board already answered (it refused the transfer).
       if (!this.waiting.has(id)) break;
-      if (!ok) await this.waitForDrain(reply, idle);
+      if (!ok) await Promise.race([this.channel.drained(), reply.catch(() => {})]);
     } while (offset < bytes.byteLength);
     return (await reply).frame;
-  }
-
-  /** Until the send buffer drains (or the request is answered), doing `idle`'s steps meanwhile, each in a turn of its own. */
-  private async waitForDrain(reply: Promise<unknown>, idle?: () => boolean): Promise<void> {
-    let waiting = true;
-    const over = Promise.race([this.channel.drained(), reply.catch(() => {})]).then(() => {
-      waiting = false;
-    });
-    while (idle && waiting && idle()) await new Promise<void>((resolve) => setImmediate(resolve));
-    await over;
   }
 
   /** A request whose reply comes in chunks; resolves to the assembled bytes. */

@@ -182,8 +182,8 @@ export class Session {
   }
 
   /** @internal Sends `bytes` in chunks under one request id; one reply at the end. */
-  sendChunked(bytes: Uint8Array, op: (chunk: Uint8Array, offset: number, done: boolean) => Op, idle?: () => boolean): Promise<BoardFrame__Output> {
-    return this.mux.sendChunked(bytes, op, idle);
+  sendChunked(bytes: Uint8Array, op: (chunk: Uint8Array, offset: number, done: boolean) => Op): Promise<BoardFrame__Output> {
+    return this.mux.sendChunked(bytes, op);
   }
 
   /** @internal A request whose reply comes in chunks; resolves to the assembled bytes. */
@@ -198,11 +198,8 @@ export class Session {
    * or module's own name). A module travels with its digest: a board whose
    * agent has held those bytes before (in any session) takes them from its
    * store instead — for more than one frame of bytes (1 MiB) the host asks
-   * first, one round trip. `dedupe: true` does the same for other bytes,
-   * hashing them while they are sent (whenever the lane's send buffer is
-   * full): once the digest is known it rides on the next frame, and a board
-   * that holds those bytes answers at once and the rest is not sent; one
-   * that does not keeps them when they are all there.
+   * first, one round trip. `dedupe: true` does the same for other bytes, at
+   * the price of hashing them here (~0.7 ms per MiB).
    */
   async upload(source: Uint8Array | string | CompiledModule, name?: string, opts: { dedupe?: boolean } = {}): Promise<string> {
     let bytes: Uint8Array;
@@ -221,11 +218,8 @@ export class Session {
       target = name ?? source.name;
       sha256 = source.digest;
     }
-    if (opts.dedupe && sha256 === undefined) {
-      if (bytes.byteLength > CHUNK_BYTES) return this.uploadHashingWhileSending(bytes, target);
-      sha256 = createHash("sha256").update(bytes).digest("hex");
-    }
-    // A known digest and more than one frame of bytes: ask first whether the board holds them (one round trip against the transfer).
+    if (opts.dedupe) sha256 ??= createHash("sha256").update(bytes).digest("hex");
+    // More than one frame of bytes: ask first whether the board holds them (one round trip against the transfer).
     if (sha256 && bytes.byteLength > CHUNK_BYTES) {
       try {
         await this.request({ upload: { name: target, total_bytes: bytes.byteLength, data: new Uint8Array(0), done: true, sha256, probe: true } });
@@ -237,39 +231,6 @@ export class Session {
     await this.sendChunked(bytes, (chunk, offset, done) => ({
       upload: { name: target, total_bytes: bytes.byteLength, data: chunk, done, ...(offset === 0 && sha256 ? { sha256 } : {}) },
     }));
-    return target;
-  }
-
-  /**
-   * An upload whose digest is computed while its bytes go: a MiB of hashing
-   * at a time whenever the lane's send buffer is full (time the host would
-   * spend waiting), the first frame after the hash is done names the digest,
-   * and the rest of the hash is done before the last frame, so the board
-   * keeps the file under it. A board that already holds the bytes answers
-   * at the frame that names them, and the rest is not sent.
-   */
-  private async uploadHashingWhileSending(bytes: Uint8Array, target: string): Promise<string> {
-    const hash = createHash("sha256");
-    let hashedTo = 0;
-    let digest: string | undefined;
-    let named = false;
-    const step = () => {
-      if (digest !== undefined) return false;
-      const end = Math.min(bytes.byteLength, hashedTo + CHUNK_BYTES);
-      hash.update(bytes.subarray(hashedTo, end));
-      hashedTo = end;
-      if (hashedTo === bytes.byteLength) digest = hash.digest("hex");
-      return digest === undefined;
-    };
-    await this.sendChunked(
-      bytes,
-      (chunk, _offset, done) => {
-        const sha256 = digest !== undefined && !named ? digest : undefined;
-        if (sha256) named = true;
-        return { upload: { name: target, total_bytes: bytes.byteLength, data: chunk, done, ...(sha256 ? { sha256 } : {}) } };
-      },
-      step,
-    );
     return target;
   }
 

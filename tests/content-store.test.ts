@@ -78,27 +78,6 @@ describe("uploads by digest (the agent's content store)", () => {
     });
   });
 
-  it("a digest named after the first frame (the host hashed while sending): held bytes are answered at once, others kept at the end", async () => {
-    const fresh = Buffer.alloc(3 * (1 << 20) + 7, 5);
-    await withSession(async (s) => {
-      // The digest on the second frame of three, as the SDK sends it once its hash is done.
-      const late = (bytes: Buffer, name: string) =>
-        s.sendChunked(bytes, (chunk, offset, done) => ({ upload: { name, total_bytes: bytes.length, data: chunk, done, ...(offset === 1 << 20 ? { sha256: sha(bytes) } : {}) } }));
-      await late(blob, "held.bin");
-      assert.deepEqual(await reused(s), [1, blob.length], "the store's copy, from the frame that named it");
-      assert.ok((await s.download("held.bin")).equals(blob));
-      await late(fresh, "fresh.bin");
-      assert.deepEqual(await reused(s), [1, blob.length], "new bytes travel in full");
-      assert.ok((await s.download("fresh.bin")).equals(fresh));
-    });
-    await waitFor("the fresh bytes kept under the digest named late", () => existsSync(join(storeDir, sha(fresh))));
-    await withSession(async (s) => {
-      await s.upload(fresh, "fresh-again.bin", { dedupe: true });
-      assert.deepEqual(await reused(s), [1, fresh.length]);
-      assert.ok((await s.download("fresh-again.bin")).equals(fresh));
-    });
-  });
-
   it("a probe for bytes the board does not hold is NOT_FOUND and leaves nothing; a malformed probe is refused", async () => {
     await withSession(async (s) => {
       const raw = s as unknown as { request(f: object): Promise<unknown> };

@@ -61,8 +61,6 @@ interface OpenUpload {
   written: number;
   /** The digest the host named for the whole file: kept in the store under it (checked when handed out). */
   sha256?: string;
-  /** The store had the file: it replaced the upload half-way (adoptMidway), whose later bytes are dropped. */
-  adopted?: boolean;
 }
 
 export class SessionFiles {
@@ -104,37 +102,15 @@ export class SessionFiles {
     if (!this.store) return false;
     const path = this.path(name);
     this.checkSize(name, size, this.sizes.get(name) ?? 0);
+    // Taken first: a file of that name stays as it was when the store has none (the host sends the bytes).
     const taken = await this.store.take(sha256, size);
     if (!taken) return false;
-    this.replaceWith(name, taken, size);
-    return true;
-  }
-
-  /**
-   * The host named the upload's digest after its first bytes (it hashed
-   * while sending): if the store has the file, it replaces the upload now —
-   * closed, its bytes so far released — and true; otherwise the upload goes
-   * on and is kept under the digest when it is done.
-   */
-  async adoptMidway(upload: OpenUpload, sha256: string, size: number): Promise<boolean> {
-    if (!this.store) return false;
-    upload.sha256 = sha256;
-    const taken = await this.store.take(sha256, size);
-    if (!taken) return false;
-    closeUpload(upload);
-    upload.adopted = true;
-    this.replaceWith(upload.name, taken, size);
-    return true;
-  }
-
-  /** `name` becomes the file the store put at `taken` (in this folder), of `size` bytes. */
-  private replaceWith(name: string, taken: string, size: number): void {
-    const path = this.path(name);
     rmSync(path, { force: true });
     this.release(name);
     renameSync(join(this.dir, taken), path);
     this.used += size;
     this.sizes.set(name, size);
+    return true;
   }
 
   /**
@@ -167,13 +143,13 @@ export class SessionFiles {
    */
   finish(upload: OpenUpload): void {
     closeUpload(upload);
-    if (upload.sha256 && !upload.adopted) void this.store!.keep(upload.name, upload.sha256);
+    if (upload.sha256) void this.store!.keep(upload.name, upload.sha256);
   }
 
-  /** Closes and deletes an upload that failed half-way (one the store replaced is the store's file now: kept). */
+  /** Closes and deletes an upload that failed half-way. */
   abandon(upload: OpenUpload): void {
     closeUpload(upload);
-    if (!upload.adopted) this.remove(upload.name);
+    this.remove(upload.name);
   }
 
   read(name: string): Buffer {

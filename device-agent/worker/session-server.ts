@@ -175,7 +175,7 @@ export class SessionServer {
     };
     let adding;
     try {
-      adding = how.add(this.session, into, frame, id, this.mux);
+      adding = how.add(this.session, into, frame);
     } catch (err) {
       return failed(err);
     }

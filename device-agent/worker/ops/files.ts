@@ -7,16 +7,11 @@ import type { Assembly, Body, Handler, Multiplexer } from "./operation.ts";
 const UPLOAD: Assembly<Body<"upload">, ReturnType<SessionFiles["begin"]>> = {
   what: "an upload",
   begin: (s, u) => s.files.begin(u.name, u.total_bytes, u.sha256 || undefined),
-  add: (s, upload, u, id, mux) => {
-    if (upload.adopted) return undefined; // the host's bytes still in flight after the store gave the file
-    // A digest after the first frame: the host hashed while sending. If the store has the file, answer now (the host stops sending).
-    if (u.sha256 && !upload.sha256) return midway(s, upload, u, id, mux);
-    return u.data.byteLength > 0 ? s.files.append(upload, u.data) : undefined;
-  },
-  // One the store gave was answered then.
+  add: (s, upload, u) => (u.data.byteLength > 0 ? s.files.append(upload, u.data) : undefined),
+  // With a digest, the agent is asked to keep the file; a later take of it waits for that.
   finish: (s, upload, id, mux) => {
     s.files.finish(upload);
-    if (!upload.adopted) mux.reply({ id, ok: {} });
+    mux.reply({ id, ok: {} });
   },
   abandon: (s, upload) => s.files.abandon(upload),
 };
@@ -28,16 +23,6 @@ export const upload: Handler<"upload"> = (s, id, u, mux) => (u.probe && !mux.ass
 function probe(s: SessionState, id: number, u: Body<"upload">, mux: Multiplexer): Promise<void> {
   if (!u.sha256 || u.data.byteLength > 0 || !u.done) throw new FarmError("PROTOCOL_ERROR", `upload probe ${id} must carry a sha256, no data, and be its request's only frame`);
   return adopt(s, id, u, mux);
-}
-
-async function midway(s: SessionState, upload: ReturnType<SessionFiles["begin"]>, u: Body<"upload">, id: number, mux: Multiplexer): Promise<void> {
-  if (await s.files.adoptMidway(upload, u.sha256, u.total_bytes)) {
-    s.reused.files++;
-    s.reused.bytes += u.total_bytes;
-    mux.reply({ id, ok: {} });
-  } else if (u.data.byteLength > 0) {
-    await s.files.append(upload, u.data);
-  }
 }
 
 async function adopt(s: SessionState, id: number, u: Body<"upload">, mux: Multiplexer): Promise<void> {

@@ -53,8 +53,8 @@ export interface Assembly<B extends Chunk, S> {
   readonly what: string;
   /** At the first frame: what the frames are assembled into; a throw refuses the request. */
   begin(s: SessionState, first: B): S;
-  /** Each frame's data, the first frame's included; a throw or rejection refuses the request. It may reply before the last frame. */
-  add(s: SessionState, into: S, frame: B, id: number, mux: Multiplexer): void | Promise<void>;
+  /** Each frame's data, the first frame's included; a throw or rejection refuses the request. */
+  add(s: SessionState, into: S, frame: B): void | Promise<void>;
   /** After the last frame: the reply. */
   finish(s: SessionState, into: S, id: number, mux: Multiplexer): void | Promise<void>;
   /** Lets go of what `begin` took, when `add` failed or the session ended before the last frame. */
