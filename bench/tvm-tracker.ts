@@ -7,7 +7,7 @@
  * requests (untimed) the client opens and closes the session with the match
  * key, and the server puts itself back with a fresh key, as TVM's does.
  *
- * Against: TVM's 48 ms (shared/reference/tvm-rpc-baseline.md: request() →
+ * Against: TVM's 48 ms (BENCHMARKS.md, "The TVM baseline": request() →
  * usable session, two 44 ms delayed-ACK stalls), and, in the same run, a raw
  * TCP ping-pong of frames of the same sizes with a Node process that answers
  * at once in one write with TCP_NODELAY (the floor for any tracker), and the

@@ -1,5 +1,5 @@
 /**
- * Dependencies point one way (DESIGN.md): tracker, device-agent and host-sdk
+ * Dependencies point one way (docs/architecture.md, "Parts"): tracker, device-agent and host-sdk
  * import protos; device-agent and host-sdk also vta; vta (the toolchain both
  * share) imports protos at most. Only the composition layer (root files,
  * cli/) puts parts together, and no part imports the package by its own

@@ -69,7 +69,7 @@ describe("a farm in containers, from the host", { skip }, () => {
       assert.equal(firstMismatch(c.unpack(packed), c.want), undefined);
       return (await s.stats()).counters;
     });
-    // What TVM's simulator printed for this tutorial (shared/vta/SPEC.md §2.8.1; tests/vta-farm.test.ts checks all three).
+    // What TVM's simulator printed for this tutorial (docs/vta-isa.md §9.1; tests/vta-farm.test.ts checks all three).
     assert.deepEqual(
       { inp: counters.inp_load_nbytes, wgt: counters.wgt_load_nbytes, uop: counters.uop_load_nbytes, out: counters.out_store_nbytes, gemm: counters.gemm_counter },
       { inp: 256, wgt: 65536, uop: 8, out: 256, gemm: 256 },

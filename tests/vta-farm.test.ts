@@ -6,7 +6,7 @@
  *
  * * TVM's three tutorials: outputs equal the plain reference, and stats()
  *   after clearStats() equal exactly the statistics TVM's simulator printed
- *   (shared/vta/SPEC.md §2.8.1–2.8.3, written out below).
+ *   (docs/vta-isa.md §9.1–9.3, written out below).
  * * time_evaluator on a VTA board: repeated calls stay correct.
  * * Other shapes and schedules: channel counts, strides, paddings, 1 vs 2
  *   virtual threads.
@@ -25,7 +25,7 @@ import { DEFAULT_VTA_HARDWARE as hw, MEM, OPCODE, decodeInsn, decodeRun, encodeI
 import { startFarm, waitForFreeBoards } from "./helpers/processes.ts";
 import { conv2dCase, firstMismatch, matmulCase, type VtaCase } from "./helpers/vta.ts";
 
-/** What TVM's simulator printed for each tutorial (SPEC §2.8.1, §2.8.2, §2.8.3). */
+/** What TVM's simulator printed for each tutorial (docs/vta-isa.md §9.1, §9.2, §9.3). */
 const PUBLISHED: Record<"matrix_multiply" | "matrix_multiply_opt" | "convolution_opt", Record<string, number>> = {
   matrix_multiply: {
     inp_load_nbytes: 256, wgt_load_nbytes: 65536, acc_load_nbytes: 0, uop_load_nbytes: 8,
@@ -106,19 +106,19 @@ describe("VTA kernels compiled on the host, run through a farm", () => {
   after(() => farm.stop());
 
   describe("TVM's tutorials: outputs equal the reference, statistics equal the published ones", () => {
-    it("matrix_multiply (§2.8.1): (1×256)·(256×256), wrapped to int8", async () => {
+    it("matrix_multiply (§9.1): (1×256)·(256×256), wrapped to int8", async () => {
       const spec = VTA_TUTORIALS.matrix_multiply;
       const counters = await withSession((s) => callOnce(s, compileVta(spec), matmulCase(spec.workload, 101), "matrix_multiply"));
       assert.deepEqual(tvmCounters(counters), PUBLISHED.matrix_multiply);
     });
 
-    it("matrix_multiply_opt (§2.8.2): (1×1024)·(1024×1024), >> 8, clip [0, 127]", async () => {
+    it("matrix_multiply_opt (§9.2): (1×1024)·(1024×1024), >> 8, clip [0, 127]", async () => {
       const spec = VTA_TUTORIALS.matrix_multiply_opt;
       const counters = await withSession((s) => callOnce(s, compileVta(spec), matmulCase(spec.workload, 102), "matrix_multiply_opt"));
       assert.deepEqual(tvmCounters(counters), PUBLISHED.matrix_multiply_opt);
     });
 
-    it("convolution_opt (§2.8.3): ResNet-18 layer 9, 2 virtual threads", async () => {
+    it("convolution_opt (§9.3): ResNet-18 layer 9, 2 virtual threads", async () => {
       const spec = VTA_TUTORIALS.convolution_opt;
       const counters = await withSession((s) => callOnce(s, compileVta(spec), conv2dCase(spec.workload, 103), "convolution_opt"));
       assert.deepEqual(tvmCounters(counters), PUBLISHED.convolution_opt);

@@ -1,6 +1,6 @@
 /**
- * The instruction queue of the TVM VTA runtime (`InsnQueue`, §2.6.4 of the
- * VTA spec): instructions in program order, the pending dependency pops of
+ * The instruction queue of the TVM VTA runtime (`InsnQueue`, §7.3 of
+ * docs/vta-isa.md): instructions in program order, the pending dependency pops of
  * each pipeline stage, and the rules that turn VTADepPush / VTADepPop into
  * flags on neighbouring instructions or into NOPs.
  *

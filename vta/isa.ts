@@ -13,7 +13,7 @@ export const ALU_OP = { MIN: 0, MAX: 1, ADD: 2, SHR: 3, MUL: 4 } as const;
 export type MemoryType = (typeof MEM)[keyof typeof MEM];
 export type AluOpcode = (typeof ALU_OP)[keyof typeof ALU_OP];
 
-/** Dependency-token flags every instruction carries (§2.2.2 of the VTA spec). */
+/** Dependency-token flags every instruction carries (§3 of docs/vta-isa.md). */
 export interface DepFlags {
   popPrev: boolean;
   popNext: boolean;

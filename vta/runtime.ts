@@ -1,6 +1,6 @@
 /**
  * An emulation of the TVM VTA runtime's `CommandQueue` (vta/runtime/runtime.cc,
- * TVM v0.18.0; §2.6 of the VTA spec): the calls that compiled VTA code makes —
+ * TVM v0.18.0; §7 of docs/vta-isa.md): the calls that compiled VTA code makes —
  * VTALoadBuffer2D, VTAStoreBuffer2D, VTAUopLoopBegin/End, VTAUopPush,
  * VTAPushGEMMOp, VTAPushALUOp, VTADepPush/Pop, VTASynchronize — turned into the
  * same instruction stream and micro-op buffer the runtime would hand to the

@@ -1,11 +1,11 @@
 /**
  * Static analysis of a VTA run, without executing it:
  *
- * * `streamStats` — the simulator's counters (§2.3 of the VTA spec) as they
+ * * `streamStats` — the simulator's counters (§5 of docs/vta-isa.md) as they
  *   follow from the instructions alone: bytes loaded per memory type, bytes
  *   stored, GEMM and ALU uop executions. A compiler can state what a program
  *   will cost before any board runs it.
- * * `checkDependencies` — runs the three modules' token protocol (§2.2.2): each
+ * * `checkDependencies` — runs the three modules' token protocol (§3): each
  *   module takes its instructions in order, waits for the tokens it pops,
  *   pushes after. Reports a deadlock (which instruction waits for which
  *   queue) or the tokens left in each queue at the end.

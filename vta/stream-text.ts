@@ -1,6 +1,6 @@
 /**
  * The one-line-per-instruction text form of a VTA instruction stream, as the
- * golden streams of shared/vta/golden/ are written (see its README):
+ * golden streams of tests/fixtures/vta-golden/ are written (see its README):
  *
  * ```
  *     6  LOAD_INP sram 0 ?+256 y 8 x 14 s 14 pad y[1,0] x[1,1]      pn

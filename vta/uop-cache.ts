@@ -1,6 +1,6 @@
 /**
- * The micro-op cache of the TVM VTA runtime (`UopQueue`, §2.6.3 of the VTA
- * spec): which kernels are resident in uop SRAM, where a newly used kernel
+ * The micro-op cache of the TVM VTA runtime (`UopQueue`, §7.2 of
+ * docs/vta-isa.md): which kernels are resident in uop SRAM, where a newly used kernel
  * goes, and what LOAD UOP that placement needs.
  *
  * * The uop SRAM is filled like a ring: a kernel goes at the fill position

@@ -1,6 +1,6 @@
 /**
- * Micro-op kernels as the TVM VTA runtime records them (§2.6.2 of the VTA
- * spec): up to two loops declared before the first uop, then the uops, with
+ * Micro-op kernels as the TVM VTA runtime records them (§7.1 of
+ * docs/vta-isa.md): up to two loops declared before the first uop, then the uops, with
  * the runtime's consistency checks (VerifyDep, one mode / reset / ALU
  * operation per kernel).
  *

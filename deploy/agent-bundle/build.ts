@@ -40,7 +40,7 @@ export const BUNDLE_INFO_FILE = "BUNDLE.json";
 export const DEFAULT_ARCHIVE = join(PACKAGE_ROOT, "dist", `${BUNDLE_DIR_NAME}-linux-x64.tar.xz`);
 /** xz -6, measured on a 2-vCPU VM: 27.8 MiB in 38 s (-3: 31.1 MiB in 27 s; -9: 27.5 MiB in 90 s and 3x the memory). */
 export const DEFAULT_XZ_LEVEL = 6;
-/** The GPU machine takes at most 64 MiB of copied payload; leave room for the rest of it. */
+/** About twice the archive's usual size: a bundle beyond it carries something it should not. */
 export const MAX_ARCHIVE_BYTES = 60 * 1024 * 1024;
 /** A git file bigger than this is a fixture or a capture nobody runs from the bundle: left out, and said so. */
 const MAX_APP_FILE_BYTES = 8 * 1024 * 1024;
@@ -411,7 +411,7 @@ export function buildBundle(opts: BundleOptions = {}, log: (line: string) => voi
   const archiveBytes = statSync(partial).size;
   if (archiveBytes > MAX_ARCHIVE_BYTES) {
     rmSync(partial, { force: true });
-    throw new BundleError(`the archive would be ${MiB(archiveBytes)}, over the ${MiB(MAX_ARCHIVE_BYTES)} limit (the GPU machine takes at most 64 MiB): ` +
+    throw new BundleError(`the archive would be ${MiB(archiveBytes)}, over the ${MiB(MAX_ARCHIVE_BYTES)} limit (about twice the usual size: something large got in): ` +
       "see which packages grew in BUNDLE.json of the stage, or prune more in deploy/agent-bundle/build.ts");
   }
   renameSync(partial, o.archivePath);

@@ -1,6 +1,6 @@
 /**
  * 2-D convolution on VTA in the packed NCHWnc layout, scheduled as in TVM's
- * "2D Convolution Optimization" tutorial (§2.8.3 of the VTA spec):
+ * "2D Convolution Optimization" tutorial (§9.3 of docs/vta-isa.md):
  *
  * ```
  * for b, oc_outer, y_out, x_out:                (threads split oc_outer's tiles)

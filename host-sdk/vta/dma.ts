@@ -1,6 +1,6 @@
 /**
- * 2-D DMA patterns (TVM's `_get_2d_pattern` in InjectDMAIntrin, §2.7 of the
- * VTA spec): a region of whole VTA elements, given as dimensions from outer
+ * 2-D DMA patterns (TVM's `_get_2d_pattern` in InjectDMAIntrin, §8 of
+ * docs/vta-isa.md): a region of whole VTA elements, given as dimensions from outer
  * to inner with their DRAM strides (in elements), folded into the
  * `(x_size, y_size, x_stride)` of one LOAD or STORE. Dimensions of extent 1
  * vanish; contiguous dimensions fold into x, dimensions that step evenly over

@@ -1,26 +1,24 @@
 /**
  * The compiler against the instruction streams TVM emitted for the three VTA
- * tutorials (shared/vta/golden/, beside the repository): same instructions,
- * fields, dependency flags, NOPs and micro-ops, DRAM bases compared relative
- * to the first base seen per buffer (golden files do not name buffers).
+ * tutorials (tests/fixtures/vta-golden/, whose README says how they were
+ * made): same instructions, fields, dependency flags, NOPs and micro-ops, DRAM
+ * bases compared relative to the first base seen per buffer (golden files do
+ * not name buffers).
  */
 import assert from "node:assert/strict";
-import { existsSync, readFileSync } from "node:fs";
-import { dirname, resolve } from "node:path";
+import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, it } from "node:test";
 import { parseStreamText, relativeDram, runToStream, type ParsedStream } from "../../vta/index.ts";
 import { lowerVtaKernel } from "./compile.ts";
 import { VTA_TUTORIALS } from "./tutorials.ts";
 
-const GOLDEN_DIR = resolve(dirname(fileURLToPath(import.meta.url)), "../../../shared/vta/golden");
-const skip = existsSync(GOLDEN_DIR) ? false : `golden streams not found at ${GOLDEN_DIR} (they live in shared/vta/golden beside the clone)`;
-if (skip) console.log(`# SKIP VTA golden-stream tests: ${skip}`);
+const GOLDEN_DIR = fileURLToPath(new URL("../../tests/fixtures/vta-golden/", import.meta.url));
 
 const NAMES = ["matrix_multiply", "matrix_multiply_opt", "convolution_opt"] as const;
 
 function golden(name: string): ParsedStream {
-  return parseStreamText(readFileSync(resolve(GOLDEN_DIR, `${name}.stream.txt`), "utf8"));
+  return parseStreamText(readFileSync(`${GOLDEN_DIR}${name}.stream.txt`, "utf8"));
 }
 
 function render(s: ParsedStream, i: number, rel: (number | undefined)[]): string {
@@ -66,7 +64,7 @@ function bufferPerKind(ours: ParsedStream): Map<string, Set<string>> {
   return m;
 }
 
-describe("VTA compiler vs TVM's golden streams", { skip }, () => {
+describe("VTA compiler vs TVM's golden streams", () => {
   for (const name of NAMES) {
     it(`${name}: the tutorial schedule emits TVM's stream exactly (trailingPops "carry")`, () => {
       const { fn } = lowerVtaKernel(VTA_TUTORIALS[name], { trailingPops: "carry" });
@@ -109,7 +107,7 @@ describe("VTA compiler vs TVM's golden streams", { skip }, () => {
 });
 
 describe("VTA compiler: tutorial statistics", () => {
-  // The figures the tutorials print (§2.8 of the VTA spec), derived here from the instructions alone.
+  // The figures the tutorials print (docs/vta-isa.md §9), derived here from the instructions alone.
   const PUBLISHED = {
     matrix_multiply: { inp_load_nbytes: 256, wgt_load_nbytes: 65536, acc_load_nbytes: 0, uop_load_nbytes: 8, out_store_nbytes: 256, gemm_counter: 256, alu_counter: 0 },
     matrix_multiply_opt: { inp_load_nbytes: 4096, wgt_load_nbytes: 1048576, acc_load_nbytes: 0, uop_load_nbytes: 20, out_store_nbytes: 1024, gemm_counter: 4096, alu_counter: 192 },

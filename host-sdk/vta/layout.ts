@@ -1,7 +1,7 @@
 /**
  * Host-side packing between the plain layouts users hold (NCHW, OIHW,
  * row-major matrices) and the blocked layouts VTA kernels read and write
- * (§2.8.3 of the VTA spec; the tutorials do this in numpy):
+ * (§9.3 of docs/vta-isa.md; the tutorials do this in numpy):
  *
  * * data `(N, C, H, W)` → `(N/B, C/16, H, W, B, 16)`: reshape to
  *   `(N/B, B, C/16, 16, H, W)`, transpose `(0, 2, 4, 5, 1, 3)`;

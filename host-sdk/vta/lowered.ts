@@ -1,6 +1,6 @@
 /**
  * A small lowered-program form for VTA kernels, the shape of the TIR that
- * TVM's VTA passes produce (§2.7 of the VTA spec): loops, and coprocessor
+ * TVM's VTA passes produce (§8 of docs/vta-isa.md): loops, and coprocessor
  * scopes (queue 1 = load, 2 = compute, 3 = store) whose bodies call the
  * runtime. The compiler's templates build one of these; `runLowered`
  * plans the dependency tokens (coproc-sync.ts), replays it against the

@@ -1,7 +1,7 @@
 /**
  * Blocked matrix multiply on VTA, as TVM's "Simple Matrix Multiply" and
- * "Matrix Multiply Blocking" tutorials schedule it (§2.8.1–2.8.2 of the VTA
- * spec): `C = A · Wᵀ` with A `(batch, in)`, W `(out, in)`, int8 operands,
+ * "Matrix Multiply Blocking" tutorials schedule it (§9.1–9.2 of
+ * docs/vta-isa.md): `C = A · Wᵀ` with A `(batch, in)`, W `(out, in)`, int8 operands,
  * int32 accumulation, then the optional shift / clip epilogue and int8.
  *
  * ```

@@ -1,7 +1,7 @@
 /**
- * The workloads and schedules of TVM's VTA tutorials (§2.8 of the VTA spec),
+ * The workloads and schedules of TVM's VTA tutorials (§9 of docs/vta-isa.md),
  * ready to compile. With the default hardware, each compiles to the
- * instruction stream TVM emitted for it (shared/vta/golden/).
+ * instruction stream TVM emitted for it (tests/fixtures/vta-golden/).
  */
 import type { VtaKernelSpec } from "./compile.ts";
 

@@ -1,6 +1,6 @@
 /**
  * Micro-op kernels from loop nests, the way TVM's VTA passes build them
- * (§2.7 of the VTA spec):
+ * (§8 of docs/vta-isa.md):
  *
  * * GEMM (`FoldUopLoop`): loops of extent 1 are gone (simplified away); the
  *   two outermost remaining loops become the instruction's uop loops; the

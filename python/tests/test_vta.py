@@ -13,7 +13,7 @@ from modules import build_vta
 N, C, O, H, W, K, PAD, SHIFT, CLIP = 1, 256, 256, 14, 14, 3, 1, 8, (0, 127)
 BATCH, BLOCK = 1, 16
 
-#: TVM's simulator statistics for the tutorial (shared/vta/SPEC.md §2.8.3; tests/vta-farm.test.ts).
+#: TVM's simulator statistics for the tutorial (docs/vta-isa.md §9.3; tests/vta-farm.test.ts).
 PUBLISHED = {
     "inp_load_nbytes": 114688, "wgt_load_nbytes": 1179648, "acc_load_nbytes": 0, "uop_load_nbytes": 1144,
     "out_store_nbytes": 50176, "gemm_counter": 451584, "alu_counter": 9408,

@@ -1,6 +1,6 @@
 /**
  * A protocol-level TVM tracker client and RPC server for the tests, written
- * from the protocol description (shared/reference/tvm-rpc.md §1.2–1.6), as
+ * from the protocol description (docs/tvm-tracker.md, "TVM's protocol"), as
  * tests/tvm/fake_tvm.py is in Python: what kernelfarm's TVM port must serve
  * as TVM's own tracker would. Nothing here imports the tracker's code.
  */
@@ -146,7 +146,7 @@ export async function rpcConnect(host: string, port: number, matchkey: string): 
 }
 
 /**
- * TVM's `rpc_server --tracker ADDR --key KEY` at the protocol level (§1.5):
+ * TVM's `rpc_server --tracker ADDR --key KEY` at the protocol level (docs/tvm-tracker.md, "TVM's protocol" §3):
  * UPDATE_INFO, PUT with a fresh match key, a GET_PENDING_MATCHKEYS poll
  * every `pollMs` while it waits, the key given up after 4 s out, the
  * client's key checked (MISMATCH otherwise), one session at a time — until

@@ -1,15 +1,15 @@
 """A protocol-level TVM tracker client and RPC server, written for the tests
-from the protocol description (shared/reference/tvm-rpc.md, sections 1.2 to
-1.7), with the standard library only: what kernelfarm's TVM port
+from the protocol description (docs/tvm-tracker.md, "TVM's protocol"), with
+the standard library only: what kernelfarm's TVM port
 (tracker/tvm/) must serve as TVM's own tracker would.
 
 * TrackerConn: a tracker connection (the magic, then int32-length JSON frames).
-* FakeRpcServer: TVM's rpc_server in tracker mode (section 1.5): UPDATE_INFO,
+* FakeRpcServer: TVM's rpc_server in tracker mode (docs/tvm-tracker.md §3): UPDATE_INFO,
   PUT with a fresh match key, GET_PENDING_MATCHKEYS every poll period while
   it waits, a new key after 4 misses, the client handshake checked against
   its key (MISMATCH otherwise), one session at a time, a new PUT after each.
-* rpc_connect: a TVM client's connect() handshake (section 1.6).
-* text_summary: query_rpc_tracker's output (section 1.7, v0.18).
+* rpc_connect: a TVM client's connect() handshake (docs/tvm-tracker.md §4).
+* text_summary: query_rpc_tracker's output (docs/tvm-tracker.md §4, v0.18).
 """
 
 import json
@@ -218,7 +218,7 @@ class FakeRpcServer:
 
 
 def text_summary(data):
-    """The block query_rpc_tracker prints for a SUMMARY reply (section 1.7, v0.18: addresses right-aligned)."""
+    """The block query_rpc_tracker prints for a SUMMARY reply (docs/tvm-tracker.md §4, v0.18: addresses right-aligned)."""
     total = {}
     out = "Server List\n"
     out += "------------------------------\n"

@@ -30,7 +30,7 @@ export interface TvmPortOptions {
   maxSessionTimeoutMs: number;
 }
 
-/** TVM's SUMMARY reply (§1.3), which `python -m tvm.exec.query_rpc_tracker` prints. */
+/** TVM's SUMMARY reply (docs/tvm-tracker.md, "TVM's protocol" §2), which `python -m tvm.exec.query_rpc_tracker` prints. */
 export interface TvmSummary {
   queue_info: Record<string, { free: number; pending: number }>;
   server_info: Record<string, unknown>[];

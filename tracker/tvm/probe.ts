@@ -2,7 +2,7 @@
  * Does a TVM server answer on the address its clients will be given? The
  * probe connects there and opens as a client with a match key no server
  * holds; a TVM server's accept loop reads it and answers RPC_CODE_MISMATCH
- * (shared/reference/tvm-rpc.md §1.5 step 4), then goes on waiting, its key
+ * (docs/tvm-tracker.md, "TVM's protocol" §3), then goes on waiting, its key
  * and its tracker connection untouched. A server that accepts nothing, or an
  * address where nothing listens, fails the probe.
  *

@@ -35,7 +35,7 @@ import { TVM_AGENT_PREFIX, TVM_BOARD_KIND, describeBoard, joinHostPort, type Boa
 import type { Scheduler } from "../scheduler.ts";
 import { probeTvmServer } from "./probe.ts";
 
-/** A TVM server's accept loop polls (GET_PENDING_MATCHKEYS) this often while it waits (§1.5 `ping_period`). */
+/** A TVM server's accept loop polls (GET_PENDING_MATCHKEYS) this often while it waits (docs/tvm-tracker.md, "TVM's protocol" §3). */
 export const TVM_POLL_MS = 2000;
 /** No poll this long after a grant (or after the last poll): the server is serving, its client connected. */
 export const POLL_GAP_MS = TVM_POLL_MS + 1000;

@@ -1,6 +1,6 @@
 /**
- * TVM's tracker wire protocol, as the TVM port speaks it (written from
- * shared/reference/tvm-rpc.md §1.2–1.3): the peer opens with the int32
+ * TVM's tracker wire protocol, as the TVM port speaks it (docs/tvm-tracker.md,
+ * "TVM's protocol" §1): the peer opens with the int32
  * tracker magic and gets it back; from then on both directions carry frames
  * of a little-endian int32 length and that many bytes of UTF-8 JSON. Every
  * request is a JSON array whose first element is a tracker code.

@@ -1,6 +1,6 @@
 /**
  * The compute core of one simulated VTA: its SRAMs and an engine for the
- * loop-nest instructions over them (§2.2.3 of the VTA spec), each applying
+ * loop-nest instructions over them (§4 of docs/vta-isa.md), each applying
  * its body for every (y, x, uop) of the nest, in that order:
  *
  * * GEMM: `ACC[a][b][j] += Σ_k INP[i][b][k] · WGT[w][j][k]` in wrapping int32;

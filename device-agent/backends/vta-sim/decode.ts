@@ -332,7 +332,7 @@ function decodeOne(hw: VtaHardware, timing: TimingModel, raw: Insn, i: number, w
 }
 
 /**
- * Dependency flags → token queues (§2.2.2):
+ * Dependency flags → token queues (§3):
  *
  * | module | pop_prev | pop_next | push_prev | push_next |
  * |---|---|---|---|---|

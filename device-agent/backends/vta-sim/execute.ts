@@ -1,6 +1,6 @@
 /**
- * What each VTA instruction does to the SRAMs and DRAM (§2.2.3 of the VTA
- * spec, the functional simulator's semantics), and what it adds to the
+ * What each VTA instruction does to the SRAMs and DRAM (§4 of
+ * docs/vta-isa.md, the functional simulator's semantics), and what it adds to the
  * statistics (stats.ts). The scheduler (simulator.ts) decides when; this file
  * decides what, and the compute core (core.ts) runs the loop nests.
  *

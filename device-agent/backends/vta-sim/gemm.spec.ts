@@ -16,7 +16,7 @@ const accLanes = hw.batch * hw.blockOut;
 /** A GEMM's loop nest: the instruction's iteration and factor fields. */
 type Nest = Omit<GemmInsn, keyof DepFlags | "opcode" | "resetReg" | "uopBgn" | "uopEnd">;
 
-/** SPEC §2.2.3, written out plainly. */
+/** docs/vta-isa.md §4, written out plainly. */
 function referenceGemm(acc: Int32Array, inp: Int8Array, wgt: Int8Array, uops: Uop[], n: Nest): void {
   for (let y = 0; y < n.iterOut; y++) {
     for (let x = 0; x < n.iterIn; x++) {

@@ -3,7 +3,7 @@
  * dependency-token FIFOs, statistics and the cycle estimate.
  *
  * **Scheduling** (deterministic; TVM's simulator starts at a time-seeded
- * random module, §2.4): the fetch routing puts each instruction in the queue
+ * random module, §6): the fetch routing puts each instruction in the queue
  * of its module (load: LOAD INP/WGT; store: STORE; compute: the rest). The
  * scheduler visits load, compute, store in turn, and each runs its queue in
  * order until its next instruction needs a token that is not there. A pass in

@@ -1,6 +1,6 @@
 /**
  * Execution statistics. The first seven are TVM's functional simulator
- * counters, counted exactly as it counts them (§2.3 of the VTA spec), in the
+ * counters, counted exactly as it counts them (§5 of docs/vta-isa.md), in the
  * order `vta.simulator.profiler_status` prints them:
  *
  * | counter | added to by | amount |

@@ -4,7 +4,7 @@
  * * raw runs, instruction by instruction exactly as written (`insn`,
  *   `rawRun`, `binaryOf`): no runtime rules applied, so a spec can state one
  *   instruction's semantics, a corrupt stream or a token deadlock;
- * * the "Simple Matrix Multiply" tutorial (§2.8.1 of the VTA spec) as its call
+ * * the "Simple Matrix Multiply" tutorial (§9.1 of docs/vta-isa.md) as its call
  *   sequence against the runtime emulation (vta/runtime.ts), which alone
  *   applies the rules for dependency flags, NOPs, micro-op kernels and the end
  *   of a run.
@@ -21,7 +21,7 @@ import {
 // ---- a program built through the runtime emulation
 
 /**
- * §2.8.1 "Simple Matrix Multiply", function `matmul(A, B, C)`: A (1, 16, 1, 16)
+ * §9.1 "Simple Matrix Multiply", function `matmul(A, B, C)`: A (1, 16, 1, 16)
  * int8 · B (16, 16, 16, 16) int8 → C (1, 16, 1, 16) int8 (the int32 sums
  * wrapped). Packed as in the tutorial: A[n][k], B[m][n][j][k], C[m][j].
  */

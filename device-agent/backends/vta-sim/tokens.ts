@@ -1,5 +1,5 @@
 /**
- * The four dependency-token FIFOs between VTA's modules (§2.2.2, §2.4):
+ * The four dependency-token FIFOs between VTA's modules (§3, §6):
  * `l2g` load→compute, `g2l` compute→load, `s2g` store→compute, `g2s`
  * compute→store. Tokens carry no data; here each carries the cycle at which it
  * was pushed, for the timing model. Like TVM's simulator, the FIFOs are not
