@@ -21,7 +21,7 @@
  */
 import type { BoardInfo } from "../protos/gen/farm/v1/BoardInfo.ts";
 import { BoardHealth, HEALTH_STATES, type HealthChange, type HealthRecord } from "./health.ts";
-import { standingInfo, type Board } from "./registry.ts";
+import { TVM_BOARD_KIND, standingInfo, type Board } from "./registry.ts";
 import { StateStore } from "./state-store.ts";
 
 /** A board that left this long ago is forgotten, unless an operator's command holds it. */
@@ -90,10 +90,17 @@ export class BoardMemory {
     if (memo) memo.seenAt = Date.now();
   }
 
-  /** When the last remembered board of `key` left (ms since the epoch); undefined when none is remembered. */
+  /**
+   * When the last remembered kernelfarm board of `key` that is not attached
+   * left (ms since the epoch); undefined when none is remembered. TVM
+   * servers' boards serve TVM clients only: they do not count.
+   */
   lastLeft(key: string): number | undefined {
     let last: number | undefined;
-    for (const memo of Object.values(this.state.boards)) if (memo.key === key && (last === undefined || memo.seenAt > last)) last = memo.seenAt;
+    for (const [id, memo] of Object.entries(this.state.boards)) {
+      if (memo.key !== key || memo.kind === TVM_BOARD_KIND || this.attached(id)) continue;
+      if (last === undefined || memo.seenAt > last) last = memo.seenAt;
+    }
     return last;
   }
 
