@@ -80,6 +80,19 @@ describe("VTA compiler × simulator: the tutorials", () => {
     checkMatmul(VTA_MATRIX_MULTIPLY_BLOCKED, 3);
   });
 
+  it("TVM's first-call stream (trailingPops \"carry\") leaves a token behind: refused, naming the queue and the count, and the next call is right", () => {
+    const carry = compileVta(VTA_MATRIX_MULTIPLY_BLOCKED, { trailingPops: "carry" });
+    const c = matmulCase(VTA_MATRIX_MULTIPLY_BLOCKED.workload, 3);
+    const sim = new VtaSimulator();
+    const args = [...c.inputs, new Int8Array(c.outLength)].map(bytes);
+    assert.throws(
+      () => runVtaFunction(carry.program, carry.functions[0]!.name, args, { simulator: sim }),
+      (e: Error & { code?: string }) => e.code === "RUNTIME_ERROR" && /its last FINISH left dependency tokens behind — 1 on s2g \(store → compute\)/.test(e.message),
+    );
+    // Called again on the same board: the leftover token is gone, so the committed module is still right.
+    checkCase(compileVta(VTA_MATRIX_MULTIPLY_BLOCKED), c, "the committed stream after a refused carry", sim);
+  });
+
   it("vector add", () => {
     const w: VtaElementwiseWorkload = { length: 1024, ops: [{ op: "add", rhs: "b" }] };
     const mod = compileVta({ kind: "elementwise", name: "vector_add", workload: w });

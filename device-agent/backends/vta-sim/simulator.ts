@@ -13,8 +13,12 @@
  * program whose tokens order every conflicting access (as the runtime's are),
  * the results do not depend on this order.
  *
- * Tokens persist across runs and calls, as in TVM, until the session ends — or
- * until a run fails, after which the FIFOs are emptied so the session can go on.
+ * Tokens persist across the runs of a call, as in TVM (a run may push a token
+ * the next run pops). A call must end with every FIFO empty: a token left
+ * after its last FINISH would be popped by a later call out of its order and
+ * make it compute wrong results without an error (TVM's first-call stream,
+ * trailingPops "carry", does this), so such a call fails naming each queue and
+ * its count. After any failure the FIFOs are emptied so the session can go on.
  */
 import { FarmError } from "../../../protos/index.ts";
 import { DEFAULT_VTA_HARDWARE, UOP_BUFFER, type VtaBinary, type VtaHardware } from "../../../vta/index.ts";
@@ -27,7 +31,7 @@ import { Executor } from "./execute.ts";
 import { createCore, type Core, type GemmEngine } from "./core.ts";
 import { VtaCounters } from "./stats.ts";
 import { resolveTiming, type TimingModel } from "./timing.ts";
-import { QUEUE_NAMES, TokenQueues } from "./tokens.ts";
+import { QUEUE_NAMES, QUEUE_ROUTES, TokenQueues } from "./tokens.ts";
 
 /** Default simulated DRAM: 1 GiB (the Pynq board has 512 MiB). */
 export const DEFAULT_VTA_SIM_MEMORY_BYTES = 1 << 30;
@@ -156,6 +160,15 @@ export class VtaSimulator {
         this.tokens.clear();
         throw err;
       }
+    }
+    const left = Object.entries(this.tokens.counts()).filter(([, n]) => n > 0);
+    if (left.length > 0) {
+      this.tokens.clear();
+      throw new FarmError(
+        "RUNTIME_ERROR",
+        `VTA function "${program.name}": its last FINISH left dependency tokens behind — ${left.map(([q, n]) => `${n} on ${q} (${QUEUE_ROUTES[q as keyof typeof QUEUE_ROUTES]})`).join(", ")}; a later call would pop them out of its order and compute wrong results. A call must pop every token it pushes by its last FINISH (compileVta's trailingPops "commit", the default, does; "carry" reproduces TVM's first call, which does not)`,
+        { details: { tokens: Object.fromEntries(left) } },
+      );
     }
     return report;
   }

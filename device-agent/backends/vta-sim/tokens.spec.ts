@@ -92,21 +92,23 @@ describe("dependency tokens", () => {
     }
   });
 
-  it("persist across runs and calls; a failed run empties them", () => {
+  it("persist across the runs of a call; a call that leaves any behind is refused, naming each queue and its count", () => {
     const sim = new VtaSimulator();
     const leave = binaryOf([rawRun([insn.store({ xSize: 0, memoryType: MEM.UOP, pushPrev: true }), insn.finish()])], "leave");
     const take = binaryOf([finishOnly({ popNext: true })], "take");
     // Two runs of one function: the second consumes the token the first left.
     runVtaFunction(binaryOf([leave.functions.leave!.runs[0]!, take.functions.take!.runs[0]!]), "f", [], { simulator: sim });
     assert.deepEqual(sim.tokens.counts(), { l2g: 0, g2l: 0, s2g: 0, g2s: 0 });
-    // Without a leftover token, "take" deadlocks...
+    // Without a leftover token, "take" deadlocks.
     rejects(() => runVtaFunction(take, "take", [], { simulator: sim }), /deadlock/, /instruction 0 \(FINISH\)/, /s2g/);
-    // ...with one from an earlier call it runs.
-    runVtaFunction(leave, "leave", [], { simulator: sim });
-    runVtaFunction(leave, "leave", [], { simulator: sim });
-    assert.equal(sim.tokens.counts().s2g, 2);
-    runVtaFunction(take, "take", [], { simulator: sim });
-    assert.equal(sim.tokens.counts().s2g, 1);
+    // A call that ends with a token queued would hand it to the next call: refused, and the FIFOs emptied.
+    rejects(
+      () => runVtaFunction(binaryOf([leave.functions.leave!.runs[0]!, leave.functions.leave!.runs[0]!], "leave"), "leave", [], { simulator: sim }),
+      /VTA function "leave": its last FINISH left dependency tokens behind — 2 on s2g \(store → compute\); a later call would pop them/,
+    );
+    assert.deepEqual(sim.tokens.counts(), { l2g: 0, g2l: 0, s2g: 0, g2s: 0 });
+    // The refused call's tokens are not there for the next.
+    rejects(() => runVtaFunction(take, "take", [], { simulator: sim }), /deadlock/);
     // A failing run (here a deadlock on l2g) leaves the FIFOs empty for the next call.
     rejects(() => runVtaFunction(binaryOf([finishOnly({ popPrev: true })]), "f", [], { simulator: sim }), /l2g/);
     assert.deepEqual(sim.tokens.counts(), { l2g: 0, g2l: 0, s2g: 0, g2s: 0 });

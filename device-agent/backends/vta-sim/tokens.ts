@@ -3,11 +3,14 @@
  * `l2g` load→compute, `g2l` compute→load, `s2g` store→compute, `g2s`
  * compute→store. Tokens carry no data; here each carries the cycle at which it
  * was pushed, for the timing model. Like TVM's simulator, the FIFOs are not
- * cleared between runs: a token left by one run is there for the next.
+ * cleared between runs: a token left by one run is there for the next (of
+ * the same call: simulator.ts refuses a call that leaves any behind).
  */
 
 export const QUEUE = { L2G: 0, G2L: 1, S2G: 2, G2S: 3 } as const;
 export const QUEUE_NAMES = ["l2g", "g2l", "s2g", "g2s"] as const;
+/** Which module pushes to and which pops from each queue, for messages. */
+export const QUEUE_ROUTES = { l2g: "load → compute", g2l: "compute → load", s2g: "store → compute", g2s: "compute → store" } as const;
 export type QueueId = (typeof QUEUE)[keyof typeof QUEUE];
 
 class TimeFifo {
