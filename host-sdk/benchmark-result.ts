@@ -1,3 +1,8 @@
+import { medianRse } from "../protos/index.ts";
+
+/** Why a time evaluation stopped: its `repeat` repeats, or, with a precision target, which bound ended it. */
+export type StoppedBy = "repeat" | "precision" | "budget" | "max_repeats";
+
 /** The result of a time evaluation: every repeat plus its summary, in seconds (TVM's BenchmarkResult). */
 export class BenchmarkResult {
   readonly mean: number;
@@ -6,6 +11,8 @@ export class BenchmarkResult {
   readonly max: number;
   /** Population standard deviation (numpy's np.std, as TVM). */
   readonly std: number;
+  /** The median's relative standard error (protos/precision.ts): the precision achieved. */
+  readonly rse: number;
 
   constructor(
     /** Seconds per call, one entry per repeat. */
@@ -14,6 +21,8 @@ export class BenchmarkResult {
     readonly number: number,
     /** What the board reported about itself at the time (clocks, model, ...). */
     readonly conditions: Readonly<Record<string, string>> = {},
+    /** With a precision target: "precision" (reached), "budget" or "max_repeats" (not reached); else "repeat". */
+    readonly stoppedBy: StoppedBy = "repeat",
   ) {
     const n = results.length;
     const sorted = [...results].sort((a, b) => a - b);
@@ -22,6 +31,7 @@ export class BenchmarkResult {
     this.min = n ? sorted[0]! : NaN;
     this.max = n ? sorted[n - 1]! : NaN;
     this.std = n ? Math.sqrt(results.reduce((a, r) => a + (r - this.mean) ** 2, 0) / n) : NaN;
+    this.rse = medianRse(results);
   }
 
   /** TVM's layout: "Execution time summary:" then mean / median / max / min / std in ms. */

@@ -3,7 +3,7 @@ export { connectTracker, TrackerClient, type ConnectOptions, type RequestOptions
 export {
   Session, RemoteArray, RemoteModule, type RemoteFunction, type TimeEvaluatorOptions, type CallArg, type CallOptions,
 } from "./session.ts";
-export { BenchmarkResult } from "./benchmark-result.ts";
+export { BenchmarkResult, type StoppedBy } from "./benchmark-result.ts";
 export { compileCpu, functionTable, parseParam, type CompileCpuOptions, type ParamDecl } from "./compile-cpu.ts";
 export type { CompiledModule } from "./compiled-module.ts";
 export { compileCuda, compileCudaMany, type CompileCudaOptions, type CudaCompiledModule, type CudaFunctionDecl, type KernelResources, type Dim3, type LaunchDecl } from "./cuda/index.ts";

@@ -83,7 +83,7 @@ export interface MeasureResult {
   /** Why it is not OK, in the farm's words (error code and message). */
   message?: string;
   /** Seconds per call of each repeat, and their summary. */
-  timing?: { results: number[]; mean: number; median: number; min: number; max: number; std: number; number: number };
+  timing?: { results: number[]; mean: number; median: number; min: number; max: number; std: number; number: number; rse?: number; stoppedBy?: string };
   stats?: Record<string, number>;
   board?: string;
   conditions?: Record<string, string>;
@@ -484,7 +484,12 @@ class BoardSession {
       const measuring = s.measureCall(remote, c.function, ready, checks, { number: 10, repeat: 3, ...opts.timeEvaluator, timeoutMs: opts.timeoutMs ?? 10_000, launch: c.launch });
       measureSent?.();
       const [m] = (await allOrFirstError<unknown>([measuring, ...pending])) as [Awaited<ReturnType<Session["measureCall"]>>];
-      const t = m.time && { results: [...m.time.results], mean: m.time.mean, median: m.time.median, min: m.time.min, max: m.time.max, std: m.time.std, number: m.time.number };
+      const t = m.time && {
+        results: [...m.time.results], mean: m.time.mean, median: m.time.median, min: m.time.min, max: m.time.max, std: m.time.std, number: m.time.number,
+        // The precision achieved (Infinity, with one repeat, is not JSON: left out), and why the timing stopped when a target was given.
+        ...(Number.isFinite(m.time.rse) ? { rse: m.time.rse } : {}),
+        ...(m.time.stoppedBy !== "repeat" ? { stoppedBy: m.time.stoppedBy } : {}),
+      };
       const board = s.board.id;
       if (m.wrong) return { outcome: "WRONG_ANSWER", message: m.wrong, board, ...(t ? { timing: t } : {}) };
       return { outcome: "OK", timing: t!, stats: m.counters, board, conditions: { ...m.time!.conditions } };

@@ -15,7 +15,7 @@ import type { Call } from "../protos/gen/farm/v1/Call.ts";
 import type { BoardInfo__Output } from "../protos/gen/farm/v1/BoardInfo.ts";
 import type { FunctionInfo__Output } from "../protos/gen/farm/v1/FunctionInfo.ts";
 import type { Arg } from "../protos/gen/farm/v1/Arg.ts";
-import { BenchmarkResult } from "./benchmark-result.ts";
+import { BenchmarkResult, type StoppedBy } from "./benchmark-result.ts";
 import type { FrameChannel } from "./frame-channel.ts";
 import { Multiplexer, type Op } from "./multiplexer.ts";
 import type { CompiledModule } from "./compiled-module.ts";
@@ -33,6 +33,14 @@ export interface TimeEvaluatorOptions {
   repeatsToCooldown?: number;
   /** Stop growing after this many 0 ns measurements. Default 100. */
   limitZeroTimeIterations?: number;
+  /**
+   * A precision target: after `repeat` repeats, more until the median's
+   * relative standard error (BenchmarkResult.rse) is at most this, e.g.
+   * 0.01 — or `budgetMs` ends. Default 0: exactly `repeat` repeats.
+   */
+  targetRse?: number;
+  /** With targetRse: stop adding repeats after this long. Default 5000 ms; within the call's timeout. */
+  budgetMs?: number;
   /** Per-evaluation timeout on the board; default the board's call timeout. */
   timeoutMs?: number;
   /** CUDA: the launch configuration, for kernels compiled without one (or to override it). */
@@ -288,7 +296,7 @@ export class Session {
   async timeEvaluate(module: number, info: FunctionInfo__Output, args: readonly CallArg[], opts: TimeEvaluatorOptions): Promise<BenchmarkResult> {
     const r = await this.request({ time_evaluate: this.timeFrame(module, info, args, opts) });
     const t = r.time!;
-    return new BenchmarkResult(t.results_s, t.number, t.conditions);
+    return new BenchmarkResult(t.results_s, t.number, t.conditions, stoppedBy(t.stopped_by));
   }
 
   /**
@@ -312,7 +320,7 @@ export class Session {
       },
     });
     const m = r.measured!;
-    return { time: m.time ? new BenchmarkResult(m.time.results_s, m.time.number, m.time.conditions) : undefined, wrong: m.wrong, counters: { ...m.counters } };
+    return { time: m.time ? new BenchmarkResult(m.time.results_s, m.time.number, m.time.conditions, stoppedBy(m.time.stopped_by)) : undefined, wrong: m.wrong, counters: { ...m.counters } };
   }
 
   private timeFrame(module: number, info: FunctionInfo__Output, args: readonly CallArg[], opts: TimeEvaluatorOptions) {
@@ -327,6 +335,8 @@ export class Session {
         flush_l2: opts.flushL2 ?? false,
         flush_cpu_cache: opts.flushCpuCache ?? false,
         graph: opts.graph ?? false,
+        target_rse: opts.targetRse ?? 0,
+        budget_ms: opts.budgetMs ?? 0,
     };
   }
 
@@ -406,4 +416,8 @@ async function readHostFile(path: string): Promise<Uint8Array> {
     if (code === "EACCES" || code === "EPERM") throw new FarmError("INVALID_ARGUMENT", `upload(${JSON.stringify(path)}): this process may not read it (${code})`, { cause: err });
     throw new FarmError("INVALID_ARGUMENT", `upload(${JSON.stringify(path)}): cannot read it: ${(err as Error).message}`, { cause: err });
   }
+}
+
+function stoppedBy(wire: string): StoppedBy {
+  return wire === "precision" || wire === "budget" || wire === "max_repeats" ? wire : "repeat";
 }

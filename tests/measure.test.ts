@@ -87,12 +87,27 @@ describe("measure()", () => {
     for (const r of [results[0]!, results[8]!]) {
       assert.equal(r.timing!.results.length, 2);
       assert.ok(r.timing!.median > 0);
+      assert.ok(r.timing!.rse! >= 0, "the precision achieved, with each result");
+      assert.equal(r.timing!.stoppedBy, undefined, "no target: no reason to give");
       assert.match(r.board!, /^m[12]\/cpu0$/);
       // The counters are the candidate's own: 2 checked calls + the warm-up + 3 × 2 timed.
       assert.equal(r.stats!.calls, 9);
       assert.equal(r.attempts, 1);
     }
     await waitForFreeBoards(client, 2);
+  });
+
+  it("takes a precision target and reports, with each result, the precision reached and what stopped it", async () => {
+    const [loose, hopeless] = await Promise.all([
+      measure(client, [candidate("good", module)], { key: "cpu", timeEvaluator: { number: 3, repeat: 3, targetRse: 0.5, budgetMs: 2000 }, progress: false }),
+      measure(client, [candidate("good", module)], { key: "cpu", timeEvaluator: { number: 1, repeat: 2, targetRse: 1e-12, budgetMs: 150 }, progress: false }),
+    ]);
+    const [l, h] = [loose[0]!, hopeless[0]!];
+    assert.deepEqual([l.outcome, h.outcome], ["OK", "OK"]);
+    assert.equal(l.timing!.stoppedBy, "precision");
+    assert.ok(l.timing!.rse! <= 0.5 && l.timing!.results.length >= 3);
+    assert.equal(h.timing!.stoppedBy, "budget");
+    assert.ok(h.timing!.rse! > 1e-12 && h.timing!.results.length > 2, "it kept repeating until the budget ended");
   });
 
   it("candidates of the same shapes get their own inputs (arrays are reused between candidates, data is not)", async () => {

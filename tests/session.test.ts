@@ -104,6 +104,18 @@ describe("a session on a CPU board", () => {
       assert.ok(performance.now() - t0 >= 3 * 40, "cooldown sleeps after every repeat by default");
       assert.match(plain.toString(), /mean \(ms\)\s+median \(ms\)/);
       assert.equal(s.timeEvaluator("vadd", { repeat: 1 }) instanceof Function, true);
+      assert.equal(plain.stoppedBy, "repeat");
+
+      // A precision target: repeats until the median is known within 2 %, or the budget ends — either way it says which.
+      const precise = await mod.timeEvaluator("vadd", { number: 5, repeat: 3, targetRse: 0.02, budgetMs: 3000 })(ra, rb, rc, n);
+      if (precise.stoppedBy === "precision") assert.ok(precise.rse <= 0.02, `rse ${precise.rse}`);
+      else assert.equal(precise.stoppedBy, "budget", `stopped by ${precise.stoppedBy}`);
+      assert.ok(precise.results.length >= 3);
+      const hopeless = await mod.timeEvaluator("vadd", { number: 1, repeat: 2, targetRse: 1e-12, budgetMs: 200 })(ra, rb, rc, n);
+      assert.deepEqual([hopeless.stoppedBy, hopeless.rse > 1e-12], ["budget", true]);
+      for (const targetRse of [-0.1, 1, Number.NaN]) {
+        await assert.rejects(mod.timeEvaluator("vadd", { targetRse })(ra, rb, rc, n), (e: FarmError) => e.code === "BAD_ARGUMENTS" && /targetRse must be in \[0, 1\)/.test(e.message));
+      }
     } finally {
       await s.close();
     }

@@ -6,7 +6,13 @@
  * a measurement of exactly 0 ns does not grow `number` and at most
  * `limitZeroTimeIterations` of them end the loop; a cooldown sleep follows
  * repeat i when i % repeatsToCooldown == 0. Results are seconds per call.
+ *
+ * With a precision target (`targetRse` > 0), repeats go on after `repeat`
+ * until the median's relative standard error is at most the target
+ * (protos/precision.ts), the budget ends, or MAX_PRECISION_REPEATS; the
+ * result says which.
  */
+import { DEFAULT_PRECISION_BUDGET_MS, MAX_PRECISION_REPEATS, medianRse } from "../../protos/index.ts";
 
 export interface TimeEvaluatorSettings {
   number: number;
@@ -15,11 +21,18 @@ export interface TimeEvaluatorSettings {
   cooldownMs: number;
   repeatsToCooldown: number;
   limitZeroTimeIterations: number;
+  /** 0: exactly `repeat` repeats. */
+  targetRse: number;
+  /** With targetRse: how long to add repeats at most; 0: DEFAULT_PRECISION_BUDGET_MS. */
+  budgetMs: number;
 }
+
+export type StoppedBy = "repeat" | "precision" | "budget" | "max_repeats";
 
 export interface TimeEvaluation {
   resultsS: number[];
   number: number;
+  stoppedBy: StoppedBy;
 }
 
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
@@ -32,8 +45,8 @@ function sleepMs(ms: number): void {
 export function evaluateTime(settings: TimeEvaluatorSettings, warmUp: () => void, timeCalls: (n: number) => number): TimeEvaluation {
   let number = Math.max(1, settings.number);
   const resultsS: number[] = [];
-  warmUp();
-  for (let i = 0; i < settings.repeat; i++) {
+  const started = performance.now();
+  const repeatOnce = (i: number) => {
     let durationMs = 0;
     let zeros = 0;
     do {
@@ -46,6 +59,15 @@ export function evaluateTime(settings: TimeEvaluatorSettings, warmUp: () => void
     } while (durationMs < settings.minRepeatMs && zeros < settings.limitZeroTimeIterations);
     resultsS.push(durationMs / 1e3 / number);
     if (settings.cooldownMs > 0 && i % Math.max(1, settings.repeatsToCooldown) === 0) sleepMs(settings.cooldownMs);
+  };
+  warmUp();
+  for (let i = 0; i < settings.repeat; i++) repeatOnce(i);
+  if (!(settings.targetRse > 0)) return { resultsS, number, stoppedBy: "repeat" };
+  const budgetMs = settings.budgetMs > 0 ? settings.budgetMs : DEFAULT_PRECISION_BUDGET_MS;
+  for (let i = settings.repeat; ; i++) {
+    if (medianRse(resultsS) <= settings.targetRse) return { resultsS, number, stoppedBy: "precision" };
+    if (performance.now() - started >= budgetMs) return { resultsS, number, stoppedBy: "budget" };
+    if (resultsS.length >= MAX_PRECISION_REPEATS) return { resultsS, number, stoppedBy: "max_repeats" };
+    repeatOnce(i);
   }
-  return { resultsS, number };
 }

@@ -8,7 +8,7 @@ import type { Handler } from "./operation.ts";
 
 export const timeEvaluate: Handler<"time_evaluate"> = (s, id, t, mux) => {
   const result = evaluate(s, t);
-  mux.reply({ id, time: { results_s: result.resultsS, number: result.number, conditions: s.backend.stats().info } });
+  mux.reply({ id, time: { results_s: result.resultsS, number: result.number, conditions: s.backend.stats().info, stopped_by: result.stoppedBy } });
 };
 
 /** TVM's time_evaluator for `t`. */
@@ -16,6 +16,9 @@ export function evaluate(s: SessionState, t: TimeEvaluate__Output): TimeEvaluati
   if (!t.call) throw new FarmError("BAD_ARGUMENTS", "time_evaluate needs a call");
   const c = t.call;
   if (t.repeat < 1 || t.number < 1) throw new FarmError("BAD_ARGUMENTS", `time_evaluate needs number ≥ 1 and repeat ≥ 1 (got number ${t.number}, repeat ${t.repeat})`);
+  if (!(t.target_rse >= 0 && t.target_rse < 1) || !(t.budget_ms >= 0)) {
+    throw new FarmError("BAD_ARGUMENTS", `time_evaluate: targetRse must be in [0, 1) (0.01: the median within ~1 %) and budgetMs ≥ 0 (got targetRse ${t.target_rse}, budgetMs ${t.budget_ms})`);
+  }
   const { fn, args } = prepare(s, c);
   const settings = callSettings(s, c, t);
   return guarded(s, c, "time_evaluate of", () =>
@@ -27,6 +30,8 @@ export function evaluate(s: SessionState, t: TimeEvaluate__Output): TimeEvaluati
         cooldownMs: t.cooldown_ms,
         repeatsToCooldown: t.repeats_to_cooldown || 1,
         limitZeroTimeIterations: t.limit_zero_time_iterations || 100,
+        targetRse: t.target_rse,
+        budgetMs: t.budget_ms,
       },
       () => s.backend.invoke(fn, args, { launch: settings.launch }),
       (n) => s.backend.timeCalls(fn, args, n, settings),

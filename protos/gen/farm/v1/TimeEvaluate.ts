@@ -25,6 +25,14 @@ export interface TimeEvaluate {
    * CPU: evict every buffer argument but the first from the caches before every repeat
    */
   'flush_cpu_cache'?: (boolean);
+  /**
+   * > 0: after `repeat` repeats, more until the median's relative standard error is at most this (protos/precision.ts)
+   */
+  'target_rse'?: (number | string);
+  /**
+   * with target_rse: stop adding repeats after this long (0: DEFAULT_PRECISION_BUDGET_MS)
+   */
+  'budget_ms'?: (number | string);
 }
 
 /**
@@ -50,4 +58,12 @@ export interface TimeEvaluate__Output {
    * CPU: evict every buffer argument but the first from the caches before every repeat
    */
   'flush_cpu_cache': (boolean);
+  /**
+   * > 0: after `repeat` repeats, more until the median's relative standard error is at most this (protos/precision.ts)
+   */
+  'target_rse': (number);
+  /**
+   * with target_rse: stop adding repeats after this long (0: DEFAULT_PRECISION_BUDGET_MS)
+   */
+  'budget_ms': (number);
 }

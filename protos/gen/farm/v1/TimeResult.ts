@@ -14,6 +14,10 @@ export interface TimeResult {
    * board conditions at the time (clocks, ...)
    */
   'conditions'?: ({[key: string]: string});
+  /**
+   * with target_rse: "precision", "budget" or "max_repeats"; else "repeat"
+   */
+  'stopped_by'?: (string);
 }
 
 export interface TimeResult__Output {
@@ -29,4 +33,8 @@ export interface TimeResult__Output {
    * board conditions at the time (clocks, ...)
    */
   'conditions': ({[key: string]: string});
+  /**
+   * with target_rse: "precision", "budget" or "max_repeats"; else "repeat"
+   */
+  'stopped_by': (string);
 }
