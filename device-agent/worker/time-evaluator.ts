@@ -8,11 +8,12 @@
  * repeat i when i % repeatsToCooldown == 0. Results are seconds per call.
  *
  * With a precision target (`targetRse` > 0), repeats go on after `repeat`
- * until the median's relative standard error is at most the target
+ * (to MIN_PRECISION_REPEATS at least) until the median's relative standard
+ * error is at most the target
  * (protos/precision.ts), the budget ends, or MAX_PRECISION_REPEATS; the
  * result says which.
  */
-import { DEFAULT_PRECISION_BUDGET_MS, MAX_PRECISION_REPEATS, medianRse } from "../../protos/index.ts";
+import { DEFAULT_PRECISION_BUDGET_MS, MAX_PRECISION_REPEATS, MIN_PRECISION_REPEATS, medianRse } from "../../protos/index.ts";
 
 export interface TimeEvaluatorSettings {
   number: number;
@@ -65,7 +66,7 @@ export function evaluateTime(settings: TimeEvaluatorSettings, warmUp: () => void
   if (!(settings.targetRse > 0)) return { resultsS, number, stoppedBy: "repeat" };
   const budgetMs = settings.budgetMs > 0 ? settings.budgetMs : DEFAULT_PRECISION_BUDGET_MS;
   for (let i = settings.repeat; ; i++) {
-    if (medianRse(resultsS) <= settings.targetRse) return { resultsS, number, stoppedBy: "precision" };
+    if (resultsS.length >= MIN_PRECISION_REPEATS && medianRse(resultsS) <= settings.targetRse) return { resultsS, number, stoppedBy: "precision" };
     if (performance.now() - started >= budgetMs) return { resultsS, number, stoppedBy: "budget" };
     if (resultsS.length >= MAX_PRECISION_REPEATS) return { resultsS, number, stoppedBy: "max_repeats" };
     repeatOnce(i);
