@@ -4,21 +4,9 @@
  * and that it attached once the tracker is there — without flooding the log.
  */
 import assert from "node:assert/strict";
-import { createServer } from "node:net";
-import { once } from "node:events";
 import { describe, it } from "node:test";
-import { startAgentProcess, startTrackerProcess, waitFor } from "./helpers/processes.ts";
+import { freePort, startAgentProcess, startTrackerProcess, waitFor } from "./helpers/processes.ts";
 import { transportReason } from "../device-agent/tracker-link.ts";
-
-/** A port nothing listens on, for now: the tracker starts on it later. */
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, "127.0.0.1");
-  await once(server, "listening");
-  const port = (server.address() as { port: number }).port;
-  server.close();
-  await once(server, "close");
-  return port;
-}
 
 function logLines(stderr: string): { level: number; msg: string }[] {
   return stderr.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as { level: number; msg: string });

@@ -8,13 +8,12 @@ import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { accessSync, constants, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import { after, before, describe, it } from "./helpers/suites.ts";
 import { fileURLToPath } from "node:url";
 import { parse, stringify } from "yaml";
-import { startFarm, waitFor } from "./helpers/processes.ts";
+import { freePort, startFarm, waitFor } from "./helpers/processes.ts";
 
 const CONFIG = fileURLToPath(new URL("../deploy/prometheus/prometheus.yml", import.meta.url));
 const QUERY_TIMEOUT_MS = 30_000;
@@ -34,15 +33,6 @@ function findBinary(name: string): string | undefined {
 
 const PROMETHEUS = findBinary("prometheus");
 const skip = PROMETHEUS ? false : "the prometheus binary is not installed (apt-get install prometheus)";
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  const port = (server.address() as { port: number }).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 interface ScrapeConfig {
   global: Record<string, string>;

@@ -13,8 +13,7 @@ import type { AuditLog } from "./audit.ts";
 import type { Authorizer, Caller } from "./auth.ts";
 import type { FarmEvents } from "./events.ts";
 import type { BoardMemory } from "./board-memory.ts";
-import { BoardHealth } from "./health.ts";
-import { TVM_AGENT_PREFIX, describeBoard, joinHostPort, peerHost, type AttachCall, type Board, type BoardLease, type FarmAgent, type Registry } from "./registry.ts";
+import { TVM_AGENT_PREFIX, describeBoard, joinHostPort, newBoard, peerHost, type AttachCall, type BoardLease, type FarmAgent, type Registry } from "./registry.ts";
 import type { Scheduler } from "./scheduler.ts";
 
 export interface AgentLinkOptions {
@@ -133,20 +132,7 @@ export class AgentLinks {
     for (const spec of reg.boards) {
       if (!spec.name || !spec.key) throw new FarmError("INVALID_ARGUMENT", `board ${JSON.stringify(spec.name)} needs a name and a key`);
       if (agent.boards.has(spec.name)) throw new FarmError("INVALID_ARGUMENT", `agent ${name} registers board "${spec.name}" twice`);
-      const board: Board = {
-        id: `${name}/${spec.name}`,
-        name: spec.name,
-        key: spec.key,
-        kind: spec.kind,
-        labels: { ...spec.labels },
-        capabilities: { ...spec.capabilities },
-        agent,
-        ready: false,
-        lanePort: 0,
-        drain: "",
-        lease: undefined,
-        health: new BoardHealth(),
-      };
+      const board = newBoard(agent, { id: `${name}/${spec.name}`, name: spec.name, key: spec.key, kind: spec.kind, labels: { ...spec.labels }, capabilities: { ...spec.capabilities } });
       agent.boards.set(spec.name, board);
     }
     // It comes back as it left: drained, quarantined, suspect, with its health history.

@@ -15,7 +15,7 @@ import type { ServerDuplexStream } from "@grpc/grpc-js";
 import type { AgentMessage__Output } from "../protos/gen/farm/v1/AgentMessage.ts";
 import type { TrackerMessage } from "../protos/gen/farm/v1/TrackerMessage.ts";
 import type { BoardInfo } from "../protos/gen/farm/v1/BoardInfo.ts";
-import type { BoardHealth } from "./health.ts";
+import { BoardHealth } from "./health.ts";
 import type { Lease } from "./lease.ts";
 
 export type AttachCall = ServerDuplexStream<AgentMessage__Output, TrackerMessage>;
@@ -92,6 +92,11 @@ export interface Board {
 
 /** A lease on one of the registry's boards. */
 export type BoardLease = Lease<Board>;
+
+/** A board as it attaches: not ready, not drained, no lease, a healthy health machine (recalled memory may replace both). */
+export function newBoard(agent: Agent, fields: Pick<Board, "id" | "name" | "key" | "kind" | "labels" | "capabilities">): Board {
+  return { ...fields, agent, ready: false, lanePort: 0, drain: "", lease: undefined, health: new BoardHealth() };
+}
 
 export function boardState(board: Board): BoardState {
   if (board.lease) return "busy";

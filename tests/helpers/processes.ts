@@ -6,6 +6,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
+import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import { connectTracker, type TrackerClient } from "../../host-sdk/index.ts";
 
@@ -199,4 +200,14 @@ export async function startFarm(boards: string[], opts: { trackerArgs?: string[]
       await tracker.stop();
     },
   };
+}
+
+/** A loopback port nothing listens on (for now): for a server started on it later, or a peer that never answers. */
+export async function freePort(): Promise<number> {
+  const server = createServer().listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const port = (server.address() as { port: number }).port;
+  server.close();
+  await once(server, "close");
+  return port;
 }

@@ -7,11 +7,9 @@
  */
 import assert from "node:assert/strict";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { once } from "node:events";
-import { createServer } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { connectTracker, type TrackerClient } from "../../host-sdk/index.ts";
-import { startTrackerProcess, waitFor, type TrackerProcess } from "../helpers/processes.ts";
+import { freePort, startTrackerProcess, waitFor, type TrackerProcess } from "../helpers/processes.ts";
 import { splitAddress } from "./fake-tvm.ts";
 
 const PYTHON = "/usr/bin/python3";
@@ -36,15 +34,6 @@ function python(code: string, timeoutMs = 60_000): Promise<{ code: number | null
       resolve({ code, out });
     }),
   );
-}
-
-async function freePort(): Promise<number> {
-  const s = createServer().listen(0, "127.0.0.1");
-  await once(s, "listening");
-  const port = (s.address() as { port: number }).port;
-  s.close();
-  await once(s, "close");
-  return port;
 }
 
 /** Why the suite cannot run here (each test is skipped with it, so the summary counts them), or false. */

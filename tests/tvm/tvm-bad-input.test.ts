@@ -7,11 +7,11 @@
 import assert from "node:assert/strict";
 import { once } from "node:events";
 import { readdirSync } from "node:fs";
-import { connect, createServer, type Socket } from "node:net";
+import { connect, type Socket } from "node:net";
 import { after, afterEach, before, describe, it } from "node:test";
 import { connectTracker, type TrackerClient } from "../../host-sdk/index.ts";
 import { scrape } from "../helpers/metrics.ts";
-import { startAgentProcess, startTrackerProcess, waitFor, waitForFreeBoards, type AgentProcess, type TrackerProcess } from "../helpers/processes.ts";
+import { freePort, startAgentProcess, startTrackerProcess, waitFor, waitForFreeBoards, type AgentProcess, type TrackerProcess } from "../helpers/processes.ts";
 import { CODES, FakeRpcServer, SocketReader, TRACKER_MAGIC, TrackerConn, frame, int32, splitAddress } from "./fake-tvm.ts";
 
 /** The tracker's limits, as docs/tvm-tracker.md states them. */
@@ -27,16 +27,6 @@ async function raw(address: string, opts: { localAddress?: string } = {}): Promi
 async function readFrame(reader: SocketReader): Promise<unknown> {
   const n = (await reader.read(4)).readInt32LE(0);
   return JSON.parse((await reader.read(n)).toString("utf8"));
-}
-
-/** A port where nothing listens. */
-async function deadPort(): Promise<number> {
-  const s = createServer().listen(0, "127.0.0.1");
-  await once(s, "listening");
-  const port = (s.address() as { port: number }).port;
-  s.close();
-  await once(s, "close");
-  return port;
 }
 
 describe("bad input on the TVM port", () => {
@@ -145,7 +135,7 @@ describe("bad input on the TVM port", () => {
   });
 
   it("a PUT for a port that never answers: the server is not granted, its health says why, a REQUEST fails naming it", async () => {
-    const port = await deadPort();
+    const port = await freePort();
     const c = await TrackerConn.open(tracker.tvmAddress!);
     assert.equal(await c.call([CODES.UPDATE_INFO, { key: "server:tvm-dead", addr: [null, port] }]), CODES.SUCCESS);
     assert.equal(await c.call([CODES.PUT, "tvm-dead", [port, "tvm-dead:0.1"], null]), CODES.SUCCESS);

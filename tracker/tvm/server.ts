@@ -30,8 +30,8 @@ import { FarmError, type Logger } from "../../protos/index.ts";
 import type { AuditLog } from "../audit.ts";
 import type { BoardMemory } from "../board-memory.ts";
 import type { FarmEvents } from "../events.ts";
-import { BoardHealth, type HealthInput } from "../health.ts";
-import { TVM_AGENT_PREFIX, TVM_BOARD_KIND, describeBoard, joinHostPort, type Board, type BoardLease, type Registry, type TvmAgent } from "../registry.ts";
+import type { HealthInput } from "../health.ts";
+import { TVM_AGENT_PREFIX, TVM_BOARD_KIND, describeBoard, joinHostPort, newBoard, type Board, type BoardLease, type Registry, type TvmAgent } from "../registry.ts";
 import type { Scheduler } from "../scheduler.ts";
 import { probeTvmServer } from "./probe.ts";
 
@@ -216,20 +216,7 @@ export class TvmServer {
     for (const [field, value] of Object.entries(this.info)) {
       if (field !== "key" && field !== "addr") capabilities[`info.${field}`] = typeof value === "string" ? value : JSON.stringify(value);
     }
-    const board: Board = {
-      id: `${name}/${this.key}`,
-      name: this.key,
-      key: this.key,
-      kind: TVM_BOARD_KIND,
-      labels: { address: joinHostPort(host, port) },
-      capabilities,
-      agent,
-      ready: false,
-      lanePort: 0,
-      drain: "",
-      lease: undefined,
-      health: new BoardHealth(),
-    };
+    const board = newBoard(agent, { id: `${name}/${this.key}`, name: this.key, key: this.key, kind: TVM_BOARD_KIND, labels: { address: joinHostPort(host, port) }, capabilities });
     agent.boards.set(board.name, board);
     this.farm.memory.recall([board]);
     this.farm.registry.agents.set(id, agent);
