@@ -89,8 +89,9 @@ export class Scheduler {
       return undefined;
     }
     const boards = this.registry.boardsOfKey(req.key, protocol);
-    const left = protocol === "kernelfarm" ? this.hooks.lastLeft(req.key) : undefined;
-    const returning = boards.length === 0 && left !== undefined && Date.now() - left <= RECENT_KEY_MS;
+    // Only where no board serves the key: the board memory is looked through then, not at every request.
+    const left = boards.length === 0 && protocol === "kernelfarm" ? this.hooks.lastLeft(req.key) : undefined;
+    const returning = left !== undefined && Date.now() - left <= RECENT_KEY_MS;
     if (boards.length === 0 && !returning) {
       callbacks.fail(this.noBoard(req.key, protocol));
       return undefined;

@@ -65,7 +65,7 @@ export class ContentStore {
   private seq = 0;
   private readonly maxBytes: number;
   private readonly workersCanWrite: boolean;
-  /** Files hashed so far (each check that read the whole file): for tests and the agent's log. */
+  /** Files hashed so far (each check that read the whole file): how tests see that a hand-out skipped the hash. */
   hashed = 0;
 
   constructor(

@@ -243,8 +243,9 @@ export class FakeRpcServer {
       if (!this.frozen && this.arrived.length) return this.arrived.shift();
       const left = deadline - Date.now();
       if (!this.frozen && left <= 0) return undefined;
+      // Woken by a connection or stop(); frozen, only those wake it (it never polls again).
       await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, this.frozen ? 50 : left);
+        const t = this.frozen ? undefined : setTimeout(resolve, left);
         this.wake = () => {
           clearTimeout(t);
           resolve();
