@@ -10,14 +10,19 @@
 import { appendFileSync, existsSync, readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import {
-  CHUNK_BYTES, FarmError, dtypeOf, elementCount, fillProblem, fillRange, randomArray, type AnyTypedArray, type Dtype, type LaunchDecl, type RandomFill,
+  CHUNK_BYTES, FarmError, cudaLaunchLimitsFrom, cudaLaunchProblem, toLaunchConfig, dtypeOf, elementCount, fillProblem, fillRange, randomArray, type AnyTypedArray, type Dtype, type LaunchDecl, type RandomFill,
 } from "../protos/index.ts";
 import type { CompiledModule } from "./compiled-module.ts";
+import type { KernelResources } from "./cuda/index.ts";
 import { Limiter } from "./limiter.ts";
 import type { RemoteArray, RemoteModule, Session, TimeEvaluatorOptions } from "./session.ts";
 import type { TrackerClient } from "./tracker-client.ts";
 
-export const MEASURE_OUTCOMES = ["OK", "COMPILE_ERROR", "LOAD_ERROR", "RUNTIME_ERROR", "WRONG_ANSWER", "TIMEOUT", "INFRA_ERROR"] as const;
+/**
+ * INVALID_CONFIG: a configuration that cannot launch on the board (block size, registers, shared memory), told on the
+ * host from ptxas's report and the board's registered limits before anything is uploaded, or by the board's own launch check.
+ */
+export const MEASURE_OUTCOMES = ["OK", "INVALID_CONFIG", "COMPILE_ERROR", "LOAD_ERROR", "RUNTIME_ERROR", "WRONG_ANSWER", "TIMEOUT", "INFRA_ERROR"] as const;
 export type MeasureOutcome = (typeof MEASURE_OUTCOMES)[number];
 
 /**
@@ -111,9 +116,10 @@ function outcomeOf(err: unknown): { outcome: MeasureOutcome; message: string; se
     case "DEVICE_ERROR":
       // A sticky device error loses the context: the session can do nothing more.
       return { outcome: "RUNTIME_ERROR", message, sessionLost: e.details?.sticky === true };
+    case "LAUNCH_ERROR":
+      return { outcome: "INVALID_CONFIG", message, sessionLost: false };
     case "RUNTIME_ERROR":
     case "BAD_ARGUMENTS":
-    case "LAUNCH_ERROR":
     case "OUT_OF_MEMORY":
     case "TOO_LARGE":
       return { outcome: "RUNTIME_ERROR", message, sessionLost: false };
@@ -295,9 +301,15 @@ export class Measurer {
           try {
             session ??= this.takeIdle() ?? (await request());
             const board = session;
+            const invalid = launchRefusal(board.session.board, module, c);
+            if (invalid) {
+              record({ index, id: ids[index]!, attempts: attempt, board: board.session.board.id, outcome: "INVALID_CONFIG", message: invalid });
+              continue;
+            }
             const prefetchNext = () => {
-              const next = queue[0] === undefined ? undefined : compiled.get(queue[0]);
-              if (next) board.prefetch(next).catch(() => {});
+              const at = queue[0];
+              const next = at === undefined ? undefined : compiled.get(at);
+              if (next && !launchRefusal(board.session.board, next, candidates[at!]!)) board.prefetch(next).catch(() => {});
             };
             record({ index, id: ids[index]!, attempts: attempt, ...(await session.run(module, c, expects, opts, prefetchNext)) });
           } catch (err) {
@@ -327,6 +339,27 @@ export class Measurer {
     if (fatal) throw fatal;
     return results.map((r, i) => r ?? { index: i, id: ids[i]!, outcome: "INFRA_ERROR", message: "INTERNAL: not measured", attempts: attempts.get(i) ?? 0 });
   }
+}
+
+/**
+ * Why candidate `c`, built as `module`, cannot launch on `board`: its
+ * kernel's resources as ptxas reported them (a CUDA module compiled on this
+ * host) against the limits the board registered. Undefined when it can, or
+ * when that cannot be told here (no launch, no report, a board that does not
+ * say its limits): the board's own launch check then decides.
+ */
+function launchRefusal(board: { id: string; capabilities?: Record<string, string> }, module: CompiledModule, c: Candidate): string | undefined {
+  const resources = (module as { resources?: Record<string, KernelResources> }).resources?.[c.function];
+  const limits = cudaLaunchLimitsFrom(board.capabilities);
+  if (!c.launch || !resources || !limits) return undefined;
+  let launch;
+  try {
+    launch = toLaunchConfig(c.launch, `candidate ${c.id ?? ""}`);
+  } catch {
+    return undefined; // a malformed launch: the board names it
+  }
+  const problem = cudaLaunchProblem(c.function, resources, launch, limits);
+  return problem && `${problem} (told on the host from ptxas's report and board ${board.id}'s limits; nothing was uploaded)`;
 }
 
 /** A candidate that cannot be measured as written (the script's bug): refused before anything runs. */

@@ -35,7 +35,8 @@ from .seeded import RandomFill, fill_problem, fill_range, random_array
 from .session import RemoteArray, RemoteModule, Session, TimeOptions, measured
 from .tracker_client import TrackerClient
 
-MEASURE_OUTCOMES = ("OK", "COMPILE_ERROR", "LOAD_ERROR", "RUNTIME_ERROR", "WRONG_ANSWER", "TIMEOUT", "INFRA_ERROR")
+# INVALID_CONFIG: a launch the board cannot run (block size, registers, shared memory), refused by its launch check.
+MEASURE_OUTCOMES = ("OK", "INVALID_CONFIG", "COMPILE_ERROR", "LOAD_ERROR", "RUNTIME_ERROR", "WRONG_ANSWER", "TIMEOUT", "INFRA_ERROR")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,7 +135,9 @@ def _outcome_of(err: BaseException) -> tuple[str, str, bool]:
     if e.code == "DEVICE_ERROR":
         # A sticky device error loses the context: the session can do nothing more.
         return "RUNTIME_ERROR", message, e.details.get("sticky") is True
-    if e.code in ("RUNTIME_ERROR", "BAD_ARGUMENTS", "LAUNCH_ERROR", "OUT_OF_MEMORY", "TOO_LARGE"):
+    if e.code == "LAUNCH_ERROR":
+        return "INVALID_CONFIG", message, False
+    if e.code in ("RUNTIME_ERROR", "BAD_ARGUMENTS", "OUT_OF_MEMORY", "TOO_LARGE"):
         return "RUNTIME_ERROR", message, False
     return "INFRA_ERROR", message, True
 

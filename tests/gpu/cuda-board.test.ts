@@ -9,6 +9,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "../helpers/suites.ts";
+import { cudaLaunchLimitsFrom } from "../../protos/index.ts";
 import { compileCuda, measure, type Candidate, type CompiledModule, type Session, type TrackerClient } from "../../host-sdk/index.ts";
 import { compileVadd } from "../helpers/kernels.ts";
 import { names, refused } from "../helpers/assertions.ts";
@@ -101,6 +102,13 @@ describe("CUDA board on a real GPU", { skip }, () => {
     assert.match(board.labels.memory!, /^\d+GiB$/);
     assert.ok(Number(board.labels.sm_count) > 0);
     assert.match(board.labels.driver!, /^\d+\.\d+$/);
+    // The limits a host checks a launch against before it uploads anything (measure()'s INVALID_CONFIG).
+    const limits = cudaLaunchLimitsFrom(board.capabilities);
+    assert.ok(limits, `launch limits in ${JSON.stringify(board.capabilities)}`);
+    assert.equal(limits.maxThreadsPerBlock, 1024);
+    assert.equal(limits.warpSize, 32);
+    assert.equal(limits.maxRegistersPerBlock, 65536);
+    assert.ok(limits.maxSharedPerBlockOptin > limits.maxSharedPerBlock);
     // Its canary (saxpy from embedded PTX) ran when the worker started and passed.
     assert.equal(board.health, "healthy");
     assert.equal(board.last_canary, "passed: saxpy of 1024 floats exact");
@@ -218,6 +226,34 @@ describe("CUDA board on a real GPU", { skip }, () => {
         names(later, "CUDA_ERROR_ILLEGAL_ADDRESS");
         assert.equal(later.details?.sticky, true);
       });
+      await assertBoardsBack();
+    });
+
+    it("measure(): a launch that cannot run is INVALID_CONFIG, told on the host from ptxas's report before any upload, or by the board's launch check", async () => {
+      // 200 live accumulators: more than 64 registers per thread, so 1024 threads exceed the 65,536 registers of a block.
+      const heavy = await compileCuda(
+        String.raw`extern "C" __global__ void heavy(float* out, int n) {
+          float acc[200];
+          #pragma unroll
+          for (int i = 0; i < 200; i++) acc[i] = out[i * n + threadIdx.x];
+          for (int k = 0; k < n; k++) {
+            #pragma unroll
+            for (int i = 0; i < 200; i++) acc[i] = acc[i] * acc[(i + 1) % 200] + 1.0f;
+          }
+          #pragma unroll
+          for (int i = 0; i < 200; i++) out[i * n + threadIdx.x] = acc[i];
+        }`,
+        { arch, functions: { heavy: ["float32* out", "int32 n"] } },
+      );
+      const registers = heavy.resources.heavy!.registers;
+      assert.ok(registers > 64, `ptxas gave heavy ${registers} registers`);
+      const cand = (id: string, block: number, sharedMemBytes = 0): Candidate => ({
+        id, module: heavy, function: "heavy", launch: { grid: 1, block, sharedMemBytes }, args: [{ output: { shape: [200 * block], dtype: "float32" } }, { scalar: 1 }],
+      });
+      const results = await measure(client, [cand("regs", 1024), cand("shared", 32, 1 << 30), cand("fits", 32)], { key: "gpu", boards: 1, progress: false, timeEvaluator: { number: 1, repeat: 1 } });
+      assert.deepEqual(results.map((r) => r.outcome), ["INVALID_CONFIG", "INVALID_CONFIG", "OK"], JSON.stringify(results.map((r) => r.message)));
+      assert.match(results[0]!.message!, new RegExp(`uses ${registers} registers per thread: 1024 threads take \\d+ registers, more than the 65536 .*told on the host .*nothing was uploaded`));
+      assert.match(results[1]!.message!, /1073741824 dynamic\), more than the \d+ a block may have .*told on the host/);
       await assertBoardsBack();
     });
 

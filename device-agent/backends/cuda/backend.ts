@@ -12,7 +12,7 @@
  */
 import koffi from "koffi";
 import {
-  FarmError, type BundleTarget, type Dtype, type FunctionSpec, type LaunchConfig, type ModuleBundle,
+  FarmError, cudaLaunchLimitsCapabilities, type BundleTarget, type Dtype, type FunctionSpec, type LaunchConfig, type ModuleBundle,
 } from "../../../protos/index.ts";
 import type { ArgValue, Backend, BackendStats, BoardFacts, CallSettings, CanaryResult, DeviceArray, LoadedFunction, LoadedModule } from "../backend.ts";
 import { CANARY_PTX, CANARY_SPEC } from "./canary-ptx.ts";
@@ -37,6 +37,16 @@ export function describeCudaBoard(ordinal: number): BoardFacts {
       l2_bytes: String(d.l2Bytes),
       pci_bus_id: d.pciBusId,
       device: String(ordinal),
+      // What a host needs to refuse a kernel that cannot launch before sending it (host-sdk/cuda/launch-check.ts).
+      ...cudaLaunchLimitsCapabilities({
+        maxThreadsPerBlock: d.maxThreadsPerBlock,
+        maxBlock: d.maxBlock,
+        maxGrid: d.maxGrid,
+        maxSharedPerBlock: d.maxSharedPerBlock,
+        maxSharedPerBlockOptin: d.maxSharedPerBlockOptin,
+        maxRegistersPerBlock: d.maxRegistersPerBlock,
+        warpSize: d.warpSize,
+      }),
     },
   };
 }

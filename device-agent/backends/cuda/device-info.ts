@@ -18,6 +18,9 @@ export interface CudaDeviceInfo {
   smClockMhz: number;
   memClockMhz: number;
   maxThreadsPerBlock: number;
+  /** 32-bit registers a block may use in all (what limits threads × registers per thread). */
+  maxRegistersPerBlock: number;
+  warpSize: number;
   maxSharedPerBlock: number;
   maxSharedPerBlockOptin: number;
   maxBlock: [number, number, number];
@@ -52,6 +55,8 @@ export function cudaDeviceInfo(ordinal: number): CudaDeviceInfo {
     smClockMhz: Math.round(a(DEV_ATTR.CLOCK_RATE) / 1000),
     memClockMhz: Math.round(a(DEV_ATTR.MEMORY_CLOCK_RATE) / 1000),
     maxThreadsPerBlock: a(DEV_ATTR.MAX_THREADS_PER_BLOCK),
+    maxRegistersPerBlock: a(DEV_ATTR.MAX_REGISTERS_PER_BLOCK),
+    warpSize: a(DEV_ATTR.WARP_SIZE),
     maxSharedPerBlock: a(DEV_ATTR.MAX_SHARED_MEMORY_PER_BLOCK),
     maxSharedPerBlockOptin: a(DEV_ATTR.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
     maxBlock: [a(DEV_ATTR.MAX_BLOCK_DIM_X), a(DEV_ATTR.MAX_BLOCK_DIM_Y), a(DEV_ATTR.MAX_BLOCK_DIM_Z)],
