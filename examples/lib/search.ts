@@ -79,12 +79,9 @@ export interface Trial<S extends KnobSpace> {
   origin: TrialOrigin;
 }
 
-export interface SearchOptions<S extends KnobSpace> {
+/** How a Searcher draws: the knob space and its policy. */
+export interface SearcherOptions<S extends KnobSpace> {
   space: S;
-  /** Configurations to measure in all (initial ones included). */
-  total: number;
-  /** Configurations per round: one measure() batch each. */
-  batchSize: number;
   /** Rounds drawn purely at random before evolution starts. Default 2. */
   randomRounds?: number;
   /** Parents of an evolutionary round: the best this many so far. Default 4. */
@@ -93,10 +90,17 @@ export interface SearchOptions<S extends KnobSpace> {
   explore?: number;
   seed: number;
   higherIsBetter: boolean;
-  /** Measured first, in round 0 (a baseline, the library's default schedule). */
+  /** Measured first, in the first round (a baseline, the library's default schedule). */
   initial?: readonly Config<S>[];
   /** Configurations that cannot work are dropped before they are measured (and counted in `rejected`). */
   valid?: (config: Config<S>) => boolean;
+}
+
+export interface SearchOptions<S extends KnobSpace> extends SearcherOptions<S> {
+  /** Configurations to measure in all (initial ones included). */
+  total: number;
+  /** Configurations per round: one measure() batch each. */
+  batchSize: number;
   /** Measures one round; resolves with one score per configuration, NaN for a failure. */
   evaluate: (configs: Config<S>[], round: number) => Promise<number[]>;
 }
@@ -110,62 +114,101 @@ export interface SearchResult<S extends KnobSpace> {
 
 const MAX_DRAWS_PER_SLOT = 2000;
 
-/** Runs the search to `total` measured configurations, or until no new valid configuration can be drawn. */
-export async function search<S extends KnobSpace>(opts: SearchOptions<S>): Promise<SearchResult<S>> {
-  const random = seededRandom(opts.seed);
-  const randomRounds = opts.randomRounds ?? 2;
-  const elite = opts.elite ?? 4;
-  const explore = opts.explore ?? 0.25;
-  const seen = new Set<string>();
-  const refused = new Set<string>();
-  const trials: Trial<S>[] = [];
-  const better = (a: number, b: number) => (opts.higherIsBetter ? a > b : a < b);
+/**
+ * The search's state, one round at a time: propose() draws a round's
+ * configurations (never one drawn before), record() takes their scores.
+ * Several Searchers can share one measure() batch — two templates of one
+ * operator competing for the same board, say.
+ */
+export class Searcher<S extends KnobSpace> {
+  readonly trials: Trial<S>[] = [];
+  private readonly random: () => number;
+  private readonly seen = new Set<string>();
+  private readonly refused = new Set<string>();
+  private rounds = 0;
 
-  /** A configuration not drawn before, or undefined when the draws run dry. */
-  const draw = (make: () => Config<S>): Config<S> | undefined => {
-    for (let i = 0; i < MAX_DRAWS_PER_SLOT; i++) {
-      const c = make();
-      const key = configKey(c);
-      if (seen.has(key) || refused.has(key)) continue;
-      if (opts.valid && !opts.valid(c)) {
-        refused.add(key);
-        continue;
-      }
-      seen.add(key);
-      return c;
-    }
-    return undefined;
-  };
+  constructor(private readonly opts: SearcherOptions<S>) {
+    this.random = seededRandom(opts.seed);
+  }
 
-  for (let round = 0; trials.length < opts.total; round++) {
-    const size = Math.min(opts.batchSize, opts.total - trials.length);
+  /** Distinct configurations drawn that `valid` refused. */
+  get rejected(): number {
+    return this.refused.size;
+  }
+
+  /** Rounds proposed so far. */
+  get round(): number {
+    return this.rounds;
+  }
+
+  /** The best trial so far, if any scored. */
+  best(): Trial<S> | undefined {
+    return ranked(this.trials, this.opts.higherIsBetter)[0];
+  }
+
+  /** Up to `size` new configurations for the next round: fewer (or none) once the space runs dry. */
+  propose(size: number): { config: Config<S>; origin: TrialOrigin }[] {
+    const { opts, random } = this;
+    const round = this.rounds++;
     const batch: { config: Config<S>; origin: TrialOrigin }[] = [];
     if (round === 0) {
       for (const c of opts.initial ?? []) {
         const key = configKey(c);
-        if (seen.has(key) || batch.length >= size) continue;
-        seen.add(key);
+        if (this.seen.has(key) || batch.length >= size) continue;
+        this.seen.add(key);
         batch.push({ config: { ...c }, origin: "initial" });
       }
     }
-    const parents = trials
+    const better = (a: number, b: number) => (opts.higherIsBetter ? a > b : a < b);
+    const parents = this.trials
       .filter((t) => !Number.isNaN(t.score))
       .sort((a, b) => (better(a.score, b.score) ? -1 : better(b.score, a.score) ? 1 : 0))
-      .slice(0, elite);
-    const evolve = round >= randomRounds && parents.length > 0;
+      .slice(0, opts.elite ?? 4);
+    const evolve = round >= (opts.randomRounds ?? 2) && parents.length > 0;
     while (batch.length < size) {
-      const mutation = evolve && random() >= explore;
-      const c = draw(mutation ? () => mutate(pick(parents, random).config, opts.space, random) : () => randomConfig(opts.space, random));
+      const mutation = evolve && random() >= (opts.explore ?? 0.25);
+      const c = this.draw(mutation ? () => mutate(pick(parents, random).config, opts.space, random) : () => randomConfig(opts.space, random));
       // Mutations of the elite may be exhausted before the space is: fall back to random draws.
-      const chosen = c ?? (mutation ? draw(() => randomConfig(opts.space, random)) : undefined);
+      const chosen = c ?? (mutation ? this.draw(() => randomConfig(opts.space, random)) : undefined);
       if (!chosen) break;
       batch.push({ config: chosen, origin: c && mutation ? "mutation" : "random" });
     }
-    if (batch.length === 0) break;
-    const scores = await opts.evaluate(batch.map((b) => b.config), round);
-    batch.forEach((b, i) => trials.push({ config: b.config, score: scores[i] ?? NaN, round, origin: b.origin }));
+    return batch;
   }
-  return { trials, rejected: refused.size };
+
+  /** The scores of a proposed round, in its order (NaN: failed). */
+  record(batch: readonly { config: Config<S>; origin: TrialOrigin }[], scores: readonly number[]): void {
+    const round = this.rounds - 1;
+    batch.forEach((b, i) => this.trials.push({ config: b.config, score: scores[i] ?? NaN, round, origin: b.origin }));
+  }
+
+  /** A configuration not drawn before, or undefined when the draws run dry. */
+  private draw(make: () => Config<S>): Config<S> | undefined {
+    for (let i = 0; i < MAX_DRAWS_PER_SLOT; i++) {
+      const c = make();
+      const key = configKey(c);
+      if (this.seen.has(key) || this.refused.has(key)) continue;
+      if (this.opts.valid && !this.opts.valid(c)) {
+        this.refused.add(key);
+        continue;
+      }
+      this.seen.add(key);
+      return c;
+    }
+    return undefined;
+  }
+}
+
+/** Runs the search to `total` measured configurations, or until no new valid configuration can be drawn. */
+export async function search<S extends KnobSpace>(opts: SearchOptions<S>): Promise<SearchResult<S>> {
+  const s = new Searcher(opts);
+  while (s.trials.length < opts.total) {
+    const round = s.round;
+    const batch = s.propose(Math.min(opts.batchSize, opts.total - s.trials.length));
+    if (batch.length === 0) break;
+    s.record(batch, await opts.evaluate(batch.map((b) => b.config), round));
+  }
+  return { trials: s.trials, rejected: s.rejected };
 }
 
 /** Trials with a score, best first. */
