@@ -29,3 +29,4 @@ export {
   type ClientSecurity, type ClientTls, type ServerTls, type SecurityFlags,
 } from "./credentials.ts";
 export { DEFAULT_PRECISION_BUDGET_MS, MAX_PRECISION_REPEATS, MIN_PRECISION_REPEATS, medianRse } from "./precision.ts";
+export { CLOCK_EVENT_REASONS, clockEventNames, throttlingNames, describeThrottling, throttledOf, type ClockEventReason, type ThrottleSample } from "./throttle.ts";
