@@ -106,11 +106,16 @@ def test_a_cpu_kernel_called_with_numpy_arrays(remote, vadd_module):
     np.testing.assert_array_equal(c.numpy(), x + y)
 
 
-def test_time_evaluator_returns_tvms_result_shape(remote, vadd_module):
+def loaded_vadd(remote, vadd_module, n):
+    """The vadd module loaded on the board, with two inputs of ones and an output of `n` float32."""
     remote.upload(vadd_module)
     mod = remote.load_module(vadd_module.name)
+    return mod, remote.array(np.ones(n, np.float32)), remote.array(np.ones(n, np.float32)), remote.empty(n, "float32")
+
+
+def test_time_evaluator_returns_tvms_result_shape(remote, vadd_module):
     n = 4096
-    a, b, c = remote.array(np.ones(n, np.float32)), remote.array(np.ones(n, np.float32)), remote.empty(n, "float32")
+    mod, a, b, c = loaded_vadd(remote, vadd_module, n)
     r = mod.time_evaluator("vadd", number=20, repeat=4)(a, b, c, n)
     assert isinstance(r, kernelfarm.BenchmarkResult)
     assert len(r.results) == 4 and r.number == 20
@@ -132,10 +137,8 @@ def test_time_evaluator_returns_tvms_result_shape(remote, vadd_module):
 
 
 def test_time_evaluator_takes_a_precision_target(remote, vadd_module):
-    remote.upload(vadd_module)
-    mod = remote.load_module(vadd_module.name)
     n = 4096
-    a, b, c = remote.array(np.ones(n, np.float32)), remote.array(np.ones(n, np.float32)), remote.empty(n, "float32")
+    mod, a, b, c = loaded_vadd(remote, vadd_module, n)
     plain = mod.time_evaluator("vadd", number=3, repeat=2)(a, b, c, n)
     assert (plain.stopped_by, len(plain.results)) == ("repeat", 2)
     # A loose target is reached after the 10 repeats the board wants at least; a hopeless one runs until its budget ends.
