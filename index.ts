@@ -13,7 +13,8 @@ export {
   type CallOptions, type CompileCpuOptions, type CompiledModule, type ParamDecl,
   compileCuda, compileCudaMany, type CompileCudaOptions, type CudaCompiledModule, type CudaFunctionDecl, type KernelResources,
   type Dim3, type LaunchDecl,
-  measure, Measurer, MEASURE_OUTCOMES, type BatchOptions, type Candidate, type MeasureArg, type MeasureOptions, type MeasureResult, type MeasureOutcome, type ReferenceFn,
+  measure, Measurer, MEASURE_OUTCOMES, DEFAULT_REMEASURE_TIMES,
+  type BatchOptions, type Candidate, type MeasureArg, type MeasureOptions, type MeasureResult, type MeasureOutcome, type ReferenceFn, type RemeasureOptions,
 } from "./host-sdk/index.ts";
 export {
   compileVta, vtaConv2d, vtaMatmul, vtaElementwise, vtaVectorAdd, VTA_TUTORIALS,

@@ -61,4 +61,11 @@ describe("BenchmarkResult", () => {
     assert.deepEqual(numbers, [2, 2, 3, 1, 1]);
     assert.deepEqual(r.conditions, { clock: "boost" });
   });
+
+  it("says whether the board timed while throttled, where it says", () => {
+    assert.equal(new BenchmarkResult([1], 1, { throttled: "yes: sw power cap" }).throttled, true);
+    assert.equal(new BenchmarkResult([1], 1, { throttled: "no" }).throttled, false);
+    assert.equal(new BenchmarkResult([1], 1, { throttled: "unknown: no NVML on this host" }).throttled, undefined);
+    assert.equal(new BenchmarkResult([1], 1, { kind: "cpu" }).throttled, undefined);
+  });
 });

@@ -1,4 +1,4 @@
-import { medianRse } from "../protos/index.ts";
+import { medianRse, throttledOf } from "../protos/index.ts";
 
 /** Why a time evaluation stopped: its `repeat` repeats, or, with a precision target, which bound ended it. */
 export type StoppedBy = "repeat" | "precision" | "budget" | "max_repeats";
@@ -13,6 +13,13 @@ export class BenchmarkResult {
   readonly std: number;
   /** The median's relative standard error (protos/precision.ts): the precision achieved. */
   readonly rse: number;
+  /**
+   * Whether the board says the GPU was throttled (power, heat, a hardware
+   * slowdown) while it timed: from `conditions.throttled`, which names the
+   * reasons (protos/throttle.ts). Undefined where the board cannot tell or
+   * does not say: CPU and VTA boards, a GPU without NVML.
+   */
+  readonly throttled: boolean | undefined;
 
   constructor(
     /** Seconds per call, one entry per repeat. */
@@ -32,6 +39,7 @@ export class BenchmarkResult {
     this.max = n ? sorted[n - 1]! : NaN;
     this.std = n ? Math.sqrt(results.reduce((a, r) => a + (r - this.mean) ** 2, 0) / n) : NaN;
     this.rse = medianRse(results);
+    this.throttled = throttledOf(conditions);
   }
 
   /** TVM's layout: "Execution time summary:" then mean / median / max / min / std in ms. */

@@ -17,4 +17,7 @@ export {
   type VtaConv2dWorkload, type VtaConv2dSchedule, type VtaMatmulWorkload, type VtaMatmulSchedule,
   type VtaElementwiseWorkload, type VtaElementwiseSchedule, type VtaAluStep, type VtaEpilogue,
 } from "./vta/index.ts";
-export { measure, Measurer, MEASURE_OUTCOMES, type BatchOptions, type Candidate, type MeasureArg, type MeasureOptions, type MeasureResult, type MeasureOutcome, type ReferenceFn } from "./measure.ts";
+export {
+  measure, Measurer, MEASURE_OUTCOMES, DEFAULT_REMEASURE_TIMES,
+  type BatchOptions, type Candidate, type MeasureArg, type MeasureOptions, type MeasureResult, type MeasureOutcome, type ReferenceFn, type RemeasureOptions,
+} from "./measure.ts";

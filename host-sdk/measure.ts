@@ -5,12 +5,14 @@
  * every matching board at once with one session per board for the whole
  * batch, checked against a reference before and after timing with poisoned
  * outputs, infrastructure failures retried once on another board, results
- * appended as JSON lines so a restarted batch skips what is done.
+ * appended as JSON lines so a restarted batch skips what is done; on
+ * request, a result measured while the GPU was throttled (or flagged by the
+ * caller's own test) is measured again on the same session.
  */
 import { appendFileSync, existsSync, readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import {
-  CHUNK_BYTES, FarmError, cudaLaunchLimitsFrom, cudaLaunchProblem, toLaunchConfig, dtypeOf, elementCount, fillProblem, fillRange, randomArray, type AnyTypedArray, type Dtype, type LaunchDecl, type RandomFill,
+  CHUNK_BYTES, FarmError, cudaLaunchLimitsFrom, cudaLaunchProblem, toLaunchConfig, dtypeOf, throttledOf, elementCount, fillProblem, fillRange, randomArray, type AnyTypedArray, type Dtype, type LaunchDecl, type RandomFill,
 } from "../protos/index.ts";
 import type { CompiledModule } from "./compiled-module.ts";
 import type { KernelResources } from "./cuda/index.ts";
@@ -79,6 +81,40 @@ export interface MeasureOptions {
   progress?: boolean;
   /** How long to wait for boards when opening sessions. Default 60 s. */
   deadlineMs?: number;
+  /**
+   * Measure again, on the same session, an OK result that `when` flags —
+   * by default one measured while the GPU was throttled — up to `times`
+   * more times (default 2) until one is not flagged. `true`: the defaults.
+   * Off by default: a kernel that draws the GPU to its power cap stays
+   * capped however often it is measured, and every result says
+   * `throttled` either way.
+   */
+  remeasure?: boolean | RemeasureOptions;
+}
+
+/** measure()'s `remeasure` option. */
+export interface RemeasureOptions {
+  /** Which OK results to measure again. Default: measured while throttled (`result.throttled === true`). */
+  when?: (result: MeasureResult) => boolean;
+  /** Re-measurements at most per candidate. Default DEFAULT_REMEASURE_TIMES. */
+  times?: number;
+}
+
+/** Re-measurements of a flagged result at most, by default: a throttled GPU that has not recovered after two more timings is unlikely to in a third. */
+export const DEFAULT_REMEASURE_TIMES = 2;
+
+/** remeasure's default test. */
+function measuredWhileThrottled(r: MeasureResult): boolean {
+  return r.throttled === true;
+}
+
+/** `remeasure` with its defaults, or undefined when off. */
+function resolveRemeasure(o: MeasureOptions["remeasure"]): Required<RemeasureOptions> | undefined {
+  if (!o) return undefined;
+  const { when = measuredWhileThrottled, times = DEFAULT_REMEASURE_TIMES } = o === true ? {} : o;
+  if (!Number.isInteger(times) || times < 0) throw new FarmError("INVALID_ARGUMENT", `measure: remeasure.times must be an integer ≥ 0, got ${times}`);
+  if (typeof when !== "function") throw new FarmError("INVALID_ARGUMENT", "measure: remeasure.when must be a function of a result");
+  return { when, times };
 }
 
 export interface MeasureResult {
@@ -92,6 +128,16 @@ export interface MeasureResult {
   stats?: Record<string, number>;
   board?: string;
   conditions?: Record<string, string>;
+  /**
+   * Whether the board says the GPU was throttled while it timed (from
+   * `conditions.throttled`, which names why); absent where the board cannot
+   * tell or does not say (CPU and VTA boards, a GPU without NVML).
+   */
+  throttled?: boolean;
+  /** Timings it took on its board, when more than one (`remeasure`): this result is the last. */
+  measurements?: number;
+  /** With `remeasure`: the last timing was still flagged (throttled, by default) when the re-measurements ran out. */
+  flagged?: true;
   /** Sessions it took: 2 after a retried infrastructure failure. */
   attempts: number;
 }
@@ -219,6 +265,7 @@ export class Measurer {
     const ids = candidates.map((c, i) => c.id ?? `c${i}`);
     if (new Set(ids).size !== ids.length) throw new FarmError("INVALID_ARGUMENT", "measure: candidate ids must be unique");
     candidates.forEach((c, i) => checkArgs(c, ids[i]!));
+    const remeasure = resolveRemeasure(opts.remeasure);
     const results: (MeasureResult | undefined)[] = new Array(candidates.length);
     const known = readResults(opts.resultsFile);
     ids.forEach((id, i) => {
@@ -311,7 +358,20 @@ export class Measurer {
               const next = at === undefined ? undefined : compiled.get(at);
               if (next && !launchRefusal(board.session.board, next, candidates[at!]!)) board.prefetch(next).catch(() => {});
             };
-            record({ index, id: ids[index]!, attempts: attempt, ...(await session.run(module, c, expects, opts, prefetchNext)) });
+            const again = remeasure && {
+              times: remeasure.times,
+              when: (r: Measured) => {
+                try {
+                  return remeasure.when({ index, id: ids[index]!, attempts: attempt, ...r });
+                } catch (err) {
+                  // The script's bug, as a reference function that throws: this result stands, and the batch stops.
+                  fatal ??= new FarmError("INVALID_ARGUMENT", `measure: remeasure.when threw for candidate ${ids[index]}: ${(err as Error).message}`, { cause: err });
+                  queue.length = 0;
+                  return false;
+                }
+              },
+            };
+            record({ index, id: ids[index]!, attempts: attempt, ...(await session.run(module, c, expects, opts, prefetchNext, again)) });
           } catch (err) {
             const o = outcomeOf(err);
             // Named before a lost session is dropped: a tuner must know which board crashed or hung. A compile error involved none.
@@ -475,13 +535,20 @@ class BoardSession {
     return loaded;
   }
 
+  /**
+   * One candidate: its arguments, the Measure request, and — while `again`
+   * flags the result — more timings of it, with the same module and arrays
+   * (nothing uploaded or copied again) and without the checks: the answer
+   * was checked before and after the first timing, on this board.
+   */
   async run(
     module: CompiledModule,
     c: Candidate,
     expects: readonly (AnyTypedArray | undefined)[],
     opts: MeasureOptions,
     measureSent?: () => void,
-  ): Promise<Omit<MeasureResult, "index" | "id" | "attempts">> {
+    again?: { times: number; when: (r: Measured) => boolean },
+  ): Promise<Measured> {
     const s = this.session;
     const loading = this.prefetch(module);
     const taken: { key: string; array: RemoteArray }[] = [];
@@ -514,18 +581,20 @@ class BoardSession {
       if (copiesMustFinish) await allOrFirstError(pending);
       const remote = await loading;
       const checks = expects.flatMap((expect, i) => (expect ? [{ array: ready[i] as RemoteArray, expect, atol: c.atol ?? 0, rtol: c.rtol ?? 0 }] : []));
-      const measuring = s.measureCall(remote, c.function, ready, checks, { number: 10, repeat: 3, ...opts.timeEvaluator, timeoutMs: opts.timeoutMs ?? 10_000, launch: c.launch });
+      const timeOpts: TimeEvaluatorOptions = { number: 10, repeat: 3, ...opts.timeEvaluator, timeoutMs: opts.timeoutMs ?? 10_000, launch: c.launch };
+      const measuring = s.measureCall(remote, c.function, ready, checks, timeOpts);
       measureSent?.();
       const [m] = (await allOrFirstError<unknown>([measuring, ...pending])) as [Awaited<ReturnType<Session["measureCall"]>>];
-      const t = m.time && {
-        results: [...m.time.results], mean: m.time.mean, median: m.time.median, min: m.time.min, max: m.time.max, std: m.time.std, number: m.time.number,
-        // The precision achieved (Infinity, with one repeat, is not JSON: left out), and why the timing stopped when a target was given.
-        ...(Number.isFinite(m.time.rse) ? { rse: m.time.rse } : {}),
-        ...(m.time.stoppedBy !== "repeat" ? { stoppedBy: m.time.stoppedBy } : {}),
-      };
-      const board = s.board.id;
-      if (m.wrong) return { outcome: "WRONG_ANSWER", message: m.wrong, board, ...(t ? { timing: t } : {}) };
-      return { outcome: "OK", timing: t!, stats: m.counters, board, conditions: { ...m.time!.conditions } };
+      let r = measuredResult(m, s.board.id);
+      if (!again || r.outcome !== "OK") return r;
+      let measurements = 1;
+      let flagged = again.when(r);
+      while (flagged && measurements <= again.times) {
+        r = measuredResult(await s.measureCall(remote, c.function, ready, [], timeOpts), s.board.id);
+        measurements++;
+        flagged = again.when(r);
+      }
+      return { ...r, ...(measurements > 1 ? { measurements } : {}), ...(flagged ? { flagged } : {}) };
     } finally {
       await Promise.allSettled(pending);
       for (const { key, array } of taken) {
@@ -536,6 +605,21 @@ class BoardSession {
   }
 }
 
+/** What one Measure request gave a candidate: its result but for who it was and how many sessions it took. */
+type Measured = Omit<MeasureResult, "index" | "id" | "attempts">;
+
+function measuredResult(m: Awaited<ReturnType<Session["measureCall"]>>, board: string): Measured {
+  const t = m.time && {
+    results: [...m.time.results], mean: m.time.mean, median: m.time.median, min: m.time.min, max: m.time.max, std: m.time.std, number: m.time.number,
+    // The precision achieved (Infinity, with one repeat, is not JSON: left out), and why the timing stopped when a target was given.
+    ...(Number.isFinite(m.time.rse) ? { rse: m.time.rse } : {}),
+    ...(m.time.stoppedBy !== "repeat" ? { stoppedBy: m.time.stoppedBy } : {}),
+  };
+  if (m.wrong) return { outcome: "WRONG_ANSWER", message: m.wrong, board, ...(t ? { timing: t } : {}) };
+  const throttled = m.time!.throttled;
+  return { outcome: "OK", timing: t!, stats: m.counters, board, conditions: { ...m.time!.conditions }, ...(throttled !== undefined ? { throttled } : {}) };
+}
+
 /** Results already in the file, by candidate id (later lines win; a torn last line is ignored). */
 function readResults(path: string | undefined): Map<string, MeasureResult> {
   const out = new Map<string, MeasureResult>();
@@ -544,7 +628,10 @@ function readResults(path: string | undefined): Map<string, MeasureResult> {
     if (!line.trim()) continue;
     try {
       const r = JSON.parse(line) as MeasureResult;
-      if (typeof r.id === "string" && (MEASURE_OUTCOMES as readonly string[]).includes(r.outcome)) out.set(r.id, r);
+      if (typeof r.id !== "string" || !(MEASURE_OUTCOMES as readonly string[]).includes(r.outcome)) continue;
+      // A line written without the flag (the Python SDK's) still has the conditions it comes from.
+      const throttled = r.outcome === "OK" ? (r.throttled ?? throttledOf(r.conditions)) : undefined;
+      out.set(r.id, throttled === undefined ? r : { ...r, throttled });
     } catch {
       // a line cut short by a crash: that candidate is measured again
     }

@@ -3,14 +3,15 @@
  * closed set, one result per candidate whatever happens, correctness checked
  * before and after timing with poisoned outputs, an agent killed mid-batch
  * (its candidate retried on the other board), a key no board serves, and
- * resumption from a partial results file.
+ * resumption from a partial results file, and re-measurement of results a
+ * test flags.
  */
 import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { Measurer, compileCpu, connectTracker, measure, type Candidate, type CompiledModule, type TrackerClient } from "../host-sdk/index.ts";
+import { DEFAULT_REMEASURE_TIMES, Measurer, compileCpu, connectTracker, measure, type Candidate, type CompiledModule, type MeasureResult, type TrackerClient } from "../host-sdk/index.ts";
 import { FarmError, randomArray, type AnyTypedArray } from "../protos/index.ts";
 import { startAgentProcess, startTrackerProcess, waitFor, waitForFreeBoards } from "./helpers/processes.ts";
 
@@ -108,6 +109,55 @@ describe("measure()", () => {
     assert.ok(l.timing!.rse! <= 0.5 && l.timing!.results.length >= 3);
     assert.equal(h.timing!.stoppedBy, "budget");
     assert.ok(h.timing!.rse! > 1e-12 && h.timing!.results.length > 2, "it kept repeating until the budget ended");
+  });
+
+  it("re-measures a result its test flags, on the same session, counting the timings; the results file keeps them and resumes", async () => {
+    const file = join(dir, "remeasure.jsonl");
+    const seen: { id: string; median: number; board: string }[] = [];
+    const timesSeen = (id: string) => seen.filter((s) => s.id === id).length;
+    // The first timing of "once" is flagged, every timing of "always", none of "never".
+    const when = (r: MeasureResult) => {
+      assert.equal(r.outcome, "OK");
+      seen.push({ id: r.id, median: r.timing!.median, board: r.board! });
+      return r.id === "always" || (r.id === "once" && timesSeen("once") === 1);
+    };
+    const cands = [candidate("good", module, "once"), candidate("good", module, "always"), candidate("good", module, "never"), candidate("wrong", module, "bad")];
+    const opts = { key: "cpu", progress: false, resultsFile: file, timeEvaluator: { number: 2, repeat: 2 } };
+    const results = await measure(client, cands, { ...opts, remeasure: { when } });
+    assert.deepEqual(results.map((r) => [r.id, r.outcome, r.measurements, r.flagged, r.attempts]), [
+      ["once", "OK", 2, undefined, 1],
+      ["always", "OK", 1 + DEFAULT_REMEASURE_TIMES, true, 1],
+      ["never", "OK", undefined, undefined, 1],
+      ["bad", "WRONG_ANSWER", undefined, undefined, 1],
+    ]);
+    assert.deepEqual([timesSeen("once"), timesSeen("always"), timesSeen("never"), timesSeen("bad")], [2, 3, 1, 0], "the test saw every timing of an OK result, and no other");
+    for (const r of results.slice(0, 3)) {
+      const mine = seen.filter((s) => s.id === r.id);
+      assert.equal(r.timing!.median, mine[mine.length - 1]!.median, `${r.id}: the result is its last timing`);
+      assert.ok(mine.every((s) => s.board === r.board), `${r.id}: every timing on one board's session`);
+      // A re-measure is a whole Measure request without the checks: a call before and after, the warm-up and 2 × 2 timed.
+      assert.equal(r.stats!.calls, 7);
+      assert.equal(r.throttled, undefined, "a CPU board does not say");
+    }
+    const lines = readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l) as MeasureResult);
+    assert.deepEqual(lines.sort((a, b) => a.index - b.index), results, "each line is the candidate's final result");
+
+    // Resumed: nothing is measured, or tested, again.
+    const again = await measure(client, cands, { ...opts, remeasure: { when: () => assert.fail("a resumed result is not tested again") } });
+    assert.deepEqual(again, results);
+
+    // Default off; `times` checked before anything runs; a test that throws stops the batch.
+    const plain = await measure(client, [candidate("good", module)], { key: "cpu", progress: false, timeEvaluator: { number: 1, repeat: 1 } });
+    assert.deepEqual([plain[0]!.outcome, plain[0]!.measurements, plain[0]!.flagged], ["OK", undefined, undefined]);
+    await assert.rejects(measure(client, cands, { key: "cpu", progress: false, remeasure: { times: 1.5 } }), (e: FarmError) => e.code === "INVALID_ARGUMENT" && /remeasure\.times/.test(e.message));
+    const boom = () => {
+      throw new Error("boom");
+    };
+    await assert.rejects(
+      measure(client, [candidate("good", module, "x")], { key: "cpu", progress: false, timeEvaluator: { number: 1, repeat: 1 }, remeasure: { when: boom } }),
+      (e: FarmError) => e.code === "INVALID_ARGUMENT" && /remeasure\.when threw for candidate x: boom/.test(e.message),
+    );
+    await waitForFreeBoards(client, 2);
   });
 
   it("candidates of the same shapes get their own inputs (arrays are reused between candidates, data is not)", async () => {

@@ -57,6 +57,14 @@ export interface Backend {
   /** True once foreign code was loaded: the worker must not serve another session. */
   readonly tainted: boolean;
   stats(): BackendStats;
+  /**
+   * Watches the board over a timing: called before the timed runs, the
+   * function it returns is called after them and gives the conditions the
+   * result carries (CUDA: clocks, and NVML's throttle reasons and violation
+   * counters at both ends, so throttling that came and went in between is
+   * seen). A board without it: a result carries stats().info taken after.
+   */
+  watchConditions?(): () => Record<string, string>;
   clearStats(): void;
   /** Frees what a session left behind, before the next session. */
   reset(): void;

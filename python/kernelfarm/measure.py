@@ -98,8 +98,13 @@ class MeasureResult:
     """One candidate's result; its JSON line has the TypeScript SDK's fields.
 
     `timing`: {"results", "mean", "median", "min", "max", "std", "number"} in
-    seconds per call; `stats`: the board's counters for this candidate alone;
-    `attempts`: sessions it took (2 after a retried infrastructure failure)."""
+    seconds per call, with "rse" (the precision reached, where finite) and,
+    with a precision target, "stoppedBy"; `stats`: the board's counters for
+    this candidate alone; `throttled`: whether a GPU board says it was
+    throttled while it timed (absent where the board does not say);
+    `attempts`: sessions it took (2 after a retried infrastructure failure).
+    `measurements` and `flagged` come from the TypeScript SDK's re-measure
+    option (docs/measure.md), kept when its lines are read."""
 
     index: int
     id: str
@@ -110,6 +115,9 @@ class MeasureResult:
     stats: Optional[dict[str, float]] = None
     board: Optional[str] = None
     conditions: Optional[dict[str, str]] = None
+    throttled: Optional[bool] = None
+    measurements: Optional[int] = None
+    flagged: Optional[bool] = None
 
     def to_json(self) -> str:
         return json.dumps({k: v for k, v in dataclasses.asdict(self).items() if v is not None}, allow_nan=False)
@@ -330,10 +338,16 @@ class _BoardSession:
                     "results": list(timing.results),
                     **{k: _finite(getattr(timing, k)) for k in ("mean", "median", "min", "max", "std")},
                     "number": timing.number,
+                    # The precision reached (inf, with one repeat, is not JSON: left out) and, with a target, what stopped the timing.
+                    **({"rse": timing.rse} if math.isfinite(timing.rse) else {}),
+                    **({"stoppedBy": timing.stopped_by} if timing.stopped_by != "repeat" else {}),
                 }
             if wrong:
                 return {"outcome": "WRONG_ANSWER", "message": wrong, "board": board, "timing": t}
-            return {"outcome": "OK", "timing": t, "stats": counters, "board": board, "conditions": dict(timing.conditions) if timing else {}}
+            return {
+                "outcome": "OK", "timing": t, "stats": counters, "board": board,
+                "conditions": dict(timing.conditions) if timing else {}, "throttled": timing.throttled if timing else None,
+            }
         finally:
             for p in pending:
                 try:

@@ -212,6 +212,8 @@ class RemoteModule:
             flush_l2=bool(o.flush_l2),
             graph=bool(o.graph),
             flush_cpu_cache=bool(o.flush_cpu_cache),
+            target_rse=_target_rse(o.target_rse),
+            budget_ms=_non_negative(o.budget_ms, "time_evaluator budget_ms"),
         )
 
     def time_evaluator(
@@ -229,6 +231,8 @@ class RemoteModule:
         flush_l2: bool = False,
         graph: bool = False,
         flush_cpu_cache: bool = False,
+        target_rse: float = 0,
+        budget_ms: float = 0,
     ) -> Callable[..., BenchmarkResult]:
         """TVM's Module.time_evaluator, run on the board next to the device: call
         the result with the function's arguments; it returns a BenchmarkResult.
@@ -237,10 +241,18 @@ class RemoteModule:
         `number` grown to reach `min_repeat_ms` persists into later
         evaluations. `timeout` (seconds) bounds each evaluation on the board;
         `launch`, `flush_l2`, `graph` are for CUDA boards, `flush_cpu_cache`
-        (TVM's cache_flush_cpu_non_first_arg) for CPU boards."""
+        (TVM's cache_flush_cpu_non_first_arg) for CPU boards.
+
+        A precision target, `target_rse` (e.g. 0.01): after `repeat` repeats
+        the board adds more (to 10 at least) until the median's relative
+        standard error is at most it, or `budget_ms` ends (0: 5000 ms, within
+        `timeout`); the result's `rse` is the precision reached and
+        `stopped_by` what ended it ("precision", "budget" or "max_repeats").
+        Default 0: exactly `repeat` repeats, as TVM."""
         info = self._info(name)
         options = TimeOptions(
-            number, repeat, min_repeat_ms, limit_zero_time_iterations, cooldown_interval_ms, repeats_to_cooldown, timeout, launch, flush_l2, graph, flush_cpu_cache
+            number, repeat, min_repeat_ms, limit_zero_time_iterations, cooldown_interval_ms, repeats_to_cooldown, timeout, launch, flush_l2, graph, flush_cpu_cache,
+            target_rse, budget_ms,
         )
 
         def evaluate(*args: Any) -> BenchmarkResult:
@@ -265,10 +277,19 @@ class TimeOptions(NamedTuple):
     flush_l2: bool = False
     graph: bool = False
     flush_cpu_cache: bool = False
+    target_rse: float = 0
+    budget_ms: float = 0
+
+
+def _target_rse(value: Any) -> float:
+    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not 0 <= value < 1:
+        raise FarmError("BAD_ARGUMENTS", f"time_evaluator target_rse must be in [0, 1) (0.01: the median within ~1 %), got {value!r}")
+    return float(value)
 
 
 def _benchmark(t: session_pb2.TimeResult) -> BenchmarkResult:
-    return BenchmarkResult(list(t.results_s), t.number, dict(t.conditions))
+    # A board older than precision targets sends no stopped_by: it ran its `repeat` repeats.
+    return BenchmarkResult(list(t.results_s), t.number, dict(t.conditions), t.stopped_by or "repeat")
 
 
 class Session:

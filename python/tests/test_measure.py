@@ -157,7 +157,7 @@ def test_bad_batches_and_reference_functions(tracker, vadd_module, tmp_path):
     assert e.value.message == "measure: candidate ids must be unique"
     with pytest.raises(FarmError) as e:
         kernelfarm.measure(tracker, [], key="cpu", time_evaluator={"numbr": 3})
-    assert e.value.message == "measure: unknown time_evaluator option(s) numbr; options: cooldown_interval_ms, flush_cpu_cache, flush_l2, graph, limit_zero_time_iterations, min_repeat_ms, number, repeat, repeats_to_cooldown"
+    assert e.value.message == "measure: unknown time_evaluator option(s) numbr; options: budget_ms, cooldown_interval_ms, flush_cpu_cache, flush_l2, graph, limit_zero_time_iterations, min_repeat_ms, number, repeat, repeats_to_cooldown, target_rse"
 
     def wrong_count(inputs):
         return []

@@ -4,6 +4,7 @@ time_evaluator in TVM's shape, stats, and the session's end."""
 from __future__ import annotations
 
 import hashlib
+import math
 
 import numpy as np
 import pytest
@@ -105,11 +106,16 @@ def test_a_cpu_kernel_called_with_numpy_arrays(remote, vadd_module):
     np.testing.assert_array_equal(c.numpy(), x + y)
 
 
-def test_time_evaluator_returns_tvms_result_shape(remote, vadd_module):
+def loaded_vadd(remote, vadd_module, n):
+    """The vadd module loaded on the board, with two inputs of ones and an output of `n` float32."""
     remote.upload(vadd_module)
     mod = remote.load_module(vadd_module.name)
+    return mod, remote.array(np.ones(n, np.float32)), remote.array(np.ones(n, np.float32)), remote.empty(n, "float32")
+
+
+def test_time_evaluator_returns_tvms_result_shape(remote, vadd_module):
     n = 4096
-    a, b, c = remote.array(np.ones(n, np.float32)), remote.array(np.ones(n, np.float32)), remote.empty(n, "float32")
+    mod, a, b, c = loaded_vadd(remote, vadd_module, n)
     r = mod.time_evaluator("vadd", number=20, repeat=4)(a, b, c, n)
     assert isinstance(r, kernelfarm.BenchmarkResult)
     assert len(r.results) == 4 and r.number == 20
@@ -128,6 +134,27 @@ def test_time_evaluator_returns_tvms_result_shape(remote, vadd_module):
     first = grow()
     assert first.number > 1 and first.results[0] * first.number >= 0.020
     assert grow().number >= first.number
+
+
+def test_time_evaluator_takes_a_precision_target(remote, vadd_module):
+    n = 4096
+    mod, a, b, c = loaded_vadd(remote, vadd_module, n)
+    plain = mod.time_evaluator("vadd", number=3, repeat=2)(a, b, c, n)
+    assert (plain.stopped_by, len(plain.results)) == ("repeat", 2)
+    # A loose target is reached after the 10 repeats the board wants at least; a hopeless one runs until its budget ends.
+    loose = mod.time_evaluator("vadd", number=3, repeat=3, target_rse=0.5, budget_ms=2000)(a, b, c, n)
+    assert loose.stopped_by == "precision"
+    assert loose.rse <= 0.5 and len(loose.results) >= 10
+    hopeless = mod.time_evaluator("vadd", number=1, repeat=2, target_rse=1e-12, budget_ms=150)(a, b, c, n)
+    assert hopeless.stopped_by == "budget"
+    assert hopeless.rse > 1e-12 and len(hopeless.results) > 2
+    for bad in (1, -0.1, math.nan, "0.1"):
+        with pytest.raises(FarmError) as e:
+            mod.time_evaluator("vadd", target_rse=bad)(a, b, c, n)
+        assert e.value.code == "BAD_ARGUMENTS" and e.value.message.startswith("time_evaluator target_rse must be in [0, 1)")
+    with pytest.raises(FarmError) as e:
+        mod.time_evaluator("vadd", target_rse=0.1, budget_ms=-1)(a, b, c, n)
+    assert e.value.message == "time_evaluator budget_ms must be a finite number ≥ 0, got -1"
 
 
 def test_stats_count_calls_and_clear(remote, vadd_module):

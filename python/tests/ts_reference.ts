@@ -1,6 +1,7 @@
 /**
- * The TypeScript side of the Python compilers' tests: runs a list of jobs
- * against the real TypeScript code (protos/, host-sdk/) and writes what each
+ * The TypeScript side of the Python twins' tests (compilers, precision,
+ * throttle flag): runs a list of jobs against the real TypeScript code
+ * (protos/, host-sdk/) and writes what each
  * gave, so python/tests can check the Python twins give the same bytes and
  * messages. Used by ts_reference.py.
  *
@@ -14,7 +15,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { pack } from "msgpackr";
 import {
-  DTYPES, FarmError, decodeBundle, encodeBundle, hostCpuTarget, toLaunchConfig, validateBundle,
+  DTYPES, FarmError, decodeBundle, encodeBundle, hostCpuTarget, medianRse, throttledOf, toLaunchConfig, validateBundle,
   type LaunchDecl, type ModuleBundle,
 } from "../../protos/index.ts";
 import { compileCpu, compileCuda, compileCudaMany, parseParam, type CompileCpuOptions, type CompileCudaOptions, type CompiledModule, type ParamDecl } from "../../host-sdk/index.ts";
@@ -77,6 +78,13 @@ async function run(job: Job): Promise<unknown> {
       return cacheKey(j.parts as Record<string, unknown>);
     case "parsePtxasInfo":
       return parsePtxasInfo(j.text as string);
+    case "medianRse": {
+      // Infinity is not JSON: sent as a string.
+      const rse = medianRse(j.samples as number[]);
+      return Number.isFinite(rse) ? rse : String(rse);
+    }
+    case "throttledOf":
+      return throttledOf(j.conditions as Record<string, string>) ?? null;
     case "cleanDiagnostics":
       return cleanDiagnostics(j.stderr as string, j.dirs as string[]);
     default:

@@ -2,7 +2,7 @@
  * The CUDA board on a real GPU, through real tracker and agent processes:
  * registration labels, kernels compiled with nvcc on the host, arrays in
  * device memory, calls with fixed and call-time launches, event timing with
- * its options and conditions, per-kernel stats — and every bad input of the
+ * its options and conditions (clocks, throttling), per-kernel stats — and every bad input of the
  * CUDA list, after each of which the board comes back and the agent's other
  * board keeps working; measure() past a candidate that loses the context.
  * Skipped, with the reason printed, without a GPU.
@@ -45,6 +45,29 @@ const FUNCTIONS = {
   poke: { params: ["int32* p", "int64 offset"], launch: { grid: 1, block: 1 } },
   spin: { params: ["int32* flag"], launch: { grid: 1, block: 1 } },
 };
+
+/**
+ * What every CUDA timing carries: the clocks, and whether the GPU was
+ * throttled while it timed (NVML's reasons before and after, its violation
+ * counters) — or, without NVML, that it cannot tell.
+ */
+function assertTimingConditions(c: Readonly<Record<string, string>>, throttled: boolean | undefined, what: string): void {
+  const say = `${what}: ${JSON.stringify(c)}`;
+  assert.match(c.sm_clock_mhz ?? "", /^\d+$/, say);
+  assert.match(c.mem_clock_mhz ?? "", /^\d+$/, say);
+  assert.ok(c.throttled, say);
+  if (c.clock_source === "nvml") {
+    assert.match(c.temperature_c ?? "", /^\d+$/, say);
+    for (const k of ["clock_event_reasons", "clock_event_reasons_before"]) assert.match(c[k] ?? "", /^0x[0-9a-f]+$/, `${k} of ${say}`);
+    assert.ok(c.clock_events && c.clock_events !== "unknown", say);
+    assert.match(c.throttled!, /^(no|yes: .+)$/, say);
+    for (const k of ["power_violation_ns", "thermal_violation_ns"]) if (k in c) assert.match(c[k]!, /^\d+$/, `${k} of ${say}`);
+    assert.equal(throttled, c.throttled !== "no", say);
+  } else {
+    assert.match(c.throttled!, /^unknown: /, say);
+    assert.equal(throttled, undefined, say);
+  }
+}
 
 describe("CUDA board on a real GPU", { skip }, () => {
   let farm: Awaited<ReturnType<typeof startFarm>>;
@@ -167,8 +190,7 @@ describe("CUDA board on a real GPU", { skip }, () => {
         for (const t of r.results) assert.ok(t > 0 && t < 0.01, `${JSON.stringify(opts)}: ${t} s per saxpy of 1M`);
         assert.ok(r.number >= 20);
         assert.ok(r.conditions.name && r.conditions.name.length > 0);
-        assert.match(r.conditions.sm_clock_mhz!, /^\d+$/);
-        assert.match(r.conditions.mem_clock_mhz!, /^\d+$/);
+        assertTimingConditions(r.conditions, r.throttled, `timeEvaluator ${JSON.stringify(opts)}`);
         assert.equal(r.conditions.arch, arch);
       }
     });
@@ -184,6 +206,9 @@ describe("CUDA board on a real GPU", { skip }, () => {
       assert.ok(Number(st.info.sm_count) > 0);
       assert.equal(st.info.arch, arch);
       assert.match(st.info.driver_version!, /^\d+\.\d+$/);
+      // Stats describe a moment, not a timing: the throttle state now, no "before".
+      assert.match(st.info.throttled ?? "", /^(no|yes: .+|unknown: .+)$/);
+      assert.equal(st.info.clock_event_reasons_before, undefined);
     });
   });
 
@@ -271,6 +296,7 @@ describe("CUDA board on a real GPU", { skip }, () => {
       const results = await measure(client, [fill("before"), poke, fill("after1"), fill("after2")], { key: "gpu", boards: 1, progress: false, timeEvaluator: { number: 2, repeat: 1 } });
       assert.deepEqual(results.map((r) => r.outcome), ["OK", "RUNTIME_ERROR", "OK", "OK"], JSON.stringify(results.map((r) => r.message)));
       assert.match(results[1]!.message!, /DEVICE_ERROR: .*CUDA_ERROR_ILLEGAL_ADDRESS/);
+      for (const r of results.filter((r) => r.outcome === "OK")) assertTimingConditions(r.conditions!, r.throttled, `measure() ${r.id}`);
       await assertBoardsBack();
     });
 

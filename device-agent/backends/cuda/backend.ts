@@ -12,7 +12,7 @@
  */
 import koffi from "koffi";
 import {
-  FarmError, cudaLaunchLimitsCapabilities, type BundleTarget, type Dtype, type FunctionSpec, type LaunchConfig, type ModuleBundle,
+  FarmError, cudaLaunchLimitsCapabilities, describeThrottling, type ThrottleSample, type BundleTarget, type Dtype, type FunctionSpec, type LaunchConfig, type ModuleBundle,
 } from "../../../protos/index.ts";
 import type { ArgValue, Backend, BackendStats, BoardFacts, CallSettings, CanaryResult, DeviceArray, LoadedFunction, LoadedModule } from "../backend.ts";
 import { CANARY_PTX, CANARY_SPEC } from "./canary-ptx.ts";
@@ -455,10 +455,21 @@ export class CudaBackend implements Backend {
     return { counters, info: this.conditions() };
   }
 
-  /** The board and its clocks now: what every timing result carries. */
-  private conditions(): Record<string, string> {
+  /** The board's conditions from now to when the returned function is called: what every timing result carries. */
+  watchConditions(): () => Record<string, string> {
+    const before = this.nvml?.throttle();
+    return () => this.conditions(before);
+  }
+
+  /**
+   * The board, its clocks now and whether it is throttled: since `before`
+   * (a sample taken when a timing began), or at this moment alone.
+   */
+  private conditions(before?: ThrottleSample): Record<string, string> {
     const d = this.device;
-    const live = this.nvml?.now();
+    // The throttle state first: right after the timed runs, before the other reads take their time.
+    const throttle = this.nvml ? describeThrottling(before, this.nvml.throttle()) : { throttled: "unknown: no NVML on this host" };
+    const live = this.nvml?.clocks();
     return {
       kind: this.kind,
       name: d.name,
@@ -471,6 +482,7 @@ export class CudaBackend implements Backend {
       device: String(d.ordinal),
       pci_bus_id: d.pciBusId,
       ...(live ?? { sm_clock_mhz: String(d.smClockMhz), mem_clock_mhz: String(d.memClockMhz), clock_source: "driver nominal (no NVML)" }),
+      ...throttle,
       ...(this.broken ? { context_lost: this.broken.cuda } : {}),
     };
   }

@@ -42,7 +42,7 @@ export const measure: Handler<"measure"> = (s, id, m, mux) => {
   const result = evaluate(s, m.time!);
   const after = check("after timing");
   const stats = s.backend.stats();
-  mux.reply({ id, measured: { time: { results_s: result.resultsS, number: result.number, conditions: stats.info, stopped_by: result.stoppedBy }, wrong: after, counters: stats.counters } });
+  mux.reply({ id, measured: { time: { results_s: result.resultsS, number: result.number, conditions: result.conditions, stopped_by: result.stoppedBy }, wrong: after, counters: stats.counters } });
 };
 
 /** The first element of `got` outside |got − want| ≤ atol + rtol·|want|, described; or undefined. */

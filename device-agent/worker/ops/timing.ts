@@ -8,11 +8,11 @@ import type { Handler } from "./operation.ts";
 
 export const timeEvaluate: Handler<"time_evaluate"> = (s, id, t, mux) => {
   const result = evaluate(s, t);
-  mux.reply({ id, time: { results_s: result.resultsS, number: result.number, conditions: s.backend.stats().info, stopped_by: result.stoppedBy } });
+  mux.reply({ id, time: { results_s: result.resultsS, number: result.number, conditions: result.conditions, stopped_by: result.stoppedBy } });
 };
 
-/** TVM's time_evaluator for `t`. */
-export function evaluate(s: SessionState, t: TimeEvaluate__Output): TimeEvaluation {
+/** TVM's time_evaluator for `t`, and the board's conditions over it. */
+export function evaluate(s: SessionState, t: TimeEvaluate__Output): TimeEvaluation & { conditions: Record<string, string> } {
   if (!t.call) throw new FarmError("BAD_ARGUMENTS", "time_evaluate needs a call");
   const c = t.call;
   if (t.repeat < 1 || t.number < 1) throw new FarmError("BAD_ARGUMENTS", `time_evaluate needs number ≥ 1 and repeat ≥ 1 (got number ${t.number}, repeat ${t.repeat})`);
@@ -21,7 +21,8 @@ export function evaluate(s: SessionState, t: TimeEvaluate__Output): TimeEvaluati
   }
   const { fn, args } = prepare(s, c);
   const settings = callSettings(s, c, t);
-  return guarded(s, c, "time_evaluate of", () =>
+  const watched = s.backend.watchConditions?.();
+  const evaluation = guarded(s, c, "time_evaluate of", () =>
     evaluateTime(
       {
         number: t.number,
@@ -37,4 +38,5 @@ export function evaluate(s: SessionState, t: TimeEvaluate__Output): TimeEvaluati
       (n) => s.backend.timeCalls(fn, args, n, settings),
     ),
   );
+  return { ...evaluation, conditions: watched ? watched() : s.backend.stats().info };
 }
