@@ -23,7 +23,7 @@ import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { MEASURE_OUTCOMES, Measurer, connectTracker, type AnyTypedArray, type Candidate, type KernelResources, type MeasureResult } from "kernelfarm";
 import {
-  GEMM_FUNCTION, GEMM_SPACE, compileGemm, gemmConfigProblem, gemmFlops, gemmLaunch, gemmOperands, gemmThreads, hostGemm, naiveGemmLaunch,
+  GEMM_FUNCTION, GEMM_SPACE, compileGemm, gemmConfigProblem, gemmFlops, gemmLaunch, gemmOperands, gemmThreads, hostGemmParallel, naiveGemmLaunch,
   type GemmConfig, type GemmProblem,
 } from "./lib/cuda-gemm-template.ts";
 import { writeBestSoFarSvg } from "./lib/plot.ts";
@@ -67,9 +67,9 @@ const NAIVE_ID = "naive";
 // Operands generated on the boards; the reference on the host, once, when the first candidate needs it.
 const operands = gemmOperands(problem, seed);
 let referenceS = 0;
-const reference = ([a, b]: AnyTypedArray[]) => {
+const reference = async ([a, b]: AnyTypedArray[]) => {
   const t0 = Date.now();
-  const c = hostGemm(a as Float32Array, b as Float32Array, problem);
+  const c = await hostGemmParallel(a as Float32Array, b as Float32Array, problem);
   referenceS = (Date.now() - t0) / 1e3;
   return [c];
 };

@@ -20,6 +20,8 @@
  *
  * Pure code, no farm: the tuning example and its test import it.
  */
+import { availableParallelism } from "node:os";
+import { Worker } from "node:worker_threads";
 import { compileCuda, type CudaCompiledModule, type LaunchDecl, type MeasureArg, type RandomFill } from "kernelfarm";
 import type { Config } from "./search.ts";
 
@@ -234,6 +236,50 @@ export function hostGemm(a: Float32Array, b: Float32Array, p: GemmProblem): Floa
     }
   }
   return Float32Array.from(c);
+}
+
+/** One worker's rows of C = A·B, as hostGemm computes them (plain JavaScript, run with `eval`). */
+const GEMM_ROWS_WORKER = `
+const { workerData: w } = require("node:worker_threads");
+const a = new Float32Array(w.a), b = new Float32Array(w.b), c = new Float32Array(w.c);
+const row = new Float64Array(w.n);
+for (let i = w.row0; i < w.row1; i++) {
+  row.fill(0);
+  for (let k = 0; k < w.k; k++) {
+    const x = a[i * w.k + k];
+    if (x === 0) continue;
+    const bk = k * w.n;
+    for (let j = 0; j < w.n; j++) row[j] += x * b[bk + j];
+  }
+  c.set(row, i * w.n);
+}
+`;
+
+/**
+ * hostGemm on every core of this host, rows split among worker threads
+ * sharing the operands: the exact reference for large sizes (4096³ would
+ * take minutes on one core).
+ */
+export async function hostGemmParallel(a: Float32Array, b: Float32Array, p: GemmProblem, workers = availableParallelism()): Promise<Float32Array> {
+  const shared = (x: Float32Array) => {
+    const s = new Float32Array(new SharedArrayBuffer(x.byteLength));
+    s.set(x);
+    return s.buffer;
+  };
+  const sa = shared(a);
+  const sb = shared(b);
+  const sc = new SharedArrayBuffer(p.m * p.n * 4);
+  const per = Math.ceil(p.m / workers);
+  await Promise.all(
+    Array.from({ length: Math.min(workers, p.m) }, (_, w) =>
+      new Promise<void>((done, fail) => {
+        const worker = new Worker(GEMM_ROWS_WORKER, { eval: true, workerData: { a: sa, b: sb, c: sc, n: p.n, k: p.k, row0: w * per, row1: Math.min(p.m, (w + 1) * per) } });
+        worker.once("error", fail);
+        worker.once("exit", (code) => (code === 0 ? done() : fail(new Error(`a GEMM reference worker exited with ${code}`))));
+      }),
+    ),
+  );
+  return new Float32Array(sc).slice();
 }
 
 /** Floating-point operations of one GEMM. */
