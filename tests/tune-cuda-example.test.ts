@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "./helpers/suites.ts";
 import {
   GEMM_FUNCTION, GEMM_SPACE, MAX_STATIC_SHARED_BYTES, NAIVE_GEMM_SOURCE, compileGemm, gemmConfigProblem, gemmLaunch, gemmOperands,
-  gemmSharedBytes, gemmSource, gemmThreads, hostGemm, type GemmConfig,
+  gemmSharedBytes, gemmSource, gemmThreads, hostGemm, hostGemmParallel, type GemmConfig,
 } from "../examples/lib/cuda-gemm-template.ts";
 import { configKey, search, seededRandom } from "../examples/lib/search.ts";
 import { locateNvcc, nvccVersion } from "../host-sdk/cuda/index.ts";
@@ -52,7 +52,7 @@ describe("the CUDA GEMM template", () => {
     assert.match(NAIVE_GEMM_SOURCE, /extern "C" __global__ void gemm\(/);
   });
 
-  it("computes the reference exactly from integer-valued operands", () => {
+  it("computes the reference exactly from integer-valued operands", async () => {
     const p = { m: 3, n: 5, k: 7 };
     const [sa, sb] = gemmOperands(p, 1);
     assert.deepEqual([sa.shape, sb.shape], [[3, 7], [7, 5]]);
@@ -60,6 +60,7 @@ describe("the CUDA GEMM template", () => {
     const b = randomArray("float32", p.k * p.n, sb.random) as Float32Array;
     assert.ok([...a, ...b].every((x) => Number.isInteger(x) && x >= -4 && x <= 4));
     const c = hostGemm(a, b, p);
+    assert.deepEqual(await hostGemmParallel(a, b, p, 2), c, "the reference on worker threads is the same");
     for (let i = 0; i < p.m; i++) {
       for (let j = 0; j < p.n; j++) {
         let s = 0;
