@@ -515,6 +515,8 @@ async function allOrFirstError<T>(promises: readonly Promise<T>[]): Promise<T[]>
 class BoardSession {
   /** Modules uploaded and loaded (or on their way), by digest. */
   private readonly modules = new Map<string, Promise<RemoteModule>>();
+  /** References too large to travel inline, held as arrays of the session (References memoises them, so one object is one reference). */
+  private readonly heldReferences = new WeakMap<AnyTypedArray, Promise<RemoteArray>>();
   private readonly spare = new Map<string, RemoteArray[]>();
 
   constructor(readonly session: Session) {}
@@ -541,6 +543,23 @@ class BoardSession {
    * (nothing uploaded or copied again) and without the checks: the answer
    * was checked before and after the first timing, on this board.
    */
+  /**
+   * A reference over one chunk as an array of this session, copied once for
+   * every candidate that shares it: the Measure request must fit in one
+   * message, and a 4096² float32 output alone is 64 MiB. Undefined: it
+   * travels inline.
+   */
+  private held(expect: AnyTypedArray): Promise<RemoteArray | undefined> {
+    if (expect.byteLength <= CHUNK_BYTES) return Promise.resolve(undefined);
+    let held = this.heldReferences.get(expect);
+    if (!held) {
+      held = this.session.array(expect);
+      held.catch(() => this.heldReferences.delete(expect));
+      this.heldReferences.set(expect, held);
+    }
+    return held;
+  }
+
   async run(
     module: CompiledModule,
     c: Candidate,
@@ -580,7 +599,9 @@ class BoardSession {
       const ready = await allOrFirstError<RemoteArray | number>(args.map((a) => Promise.resolve(a)));
       if (copiesMustFinish) await allOrFirstError(pending);
       const remote = await loading;
-      const checks = expects.flatMap((expect, i) => (expect ? [{ array: ready[i] as RemoteArray, expect, atol: c.atol ?? 0, rtol: c.rtol ?? 0 }] : []));
+      const checks = await Promise.all(
+        expects.flatMap((expect, i) => (expect ? [this.held(expect).then((held) => ({ array: ready[i] as RemoteArray, expect: held ?? expect, atol: c.atol ?? 0, rtol: c.rtol ?? 0 }))] : [])),
+      );
       const timeOpts: TimeEvaluatorOptions = { number: 10, repeat: 3, ...opts.timeEvaluator, timeoutMs: opts.timeoutMs ?? 10_000, launch: c.launch };
       const measuring = s.measureCall(remote, c.function, ready, checks, timeOpts);
       measureSent?.();

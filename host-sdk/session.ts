@@ -308,7 +308,7 @@ export class Session {
     module: RemoteModule,
     fnName: string,
     args: readonly CallArg[],
-    checks: readonly { array: RemoteArray; expect: AnyTypedArray; atol: number; rtol: number }[],
+    checks: readonly { array: RemoteArray; expect: AnyTypedArray | RemoteArray; atol: number; rtol: number }[],
     opts: TimeEvaluatorOptions,
   ): Promise<{ time?: BenchmarkResult; wrong: string; counters: Record<string, number> }> {
     const info = module.functions.find((f) => f.name === fnName);
@@ -316,7 +316,12 @@ export class Session {
     const r = await this.request({
       measure: {
         time: this.timeFrame(module.id, info, args, opts),
-        checks: checks.map((k) => ({ array: k.array.id, expect: new Uint8Array(k.expect.buffer, k.expect.byteOffset, k.expect.byteLength), atol: k.atol, rtol: k.rtol })),
+        checks: checks.map((k) => ({
+          array: k.array.id,
+          ...(k.expect instanceof RemoteArray ? { expect_array: k.expect.id } : { expect: new Uint8Array(k.expect.buffer, k.expect.byteOffset, k.expect.byteLength) }),
+          atol: k.atol,
+          rtol: k.rtol,
+        })),
       },
     });
     const m = r.measured!;

@@ -178,6 +178,19 @@ describe("measure()", () => {
     await waitForFreeBoards(client, 2);
   });
 
+  it("a reference larger than a message is held on the board, sent once for the candidates that share it", async () => {
+    // 3 Mi floats: 12 MiB of reference per output, three candidates; inline they would not fit one Measure request with the others.
+    const n = 3 << 20;
+    const a = { random: { seed: 5, low: -4, high: 4, integers: true }, shape: [n], dtype: "float32" as const };
+    const big = (fn: string, id: string): Candidate => ({
+      id, module, function: fn, args: [a, a, { output: { shape: [n], dtype: "float32" } }, { scalar: n }],
+      reference: ([x]) => [Float32Array.from(x as Float32Array, (v) => 2 * v)],
+    });
+    const results = await measure(client, [big("good", "g1"), big("wrong", "w"), big("good", "g2")], { key: "cpu", boards: 1, progress: false, timeEvaluator: { number: 1, repeat: 1 } });
+    assert.deepEqual(results.map((r) => r.outcome), ["OK", "WRONG_ANSWER", "OK"], JSON.stringify(results.map((r) => r.message)));
+    assert.match(results[1]!.message!, /output 0 before timing: element \d+ is 0, expected -?\d+/);
+  });
+
   it("seeded inputs are generated on the board, equal to the host's; a reference function checks them, once per inputs", async () => {
     // The board's bytes must equal randomArray's bit for bit: float addition of the same inputs is exact.
     const s = await client.request("cpu", { deadlineMs: 20_000 });

@@ -17,10 +17,14 @@ export const measure: Handler<"measure"> = (s, id, m, mux) => {
   if (!c) throw new FarmError("BAD_ARGUMENTS", "measure needs a time_evaluate with a call");
   const checks = m.checks.map((k, i) => {
     const a = arrayOf(s, k.array);
-    if (k.expect.byteLength !== a.array.nbytes) {
-      throw new FarmError("BAD_ARGUMENTS", `check ${i}: the reference has ${k.expect.byteLength} bytes, array ${k.array} holds ${a.array.nbytes}`);
+    // A reference in a board array is read once, here: the same for the check before timing and after.
+    const held = k.expect_array ? arrayOf(s, k.expect_array) : undefined;
+    if (held && held.dtype !== a.dtype) throw new FarmError("BAD_ARGUMENTS", `check ${i}: the reference array ${k.expect_array} holds ${held.dtype}, array ${k.array} ${a.dtype}`);
+    const expect = held ? held.array.read(0, held.array.nbytes) : k.expect;
+    if (expect.byteLength !== a.array.nbytes) {
+      throw new FarmError("BAD_ARGUMENTS", `check ${i}: the reference has ${expect.byteLength} bytes, array ${k.array} holds ${a.array.nbytes}`);
     }
-    return { k, a, want: viewAs(a.dtype, k.expect) };
+    return { k, a, want: viewAs(a.dtype, expect) };
   });
   const { fn, args } = prepare(s, c);
   const settings = callSettings(s, c, m.time!);

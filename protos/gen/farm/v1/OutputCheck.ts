@@ -13,6 +13,12 @@ export interface OutputCheck {
   'expect'?: (Buffer | Uint8Array | string);
   'atol'?: (number | string);
   'rtol'?: (number | string);
+  /**
+   * The reference held in this board array instead, `expect` empty: a
+   * reference larger than a message (a 4096x4096 float32 output is 64 MiB)
+   * is sent once as an array of the session and named here. 0: in `expect`.
+   */
+  'expect_array'?: (number);
 }
 
 /**
@@ -27,4 +33,10 @@ export interface OutputCheck__Output {
   'expect': (Buffer);
   'atol': (number);
   'rtol': (number);
+  /**
+   * The reference held in this board array instead, `expect` empty: a
+   * reference larger than a message (a 4096x4096 float32 output is 64 MiB)
+   * is sent once as an array of the session and named here. 0: in `expect`.
+   */
+  'expect_array': (number);
 }
