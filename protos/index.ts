@@ -28,4 +28,4 @@ export {
   bearerToken, httpServer, socketServer, connectSocket, httpToken, httpClientOptions, isLoopbackHost, diagnoseTransport,
   type ClientSecurity, type ClientTls, type ServerTls, type SecurityFlags,
 } from "./credentials.ts";
-export { DEFAULT_PRECISION_BUDGET_MS, MAX_PRECISION_REPEATS, MIN_PRECISION_REPEATS, medianRse } from "./precision.ts";
+export { DEFAULT_PRECISION_BUDGET_MS, MAX_PRECISION_REPEATS, MIN_PRECISION_REPEATS, median, medianRse } from "./precision.ts";
