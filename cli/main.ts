@@ -4,7 +4,7 @@
 import { hostname, userInfo } from "node:os";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { FARM_VERSION, FarmError, clientSecurity } from "../protos/index.ts";
-import { startTracker, formatSummary } from "../tracker/index.ts";
+import { DEFAULT_MAX_CANARY_DRIFT, startTracker, formatSummary } from "../tracker/index.ts";
 import { startAgent, parseBoardFlag, parseBytes, readAgentConfigFile, type BoardConfig } from "../device-agent/index.ts";
 import { connectTracker } from "../host-sdk/index.ts";
 import { runDemo } from "./demo.ts";
@@ -17,6 +17,13 @@ import { addCertsCommand } from "./certs.ts";
 function integer(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`${JSON.stringify(value)} is not a non-negative integer`);
+  return n;
+}
+
+/** A plain number ("1.25"); its range is the option's to check. */
+function number(value: string): number {
+  const n = Number(value);
+  if (value.trim() === "" || !Number.isFinite(n)) throw new InvalidArgumentError(`${JSON.stringify(value)} is not a number`);
   return n;
 }
 
@@ -73,8 +80,9 @@ program
   .addOption(new Option("--tvm-port <port>", "also speak Apache TVM's tracker protocol on this port: TVM's rpc_server --tracker and request() work unchanged (0: any free port; default: none; docs/tvm-tracker.md)").argParser(integer))
   .addOption(new Option("--tvm-allow <cidrs>", "networks the TVM port admits, comma-separated CIDRs (TVM peers send no token)").default(["127.0.0.0/8", "::1/128"], "127.0.0.0/8,::1/128").argParser(list))
   .addOption(new Option("--tvm-keys <keys>", "keys the TVM port serves, comma-separated: other keys are refused to TVM servers and clients (default: every key)").argParser(list))
+  .addOption(new Option("--max-canary-drift <ratio>", "a board whose canary runs more than this many times slower than its baseline is suspect, with the figures as reason (above 1; 0: keep and show canary times, judge none; docs/architecture.md, \"Canary drift\")").default(DEFAULT_MAX_CANARY_DRIFT).argParser(number))
   .action(async (o: {
-    tvmPort?: number; tvmAllow: string[]; tvmKeys?: string[];
+    tvmPort?: number; tvmAllow: string[]; tvmKeys?: string[]; maxCanaryDrift: number;
     dataPort: number; endGraceMs: number;
     host: string; port: number; heartbeatMs: number; missedHeartbeats: number; defaultDeadlineMs: number; metricsPort?: number;
     tlsCert?: string; tlsKey?: string; tlsClientCa?: string; tokens?: string; auditLog?: string; stateDir?: string; maxSessionTimeoutMs: number; publicHttp?: boolean; insecure?: boolean;
@@ -100,6 +108,7 @@ program
       tvmPort: o.tvmPort,
       tvmAllow: o.tvmAllow,
       tvmKeys: o.tvmKeys,
+      maxCanaryDrift: o.maxCanaryDrift,
     });
     // One line on stdout that scripts (and our tests) read for the bound address.
     console.log(`kfarm tracker listening on ${tracker.address}${o.tlsCert ? " (TLS)" : ""}`);

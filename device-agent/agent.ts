@@ -5,13 +5,14 @@
 import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { FarmError, parseAddress, type Lane } from "../protos/index.ts";
+import type { BoardHealthReport } from "../protos/gen/farm/v1/BoardHealthReport.ts";
 import type { BoardSpec } from "../protos/gen/farm/v1/BoardSpec.ts";
 import { describeBoard } from "./backends/index.ts";
 import { expandBoards } from "./board-config.ts";
 import { buildCpuSupport } from "./canary.ts";
 import { AgentMetrics } from "./metrics.ts";
 import { resolveAgentOptions, workerLimitsFor, type AgentOptions, type ResolvedAgentOptions } from "./options.ts";
-import { BoardPool, type WorkerSandbox } from "./pool.ts";
+import { BoardPool, type HealthReport, type WorkerSandbox } from "./pool.ts";
 import { checkReadableByWorkers, describeSandbox, resolveSandbox, UidAllocator, WorkerDirs } from "./sandbox.ts";
 import { SessionDisk } from "./session-disk.ts";
 import { AgentLanes } from "./lanes.ts";
@@ -54,9 +55,8 @@ export class Agent {
     return this.metrics ? `${host.includes(":") ? `[${host}]` : host}:${this.metrics.port}` : undefined;
   }
 
-  /** Each board's last canary result, repeated to the tracker on every (re)attach. */
   /** Each board's last canary, and when it came (this agent's clock): sent again at every attach (protos agent.proto, BoardHealthReport.at_ms). */
-  private readonly lastCanary = new Map<string, { kind: "canary" | "infra"; ok: boolean; reason: string; durationMs: number; atMs: number }>();
+  private readonly lastCanary = new Map<string, HealthReport & { atMs: number }>();
 
   async start(): Promise<this> {
     const o = this.options;
@@ -126,7 +126,7 @@ export class Agent {
           health: (name, report) => {
             const atMs = Date.now();
             if (report.kind === "canary") this.lastCanary.set(name, { ...report, atMs });
-            this.link?.send({ board_health: { board_name: name, kind: report.kind, ok: report.ok, reason: report.reason, duration_ms: report.durationMs, at_ms: atMs } });
+            this.link?.send({ board_health: healthMessage(name, report, atMs) });
           },
         },
         o.logger,
@@ -145,7 +145,7 @@ export class Agent {
         for (const pool of this.pools.values()) pool.endGraceMs = registered.end_grace_ms || pool.endGraceMs;
         // A tracker without memory of these boards starts them healthy: tell it what the canaries last saw (one that remembers knows the result by its time).
         for (const [name, r] of this.lastCanary) {
-          this.link?.send({ board_health: { board_name: name, kind: r.kind, ok: r.ok, reason: r.reason, duration_ms: r.durationMs, at_ms: r.atMs } });
+          this.link?.send({ board_health: healthMessage(name, r, r.atMs) });
         }
         for (const pool of this.pools.values()) if (pool.hasIdle && !this.draining.has(pool.boardName)) this.link?.send({ board_ready: { board_name: pool.boardName, lane_port: pool.standbyPort } });
       },
@@ -228,6 +228,11 @@ export class Agent {
     void this.metrics?.close();
     rmSync(this.options.workRoot, { recursive: true, force: true });
   }
+}
+
+/** A board's health report as the tracker hears it; `atMs`: when this agent saw it. */
+function healthMessage(name: string, r: HealthReport, atMs: number): BoardHealthReport {
+  return { board_name: name, kind: r.kind, ok: r.ok, reason: r.reason, duration_ms: r.durationMs, at_ms: atMs, kernel_ns: r.kernelNs };
 }
 
 export async function startAgent(opts: AgentOptions): Promise<Agent> {

@@ -59,6 +59,16 @@ interface WorkerHandle {
   lanePort?: number;
 }
 
+/** A canary's result or an infrastructure error, as the tracker hears it (BoardHealthReport). */
+export interface HealthReport {
+  kind: "canary" | "infra";
+  ok: boolean;
+  reason: string;
+  durationMs: number;
+  /** A passing canary: its kernel's time per run (device-agent/backends/canary-timing.ts); 0: not timed. */
+  kernelNs: number;
+}
+
 export interface PoolEvents {
   /** The board has an idle worker and no session: it may be granted (`standbyPort` names that worker's standby lane). */
   ready(boardName: string): void;
@@ -67,7 +77,7 @@ export interface PoolEvents {
   /** A session ended on this side: closed cleanly (null), or the worker died / timed out. */
   sessionEnded(sessionId: string, reason: FarmError | null): void;
   /** A canary ran, or the board's infrastructure failed (a worker died or did not start outside any session). */
-  health(boardName: string, report: { kind: "canary" | "infra"; ok: boolean; reason: string; durationMs: number }): void;
+  health(boardName: string, report: HealthReport): void;
 }
 
 export class BoardPool {
@@ -182,7 +192,7 @@ export class BoardPool {
     } else if (msg.t === "counters") {
       this.metrics?.counted(msg);
     } else if (msg.t === "canary") {
-      this.events.health(this.boardName, { kind: "canary", ok: msg.ok, reason: msg.detail, durationMs: msg.durationMs });
+      this.events.health(this.boardName, { kind: "canary", ok: msg.ok, reason: msg.detail, durationMs: msg.durationMs, kernelNs: msg.kernelNs ?? 0 });
     } else if (msg.t === "tainted") {
       // This worker will not come back: boot its successor while the session runs.
       this.fill();
@@ -268,7 +278,7 @@ export class BoardPool {
       const how = signal ? `killed by ${signal}` : `exited with code ${code}`;
       this.log.warn({ board: this.boardName, code, signal, stderr: w.stderrTail.slice(-500) }, `idle session worker ${w.child.pid} died`);
       // No kernel of anybody's ran in it: the board's infrastructure is at fault.
-      this.events.health(this.boardName, { kind: "infra", ok: false, reason: `${w.state} session worker ${w.child.pid} ${how}`, durationMs: 0 });
+      this.events.health(this.boardName, { kind: "infra", ok: false, reason: `${w.state} session worker ${w.child.pid} ${how}`, durationMs: 0, kernelNs: 0 });
     }
     this.fill();
     if (this.hasIdle && !this.serving()) this.events.ready(this.boardName);

@@ -23,7 +23,9 @@ export const MAX_PRECISION_REPEATS = 10_000;
 /** 1.4826 × MAD estimates σ for normal samples. */
 const MAD_TO_SIGMA = 1.4826;
 
-function medianOf(values: readonly number[]): number {
+/** The median of `values` (NaN when empty): the agent's canary timing and the tracker's canary drift use it too. */
+export function median(values: readonly number[]): number {
+  if (values.length === 0) return NaN;
   const sorted = [...values].sort((a, b) => a - b);
   const n = sorted.length;
   return n % 2 ? sorted[(n - 1) / 2]! : (sorted[n / 2 - 1]! + sorted[n / 2]!) / 2;
@@ -33,8 +35,8 @@ function medianOf(values: readonly number[]): number {
 export function medianRse(samples: readonly number[]): number {
   const n = samples.length;
   if (n < 2) return Infinity;
-  const median = medianOf(samples);
-  const mad = medianOf(samples.map((x) => Math.abs(x - median)));
+  const mid = median(samples);
+  const mad = median(samples.map((x) => Math.abs(x - mid)));
   if (mad === 0) return 0;
-  return median > 0 ? (Math.sqrt(Math.PI / 2) * MAD_TO_SIGMA * mad) / Math.sqrt(n) / median : Infinity;
+  return mid > 0 ? (Math.sqrt(Math.PI / 2) * MAD_TO_SIGMA * mad) / Math.sqrt(n) / mid : Infinity;
 }

@@ -53,6 +53,13 @@ describe("kfarm", () => {
     await refused(["--board", "cpu:key=cpu", "--metrics-port", "70000"], /metrics-port.*\[INVALID_ARGUMENT\]/);
   });
 
+  it("refuses a canary drift bound that would make every board suspect, or is no number, naming the option", async () => {
+    const refused = async (value: string, why: RegExp) =>
+      assert.rejects(kfarm("tracker", "--port", "0", "--max-canary-drift", value), (e: { stderr: string; code: number }) => e.code !== 0 && why.test(e.stderr) && !/INTERNAL|RangeError/.test(e.stderr));
+    await refused("1", /tracker option maxCanaryDrift must be above 1 .*got 1 \[INVALID_ARGUMENT\]/);
+    await refused("fast", /--max-canary-drift.*"fast" is not a number/);
+  });
+
   it("a second tracker on a used port says so in one line, with what to do", async () => {
     const first = await startTrackerProcess();
     try {

@@ -27,8 +27,12 @@ describe("vta-sim canary", () => {
 
   it("passes on the simulator, leaves nothing behind, and catches a wrong answer", () => {
     const backend = new VtaSimBackend();
-    assert.deepEqual(backend.canary(), { ok: true, detail: "gemm 1×16·16×16 int8 exact, statistics exact" });
+    const { kernelNs, ...result } = backend.canary();
+    assert.deepEqual(result, { ok: true, detail: "gemm 1×16·16×16 int8 exact, statistics exact" });
+    // Timed on the simulator after the check: a GEMM of one block, microseconds per run.
+    assert.ok(kernelNs !== undefined && kernelNs > 0 && kernelNs < 1e7, `canary ${kernelNs} ns per run`);
     assert.equal(backend.sim.dram.usedBytes, 0);
+    assert.equal(backend.stats().counters.calls, 0, "the timed runs leave no statistics");
     assert.equal(backend.tainted, false);
     // A simulator that writes a wrong element gets caught.
     const broken = new VtaSimBackend();

@@ -20,6 +20,8 @@ export interface AgentLinkOptions {
   heartbeatIntervalMs: number;
   maxMissedHeartbeats: number;
   endGraceMs: number;
+  /** TrackerOptions.maxCanaryDrift: the canary drift that makes a board suspect (tracker/canary-drift.ts). */
+  maxCanaryDrift: number;
   /** The tracker's data port, once it listens. */
   relayPort(): number;
 }
@@ -233,13 +235,16 @@ export class AgentLinks {
       report.kind === "infra"
         ? ({ kind: "infra_error", reason: report.reason } as const)
         : report.ok
-          ? ({ kind: "canary_passed", detail: report.reason, at: report.at_ms } as const)
+          ? ({ kind: "canary_passed", detail: report.reason, at: report.at_ms, kernelNs: report.kernel_ns } as const)
           : ({ kind: "canary_failed", reason: report.reason, at: report.at_ms } as const);
-    const t = board.health.apply(input);
+    const reason = board.health.reason;
+    const t = board.health.apply(input, { maxCanaryDrift: this.opts.maxCanaryDrift });
     this.memory.remember(board);
     if (!report.ok) this.log.warn({ board: board.id, kind: report.kind }, report.reason);
-    if (!t) return;
     const at = Date.now();
+    // No move, but a new why (a slow board's new figures): the live view shows it.
+    if (!t && board.health.reason !== reason) this.events.emit({ type: "board", at, board: describeBoard(board), change: "changed", reason: board.health.reason });
+    if (!t) return;
     this.log.info({ board: board.id, from: t.from, to: t.to }, `board health: ${t.reason}`);
     this.events.emit({ type: "health", at, board: board.id, key: board.key, from: t.from, to: t.to, reason: t.reason });
     this.events.emit({ type: "board", at, board: describeBoard(board), change: "changed", reason: t.reason });

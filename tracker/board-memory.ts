@@ -20,6 +20,7 @@
  * tracker's restarts.
  */
 import type { BoardInfo } from "../protos/gen/farm/v1/BoardInfo.ts";
+import { CanaryDrift, type CanaryRecord } from "./canary-drift.ts";
 import { BoardHealth, HEALTH_STATES, type HealthChange, type HealthRecord } from "./health.ts";
 import { TVM_BOARD_KIND, standingInfo, type Board } from "./registry.ts";
 import { StateStore } from "./state-store.ts";
@@ -145,11 +146,16 @@ export class BoardMemory {
   }
 }
 
-/** The memo less what changes without deciding anything (when it was last seen, when its canary last ran). */
+/**
+ * The memo less what changes without deciding anything (when it was last
+ * seen, when its canary last ran, its canary's timings and how far the
+ * baseline is learned): the baseline once learned decides, and so does a
+ * slow verdict (through the state and its reason).
+ */
 function decisive(memo: BoardMemo): string {
   const { seenAt: _seen, health, ...rest } = memo;
-  const { lastCanaryAt: _ran, agentCanaryAt: _agentRan, ...decides } = health;
-  return JSON.stringify([rest, decides]);
+  const { lastCanaryAt: _ran, agentCanaryAt: _agentRan, canary, ...decides } = health;
+  return JSON.stringify([rest, decides, canary.baselineNs, canary.slow]);
 }
 
 export function emptyState(): TrackerState {
@@ -188,7 +194,23 @@ function parseMemo(raw: unknown, at: string): BoardMemo {
       passes: field(h, "passes", "number", `${at}.health`),
       held: field(h, "held", "boolean", `${at}.health`),
       history: h.history.map((c, i) => parseChange(c, `${at}.health.history[${i}]`)),
+      // Absent from the files of trackers before canary timings: nothing learned yet.
+      canary: h.canary === undefined ? new CanaryDrift().snapshot() : parseCanary(h.canary, `${at}.health.canary`),
     },
+  };
+}
+
+function parseCanary(raw: unknown, at: string): CanaryRecord {
+  if (!isObject(raw)) throw new Error(`${at} must be an object`);
+  if (!Array.isArray(raw.timings)) throw new Error(`${at}.timings must be an array`);
+  return {
+    timings: raw.timings.map((t, i) => {
+      if (!isObject(t)) throw new Error(`${at}.timings[${i}] must be an object`);
+      return { at: field(t, "at", "number", `${at}.timings[${i}]`), ns: field(t, "ns", "number", `${at}.timings[${i}]`) };
+    }),
+    baselineNs: field(raw, "baselineNs", "number", at),
+    baselineRuns: field(raw, "baselineRuns", "number", at),
+    slow: field(raw, "slow", "boolean", at),
   };
 }
 

@@ -1,16 +1,23 @@
 /**
- * Board health: a small state machine fed by canary results, infrastructure
- * errors and operator commands. Only healthy and suspect boards are granted.
+ * Board health: a small state machine fed by canary results (their answers
+ * and, through tracker/canary-drift.ts, their speed), infrastructure errors
+ * and operator commands. Only healthy and suspect boards are granted.
+ * "Slow": the canary's recent time is beyond `maxCanaryDrift` × its baseline.
  *
  * | from        | on                                   | to          |
  * |-------------|--------------------------------------|-------------|
  * | healthy     | canary failed / infrastructure error | suspect     |
- * | suspect     | canary passed                        | healthy     |
+ * | healthy     | canary passed, slow                  | suspect ("canary 1.42× slower than its baseline: 18.1 µs against 12.7 µs") |
+ * | suspect     | canary passed, not slow              | healthy     |
+ * | suspect     | canary passed, slow                  | suspect: the reason takes the new figures (not a transition) |
  * | suspect     | another failure (QUARANTINE_AFTER in a row) | quarantined |
- * | quarantined | RESTORE_AFTER canary passes in a row (automatic quarantine only) | healthy |
+ * | quarantined | RESTORE_AFTER canary passes in a row (automatic quarantine only) | healthy, or suspect if the last was slow |
  * | any         | operator quarantine                  | quarantined (held: canaries do not lift it) |
- * | any         | operator restore                     | healthy (counters reset) |
+ * | any         | operator restore                     | healthy (counters reset, the canary baseline learned again) |
  * | any         | a canary result it has applied already (by its agent's clock) | unchanged: ignored |
+ *
+ * A slow canary never counts as a failure: the board's answers are right,
+ * so it stays grantable (suspect), and only its speed is in question.
  *
  * Every transition returns its reason so the caller can publish it, and is
  * kept in a bounded history. The whole machine outlives its board's
@@ -21,6 +28,8 @@
  * starts with no memory learns it so), and counting it twice could
  * quarantine a board for one failure.
  */
+import { CanaryDrift, DEFAULT_MAX_CANARY_DRIFT, slowerReason, withinReason, type CanaryRecord } from "./canary-drift.ts";
+
 export const HEALTH_STATES = ["healthy", "suspect", "quarantined"] as const;
 export type HealthState = (typeof HEALTH_STATES)[number];
 
@@ -31,9 +40,20 @@ export const RESTORE_AFTER = 2;
 /** Transitions kept per board, newest last. */
 export const HEALTH_HISTORY_MAX = 50;
 
-/** `at`: when the agent saw a canary's result, by its own clock (0: not said). `note`: the operator's why. */
+/** What the tracker's options decide in the machine. */
+export interface HealthPolicy {
+  /** A canary this many times slower than its baseline makes the board suspect; 0: never (TrackerOptions.maxCanaryDrift). */
+  maxCanaryDrift: number;
+}
+
+export const DEFAULT_HEALTH_POLICY: HealthPolicy = { maxCanaryDrift: DEFAULT_MAX_CANARY_DRIFT };
+
+/**
+ * `at`: when the agent saw a canary's result, by its own clock (0: not said).
+ * `kernelNs`: a passing canary's kernel time per run (0 or absent: not timed). `note`: the operator's why.
+ */
 export type HealthInput =
-  | { kind: "canary_passed"; detail: string; at?: number }
+  | { kind: "canary_passed"; detail: string; at?: number; kernelNs?: number }
   | { kind: "canary_failed"; reason: string; at?: number }
   | { kind: "infra_error"; reason: string }
   | { kind: "operator_quarantine"; by: string; note?: string }
@@ -65,6 +85,8 @@ export interface HealthRecord {
   /** Quarantined by an operator. */
   held: boolean;
   history: HealthChange[];
+  /** The canary's timings and baseline (tracker/canary-drift.ts). */
+  canary: CanaryRecord;
 }
 
 export class BoardHealth {
@@ -82,6 +104,8 @@ export class BoardHealth {
   private held = false;
   private agentCanaryAt = 0;
   private readonly changes: HealthChange[] = [];
+  /** The canary's speed against its baseline. */
+  private drift = new CanaryDrift();
 
   /** The machine as a record left it (tracker/board-memory.ts). */
   static restore(r: HealthRecord): BoardHealth {
@@ -96,6 +120,7 @@ export class BoardHealth {
     h.passes = r.passes;
     h.held = r.held;
     h.changes.push(...r.history.slice(-HEALTH_HISTORY_MAX));
+    h.drift = CanaryDrift.restore(r.canary);
     return h;
   }
 
@@ -112,7 +137,13 @@ export class BoardHealth {
       passes: Math.min(this.passes, RESTORE_AFTER),
       held: this.held,
       history: [...this.changes],
+      canary: this.drift.snapshot(),
     };
+  }
+
+  /** The canary's timings, baseline and drift. */
+  get canary(): Readonly<CanaryDrift> {
+    return this.drift;
   }
 
   /** The last transitions, oldest first (at most HEALTH_HISTORY_MAX). */
@@ -129,8 +160,11 @@ export class BoardHealth {
     return this.state !== "quarantined";
   }
 
-  /** Applies `input`; returns the transition, or undefined when the state did not change. */
-  apply(input: HealthInput): HealthTransition | undefined {
+  /**
+   * Applies `input`; returns the transition, or undefined when the state did
+   * not change (the reason may have: a slow board's figures).
+   */
+  apply(input: HealthInput, policy: HealthPolicy = DEFAULT_HEALTH_POLICY): HealthTransition | undefined {
     const from = this.state;
     if (input.kind === "canary_passed" || input.kind === "canary_failed") {
       if (input.at) {
@@ -141,14 +175,26 @@ export class BoardHealth {
       this.lastCanaryAt = Date.now();
     }
     switch (input.kind) {
-      case "canary_passed":
+      case "canary_passed": {
         this.failures = 0;
         this.passes++;
-        if (this.state === "suspect") return this.move(from, "healthy", "canary passed");
+        const wasSlow = this.drift.slow;
+        const v = input.kernelNs ? this.drift.record(input.kernelNs, policy.maxCanaryDrift) : undefined;
+        const slow = v?.kind === "slower" ? slowerReason(v) : undefined;
+        if (this.state === "suspect") {
+          if (slow) {
+            this.reason = slow;
+            return undefined;
+          }
+          return this.move(from, "healthy", wasSlow && v?.kind === "within" ? withinReason(v, policy.maxCanaryDrift) : "canary passed");
+        }
+        if (this.state === "healthy" && slow) return this.move(from, "suspect", slow);
         if (this.state === "quarantined" && !this.held && this.passes >= RESTORE_AFTER) {
-          return this.move(from, "healthy", `${this.passes} canaries passed in a row`);
+          const passed = `${this.passes} canaries passed in a row`;
+          return slow ? this.move(from, "suspect", `${passed}, but ${slow}`) : this.move(from, "healthy", passed);
         }
         return undefined;
+      }
       case "canary_failed":
       case "infra_error": {
         const what = input.kind === "canary_failed" ? `canary failed: ${input.reason}` : `infrastructure error: ${input.reason}`;
@@ -159,6 +205,8 @@ export class BoardHealth {
         if (this.state === "suspect" && this.failures >= QUARANTINE_AFTER) {
           return this.move(from, "quarantined", `${this.failures} failures in a row, the last: ${what}`);
         }
+        // Suspect for its speed, now for a failure: say the worse.
+        if (this.state === "suspect") this.reason = what;
         return undefined;
       }
       case "operator_quarantine":
@@ -168,6 +216,8 @@ export class BoardHealth {
         this.held = false;
         this.failures = 0;
         this.passes = 0;
+        // The operator vouches for the board as it is now: its speed too.
+        this.drift.reset();
         return from === "healthy" ? undefined : this.move(from, "healthy", `restored by ${input.by}`);
     }
   }

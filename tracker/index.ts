@@ -2,6 +2,7 @@
 export { Tracker, startTracker } from "./tracker.ts";
 export { resolveTrackerOptions, type TrackerOptions, type ResolvedTrackerOptions } from "./options.ts";
 export { formatSummary } from "./summary.ts";
+export { DEFAULT_MAX_CANARY_DRIFT } from "./canary-drift.ts";
 export type { FarmEvent } from "./events.ts";
 export type { FeedMessage, FeedSnapshot } from "./live/protocol.ts";
 export { TOKEN_KINDS, TokenFile, type Identity, type TokenKind, type TokenSpec } from "./tokens.ts";

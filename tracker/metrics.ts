@@ -175,6 +175,24 @@ export class TrackerMetrics {
         for (const b of sources.registry.boards()) for (const h of HEALTH_STATES) this.set({ board: b.id, health: h }, h === b.health.state ? 1 : 0);
       },
     });
+    // Canary drift (tracker/canary-drift.ts): one series each per board from its attach on, 0 until known, so an alert's expression never misses a board.
+    const canaryGauges: [name: string, help: string, value: (b: Board) => number][] = [
+      ["kernelfarm_board_canary_seconds", "Per board: its canary kernel's recent time per run (the median of its last timed canaries); 0 before the first.", (b) => b.health.canary.recentNs / 1e9],
+      ["kernelfarm_board_canary_baseline_seconds", "Per board: its canary's baseline time per run (the median of its first timed canaries since it attached or was restored); 0 while learned.", (b) => b.health.canary.baselineNs / 1e9],
+      ["kernelfarm_board_canary_drift", "Per board: recent canary time / baseline (1.42: 42 % slower; beyond --max-canary-drift the board is suspect); 0 while the baseline is learned.", (b) => b.health.canary.ratio],
+    ];
+    for (const [name, help, value] of canaryGauges) {
+      new Gauge({
+        name,
+        help,
+        labelNames: ["board"] as const,
+        registers,
+        collect() {
+          this.reset();
+          for (const b of sources.registry.boards()) this.set({ board: b.id }, value(b));
+        },
+      });
+    }
 
     const tvm = sources.tvm;
     if (tvm) {

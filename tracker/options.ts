@@ -1,5 +1,6 @@
 import { join, dirname } from "node:path";
 import { FarmError, SESSION_END_GRACE_MS, componentLogger, isLoopbackHost, type Logger, type ServerTls } from "../protos/index.ts";
+import { DEFAULT_MAX_CANARY_DRIFT } from "./canary-drift.ts";
 import { DEFAULT_TVM_ALLOW } from "./tvm/admission.ts";
 
 export interface TrackerOptions {
@@ -48,6 +49,12 @@ export interface TrackerOptions {
   tvmAllow?: string[];
   /** Keys the TVM port serves (servers may register, clients request); default every key. */
   tvmKeys?: string[];
+  /**
+   * A board whose recent canary time is more than this many times its
+   * baseline is suspect (tracker/canary-drift.ts): default 1.25 (25 %
+   * slower); 0: canary times are kept and shown but never judged.
+   */
+  maxCanaryDrift?: number;
   logger?: Logger;
 }
 
@@ -83,8 +90,13 @@ export function resolveTrackerOptions(opts: TrackerOptions = {}): ResolvedTracke
     tvmPort: opts.tvmPort,
     tvmAllow: opts.tvmAllow ?? [...DEFAULT_TVM_ALLOW],
     tvmKeys: opts.tvmKeys,
+    maxCanaryDrift: opts.maxCanaryDrift ?? DEFAULT_MAX_CANARY_DRIFT,
     logger: opts.logger ?? componentLogger("tracker"),
   };
+  // At or under 1, a board as fast as its baseline would be "slow": every board suspect.
+  if (!(resolved.maxCanaryDrift === 0 || (Number.isFinite(resolved.maxCanaryDrift) && resolved.maxCanaryDrift > 1))) {
+    throw new FarmError("INVALID_ARGUMENT", `tracker option maxCanaryDrift must be above 1 (1.25: a canary 25 % slower than its baseline makes its board suspect), or 0 to judge no canary's time; got ${resolved.maxCanaryDrift}`);
+  }
   for (const [name, value] of Object.entries(resolved)) {
     if (typeof value === "number" && (!Number.isFinite(value) || value < 0)) {
       throw new RangeError(`tracker option ${name} must be a non-negative number, got ${value}`);

@@ -115,6 +115,10 @@ export function standingInfo(board: Pick<Board, "health" | "drain">): BoardInfo 
     drain_reason: board.drain,
     last_canary: board.health.lastCanary,
     last_canary_at_ms: board.health.lastCanaryAt,
+    canary_ns: board.health.canary.recentNs,
+    canary_baseline_ns: board.health.canary.baselineNs,
+    canary_baseline_runs: board.health.canary.baselineRuns,
+    canary_drift: board.health.canary.ratio,
   };
 }
 
@@ -134,6 +138,7 @@ export function describeBoard(board: Board, opts: { history?: boolean } = {}): B
     session_lane: board.lease?.lane ?? "",
     ...standingInfo(board),
     health_history: opts.history ? board.health.history.map((c) => ({ at_ms: c.at, from: c.from, to: c.to, reason: c.reason })) : [],
+    canary_timings: opts.history ? board.health.canary.timings.map((t) => ({ at_ms: t.at, kernel_ns: t.ns })) : [],
   };
 }
 

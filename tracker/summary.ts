@@ -3,7 +3,9 @@
  * pending; per board agent, key, labels, state, session) and its text table.
  */
 import { FARM_VERSION } from "../protos/index.ts";
+import type { BoardInfo__Output } from "../protos/gen/farm/v1/BoardInfo.ts";
 import type { SummaryReply, SummaryReply__Output } from "../protos/gen/farm/v1/SummaryReply.ts";
+import { CANARY_BASELINE_RUNS, formatNs } from "./canary-drift.ts";
 import { boardState, describeBoard, type Registry } from "./registry.ts";
 import type { Scheduler } from "./scheduler.ts";
 
@@ -28,11 +30,21 @@ export function buildSummary(registry: Registry, scheduler: Scheduler, startedAt
   };
 }
 
+/** `kfarm status --history` shows each board's last few canary times (the summary holds up to 50). */
+const CANARY_TIMES_SHOWN = 8;
+
 function table(headers: string[], rows: string[][]): string[] {
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
   const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd();
   const rule = "-".repeat(widths.reduce((a, w) => a + w + 2, -2));
   return [rule, line(headers), rule, ...rows.map(line), rule];
+}
+
+/** The canary's recent time and its drift from the baseline: "12.9 µs (1.02×)", "12.7 µs (baseline 3/5)", "-" before any. */
+function canaryCell(b: BoardInfo__Output): string {
+  if (!b.canary_ns) return "-";
+  const against = b.canary_drift ? `${b.canary_drift.toFixed(2)}×` : `baseline ${b.canary_baseline_runs}/${CANARY_BASELINE_RUNS}`;
+  return `${formatNs(b.canary_ns)} (${against})`;
 }
 
 /** The summary as `kfarm status` prints it: boards, then queues (as TVM lays them out). */
@@ -42,13 +54,14 @@ export function formatSummary(summary: SummaryReply__Output, address: string): s
   out.push("Board List");
   out.push(
     ...table(
-      ["board", "key", "kind", "state", "health", "session", "labels"],
+      ["board", "key", "kind", "state", "health", "canary", "session", "labels"],
       summary.boards.map((b) => [
         b.id,
         b.key,
         b.kind,
         b.drained && b.drain_reason ? `${b.state}: ${b.drain_reason}` : b.state,
         b.health === "healthy" || !b.health ? b.health || "-" : `${b.health}: ${b.health_reason}`,
+        canaryCell(b),
         b.session_id ? `${b.session_id} (${b.client_id}${b.session_lane ? `, ${b.session_lane}` : ""})` : "-",
         Object.entries(b.labels).map(([k, v]) => `${k}=${v}`).join(",") || "-",
       ]),
@@ -59,5 +72,16 @@ export function formatSummary(summary: SummaryReply__Output, address: string): s
   out.push(...table(["key", "total", "free", "pending"], rows));
   const changes = summary.boards.flatMap((b) => b.health_history.map((c) => [b.id, new Date(c.at_ms).toISOString(), `${c.from} → ${c.to}`, c.reason]));
   if (changes.length > 0) out.push("", "Health History", ...table(["board", "at", "change", "reason"], changes));
+  const timed = summary.boards.filter((b) => b.canary_timings.length > 0);
+  if (timed.length > 0) {
+    const rows = timed.map((b) => [
+      b.id,
+      b.canary_baseline_ns ? formatNs(b.canary_baseline_ns) : `learning (${b.canary_baseline_runs}/${CANARY_BASELINE_RUNS})`,
+      formatNs(b.canary_ns),
+      b.canary_drift ? `${b.canary_drift.toFixed(2)}×` : "-",
+      b.canary_timings.slice(-CANARY_TIMES_SHOWN).map((t) => formatNs(t.kernel_ns)).join(", "),
+    ]);
+    out.push("", "Canary Times", ...table(["board", "baseline", "recent", "drift", `last ${CANARY_TIMES_SHOWN} runs, oldest first`], rows));
+  }
   return out.join("\n");
 }

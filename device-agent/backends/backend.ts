@@ -80,6 +80,11 @@ export interface CanaryResult {
   ok: boolean;
   /** What was checked, or what came out wrong. */
   detail: string;
+  /**
+   * A passing canary: its kernel's time per run in nanoseconds, measured next
+   * to the device (backends/canary-timing.ts); undefined: not timed.
+   */
+  kernelNs?: number;
 }
 
 /** Board facts reported at registration (computed in the agent, not the worker). */

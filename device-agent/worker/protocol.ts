@@ -40,8 +40,8 @@ export type WorkerToAgent =
   | { t: "ready" }
   /** A host reached this worker at its standby lane (the agent tells the tracker, as for a lane it handed over). */
   | { t: "lane-opened"; sessionId: string }
-  /** The board's canary ran (device-agent/canary.ts). */
-  | { t: "canary"; ok: boolean; detail: string; durationMs: number }
+  /** The board's canary ran (device-agent/canary.ts); `kernelNs`: its kernel's time per run, when it passed and was timed. */
+  | { t: "canary"; ok: boolean; detail: string; durationMs: number; kernelNs?: number }
   /** The session loaded foreign code: this worker exits after it. */
   | { t: "tainted"; sessionId: string }
   /**

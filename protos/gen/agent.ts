@@ -18,6 +18,7 @@ import type { BoardReady as _farm_v1_BoardReady, BoardReady__Output as _farm_v1_
 import type { BoardSpec as _farm_v1_BoardSpec, BoardSpec__Output as _farm_v1_BoardSpec__Output } from './farm/v1/BoardSpec';
 import type { Call as _farm_v1_Call, Call__Output as _farm_v1_Call__Output } from './farm/v1/Call';
 import type { CallResult as _farm_v1_CallResult, CallResult__Output as _farm_v1_CallResult__Output } from './farm/v1/CallResult';
+import type { CanaryTiming as _farm_v1_CanaryTiming, CanaryTiming__Output as _farm_v1_CanaryTiming__Output } from './farm/v1/CanaryTiming';
 import type { ClearStats as _farm_v1_ClearStats, ClearStats__Output as _farm_v1_ClearStats__Output } from './farm/v1/ClearStats';
 import type { Close as _farm_v1_Close, Close__Output as _farm_v1_Close__Output } from './farm/v1/Close';
 import type { Data as _farm_v1_Data, Data__Output as _farm_v1_Data__Output } from './farm/v1/Data';
@@ -85,6 +86,7 @@ export interface ProtoGrpcType {
       BoardSpec: MessageTypeDefinition<_farm_v1_BoardSpec, _farm_v1_BoardSpec__Output>
       Call: MessageTypeDefinition<_farm_v1_Call, _farm_v1_Call__Output>
       CallResult: MessageTypeDefinition<_farm_v1_CallResult, _farm_v1_CallResult__Output>
+      CanaryTiming: MessageTypeDefinition<_farm_v1_CanaryTiming, _farm_v1_CanaryTiming__Output>
       ClearStats: MessageTypeDefinition<_farm_v1_ClearStats, _farm_v1_ClearStats__Output>
       Close: MessageTypeDefinition<_farm_v1_Close, _farm_v1_Close__Output>
       Data: MessageTypeDefinition<_farm_v1_Data, _farm_v1_Data__Output>

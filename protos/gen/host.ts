@@ -15,6 +15,7 @@ import type { BoardFrame as _farm_v1_BoardFrame, BoardFrame__Output as _farm_v1_
 import type { BoardInfo as _farm_v1_BoardInfo, BoardInfo__Output as _farm_v1_BoardInfo__Output } from './farm/v1/BoardInfo';
 import type { Call as _farm_v1_Call, Call__Output as _farm_v1_Call__Output } from './farm/v1/Call';
 import type { CallResult as _farm_v1_CallResult, CallResult__Output as _farm_v1_CallResult__Output } from './farm/v1/CallResult';
+import type { CanaryTiming as _farm_v1_CanaryTiming, CanaryTiming__Output as _farm_v1_CanaryTiming__Output } from './farm/v1/CanaryTiming';
 import type { ClearStats as _farm_v1_ClearStats, ClearStats__Output as _farm_v1_ClearStats__Output } from './farm/v1/ClearStats';
 import type { Close as _farm_v1_Close, Close__Output as _farm_v1_Close__Output } from './farm/v1/Close';
 import type { Data as _farm_v1_Data, Data__Output as _farm_v1_Data__Output } from './farm/v1/Data';
@@ -76,6 +77,7 @@ export interface ProtoGrpcType {
       BoardInfo: MessageTypeDefinition<_farm_v1_BoardInfo, _farm_v1_BoardInfo__Output>
       Call: MessageTypeDefinition<_farm_v1_Call, _farm_v1_Call__Output>
       CallResult: MessageTypeDefinition<_farm_v1_CallResult, _farm_v1_CallResult__Output>
+      CanaryTiming: MessageTypeDefinition<_farm_v1_CanaryTiming, _farm_v1_CanaryTiming__Output>
       ClearStats: MessageTypeDefinition<_farm_v1_ClearStats, _farm_v1_ClearStats__Output>
       Close: MessageTypeDefinition<_farm_v1_Close, _farm_v1_Close__Output>
       Data: MessageTypeDefinition<_farm_v1_Data, _farm_v1_Data__Output>

@@ -135,6 +135,8 @@ describe("CUDA board on a real GPU", { skip }, () => {
     // Its canary (saxpy from embedded PTX) ran when the worker started and passed.
     assert.equal(board.health, "healthy");
     assert.equal(board.last_canary, "passed: saxpy of 1024 floats exact");
+    // And was timed with events: saxpy over 2^20 floats, microseconds, not the worker's start.
+    assert.ok(board.canary_ns > 0 && board.canary_ns < 1e6, `canary ${board.canary_ns} ns per run`);
     // A host can select on them.
     const s = await client.request("gpu", { labels: { arch } });
     await s.close();

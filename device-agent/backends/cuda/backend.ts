@@ -15,6 +15,7 @@ import {
   FarmError, cudaLaunchLimitsCapabilities, describeThrottling, type ThrottleSample, type BundleTarget, type Dtype, type FunctionSpec, type LaunchConfig, type ModuleBundle,
 } from "../../../protos/index.ts";
 import type { ArgValue, Backend, BackendStats, BoardFacts, CallSettings, CanaryResult, DeviceArray, LoadedFunction, LoadedModule } from "../backend.ts";
+import { timeCanary } from "../canary-timing.ts";
 import { CANARY_PTX, CANARY_SPEC } from "./canary-ptx.ts";
 import { cudaDeviceInfo, type CudaDeviceInfo } from "./device-info.ts";
 import { CudaDriver, CudaError, FUNC_ATTR, type DevicePtr, type Handle } from "./driver.ts";
@@ -126,6 +127,11 @@ export interface CudaBackendOptions {
   /** Bytes of arrays one session may hold; default the device's memory. */
   memoryBytes?: number;
 }
+
+/** The canary is timed over this many floats (4 MiB per array: the board's memory, not the launch, sets the time). */
+const CANARY_TIMED_N = 1 << 20;
+/** Launches per timed repeat of the canary. */
+const CANARY_NUMBER = 20;
 
 export class CudaBackend implements Backend {
   readonly kind = "cuda";
@@ -396,7 +402,9 @@ export class CudaBackend implements Backend {
 
   /**
    * saxpy over 1024 floats from embedded PTX, through the session path (module
-   * load, device memory, launch, copies), checked exactly; the module is
+   * load, device memory, launch, copies), checked exactly, then timed with
+   * events over CANARY_TIMED_N floats (a kernel of 1024 floats is all launch
+   * latency, the board's memory and clocks would not show); the module is
    * unloaded after, so the worker stays clean.
    */
   canary(): CanaryResult {
@@ -420,7 +428,8 @@ export class CudaBackend implements Backend {
             const out = new Float32Array(n);
             new Uint8Array(out.buffer).set(dy.read(0, n * 4));
             const bad = out.findIndex((v, i) => v !== 1 + i);
-            return bad < 0 ? { ok: true, detail: `saxpy of ${n} floats exact` } : { ok: false, detail: `saxpy[${bad}] = ${out[bad]}, expected ${1 + bad}` };
+            if (bad >= 0) return { ok: false, detail: `saxpy[${bad}] = ${out[bad]}, expected ${1 + bad}` };
+            return { ok: true, detail: `saxpy of ${n} floats exact`, kernelNs: this.timeCanarySaxpy(fn) };
           } finally {
             dx.free();
             dy.free();
@@ -431,6 +440,28 @@ export class CudaBackend implements Backend {
       }, "canary");
     } catch (err) {
       return { ok: false, detail: (err as Error).message };
+    }
+  }
+
+  /** The canary's saxpy over CANARY_TIMED_N floats (zeroed: the values stay 0), CUDA events around each repeat's launches. */
+  private timeCanarySaxpy(fn: Handle): number {
+    const n = CANARY_TIMED_N;
+    const dx = this.alloc(n * 4) as CudaArray;
+    const dy = this.alloc(n * 4) as CudaArray;
+    try {
+      const params = this.params([{ kind: "scalar", value: 2 }, { kind: "buffer", array: dx }, { kind: "buffer", array: dy }, { kind: "scalar", value: n }], CANARY_SPEC);
+      const launch = () => this.driver.launch(fn, [n / 256, 1, 1], [256, 1, 1], 0, LEGACY_STREAM, params, "the canary");
+      launch(); // the first launch outside the timing
+      return timeCanary((number) => {
+        this.driver.call("cuEventRecord", this.start, LEGACY_STREAM);
+        for (let i = 0; i < number; i++) launch();
+        this.driver.call("cuEventRecord", this.end, LEGACY_STREAM);
+        this.driver.call("cuEventSynchronize", this.end);
+        return this.driver.elapsedMs(this.start, this.end) * 1e6;
+      }, CANARY_NUMBER);
+    } finally {
+      dx.free();
+      dy.free();
     }
   }
 

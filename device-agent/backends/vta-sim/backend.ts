@@ -9,10 +9,14 @@
 import { FarmError, decodeBundle, type FunctionSpec, type ModuleBundle } from "../../../protos/index.ts";
 import { DEFAULT_VTA_HARDWARE, decodeVtaBinary, type VtaBinary, type VtaHardware } from "../../../vta/index.ts";
 import type { ArgValue, Backend, BackendStats, BoardFacts, CanaryResult, DeviceArray, LoadedFunction, LoadedModule } from "../backend.ts";
+import { timeCanary } from "../canary-timing.ts";
 import { VTA_CANARY_BUNDLE_BASE64, VTA_CANARY_FUNCTION, VTA_CANARY_STATS, vtaCanaryInputs, vtaCanaryReference } from "./canary.ts";
 import { DramBuffer } from "./dram.ts";
 import { VtaSimulator, type VtaProgram, type VtaSimulatorOptions } from "./simulator.ts";
 import { busBytesPerCycle, resolveTiming } from "./timing.ts";
+
+/** Simulated runs of the canary GEMM per timed repeat. */
+const CANARY_NUMBER = 10;
 
 export const VTA_SIM_KIND = "vta-sim";
 
@@ -165,7 +169,10 @@ export class VtaSimBackend implements Backend {
       for (const [name, value] of Object.entries(VTA_CANARY_STATS)) {
         if (counters[name] !== value) return { ok: false, detail: `gemm ${name} = ${counters[name]}, expected ${value}` };
       }
-      return { ok: true, detail: "gemm 1×16·16×16 int8 exact, statistics exact" };
+      // Timed on the simulator: the host's CPU runs it, so its drift is that host's.
+      const args: ArgValue[] = arrays.map((array) => ({ kind: "buffer", array }));
+      const kernelNs = timeCanary((number) => this.timeCalls(fn, args, number), CANARY_NUMBER);
+      return { ok: true, detail: "gemm 1×16·16×16 int8 exact, statistics exact", kernelNs };
     } finally {
       this.reset();
     }

@@ -26,6 +26,15 @@ export interface BoardHealthReport {
    * this time (tracker/health.ts).
    */
   'at_ms'?: (number | string);
+  /**
+   * A passing canary: the time of its kernel proper, per run, in ns — the
+   * median of timed repeats inside the worker, next to the device (events on
+   * CUDA), without the worker's start, the module load or the check. The
+   * tracker keeps each board's history of it and marks a board whose canary
+   * drifts slower than its baseline suspect (tracker/canary-drift.ts).
+   * 0: not timed (a failed canary, an infrastructure error, an older agent).
+   */
+  'kernel_ns'?: (number | string);
 }
 
 /**
@@ -53,4 +62,13 @@ export interface BoardHealthReport__Output {
    * this time (tracker/health.ts).
    */
   'at_ms': (number);
+  /**
+   * A passing canary: the time of its kernel proper, per run, in ns — the
+   * median of timed repeats inside the worker, next to the device (events on
+   * CUDA), without the worker's start, the module load or the check. The
+   * tracker keeps each board's history of it and marks a board whose canary
+   * drifts slower than its baseline suspect (tracker/canary-drift.ts).
+   * 0: not timed (a failed canary, an infrastructure error, an older agent).
+   */
+  'kernel_ns': (number);
 }

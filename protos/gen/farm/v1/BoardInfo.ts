@@ -1,6 +1,7 @@
 // Original file: protos/farm/v1/common.proto
 
 import type { HealthChange as _farm_v1_HealthChange, HealthChange__Output as _farm_v1_HealthChange__Output } from '../../farm/v1/HealthChange';
+import type { CanaryTiming as _farm_v1_CanaryTiming, CanaryTiming__Output as _farm_v1_CanaryTiming__Output } from '../../farm/v1/CanaryTiming';
 
 /**
  * A board as the tracker knows it. `kind` names the backend (cpu, cuda, vta-sim);
@@ -66,6 +67,29 @@ export interface BoardInfo {
    * its last health changes, oldest first (at most 50); only when SummaryRequest.health_history asks
    */
   'health_history'?: (_farm_v1_HealthChange)[];
+  /**
+   * Its canary's time (BoardHealthReport.kernel_ns) against its baseline
+   * (tracker/canary-drift.ts): a board whose canary runs slower than it did
+   * would bias every timing taken on it, so beyond the tracker's
+   * --max-canary-drift it is suspect, with the figures in health_reason.
+   */
+  'canary_ns'?: (number | string);
+  /**
+   * the median of its first 5 timed passing canaries since it first attached or an operator restored it, ns; 0 while learning
+   */
+  'canary_baseline_ns'?: (number | string);
+  /**
+   * timed canaries the baseline has so far (5: learned)
+   */
+  'canary_baseline_runs'?: (number);
+  /**
+   * canary_ns / canary_baseline_ns (1.42: 42 % slower); 0 while the baseline is learned
+   */
+  'canary_drift'?: (number | string);
+  /**
+   * its last timed canaries, oldest first (at most 50); only when SummaryRequest.health_history asks
+   */
+  'canary_timings'?: (_farm_v1_CanaryTiming)[];
 }
 
 /**
@@ -132,4 +156,27 @@ export interface BoardInfo__Output {
    * its last health changes, oldest first (at most 50); only when SummaryRequest.health_history asks
    */
   'health_history': (_farm_v1_HealthChange__Output)[];
+  /**
+   * Its canary's time (BoardHealthReport.kernel_ns) against its baseline
+   * (tracker/canary-drift.ts): a board whose canary runs slower than it did
+   * would bias every timing taken on it, so beyond the tracker's
+   * --max-canary-drift it is suspect, with the figures in health_reason.
+   */
+  'canary_ns': (number);
+  /**
+   * the median of its first 5 timed passing canaries since it first attached or an operator restored it, ns; 0 while learning
+   */
+  'canary_baseline_ns': (number);
+  /**
+   * timed canaries the baseline has so far (5: learned)
+   */
+  'canary_baseline_runs': (number);
+  /**
+   * canary_ns / canary_baseline_ns (1.42: 42 % slower); 0 while the baseline is learned
+   */
+  'canary_drift': (number);
+  /**
+   * its last timed canaries, oldest first (at most 50); only when SummaryRequest.health_history asks
+   */
+  'canary_timings': (_farm_v1_CanaryTiming__Output)[];
 }
