@@ -104,8 +104,13 @@ interface LayerReport {
   cudnn?: { us: number; gflops: number; algo?: string };
   compileSeconds: number;
   referenceSeconds: number;
-  /** Per candidate, in completion order: template, GFLOP/s (NaN if not OK), seconds since the layer began. */
-  curve: { template: Template; gflops: number; at: number }[];
+  /** Per candidate, in completion order: template, GFLOP/s (NaN if not OK), seconds since the layer began, the board's own seconds for it, its round. */
+  curve: { template: Template; gflops: number; at: number; boardS?: number; round: number }[];
+  /**
+   * What a candidate costs beyond the board's own time for it (checks, timing), between two results
+   * of a round (the first of a round waits for the search and its compiles): p25, p50, p75, ms.
+   */
+  farmOverheadMs?: [number, number, number];
 }
 
 const client = await connectTracker(args.tracker);
@@ -213,9 +218,11 @@ async function tuneLayer(measurer: Measurer, layer: string, p: ConvProblem): Pro
     const cands = batch.map((b) => candidate(b.template, b.config));
     const byId = new Map(cands.map((c, i) => [c.id!, batch[i]!.template]));
     const reported = new Set<string>();
+    const roundNo = searchers.direct.round - 1;
     const point = (r: MeasureResult) => {
       reported.add(r.id);
-      curve.push({ template: byId.get(r.id)!, gflops: gflops(r), at: (performance.now() - t0) / 1e3 });
+      const boardNs = r.stats?.measure_wall_ns;
+      curve.push({ template: byId.get(r.id)!, gflops: gflops(r), at: (performance.now() - t0) / 1e3, ...(boardNs ? { boardS: boardNs / 1e9 } : {}), round: roundNo });
     };
     const got = await measurer.measure(cands, { onResult: point });
     // Candidates resumed from the results file do not pass through onResult.
@@ -262,11 +269,14 @@ async function tuneLayer(measurer: Measurer, layer: string, p: ConvProblem): Pro
       ...(registers.has(id) ? { registers: registers.get(id) } : {}),
     };
   }
+  const overheads = curve.flatMap((c, i) => (i > 0 && c.boardS !== undefined && curve[i - 1]!.round === c.round ? [(c.at - curve[i - 1]!.at - c.boardS) * 1e3] : [])).sort((a, b) => a - b);
+  if (overheads.length > 0) report.farmOverheadMs = [0.25, 0.5, 0.75].map((q) => overheads[Math.floor(q * (overheads.length - 1))]!) as [number, number, number];
   const o = report.outcomes;
   const invalid = (o.INVALID_CONFIG ?? 0) + report.droppedBeforeCompile;
   console.log(
     `  ${measured} candidates in ${seconds.toFixed(1)} s (${(measured / seconds).toFixed(1)}/s; nvcc ${compileSeconds.toFixed(1)} CPU-s on this host, the reference ${referenceSeconds.toFixed(2)} s): ` +
       `${outcomeLine([...results.values()].map((r) => r.outcome), MEASURE_OUTCOMES)}; ` +
+      `${report.farmOverheadMs ? `farm overhead per candidate beyond the board's time p50 ${report.farmOverheadMs[1].toFixed(1)} ms (p25 ${report.farmOverheadMs[0].toFixed(1)}, p75 ${report.farmOverheadMs[2].toFixed(1)}); ` : ""}` +
       `invalid before upload: ${invalid} of ${measured + report.droppedBeforeCompile} drawn (${report.droppedBeforeCompile} by the template's rules before compiling, ${o.INVALID_CONFIG ?? 0} INVALID_CONFIG from ptxas's report)`,
   );
   for (const r of [...results.values()].filter((r) => r.outcome !== "OK" && r.outcome !== "INVALID_CONFIG").slice(0, 3)) console.log(`    ${r.outcome} ${r.id}: ${r.message?.split("\n")[0]}`);

@@ -89,6 +89,8 @@ describe("measure()", () => {
       assert.equal(r.timing!.results.length, 2);
       assert.ok(r.timing!.median > 0);
       assert.ok(r.timing!.rse! >= 0, "the precision achieved, with each result");
+      const timed = r.timing!.results.reduce((a, b) => a + b, 0) * r.timing!.number * 1e9;
+      assert.ok(r.stats!.measure_wall_ns! > timed, `the board's wall time for the candidate (${r.stats!.measure_wall_ns} ns) holds its timed calls (${timed} ns)`);
       assert.equal(r.timing!.stoppedBy, undefined, "no target: no reason to give");
       assert.match(r.board!, /^m[12]\/cpu0$/);
       // The counters are the candidate's own: 2 checked calls + the warm-up + 3 × 2 timed.

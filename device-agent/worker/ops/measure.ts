@@ -13,6 +13,8 @@ import { evaluate } from "./timing.ts";
 const POISON = 0xa5;
 
 export const measure: Handler<"measure"> = (s, id, m, mux) => {
+  // The board's own share of a candidate's time (checks, poisoning, timing), so a tuner can tell it from the farm's.
+  const t0 = performance.now();
   const c = m.time?.call;
   if (!c) throw new FarmError("BAD_ARGUMENTS", "measure needs a time_evaluate with a call");
   const checks = m.checks.map((k, i) => {
@@ -46,7 +48,8 @@ export const measure: Handler<"measure"> = (s, id, m, mux) => {
   const result = evaluate(s, m.time!);
   const after = check("after timing");
   const stats = s.backend.stats();
-  mux.reply({ id, measured: { time: { results_s: result.resultsS, number: result.number, conditions: result.conditions, stopped_by: result.stoppedBy }, wrong: after, counters: stats.counters } });
+  const counters = { ...stats.counters, measure_wall_ns: (performance.now() - t0) * 1e6 };
+  mux.reply({ id, measured: { time: { results_s: result.resultsS, number: result.number, conditions: result.conditions, stopped_by: result.stoppedBy }, wrong: after, counters } });
 };
 
 /** The first element of `got` outside |got − want| ≤ atol + rtol·|want|, described; or undefined. */
