@@ -289,7 +289,7 @@ function plots(r: LayerReport): void {
   const label = { direct: "direct (autotvm's knobs)", winograd: "Winograd F(2x2,3x3)" };
   const of = (t: Template) => r.curve.flatMap((c, i) => (c.template === t ? [{ ...c, i }] : []));
   const series = (["direct", "winograd"] as const).map((t) => ({ label: label[t], points: of(t) }));
-  const references = r.cudnn ? [{ label: `cuDNN${r.cudnn.algo ? ` (${r.cudnn.algo})` : ""}`, value: r.cudnn.gflops }] : [];
+  const references = r.cudnn ? [{ label: `cuDNN (${algorithmOf(r.cudnn.algo)})`, value: r.cudnn.gflops }] : [];
   const title = `conv2d ${r.layer} on the farm's GPU: best-so-far`;
   // x: the candidate's place among both templates' candidates (in completion order), or its time.
   writeBestSoFarSvg(join(outDir, `conv2d-${r.layer}-candidates.svg`), series.map((s) => ({ label: s.label, values: s.points.map((c) => c.gflops), x: s.points.map((c) => c.i + 1) })), {
@@ -306,6 +306,12 @@ function plots(r: LayerReport): void {
     xLabel: "seconds since the layer's search began",
     references,
   });
+}
+
+/** cuDNN's algorithm in two words, from its kernel's name. */
+function algorithmOf(kernel: string | undefined): string {
+  const k = (kernel ?? "").toLowerCase();
+  return k.includes("winograd") ? "Winograd" : k.includes("fft") ? "FFT" : k.includes("implicit_gemm") || k.includes("implicit_convolve") ? "implicit GEMM" : k.includes("gemm") ? "GEMM" : kernel ? kernel.slice(0, 24) : "best algorithm";
 }
 
 function printTable(rs: readonly LayerReport[]): void {

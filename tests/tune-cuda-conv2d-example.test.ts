@@ -77,6 +77,7 @@ describe("the CUDA conv2d templates", () => {
       [{ tile_f: "1x1x32x16", tile_y: "1x1x7x1", tile_x: "1x1x7x1" }, /1568 threads per block \(at most 1024\)/],
       [{ tile_f: "1x4x4x32", tile_y: "1x1x1x7", tile_x: "1x1x7x1" }, /896 accumulators per thread/],
       [{ tile_rc: "1x512" }, /bytes of shared memory \(at most 49152\)/],
+      [{ tile_f: "4x1x128x1", tile_y: "7x1x1x1", tile_x: "7x1x1x1" }, /tile_f's 128 threads are the block's z dimension \(at most 64\)/],
       [{ tile_f: "128x1x4x1", tile_y: "7x1x1x1", tile_x: "1x1x7x1", tile_rc: "2x256", tile_ry: "3x1", tile_rx: "3x1", split_k: 4 }, /split_k 4 does not divide the 2 outer steps of tile_rc 2x256/],
     ];
     for (const [change, why] of cases) assert.match(directConfigProblem({ ...DIRECT, ...change }, SEED4) ?? "accepted", why, JSON.stringify(change));

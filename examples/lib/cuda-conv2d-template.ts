@@ -97,6 +97,7 @@ export function directFactors(c: DirectConfig) {
 
 export const MAX_THREADS_PER_BLOCK = 1024;
 export const MAX_STATIC_SHARED_BYTES = 48 * 1024;
+export const MAX_BLOCK_Z = 64;
 /**
  * The template's own limit on a thread's register tile: beyond it nvcc spends
  * tens of seconds unrolling a kernel that spills anyway. (autotvm has none;
@@ -126,6 +127,8 @@ export function directConfigProblem(c: DirectConfig, p: ConvProblem, arch = "sm_
   const f = directFactors(c);
   const threads = f.tf * f.ty * f.tx;
   if (threads > MAX_THREADS_PER_BLOCK) return `${threads} threads per block (at most ${MAX_THREADS_PER_BLOCK})`;
+  // tile_f's threads are threadIdx.z, which no CUDA GPU lets past 64.
+  if (f.tf > MAX_BLOCK_Z) return `tile_f's ${f.tf} threads are the block's z dimension (at most ${MAX_BLOCK_Z})`;
   const acc = f.vf * f.fi * f.vy * f.yi * f.vx * f.xi;
   if (acc > MAX_ACCUMULATORS) return `${acc} accumulators per thread (the template allows ${MAX_ACCUMULATORS})`;
   if (directSharedBytes(c) > MAX_STATIC_SHARED_BYTES) return `${directSharedBytes(c)} bytes of shared memory (at most ${MAX_STATIC_SHARED_BYTES})`;

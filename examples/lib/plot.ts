@@ -50,7 +50,7 @@ export function writeBestSoFarSvg(path: string, series: readonly PlotSeries[], o
   const x = (v: number) => m.left + ((W - m.left - m.right) * v) / (opts.xLabel || series.some((s) => s.x) ? xMax : Math.max(1, n - 1));
   const y = (v: number) => H - m.bottom - ((H - m.top - m.bottom) * (v - lo)) / (hi - lo);
   const ticks = Array.from({ length: 6 }, (_, k) => lo + ((hi - lo) * k) / 5);
-  const fmt = (v: number) => (Math.abs(v) >= 1000 ? v.toExponential(2) : v.toPrecision(3));
+  const fmt = (v: number) => (Math.abs(v) >= 1e6 ? v.toExponential(2) : Math.abs(v) >= 1000 ? Math.round(v).toLocaleString("en-US") : v.toPrecision(3));
   const lines = curves.map((c, k) => {
     const pts = c.map((v, i) => (Number.isFinite(v) ? `${x(xs[k]![i]!).toFixed(1)},${y(v).toFixed(1)}` : "")).filter(Boolean);
     return `<polyline fill="none" stroke="${COLORS[k % COLORS.length]}" stroke-width="2" points="${pts.join(" ")}"/>`;
