@@ -144,8 +144,10 @@ describe("label selectors and the summary", () => {
     try {
       const table = (await run(process.execPath, ["--import", "tsx", CLI, "status", "--tracker", tracker.address])).stdout;
       assert.match(table, new RegExp(`Tracker address ${tracker.address.replace(/\./g, "\\.")}`));
-      assert.match(table, new RegExp(`rack1/fast\\s+cpu\\s+cpu\\s+busy\\s+healthy\\s+${s.id}`));
-      assert.match(table, /rack1\/slow\s+cpu\s+cpu\s+free\s+healthy\s+-\s+.*tier=slow/);
+      // The canary column: "-" before a timed canary, then "3.08 µs (baseline 1/5)" while the baseline is learned, "3.1 µs (1.02×)" after.
+      const canary = String.raw`(-|[\d.]+ [nµm]?s \((baseline \d+/\d+|[\d.]+×)\))`;
+      assert.match(table, new RegExp(String.raw`rack1/fast\s+cpu\s+cpu\s+busy\s+healthy\s+${canary}\s+${s.id}`));
+      assert.match(table, new RegExp(String.raw`rack1/slow\s+cpu\s+cpu\s+free\s+healthy\s+${canary}\s+-\s+.*tier=slow`));
       assert.match(table, /Queue Status[\s\S]*key\s+total\s+free\s+pending[\s\S]*\ncpu\s+2\s+1\s+0/);
       const json = JSON.parse((await run(process.execPath, ["--import", "tsx", CLI, "status", "--tracker", tracker.address, "--json"])).stdout);
       assert.deepEqual(json.queues, [{ key: "cpu", total: 2, free: 1, pending: 0 }]);
