@@ -419,7 +419,7 @@ function launchRefusal(board: { id: string; capabilities?: Record<string, string
     return undefined; // a malformed launch: the board names it
   }
   const problem = cudaLaunchProblem(c.function, resources, launch, limits);
-  return problem && `${problem} (told on the host from ptxas's report and board ${board.id}'s limits; nothing was uploaded)`;
+  return problem && `${problem} (told on the host against board ${board.id}'s registered limits, with ptxas's report of the kernel; nothing was uploaded)`;
 }
 
 /** A candidate that cannot be measured as written (the script's bug): refused before anything runs. */
