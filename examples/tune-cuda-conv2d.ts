@@ -35,6 +35,7 @@ import {
   type ConvProblem, type DirectConfig,
 } from "./lib/cuda-conv2d-template.ts";
 import { WINOGRAD_SPACE, compileWinograd, winogradConfigProblem, winogradLaunch, winogradThreads, type WinogradConfig } from "./lib/cuda-winograd-template.ts";
+import { boardsOf } from "./lib/boards.ts";
 import { writeBestSoFarSvg } from "./lib/plot.ts";
 import { Searcher, configKey, countOutcomes, formatTable, outcomeLine, spaceSize, type KnobSpace, type TrialOrigin } from "./lib/search.ts";
 
@@ -117,12 +118,7 @@ const client = await connectTracker(args.tracker);
 const reports: LayerReport[] = [];
 let exitCode = 0;
 try {
-  let boards = (await client.summary()).boards.filter((x) => x.key === args.key);
-  for (const until = Date.now() + 30_000; boards.length === 0 && Date.now() < until; ) {
-    await new Promise((r) => setTimeout(r, 250));
-    boards = (await client.summary()).boards.filter((x) => x.key === args.key);
-  }
-  if (boards.length === 0) throw new Error(`no board of key "${args.key}" is attached to ${args.tracker} (waited 30 s)`);
+  const boards = await boardsOf(client, args.key!, args.tracker);
   const gpu = boards[0]!.capabilities.name ?? boards[0]!.id;
   console.log(`${boards.length} board(s) of key ${args.key}: ${boards.map((b) => b.id).join(", ")} (${gpu}); results in ${resultsFile}`);
   const measurer = new Measurer(client, {

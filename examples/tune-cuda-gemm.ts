@@ -26,6 +26,7 @@ import {
   GEMM_FUNCTION, GEMM_SPACE, compileGemm, gemmConfigProblem, gemmFlops, gemmLaunch, gemmOperands, gemmThreads, hostGemmParallel, naiveGemmLaunch,
   type GemmConfig, type GemmProblem,
 } from "./lib/cuda-gemm-template.ts";
+import { boardsOf } from "./lib/boards.ts";
 import { writeBestSoFarSvg } from "./lib/plot.ts";
 import { configKey, outcomeLine, formatTable, ranked, search, seededRandom, spaceSize } from "./lib/search.ts";
 
@@ -104,13 +105,7 @@ const gflops = (r: MeasureResult | undefined) => (r?.outcome === "OK" && r.timin
 const client = await connectTracker(args.tracker);
 let exitCode = 0;
 try {
-  // An agent started just before this script may still be attaching its boards: wait a little.
-  let boards = (await client.summary()).boards.filter((x) => x.key === args.key);
-  for (const until = Date.now() + 30_000; boards.length === 0 && Date.now() < until; ) {
-    await new Promise((r) => setTimeout(r, 250));
-    boards = (await client.summary()).boards.filter((x) => x.key === args.key);
-  }
-  if (boards.length === 0) throw new Error(`no board of key "${args.key}" is attached to ${args.tracker} (waited 30 s)`);
+  const boards = await boardsOf(client, args.key!, args.tracker);
   console.log(
     `${spaceSize(GEMM_SPACE).toLocaleString("en-US")} configurations in the space; measuring ${total} (and the naive baseline) on ${boards.length} board(s): ${boards.map((x) => x.id).join(", ")}`,
   );

@@ -12,7 +12,7 @@
 import { appendFileSync, existsSync, readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import {
-  CHUNK_BYTES, FarmError, cudaLaunchLimitsFrom, cudaLaunchProblem, toLaunchConfig, dtypeOf, throttledOf, elementCount, fillProblem, fillRange, randomArray, type AnyTypedArray, type Dtype, type LaunchDecl, type RandomFill,
+  CHUNK_BYTES, FarmError, cudaLaunchLimitsFrom, cudaLaunchProblem, toLaunchConfig, dtypeOf, throttledOf, elementCount, fillProblem, fillRange, randomArray, type AnyTypedArray, type CudaLaunchLimits, type Dtype, type LaunchDecl, type RandomFill,
 } from "../protos/index.ts";
 import type { CompiledModule } from "./compiled-module.ts";
 import type { KernelResources } from "./cuda/index.ts";
@@ -348,7 +348,7 @@ export class Measurer {
           try {
             session ??= this.takeIdle() ?? (await request());
             const board = session;
-            const invalid = launchRefusal(board.session.board, module, c);
+            const invalid = board.launchRefusal(module, c);
             if (invalid) {
               record({ index, id: ids[index]!, attempts: attempt, board: board.session.board.id, outcome: "INVALID_CONFIG", message: invalid });
               continue;
@@ -356,7 +356,7 @@ export class Measurer {
             const prefetchNext = () => {
               const at = queue[0];
               const next = at === undefined ? undefined : compiled.get(at);
-              if (next && !launchRefusal(board.session.board, next, candidates[at!]!)) board.prefetch(next).catch(() => {});
+              if (next && !board.launchRefusal(next, candidates[at!]!)) board.prefetch(next).catch(() => {});
             };
             const again = remeasure && {
               times: remeasure.times,
@@ -399,27 +399,6 @@ export class Measurer {
     if (fatal) throw fatal;
     return results.map((r, i) => r ?? { index: i, id: ids[i]!, outcome: "INFRA_ERROR", message: "INTERNAL: not measured", attempts: attempts.get(i) ?? 0 });
   }
-}
-
-/**
- * Why candidate `c`, built as `module`, cannot launch on `board`: its
- * kernel's resources as ptxas reported them (a CUDA module compiled on this
- * host) against the limits the board registered. Undefined when it can, or
- * when that cannot be told here (no launch, no report, a board that does not
- * say its limits): the board's own launch check then decides.
- */
-function launchRefusal(board: { id: string; capabilities?: Record<string, string> }, module: CompiledModule, c: Candidate): string | undefined {
-  const resources = (module as { resources?: Record<string, KernelResources> }).resources?.[c.function];
-  const limits = cudaLaunchLimitsFrom(board.capabilities);
-  if (!c.launch || !resources || !limits) return undefined;
-  let launch;
-  try {
-    launch = toLaunchConfig(c.launch, `candidate ${c.id ?? ""}`);
-  } catch {
-    return undefined; // a malformed launch: the board names it
-  }
-  const problem = cudaLaunchProblem(c.function, resources, launch, limits);
-  return problem && `${problem} (told on the host against board ${board.id}'s registered limits, with ptxas's report of the kernel; nothing was uploaded)`;
 }
 
 /** A candidate that cannot be measured as written (the script's bug): refused before anything runs. */
@@ -519,7 +498,32 @@ class BoardSession {
   private readonly heldReferences = new WeakMap<AnyTypedArray, Promise<RemoteArray>>();
   private readonly spare = new Map<string, RemoteArray[]>();
 
-  constructor(readonly session: Session) {}
+  /** The launch limits the board registered (a CUDA board), read once. */
+  private readonly limits: CudaLaunchLimits | undefined;
+
+  constructor(readonly session: Session) {
+    this.limits = cudaLaunchLimitsFrom(session.board.capabilities);
+  }
+
+  /**
+   * Why candidate `c`, built as `module`, cannot launch on this board: its
+   * kernel's resources as ptxas reported them (a CUDA module compiled on this
+   * host) against the limits the board registered. Undefined when it can, or
+   * when that cannot be told here (no launch, no report, a board that does not
+   * say its limits): the board's own launch check then decides.
+   */
+  launchRefusal(module: CompiledModule, c: Candidate): string | undefined {
+    const resources = (module as { resources?: Record<string, KernelResources> }).resources?.[c.function];
+    if (!c.launch || !resources || !this.limits) return undefined;
+    let launch;
+    try {
+      launch = toLaunchConfig(c.launch, `candidate ${c.id ?? ""}`);
+    } catch {
+      return undefined; // a malformed launch: the board names it
+    }
+    const problem = cudaLaunchProblem(c.function, resources, launch, this.limits);
+    return problem && `${problem} (told on the host against board ${this.session.board.id}'s registered limits, with ptxas's report of the kernel; nothing was uploaded)`;
+  }
 
   /**
    * Sends `module`'s upload and load now, unless already sent. Called with

@@ -132,17 +132,54 @@ export function directConfigProblem(c: DirectConfig, p: ConvProblem, arch = "sm_
   const acc = f.vf * f.fi * f.vy * f.yi * f.vx * f.xi;
   if (acc > MAX_ACCUMULATORS) return `${acc} accumulators per thread (the template allows ${MAX_ACCUMULATORS})`;
   if (directSharedBytes(c) > MAX_STATIC_SHARED_BYTES) return `${directSharedBytes(c)} bytes of shared memory (at most ${MAX_STATIC_SHARED_BYTES})`;
-  if (f.split > 1) {
-    if (archNumber(arch) < 90) return `split_k ${f.split} needs thread-block clusters (sm_90 or later), not ${arch}`;
-    if (f.rco % f.split !== 0) return `split_k ${f.split} does not divide the ${f.rco} outer steps of tile_rc ${c.tile_rc}`;
-    if (f.split > MAX_CLUSTER) return `split_k ${f.split} is more than the ${MAX_CLUSTER} blocks of a portable cluster`;
-  }
+  const cluster = clusterSplitProblem("split_k", f.split, arch);
+  if (cluster) return cluster;
+  if (f.rco % f.split !== 0) return `split_k ${f.split} does not divide the ${f.rco} outer steps of tile_rc ${c.tile_rc}`;
   if (f.bf * f.vf * f.tf * f.fi !== p.k || f.by * f.vy * f.ty * f.yi !== p.h || f.bx * f.vx * f.tx * f.xi !== p.w || f.rco * f.rci !== p.c) return "the splits do not cover the problem";
   return undefined;
 }
 
-function archNumber(arch: string): number {
-  return Number(/^sm_(\d+)/.exec(arch)?.[1] ?? 0);
+/** Why a cluster split of `split` blocks (the knob `knob`) cannot run on `arch`, or undefined: both templates' rule. */
+export function clusterSplitProblem(knob: string, split: number, arch: string): string | undefined {
+  if (split <= 1) return undefined;
+  if (Number(/^sm_(\d+)/.exec(arch)?.[1] ?? 0) < 90) return `${knob} ${split} needs thread-block clusters (sm_90 or later), not ${arch}`;
+  if (split > MAX_CLUSTER) return `${knob} ${split} is more than the ${MAX_CLUSTER} blocks of a portable cluster`;
+  return undefined;
+}
+
+/** What a kernel with a cluster split includes. */
+export const CLUSTER_INCLUDE = "#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\n";
+
+/**
+ * The end of a kernel with a cluster split (both templates): every block of
+ * the cluster has left its partial output tile (OUT_TILE floats) in its
+ * `smem`; block r adds up the r-th slice of it over the cluster's blocks, in
+ * rank order, so the sum is the same at every run. `decode` turns the tile's
+ * element `e` into output coordinates (and may `continue` past one outside the
+ * output); `store` writes the sum `s`.
+ */
+export function clusterSum(decode: string, store: string): string {
+  return `  cluster.sync();
+  const int rank = cluster.block_rank();
+  const int per = (OUT_TILE + SPLIT - 1) / SPLIT;
+  for (int e = rank * per + tid; e < min(OUT_TILE, (rank + 1) * per); e += THREADS) {
+    ${decode}
+    float s = 0.0f;
+#pragma unroll
+    for (int r = 0; r < SPLIT; r++) s += cluster.map_shared_rank(smem, r)[e];
+    ${store}
+  }
+  cluster.sync();  // no block leaves while another still reads its shared memory`;
+}
+
+/** Compiles a conv2d template's source into a module with one kernel, `conv2d`, launched at call time. */
+export function compileConv(source: string, fileName: string, opts: CompileConvOptions = {}): Promise<CudaCompiledModule> {
+  return compileCuda(source, {
+    functions: { [CONV_FUNCTION]: CONV_PARAMS },
+    ...(opts.arch ? { arch: opts.arch } : {}),
+    ...(opts.cache !== undefined ? { cache: opts.cache } : {}),
+    fileName,
+  });
 }
 
 export function directLaunch(c: DirectConfig): LaunchDecl {
@@ -171,7 +208,7 @@ export function directSource(c: DirectConfig, p: ConvProblem): string {
   const cluster = f.split > 1;
   return `// kernelfarm conv2d direct template: ${Object.entries(c).map(([k, v]) => `${k}=${v}`).join(" ")}
 // problem: C=${p.c} H=${p.h} W=${p.w} K=${p.k}, 3x3, stride 1, pad 1, batch 1
-${cluster ? "#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\n" : ""}
+${cluster ? CLUSTER_INCLUDE : ""}
 #define C ${p.c}
 #define H ${p.h}
 #define W ${p.w}
@@ -235,23 +272,10 @@ ${uRc ? `${uRc}\n` : ""}        for (int rci = 0; rci < RCI; rci++) {
 ${uRy ? `${uRy}\n` : ""}          for (int ryi = 0; ryi < RYI; ryi++) {
 ${uRx ? `${uRx}\n` : ""}            for (int rxi = 0; rxi < RXI; rxi++) {
               float w[VF][IF];
-#pragma unroll
-              for (int vf = 0; vf < VF; vf++)
-#pragma unroll
-                for (int fi = 0; fi < IF; fi++) w[vf][fi] = WW[rci][ryi][rxi][(vf * TF + tf) * IF + fi];
-#pragma unroll
-              for (int vy = 0; vy < VY; vy++)
-#pragma unroll
-                for (int yi = 0; yi < IY; yi++)
-#pragma unroll
-                  for (int vx = 0; vx < VX; vx++)
-#pragma unroll
-                    for (int xi = 0; xi < IX; xi++) {
+${tileLoops(["vf", "fi"], 14)} w[vf][fi] = WW[rci][ryi][rxi][(vf * TF + tf) * IF + fi];
+${tileLoops(["vy", "yi", "vx", "xi"], 14)} {
                       const float a = AA[rci][(vy * TY + ty) * IY + yi + ryi][(vx * TX + tx) * IX + xi + rxi];
-#pragma unroll
-                      for (int vf = 0; vf < VF; vf++)
-#pragma unroll
-                        for (int fi = 0; fi < IF; fi++) acc[vf][fi][vy][yi][vx][xi] = fmaf(w[vf][fi], a, acc[vf][fi][vy][yi][vx][xi]);
+${tileLoops(["vf", "fi"], 22)} acc[vf][fi][vy][yi][vx][xi] = fmaf(w[vf][fi], a, acc[vf][fi][vy][yi][vx][xi]);
                     }
             }
           }
@@ -264,23 +288,20 @@ ${cluster ? clusterEpilogue() : plainEpilogue()}
 `;
 }
 
-/** Output (f, y, x) of the block's tile for a thread's register tile element. */
-const TILE_LOOPS = `#pragma unroll
-  for (int vf = 0; vf < VF; vf++)
-#pragma unroll
-    for (int fi = 0; fi < IF; fi++)
-#pragma unroll
-      for (int vy = 0; vy < VY; vy++)
-#pragma unroll
-        for (int yi = 0; yi < IY; yi++)
-#pragma unroll
-          for (int vx = 0; vx < VX; vx++)
-#pragma unroll
-            for (int xi = 0; xi < IX; xi++) {
+/** The register tile's indices and their extents. */
+const TILE_EXTENT = { vf: "VF", fi: "IF", vy: "VY", yi: "IY", vx: "VX", xi: "IX" } as const;
+
+/** Unrolled loops over register-tile indices, outermost first, from column `indent`; the body follows the last. */
+function tileLoops(indices: (keyof typeof TILE_EXTENT)[], indent: number): string {
+  return indices.map((v, i) => `#pragma unroll\n${" ".repeat(indent + 2 * i)}for (int ${v} = 0; ${v} < ${TILE_EXTENT[v]}; ${v}++)`).join("\n");
+}
+
+/** Every element of a thread's register tile, with its place (lf, ly, lx) in the block's output tile. */
+const TILE_LOOPS = `${tileLoops(["vf", "fi", "vy", "yi", "vx", "xi"], 2)} {
               const int lf = (vf * TF + tf) * IF + fi, ly = (vy * TY + ty) * IY + yi, lx = (vx * TX + tx) * IX + xi;`;
 
 function plainEpilogue(): string {
-  return `  ${TILE_LOOPS}
+  return `${TILE_LOOPS}
               out[((f0 + lf) * H + y0 + ly) * W + x0 + lx] = acc[vf][fi][vy][yi][vx][xi];
             }`;
 }
@@ -293,20 +314,10 @@ function plainEpilogue(): string {
 function clusterEpilogue(): string {
   return `  cg::cluster_group cluster = cg::this_cluster();
   __syncthreads();  // every thread is done reading the staged input before the tile overwrites it
-  ${TILE_LOOPS}
+${TILE_LOOPS}
               smem[(lf * YB + ly) * XB + lx] = acc[vf][fi][vy][yi][vx][xi];
             }
-  cluster.sync();
-  const int rank = cluster.block_rank();
-  const int per = (OUT_TILE + SPLIT - 1) / SPLIT;
-  for (int e = rank * per + tid; e < min(OUT_TILE, (rank + 1) * per); e += THREADS) {
-    float s = 0.0f;
-#pragma unroll
-    for (int r = 0; r < SPLIT; r++) s += cluster.map_shared_rank(smem, r)[e];
-    const int lf = e / (YB * XB), ly = (e / XB) % YB, lx = e % XB;
-    out[((f0 + lf) * H + y0 + ly) * W + x0 + lx] = s;
-  }
-  cluster.sync();  // no block leaves while another still reads its shared memory`;
+${clusterSum("const int lf = e / (YB * XB), ly = (e / XB) % YB, lx = e % XB;", "out[((f0 + lf) * H + y0 + ly) * W + x0 + lx] = s;")}`;
 }
 
 export interface CompileConvOptions {
@@ -316,12 +327,7 @@ export interface CompileConvOptions {
 }
 
 export function compileDirect(c: DirectConfig, p: ConvProblem, opts: CompileConvOptions = {}): Promise<CudaCompiledModule> {
-  return compileCuda(directSource(c, p), {
-    functions: { [CONV_FUNCTION]: CONV_PARAMS },
-    ...(opts.arch ? { arch: opts.arch } : {}),
-    ...(opts.cache !== undefined ? { cache: opts.cache } : {}),
-    fileName: "conv2d_direct.cu",
-  });
+  return compileConv(directSource(c, p), "conv2d_direct.cu", opts);
 }
 
 /** The convolution on the host, float64 accumulators: the exact answer for integer-valued operands. */

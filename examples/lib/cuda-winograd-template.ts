@@ -23,8 +23,8 @@
  * float32 computes the exact answer and the candidates are checked with no
  * tolerance, like the direct ones.
  */
-import { compileCuda, type CudaCompiledModule, type LaunchDecl } from "kernelfarm";
-import { CONV_FUNCTION, CONV_PARAMS, MAX_CLUSTER, MAX_STATIC_SHARED_BYTES, type CompileConvOptions, type ConvProblem } from "./cuda-conv2d-template.ts";
+import type { CudaCompiledModule, LaunchDecl } from "kernelfarm";
+import { CLUSTER_INCLUDE, CONV_FUNCTION, MAX_STATIC_SHARED_BYTES, clusterSplitProblem, clusterSum, compileConv, type CompileConvOptions, type ConvProblem } from "./cuda-conv2d-template.ts";
 import type { Config } from "./search.ts";
 
 export const WINOGRAD_SPACE = {
@@ -67,9 +67,7 @@ export function winogradConfigProblem(c: WinogradConfig, p: ConvProblem, arch = 
   if (p.c % (c.BC * c.split_c) !== 0) return `BC ${c.BC} × split_c ${c.split_c} does not divide the ${p.c} input channels`;
   const { tiles } = winogradTiles(p);
   if (c.BP >= 2 * tiles) return `BP ${c.BP} is more than twice the ${tiles} tiles: most of the block would idle`;
-  if (c.split_c > 1 && Number(/^sm_(\d+)/.exec(arch)?.[1] ?? 0) < 90) return `split_c ${c.split_c} needs thread-block clusters (sm_90 or later), not ${arch}`;
-  if (c.split_c > MAX_CLUSTER) return `split_c ${c.split_c} is more than the ${MAX_CLUSTER} blocks of a portable cluster`;
-  return undefined;
+  return clusterSplitProblem("split_c", c.split_c, arch);
 }
 
 export function winogradLaunch(c: WinogradConfig, p: ConvProblem): LaunchDecl {
@@ -81,7 +79,7 @@ export function winogradSource(c: WinogradConfig, p: ConvProblem): string {
   const cluster = c.split_c > 1;
   return `// kernelfarm conv2d Winograd F(2x2,3x3) template: ${Object.entries(c).map(([k, v]) => `${k}=${v}`).join(" ")}
 // problem: C=${p.c} H=${p.h} W=${p.w} K=${p.k}, 3x3, stride 1, pad 1, batch 1
-${cluster ? "#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\n" : ""}
+${cluster ? CLUSTER_INCLUDE : ""}
 #define C ${p.c}
 #define H ${p.h}
 #define W ${p.w}
@@ -211,20 +209,10 @@ ${cluster ? "  cg::cluster_group cluster = cg::this_cluster();\n  __syncthreads(
 ${cluster ? `#pragma unroll
       for (int q = 0; q < 4; q++) smem[(kk * BP + pp) * 4 + q] = y[q / 2][q % 2];
     }
-  cluster.sync();
-  // Block r adds up the r-th slice of the output tiles over the cluster, in rank order.
-  const int rank = cluster.block_rank();
-  const int per = (OUT_TILE + SPLIT - 1) / SPLIT;
-  for (int e = rank * per + tid; e < min(OUT_TILE, (rank + 1) * per); e += THREADS) {
-    const int kk = e / (BP * 4), pp = (e / 4) % BP, q = e % 4, tile = p0 + pp;
-    const int oy = (tile / TW) * 2 + q / 2, ox = (tile % TW) * 2 + q % 2;
-    if (tile >= P || oy >= H || ox >= W) continue;
-    float s = 0.0f;
-#pragma unroll
-    for (int r = 0; r < SPLIT; r++) s += cluster.map_shared_rank(smem, r)[e];
-    out[((k0 + kk) * H + oy) * W + ox] = s;
-  }
-  cluster.sync();  // no block leaves while another still reads its shared memory` : `      const int tile = p0 + pp;
+${clusterSum(
+  "const int kk = e / (BP * 4), pp = (e / 4) % BP, q = e % 4, tile = p0 + pp, oy = (tile / TW) * 2 + q / 2, ox = (tile % TW) * 2 + q % 2;\n    if (tile >= P || oy >= H || ox >= W) continue;",
+  "out[((k0 + kk) * H + oy) * W + ox] = s;",
+)}` : `      const int tile = p0 + pp;
       if (tile >= P) continue;
       const int oy = (tile / TW) * 2, ox = (tile % TW) * 2;
 #pragma unroll
@@ -236,10 +224,5 @@ ${cluster ? `#pragma unroll
 }
 
 export function compileWinograd(c: WinogradConfig, p: ConvProblem, opts: CompileConvOptions = {}): Promise<CudaCompiledModule> {
-  return compileCuda(winogradSource(c, p), {
-    functions: { [CONV_FUNCTION]: CONV_PARAMS },
-    ...(opts.arch ? { arch: opts.arch } : {}),
-    ...(opts.cache !== undefined ? { cache: opts.cache } : {}),
-    fileName: "conv2d_winograd.cu",
-  });
+  return compileConv(winogradSource(c, p), "conv2d_winograd.cu", opts);
 }
