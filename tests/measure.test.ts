@@ -11,8 +11,9 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { DEFAULT_REMEASURE_TIMES, Measurer, compileCpu, connectTracker, measure, type Candidate, type CompiledModule, type MeasureResult, type TrackerClient } from "../host-sdk/index.ts";
+import { DEFAULT_REMEASURE_TIMES, Measurer, RemoteArray, compileCpu, connectTracker, measure, type Candidate, type CompiledModule, type MeasureResult, type TrackerClient } from "../host-sdk/index.ts";
 import { FarmError, randomArray, type AnyTypedArray } from "../protos/index.ts";
+import { names, refused } from "./helpers/assertions.ts";
 import { startAgentProcess, startTrackerProcess, waitFor, waitForFreeBoards } from "./helpers/processes.ts";
 
 const SOURCE = `
@@ -191,6 +192,23 @@ describe("measure()", () => {
     const results = await measure(client, [big("good", "g1"), big("wrong", "w"), big("good", "g2")], { key: "cpu", boards: 1, progress: false, timeEvaluator: { number: 1, repeat: 1 } });
     assert.deepEqual(results.map((r) => r.outcome), ["OK", "WRONG_ANSWER", "OK"], JSON.stringify(results.map((r) => r.message)));
     assert.match(results[1]!.message!, /output 0 before timing: element \d+ is 0, expected -?\d+/);
+  });
+
+  it("a held reference the board cannot use is refused by name: another dtype, another size, no such array; the session goes on", async () => {
+    const s = await client.request("cpu");
+    try {
+      await s.upload(module);
+      const m = await s.loadModule(module.name);
+      const [a, b, c] = await Promise.all([s.array(A), s.array(B), s.array({ shape: [N], dtype: "float32" })]);
+      const check = (expect: RemoteArray) => s.measureCall(m, "good", [a, b, c, N], [{ array: c, expect, atol: 0, rtol: 0 }], { number: 1, repeat: 1 });
+      names(await refused(check(await s.array(Int32Array.from(WANT))), "BAD_ARGUMENTS"), "reference array", "int32", "float32");
+      names(await refused(check(await s.array(WANT.subarray(1))), "BAD_ARGUMENTS"), `${(N - 1) * 4} bytes`, `${N * 4}`);
+      names(await refused(check(new RemoteArray(s, 4242, [N], "float32", N * 4)), "NOT_FOUND"), "no array 4242");
+      const ok = await check(await s.array(WANT));
+      assert.equal(ok.wrong, "");
+    } finally {
+      await s.close();
+    }
   });
 
   it("seeded inputs are generated on the board, equal to the host's; a reference function checks them, once per inputs", async () => {

@@ -105,6 +105,15 @@ describe("board health and canary drift", () => {
     return t;
   }
 
+  it("a canary time that is not a time (NaN, negative, infinite) is no timing: the pass counts, the history and baseline do not move", () => {
+    const h = learned();
+    const before = h.canary.timings.length;
+    for (const ns of [NaN, -5, Infinity]) assert.equal(h.apply(timed(ns), policy), undefined);
+    assert.equal(h.canary.timings.length, before);
+    assert.equal(h.canary.baselineNs, 10_000);
+    assert.equal(h.state, "healthy");
+  });
+
   it("a canary that drifts slower makes the board suspect (still grantable), naming the figures", () => {
     const h = learned();
     assert.deepEqual(slowDown(h, 14_200), { from: "healthy", to: "suspect", reason: "canary 1.42× slower than its baseline: 14.2 µs against 10.0 µs" });

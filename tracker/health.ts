@@ -179,7 +179,9 @@ export class BoardHealth {
         this.failures = 0;
         this.passes++;
         const wasSlow = this.drift.slow;
-        const v = input.kernelNs ? this.drift.record(input.kernelNs, policy.maxCanaryDrift) : undefined;
+        // What an agent sends: a time that is not one (NaN, negative, infinite) is no timing, and the pass stands.
+        const ns = input.kernelNs;
+        const v = ns !== undefined && Number.isFinite(ns) && ns > 0 ? this.drift.record(ns, policy.maxCanaryDrift) : undefined;
         const slow = v?.kind === "slower" ? slowerReason(v) : undefined;
         if (this.state === "suspect") {
           if (slow) {
