@@ -78,7 +78,7 @@ def kernels_of(fn) -> list[str]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", help="write the figures here as JSON (tune-cuda-conv2d.ts --baseline reads it)")
+    ap.add_argument("--out", help="write the figures here as JSON (the --baseline of tune-cuda-conv2d.ts and tune-cuda-gemm.ts)")
     ap.add_argument("--gemm", default="1024,4096", help="square SGEMM sizes for cuBLAS, comma-separated")
     ap.add_argument("--number", type=int, default=20)
     ap.add_argument("--repeat", type=int, default=30)

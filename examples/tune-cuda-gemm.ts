@@ -1,36 +1,36 @@
 /**
  * Auto-tuning a CUDA SGEMM on the farm's GPUs: the tile knobs of
- * examples/lib/cuda-gemm-template.ts (block tile BM×BN×BK, thread tile TM×TN,
- * vector loads, unrolling, thread layout), random search for the first
- * rounds, then mutations of the best configurations so far. Configurations
- * that cannot work (too many threads, too much shared memory, tiles that do
- * not divide the problem) are dropped before anything is compiled; the rest
- * are compiled by nvcc on this host, many at a time, and measured with
- * a Measurer (measure() batches that keep their sessions) on every CUDA board
- * of the key. The operands are generated on
- * the boards from a seed (no input crosses the network) and each candidate is
+ * examples/lib/cuda-gemm-template.ts (block tile BM×BN×BK, warp and thread
+ * tiles, one or two shared buffers, registers per thread, padding), random
+ * search for the first rounds, then mutations of the best configurations so
+ * far. Configurations that cannot work (too many threads, too much shared
+ * memory, tiles that do not divide the problem) are dropped before anything
+ * is compiled; the rest are compiled by nvcc on this host, many at a time, and
+ * measured with a Measurer (measure() batches that keep their sessions) on
+ * every CUDA board of the key. The operands are generated on the boards from a seed (no input crosses the network) and each candidate is
  * checked against a host reference at the real size, computed once, exactly
  * (integer-valued operands: see gemmOperands). A naive
- * one-thread-per-element kernel is measured too, as the baseline. Metric:
- * GFLOP/s from the median time.
+ * one-thread-per-element kernel is measured too, as the baseline; --baseline
+ * (the JSON of examples/cudnn-baseline.py, run on the same GPU) adds cuBLAS to
+ * the summary and the plot. Metric: GFLOP/s from the median time.
  *
  *   node --import tsx examples/tune-cuda-gemm.ts --tracker HOST:PORT [--key cuda]
- *        [--candidates 64] [--size 1024] [--batch 16] [--seed 1] [--arch sm_90] [--out DIR]
+ *        [--candidates 64] [--size 1024] [--batch 16] [--seed 1] [--arch sm_90] [--baseline cublas.json] [--out DIR]
  */
-import { mkdirSync, mkdtempSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { MEASURE_OUTCOMES, Measurer, connectTracker, type AnyTypedArray, type Candidate, type KernelResources, type MeasureResult } from "kernelfarm";
 import {
-  GEMM_FUNCTION, GEMM_SPACE, compileGemm, gemmConfigProblem, gemmFlops, gemmLaunch, gemmOperands, gemmThreads, hostGemmParallel, naiveGemmLaunch,
+  GEMM_FUNCTION, GEMM_SPACE, compileGemm, gemmConfigProblem, gemmFlops, gemmLaunch, gemmOperands, gemmThreads, gemmWarpTile, hostGemmParallel, naiveGemmLaunch,
   type GemmConfig, type GemmProblem,
 } from "./lib/cuda-gemm-template.ts";
 import { boardsOf } from "./lib/boards.ts";
 import { writeBestSoFarSvg } from "./lib/plot.ts";
 import { configKey, outcomeLine, formatTable, ranked, search, seededRandom, spaceSize } from "./lib/search.ts";
 
-const USAGE = "usage: node --import tsx examples/tune-cuda-gemm.ts --tracker HOST:PORT [--key cuda] [--candidates 64] [--size 1024] [--batch 16] [--seed 1] [--arch sm_90] [--out DIR]";
+const USAGE = "usage: node --import tsx examples/tune-cuda-gemm.ts --tracker HOST:PORT [--key cuda] [--candidates 64] [--size 1024] [--batch 16] [--seed 1] [--arch sm_90] [--baseline cublas.json] [--out DIR]";
 const { values: args } = parseArgs({
   options: {
     tracker: { type: "string" },
@@ -40,6 +40,7 @@ const { values: args } = parseArgs({
     batch: { type: "string", default: "16" },
     seed: { type: "string", default: "1" },
     arch: { type: "string", default: "sm_90" },
+    baseline: { type: "string" },
     out: { type: "string" },
   },
 });
@@ -64,6 +65,11 @@ const resultsFile = join(outDir, "tune-cuda-gemm.jsonl");
 const svgFile = join(outDir, "tune-cuda-gemm.svg");
 const problem: GemmProblem = { m: size, n: size, k: size };
 const NAIVE_ID = "naive";
+/** cuBLAS at this size (examples/cudnn-baseline.py's `sgemm`), if given. */
+const cublas: { us: number; gflops: number; kernels?: string[] } | undefined = args.baseline
+  ? JSON.parse(readFileSync(args.baseline, "utf8")).sgemm?.[String(size)]
+  : undefined;
+if (args.baseline && !cublas) console.warn(`${args.baseline} has no cuBLAS figure for ${size}³ (run examples/cudnn-baseline.py --gemm ${size}); going on without it`);
 
 // Operands generated on the boards; the reference on the host, once, when the first candidate needs it.
 const operands = gemmOperands(problem, seed);
@@ -141,13 +147,13 @@ try {
   else {
     console.log(
       formatTable(
-        ["#", "BM", "BN", "BK", "TM", "TN", "vec", "unroll", "layout", "threads", "regs", "spill B", "µs", "GFLOP/s", "vs naive", "found by"],
+        ["#", "BM", "BN", "BK", "TM", "TN", "warp", "buffers", "min blocks", "pad", "threads", "regs", "spill B", "µs", "GFLOP/s", "vs naive", "found by"],
         top.map((x, i) => {
           const id = configKey(x.config);
           const res = resources.get(id);
           const r = results.get(id)!;
           return [
-            i + 1, x.config.BM, x.config.BN, x.config.BK, x.config.TM, x.config.TN, x.config.vec, x.config.unroll, x.config.layout, gemmThreads(x.config),
+            i + 1, x.config.BM, x.config.BN, x.config.BK, x.config.TM, x.config.TN, gemmWarpTile(x.config).join("×"), x.config.buffers, x.config.min_blocks, x.config.pad, gemmThreads(x.config),
             res?.registers ?? "?", res ? res.spillStoreBytes + res.spillLoadBytes : "?", (r.timing!.median * 1e6).toFixed(1), x.score.toFixed(0),
             Number.isNaN(naive) ? "—" : `${(x.score / naive).toFixed(1)}×`, `${x.origin} (round ${x.round})`,
           ];
@@ -162,6 +168,7 @@ try {
     const r = results.get(configKey(best.config))!;
     const on = [r.conditions?.name, r.conditions?.sm_clock_mhz && `SM clock ${r.conditions.sm_clock_mhz} MHz`].filter(Boolean).join(", ");
     console.log(`\nbest ${best.score.toFixed(0)} GFLOP/s (${configKey(best.config)}), on ${r.board}${on ? ` (${on})` : ""}`);
+    if (cublas) console.log(`cuBLAS ${cublas.gflops.toFixed(0)} GFLOP/s (${cublas.us.toFixed(1)} µs): tuned ÷ cuBLAS = ${(best.score / cublas.gflops).toFixed(2)}×`);
   }
   console.log(`outcomes: ${countLine(outcomes)} (${all.length} candidates in ${seconds.toFixed(1)} s, the host reference computed once in it: ${referenceS.toFixed(1)} s; ${rejected} invalid configurations dropped before compiling)`);
   for (const r of all.filter((r) => r.outcome !== "OK").slice(0, 3)) console.log(`  ${r.outcome} ${r.id}: ${r.message?.split("\n")[0]}`);
@@ -173,6 +180,7 @@ try {
     title: `CUDA SGEMM ${size}³ on ${gpu}${boards.length > 1 ? ` (${boards.length} boards)` : ""}: tile search (random, then evolutionary)`,
     yLabel: "GFLOP/s",
     higherIsBetter: true,
+    ...(cublas ? { references: [{ label: "cuBLAS", value: cublas.gflops }] } : {}),
   });
   console.log(`results: ${resultsFile}\nplot:    ${svgFile}`);
 

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "./helpers/suites.ts";
 import {
   GEMM_FUNCTION, GEMM_SPACE, MAX_STATIC_SHARED_BYTES, NAIVE_GEMM_SOURCE, compileGemm, gemmConfigProblem, gemmLaunch, gemmOperands,
-  gemmSharedBytes, gemmSource, gemmThreads, hostGemm, hostGemmParallel, type GemmConfig,
+  gemmSharedBytes, gemmSource, gemmThreads, gemmWarpTile, hostGemm, hostGemmParallel, type GemmConfig,
 } from "../examples/lib/cuda-gemm-template.ts";
 import { configKey, search, seededRandom } from "../examples/lib/search.ts";
 import { locateNvcc, nvccVersion } from "../host-sdk/cuda/index.ts";
@@ -25,30 +25,34 @@ const skip: string | false = await nvccVersion(await locateNvcc()).then(
 if (skip) console.log(`# SKIP compiling the GEMM configurations: ${skip}`);
 
 const PROBLEM = { m: 1024, n: 1024, k: 1024 };
-const GOOD: GemmConfig = { BM: 64, BN: 64, BK: 8, TM: 4, TN: 4, vec: 4, unroll: 4, layout: "blocked" };
+const GOOD: GemmConfig = { BM: 128, BN: 128, BK: 8, TM: 8, TN: 8, warp_y: 4, buffers: 2, min_blocks: 2, pad: 4 };
 
 describe("the CUDA GEMM template", () => {
   it("refuses configurations that cannot run, saying why", () => {
     assert.equal(gemmConfigProblem(GOOD, PROBLEM), undefined);
     const cases: [Partial<GemmConfig>, RegExp][] = [
-      [{ BM: 256, BN: 256, TM: 2, TN: 2 }, /16384 threads per block/],
-      [{ BM: 16, BN: 16, TM: 4, TN: 4 }, /16 threads per block/],
-      [{ BM: 256, BN: 256, BK: 32, TM: 16, TN: 16 }, /256 accumulators/],
-      [{ BM: 256, BN: 256, BK: 32, TM: 8, TN: 8 }, new RegExp(`${(256 * 32 + 32 * 256) * 4} bytes of shared memory \\(at most ${MAX_STATIC_SHARED_BYTES}\\)`)],
-      [{ BM: 64, TM: 3 as never }, /the thread tile 3×4 does not divide the block tile 64×64/],
+      [{ BN: 32 }, /the warp tile 32×64 \(thread tile 8×8, 4×8 lanes\) does not divide the block tile 128×32/],
+      [{ BM: 256, BN: 256, TM: 4, TN: 4 }, /4096 threads per block \(at most 1024\)/],
+      [{ BM: 256, BN: 256, TM: 16, TN: 16 }, /256 accumulators per thread \(at most 128\)/],
+      [{ BM: 64, BN: 32, TM: 4, TN: 4, warp_y: 8 }, /the 64 float4 loads of a slice of B do not divide among 128 threads/],
+      [{ BK: 32, BM: 256, BN: 256, TM: 16, warp_y: 2 }, new RegExp(`${2 * 32 * (256 + 4 + 256) * 4} bytes of shared memory \\(at most ${MAX_STATIC_SHARED_BYTES}\\)`)],
     ];
     for (const [change, why] of cases) assert.match(gemmConfigProblem({ ...GOOD, ...change }, PROBLEM) ?? "accepted", why, JSON.stringify(change));
     assert.match(gemmConfigProblem(GOOD, { m: 1000, n: 1024, k: 1024 })!, /does not divide the problem 1000×1024×1024/);
-    assert.equal(gemmConfigProblem({ ...GOOD, BM: 256, BN: 128, BK: 32, TM: 8, TN: 8 }, PROBLEM), undefined, "48 KiB of shared memory is allowed");
+    assert.match(gemmConfigProblem(GOOD, { m: 1024, n: 1026, k: 1024 })!, /does not divide the problem 1024×1026×1024/);
+    assert.equal(gemmConfigProblem({ ...GOOD, BK: 32, BM: 64, BN: 64, TM: 4, TN: 8, warp_y: 4, pad: 0 }, PROBLEM), undefined, "a 32-deep slice in two buffers");
   });
 
   it("generates one extern \"C\" kernel with the knobs baked in, launched with one thread per TM×TN tile", () => {
     const src = gemmSource(GOOD);
-    assert.match(src, /extern "C" __global__ void __launch_bounds__\(THREADS\)\ngemm\(/);
-    assert.match(src, /#define BM 64\n#define BN 64\n#define BK 8\n#define TM 4\n#define TN 4\n#define VEC 4\n/);
-    assert.match(src, /#pragma unroll 4\n/);
-    assert.deepEqual(gemmLaunch(GOOD, PROBLEM), { grid: [16, 16], block: 256 });
+    assert.match(src, /extern "C" __global__ void __launch_bounds__\(THREADS, 2\)\ngemm\(/);
+    assert.match(src, /#define BM 128\n#define BN 128\n#define BK 8\n#define TM 8\n#define TN 8\n#define WM 32\n#define WN 64\n#define WY 4\n#define WX 8\n#define APAD 4\n#define BUFFERS 2\n#define THREADS 256\n/);
+    assert.match(src, /if \(next\) load\(k0 \+ BK\);/, "two buffers: the next slice is loaded while this one is computed");
+    assert.doesNotMatch(gemmSource({ ...GOOD, buffers: 1 }), /next/, "one buffer: load, compute, in turn");
+    assert.deepEqual(gemmWarpTile({ ...GOOD, warp_y: 8 }), [64, 32]);
+    assert.deepEqual(gemmLaunch(GOOD, PROBLEM), { grid: [8, 8], block: 256 });
     assert.equal(gemmThreads(GOOD), 256);
+    assert.equal(gemmSharedBytes(GOOD), 2 * 8 * (128 + 4 + 128) * 4);
     assert.match(NAIVE_GEMM_SOURCE, /extern "C" __global__ void gemm\(/);
   });
 

@@ -1,22 +1,36 @@
 /**
  * A tunable CUDA SGEMM template (C = A·B, row-major float32), in the spirit of
- * autotvm's conv2d template for NVIDIA GPUs: a block computes a BM×BN tile of
- * C, staging BK-deep slices of A and B through shared memory; each thread
- * accumulates a TM×TN tile in registers. The knobs are baked into the
- * generated source as `#define`s (and one `#pragma unroll` count), so each
+ * autotvm's dense/conv2d templates for NVIDIA GPUs, with the structure that
+ * makes a SIMT SGEMM fast on Hopper:
+ *
+ * - a block computes a BM×BN tile of C, staging BK-deep slices of A and B
+ *   through shared memory (A transposed, so both are read along M and N);
+ * - its warps split the block tile into warp tiles, and a warp's 32 lanes
+ *   split a warp tile as `warp_y` × (32 / `warp_y`) threads;
+ * - a thread accumulates TM×TN elements of C in registers, as (TM/4)×(TN/4)
+ *   4×4 pieces strided over the warp tile, so every shared-memory read is a
+ *   float4 that lanes either share (broadcast) or take from distinct banks, and
+ *   every store of C is a float4;
+ * - with `buffers=2`, the next slice is loaded from global memory into
+ *   registers while the current one is computed, then stored into the other
+ *   shared buffer: one barrier per slice instead of two, and the load latency
+ *   hidden behind the arithmetic.
+ *
+ * The knobs are baked into the generated source as `#define`s, so each
  * configuration is its own module — the farm compiles them in parallel and
  * caches them by content.
- *
- * Knobs:
  *
  * | knob | meaning |
  * |---|---|
  * | BM, BN | block tile of C |
- * | BK | depth of a shared-memory stage |
- * | TM, TN | thread tile of C (registers) |
- * | vec | global loads of 1, 2 or 4 floats (float2 / float4) |
- * | unroll | `#pragma unroll` count of the loop over a stage's depth (1: not unrolled) |
- * | layout | `blocked`: a thread's tile is TM×TN adjacent elements (shared reads as float4 where TM, TN allow); `strided`: its rows and columns are TY and TX apart (no shared-memory bank conflicts, coalesced stores) |
+ * | BK | depth of a shared-memory slice (its loop is unrolled) |
+ * | TM, TN | thread tile of C (registers), multiples of 4 |
+ * | warp_y | lanes of a warp along M (32 / warp_y along N): the warp tile is (TM·warp_y)×(TN·32/warp_y) |
+ * | buffers | 1: load a slice, barrier, compute, barrier; 2: register prefetch into a second buffer, one barrier |
+ * | min_blocks | `__launch_bounds__`'s blocks per SM: 2 caps registers so that two blocks fit |
+ * | pad | floats added to each row of A's transposed tile (bank conflicts of its stores) |
+ *
+ * Global loads and stores are float4s, so K and N must be multiples of 4.
  *
  * Pure code, no farm: the tuning example and its test import it.
  */
@@ -26,14 +40,15 @@ import { compileCuda, type CudaCompiledModule, type LaunchDecl, type MeasureArg,
 import type { Config } from "./search.ts";
 
 export const GEMM_SPACE = {
-  BM: [16, 32, 64, 128, 256],
-  BN: [16, 32, 64, 128, 256],
-  BK: [4, 8, 16, 32],
-  TM: [1, 2, 4, 8, 16],
-  TN: [1, 2, 4, 8, 16],
-  vec: [1, 2, 4],
-  unroll: [1, 2, 4, 8],
-  layout: ["blocked", "strided"],
+  BM: [32, 64, 128, 256],
+  BN: [32, 64, 128, 256],
+  BK: [8, 16, 32],
+  TM: [4, 8, 16],
+  TN: [4, 8, 16],
+  warp_y: [2, 4, 8, 16],
+  buffers: [1, 2],
+  min_blocks: [1, 2],
+  pad: [0, 4],
 } as const;
 
 export type GemmConfig = Config<typeof GEMM_SPACE>;
@@ -52,14 +67,21 @@ export const GEMM_PARAMS = ["float32* A", "float32* B", "float32* C", "int32 M",
 export const MAX_STATIC_SHARED_BYTES = 48 * 1024;
 export const MAX_THREADS_PER_BLOCK = 1024;
 /** More accumulators than this per thread spill to local memory whatever the compiler does. */
-export const MAX_ACCUMULATORS = 64;
+export const MAX_ACCUMULATORS = 128;
+const WARP = 32;
+
+/** The warp tile, rows × columns of C. */
+export function gemmWarpTile(c: GemmConfig): [number, number] {
+  return [c.TM * c.warp_y, c.TN * (WARP / c.warp_y)];
+}
 
 export function gemmThreads(c: GemmConfig): number {
-  return (c.BM / c.TM) * (c.BN / c.TN);
+  const [wm, wn] = gemmWarpTile(c);
+  return (c.BM / wm) * (c.BN / wn) * WARP;
 }
 
 export function gemmSharedBytes(c: GemmConfig): number {
-  return (c.BM * c.BK + c.BK * c.BN) * 4;
+  return c.buffers * c.BK * (c.BM + c.pad + c.BN) * 4;
 }
 
 /**
@@ -67,14 +89,17 @@ export function gemmSharedBytes(c: GemmConfig): number {
  * C exactly), or undefined when it can. Checked before anything is compiled.
  */
 export function gemmConfigProblem(c: GemmConfig, p: GemmProblem): string | undefined {
-  if (c.BM % c.TM !== 0 || c.BN % c.TN !== 0) return `the thread tile ${c.TM}×${c.TN} does not divide the block tile ${c.BM}×${c.BN}`;
+  const [wm, wn] = gemmWarpTile(c);
+  if (c.BM % wm !== 0 || c.BN % wn !== 0) return `the warp tile ${wm}×${wn} (thread tile ${c.TM}×${c.TN}, ${c.warp_y}×${WARP / c.warp_y} lanes) does not divide the block tile ${c.BM}×${c.BN}`;
   const threads = gemmThreads(c);
-  if (threads < 32 || threads > MAX_THREADS_PER_BLOCK || threads % 32 !== 0) return `${threads} threads per block (need a multiple of 32, at most ${MAX_THREADS_PER_BLOCK})`;
+  if (threads > MAX_THREADS_PER_BLOCK) return `${threads} threads per block (at most ${MAX_THREADS_PER_BLOCK})`;
   if (c.TM * c.TN > MAX_ACCUMULATORS) return `${c.TM * c.TN} accumulators per thread (at most ${MAX_ACCUMULATORS})`;
-  if (c.BK % c.vec !== 0 || c.BN % c.vec !== 0) return `loads of ${c.vec} floats do not divide BK ${c.BK} and BN ${c.BN}`;
+  for (const [what, floats] of [["A", c.BM * c.BK], ["B", c.BK * c.BN]] as const) {
+    if ((floats / 4) % threads !== 0) return `the ${floats / 4} float4 loads of a slice of ${what} do not divide among ${threads} threads`;
+  }
   if (gemmSharedBytes(c) > MAX_STATIC_SHARED_BYTES) return `${gemmSharedBytes(c)} bytes of shared memory (at most ${MAX_STATIC_SHARED_BYTES})`;
   if (p.m % c.BM !== 0 || p.n % c.BN !== 0 || p.k % c.BK !== 0) return `the block tile ${c.BM}×${c.BN}×${c.BK} does not divide the problem ${p.m}×${p.n}×${p.k}`;
-  if (p.k % c.vec !== 0 || p.n % c.vec !== 0) return `rows of A and B are not aligned for loads of ${c.vec} floats`;
+  if (p.k % 4 !== 0 || p.n % 4 !== 0) return `rows of A and B are not aligned for float4 loads (K ${p.k} and N ${p.n} must be multiples of 4)`;
   return undefined;
 }
 
@@ -82,95 +107,127 @@ export function gemmLaunch(c: GemmConfig, p: GemmProblem): LaunchDecl {
   return { grid: [p.n / c.BN, p.m / c.BM], block: gemmThreads(c) };
 }
 
-/** Reads `count` consecutive floats of a shared array into `dst`, as float4s when `count` allows. */
-function sharedRead(dst: string, count: string, src: (offset: string) => string, vector: boolean): string {
-  if (!vector) return `#pragma unroll\n      for (int i = 0; i < ${count}; i++) ${dst}[i] = ${src("i")};`;
-  return [
-    `#pragma unroll`,
-    `      for (int i = 0; i < ${count}; i += 4) {`,
-    `        const float4 v = *reinterpret_cast<const float4*>(&${src("i")});`,
-    `        ${dst}[i] = v.x; ${dst}[i + 1] = v.y; ${dst}[i + 2] = v.z; ${dst}[i + 3] = v.w;`,
-    `      }`,
-  ].join("\n");
-}
-
 /** The CUDA C++ source of configuration `c`: one kernel, `extern "C" __global__ void gemm(A, B, C, M, N, K)`. */
 export function gemmSource(c: GemmConfig): string {
-  const strided = c.layout === "strided";
-  const readA = strided
-    ? `#pragma unroll\n      for (int i = 0; i < TM; i++) a[i] = As[k][ty + i * TY];`
-    : sharedRead("a", "TM", (i) => `As[k][ty * TM + ${i}]`, c.TM % 4 === 0);
-  const readB = strided
-    ? `#pragma unroll\n      for (int j = 0; j < TN; j++) b[j] = Bs[k][tx + j * TX];`
-    : sharedRead("b", "TN", (j) => `Bs[k][tx * TN + ${j}]`, c.TN % 4 === 0);
-  const rowOf = strided ? "ty + i * TY" : "ty * TM + i";
-  const colOf = strided ? "tx + j * TX" : "tx * TN + j";
-  /** A stage's tile of A or B from global to shared memory, VEC floats per load, all threads taking turns. */
-  const load = (what: "A" | "B") => {
-    const [rows, cols, src] = what === "A" ? ["BM", "BK", "Ab + (size_t)r * K + k0 + c"] : ["BK", "BN", "Bb + (size_t)(k0 + r) * N + c"];
-    // A's tile is stored transposed (As[k][m]), so that the inner loop reads it along m.
-    const put = (e: number, v: string) => (what === "A" ? `As[c + ${e}][r] = ${v};` : `Bs[r][c + ${e}] = ${v};`);
-    const fields = ["x", "y", "z", "w"].slice(0, c.vec);
-    const body =
-      c.vec === 1
-        ? put(0, "*src")
-        : what === "B"
-          ? `*reinterpret_cast<float${c.vec}*>(&Bs[r][c]) = *reinterpret_cast<const float${c.vec}*>(src);`
-          : [`const float${c.vec} v = *reinterpret_cast<const float${c.vec}*>(src);`, ...fields.map((f, e) => put(e, `v.${f}`))].join(" ");
-    return [
-      `    for (int t = tid; t < ${rows} * ${cols} / VEC; t += THREADS) {`,
-      `      const int r = t / (${cols} / VEC), c = (t % (${cols} / VEC)) * VEC;`,
-      `      const float* src = ${src};`,
-      `      ${body}`,
-      `    }`,
-    ].join("\n");
-  };
+  const [wm, wn] = gemmWarpTile(c);
+  const double = c.buffers === 2;
   return `// kernelfarm GEMM template: ${Object.entries(c).map(([k, v]) => `${k}=${v}`).join(" ")}
 #define BM ${c.BM}
 #define BN ${c.BN}
 #define BK ${c.BK}
 #define TM ${c.TM}
 #define TN ${c.TN}
-#define VEC ${c.vec}
-#define TX (BN / TN)
-#define TY (BM / TM)
-#define THREADS (TX * TY)
+#define WM ${wm}
+#define WN ${wn}
+#define WY ${c.warp_y}
+#define WX ${WARP / c.warp_y}
+#define APAD ${c.pad}
+#define BUFFERS ${c.buffers}
+#define THREADS ${gemmThreads(c)}
+#define WARPS_N (BN / WN)
+#define LOADS_A (BM * BK / 4 / THREADS)
+#define LOADS_B (BK * BN / 4 / THREADS)
 
-extern "C" __global__ void __launch_bounds__(THREADS)
+extern "C" __global__ void __launch_bounds__(THREADS, ${c.min_blocks})
 ${GEMM_FUNCTION}(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N, int K) {
-  __shared__ __align__(16) float As[BK][BM];
-  __shared__ __align__(16) float Bs[BK][BN];
-  const int tid = threadIdx.x;
-  const int tx = tid % TX, ty = tid / TX;
+  __shared__ __align__(16) float As[BUFFERS][BK][BM + APAD];
+  __shared__ __align__(16) float Bs[BUFFERS][BK][BN];
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  // This thread's rows of C start at m0 (then every WY * 4 rows, 4 at a time), its columns at n0 (every WX * 4).
+  const int m0 = (warp / WARPS_N) * WM + (lane / WX) * 4, n0 = (warp % WARPS_N) * WN + (lane % WX) * 4;
   const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
   const float* Ab = A + (size_t)row0 * K;
   const float* Bb = B + col0;
+  float4 ra[LOADS_A], rb[LOADS_B];
   float acc[TM][TN];
 #pragma unroll
   for (int i = 0; i < TM; i++)
 #pragma unroll
     for (int j = 0; j < TN; j++) acc[i][j] = 0.0f;
 
-  for (int k0 = 0; k0 < K; k0 += BK) {
-${load("A")}
-${load("B")}
-    __syncthreads();
-#pragma unroll ${c.unroll}
+  // A slice of A (BM×BK, read along K) and of B (BK×BN, read along N) into registers, float4s, all threads taking turns...
+  auto load = [&](int k0) {
+#pragma unroll
+    for (int l = 0; l < LOADS_A; l++) {
+      const int t = tid + l * THREADS, r = t / (BK / 4), k = (t % (BK / 4)) * 4;
+      ra[l] = *reinterpret_cast<const float4*>(Ab + (size_t)r * K + k0 + k);
+    }
+#pragma unroll
+    for (int l = 0; l < LOADS_B; l++) {
+      const int t = tid + l * THREADS, k = t / (BN / 4), n = (t % (BN / 4)) * 4;
+      rb[l] = *reinterpret_cast<const float4*>(Bb + (size_t)(k0 + k) * N + n);
+    }
+  };
+  // ...and from registers into shared buffer s, A transposed.
+  auto store = [&](int s) {
+#pragma unroll
+    for (int l = 0; l < LOADS_A; l++) {
+      const int t = tid + l * THREADS, r = t / (BK / 4), k = (t % (BK / 4)) * 4;
+      As[s][k][r] = ra[l].x; As[s][k + 1][r] = ra[l].y; As[s][k + 2][r] = ra[l].z; As[s][k + 3][r] = ra[l].w;
+    }
+#pragma unroll
+    for (int l = 0; l < LOADS_B; l++) {
+      const int t = tid + l * THREADS, k = t / (BN / 4), n = (t % (BN / 4)) * 4;
+      *reinterpret_cast<float4*>(&Bs[s][k][n]) = rb[l];
+    }
+  };
+  auto compute = [&](int s) {
+#pragma unroll
     for (int k = 0; k < BK; k++) {
       float a[TM], b[TN];
-      ${readA}
-      ${readB}
+#pragma unroll
+      for (int i = 0; i < TM / 4; i++) {
+        const float4 v = *reinterpret_cast<const float4*>(&As[s][k][m0 + i * WY * 4]);
+        a[4 * i] = v.x; a[4 * i + 1] = v.y; a[4 * i + 2] = v.z; a[4 * i + 3] = v.w;
+      }
+#pragma unroll
+      for (int j = 0; j < TN / 4; j++) {
+        const float4 v = *reinterpret_cast<const float4*>(&Bs[s][k][n0 + j * WX * 4]);
+        b[4 * j] = v.x; b[4 * j + 1] = v.y; b[4 * j + 2] = v.z; b[4 * j + 3] = v.w;
+      }
 #pragma unroll
       for (int i = 0; i < TM; i++)
 #pragma unroll
         for (int j = 0; j < TN; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
     }
+  };
+
+${
+  double
+    ? `  // Two buffers: while slice s is computed, the next one travels from global memory into registers, then into
+  // buffer s ^ 1. One barrier per slice suffices: a thread writes buffer s ^ 1 only after every thread passed the
+  // barrier that ended the slice which last read it.
+  load(0);
+  store(0);
+  __syncthreads();
+  int s = 0;
+  for (int k0 = 0; k0 < K; k0 += BK) {
+    const bool next = k0 + BK < K;
+    if (next) load(k0 + BK);
+    compute(s);
+    if (next) {
+      store(s ^ 1);
+      __syncthreads();
+      s ^= 1;
+    }
+  }`
+    : `  for (int k0 = 0; k0 < K; k0 += BK) {
+    load(k0);
+    store(0);
     __syncthreads();
-  }
+    compute(0);
+    __syncthreads();
+  }`
+}
 #pragma unroll
-  for (int i = 0; i < TM; i++)
+  for (int i = 0; i < TM / 4; i++)
 #pragma unroll
-    for (int j = 0; j < TN; j++) C[(size_t)(row0 + ${rowOf}) * N + col0 + ${colOf}] = acc[i][j];
+    for (int r = 0; r < 4; r++)
+#pragma unroll
+      for (int j = 0; j < TN / 4; j++) {
+        const float* v = &acc[4 * i + r][4 * j];
+        *reinterpret_cast<float4*>(&C[(size_t)(row0 + m0 + i * WY * 4 + r) * N + col0 + n0 + j * WX * 4]) = make_float4(v[0], v[1], v[2], v[3]);
+      }
 }
 `;
 }
