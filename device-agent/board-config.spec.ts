@@ -69,6 +69,25 @@ describe("parseBoardFlag", () => {
     assert.throws(() => parseBoardFlag("cuda:gpu0:key=h100", 0), invalid(/CUDA device "gpu0" must be a device number/));
   });
 
+  it("vta:DEVICE: the device model or a target, with the DMA allocator, the done timeout and the model's hang; each refused where it means nothing", () => {
+    assert.deepEqual(parseBoardFlag("vta:model:key=vta", 2), { kind: "vta", key: "vta", name: "vta2", labels: {}, index: "model", options: { device: "model" } });
+    assert.equal(parseBoardFlag("vta:key=vta", 0).options.device, "model", "the model by default");
+    assert.deepEqual(parseBoardFlag("vta:pynq:key=pynq,dma=udmabuf0", 0).options, { device: "pynq", dma: "udmabuf0" });
+    assert.deepEqual(parseBoardFlag("vta:ultra96:key=u96,dma=cma,done_timeout_ms=2000,zone=lab", 0), {
+      kind: "vta", key: "u96", name: "vta0", labels: { zone: "lab" }, index: "ultra96", options: { device: "ultra96", dma: "cma", doneTimeoutMs: 2000 },
+    });
+    assert.equal(parseBoardFlag("vta:model:key=vta,hang=/tmp/hang", 0).options.hang, "/tmp/hang");
+    for (const [flag, why] of [
+      ["vta:kria:key=vta", /VTA device "kria" is not known; give model \(the register-level device model\) or a target: pynq, ultra96, zcu104/],
+      ["vta:pynq:key=vta,hang=always", /hang= injects a fault into the device model; a pynq board hangs on its own/],
+      ["vta:model:key=vta,dma=cma", /dma= chooses a board's allocator; the device model has its own memory/],
+      ["vta:model:key=vta,done_timeout_ms=soon", /done_timeout_ms=soon is not a positive number of milliseconds/],
+      ["cpu:key=cpu,dma=cma,hang=always", /dma, hang are options of vta boards, not cpu/],
+    ] as const) {
+      assert.throws(() => parseBoardFlag(flag, 0), invalid(why), flag);
+    }
+  });
+
   it("expandBoards leaves indexed boards alone and refuses KIND:all for kinds without devices", async () => {
     const boards = [parseBoardFlag("cpu:key=cpu", 0), parseBoardFlag("cuda:1:key=h100", 1)];
     assert.deepEqual(await expandBoards(boards), boards);

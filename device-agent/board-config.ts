@@ -21,13 +21,16 @@ export interface BoardConfig {
 }
 
 /** Keys of `k=v` pairs that configure the board rather than label it. */
-const RESERVED = new Set(["key", "name", "memory", "canary"]);
+const RESERVED = new Set(["key", "name", "memory", "canary", "dma", "done_timeout_ms", "hang"]);
 
 /** What `--board` takes, shown with every refusal. */
 export const BOARD_GRAMMAR =
-  "KIND[:DEVICE][:KEY=VALUE,...], e.g. cpu:key=cpu,name=c0 · vta-sim:key=vta · cuda:0:key=h100 · cuda:all:key=h100 (DEVICE: CUDA only, a number or all)";
-/** Kinds whose boards are devices of the host, numbered. */
-const INDEXED_KINDS: ReadonlySet<string> = new Set(["cuda"]);
+  "KIND[:DEVICE][:KEY=VALUE,...], e.g. cpu:key=cpu,name=c0 · vta-sim:key=vta · vta:pynq:key=vta · vta:model:key=vta · cuda:0:key=h100 · cuda:all:key=h100 " +
+  "(DEVICE: CUDA, a number or all; VTA, model or a target: pynq, ultra96, zcu104)";
+/** Kinds whose boards name a device: CUDA's numbered devices, VTA's target or its model. */
+const INDEXED_KINDS: ReadonlySet<string> = new Set(["cuda", "vta"]);
+/** What the options of VTA device boards may say. */
+const VTA_DEVICES = ["model", "pynq", "ultra96", "zcu104"];
 
 export function parseBoardFlag(flag: string, position: number): BoardConfig {
   const [kind, ...rest] = flag.split(":");
@@ -59,7 +62,15 @@ export function parseBoardFlag(flag: string, position: number): BoardConfig {
   if (pairs.memory !== undefined) options.memoryBytes = parseBytes(pairs.memory, flag);
   // CPU boards: the canary's shared object (device-agent/canary.ts builds the default).
   if (pairs.canary !== undefined) options.canaryLibrary = pairs.canary;
-  return checkBoard({ kind, key: pairs.key ?? kind, name: pairs.name ?? `${kind}${index ?? (kind === "cuda" ? 0 : position)}`, labels, index, options }, flag);
+  // VTA boards: the DMA allocator on hardware (auto, cma, or a u-dma-buf region's name), how long a run may take, and for the device model a hang to inject.
+  if (pairs.dma !== undefined) options.dma = pairs.dma;
+  if (pairs.done_timeout_ms !== undefined) {
+    const ms = Number(pairs.done_timeout_ms);
+    if (!Number.isInteger(ms) || ms <= 0) refuse(`done_timeout_ms=${pairs.done_timeout_ms} is not a positive number of milliseconds`);
+    options.doneTimeoutMs = ms;
+  }
+  if (pairs.hang !== undefined) options.hang = pairs.hang;
+  return checkBoard({ kind, key: pairs.key ?? kind, name: pairs.name ?? `${kind}${kind === "vta" ? position : index ?? (kind === "cuda" ? 0 : position)}`, labels, index, options }, flag);
 }
 
 /**
@@ -88,6 +99,16 @@ export function checkBoard(b: BoardConfig, where: string): BoardConfig {
     const index = b.index ?? "0";
     if (!/^\d+$/.test(index)) throw new FarmError("INVALID_ARGUMENT", `${where}: CUDA device ${JSON.stringify(index)} must be a device number (0, 1, ...) or "all"`);
     b = { ...b, index, options: { ...b.options, device: Number(index) } };
+  }
+  if (b.kind === "vta") {
+    const device = b.index ?? "model";
+    if (!VTA_DEVICES.includes(device)) throw new FarmError("INVALID_ARGUMENT", `${where}: VTA device ${JSON.stringify(device)} is not known; give model (the register-level device model) or a target: ${VTA_DEVICES.slice(1).join(", ")}`);
+    if (b.options.hang !== undefined && device !== "model") throw new FarmError("INVALID_ARGUMENT", `${where}: hang= injects a fault into the device model; a ${device} board hangs on its own`);
+    if (b.options.dma !== undefined && device === "model") throw new FarmError("INVALID_ARGUMENT", `${where}: dma= chooses a board's allocator; the device model has its own memory`);
+    b = { ...b, index: device, options: { ...b.options, device } };
+  } else {
+    const vtaOnly = Object.entries({ dma: "dma", doneTimeoutMs: "done_timeout_ms", hang: "hang" }).filter(([k]) => b.options[k] !== undefined).map(([, flag]) => flag);
+    if (vtaOnly.length > 0) throw new FarmError("INVALID_ARGUMENT", `${where}: ${vtaOnly.join(", ")} ${vtaOnly.length > 1 ? "are options" : "is an option"} of vta boards, not ${b.kind}`);
   }
   if (!/^[A-Za-z0-9_.:-]+$/.test(b.key)) throw new FarmError("INVALID_ARGUMENT", `${where}: key ${JSON.stringify(b.key)} may hold only letters, digits and _ . : -`);
   if (!/^[A-Za-z0-9_.-]+$/.test(b.name)) throw new FarmError("INVALID_ARGUMENT", `${where}: name ${JSON.stringify(b.name)} may hold only letters, digits and _ . -`);

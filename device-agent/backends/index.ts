@@ -2,7 +2,7 @@
 import { FarmError } from "../../protos/index.ts";
 import type { Backend, BoardFacts } from "./backend.ts";
 
-export const BOARD_KINDS = ["cpu", "cuda", "vta-sim"] as const;
+export const BOARD_KINDS = ["cpu", "cuda", "vta-sim", "vta"] as const;
 export type BoardKind = (typeof BOARD_KINDS)[number];
 
 export function isBoardKind(kind: string): kind is BoardKind {
@@ -18,6 +18,8 @@ export async function describeBoard(kind: BoardKind, options: Record<string, unk
       return (await import("./cuda/backend.ts")).describeCudaBoard(deviceOption(options));
     case "vta-sim":
       return (await import("./vta-sim/backend.ts")).describeVtaSimBoard();
+    case "vta":
+      return (await import("./vta-mmio/backend.ts")).describeVtaBoard(String(options.device));
   }
 }
 
@@ -39,6 +41,20 @@ export async function createBackend(kind: string, options: Record<string, unknow
     case "vta-sim": {
       const { VtaSimBackend } = await import("./vta-sim/backend.ts");
       return new VtaSimBackend({ memoryBytes: typeof options.memoryBytes === "number" ? options.memoryBytes : undefined });
+    }
+    case "vta": {
+      const { VtaMmioBackend } = await import("./vta-mmio/backend.ts");
+      const device = String(options.device);
+      return new VtaMmioBackend(
+        {
+          device,
+          memoryBytes: typeof options.memoryBytes === "number" ? options.memoryBytes : undefined,
+          dma: typeof options.dma === "string" ? options.dma : undefined,
+          hang: typeof options.hang === "string" ? options.hang : undefined,
+          doneTimeoutMs: typeof options.doneTimeoutMs === "number" ? options.doneTimeoutMs : undefined,
+        },
+        device === "model" ? undefined : (await import("./vta-mmio/linux.ts")).openBoard,
+      );
     }
     default:
       throw new FarmError("INVALID_ARGUMENT", `unknown board kind "${kind}"; this agent serves: ${BOARD_KINDS.join(", ")}`);

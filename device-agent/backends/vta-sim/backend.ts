@@ -6,17 +6,13 @@
  * decoded runs. Arrays are buffers in the simulator's DRAM; the stats are
  * TVM's simulator counters plus the cycle estimate.
  */
-import { FarmError, decodeBundle, type FunctionSpec, type ModuleBundle } from "../../../protos/index.ts";
+import { FarmError, type FunctionSpec, type ModuleBundle } from "../../../protos/index.ts";
 import { DEFAULT_VTA_HARDWARE, decodeVtaBinary, type VtaBinary, type VtaHardware } from "../../../vta/index.ts";
 import type { ArgValue, Backend, BackendStats, BoardFacts, CanaryResult, DeviceArray, LoadedFunction, LoadedModule } from "../backend.ts";
-import { timeCanary } from "../canary-timing.ts";
-import { VTA_CANARY_BUNDLE_BASE64, VTA_CANARY_FUNCTION, VTA_CANARY_STATS, vtaCanaryInputs, vtaCanaryReference } from "./canary.ts";
+import { runVtaCanary } from "./canary.ts";
 import { DramBuffer } from "./dram.ts";
 import { VtaSimulator, type VtaProgram, type VtaSimulatorOptions } from "./simulator.ts";
 import { busBytesPerCycle, resolveTiming } from "./timing.ts";
-
-/** Simulated runs of the canary GEMM per timed repeat. */
-const CANARY_NUMBER = 10;
 
 export const VTA_SIM_KIND = "vta-sim";
 
@@ -148,34 +144,13 @@ export class VtaSimBackend implements Backend {
     this.callNs = 0;
   }
 
-  /** A one-block GEMM (canary.ts): output and TVM's statistics checked exactly; runs only on an idle board. */
+  /**
+   * A one-block GEMM (canary.ts): output and TVM's statistics checked exactly;
+   * runs only on an idle board. Timed on the simulator, so its drift is this
+   * host's CPU's.
+   */
   canary(): CanaryResult {
-    const module = this.load(decodeBundle(Buffer.from(VTA_CANARY_BUNDLE_BASE64, "base64")));
-    const fn = module.functions.get(VTA_CANARY_FUNCTION)!;
-    const { a, w } = vtaCanaryInputs();
-    const arrays = [a, w, new Int8Array(16)].map((data) => {
-      const array = this.alloc(data.byteLength);
-      array.write(0, new Uint8Array(data.buffer));
-      return array;
-    });
-    try {
-      this.clearStats();
-      this.invoke(fn, arrays.map((array) => ({ kind: "buffer", array })));
-      const out = new Int8Array(Uint8Array.from(arrays[2]!.read(0, 16)).buffer);
-      const want = vtaCanaryReference(a, w);
-      const bad = out.findIndex((v, i) => v !== want[i]);
-      if (bad >= 0) return { ok: false, detail: `gemm C[${bad}] = ${out[bad]}, expected ${want[bad]}` };
-      const counters = this.sim.counters.toRecord() as Record<string, number>;
-      for (const [name, value] of Object.entries(VTA_CANARY_STATS)) {
-        if (counters[name] !== value) return { ok: false, detail: `gemm ${name} = ${counters[name]}, expected ${value}` };
-      }
-      // Timed on the simulator: the host's CPU runs it, so its drift is that host's.
-      const args: ArgValue[] = arrays.map((array) => ({ kind: "buffer", array }));
-      const kernelNs = timeCanary((number) => this.timeCalls(fn, args, number), CANARY_NUMBER);
-      return { ok: true, detail: "gemm 1×16·16×16 int8 exact, statistics exact", kernelNs };
-    } finally {
-      this.reset();
-    }
+    return runVtaCanary(this);
   }
 
   reset(): void {

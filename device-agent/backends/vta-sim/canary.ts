@@ -1,5 +1,9 @@
+import { decodeBundle } from "../../../protos/index.ts";
+import type { ArgValue, Backend, CanaryResult } from "../backend.ts";
+import { timeCanary } from "../canary-timing.ts";
+
 /**
- * The vta-sim board's canary: a 1×16 · 16×16 int8 GEMM (one VTA block, so
+ * The VTA boards' canary (simulator and mmio alike): a 1×16 · 16×16 int8 GEMM (one VTA block, so
  * the packed layouts equal the plain ones), checked element by element
  * against a reference and against TVM's simulator statistics exactly.
  *
@@ -38,4 +42,40 @@ export function vtaCanaryReference(a: Int8Array, w: Int8Array): Int8Array {
     for (let i = 0; i < 16; i++) acc += a[i]! * w[o * 16 + i]!;
     return Math.max(-128, Math.min(127, acc));
   });
+}
+
+/** Runs of the canary GEMM per timed repeat. */
+const CANARY_NUMBER = 10;
+
+/**
+ * Runs the canary on `board` through the path sessions use (load, alloc,
+ * invoke), checks the output and the statistics exactly, times it, and
+ * resets the board. Runs only on an idle board.
+ */
+export function runVtaCanary(board: Backend): CanaryResult {
+  const module = board.load(decodeBundle(Buffer.from(VTA_CANARY_BUNDLE_BASE64, "base64")), "");
+  const fn = module.functions.get(VTA_CANARY_FUNCTION)!;
+  const { a, w } = vtaCanaryInputs();
+  const arrays = [a, w, new Int8Array(16)].map((data) => {
+    const array = board.alloc(data.byteLength);
+    array.write(0, new Uint8Array(data.buffer));
+    return array;
+  });
+  try {
+    board.clearStats();
+    const args: ArgValue[] = arrays.map((array) => ({ kind: "buffer", array }));
+    board.invoke(fn, args);
+    const out = new Int8Array(Uint8Array.from(arrays[2]!.read(0, 16)).buffer);
+    const want = vtaCanaryReference(a, w);
+    const bad = out.findIndex((v, i) => v !== want[i]);
+    if (bad >= 0) return { ok: false, detail: `gemm C[${bad}] = ${out[bad]}, expected ${want[bad]}` };
+    const counters = board.stats().counters;
+    for (const [name, value] of Object.entries(VTA_CANARY_STATS)) {
+      if (counters[name] !== value) return { ok: false, detail: `gemm ${name} = ${counters[name]}, expected ${value}` };
+    }
+    const kernelNs = timeCanary((number) => board.timeCalls(fn, args, number), CANARY_NUMBER);
+    return { ok: true, detail: "gemm 1×16·16×16 int8 exact, statistics exact", kernelNs };
+  } finally {
+    board.reset();
+  }
 }

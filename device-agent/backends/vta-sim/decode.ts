@@ -116,6 +116,29 @@ export interface DecodedRun {
   readonly needs: Map<number, BufferNeed>;
 }
 
+/**
+ * Refuses a call whose argument buffers (`nbytes[p]`, undefined: not a
+ * buffer) are smaller than what the program's runs address in them.
+ */
+export function checkArgumentSizes(
+  program: { readonly name: string; readonly params: readonly ParamInfo[]; readonly needs: ReadonlyMap<number, BufferNeed & { run: number }> },
+  nbytes: readonly (number | undefined)[],
+): void {
+  for (const [p, need] of program.needs) {
+    const param = program.params[p]!;
+    const size = nbytes[p];
+    const at = `argument ${p} (${param.name}) of VTA function "${program.name}"`;
+    if (size === undefined) throw new FarmError("BAD_ARGUMENTS", `${at} must be a VTA DRAM buffer`);
+    if (size < need.bytes) {
+      throw new FarmError(
+        "BAD_ARGUMENTS",
+        `${at} holds ${size} bytes, but the program addresses ${need.bytes} bytes of it (run ${need.run}, instruction ${need.insn}, ${need.label}); pass an array of at least ${need.bytes} bytes`,
+        { details: { param: p, needBytes: need.bytes } },
+      );
+    }
+  }
+}
+
 /** Where errors point: `function "f", run 0`. */
 export function runLabel(fnName: string, run: number): string {
   return `function "${fnName}", run ${run}`;

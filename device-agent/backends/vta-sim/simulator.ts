@@ -24,7 +24,7 @@ import { FarmError } from "../../../protos/index.ts";
 import { DEFAULT_VTA_HARDWARE, UOP_BUFFER, type VtaBinary, type VtaHardware } from "../../../vta/index.ts";
 import { Dram, type DramBuffer } from "./dram.ts";
 import {
-  ABSOLUTE, KIND, MODULE_NAMES, checkRunShape, decodeRun, popFlagName, runLabel,
+  ABSOLUTE, KIND, MODULE_NAMES, checkArgumentSizes, checkRunShape, decodeRun, popFlagName, runLabel,
   type BufferNeed, type DecodedInsn, type DecodedRun, type ParamInfo,
 } from "./decode.ts";
 import { Executor } from "./execute.ts";
@@ -151,7 +151,7 @@ export class VtaSimulator {
    */
   call(program: VtaProgram, args: readonly (DramBuffer | undefined)[]): CallReport {
     if (program.error) throw program.error;
-    this.checkArgs(program, args);
+    checkArgumentSizes(program, args.map((b) => b?.nbytes));
     const report: CallReport = { cycles: 0, runs: 0, instructions: 0 };
     for (const run of program.runs) {
       try {
@@ -161,14 +161,30 @@ export class VtaSimulator {
         throw err;
       }
     }
-    const left = Object.entries(this.tokens.counts()).filter(([, n]) => n > 0);
-    if (left.length > 0) {
+    const left = this.tokens.counts();
+    if (Object.values(left).some((n) => n > 0)) {
       this.tokens.clear();
-      throw new FarmError(
-        "RUNTIME_ERROR",
-        `VTA function "${program.name}": its last FINISH left dependency tokens behind — ${left.map(([q, n]) => `${n} on ${q} (${QUEUE_ROUTES[q as keyof typeof QUEUE_ROUTES]})`).join(", ")}; a later call would pop them out of its order and compute wrong results. A call must pop every token it pushes by its last FINISH (compileVta's trailingPops "commit", the default, does; "carry" reproduces TVM's first call, which does not)`,
-        { details: { tokens: Object.fromEntries(left) } },
-      );
+      throw tokensLeftError(program.name, left);
+    }
+    return report;
+  }
+
+  /**
+   * Executes one instruction stream whose DRAM addresses are all physical, as
+   * the hardware runs what a driver relocated and placed in its instruction
+   * buffer: every access must lie in some placed buffer, micro-ops included.
+   * Tokens stay in their FIFOs afterwards, as in the hardware. The device
+   * model's entry point (backends/vta-mmio/model.ts); `what` names the stream
+   * in errors.
+   */
+  runStream(insns: Uint8Array, what: string): CallReport {
+    const decoded = decodeRun(this.hw, this.timing, { insns, uops: new Uint8Array(0), relocations: [] }, 0, what, []);
+    const report: CallReport = { cycles: 0, runs: 0, instructions: 0 };
+    try {
+      this.execRun({ name: what }, { ...decoded, uopBuffer: undefined }, ANY_PLACED, report);
+    } catch (err) {
+      this.tokens.clear();
+      throw err;
     }
     return report;
   }
@@ -182,26 +198,10 @@ export class VtaSimulator {
     this.decodedRuns = 0;
   }
 
-  private checkArgs(program: VtaProgram, args: readonly (DramBuffer | undefined)[]): void {
-    for (const [p, need] of program.needs) {
-      const param = program.params[p]!;
-      const buf = args[p];
-      const at = `argument ${p} (${param.name}) of VTA function "${program.name}"`;
-      if (!buf) throw new FarmError("BAD_ARGUMENTS", `${at} must be a VTA DRAM buffer`);
-      if (buf.nbytes < need.bytes) {
-        throw new FarmError(
-          "BAD_ARGUMENTS",
-          `${at} holds ${buf.nbytes} bytes, but the program addresses ${need.bytes} bytes of it (run ${need.run}, instruction ${need.insn}, ${need.label}); pass an array of at least ${need.bytes} bytes`,
-          { details: { param: p, needBytes: need.bytes } },
-        );
-      }
-    }
-  }
-
-  /** Finds the argument or micro-op buffer an absolute DRAM range lies in. */
-  private resolveAbsolute(d: DecodedInsn, run: PlacedRun, args: readonly (DramBuffer | undefined)[], where: string): DramBuffer {
+  /** Finds the argument or micro-op buffer (with ANY_PLACED: any placed buffer) an absolute DRAM range lies in. */
+  private resolveAbsolute(d: DecodedInsn, run: PlacedRun, args: readonly (DramBuffer | undefined)[] | typeof ANY_PLACED, where: string): DramBuffer {
     const buf = this.dram.find(d.dramFirstByte);
-    const placed = buf !== undefined && (buf === run.uopBuffer || args.includes(buf));
+    const placed = buf !== undefined && (args === ANY_PLACED || buf === run.uopBuffer || args.includes(buf));
     if (!buf || !placed || d.dramEndByte > buf.phys + buf.nbytes) {
       const hex = (n: number) => `0x${n.toString(16)}`;
       throw new FarmError(
@@ -213,7 +213,7 @@ export class VtaSimulator {
     return buf;
   }
 
-  private execRun(program: VtaProgram, run: PlacedRun, args: readonly (DramBuffer | undefined)[], report: CallReport): void {
+  private execRun(program: Pick<VtaProgram, "name">, run: PlacedRun, args: readonly (DramBuffer | undefined)[] | typeof ANY_PLACED, report: CallReport): void {
     const where = runLabel(program.name, run.index);
     const insns = run.insns;
     const queues = run.queues;
@@ -243,7 +243,7 @@ export class VtaSimulator {
           } else if (d.buffer === UOP_BUFFER) {
             exec.exec(d, run.uopBuffer, d.dramFirstByte, where);
           } else {
-            exec.exec(d, d.buffer >= 0 ? args[d.buffer] : undefined, d.dramFirstByte, where);
+            exec.exec(d, d.buffer >= 0 && args !== ANY_PLACED ? args[d.buffer] : undefined, d.dramFirstByte, where);
           }
           const end = start + d.cycles;
           freeAt[m] = end;
@@ -299,6 +299,19 @@ export class VtaSimulator {
     return new FarmError("RUNTIME_ERROR", `VTA ${where}: dependency-token deadlock before FINISH — ${waits}`, { details: { instruction: first ?? -1 } });
   }
 }
+
+/** A call whose last FINISH left tokens in the FIFOs (`left`: count by queue name). */
+export function tokensLeftError(fnName: string, left: Readonly<Record<string, number>>): FarmError {
+  const queues = Object.entries(left).filter(([, n]) => n > 0);
+  return new FarmError(
+    "RUNTIME_ERROR",
+    `VTA function "${fnName}": its last FINISH left dependency tokens behind — ${queues.map(([q, n]) => `${n} on ${q} (${QUEUE_ROUTES[q as keyof typeof QUEUE_ROUTES]})`).join(", ")}; a later call would pop them out of its order and compute wrong results. A call must pop every token it pushes by its last FINISH (compileVta's trailingPops "commit", the default, does; "carry" reproduces TVM's first call, which does not)`,
+    { details: { tokens: Object.fromEntries(queues) } },
+  );
+}
+
+/** `args` of a stream whose addresses are physical: any placed buffer may be addressed. */
+const ANY_PLACED = Symbol("any placed buffer");
 
 /** Without a function table: every parameter a relocation names is a buffer. */
 function inferParams(runs: readonly { relocations: readonly { buffer: number }[] }[]): ParamInfo[] {

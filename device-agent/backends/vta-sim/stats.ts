@@ -18,6 +18,9 @@
  * profiler reports it) with each module's busy cycles, and how much ran.
  * All are cumulative until cleared.
  */
+import type { VtaHardware } from "../../../vta/index.ts";
+import { KIND, type DecodedInsn } from "./decode.ts";
+
 export const TVM_COUNTERS = [
   "inp_load_nbytes",
   "wgt_load_nbytes",
@@ -52,9 +55,52 @@ export class VtaCounters {
     }
   }
 
+  /** Adds `other`'s counts to these. */
+  add(other: Readonly<VtaCounters>): void {
+    const mine = this as unknown as Record<string, number>;
+    for (const [k, v] of Object.entries(other)) if (typeof v === "number") mine[k]! += v;
+  }
+
   toRecord(): Record<string, number> {
     const out: Record<string, number> = {};
     for (const [k, v] of Object.entries(this)) if (typeof v === "number") out[k] = v;
     return out;
+  }
+}
+
+/**
+ * Adds what executing `insns` once counts to TVM's seven counters, without
+ * executing them: every counter depends only on instruction fields (the table
+ * above), which is why a board whose hardware has no counters (an FPGA) can
+ * report the same statistics as the simulator. The simulator's Executor counts
+ * the same amounts as it executes.
+ */
+export function countStatically(hw: VtaHardware, insns: readonly DecodedInsn[], c: VtaCounters): void {
+  for (const d of insns) {
+    const moved = d.xSize * d.ySize;
+    switch (d.kind) {
+      case KIND.LOAD_INP:
+        c.inp_load_nbytes += moved * hw.inpElemBytes;
+        break;
+      case KIND.LOAD_WGT:
+        c.wgt_load_nbytes += moved * hw.wgtElemBytes;
+        break;
+      case KIND.LOAD_ACC:
+      case KIND.LOAD_ACC8:
+        c.acc_load_nbytes += moved * hw.accElemBytes;
+        break;
+      case KIND.LOAD_UOP:
+        c.uop_load_nbytes += moved * hw.uopElemBytes;
+        break;
+      case KIND.STORE:
+        c.out_store_nbytes += moved * hw.outElemBytes;
+        break;
+      case KIND.GEMM:
+        c.gemm_counter += d.iterOut * d.iterIn * (d.uopEnd - d.uopBgn);
+        break;
+      case KIND.ALU:
+        c.alu_counter += d.iterOut * d.iterIn * (d.uopEnd - d.uopBgn);
+        break;
+    }
   }
 }
