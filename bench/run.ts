@@ -36,6 +36,7 @@ const BENCHMARKS: Record<string, { what: string; run: () => Promise<void> }> = {
   metrics: { what: "tracker /metrics scrape p50/p99 with 1,000 attached boards vs the Summary RPC", run: benchMetrics },
   cuda: { what: "CUDA board on a real GPU: timing fidelity vs a native event harness, copy bandwidth, worker start (skipped without a GPU)", run: benchCuda },
   "vta-sim": { what: "VTA simulator: simulated int8 MAC/s on the conv2d tutorial vs a typed-array dot loop; cycles 1 vs 2 virtual threads", run: benchVtaSim },
+  "vta-mmio": { what: "VTA mmio driver on the register-level device model: overhead per run (flush, relocation, registers, done poll) for the tutorials vs a call on the simulator board", run: async () => (await import("./vta-mmio.ts")).benchVtaMmio() },
   trust: { what: "the cost of the worker forwarder, tokens and TLS: nop call, idle grant, 64 MiB upload on four farms side by side; authorization per grant", run: async () => (await import("./trust.ts")).benchTrust() },
   "across-hosts": { what: "tracker, agents and a client on hosts of their own (network namespaces): grant, call and 64 MiB upload per lane at 0 ms, 20 ms and 1 % loss vs raw TCP over the same links (needs root)", run: async () => (await import("./across-hosts.ts")).benchAcrossHosts() },
   "tvm-tracker": { what: "TVM's tracker protocol on the tracker's TVM port: REQUEST → grant p50/p90 for a TVM-protocol client, a free TVM server waiting, vs TVM's 48 ms and a raw TCP ping-pong of the same frames", run: async () => (await import("./tvm-tracker.ts")).benchTvmTracker() },

@@ -66,6 +66,15 @@ export class Agent {
     const boards = await expandBoards(o.boards);
     // What confines session workers here (docs/sandbox.md): decided once, logged once, shown as each board's `sandbox` capability.
     const plan = resolveSandbox({ workerUids: o.workerUids, workerNetwork: o.workerNetwork, limits: (kind) => workerLimitsFor(o, kind), diskBytes: o.workerDiskBytes });
+    // An FPGA board's worker maps /dev/mem, which the kernel allows only with CAP_SYS_RAWIO: not on a uid of its own.
+    const fpga = boards.find((b) => b.kind === "vta" && b.options.device !== "model");
+    if (fpga && plan.users) {
+      throw new FarmError(
+        "INVALID_ARGUMENT",
+        `board ${fpga.name} (vta:${String(fpga.options.device)}) maps VTA's registers through /dev/mem in its session worker, which needs root; session workers here run as uids of their own: start the agent with --worker-uids off`,
+        { details: { option: "worker-uids" } },
+      );
+    }
     // What an agent killed without its clean-up left mounted (its sessions' tmpfs hold RAM).
     if (plan.diskBytes > 0) {
       const stale = SessionDisk.detachStale();

@@ -12,6 +12,8 @@ import { describe, it } from "node:test";
 import { vtaMatmul } from "../host-sdk/index.ts";
 import { VTA_CANARY_BUNDLE_BASE64 } from "../device-agent/backends/vta-sim/canary.ts";
 import { VtaSimBackend } from "../device-agent/backends/vta-sim/backend.ts";
+import { VtaMmioBackend } from "../device-agent/backends/vta-mmio/backend.ts";
+import { OPCODE } from "../vta/index.ts";
 
 const FIXTURE = fileURLToPath(new URL("../device-agent/backends/vta-sim/canary.ts", import.meta.url));
 
@@ -45,5 +47,24 @@ describe("vta-sim canary", () => {
     const r = broken.canary();
     assert.equal(r.ok, false);
     assert.match(r.detail, /^gemm C\[0\] = 99, expected -1$/);
+  });
+
+  it("passes through the mmio driver on the device model, timed by the clock around the done poll, and catches a device that drops a store", () => {
+    const board = new VtaMmioBackend({ device: "model" });
+    const { kernelNs, ...result } = board.canary();
+    assert.deepEqual(result, { ok: true, detail: "gemm 1×16·16×16 int8 exact, statistics exact" });
+    assert.ok(kernelNs !== undefined && kernelNs > 0 && kernelNs < 1e7, `canary ${kernelNs} ns per run`);
+    assert.equal(board.stats().counters.dram_bytes_in_use, 0, "the canary's buffers are freed");
+    // A device whose stores never reach memory: the CPU reads the zeros it wrote.
+    const broken = new VtaMmioBackend({ device: "model" });
+    const run = broken.model!.sim.runStream.bind(broken.model!.sim);
+    broken.model!.sim.runStream = (insns, what) => {
+      const stores = Uint8Array.from(insns);
+      for (let i = 0; i < stores.length; i += 16) if ((stores[i]! & 7) === OPCODE.STORE) stores.fill(0, i + 8, i + 16);
+      return run(stores, what);
+    };
+    const r = broken.canary();
+    assert.equal(r.ok, false);
+    assert.match(r.detail, /^gemm C\[\d+\] = 0, expected -?\d+$/);
   });
 });

@@ -4,7 +4,8 @@
  * loadModule → remote arrays of packed inputs → call → toArray → unpack. The
  * whole suite runs twice: on a simulator board (`--board vta-sim:key=vta`)
  * and on an FPGA board's mmio driver over the register-level device model
- * (`--board vta:model:key=vta`), with the same expectations.
+ * (`--board vta:model:key=vta`), with the same expectations
+ * (helpers/vta-boards.ts; on a real board, `npm run test:pynq`).
  *
  * * TVM's three tutorials: outputs equal the plain reference, and stats()
  *   after clearStats() equal exactly the statistics TVM's simulator printed
@@ -25,6 +26,7 @@ import {
 } from "../host-sdk/index.ts";
 import { DEFAULT_VTA_HARDWARE as hw, MEM, OPCODE, decodeInsn, decodeRun, encodeInsn, encodeVtaBinary, type VtaRun } from "../vta/index.ts";
 import { startFarm, waitForFreeBoards } from "./helpers/processes.ts";
+import { vtaTestBoards } from "./helpers/vta-boards.ts";
 import { conv2dCase, firstMismatch, matmulCase, type VtaCase } from "./helpers/vta.ts";
 
 /** What TVM's simulator printed for each tutorial (docs/vta-isa.md §9.1, §9.2, §9.3). */
@@ -91,23 +93,7 @@ function isFarmError(code: string, ...patterns: RegExp[]): (e: unknown) => boole
   };
 }
 
-/**
- * The boards the suite runs on, and what differs between them: how a run's
- * time is reported (the simulator's cycle estimate, which models virtual
- * threads' latency hiding; the model's clock around the done poll, which
- * times the simulator behind it and so shows none) and how a stray DRAM
- * address fails (the simulator finds no buffer there; the mmio board refuses
- * an address it cannot relocate).
- */
-const BOARDS = [
-  { what: "a simulator board", flag: "vta-sim:key=vta", timeCounter: "cycle_count", modelsLatency: true, strayAddress: /outside the buffers placed for this call/ },
-  {
-    what: "the mmio driver on the device model", flag: "vta:model:key=vta", timeCounter: "device_ns_total", modelsLatency: false,
-    strayAddress: /has no relocation; on a board every DRAM address must name an argument/,
-  },
-] as const;
-
-for (const board of BOARDS) describe(`VTA kernels compiled on the host, run through a farm on ${board.what}`, () => {
+for (const board of vtaTestBoards()) describe(`VTA kernels compiled on the host, run through a farm on ${board.what}`, () => {
   let farm: Awaited<ReturnType<typeof startFarm>>;
   const withSession = async <T>(fn: (s: Session) => Promise<T>): Promise<T> => {
     const s = await farm.client.request("vta");
@@ -119,7 +105,7 @@ for (const board of BOARDS) describe(`VTA kernels compiled on the host, run thro
   };
 
   before(async () => {
-    farm = await startFarm([board.flag]);
+    farm = await startFarm([board.flag], { agentArgs: board.agentArgs });
   });
   after(() => farm.stop());
 
@@ -205,7 +191,7 @@ for (const board of BOARDS) describe(`VTA kernels compiled on the host, run thro
         cycles.push(counters[board.timeCounter]!);
       }
     });
-    if (board.modelsLatency) assert.ok(cycles[1]! < cycles[0]!, `2 threads: ${cycles[1]} cycles, 1 thread: ${cycles[0]}`);
+    if (board.showsLatencyHiding) assert.ok(cycles[1]! < cycles[0]!, `2 threads: ${cycles[1]} cycles, 1 thread: ${cycles[0]}`);
     else assert.ok(cycles.every((x) => x > 0), `every case timed: ${cycles.join(", ")}`);
   });
 

@@ -32,7 +32,7 @@ import { VtaDeviceModel } from "../device-agent/backends/vta-mmio/model.ts";
 import { VTA_TARGETS, registerName, MODULES, VTA_IP_REG_MAP_RANGE } from "../device-agent/backends/vta-mmio/registers.ts";
 import type { ArgValue } from "../device-agent/backends/backend.ts";
 import { DEFAULT_VTA_HARDWARE as hw, MEM, OPCODE, NO_DEPS, encodeInsn } from "../vta/index.ts";
-import { startFarm, waitFor } from "./helpers/processes.ts";
+import { runCli, startFarm, waitFor } from "./helpers/processes.ts";
 import { conv2dCase, firstMismatch, matmulCase, type VtaCase } from "./helpers/vta.ts";
 
 const bytes = (a: Int8Array) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
@@ -267,5 +267,13 @@ describe("a VTA board whose device hangs, in a farm", () => {
     } finally {
       await next.s.close();
     }
+  });
+});
+
+describe("an FPGA board's agent", () => {
+  it("refuses to start where session workers cannot map /dev/mem (uids of their own), saying what to pass", { skip: process.getuid?.() !== 0 && "workers run on uids of their own only when the agent is root" }, async () => {
+    const r = await runCli(["agent", "--tracker", "127.0.0.1:1", "--board", "vta:pynq:key=vta,name=pynq0"]);
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /board pynq0 \(vta:pynq\) maps VTA's registers through \/dev\/mem in its session worker, which needs root; .*start the agent with --worker-uids off/);
   });
 });

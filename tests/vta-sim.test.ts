@@ -13,6 +13,7 @@ import { DEFAULT_VTA_HARDWARE as hw, encodeVtaBinary, type VtaBinary } from "../
 import { matrixMultiplyProgram, randomInt8 } from "../device-agent/backends/vta-sim/test-programs.ts";
 import { matmulReference, unpackMatrix } from "../host-sdk/index.ts";
 import { startFarm, waitForFreeBoards } from "./helpers/processes.ts";
+import { vtaTestBoards } from "./helpers/vta-boards.ts";
 
 const PARAMS: FunctionSpec["params"] = [
   { name: "A", kind: "buffer", dtype: "int8", shape: [1, 16, 1, 16] },
@@ -42,20 +43,14 @@ function reference(a: Int8Array, b: Int8Array): Int8Array {
   return matmulReference(a, unpackMatrix(b, 256, 256, hw.blockOut, hw.blockIn), { batch: 1, inFeatures: 256, outFeatures: 256 });
 }
 
-/** The boards, with what tells them apart: their kind and labels, and how a run's time is reported. */
-const BOARDS = [
-  { what: "a VTA simulator board", flag: "vta-sim:key=vta", kind: "vta-sim", labels: { sim: "true" }, timeCounter: "cycle_count" },
-  { what: "a VTA board on the device model", flag: "vta:model:key=vta", kind: "vta", labels: { device: "model" }, timeCounter: "device_ns_total" },
-] as const;
-
-for (const board of BOARDS) describe(`a session on ${board.what}`, () => {
+for (const board of vtaTestBoards()) describe(`a session on ${board.what}`, () => {
   let farm: Awaited<ReturnType<typeof startFarm>>;
   const bundle = matmulBundle();
   const a = randomInt8(256, 7);
   const b = randomInt8(65536, 8);
 
   before(async () => {
-    farm = await startFarm([board.flag]);
+    farm = await startFarm([board.flag], { agentArgs: board.agentArgs });
   });
   after(() => farm.stop());
 

@@ -8,8 +8,8 @@
  * counted from the stream here, once: the hardware has no counters.
  */
 import { FarmError } from "../../../protos/index.ts";
-import { OPCODE, UOP_BUFFER, decodeInsn, encodeInsn, type MemInsn, type VtaBinary, type VtaHardware } from "../../../vta/index.ts";
-import { ABSOLUTE, checkRunShape, runLabel, decodeRun, type BufferNeed, type ParamInfo } from "../vta-sim/decode.ts";
+import { UOP_BUFFER, insnLayouts, type VtaBinary, type VtaHardware } from "../../../vta/index.ts";
+import { ABSOLUTE, KIND, checkRunShape, runLabel, decodeRun, type BufferNeed, type ParamInfo } from "../vta-sim/decode.ts";
 import { tokensLeftError } from "../vta-sim/simulator.ts";
 import { VtaCounters, countStatically } from "../vta-sim/stats.ts";
 import type { TimingModel } from "../vta-sim/timing.ts";
@@ -20,7 +20,7 @@ import type { DmaBuffer, DmaMemory } from "./bus.ts";
 interface Patch {
   readonly insn: number;
   readonly param: number;
-  readonly raw: MemInsn;
+  readonly dramBase: number;
   readonly elemBytes: number;
 }
 
@@ -95,13 +95,12 @@ export function prepareMmioProgram(
         }
         const buffer = relocated.get(d.index);
         if (buffer === undefined || d.ySize === 0 || d.xSize === 0) continue;
-        const raw = decodeInsn(run.insns, d.index * 16, hw) as MemInsn;
         if (buffer === UOP_BUFFER) {
-          encodeInsn({ ...raw, dramBase: raw.dramBase + uopBuffer!.phys / hw.uopElemBytes }, hw, insns, d.index * 16);
+          writeDramBase(dramBaseField(hw), insns, d.index, d.dramBase + uopBuffer!.phys / hw.uopElemBytes);
         } else {
-          patches.push({ insn: d.index, param: buffer, raw, elemBytes: d.dramElemBytes });
+          patches.push({ insn: d.index, param: buffer, dramBase: d.dramBase, elemBytes: d.dramElemBytes });
           touched.add(buffer);
-          if (raw.opcode === OPCODE.STORE) stored.add(buffer);
+          if (d.kind === KIND.STORE) stored.add(buffer);
         }
       }
       for (const [p, n] of decoded.needs) {
@@ -125,9 +124,39 @@ export function prepareMmioProgram(
 }
 
 /** Writes run `run`'s stream into `out` with every argument address physical (`phys[p]`: argument p's buffer address). */
-export function relocateRun(hw: VtaHardware, run: MmioRun, phys: readonly number[], out: Uint8Array<ArrayBuffer>): void {
+export function relocateRun(hw: VtaHardware, run: MmioRun, phys: readonly number[], out: Uint8Array): void {
   out.set(run.insns);
-  for (const p of run.patches) encodeInsn({ ...p.raw, dramBase: p.raw.dramBase + phys[p.param]! / p.elemBytes }, hw, out, p.insn * 16);
+  const field = dramBaseField(hw);
+  for (const p of run.patches) writeDramBase(field, out, p.insn, p.dramBase + phys[p.param]! / p.elemBytes);
+}
+
+/** Where dram_base lies in a LOAD/STORE instruction of `hw`. */
+function dramBaseField(hw: VtaHardware): { lo: number; width: number } {
+  return insnLayouts(hw).mem.find((f) => f.name === "dramBase")!;
+}
+
+/**
+ * Sets the dram_base field of LOAD/STORE instruction `index` in `out`, bit by
+ * bit span (it straddles bytes: bits 26–57 of the default layout), leaving
+ * every other field as it is. A relocation per instruction per call: this
+ * costs a few dozen nanoseconds, where decoding and re-encoding the whole
+ * instruction cost microseconds.
+ */
+function writeDramBase(field: { lo: number; width: number }, out: Uint8Array, index: number, value: number): void {
+  if (!Number.isInteger(value) || value < 0 || value >= 2 ** field.width) {
+    throw new FarmError("RUNTIME_ERROR", `VTA instruction ${index}: its DRAM address ${value} (in elements) does not fit the ${field.width}-bit dram_base field; the buffer lies too high in physical memory`);
+  }
+  let bit = field.lo;
+  let done = 0;
+  while (done < field.width) {
+    const at = index * 16 + (bit >> 3);
+    const shift = bit & 7;
+    const n = Math.min(8 - shift, field.width - done);
+    const mask = ((1 << n) - 1) << shift;
+    out[at] = (out[at]! & ~mask) | (((value >>> done) & ((1 << n) - 1)) << shift);
+    bit += n;
+    done += n;
+  }
 }
 
 export function releaseMmioProgram(program: MmioProgram): void {
