@@ -9,7 +9,7 @@ import { startAgent, parseBoardFlag, parseBytes, readAgentConfigFile, type Board
 import { connectTracker } from "../host-sdk/index.ts";
 import { runDemo } from "./demo.ts";
 import { watchFarm } from "./watch.ts";
-import { TUTORIAL_NAMES, vtaDisasm } from "./vta.ts";
+import { TUTORIAL_NAMES, vtaDisasm, vtaProgram } from "./vta.ts";
 import { addClientSecurityFlags, connectOptionsOf, type ClientSecurityFlags } from "./security-flags.ts";
 import { addTokenCommand } from "./token.ts";
 import { addCertsCommand } from "./certs.ts";
@@ -245,9 +245,18 @@ addClientSecurityFlags(program
 addTokenCommand(program);
 addCertsCommand(program);
 
-program
-  .command("vta")
-  .description("the VTA toolchain")
+const vta = program.command("vta").description("the VTA toolchain, and VTA boards");
+addClientSecurityFlags(vta
+  .command("program"), "client")
+  .description("load a bitstream into a VTA board's FPGA (TVM's program_fpga): its companion vta_config.json must describe the board's VTA configuration; the board's `bitstream` label becomes the bitstream's SHA-256")
+  .argument("<board>", "the board's id as `kfarm status` shows it: AGENT/BOARD")
+  .argument("<bitstream>", "the bitstream file (the .bin form Zynq's FPGA manager loads)")
+  .requiredOption("--tracker <host:port>", "tracker address")
+  .option("--config <file>", "its companion JSON, TVM's vta_config.json (default: the bitstream's name with .json)")
+  .action(async (board: string, bitstream: string, o: ClientSecurityFlags & { tracker: string; config?: string }) => {
+    console.log(await vtaProgram(board, bitstream, o.config, o.tracker, connectOptionsOf(o, "kfarm vta program")));
+  });
+vta
   .command("disasm")
   .description("print a VTA module's instruction streams readably")
   .argument("[module]", "a module bundle file (what compileVta returns as .bytes)")

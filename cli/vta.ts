@@ -2,7 +2,7 @@
 import { readFile } from "node:fs/promises";
 import { FarmError, decodeBundle } from "../protos/index.ts";
 import { decodeVtaBinary, disassemble } from "../vta/index.ts";
-import { compileVta, VTA_TUTORIALS } from "../host-sdk/index.ts";
+import { compileVta, connectTracker, VTA_TUTORIALS, type ConnectOptions } from "../host-sdk/index.ts";
 
 export const TUTORIAL_NAMES = Object.keys(VTA_TUTORIALS) as Array<keyof typeof VTA_TUTORIALS>;
 
@@ -30,5 +30,28 @@ export async function vtaDisasm(file: string | undefined, opts: { tutorial?: str
     return disassemble(binary, { functionName: opts.function, paramNames, uops: opts.uops });
   } catch (err) {
     throw new FarmError("INVALID_ARGUMENT", (err as Error).message, { cause: err });
+  }
+}
+
+/**
+ * `kfarm vta program BOARD BITSTREAM`: a session on that board alone, in
+ * which the bitstream and its companion JSON are uploaded and loaded
+ * (Session.programFpga). Returns the line to print.
+ */
+export async function vtaProgram(boardId: string, bitstream: string, config: string | undefined, tracker: string, opts: ConnectOptions): Promise<string> {
+  const client = await connectTracker(tracker, opts);
+  try {
+    const board = (await client.summary()).boards.find((b) => b.id === boardId);
+    if (!board) throw new FarmError("NO_BOARD", `no board ${boardId} at ${tracker}; \`kfarm status --tracker ${tracker}\` lists them`);
+    if (board.kind !== "vta") throw new FarmError("BAD_ARGUMENTS", `board ${boardId} is a ${board.kind} board; only vta boards (an FPGA board or its device model) take a bitstream`);
+    const session = await client.request(board.key, { board: boardId });
+    try {
+      const r = await session.programFpga(bitstream, config);
+      return `${boardId}: loaded ${bitstream} (VTA ${r.hardware}); label bitstream=${r.sha256}`;
+    } finally {
+      await session.close();
+    }
+  } finally {
+    client.close();
   }
 }

@@ -5,10 +5,11 @@
 import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { FarmError, parseAddress, type Lane } from "../protos/index.ts";
+import { DEFAULT_VTA_HARDWARE } from "../vta/index.ts";
 import type { BoardHealthReport } from "../protos/gen/farm/v1/BoardHealthReport.ts";
 import type { BoardSpec } from "../protos/gen/farm/v1/BoardSpec.ts";
 import { describeBoard } from "./backends/index.ts";
-import { expandBoards } from "./board-config.ts";
+import { expandBoards, type BoardConfig } from "./board-config.ts";
 import { buildCpuSupport } from "./canary.ts";
 import { AgentMetrics } from "./metrics.ts";
 import { resolveAgentOptions, workerLimitsFor, type AgentOptions, type ResolvedAgentOptions } from "./options.ts";
@@ -103,13 +104,14 @@ export class Agent {
       } catch (err) {
         throw new FarmError("INVALID_ARGUMENT", `board ${board.name} (${board.kind}): ${(err as Error).message}`, { cause: err });
       }
-      specs.push({
+      const spec: BoardSpec = {
         name: board.name,
         key: board.key,
         kind: board.kind,
         labels: { ...facts.labels, ...board.labels },
         capabilities: { ...facts.capabilities, sandbox: describeSandbox(plan, board.kind) },
-      });
+      };
+      specs.push(spec);
       const pool = new BoardPool(
         {
           tracker: this.workerLink?.address ?? o.tracker,
@@ -137,6 +139,7 @@ export class Agent {
             if (report.kind === "canary") this.lastCanary.set(name, { ...report, atMs });
             this.link?.send({ board_health: healthMessage(name, report, atMs) });
           },
+          programFpga: (_name, bitstream, config) => this.programFpga(board, spec, bitstream, config),
         },
         o.logger,
         sandbox,
@@ -227,6 +230,22 @@ export class Agent {
   /** A host reached a session's worker (the agent handed the lane over, or the worker's standby lane took it): the tracker sees no other sign. */
   private laneOpened(sessionId: string, lane: Lane): void {
     this.link?.send({ lane_opened: { session_id: sessionId, route: lane } });
+  }
+
+  /**
+   * Loads a bitstream into a VTA board's FPGA (a session's program_fpga) and
+   * records its SHA-256 as the board's `bitstream` label, here (so every
+   * later registration says it) and at the tracker. The device model's FPGA
+   * manager is a folder of this agent's (backends/vta-mmio/fpga-manager.ts).
+   */
+  private async programFpga(board: BoardConfig, spec: BoardSpec, bitstream: string, config: string): Promise<{ sha256: string; hardware: string }> {
+    const { FpgaManager } = await import("./backends/vta-mmio/fpga-manager.ts");
+    const manager = board.options.device === "model" ? FpgaManager.forModel(join(this.options.workRoot, "fpga", board.name)) : new FpgaManager("/");
+    const loaded = manager.program(bitstream, config, DEFAULT_VTA_HARDWARE);
+    spec.labels = { ...spec.labels, bitstream: loaded.sha256 };
+    this.options.logger.info({ board: board.name, sha256: loaded.sha256, hardware: loaded.hardware }, `board ${board.name}: bitstream ${loaded.sha256} loaded`);
+    this.link?.send({ board_labels: { board_name: board.name, labels: spec.labels } });
+    return loaded;
   }
 
   close(): void {

@@ -78,6 +78,8 @@ export interface PoolEvents {
   sessionEnded(sessionId: string, reason: FarmError | null): void;
   /** A canary ran, or the board's infrastructure failed (a worker died or did not start outside any session). */
   health(boardName: string, report: HealthReport): void;
+  /** A session asks to load a bitstream into the board's FPGA (paths of its files); the agent checks, loads and relabels. */
+  programFpga(boardName: string, bitstream: string, config: string): Promise<{ sha256: string; hardware: string }>;
 }
 
 export class BoardPool {
@@ -189,6 +191,8 @@ export class BoardPool {
       void this.storeTake(w, msg.id, msg.sha256, msg.size);
     } else if (msg.t === "store-keep") {
       void this.storeKeep(w, msg.id, msg.name, msg.sha256);
+    } else if (msg.t === "program-fpga") {
+      void this.programFpga(w, msg.id, msg.bitstream, msg.config);
     } else if (msg.t === "counters") {
       this.metrics?.counted(msg);
     } else if (msg.t === "canary") {
@@ -325,6 +329,20 @@ export class BoardPool {
     const dir = w.sessionDir;
     if (dir !== undefined && /^[^/\0]+$/.test(name) && name !== "." && name !== "..") await this.sandbox.store.keep(join(dir, name), sha256, w.uid);
     if (w.child.connected) w.child.send({ t: "store-kept", id } satisfies AgentToWorker);
+  }
+
+  /** A worker's session asks for a bitstream of its folder to be loaded: only plain names in its own folder. */
+  private async programFpga(w: WorkerHandle, id: number, bitstream: string, config: string): Promise<void> {
+    let reply: AgentToWorker;
+    try {
+      const dir = w.sessionDir;
+      const plain = (name: string) => /^[^/\0]+$/.test(name) && name !== "." && name !== "..";
+      if (dir === undefined || !plain(bitstream) || !plain(config)) throw new FarmError("BAD_ARGUMENTS", "program_fpga names files of the session's own folder");
+      reply = { t: "fpga-programmed", id, ...(await this.events.programFpga(this.boardName, join(dir, bitstream), join(dir, config))) };
+    } catch (err) {
+      reply = { t: "fpga-programmed", id, error: FarmError.from(err).toWire() };
+    }
+    if (w.child.connected) w.child.send(reply);
   }
 
   private deathReason(w: WorkerHandle, code: number | null, signal: NodeJS.Signals | null): FarmError {

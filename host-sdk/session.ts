@@ -388,6 +388,25 @@ export class Session {
     await this.request({ clear_stats: {} });
   }
 
+  // --- the board itself
+
+  /**
+   * Loads a bitstream into this VTA board's FPGA, as TVM's
+   * `vta.program_fpga(remote, bitstream)`: `bitstream` and `config` (its
+   * companion, TVM's vta_config.json; default: the bitstream's path with
+   * `.json` for `.bit`/`.bin`) are uploaded, the agent checks that the
+   * configuration is the board's and loads the bitstream through the FPGA
+   * manager, and the board's `bitstream` label becomes its SHA-256.
+   */
+  async programFpga(bitstream: string | Uint8Array, config?: string | Uint8Array): Promise<{ sha256: string; hardware: string }> {
+    const companion = config ?? (typeof bitstream === "string" ? bitstream.replace(/\.(bit|bin)$/, "") + ".json" : undefined);
+    if (companion === undefined) throw new FarmError("INVALID_ARGUMENT", "programFpga(bytes) needs the configuration too: the bytes of its vta_config.json, or its path");
+    const b = await this.upload(bitstream, "kfarm-bitstream.bin");
+    const c = await this.upload(companion, "kfarm-bitstream.json");
+    const r = await this.request({ program_fpga: { bitstream: b, config: c } });
+    return { sha256: r.programmed!.sha256, hardware: r.programmed!.hardware };
+  }
+
   /**
    * Ends the session: resolves once the worker has closed it (on a socket
    * lane, its clean end; else the tracker's end). The tracker gives the board

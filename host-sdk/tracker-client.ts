@@ -48,6 +48,8 @@ export interface RequestOptions {
   route?: Route;
   /** auto: how long the direct lane may take before the relay is tried. Default 1000 ms. */
   directTimeoutMs?: number;
+  /** Only this board (its id, AGENT/NAME, as `kfarm status` shows it), which must serve the key. */
+  board?: string;
 }
 
 export const DEFAULT_CONNECT_TIMEOUT_MS = 5000;
@@ -109,6 +111,7 @@ export class TrackerClient {
       client_id: this.clientId,
       session_timeout_ms: opts.sessionTimeoutMs ?? 0,
       route,
+      board_id: opts.board ?? "",
     })));
     // No gRPC deadline: the stream lives as long as the lease. The tracker answers at the queue deadline; the
     // host's own limit only guards against a tracker that never does.

@@ -14,8 +14,12 @@
  * * In a farm (real tracker and agent processes): a device that hangs in a
  *   session fails that session's calls with TIMEOUT, its worker is replaced,
  *   the new worker's canary re-checks the board, and the next session works.
+ * * `kfarm vta program` and Session.programFpga: the bitstream's hash becomes
+ *   the board's label; a configuration that is not the board's is refused,
+ *   naming both; bad companions and boards of other kinds are refused.
  */
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -275,5 +279,89 @@ describe("an FPGA board's agent", () => {
     const r = await runCli(["agent", "--tracker", "127.0.0.1:1", "--board", "vta:pynq:key=vta,name=pynq0"]);
     assert.notEqual(r.code, 0);
     assert.match(r.stderr, /board pynq0 \(vta:pynq\) maps VTA's registers through \/dev\/mem in its session worker, which needs root; .*start the agent with --worker-uids off/);
+  });
+});
+
+describe("programming a VTA board's FPGA, in a farm", () => {
+  const dir = mkdtempSync(join(tmpdir(), "kfarm-vta-program-"));
+  let farm: Awaited<ReturnType<typeof startFarm>>;
+  /** TVM's vta_config.json for the default configuration, as a Pynq bitstream's companion. */
+  const tvmConfig = (change: Record<string, unknown> = {}) =>
+    JSON.stringify({
+      TARGET: "pynq", HW_VER: "0.0.2", LOG_INP_WIDTH: 3, LOG_WGT_WIDTH: 3, LOG_ACC_WIDTH: 5, LOG_BATCH: 0, LOG_BLOCK: 4,
+      LOG_UOP_BUFF_SIZE: 15, LOG_INP_BUFF_SIZE: 15, LOG_WGT_BUFF_SIZE: 18, LOG_ACC_BUFF_SIZE: 17, ...change,
+    });
+  const bitstream = join(dir, "vta.bin");
+  const bytes = Uint8Array.from({ length: 4096 }, (_, i) => (i * 37) & 0xff);
+  const sha256 = createHash("sha256").update(bytes).digest("hex");
+  const boardOf = async (key: string) => (await farm.client.summary()).boards.find((b) => b.key === key)!;
+
+  before(async () => {
+    writeFileSync(bitstream, bytes);
+    writeFileSync(join(dir, "vta.json"), tvmConfig());
+    farm = await startFarm(["vta:model:key=vta,name=fpga", "cpu:key=cpu,name=c0"]);
+  });
+  after(async () => {
+    await farm.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("kfarm vta program loads it and the board's bitstream label becomes its SHA-256; the board goes on running modules", async () => {
+    const board = await boardOf("vta");
+    assert.equal(board.labels.bitstream, undefined, "no bitstream recorded before one is loaded");
+    const r = await runCli(["vta", "program", board.id, bitstream, "--tracker", farm.tracker.address]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout.trim(), `${board.id}: loaded ${bitstream} (VTA ${hw.name}); label bitstream=${sha256}`);
+    const after = await waitFor("the new label at the tracker", async () => {
+      const b = await boardOf("vta");
+      return b.labels.bitstream === sha256 && b.state === "free" ? b : undefined;
+    });
+    assert.deepEqual(after.labels, { vta: hw.name, device: "model", bitstream: sha256 });
+    // A request for that bitstream finds the board.
+    const s = await farm.client.request("vta", { labels: { bitstream: sha256 } });
+    try {
+      const spec = VTA_TUTORIALS.matrix_multiply;
+      const mod = compileVta(spec);
+      const c = matmulCase(spec.workload, 11);
+      await s.upload(mod);
+      const fn = (await s.loadModule(mod.name)).getFunction(mod.functions[0]!.name);
+      const shape = (i: number) => mod.functions[0]!.params[i]!.shape!;
+      const out = await s.array({ shape: shape(2), dtype: "int8" });
+      await fn(await s.array(c.inputs[0], shape(0)), await s.array(c.inputs[1], shape(1)), out);
+      assert.equal(firstMismatch(c.unpack((await out.toArray()) as Int8Array), c.want), undefined);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it("refuses a bitstream of another configuration naming both, a companion that is not TVM's config, and boards that are not VTA", async () => {
+    const board = await boardOf("vta");
+    const s = await farm.client.request("vta", { board: board.id });
+    try {
+      await assert.rejects(
+        s.programFpga(new Uint8Array(16), new TextEncoder().encode(tvmConfig({ LOG_ACC_BUFF_SIZE: 16 }))),
+        isFarmError("TARGET_MISMATCH", /the bitstream's VTA configuration is 1x16_i8w8a32_15_15_18_16 \(kfarm-bitstream.json\), but this board's agent runs 1x16_i8w8a32_15_15_18_17/),
+      );
+      await assert.rejects(s.programFpga(new Uint8Array(16), new TextEncoder().encode('{"TARGET": "pynq"}')), isFarmError("INVALID_ARGUMENT", /kfarm-bitstream.json lacks HW_VER, LOG_INP_WIDTH, .*LOG_ACC_BUFF_SIZE/));
+      await assert.rejects(s.programFpga(new Uint8Array(16), new TextEncoder().encode("not json")), isFarmError("INVALID_ARGUMENT", /kfarm-bitstream.json is not JSON/));
+      await assert.rejects(s.programFpga(new Uint8Array(0), new TextEncoder().encode(tvmConfig())), isFarmError("INVALID_ARGUMENT", /is empty: no bitstream to load/));
+      await assert.rejects(s.programFpga(new Uint8Array(16)), isFarmError("INVALID_ARGUMENT", /programFpga\(bytes\) needs the configuration too/));
+    } finally {
+      await s.close();
+    }
+    assert.equal((await boardOf("vta")).labels.bitstream, sha256, "a refused bitstream leaves the label as it was");
+    const cpu = await boardOf("cpu");
+    const r = await runCli(["vta", "program", cpu.id, bitstream, "--tracker", farm.tracker.address]);
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /board .*\/c0 is a cpu board; only vta boards \(an FPGA board or its device model\) take a bitstream \[BAD_ARGUMENTS\]/);
+    const s2 = await farm.client.request("cpu");
+    try {
+      await s2.upload(bitstream);
+      await s2.upload(join(dir, "vta.json"));
+      await assert.rejects(s2.request({ program_fpga: { bitstream: "vta.bin", config: "vta.json" } }), isFarmError("BAD_ARGUMENTS", /programming an FPGA is an operation of vta boards .*; this is a cpu board/));
+    } finally {
+      await s2.close();
+    }
+    await assert.rejects(farm.client.request("vta", { board: "nobody/fpga" }), isFarmError("NO_BOARD", /no board nobody\/fpga serves key "vta"; boards of that key: .*\/fpga/));
   });
 });

@@ -93,6 +93,7 @@ export class AgentLinks {
         else if (msg.session_ended) this.sessionEnded(agent, msg.session_ended.session_id, msg.session_ended.reason);
         else if (msg.lane_opened) this.laneOpened(agent, msg.lane_opened.session_id);
         else if (msg.board_health) this.boardHealth(agent, msg.board_health);
+        else if (msg.board_labels) this.boardLabels(agent, msg.board_labels.board_name, msg.board_labels.labels);
       } catch (err) {
         refuse(err);
       }
@@ -249,6 +250,17 @@ export class AgentLinks {
     this.events.emit({ type: "health", at, board: board.id, key: board.key, from: t.from, to: t.to, reason: t.reason });
     this.events.emit({ type: "board", at, board: describeBoard(board), change: "changed", reason: t.reason });
     if (board.health.grantable) this.scheduler.dispatch(board.key);
+  }
+
+  /** A board's labels changed (a VTA board was programmed): requests waiting for the new ones may now be granted. */
+  private boardLabels(agent: FarmAgent, boardName: string, labels: Record<string, string>): void {
+    const board = agent.boards.get(boardName);
+    if (!board) throw new FarmError("NOT_FOUND", `agent ${agent.name} has no board "${boardName}"`);
+    board.labels = { ...labels };
+    const reason = `labels now ${Object.entries(labels).map(([k, v]) => `${k}=${v}`).join(", ")}`;
+    this.log.info({ board: board.id, labels }, `board ${reason}`);
+    this.events.emit({ type: "board", at: Date.now(), board: describeBoard(board), change: "changed", reason });
+    this.scheduler.dispatch(board.key);
   }
 
   private sessionEnded(agent: FarmAgent, sessionId: string, reason: WireError | null): void {

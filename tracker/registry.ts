@@ -76,7 +76,8 @@ export interface Board {
   readonly name: string;
   readonly key: string;
   readonly kind: string;
-  readonly labels: Readonly<Record<string, string>>;
+  /** As registered; replaced when the agent reports new ones (BoardLabels: a VTA board programmed with a bitstream). */
+  labels: Readonly<Record<string, string>>;
   readonly capabilities: Readonly<Record<string, string>>;
   readonly agent: Agent;
   /** The agent holds a warm worker for the next session. */

@@ -18,6 +18,8 @@ export interface Waiter extends PendingRequest {
   readonly route: Route;
   /** Who asks: a kernelfarm host, or a TVM client (tracker/tvm/); each is granted boards of its own protocol only. */
   readonly protocol: BoardProtocol;
+  /** Only this board (AGENT/NAME), when the host named one (`kfarm vta program` does). */
+  readonly boardId: string | undefined;
   grant(lease: BoardLease, queuedMs: number): void;
   fail(err: FarmError): void;
   timer?: NodeJS.Timeout;
@@ -97,16 +99,22 @@ export class Scheduler {
       return undefined;
     }
     const labels = req.labels ?? {};
+    const boardId = req.board_id || undefined;
+    const fits = (b: { id: string; labels: Readonly<Record<string, string>> }) => labelsMatch(labels, b.labels) && (!boardId || b.id === boardId);
+    if (boardId && !returning && !boards.some((b) => b.id === boardId)) {
+      callbacks.fail(new FarmError("NO_BOARD", `no board ${boardId} serves key "${req.key}"; boards of that key: ${boards.map((b) => b.id).join(", ")}`));
+      return undefined;
+    }
     // Boards that are away cannot be asked about their labels: a returning key's request waits.
-    if (!returning && !boards.some((b) => labelsMatch(labels, b.labels))) {
+    if (!returning && !boards.some(fits)) {
       const seen = boards.map((b) => `${b.id} {${Object.entries(b.labels).map(([k, v]) => `${k}=${v}`).join(", ")}}`);
       callbacks.fail(new FarmError("NO_BOARD", `no board of key "${req.key}" has labels ${JSON.stringify(labels)}; boards of that key: ${seen.join("; ")}`));
       return undefined;
     }
     // Boards out of rotation come back only by an operator or passing canaries: say so now rather than at the deadline.
-    const usable = boards.filter((b) => labelsMatch(labels, b.labels) && boardState(b) !== "quarantined" && !b.drain);
+    const usable = boards.filter((b) => fits(b) && boardState(b) !== "quarantined" && !b.drain);
     if (!returning && usable.length === 0) {
-      const why = boards.filter((b) => labelsMatch(labels, b.labels)).map((b) => `${b.id} (${boardState(b) === "quarantined" ? `quarantined: ${b.health.reason}` : b.drain})`);
+      const why = boards.filter(fits).map((b) => `${b.id} (${boardState(b) === "quarantined" ? `quarantined: ${b.health.reason}` : b.drain})`);
       callbacks.fail(new FarmError("NO_BOARD", `every board of key "${req.key}" is out of rotation: ${why.join("; ")}`));
       return undefined;
     }
@@ -122,6 +130,7 @@ export class Scheduler {
       owner,
       route,
       protocol,
+      boardId,
       grant: callbacks.grant,
       fail: callbacks.fail,
     };
@@ -194,7 +203,7 @@ export class Scheduler {
     if (!queue || queue.size === 0 || this.closedWith) return;
     for (const board of this.registry.boardsOfKey(key)) {
       if (boardState(board) !== "free") continue;
-      const waiter = queue.take((w) => w.protocol === board.agent.protocol && labelsMatch(w.labels, board.labels));
+      const waiter = queue.take((w) => w.protocol === board.agent.protocol && labelsMatch(w.labels, board.labels) && (!w.boardId || w.boardId === board.id));
       if (!waiter) continue;
       clearTimeout(waiter.timer);
       this.grant(board, waiter);

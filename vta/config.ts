@@ -3,6 +3,7 @@
  * and every size derived from it. Nothing else in kernelfarm hard-codes a VTA
  * buffer size or element width: it asks a VtaHardware.
  */
+import { FarmError } from "../protos/index.ts";
 
 export interface VtaConfig {
   target: string;
@@ -108,3 +109,46 @@ export function vtaHardware(config: Readonly<VtaConfig> = DEFAULT_VTA_CONFIG): V
 }
 
 export const DEFAULT_VTA_HARDWARE = vtaHardware();
+
+/** TVM's vta_config.json keys, and the field of VtaConfig each fills. */
+const TVM_CONFIG_KEYS: readonly [string, keyof VtaConfig][] = [
+  ["TARGET", "target"],
+  ["HW_VER", "hwVer"],
+  ["LOG_INP_WIDTH", "logInpWidth"],
+  ["LOG_WGT_WIDTH", "logWgtWidth"],
+  ["LOG_ACC_WIDTH", "logAccWidth"],
+  ["LOG_BATCH", "logBatch"],
+  ["LOG_BLOCK", "logBlock"],
+  ["LOG_UOP_BUFF_SIZE", "logUopBuffSize"],
+  ["LOG_INP_BUFF_SIZE", "logInpBuffSize"],
+  ["LOG_WGT_BUFF_SIZE", "logWgtBuffSize"],
+  ["LOG_ACC_BUFF_SIZE", "logAccBuffSize"],
+];
+
+/**
+ * A VtaConfig from the text of TVM's `vta_config.json` (the companion file of
+ * a VTA bitstream); `where` names the file in errors. Every key must be there
+ * with the right type.
+ */
+export function parseTvmVtaConfig(text: string, where: string): VtaConfig {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    throw new FarmError("INVALID_ARGUMENT", `${where} is not JSON (${(err as Error).message}); a VTA bitstream's companion is TVM's vta_config.json`);
+  }
+  if (typeof json !== "object" || json === null || Array.isArray(json)) throw new FarmError("INVALID_ARGUMENT", `${where} is not a JSON object like TVM's vta_config.json`);
+  const o = json as Record<string, unknown>;
+  const missing = TVM_CONFIG_KEYS.filter(([k]) => o[k] === undefined).map(([k]) => k);
+  if (missing.length > 0) throw new FarmError("INVALID_ARGUMENT", `${where} lacks ${missing.join(", ")} (TVM's vta_config.json has them all)`);
+  const config: Record<string, string | number> = {};
+  for (const [key, field] of TVM_CONFIG_KEYS) {
+    const v = o[key];
+    const text = field === "target" || field === "hwVer";
+    if (text ? typeof v !== "string" : !Number.isInteger(v) || (v as number) < 0 || (v as number) > 31) {
+      throw new FarmError("INVALID_ARGUMENT", `${where}: ${key} is ${JSON.stringify(v)}, expected ${text ? "a string" : "an integer 0..31"}`);
+    }
+    config[field] = v as string | number;
+  }
+  return config as unknown as VtaConfig;
+}

@@ -1,5 +1,5 @@
 /** The VTA toolchain shared by the host compiler and the board simulator. */
-export { DEFAULT_VTA_CONFIG, DEFAULT_VTA_HARDWARE, vtaHardware, type VtaConfig, type VtaHardware } from "./config.ts";
+export { DEFAULT_VTA_CONFIG, DEFAULT_VTA_HARDWARE, parseTvmVtaConfig, vtaHardware, type VtaConfig, type VtaHardware } from "./config.ts";
 export {
   OPCODE, MEM, ALU_OP, NO_DEPS, encodeInsn, decodeInsn, encodeUop, decodeUop, insnLayouts,
   type Insn, type MemInsn, type GemmInsn, type AluInsn, type FinishInsn, type Uop, type DepFlags, type MemoryType, type AluOpcode,

@@ -69,6 +69,16 @@ const store: SessionStore = {
     await ask((id) => ({ t: "store-keep", id, name, sha256 }));
   },
 };
+/** VTA boards: the agent loads bitstreams (it owns the FPGA manager and the board's labels). */
+const programFpga =
+  config.kind === "vta"
+    ? async (bitstream: string, configFile: string) => {
+        const r = await ask((id) => ({ t: "program-fpga", id, bitstream, config: configFile }));
+        if (r.t !== "fpga-programmed") throw new FarmError("INTERNAL", `the agent answered program-fpga with ${r.t}`);
+        if (r.error) throw FarmError.fromWire(r.error);
+        return { sha256: r.sha256!, hardware: r.hardware! };
+      }
+    : undefined;
 const watchdog = new Watchdog();
 // No credentials here, ever: with TLS the agent's forwarder (a unix socket, device-agent/worker-link.ts) holds them.
 const connectTracker = () =>
@@ -206,6 +216,7 @@ async function serve(sessionId: string, token: string, workdir: string, route: s
     info: { worker_start_ms: startMs },
     counters,
     store,
+    ...(programFpga ? { programFpga } : {}),
   });
   const reporter = setInterval(reportCounters, COUNTERS_REPORT_MS);
   lane.onFrame((bytes) => server.receive(bytes));

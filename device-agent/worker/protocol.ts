@@ -34,7 +34,9 @@ export type AgentToWorker =
   /** Answer to "store-take": `file` is the name, in the session's folder, the stored file was linked to; absent: not held. */
   | { t: "store-took"; id: number; file?: string }
   /** Answer to "store-keep": the agent is done with it (kept or not). */
-  | { t: "store-kept"; id: number };
+  | { t: "store-kept"; id: number }
+  /** Answer to "program-fpga": what was loaded, or why not. */
+  | { t: "fpga-programmed"; id: number; sha256?: string; hardware?: string; error?: WireError };
 
 export type WorkerToAgent =
   | { t: "ready" }
@@ -57,5 +59,11 @@ export type WorkerToAgent =
    */
   | { t: "store-keep"; id: number; name: string; sha256: string }
   | { t: "store-take"; id: number; sha256: string; size: number }
+  /**
+   * The session asks to load a bitstream (session.proto ProgramFpga): the
+   * agent owns the FPGA manager and the board's labels. Both are names of
+   * files in the session's folder.
+   */
+  | { t: "program-fpga"; id: number; bitstream: string; config: string }
   /** `error`: why the session ended, when not cleanly (FarmError.toWire: its details too). */
   | { t: "ended"; sessionId: string; reusable: boolean; error?: WireError };

@@ -25,6 +25,8 @@ export interface SessionHooks {
   counters?: RequestCounters;
   /** The agent's store of uploaded files by digest (none: every upload is sent in full). */
   store?: SessionStore;
+  /** Loads a bitstream into the board's FPGA (VTA boards only: the agent does it); names of session files. */
+  programFpga?: (bitstream: string, config: string) => Promise<{ sha256: string; hardware: string }>;
 }
 
 export interface RemoteArray {

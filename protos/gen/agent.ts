@@ -14,6 +14,7 @@ import type { AssignSession as _farm_v1_AssignSession, AssignSession__Output as 
 import type { BoardFrame as _farm_v1_BoardFrame, BoardFrame__Output as _farm_v1_BoardFrame__Output } from './farm/v1/BoardFrame';
 import type { BoardHealthReport as _farm_v1_BoardHealthReport, BoardHealthReport__Output as _farm_v1_BoardHealthReport__Output } from './farm/v1/BoardHealthReport';
 import type { BoardInfo as _farm_v1_BoardInfo, BoardInfo__Output as _farm_v1_BoardInfo__Output } from './farm/v1/BoardInfo';
+import type { BoardLabels as _farm_v1_BoardLabels, BoardLabels__Output as _farm_v1_BoardLabels__Output } from './farm/v1/BoardLabels';
 import type { BoardReady as _farm_v1_BoardReady, BoardReady__Output as _farm_v1_BoardReady__Output } from './farm/v1/BoardReady';
 import type { BoardSpec as _farm_v1_BoardSpec, BoardSpec__Output as _farm_v1_BoardSpec__Output } from './farm/v1/BoardSpec';
 import type { Call as _farm_v1_Call, Call__Output as _farm_v1_Call__Output } from './farm/v1/Call';
@@ -27,6 +28,7 @@ import type { DirListing as _farm_v1_DirListing, DirListing__Output as _farm_v1_
 import type { Download as _farm_v1_Download, Download__Output as _farm_v1_Download__Output } from './farm/v1/Download';
 import type { Drain as _farm_v1_Drain, Drain__Output as _farm_v1_Drain__Output } from './farm/v1/Drain';
 import type { Error as _farm_v1_Error, Error__Output as _farm_v1_Error__Output } from './farm/v1/Error';
+import type { FpgaProgrammed as _farm_v1_FpgaProgrammed, FpgaProgrammed__Output as _farm_v1_FpgaProgrammed__Output } from './farm/v1/FpgaProgrammed';
 import type { FunctionInfo as _farm_v1_FunctionInfo, FunctionInfo__Output as _farm_v1_FunctionInfo__Output } from './farm/v1/FunctionInfo';
 import type { Grant as _farm_v1_Grant, Grant__Output as _farm_v1_Grant__Output } from './farm/v1/Grant';
 import type { HealthChange as _farm_v1_HealthChange, HealthChange__Output as _farm_v1_HealthChange__Output } from './farm/v1/HealthChange';
@@ -47,6 +49,7 @@ import type { OpenRelay as _farm_v1_OpenRelay, OpenRelay__Output as _farm_v1_Ope
 import type { OutputCheck as _farm_v1_OutputCheck, OutputCheck__Output as _farm_v1_OutputCheck__Output } from './farm/v1/OutputCheck';
 import type { ParamInfo as _farm_v1_ParamInfo, ParamInfo__Output as _farm_v1_ParamInfo__Output } from './farm/v1/ParamInfo';
 import type { Ping as _farm_v1_Ping, Ping__Output as _farm_v1_Ping__Output } from './farm/v1/Ping';
+import type { ProgramFpga as _farm_v1_ProgramFpga, ProgramFpga__Output as _farm_v1_ProgramFpga__Output } from './farm/v1/ProgramFpga';
 import type { Register as _farm_v1_Register, Register__Output as _farm_v1_Register__Output } from './farm/v1/Register';
 import type { Registered as _farm_v1_Registered, Registered__Output as _farm_v1_Registered__Output } from './farm/v1/Registered';
 import type { Remove as _farm_v1_Remove, Remove__Output as _farm_v1_Remove__Output } from './farm/v1/Remove';
@@ -82,6 +85,7 @@ export interface ProtoGrpcType {
       BoardFrame: MessageTypeDefinition<_farm_v1_BoardFrame, _farm_v1_BoardFrame__Output>
       BoardHealthReport: MessageTypeDefinition<_farm_v1_BoardHealthReport, _farm_v1_BoardHealthReport__Output>
       BoardInfo: MessageTypeDefinition<_farm_v1_BoardInfo, _farm_v1_BoardInfo__Output>
+      BoardLabels: MessageTypeDefinition<_farm_v1_BoardLabels, _farm_v1_BoardLabels__Output>
       BoardReady: MessageTypeDefinition<_farm_v1_BoardReady, _farm_v1_BoardReady__Output>
       BoardSpec: MessageTypeDefinition<_farm_v1_BoardSpec, _farm_v1_BoardSpec__Output>
       Call: MessageTypeDefinition<_farm_v1_Call, _farm_v1_Call__Output>
@@ -95,6 +99,7 @@ export interface ProtoGrpcType {
       Download: MessageTypeDefinition<_farm_v1_Download, _farm_v1_Download__Output>
       Drain: MessageTypeDefinition<_farm_v1_Drain, _farm_v1_Drain__Output>
       Error: MessageTypeDefinition<_farm_v1_Error, _farm_v1_Error__Output>
+      FpgaProgrammed: MessageTypeDefinition<_farm_v1_FpgaProgrammed, _farm_v1_FpgaProgrammed__Output>
       FunctionInfo: MessageTypeDefinition<_farm_v1_FunctionInfo, _farm_v1_FunctionInfo__Output>
       Grant: MessageTypeDefinition<_farm_v1_Grant, _farm_v1_Grant__Output>
       HealthChange: MessageTypeDefinition<_farm_v1_HealthChange, _farm_v1_HealthChange__Output>
@@ -115,6 +120,7 @@ export interface ProtoGrpcType {
       OutputCheck: MessageTypeDefinition<_farm_v1_OutputCheck, _farm_v1_OutputCheck__Output>
       ParamInfo: MessageTypeDefinition<_farm_v1_ParamInfo, _farm_v1_ParamInfo__Output>
       Ping: MessageTypeDefinition<_farm_v1_Ping, _farm_v1_Ping__Output>
+      ProgramFpga: MessageTypeDefinition<_farm_v1_ProgramFpga, _farm_v1_ProgramFpga__Output>
       Register: MessageTypeDefinition<_farm_v1_Register, _farm_v1_Register__Output>
       Registered: MessageTypeDefinition<_farm_v1_Registered, _farm_v1_Registered__Output>
       Remove: MessageTypeDefinition<_farm_v1_Remove, _farm_v1_Remove__Output>

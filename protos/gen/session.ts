@@ -20,6 +20,7 @@ import type { DirEntry as _farm_v1_DirEntry, DirEntry__Output as _farm_v1_DirEnt
 import type { DirListing as _farm_v1_DirListing, DirListing__Output as _farm_v1_DirListing__Output } from './farm/v1/DirListing';
 import type { Download as _farm_v1_Download, Download__Output as _farm_v1_Download__Output } from './farm/v1/Download';
 import type { Error as _farm_v1_Error, Error__Output as _farm_v1_Error__Output } from './farm/v1/Error';
+import type { FpgaProgrammed as _farm_v1_FpgaProgrammed, FpgaProgrammed__Output as _farm_v1_FpgaProgrammed__Output } from './farm/v1/FpgaProgrammed';
 import type { FunctionInfo as _farm_v1_FunctionInfo, FunctionInfo__Output as _farm_v1_FunctionInfo__Output } from './farm/v1/FunctionInfo';
 import type { Grant as _farm_v1_Grant, Grant__Output as _farm_v1_Grant__Output } from './farm/v1/Grant';
 import type { HealthChange as _farm_v1_HealthChange, HealthChange__Output as _farm_v1_HealthChange__Output } from './farm/v1/HealthChange';
@@ -35,6 +36,7 @@ import type { ModuleInfo as _farm_v1_ModuleInfo, ModuleInfo__Output as _farm_v1_
 import type { Ok as _farm_v1_Ok, Ok__Output as _farm_v1_Ok__Output } from './farm/v1/Ok';
 import type { OutputCheck as _farm_v1_OutputCheck, OutputCheck__Output as _farm_v1_OutputCheck__Output } from './farm/v1/OutputCheck';
 import type { ParamInfo as _farm_v1_ParamInfo, ParamInfo__Output as _farm_v1_ParamInfo__Output } from './farm/v1/ParamInfo';
+import type { ProgramFpga as _farm_v1_ProgramFpga, ProgramFpga__Output as _farm_v1_ProgramFpga__Output } from './farm/v1/ProgramFpga';
 import type { Remove as _farm_v1_Remove, Remove__Output as _farm_v1_Remove__Output } from './farm/v1/Remove';
 import type { SessionEnd as _farm_v1_SessionEnd, SessionEnd__Output as _farm_v1_SessionEnd__Output } from './farm/v1/SessionEnd';
 import type { Stats as _farm_v1_Stats, Stats__Output as _farm_v1_Stats__Output } from './farm/v1/Stats';
@@ -69,6 +71,7 @@ export interface ProtoGrpcType {
       DirListing: MessageTypeDefinition<_farm_v1_DirListing, _farm_v1_DirListing__Output>
       Download: MessageTypeDefinition<_farm_v1_Download, _farm_v1_Download__Output>
       Error: MessageTypeDefinition<_farm_v1_Error, _farm_v1_Error__Output>
+      FpgaProgrammed: MessageTypeDefinition<_farm_v1_FpgaProgrammed, _farm_v1_FpgaProgrammed__Output>
       FunctionInfo: MessageTypeDefinition<_farm_v1_FunctionInfo, _farm_v1_FunctionInfo__Output>
       Grant: MessageTypeDefinition<_farm_v1_Grant, _farm_v1_Grant__Output>
       HealthChange: MessageTypeDefinition<_farm_v1_HealthChange, _farm_v1_HealthChange__Output>
@@ -84,6 +87,7 @@ export interface ProtoGrpcType {
       Ok: MessageTypeDefinition<_farm_v1_Ok, _farm_v1_Ok__Output>
       OutputCheck: MessageTypeDefinition<_farm_v1_OutputCheck, _farm_v1_OutputCheck__Output>
       ParamInfo: MessageTypeDefinition<_farm_v1_ParamInfo, _farm_v1_ParamInfo__Output>
+      ProgramFpga: MessageTypeDefinition<_farm_v1_ProgramFpga, _farm_v1_ProgramFpga__Output>
       Remove: MessageTypeDefinition<_farm_v1_Remove, _farm_v1_Remove__Output>
       SessionEnd: MessageTypeDefinition<_farm_v1_SessionEnd, _farm_v1_SessionEnd__Output>
       Stats: MessageTypeDefinition<_farm_v1_Stats, _farm_v1_Stats__Output>

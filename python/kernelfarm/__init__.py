@@ -30,7 +30,7 @@ from .measure import (
     measure,
 )
 from .seeded import RandomFill, random_array
-from .session import FileInfo, RemoteArray, RemoteFunction, RemoteModule, Session, Stats
+from .session import FileInfo, FpgaProgrammed, RemoteArray, RemoteFunction, RemoteModule, Session, Stats
 from .tracker_client import ROUTES, TrackerClient, connect_tracker
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "DTYPES",
     "FarmError",
     "FileInfo",
+    "FpgaProgrammed",
     "Input",
     "KernelResources",
     "MEASURE_OUTCOMES",

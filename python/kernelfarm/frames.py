@@ -86,7 +86,7 @@ def chunk_frame_parts(frame_id: int, op: str, head: bytes, data: memoryview) -> 
 
 
 def encode_session_request(
-    key: str, priority: int, labels: dict[str, str], deadline_ms: int, client_id: str, session_timeout_ms: int, route: str
+    key: str, priority: int, labels: dict[str, str], deadline_ms: int, client_id: str, session_timeout_ms: int, route: str, board_id: str = ""
 ) -> bytes:
     return host_pb2.SessionRequest(
         key=key,
@@ -96,6 +96,7 @@ def encode_session_request(
         client_id=client_id,
         session_timeout_ms=session_timeout_ms,
         route=route,
+        board_id=board_id,
     ).SerializeToString()
 
 

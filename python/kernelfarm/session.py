@@ -11,6 +11,7 @@ import hashlib
 import math
 import numbers
 import os
+import re
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional, Sequence
 
 import numpy as np
@@ -32,6 +33,13 @@ class FileInfo(NamedTuple):
 
     name: str
     size: int
+
+
+class FpgaProgrammed(NamedTuple):
+    """What Session.program_fpga loaded: the bitstream's SHA-256 (the board's `bitstream` label) and its VTA configuration."""
+
+    sha256: str
+    hardware: str
 
 
 class Stats(NamedTuple):
@@ -452,6 +460,23 @@ class Session:
 
     def clear_stats(self) -> None:
         self._mux.request(clear_stats=session_pb2.ClearStats())
+
+    def program_fpga(self, bitstream: Any, config: Any = None) -> FpgaProgrammed:
+        """Loads a bitstream into this VTA board's FPGA: TVM's `vta.program_fpga(remote, bitstream)`.
+
+        `bitstream` and `config` (its companion, TVM's vta_config.json; default:
+        the bitstream's path with .json for .bit/.bin) are paths or bytes. The
+        agent refuses a configuration that is not the board's, naming both,
+        then loads the bitstream through the FPGA manager; the board's
+        `bitstream` label becomes its SHA-256, which this returns."""
+        if config is None:
+            if not isinstance(bitstream, (str, os.PathLike)):
+                raise FarmError("INVALID_ARGUMENT", "program_fpga(bytes) needs the configuration too: the bytes of its vta_config.json, or its path")
+            config = re.sub(r"\.(bit|bin)$", "", os.fspath(bitstream)) + ".json"
+        b = self.upload(bitstream, "kfarm-bitstream.bin")
+        c = self.upload(config, "kfarm-bitstream.json")
+        r = self._mux.request(program_fpga=session_pb2.ProgramFpga(bitstream=b, config=c)).programmed
+        return FpgaProgrammed(r.sha256, r.hardware)
 
     def close(self) -> None:
         """Ends the session; returns once the worker (or the tracker) has closed it. Safe to call twice."""

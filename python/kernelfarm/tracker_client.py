@@ -99,6 +99,7 @@ class TrackerClient:
         deadline: Optional[float] = None,
         route: Optional[str] = None,
         direct_timeout: float = DEFAULT_DIRECT_TIMEOUT_S,
+        board: Optional[str] = None,
     ) -> Session:
         """Waits for a board of `key` and opens a session on it.
 
@@ -111,7 +112,8 @@ class TrackerClient:
         data port, "grpc" on the tracker's gRPC port, "auto" direct with relay
         as its fallback (default $KFARM_ROUTE, else auto); `session.lane` says
         which it got. `direct_timeout` (seconds, auto): how long the direct
-        lane may take before the relay is tried."""
+        lane may take before the relay is tried. `board`: only this board (its
+        id, AGENT/NAME, as `kfarm status` shows it), which must serve `key`."""
         self._check_open()
         chosen = parse_route(route if route is not None else os.environ.get("KFARM_ROUTE"), "request()")
         if not isinstance(key, str):
@@ -122,7 +124,9 @@ class TrackerClient:
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in label_map.items()):
             raise FarmError("INVALID_ARGUMENT", f"request(): labels must map strings to strings, got {label_map!r}")
         deadline_ms = _ms(deadline, "deadline")
-        request = encode_session_request(key, priority, label_map, deadline_ms, self.client_id, _ms(session_timeout, "session_timeout"), chosen)
+        if board is not None and not isinstance(board, str):
+            raise FarmError("INVALID_ARGUMENT", f"request(): board must be a board id string (AGENT/NAME), got {type(board).__name__}")
+        request = encode_session_request(key, priority, label_map, deadline_ms, self.client_id, _ms(session_timeout, "session_timeout"), chosen, board or "")
         metadata = call_metadata(self._security) + [(SESSION_REQUEST_HEADER, request)]
         # No gRPC deadline: the stream lives as long as the lease. The tracker answers at the queue deadline; the
         # host's own limit only guards against a tracker that never does.

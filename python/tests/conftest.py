@@ -1,6 +1,6 @@
 """pytest setup for the Python SDK: the stubs (re)generated from protos/ first,
-then a real farm — a tracker and an agent with two CPU boards and a VTA
-simulator, started as processes on loopback — shared by the tests, and
+then a real farm — a tracker and an agent with two CPU boards, a VTA
+simulator and a VTA board on the device model, started as processes on loopback — shared by the tests, and
 stopped at the end.
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ from modules import VADD_FUNCTIONS, VADD_SOURCE, build_cpu  # noqa: E402
 
 #: The shared farm's boards.
 CPU_BOARDS = ["cpu:key=cpu,name=c0", "cpu:key=cpu,name=c1"]
-VTA_BOARDS = ["vta-sim:key=vta,name=v0"]
+VTA_BOARDS = ["vta-sim:key=vta,name=v0", "vta:model:key=fpga,name=f0"]
 
 
 def pytest_collection_modifyitems(config, items):
@@ -39,7 +39,7 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def farm():
-    """A tracker and one agent serving two CPU boards (key cpu) and a VTA simulator (key vta)."""
+    """A tracker and one agent serving two CPU boards (key cpu), a VTA simulator (key vta) and a VTA board on the device model (key fpga)."""
     tracker = TrackerProcess()
     agent = None
     try:

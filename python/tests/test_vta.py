@@ -1,11 +1,18 @@
 """TVM's VTA conv2d tutorial (ResNet-18 layer 9) on a `vta-sim` board from
 Python: the module built by the TypeScript VTA compiler, the data packed and
 the output unpacked in numpy as TVM's tutorial does, checked against a numpy
-reference, and the board's statistics equal to what TVM's simulator printed."""
+reference, and the board's statistics equal to what TVM's simulator printed.
+Then TVM's program_fpga on a `vta` board (the device model): the bitstream's
+hash becomes the board's label, and another configuration is refused."""
 from __future__ import annotations
+
+import hashlib
+import json
 
 import numpy as np
 import pytest
+
+from kernelfarm import FarmError
 
 from modules import build_vta
 
@@ -77,3 +84,35 @@ def test_vta_conv2d_equals_the_reference_and_tvms_statistics(tracker, conv2d):
         calls = remote.stats().counters["gemm_counter"] / PUBLISHED["gemm_counter"]
         assert calls == 1 + 2 * 2, "a warm-up call, then number × repeat"
         np.testing.assert_array_equal(unpack(res.numpy()), want)
+
+
+#: TVM's vta_config.json for the default configuration, as a Pynq bitstream's companion.
+TVM_CONFIG = {
+    "TARGET": "pynq", "HW_VER": "0.0.2", "LOG_INP_WIDTH": 3, "LOG_WGT_WIDTH": 3, "LOG_ACC_WIDTH": 5, "LOG_BATCH": 0, "LOG_BLOCK": 4,
+    "LOG_UOP_BUFF_SIZE": 15, "LOG_INP_BUFF_SIZE": 15, "LOG_WGT_BUFF_SIZE": 18, "LOG_ACC_BUFF_SIZE": 17,
+}
+
+
+def test_program_fpga_labels_the_board_with_the_bitstream_and_refuses_another_configuration(tracker, conv2d, tmp_path):
+    bitstream = tmp_path / "vta.bin"
+    bitstream.write_bytes(bytes(range(256)) * 16)
+    (tmp_path / "vta.json").write_text(json.dumps(TVM_CONFIG))
+    sha256 = hashlib.sha256(bitstream.read_bytes()).hexdigest()
+    board = next(b for b in tracker.summary().boards if b.key == "fpga")
+    with tracker.request("fpga", board=board.id) as remote:
+        assert remote.board.kind == "vta"
+        loaded = remote.program_fpga(str(bitstream))
+        assert loaded == (sha256, "1x16_i8w8a32_15_15_18_17")
+        with pytest.raises(FarmError) as refused:
+            remote.program_fpga(b"another", json.dumps({**TVM_CONFIG, "LOG_BLOCK": 5}).encode())
+        assert refused.value.code == "TARGET_MISMATCH"
+        assert "1x32_i8w8a32_15_15_18_17" in refused.value.message and "runs 1x16_i8w8a32_15_15_18_17" in refused.value.message
+        with pytest.raises(FarmError, match="needs the configuration too"):
+            remote.program_fpga(b"bytes alone")
+        # The same module as on the simulator runs after the bitstream is loaded.
+        remote.upload(conv2d)
+        assert remote.load_module(conv2d.name).target == "vta"
+    assert next(b for b in tracker.summary().boards if b.key == "fpga").labels["bitstream"] == sha256
+    with pytest.raises(FarmError) as nobody:
+        tracker.request("fpga", board="nobody/f0")
+    assert nobody.value.code == "NO_BOARD"

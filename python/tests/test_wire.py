@@ -30,7 +30,7 @@ def _chunk(op: str, frame_id: int, data: bytes) -> bytes:
 
 
 CHUNKS = [("upload", 300, bytes(range(256)) * 400), ("array_write", 1, b"\x01\x02\x03"), ("upload", 0, b"")]
-REQUEST = encode_session_request("h100", 7, {"gpu": "h100", "rack": "a"}, 2500, "py-client", 60_000, "relay")
+REQUEST = encode_session_request("h100", 7, {"gpu": "h100", "rack": "a"}, 2500, "py-client", 60_000, "relay", "gpu-host/cuda1")
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +57,7 @@ def test_chunk_frames_without_a_copy_encode_as_protobuf_does(facts):
 def test_the_session_request_reads_the_same_in_typescript(facts):
     assert facts["decoded"][-1] == {
         "key": "h100", "priority": 7, "labels": {"gpu": "h100", "rack": "a"}, "deadline_ms": 2500,
-        "client_id": "py-client", "session_timeout_ms": 60_000, "route": "relay",
+        "client_id": "py-client", "session_timeout_ms": 60_000, "route": "relay", "board_id": "gpu-host/cuda1",
     }
 
 

@@ -209,7 +209,7 @@ export class TvmConnection implements TvmServerLink {
     let waiter: Waiter | undefined;
     let settled = false;
     waiter = farm.scheduler.request(
-      { key: k, priority, labels: {}, deadline_ms: 0, client_id: clientId, session_timeout_ms: maxSessionTimeoutMs, route: "direct" },
+      { key: k, priority, labels: {}, deadline_ms: 0, client_id: clientId, session_timeout_ms: maxSessionTimeoutMs, route: "direct", board_id: "" },
       {
         grant: (lease, queuedMs) => {
           settled = true;

@@ -6,6 +6,7 @@
 import { arrayAlloc, arrayFill, arrayFree, arrayRead, arrayWrite } from "./arrays.ts";
 import { call, loadModule } from "./calls.ts";
 import { download, listdir, remove, upload } from "./files.ts";
+import { programFpga } from "./fpga.ts";
 import { measure } from "./measure.ts";
 import type { Op, Operation } from "./operation.ts";
 import { clearStats, stats } from "./stats.ts";
@@ -29,6 +30,7 @@ export const OPERATIONS: { readonly [K in Op]: Operation<K> } = {
   measure: { handle: measure, counts: "timeEvaluations" },
   stats: { handle: stats },
   clear_stats: { handle: clearStats },
+  program_fpga: { handle: programFpga },
   // Closing is the multiplexer's own state: after it, every request is refused.
   close: { handle: (_s, id, _, mux) => mux.close(id) },
 };

@@ -6,6 +6,7 @@ import type { BoardReady as _farm_v1_BoardReady, BoardReady__Output as _farm_v1_
 import type { SessionEnd as _farm_v1_SessionEnd, SessionEnd__Output as _farm_v1_SessionEnd__Output } from '../../farm/v1/SessionEnd';
 import type { BoardHealthReport as _farm_v1_BoardHealthReport, BoardHealthReport__Output as _farm_v1_BoardHealthReport__Output } from '../../farm/v1/BoardHealthReport';
 import type { LaneOpened as _farm_v1_LaneOpened, LaneOpened__Output as _farm_v1_LaneOpened__Output } from '../../farm/v1/LaneOpened';
+import type { BoardLabels as _farm_v1_BoardLabels, BoardLabels__Output as _farm_v1_BoardLabels__Output } from '../../farm/v1/BoardLabels';
 
 export interface AgentMessage {
   'register'?: (_farm_v1_Register | null);
@@ -14,7 +15,8 @@ export interface AgentMessage {
   'session_ended'?: (_farm_v1_SessionEnd | null);
   'board_health'?: (_farm_v1_BoardHealthReport | null);
   'lane_opened'?: (_farm_v1_LaneOpened | null);
-  'msg'?: "register"|"heartbeat"|"board_ready"|"session_ended"|"board_health"|"lane_opened";
+  'board_labels'?: (_farm_v1_BoardLabels | null);
+  'msg'?: "register"|"heartbeat"|"board_ready"|"session_ended"|"board_health"|"lane_opened"|"board_labels";
 }
 
 export interface AgentMessage__Output {
@@ -24,5 +26,6 @@ export interface AgentMessage__Output {
   'session_ended'?: (_farm_v1_SessionEnd__Output | null);
   'board_health'?: (_farm_v1_BoardHealthReport__Output | null);
   'lane_opened'?: (_farm_v1_LaneOpened__Output | null);
-  'msg'?: "register"|"heartbeat"|"board_ready"|"session_ended"|"board_health"|"lane_opened";
+  'board_labels'?: (_farm_v1_BoardLabels__Output | null);
+  'msg'?: "register"|"heartbeat"|"board_ready"|"session_ended"|"board_health"|"lane_opened"|"board_labels";
 }

@@ -12,6 +12,7 @@ import type { StatsResult as _farm_v1_StatsResult, StatsResult__Output as _farm_
 import type { MeasureResult as _farm_v1_MeasureResult, MeasureResult__Output as _farm_v1_MeasureResult__Output } from '../../farm/v1/MeasureResult';
 import type { Grant as _farm_v1_Grant, Grant__Output as _farm_v1_Grant__Output } from '../../farm/v1/Grant';
 import type { SessionEnd as _farm_v1_SessionEnd, SessionEnd__Output as _farm_v1_SessionEnd__Output } from '../../farm/v1/SessionEnd';
+import type { FpgaProgrammed as _farm_v1_FpgaProgrammed, FpgaProgrammed__Output as _farm_v1_FpgaProgrammed__Output } from '../../farm/v1/FpgaProgrammed';
 
 export interface BoardFrame {
   'id'?: (number);
@@ -33,7 +34,8 @@ export interface BoardFrame {
    * id 0: the session is over
    */
   'end'?: (_farm_v1_SessionEnd | null);
-  'result'?: "error"|"ok"|"data"|"listing"|"module"|"array"|"call"|"time"|"stats"|"measured"|"grant"|"end";
+  'programmed'?: (_farm_v1_FpgaProgrammed | null);
+  'result'?: "error"|"ok"|"data"|"listing"|"module"|"array"|"call"|"time"|"stats"|"measured"|"grant"|"end"|"programmed";
 }
 
 export interface BoardFrame__Output {
@@ -56,5 +58,6 @@ export interface BoardFrame__Output {
    * id 0: the session is over
    */
   'end'?: (_farm_v1_SessionEnd__Output | null);
-  'result'?: "error"|"ok"|"data"|"listing"|"module"|"array"|"call"|"time"|"stats"|"measured"|"grant"|"end";
+  'programmed'?: (_farm_v1_FpgaProgrammed__Output | null);
+  'result'?: "error"|"ok"|"data"|"listing"|"module"|"array"|"call"|"time"|"stats"|"measured"|"grant"|"end"|"programmed";
 }

@@ -16,6 +16,7 @@ import type { ClearStats as _farm_v1_ClearStats, ClearStats__Output as _farm_v1_
 import type { Close as _farm_v1_Close, Close__Output as _farm_v1_Close__Output } from '../../farm/v1/Close';
 import type { Measure as _farm_v1_Measure, Measure__Output as _farm_v1_Measure__Output } from '../../farm/v1/Measure';
 import type { ArrayFill as _farm_v1_ArrayFill, ArrayFill__Output as _farm_v1_ArrayFill__Output } from '../../farm/v1/ArrayFill';
+import type { ProgramFpga as _farm_v1_ProgramFpga, ProgramFpga__Output as _farm_v1_ProgramFpga__Output } from '../../farm/v1/ProgramFpga';
 
 export interface HostFrame {
   'id'?: (number);
@@ -35,7 +36,8 @@ export interface HostFrame {
   'close'?: (_farm_v1_Close | null);
   'measure'?: (_farm_v1_Measure | null);
   'array_fill'?: (_farm_v1_ArrayFill | null);
-  'op'?: "upload"|"download"|"listdir"|"remove"|"load_module"|"array_alloc"|"array_write"|"array_read"|"array_free"|"call"|"time_evaluate"|"stats"|"clear_stats"|"close"|"measure"|"array_fill";
+  'program_fpga'?: (_farm_v1_ProgramFpga | null);
+  'op'?: "upload"|"download"|"listdir"|"remove"|"load_module"|"array_alloc"|"array_write"|"array_read"|"array_free"|"call"|"time_evaluate"|"stats"|"clear_stats"|"close"|"measure"|"array_fill"|"program_fpga";
 }
 
 export interface HostFrame__Output {
@@ -56,5 +58,6 @@ export interface HostFrame__Output {
   'close'?: (_farm_v1_Close__Output | null);
   'measure'?: (_farm_v1_Measure__Output | null);
   'array_fill'?: (_farm_v1_ArrayFill__Output | null);
-  'op'?: "upload"|"download"|"listdir"|"remove"|"load_module"|"array_alloc"|"array_write"|"array_read"|"array_free"|"call"|"time_evaluate"|"stats"|"clear_stats"|"close"|"measure"|"array_fill";
+  'program_fpga'?: (_farm_v1_ProgramFpga__Output | null);
+  'op'?: "upload"|"download"|"listdir"|"remove"|"load_module"|"array_alloc"|"array_write"|"array_read"|"array_free"|"call"|"time_evaluate"|"stats"|"clear_stats"|"close"|"measure"|"array_fill"|"program_fpga";
 }

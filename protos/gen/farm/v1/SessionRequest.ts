@@ -27,6 +27,10 @@ export interface SessionRequest {
    * auto (empty) | direct | relay | grpc: how the session's frames travel
    */
   'route'?: (string);
+  /**
+   * only this board (AGENT/NAME), which must serve the key; empty: any
+   */
+  'board_id'?: (string);
 }
 
 export interface SessionRequest__Output {
@@ -55,4 +59,8 @@ export interface SessionRequest__Output {
    * auto (empty) | direct | relay | grpc: how the session's frames travel
    */
   'route': (string);
+  /**
+   * only this board (AGENT/NAME), which must serve the key; empty: any
+   */
+  'board_id': (string);
 }
