@@ -197,8 +197,8 @@ def test_the_session_timeout_ends_the_session_with_its_code(tracker):
 
 def test_summary_lists_queues_boards_and_agents(tracker):
     s = tracker.summary()
-    assert {(q.key, q.total) for q in s.queues} >= {("cpu", 2), ("vta", 1)}
-    assert {b.kind for b in s.boards} == {"cpu", "vta-sim"}
+    assert {(q.key, q.total) for q in s.queues} >= {("cpu", 2), ("vta", 1), ("fpga", 1)}
+    assert {b.kind for b in s.boards} == {"cpu", "vta-sim", "vta"}
     assert len(s.agents) == 1 and s.tracker_version
     only = tracker.summary(key="vta")
     assert [b.key for b in only.boards] == ["vta"]
