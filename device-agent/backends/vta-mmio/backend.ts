@@ -14,10 +14,10 @@
  * the simulator's); timings are the board's clock around the done poll.
  */
 import { FarmError, type FunctionSpec, type ModuleBundle } from "../../../protos/index.ts";
-import { DEFAULT_VTA_HARDWARE, decodeVtaBinary, type VtaBinary, type VtaHardware } from "../../../vta/index.ts";
+import { DEFAULT_VTA_HARDWARE, type VtaHardware } from "../../../vta/index.ts";
 import type { ArgValue, Backend, BackendStats, BoardFacts, CanaryResult, DeviceArray, LoadedFunction, LoadedModule } from "../backend.ts";
 import { runVtaCanary } from "../vta-sim/canary.ts";
-import { checkArgumentSizes } from "../vta-sim/decode.ts";
+import { checkArgumentSizes, vtaBinaryOf } from "../vta-sim/decode.ts";
 import { VtaCounters } from "../vta-sim/stats.ts";
 import { resolveTiming } from "../vta-sim/timing.ts";
 import type { DmaBuffer, DmaMemory, RegisterBus } from "./bus.ts";
@@ -162,20 +162,8 @@ export class VtaMmioBackend implements Backend {
 
   load(bundle: ModuleBundle): LoadedModule {
     this.driver.assertLive();
-    let binary: VtaBinary;
-    try {
-      binary = decodeVtaBinary(bundle.binary);
-    } catch (err) {
-      throw new FarmError("BAD_BUNDLE", `invalid module bundle: binary is not a VTA program (${(err as Error).message})`, { cause: err });
-    }
     const hw = this.hardware;
-    if (binary.hardware !== hw.name) {
-      throw new FarmError("TARGET_MISMATCH", `the module was compiled for VTA hardware ${binary.hardware}, but this board is ${hw.name}`);
-    }
-    const declared = bundle.targetDetails.hardware;
-    if (declared !== undefined && declared !== binary.hardware) {
-      throw new FarmError("BAD_BUNDLE", `invalid module bundle: targetDetails.hardware is ${declared} but its VTA binary was compiled for ${binary.hardware}`);
-    }
+    const binary = vtaBinaryOf(bundle, hw, `this board is ${hw.name}`);
     const functions = new Map<string, MmioLoadedFunction>();
     const prepared: MmioProgram[] = [];
     try {

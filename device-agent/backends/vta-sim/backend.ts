@@ -7,9 +7,10 @@
  * TVM's simulator counters plus the cycle estimate.
  */
 import { FarmError, type FunctionSpec, type ModuleBundle } from "../../../protos/index.ts";
-import { DEFAULT_VTA_HARDWARE, decodeVtaBinary, type VtaBinary, type VtaHardware } from "../../../vta/index.ts";
+import { DEFAULT_VTA_HARDWARE, type VtaHardware } from "../../../vta/index.ts";
 import type { ArgValue, Backend, BackendStats, BoardFacts, CanaryResult, DeviceArray, LoadedFunction, LoadedModule } from "../backend.ts";
 import { runVtaCanary } from "./canary.ts";
+import { vtaBinaryOf } from "./decode.ts";
 import { DramBuffer } from "./dram.ts";
 import { VtaSimulator, type VtaProgram, type VtaSimulatorOptions } from "./simulator.ts";
 import { busBytesPerCycle, resolveTiming } from "./timing.ts";
@@ -65,20 +66,7 @@ export class VtaSimBackend implements Backend {
   }
 
   load(bundle: ModuleBundle): LoadedModule {
-    let binary: VtaBinary;
-    try {
-      binary = decodeVtaBinary(bundle.binary);
-    } catch (err) {
-      throw new FarmError("BAD_BUNDLE", `invalid module bundle: binary is not a VTA program (${(err as Error).message})`, { cause: err });
-    }
-    const hw = this.sim.hw;
-    if (binary.hardware !== hw.name) {
-      throw new FarmError("TARGET_MISMATCH", `the module was compiled for VTA hardware ${binary.hardware}, but this board simulates ${hw.name}`);
-    }
-    const declared = bundle.targetDetails.hardware;
-    if (declared !== undefined && declared !== binary.hardware) {
-      throw new FarmError("BAD_BUNDLE", `invalid module bundle: targetDetails.hardware is ${declared} but its VTA binary was compiled for ${binary.hardware}`);
-    }
+    const binary = vtaBinaryOf(bundle, this.sim.hw, `this board simulates ${this.sim.hw.name}`);
     const functions = new Map<string, VtaLoadedFunction>();
     const programs: VtaProgram[] = [];
     try {

@@ -11,8 +11,8 @@
  * function is called, as a device would); a binary whose structure is broken
  * is LOAD_ERROR.
  */
-import { FarmError } from "../../../protos/index.ts";
-import { MEM, OPCODE, UOP_BUFFER, decodeInsn, type Insn, type VtaHardware, type VtaRun } from "../../../vta/index.ts";
+import { FarmError, type ModuleBundle } from "../../../protos/index.ts";
+import { MEM, OPCODE, UOP_BUFFER, decodeInsn, decodeVtaBinary, type Insn, type VtaBinary, type VtaHardware, type VtaRun } from "../../../vta/index.ts";
 import { QUEUE, QUEUE_NAMES } from "./tokens.ts";
 import { aluCycles, dmaCycles, gemmCycles, type TimingModel } from "./timing.ts";
 
@@ -114,6 +114,26 @@ export interface DecodedRun {
   readonly uops: Uint8Array;
   /** Per parameter index: the extent this run touches (absent: none). */
   readonly needs: Map<number, BufferNeed>;
+}
+
+/**
+ * The VTA program of a bundle a VTA board loads: BAD_BUNDLE when it is none or
+ * contradicts the bundle's declared hardware, TARGET_MISMATCH when it was
+ * compiled for other hardware than `hw` (`board` says what this board is).
+ */
+export function vtaBinaryOf(bundle: ModuleBundle, hw: VtaHardware, board: string): VtaBinary {
+  let binary: VtaBinary;
+  try {
+    binary = decodeVtaBinary(bundle.binary);
+  } catch (err) {
+    throw new FarmError("BAD_BUNDLE", `invalid module bundle: binary is not a VTA program (${(err as Error).message})`, { cause: err });
+  }
+  if (binary.hardware !== hw.name) throw new FarmError("TARGET_MISMATCH", `the module was compiled for VTA hardware ${binary.hardware}, but ${board}`);
+  const declared = bundle.targetDetails.hardware;
+  if (declared !== undefined && declared !== binary.hardware) {
+    throw new FarmError("BAD_BUNDLE", `invalid module bundle: targetDetails.hardware is ${declared} but its VTA binary was compiled for ${binary.hardware}`);
+  }
+  return binary;
 }
 
 /**
