@@ -90,7 +90,7 @@ export class Agent {
     if (plan.network !== "shared" || o.security.tls) {
       this.workerLink = await WorkerLink.listen(join(o.workRoot, "link.sock"), o.tracker, o.security, plan.users?.group, o.logger);
     }
-    const sandbox: WorkerSandbox = { plan, uids: new UidAllocator(plan), dirs, store: new ContentStore(join(o.workRoot, "store"), { workersCanWrite: !plan.users }), ...(plan.diskBytes > 0 ? { disk: new SessionDisk(plan.diskBytes) } : {}) };
+    const sandbox: WorkerSandbox = { plan, uids: new UidAllocator(plan), dirs, store: new ContentStore(join(o.workRoot, "store"), { workers: plan.users ? "own-uids" : process.getuid?.() === 0 ? "root" : "agent-user" }), ...(plan.diskBytes > 0 ? { disk: new SessionDisk(plan.diskBytes) } : {}) };
     const standbyHost = this.standbyHost();
     const built = boards.some((b) => b.kind === "cpu") ? await buildCpuSupport(o.workRoot, o.logger) : undefined;
     // The user's cache may be closed to workers running as other users: they get a copy they can read.

@@ -33,3 +33,4 @@ export {
 } from "./cuda-limits.ts";
 export { DEFAULT_PRECISION_BUDGET_MS, MAX_PRECISION_REPEATS, MIN_PRECISION_REPEATS, median, medianRse } from "./precision.ts";
 export { CLOCK_EVENT_REASONS, clockEventNames, throttlingNames, describeThrottling, throttledOf, type ClockEventReason, type ThrottleSample } from "./throttle.ts";
+export { TREE_LEAF_BYTES, treeDigest, treeDigestOfFile, treeRoot } from "./tree-digest.ts";

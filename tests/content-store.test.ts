@@ -1,9 +1,10 @@
 /**
  * Uploads by digest against a real farm: a second session's upload of bytes
- * the agent already holds is answered from its store (no bytes sent), a
- * probe for unknown bytes is NOT_FOUND, and bytes that do not hash to the
- * digest they are stored under (named wrongly, or changed on disk) are
- * never handed out.
+ * the agent already holds is answered from its store (no bytes sent; modules
+ * by their sha256, other bytes with `dedupe` by their tree digest), a probe
+ * for unknown bytes is NOT_FOUND, and bytes that do not hash to the digest
+ * they are stored under (named wrongly, or changed on disk) are never handed
+ * out.
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
@@ -12,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { Session } from "../host-sdk/index.ts";
-import { FarmError } from "../protos/index.ts";
+import { FarmError, treeDigest } from "../protos/index.ts";
 import { compileVadd } from "./helpers/kernels.ts";
 import { startFarm, waitFor } from "./helpers/processes.ts";
 
@@ -24,7 +25,11 @@ describe("uploads by digest (the agent's content store)", () => {
   const blob = Buffer.alloc(3 * (1 << 20) + 5);
   for (let i = 0; i < blob.length; i++) blob[i] = (i * 131 + 7) & 0xff;
 
+  /** What the store names the blob by: `upload(…, { dedupe: true })` names bytes by their tree digest. */
+  let blobName: string;
+
   before(async () => {
+    blobName = `tree-${await treeDigest(blob)}`;
     farm = await startFarm(["cpu:key=cpu"]);
     // The agent's scratch folder (device-agent/options.ts: tmpdir/kfarm-agent-PID).
     storeDir = join(tmpdir(), `kfarm-agent-${farm.agent.proc.pid}`, "store");
@@ -51,7 +56,7 @@ describe("uploads by digest (the agent's content store)", () => {
       await s.upload(module);
       assert.deepEqual(await reused(s), [0, 0], "the first time, the bytes travel");
     });
-    await waitFor("the blob kept under its digest", () => existsSync(join(storeDir, sha(blob))));
+    await waitFor("the blob kept under its tree digest", () => existsSync(join(storeDir, blobName)));
     await withSession(async (s) => {
       await s.upload(blob, "again.bin", { dedupe: true });
       await s.upload(module);
@@ -116,7 +121,7 @@ describe("uploads by digest (the agent's content store)", () => {
   });
 
   it("never hands out a stored file whose bytes changed on disk (a kernel runs as the agent's user)", async () => {
-    const stored = join(storeDir, sha(blob));
+    const stored = join(storeDir, blobName);
     const tampered = Buffer.from(blob);
     tampered[12345] = tampered[12345]! ^ 0xff;
     writeFileSync(stored, tampered);

@@ -4,6 +4,7 @@ import { chmodSync, chownSync, existsSync, mkdtempSync, readFileSync, rmSync, st
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
+import { TREE_LEAF_BYTES, treeDigest } from "../../protos/index.ts";
 import { ContentStore } from "./content-store.ts";
 
 const sha = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
@@ -52,12 +53,13 @@ describe("ContentStore", () => {
     assert.equal(existsSync(join(dir, "links", "not-a-digest")), false);
   });
 
-  it("where workers cannot write it, hashes a file once, after it is kept, and hands it out after that without hashing", async () => {
-    const store = new ContentStore(join(dir, "immutable"), { maxBytes: 1 << 20, workersCanWrite: false });
+  it("where workers run as uids of their own, hashes a file once, after it is kept, and hands it out by links after that without hashing", async () => {
+    const store = new ContentStore(join(dir, "immutable"), { maxBytes: 1 << 20, workers: "own-uids" });
     const { bytes, digest } = await keep(store, 21);
     for (let i = 0; i < 3; i++) assert.equal(await store.take(digest, bytes.length, join(dir, `once-${i}`)), true);
     assert.equal(store.hashed, 1, "one check, in the background after the keep");
     assert.ok(readFileSync(join(dir, "once-2")).equals(bytes));
+    assert.equal(statSync(join(dir, "once-2")).ino, statSync(join(dir, "immutable", digest)).ino, "a link: no copy");
     // Not weaker: a wrong digest named by its uploader is caught by that one check.
     const liar = Buffer.alloc(1200, 22);
     writeFileSync(join(dir, "liar"), liar);
@@ -73,18 +75,41 @@ describe("ContentStore", () => {
     assert.ok(!existsSync(stored), "and the file is dropped");
   });
 
-  it("where workers run as the agent's user, hashes a file each time it hands it out", async () => {
-    const store = new ContentStore(join(dir, "shared-uid"), { maxBytes: 1 << 20, workersCanWrite: true });
+  it("where workers run as the agent's user, a kernel that writes a stored file and sets its mtime back is caught by the ctime, without hashing every hand-out", async () => {
+    const store = new ContentStore(join(dir, "shared-uid"), { maxBytes: 1 << 20 });
     const { bytes, digest } = await keep(store, 24);
     for (let i = 0; i < 3; i++) assert.equal(await store.take(digest, bytes.length, join(dir, `each-${i}`)), true);
-    assert.equal(store.hashed, 3);
-    // A kernel writing into the store and setting the time back is still caught.
+    assert.equal(store.hashed, 1, "hashed once: a hand-out touches nothing of the file");
     const stored = join(dir, "shared-uid", digest);
+    assert.notEqual(statSync(join(dir, "each-0")).ino, statSync(stored).ino, "a copy: the stored inode never enters a session");
     const { atime, mtime } = statSync(stored);
     chmodSync(stored, 0o644);
     writeFileSync(stored, Buffer.alloc(1200, 25));
     utimesSync(stored, atime, mtime);
     assert.equal(await store.take(digest, bytes.length, join(dir, "tampered")), false);
+    assert.equal(store.hashed, 2, "the moved ctime made it hash again, and the bytes did not match");
+  });
+
+  it("where workers run as root (they could set the clock and forge a ctime), hashes a file each time it hands it out", async () => {
+    const store = new ContentStore(join(dir, "root-workers"), { maxBytes: 1 << 20, workers: "root" });
+    const { bytes, digest } = await keep(store, 26);
+    for (let i = 0; i < 3; i++) assert.equal(await store.take(digest, bytes.length, join(dir, `root-${i}`)), true);
+    assert.equal(store.hashed, 3);
+  });
+
+  it("keeps and checks files named by their tree digest, and drops one whose bytes are not its tree digest", async () => {
+    const store = new ContentStore(join(dir, "tree"), { maxBytes: 16 << 20 });
+    const bytes = Buffer.alloc(3 * TREE_LEAF_BYTES + 12345, 27);
+    for (let i = 0; i < bytes.length; i += 4096) bytes[i] = i & 0xff;
+    const digest = `tree-${await treeDigest(bytes)}`;
+    writeFileSync(join(dir, "tree-input"), bytes);
+    await store.keep(join(dir, "tree-input"), digest);
+    assert.equal(await store.take(digest, bytes.length, join(dir, "tree-out")), true);
+    assert.ok(readFileSync(join(dir, "tree-out")).equals(bytes));
+    assert.equal(await store.take(`tree-${sha(bytes)}`, bytes.length, join(dir, "tree-sha")), false, "a tree digest is not a sha256");
+    const other = `tree-${await treeDigest(Buffer.alloc(10))}`;
+    await store.keep(join(dir, "tree-input"), other);
+    assert.equal(await store.take(other, bytes.length, join(dir, "tree-lie")), false, "kept under another file's tree digest: caught by its check");
   });
 
   it("stays within its bytes, dropping the least recently used first", async () => {

@@ -8,16 +8,27 @@
  * session is ever given bytes other than the ones it named, and a file that
  * fails the check is dropped.
  *
- * How often it is hashed depends on who can write it. Where workers run as
- * uids of their own (the agent as root), a stored file is the agent's and
- * read-only (0444) to them, and the agent never writes one: it is hashed
- * once, in the background right after it is kept, and handed out after that
- * as long as its inode, size and modification time are the ones it had when
- * it was hashed — a hash per file rather than per hand-out (64 MiB: ~40 ms
- * less per upload by digest), and no weaker, as nothing that can reach it
- * could have changed it. Where workers run as the agent's user a kernel
- * could write into the store (and set the time back), so every hand-out
- * hashes the file again.
+ * A stored file is hashed once, in the background right after it is kept,
+ * and handed out after that as long as its inode, size, modification time
+ * and status-change time (ctime) are the ones it had when it was hashed: a
+ * hash per file rather than per hand-out (64 MiB: ~40 ms less per upload by
+ * digest). That is no weaker, by who the workers are (`workers`):
+ * * `own-uids` (the agent as root): a stored file is the agent's and
+ *   read-only (0444) to them. It is handed out by a hard link, after which
+ *   its fingerprint is taken again (a link moves the ctime).
+ * * `agent-user`: a kernel could chmod and write a stored file, even set its
+ *   mtime back, but any of that moves its ctime, which only the clock sets,
+ *   and only root may set the clock. It is handed out by a copy (a reflink
+ *   where the filesystem can), so the stored inode never enters a session.
+ * * `root`: workers could set the clock, so every hand-out hashes the file
+ *   again.
+ *
+ * The agent never writes a stored file, not even its times: recency for
+ * eviction is kept in memory.
+ *
+ * A file is named by the sha256 of its bytes (a module's digest, known from
+ * compilation) or by its tree digest (`tree-HEX`, protos/tree-digest.ts:
+ * what a host hashes in parallel for `upload(…, { dedupe: true })`).
  *
  * One folder per agent (under its scratch folder), owned by the agent and
  * closed to workers (0700): the **agent** keeps and hands out files when a
@@ -36,35 +47,39 @@
  */
 import { createHash } from "node:crypto";
 import { constants, mkdirSync, readdirSync, statSync, unlinkSync, type BigIntStats } from "node:fs";
-import { chmod, copyFile, link, open, rename, stat, unlink, utimes } from "node:fs/promises";
+import { chmod, copyFile, link, open, rename, stat, unlink } from "node:fs/promises";
 import { join } from "node:path";
+import { treeDigestOfFile } from "../../protos/index.ts";
 
 /** What the store keeps by default: enough for many modules and a few large inputs. */
 export const DEFAULT_STORE_BYTES = 1 << 30;
 
-const DIGEST = /^[0-9a-f]{64}$/;
+/** A stored file's name: a sha256, or a tree digest with its prefix. */
+const DIGEST = /^(tree-)?[0-9a-f]{64}$/;
+const TREE = "tree-";
 
 export interface ContentStoreOptions {
   /** The bound in bytes; default DEFAULT_STORE_BYTES. */
   maxBytes?: number;
-  /**
-   * Whether session workers could write a stored file: true where they run
-   * as the agent's user (every hand-out is hashed), false where they run as
-   * uids of their own (each file is hashed once). Default true.
-   */
-  workersCanWrite?: boolean;
+  /** Who the session workers run as (see above); default `agent-user`. */
+  workers?: StoreWorkers;
 }
+
+/** Who session workers run as, which decides how a stored file is checked and handed out. */
+export type StoreWorkers = "own-uids" | "agent-user" | "root";
 
 export class ContentStore {
   /** Bytes kept since the store was last looked at as a whole (the first keep looks). */
   private keptSinceScan = Infinity;
   /** Keeps in progress by digest: a take of the same digest waits for its keep (and its check). */
   private readonly pending = new Map<string, Promise<void>>();
-  /** Files hashed and found to hold their digest, by digest: what their inode, size and mtime were then. */
+  /** Files hashed and found to hold their digest, by digest: what their inode, size, mtime and ctime were then. */
   private readonly verified = new Map<string, string>();
+  /** When each file was last handed out (ms): eviction's recency, kept here so that a hand-out never touches the file. */
+  private readonly lastUsed = new Map<string, number>();
   private seq = 0;
   private readonly maxBytes: number;
-  private readonly workersCanWrite: boolean;
+  private readonly workers: StoreWorkers;
   /** Files hashed so far (each check that read the whole file): how tests see that a hand-out skipped the hash. */
   hashed = 0;
 
@@ -73,7 +88,7 @@ export class ContentStore {
     opts: ContentStoreOptions = {},
   ) {
     this.maxBytes = opts.maxBytes ?? DEFAULT_STORE_BYTES;
-    this.workersCanWrite = opts.workersCanWrite ?? true;
+    this.workers = opts.workers ?? "agent-user";
     mkdirSync(dir, { recursive: true, mode: 0o700 });
   }
 
@@ -85,22 +100,23 @@ export class ContentStore {
     try {
       const s = await stat(path, { bigint: true });
       if (s.size !== BigInt(size)) return false;
-      if (this.workersCanWrite || this.verified.get(sha256) !== fingerprint(s)) {
+      if (this.workers === "root" || this.verified.get(sha256) !== fingerprint(s)) {
         if (!(await this.check(path, sha256))) return false;
       }
-      // Most recently used: the last to be evicted (the store's own change: the check's record follows it).
-      const now = new Date();
-      await utimes(path, now, now);
-      if (!this.workersCanWrite) this.verified.set(sha256, fingerprint(await stat(path, { bigint: true })));
+      this.lastUsed.set(sha256, Date.now());
     } catch {
       return false;
     }
-    // A link shares the bytes (SessionFiles replaces a file by a new one rather than writing into it).
+    // A link shares the bytes (SessionFiles replaces a file by a new one rather than writing into it): only where
+    // workers cannot write the shared inode. A copy across filesystems (the session's tmpfs) too.
     try {
+      if (this.workers === "agent-user") throw new Error("copied");
       await link(path, dest);
+      // The link moved the ctime; nothing else could have (the file is the agent's, 0444, to workers of other uids).
+      if (this.verified.has(sha256)) this.verified.set(sha256, fingerprint(await stat(path, { bigint: true })));
     } catch {
       try {
-        await copyFile(path, dest);
+        await copyFile(path, dest, constants.COPYFILE_FICLONE);
       } catch {
         // Evicted meanwhile: the host sends the bytes.
         return false;
@@ -140,7 +156,7 @@ export class ContentStore {
       if (this.keptSinceScan >= this.maxBytes / 16) this.evict();
     })().catch(() => {});
     // Where the file cannot change once kept, its one check follows the keep, off the upload's reply.
-    const checked = this.workersCanWrite ? job : job.then(() => this.check(join(this.dir, sha256), sha256).then(() => {}, () => {}));
+    const checked = this.workers === "root" ? job : job.then(() => this.check(join(this.dir, sha256), sha256).then(() => {}, () => {}));
     this.pending.set(sha256, checked);
     void checked.then(() => {
       if (this.pending.get(sha256) === checked) this.pending.delete(sha256);
@@ -161,12 +177,13 @@ export class ContentStore {
       return false;
     }
     this.hashed++;
-    if ((await hashFile(path)) !== sha256) {
+    const digest = sha256.startsWith(TREE) ? TREE + (await treeDigestOfFile(path)) : await hashFile(path);
+    if (digest !== sha256) {
       this.verified.delete(sha256);
       await unlink(path).catch(() => {});
       return false;
     }
-    if (!this.workersCanWrite) this.verified.set(sha256, fingerprint(before));
+    if (this.workers !== "root") this.verified.set(sha256, fingerprint(before));
     return true;
   }
 
@@ -178,7 +195,7 @@ export class ContentStore {
       .flatMap((f) => {
         try {
           const s = statSync(join(this.dir, f));
-          return [{ f, size: s.size, at: s.mtimeMs }];
+          return [{ f, size: s.size, at: this.lastUsed.get(f) ?? s.mtimeMs }];
         } catch {
           return [];
         }
@@ -188,6 +205,8 @@ export class ContentStore {
       if (total <= this.maxBytes) break;
       try {
         unlinkSync(join(this.dir, x.f));
+        this.lastUsed.delete(x.f);
+        this.verified.delete(x.f);
       } catch {
         // gone already
       }
@@ -196,9 +215,13 @@ export class ContentStore {
   }
 }
 
-/** What changes when a file's bytes do: another inode (replaced), size, or modification time (written). */
+/**
+ * What changes when a file's bytes do: another inode (replaced), size, or
+ * modification time (written); and the ctime, which a write, a chmod or a
+ * utimes all move and only the clock sets.
+ */
 function fingerprint(s: BigIntStats): string {
-  return `${s.ino}:${s.size}:${s.mtimeNs}`;
+  return `${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`;
 }
 
 /** The sha256 of a file, read a MiB at a time off the event loop. */

@@ -7,7 +7,6 @@ arrays. Every failure is a FarmError.
 """
 from __future__ import annotations
 
-import hashlib
 import math
 import numbers
 import os
@@ -23,6 +22,7 @@ from .frames import CHUNK_BYTES
 from .multiplexer import Multiplexer, Pending
 from .protos import common_pb2, session_pb2
 from .seeded import RandomFill, fill_problem, fill_range
+from .tree_digest import tree_digest
 
 _INT64 = (-(2**63), 2**63 - 1)
 _UINT32_MAX = 0xFFFF_FFFF
@@ -343,8 +343,10 @@ class Session:
         sha256: what compile_cpu()/compile_cuda() return). A module travels
         with its digest, so a board whose agent has held those bytes before
         takes them from its store; `dedupe=True` does the same for other bytes,
-        at the price of hashing them here."""
+        at the price of hashing them here, by their tree digest
+        (kernelfarm.tree_digest: a MiB per thread at a time)."""
         sha256: Optional[str] = None
+        tree: Optional[str] = None
         if isinstance(source, (str, os.PathLike)):
             try:
                 with open(source, "rb") as f:
@@ -366,19 +368,20 @@ class Session:
             raise FarmError("INVALID_ARGUMENT", f"upload: the name must be a string, got {type(target).__name__}")
         view = memoryview(data).cast("B")
         if dedupe and sha256 is None:
-            sha256 = hashlib.sha256(view).hexdigest()
+            tree = tree_digest(view)
+        digest = {"sha256": sha256} if sha256 else {"tree_sha256": tree} if tree else {}
         total = len(view)
         # More than one frame of bytes: ask first whether the board holds them (one round trip against the transfer).
-        if sha256 and total > CHUNK_BYTES:
+        if digest and total > CHUNK_BYTES:
             try:
-                self._mux.request(upload=session_pb2.Upload(name=target, total_bytes=total, done=True, sha256=sha256, probe=True))
+                self._mux.request(upload=session_pb2.Upload(name=target, total_bytes=total, done=True, probe=True, **digest))
                 return target
             except FarmError as err:
                 if err.code != "NOT_FOUND":
                     raise
 
         def head(offset: int, done: bool) -> bytes:
-            return session_pb2.Upload(name=target, total_bytes=total, done=done, sha256=sha256 if offset == 0 and sha256 else "").SerializeToString()
+            return session_pb2.Upload(name=target, total_bytes=total, done=done, **(digest if offset == 0 else {})).SerializeToString()
 
         self._mux.send_chunked(view, "upload", head).result()
         return target

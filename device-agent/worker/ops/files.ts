@@ -4,9 +4,15 @@ import type { SessionFiles } from "../files.ts";
 import type { SessionState } from "../session-state.ts";
 import type { Assembly, Body, Handler, Multiplexer } from "./operation.ts";
 
+/** What the store names an upload's bytes by: their sha256, or `tree-` and their tree digest; "" for none. */
+function digestOf(u: Body<"upload">): string {
+  if (u.sha256 && u.tree_sha256) throw new FarmError("PROTOCOL_ERROR", "an upload names its bytes by sha256 or by tree_sha256, not both");
+  return u.sha256 || (u.tree_sha256 ? `tree-${u.tree_sha256}` : "");
+}
+
 const UPLOAD: Assembly<Body<"upload">, ReturnType<SessionFiles["begin"]>> = {
   what: "an upload",
-  begin: (s, u) => s.files.begin(u.name, u.total_bytes, u.sha256 || undefined),
+  begin: (s, u) => s.files.begin(u.name, u.total_bytes, digestOf(u) || undefined),
   add: (s, upload, u) => (u.data.byteLength > 0 ? s.files.append(upload, u.data) : undefined),
   // With a digest, the agent is asked to keep the file; a later take of it waits for that.
   finish: (s, upload, id, mux) => {
@@ -21,12 +27,13 @@ export const upload: Handler<"upload"> = (s, id, u, mux) => (u.probe && !mux.ass
 
 /** An upload probe: the file from the agent's store, or NOT_FOUND (the host then sends the bytes). */
 function probe(s: SessionState, id: number, u: Body<"upload">, mux: Multiplexer): Promise<void> {
-  if (!u.sha256 || u.data.byteLength > 0 || !u.done) throw new FarmError("PROTOCOL_ERROR", `upload probe ${id} must carry a sha256, no data, and be its request's only frame`);
-  return adopt(s, id, u, mux);
+  const digest = digestOf(u);
+  if (!digest || u.data.byteLength > 0 || !u.done) throw new FarmError("PROTOCOL_ERROR", `upload probe ${id} must carry a sha256 or tree_sha256, no data, and be its request's only frame`);
+  return adopt(s, id, u, digest, mux);
 }
 
-async function adopt(s: SessionState, id: number, u: Body<"upload">, mux: Multiplexer): Promise<void> {
-  if (!(await s.files.adopt(u.name, u.sha256, u.total_bytes))) throw new FarmError("NOT_FOUND", `this board holds no ${u.total_bytes} bytes of sha256 ${u.sha256}; send them`);
+async function adopt(s: SessionState, id: number, u: Body<"upload">, digest: string, mux: Multiplexer): Promise<void> {
+  if (!(await s.files.adopt(u.name, digest, u.total_bytes))) throw new FarmError("NOT_FOUND", `this board holds no ${u.total_bytes} bytes of digest ${digest}; send them`);
   s.reused.files++;
   s.reused.bytes += u.total_bytes;
   mux.reply({ id, ok: {} });

@@ -17,6 +17,10 @@ export interface Upload {
    * bytes against it at the end and keeps them for later sessions
    */
   'probe'?: (boolean);
+  /**
+   * they are now the file `name`; NOT_FOUND: send them
+   */
+  'tree_sha256'?: (string);
 }
 
 export interface Upload__Output {
@@ -35,4 +39,8 @@ export interface Upload__Output {
    * bytes against it at the end and keeps them for later sessions
    */
   'probe': (boolean);
+  /**
+   * they are now the file `name`; NOT_FOUND: send them
+   */
+  'tree_sha256': (string);
 }
