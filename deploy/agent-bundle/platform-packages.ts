@@ -16,9 +16,10 @@ import { BundleError, DownloadError } from "./errors.ts";
 const execFileAsync = promisify(execFile);
 const PACK_TIMEOUT_MS = 5 * 60_000;
 
-/** Whether `file` has npm's integrity string `sha512-BASE64` (the lockfile's). */
+/** Whether `file` has the lockfile's integrity: `sha512-BASE64`, the first if it lists several. */
 function hasIntegrity(file: string, integrity: string): boolean {
-  const [algorithm, digest] = integrity.split("-", 2);
+  // Base64 has no "-": the first one ends the algorithm's name.
+  const [algorithm, digest] = integrity.trim().split(/\s+/)[0]!.split("-");
   if (!algorithm || !digest) throw new BundleError(`package-lock.json has an integrity string npm does not write: ${integrity}`);
   return createHash(algorithm).update(readFileSync(file)).digest("base64") === digest;
 }
@@ -33,7 +34,7 @@ export async function fetchPackage(name: string, version: string, integrity: str
     mkdirSync(cacheDir, { recursive: true });
     const into = mkdtempSync(join(cacheDir, ".pack-"));
     try {
-      await execFileAsync("npm", ["pack", `${name}@${version}`, "--pack-destination", into, "--silent"], { timeout: PACK_TIMEOUT_MS });
+      await execFileAsync("npm", ["pack", `${name}@${version}`, "--pack-destination", into, "--loglevel=error"], { timeout: PACK_TIMEOUT_MS });
       const [tgz, ...more] = readdirSync(into);
       if (!tgz || more.length > 0) throw new BundleError(`npm pack ${name}@${version} left ${readdirSync(into).join(", ") || "nothing"} in ${into}, not one tarball`);
       if (!hasIntegrity(join(into, tgz), integrity)) {
@@ -44,7 +45,8 @@ export async function fetchPackage(name: string, version: string, integrity: str
       if (err instanceof BundleError) throw err;
       const e = err as NodeJS.ErrnoException & { stderr?: string };
       if (e.code === "ENOENT") throw new BundleError(`fetching ${name}@${version} for the bundle's CPU needs npm, which is not on the PATH`);
-      throw new DownloadError(`could not fetch ${name}@${version} with \`npm pack\`: ${e.stderr?.trim() || e.message}. ` +
+      const why = e.stderr?.trim().split("\n").slice(0, 2).join("; ") || e.message;
+      throw new DownloadError(`could not fetch ${name}@${version} with \`npm pack\`: ${why}. ` +
         `Check that this machine reaches the registry (\`npm config get registry\`; a proxy goes in npm's https-proxy setting), or put the tarball at ${cached}`);
     } finally {
       rmSync(into, { recursive: true, force: true });
