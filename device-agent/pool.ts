@@ -14,7 +14,7 @@ import { FarmError, SESSION_END_GRACE_MS, type Logger } from "../protos/index.ts
 import type { BoardMetrics } from "./metrics.ts";
 import { effectiveLimits, workerCommand, workerEnv, type SandboxPlan, type UidAllocator, type WorkerDirs } from "./sandbox.ts";
 import { quotaError, type SessionDisk } from "./session-disk.ts";
-import type { WorkerEntry } from "./worker-entry.ts";
+import { workerNode, type WorkerEntry } from "./worker-entry.ts";
 import type { ContentStore } from "./worker/content-store.ts";
 import type { AgentToWorker, WorkerConfig, WorkerToAgent } from "./worker/protocol.ts";
 import { TIMEOUT_MARKER } from "./worker/watchdog.ts";
@@ -160,7 +160,7 @@ export class BoardPool {
       void this.sandbox.uids.release(uid);
       return;
     }
-    const argv = workerCommand(this.sandbox.plan, this.config.kind, uid, [process.execPath, ...this.entry.execArgv, this.entry.script]);
+    const argv = workerCommand(this.sandbox.plan, this.config.kind, uid, [workerNode(), ...this.entry.execArgv, this.entry.script]);
     const child = spawn(argv[0]!, argv.slice(1), {
       // Never the agent's environment (its tokens, its secrets): only what a worker needs.
       env: workerEnv(process.env, { KFARM_WORKER: JSON.stringify(this.config), HOME: home, TMPDIR: home }),

@@ -78,6 +78,8 @@ export interface SandboxPlan {
 /** Environment variables a worker gets from the agent's (by name or prefix); everything else stays behind. */
 export const WORKER_ENV: readonly (string | RegExp)[] = [
   "PATH", "LANG", "LANGUAGE", "TZ", "NODE_OPTIONS", "KFARM_LOG", "LD_LIBRARY_PATH",
+  // An ARM agent bundle run under qemu-user: the worker's launcher starts node under it too (docs/agent-bundle.md).
+  "KFARM_EMULATOR",
   /^LC_[A-Z]+$/, /^CUDA_[A-Z_]+$/, /^NVIDIA_[A-Z_]+$/,
 ];
 

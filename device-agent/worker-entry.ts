@@ -38,6 +38,17 @@ export interface WorkerEntry {
   readonly bundled: boolean;
 }
 
+/**
+ * The program that runs a worker's node: this process's own binary, except
+ * in an ARM agent bundle (deploy/agent-bundle), which starts Debian's node
+ * through its bundled dynamic loader. There process.execPath is the loader,
+ * which runs no script by itself, and the bundle's `node` launcher names
+ * itself in KFARM_NODE.
+ */
+export function workerNode(): string {
+  return process.env.KFARM_NODE || process.execPath;
+}
+
 function tsxEntry(): WorkerEntry {
   return { script: WORKER_SOURCE, execArgv: ["--import", import.meta.resolve("tsx")], bundled: false };
 }

@@ -6,9 +6,8 @@
  * and its session workers are checked to be the bundled node.
  */
 import assert from "node:assert/strict";
-import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { once } from "node:events";
-import { existsSync, readdirSync, readFileSync, readlinkSync, realpathSync, statSync } from "node:fs";
+import { execFile } from "node:child_process";
+import { existsSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { chmod, mkdir, mkdtemp, rm, symlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -18,78 +17,12 @@ import { after, before, describe, it } from "./helpers/suites.ts";
 import { bundleRefusal, APP_DIR_NAME, BUNDLE_DIR_NAME, BUNDLE_INFO_FILE } from "../deploy/agent-bundle/build.ts";
 import { connectTracker } from "../host-sdk/index.ts";
 import { checkVadd } from "./helpers/kernels.ts";
-import { waitFor, waitForFreeBoards } from "./helpers/processes.ts";
+import { startProgram, waitFor, waitForFreeBoards, type FarmProcess } from "./helpers/processes.ts";
+import { childrenOf, cmdlineOf, exeOf } from "./helpers/procfs.ts";
 
 const run = promisify(execFile);
 const BUILD = fileURLToPath(new URL("../deploy/agent-bundle/build.ts", import.meta.url));
 const READY_TIMEOUT_MS = 30_000;
-
-const live = new Set<ChildProcess>();
-process.on("exit", () => {
-  for (const p of live) p.kill("SIGKILL");
-});
-
-/** Starts a bundle launcher and waits for a stdout line matching `re`, racing the child's exit. */
-async function startLauncher(file: string, args: string[], env: NodeJS.ProcessEnv, re: RegExp): Promise<{ proc: ChildProcess; match: RegExpMatchArray; stderr: () => string }> {
-  const proc = spawn(file, args, { env, stdio: ["ignore", "pipe", "pipe"] });
-  live.add(proc);
-  proc.on("exit", () => live.delete(proc));
-  let err = "";
-  proc.stderr!.on("data", (c: Buffer) => (err += c.toString()));
-  let out = "";
-  const match = await new Promise<RegExpMatchArray>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${args[0]} was not ready within ${READY_TIMEOUT_MS} ms:\n${out}${err}`)), READY_TIMEOUT_MS);
-    proc.stdout!.on("data", (c: Buffer) => {
-      out += c.toString();
-      const m = re.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m);
-      }
-    });
-    proc.once("exit", (code, signal) => {
-      clearTimeout(timer);
-      reject(new Error(`${args[0]} exited (${code ?? signal}) before it was ready:\n${out}${err}`));
-    });
-  });
-  return { proc, match, stderr: () => err };
-}
-
-async function stop(proc: ChildProcess | undefined): Promise<void> {
-  if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
-  const exited = once(proc, "exit");
-  proc.kill("SIGTERM");
-  const timer = setTimeout(() => proc.kill("SIGKILL"), 5000);
-  await exited;
-  clearTimeout(timer);
-}
-
-/** The executable of a running process and its children's pids (Linux /proc). */
-function exeOf(pid: number): string {
-  return readlinkSync(`/proc/${pid}/exe`);
-}
-function cmdlineOf(pid: number): string {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ");
-  } catch {
-    return "";
-  }
-}
-function childrenOf(pid: number): number[] {
-  const kids: number[] = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      // Fields after the command name (which may hold spaces), which ends at the last ')': state ppid …
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      if (ppid === pid) kids.push(Number(entry));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return kids;
-}
 
 const refusal = bundleRefusal();
 
@@ -142,15 +75,15 @@ describe("agent bundle", { skip: refusal }, () => {
 
   it("a tracker and an agent from the bundle serve a CPU session; the agent and its workers are the bundled node", async () => {
     const bundledNode = realpathSync(join(stage, "node"));
-    let tracker: ChildProcess | undefined;
-    let agent: ChildProcess | undefined;
+    let tracker: FarmProcess | undefined;
+    let agentProcess: FarmProcess | undefined;
     const client = { close: () => {} };
     try {
-      const t = await startLauncher(join(stage, "kfarm"), ["tracker", "--port", "0"], env, /listening on (\S+):(\d+)/);
-      tracker = t.proc;
+      const t = await startProgram(join(stage, "kfarm"), ["tracker", "--port", "0"], { env, ready: /listening on (\S+):(\d+)/, what: "the bundle's tracker", timeoutMs: READY_TIMEOUT_MS });
+      tracker = t;
       const address = `${t.match[1]}:${t.match[2]}`;
-      const a = await startLauncher(join(stage, "kfarm"), ["agent", "--tracker", address, "--board", "cpu:key=cpu"], env, /kfarm agent .* serving/);
-      agent = a.proc;
+      agentProcess = await startProgram(join(stage, "kfarm"), ["agent", "--tracker", address, "--board", "cpu:key=cpu"], { env, ready: /kfarm agent .* serving/, what: "the bundle's agent", timeoutMs: READY_TIMEOUT_MS });
+      const agent = agentProcess.proc;
 
       // The launcher execs node: the agent's process is the bundled binary, and so are the workers it forks.
       assert.equal(exeOf(agent.pid!), bundledNode);
@@ -182,8 +115,8 @@ describe("agent bundle", { skip: refusal }, () => {
       }
     } finally {
       client.close();
-      await stop(agent);
-      await stop(tracker);
+      await agentProcess?.stop();
+      await tracker?.stop();
     }
   });
 });

@@ -140,6 +140,28 @@ export async function startAgentProcess(tracker: string, boards: string[], args:
   return { proc, stderr, ...(m[2] ? { metricsAddress: m[2], metricsScheme: m[1] as "https" | "http" } : {}), stop: (s) => stopProcess(proc, s) };
 }
 
+/**
+ * Any program started like the farm's processes — a bundle's launcher, say:
+ * `env` is its whole environment, and the wait for a stdout line matching
+ * `ready` races its early exit.
+ */
+export async function startProgram(
+  file: string,
+  args: string[],
+  opts: { env: NodeJS.ProcessEnv; ready: RegExp; what: string; cwd?: string; timeoutMs?: number },
+): Promise<FarmProcess & { readonly match: RegExpMatchArray }> {
+  const proc = spawn(file, args, { env: opts.env, cwd: opts.cwd, stdio: ["ignore", "pipe", "pipe"] });
+  let err = "";
+  proc.stderr!.on("data", (c: Buffer) => {
+    err += c.toString();
+    if (process.env.KFARM_TEST_LOG) process.stderr.write(c);
+  });
+  live.add(proc);
+  proc.on("exit", () => live.delete(proc));
+  const match = await waitForLine(proc, opts.ready, opts.what, () => err, opts.timeoutMs);
+  return { proc, match, stderr: () => err, stop: (s) => stopProcess(proc, s) };
+}
+
 export interface CliRun {
   code: number | null;
   stdout: string;
