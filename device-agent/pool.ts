@@ -8,7 +8,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { rmSync } from "node:fs";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { createServer, type AddressInfo, type Socket } from "node:net";
 import { FarmError, SESSION_END_GRACE_MS, type Logger } from "../protos/index.ts";
 import type { BoardMetrics } from "./metrics.ts";
@@ -303,6 +303,7 @@ export class BoardPool {
 
   private removeDir(dir: string | undefined): void {
     if (!dir) return;
+    this.sandbox.store.release(basename(dir));
     if (this.sandbox.disk) {
       try {
         // Detached, not unmounted: a kernel's leftover child may still hold a file open in it; the
@@ -320,7 +321,7 @@ export class BoardPool {
     const dir = w.sessionDir;
     const file = `.module-store-${id}`;
     // Starts with ".module": hidden from the session's listing until the worker renames it.
-    const ok = dir !== undefined && (await this.sandbox.store.take(sha256, size, join(dir, file)));
+    const ok = dir !== undefined && (await this.sandbox.store.take(sha256, size, join(dir, file), basename(dir)));
     if (w.child.connected) w.child.send({ t: "store-took", id, ...(ok ? { file } : {}) } satisfies AgentToWorker);
   }
 

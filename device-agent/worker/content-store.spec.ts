@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { chmodSync, chownSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, lstatSync, mkdtempSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, unlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
@@ -88,6 +88,22 @@ describe("ContentStore", () => {
     utimesSync(stored, atime, mtime);
     assert.equal(await store.take(digest, bytes.length, join(dir, "tampered")), false);
     assert.equal(store.hashed, 2, "the moved ctime made it hash again, and the bytes did not match");
+  });
+
+  it("where workers run as uids of their own, hands out without a copy: a session's link outlives the file's eviction, and release() frees it", async () => {
+    const root = join(dir, "handout");
+    const store = new ContentStore(root, { maxBytes: 1 << 20, workers: "own-uids" });
+    const { bytes, digest } = await keep(store, 28);
+    const dest = join(dir, "handout-session-file");
+    assert.equal(await store.take(digest, bytes.length, dest, "session-1"), true);
+    assert.ok(lstatSync(dest).isSymbolicLink(), "a symbolic link into the store: no copy");
+    assert.equal(readlinkSync(dest), join(root, "handed", "session-1", digest), "named by the digest, which a probe needs anyway");
+    assert.equal(statSync(root).mode & 0o777, 0o711, "workers may pass through the store, not list it");
+    unlinkSync(join(root, digest));
+    assert.ok(readFileSync(dest).equals(bytes), "evicted from the store, still the session's");
+    store.release("session-1");
+    assert.ok(!existsSync(join(root, "handed", "session-1")));
+    assert.equal(await store.take(digest, bytes.length, join(dir, "after-eviction"), "session-2"), false);
   });
 
   it("where workers run as root (they could set the clock and forge a ctime), hashes a file each time it hands it out", async () => {

@@ -14,8 +14,14 @@
  * hash per file rather than per hand-out (64 MiB: ~40 ms less per upload by
  * digest). That is no weaker, by who the workers are (`workers`):
  * * `own-uids` (the agent as root): a stored file is the agent's and
- *   read-only (0444) to them. It is handed out by a hard link, after which
- *   its fingerprint is taken again (a link moves the ctime).
+ *   read-only (0444) to them. It is handed out without a copy: a hard link in
+ *   the store's `handed/SESSION/DIGEST` (which keeps the bytes while the
+ *   session lives, evicted or not) and a symbolic link to that in the
+ *   session's folder (which is a tmpfs of its own: no hard link reaches
+ *   it). The store and `handed/` are 0711 to workers: a worker opens a
+ *   stored file only by a path that holds its digest, which is what a probe
+ *   needs anyway. A link moves the ctime, so the fingerprint is taken again
+ *   after it.
  * * `agent-user`: a kernel could chmod and write a stored file, even set its
  *   mtime back, but any of that moves its ctime, which only the clock sets,
  *   and only root may set the clock. It is handed out by a copy (a reflink
@@ -46,14 +52,16 @@
  * worker's upload path (files.ts) is what it serves.
  */
 import { createHash } from "node:crypto";
-import { constants, mkdirSync, readdirSync, statSync, unlinkSync, type BigIntStats } from "node:fs";
-import { chmod, copyFile, link, open, rename, stat, unlink } from "node:fs/promises";
+import { chmodSync, constants, mkdirSync, readdirSync, rmSync, statSync, unlinkSync, type BigIntStats } from "node:fs";
+import { chmod, copyFile, link, mkdir, open, rename, stat, symlink, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { treeDigestOfFile } from "../../protos/index.ts";
 
 /** What the store keeps by default: enough for many modules and a few large inputs. */
 export const DEFAULT_STORE_BYTES = 1 << 30;
 
+/** The folder of hand-outs by session (workers on uids of their own). */
+const HANDED = "handed";
 /** A stored file's name: a sha256, or a tree digest with its prefix. */
 const DIGEST = /^(tree-)?[0-9a-f]{64}$/;
 const TREE = "tree-";
@@ -90,10 +98,20 @@ export class ContentStore {
     this.maxBytes = opts.maxBytes ?? DEFAULT_STORE_BYTES;
     this.workers = opts.workers ?? "agent-user";
     mkdirSync(dir, { recursive: true, mode: 0o700 });
+    // Hand-outs of an agent that died: their sessions are gone.
+    rmSync(join(dir, HANDED), { recursive: true, force: true });
+    if (this.workers === "own-uids") {
+      mkdirSync(join(dir, HANDED), { mode: 0o711 });
+      for (const d of [dir, join(dir, HANDED)]) chmodSync(d, 0o711);
+    }
   }
 
-  /** Puts the stored file of `sha256` (and exactly `size` bytes) at `dest`; false when the store has no such file. */
-  async take(sha256: string, size: number, dest: string): Promise<boolean> {
+  /**
+   * Puts the stored file of `sha256` (and exactly `size` bytes) at `dest`, for
+   * session `holder` (release() ends its hand-outs); false when the store has
+   * no such file.
+   */
+  async take(sha256: string, size: number, dest: string, holder = "none"): Promise<boolean> {
     if (!DIGEST.test(sha256)) return false;
     await this.pending.get(sha256);
     const path = join(this.dir, sha256);
@@ -107,13 +125,22 @@ export class ContentStore {
     } catch {
       return false;
     }
-    // A link shares the bytes (SessionFiles replaces a file by a new one rather than writing into it): only where
-    // workers cannot write the shared inode. A copy across filesystems (the session's tmpfs) too.
+    // Links share the bytes (SessionFiles replaces a file by a new one rather than writing into it): only where
+    // workers cannot write the shared inode. Otherwise a copy (a reflink where the filesystem can).
     try {
-      if (this.workers === "agent-user") throw new Error("copied");
-      await link(path, dest);
+      if (this.workers !== "own-uids") throw new Error("copied");
+      if (!/^[A-Za-z0-9_.-]+$/.test(holder)) throw new Error(`no hand-out for ${holder}`);
+      const held = join(this.dir, HANDED, holder);
+      await mkdir(held, { mode: 0o711 }).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== "EEXIST") throw err;
+      });
+      await chmod(held, 0o711);
+      await link(path, join(held, sha256)).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== "EEXIST") throw err;
+      });
       // The link moved the ctime; nothing else could have (the file is the agent's, 0444, to workers of other uids).
       if (this.verified.has(sha256)) this.verified.set(sha256, fingerprint(await stat(path, { bigint: true })));
+      await symlink(join(held, sha256), dest);
     } catch {
       try {
         await copyFile(path, dest, constants.COPYFILE_FICLONE);
@@ -123,6 +150,11 @@ export class ContentStore {
       }
     }
     return true;
+  }
+
+  /** Ends session `holder`'s hand-outs: what was evicted meanwhile is freed now. */
+  release(holder: string): void {
+    if (/^[A-Za-z0-9_.-]+$/.test(holder)) rmSync(join(this.dir, HANDED, holder), { recursive: true, force: true });
   }
 
   /**
