@@ -35,11 +35,16 @@ export async function treeDigest(bytes: Uint8Array): Promise<string> {
   return treeRoot(bytes.byteLength, (await Promise.all(leaves)).map((d) => new Uint8Array(d)));
 }
 
-/** The tree digest of the file at `path`, read a leaf at a time and hashed as each arrives. */
+/**
+ * The tree digest of the file at `path`, read a leaf at a time and hashed as
+ * each arrives, one leaf on the thread pool at a time: the agent checks its
+ * store in the background, and must leave the pool to the sessions' file
+ * operations (a hand-out queued behind 64 leaves waited tens of ms).
+ */
 export async function treeDigestOfFile(path: string): Promise<string> {
   const fh = await open(path, "r");
   try {
-    const leaves: Promise<ArrayBuffer>[] = [];
+    const leaves: ArrayBuffer[] = [];
     let size = 0;
     for (;;) {
       const leaf = Buffer.allocUnsafe(TREE_LEAF_BYTES);
@@ -51,10 +56,10 @@ export async function treeDigestOfFile(path: string): Promise<string> {
       }
       if (got === 0) break;
       size += got;
-      leaves.push(crypto.subtle.digest("SHA-256", leaf.subarray(0, got)));
+      leaves.push(await crypto.subtle.digest("SHA-256", leaf.subarray(0, got)));
       if (got < TREE_LEAF_BYTES) break;
     }
-    return treeRoot(size, (await Promise.all(leaves)).map((d) => new Uint8Array(d)));
+    return treeRoot(size, leaves.map((d) => new Uint8Array(d)));
   } finally {
     await fh.close();
   }
