@@ -7,7 +7,7 @@
 import { readFile } from "node:fs/promises";
 import { basename } from "node:path";
 import {
-  CHUNK_BYTES, FarmError, dtypeBytes, dtypeOf, elementCount, fillProblem, fillRange, isDtype, toLaunchConfig, treeDigest, viewAs,
+  CHUNK_BYTES, FarmError, dtypeBytes, dtypeOf, elementCount, fillProblem, fillRange, isDtype, toLaunchConfig, viewAs,
   type AnyTypedArray, type BoardFrame__Output, type Dtype, type Lane, type LaunchDecl, type RandomFill,
 } from "../protos/index.ts";
 import type { Call } from "../protos/gen/farm/v1/Call.ts";
@@ -18,6 +18,7 @@ import { BenchmarkResult, type StoppedBy } from "./benchmark-result.ts";
 import type { FrameChannel } from "./frame-channel.ts";
 import { Multiplexer, type Op } from "./multiplexer.ts";
 import type { CompiledModule } from "./compiled-module.ts";
+import { hashTree } from "./tree-hasher.ts";
 
 export interface TimeEvaluatorOptions {
   /** Calls per repeat (grows to reach minRepeatMs). Default 10. */
@@ -207,8 +208,8 @@ export class Session {
    * store instead — for more than one frame of bytes (1 MiB) the host asks
    * first, one round trip. `dedupe: true` does the same for other bytes, at
    * the price of hashing them here: by their tree digest (protos/tree-digest.ts),
-   * a MiB per thread-pool thread at a time (64 MiB: ~20 ms on the GPU host, where a
-   * plain sha256 takes ~55 ms). When it pays: docs/architecture.md, "Uploads by digest".
+   * on worker threads (tree-hasher.ts). When it pays: docs/architecture.md,
+   * "Uploads by digest".
    */
   async upload(source: Uint8Array | string | CompiledModule, name?: string, opts: { dedupe?: boolean } = {}): Promise<string> {
     let bytes: Uint8Array;
@@ -227,7 +228,7 @@ export class Session {
       target = name ?? source.name;
       digest = { sha256: source.digest };
     }
-    if (opts.dedupe) digest ??= { tree_sha256: await treeDigest(bytes) };
+    if (opts.dedupe) digest ??= { tree_sha256: await hashTree(bytes) };
     // More than one frame of bytes: ask first whether the board holds them (one round trip against the transfer).
     if (digest && bytes.byteLength > CHUNK_BYTES) {
       try {
