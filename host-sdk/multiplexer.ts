@@ -61,14 +61,14 @@ export class Multiplexer {
   }
 
   /** Sends `bytes` in chunks under one request id; one reply at the end. */
-  async sendChunked(bytes: Uint8Array, op: (chunk: Uint8Array, offset: number, done: boolean) => Op): Promise<BoardFrame__Output> {
+  async sendChunked(bytes: Uint8Array, op: (chunk: Uint8Array, offset: number, done: boolean) => Op | Promise<Op>): Promise<BoardFrame__Output> {
     this.checkOpen();
     const id = this.nextId++;
     const reply = this.expect(id);
     let offset = 0;
     do {
       const end = Math.min(bytes.byteLength, offset + CHUNK_BYTES);
-      const ok = this.channel.sendParts(encodeHostFrameParts({ id, ...op(bytes.subarray(offset, end), offset, end === bytes.byteLength) }));
+      const ok = this.channel.sendParts(encodeHostFrameParts({ id, ...(await op(bytes.subarray(offset, end), offset, end === bytes.byteLength)) }));
       offset = end;
       // Stop early when the board already answered (it refused the transfer).
       if (!this.waiting.has(id)) break;

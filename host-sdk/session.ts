@@ -19,6 +19,7 @@ import type { FrameChannel } from "./frame-channel.ts";
 import { Multiplexer, type Op } from "./multiplexer.ts";
 import type { CompiledModule } from "./compiled-module.ts";
 import { hashTree } from "./tree-hasher.ts";
+import { dedupePlan, noteHash, noteTransfer } from "./dedupe-plan.ts";
 
 export interface TimeEvaluatorOptions {
   /** Calls per repeat (grows to reach minRepeatMs). Default 10. */
@@ -190,7 +191,7 @@ export class Session {
   }
 
   /** @internal Sends `bytes` in chunks under one request id; one reply at the end. */
-  sendChunked(bytes: Uint8Array, op: (chunk: Uint8Array, offset: number, done: boolean) => Op): Promise<BoardFrame__Output> {
+  sendChunked(bytes: Uint8Array, op: (chunk: Uint8Array, offset: number, done: boolean) => Op | Promise<Op>): Promise<BoardFrame__Output> {
     return this.mux.sendChunked(bytes, op);
   }
 
@@ -208,8 +209,10 @@ export class Session {
    * store instead — for more than one frame of bytes (1 MiB) the host asks
    * first, one round trip. `dedupe: true` does the same for other bytes, at
    * the price of hashing them here: by their tree digest (protos/tree-digest.ts),
-   * on worker threads (tree-hasher.ts). When it pays: docs/architecture.md,
-   * "Uploads by digest".
+   * on worker threads (tree-hasher.ts). Where this board's lane has been seen
+   * to carry bytes faster than they hash, they are sent at once instead,
+   * hashed meanwhile, with the digest on the last frame (dedupe-plan.ts).
+   * When it pays: docs/architecture.md, "Uploads by digest".
    */
   async upload(source: Uint8Array | string | CompiledModule, name?: string, opts: { dedupe?: boolean } = {}): Promise<string> {
     let bytes: Uint8Array;
@@ -228,7 +231,14 @@ export class Session {
       target = name ?? source.name;
       digest = { sha256: source.digest };
     }
-    if (opts.dedupe) digest ??= { tree_sha256: await hashTree(bytes) };
+    const link = `${this.board.id}|${this.lane}`;
+    // Bytes to dedupe on a lane faster than hashing: sent now, hashed meanwhile, the digest on the last frame.
+    let late: Promise<{ tree_sha256: string }> | undefined;
+    if (opts.dedupe && !digest) {
+      const hashing = this.timedHash(link, bytes);
+      if (bytes.byteLength > CHUNK_BYTES && dedupePlan(link, bytes.byteLength) === "send") late = hashing;
+      else digest = await hashing;
+    }
     // More than one frame of bytes: ask first whether the board holds them (one round trip against the transfer).
     if (digest && bytes.byteLength > CHUNK_BYTES) {
       try {
@@ -238,10 +248,23 @@ export class Session {
         if (!(err instanceof FarmError && err.code === "NOT_FOUND")) throw err;
       }
     }
-    await this.sendChunked(bytes, (chunk, offset, done) => ({
-      upload: { name: target, total_bytes: bytes.byteLength, data: chunk, done, ...(offset === 0 && digest ? digest : {}) },
+    const t0 = performance.now();
+    await this.sendChunked(bytes, async (chunk, offset, done) => ({
+      upload: {
+        name: target, total_bytes: bytes.byteLength, data: chunk, done,
+        ...(offset === 0 && digest ? digest : {}),
+        ...(done && late ? await late : {}),
+      },
     }));
+    noteTransfer(link, bytes.byteLength, performance.now() - t0);
     return target;
+  }
+
+  private async timedHash(link: string, bytes: Uint8Array): Promise<{ tree_sha256: string }> {
+    const t0 = performance.now();
+    const tree_sha256 = await hashTree(bytes);
+    noteHash(link, bytes.byteLength, performance.now() - t0);
+    return { tree_sha256 };
   }
 
   async download(name: string): Promise<Buffer> {

@@ -13,6 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { Session } from "../host-sdk/index.ts";
+import { dedupePlan, noteHash, noteTransfer, resetDedupeRates } from "../host-sdk/dedupe-plan.ts";
 import { FarmError, treeDigest } from "../protos/index.ts";
 import { compileVadd } from "./helpers/kernels.ts";
 import { startFarm, waitFor } from "./helpers/processes.ts";
@@ -134,6 +135,28 @@ describe("uploads by digest (the agent's content store)", () => {
     await withSession(async (s) => {
       await s.upload(blob, "checked.bin", { dedupe: true });
       assert.deepEqual(await reused(s), [1, blob.length]);
+    });
+  });
+
+  it("on a lane faster than the hash, dedupe sends at once with the digest on the last frame, and the board keeps the bytes for the next session", async () => {
+    const bytes = Buffer.alloc(5 * (1 << 20) + 3, 0x42);
+    for (let i = 0; i < bytes.length; i += 1000) bytes[i] = i & 0xff;
+    const name = `tree-${await treeDigest(bytes)}`;
+    await withSession(async (s) => {
+      // This host has "seen" the lane outrun the hash: the plan is to send now.
+      const link = `${s.board.id}|${s.lane}`;
+      noteHash(link, 64 << 20, 1000);
+      noteTransfer(link, 64 << 20, 10);
+      assert.equal(dedupePlan(link, bytes.length), "send");
+      await s.upload(bytes, "sent.bin", { dedupe: true });
+      assert.deepEqual(await reused(s), [0, 0], "sent, not probed");
+      assert.ok((await s.download("sent.bin")).equals(bytes));
+    });
+    await waitFor("the bytes kept under the digest of the last frame", () => existsSync(join(storeDir, name)));
+    resetDedupeRates();
+    await withSession(async (s) => {
+      await s.upload(bytes, "probed.bin", { dedupe: true });
+      assert.deepEqual(await reused(s), [1, bytes.length], "asked first, and the board had them");
     });
   });
 });

@@ -113,6 +113,11 @@ export class SessionFiles {
     return true;
   }
 
+  /** The digest of an upload in progress, named by its last frame; kept at its end as if named by its first. */
+  name(upload: OpenUpload, sha256: string): void {
+    if (this.store) upload.sha256 = sha256;
+  }
+
   /**
    * Writes the next chunk of an upload. Asynchronously (the thread pool
    * writes while the lane goes on reading the chunks after it); a session's

@@ -13,7 +13,12 @@ function digestOf(u: Body<"upload">): string {
 const UPLOAD: Assembly<Body<"upload">, ReturnType<SessionFiles["begin"]>> = {
   what: "an upload",
   begin: (s, u) => s.files.begin(u.name, u.total_bytes, digestOf(u) || undefined),
-  add: (s, upload, u) => (u.data.byteLength > 0 ? s.files.append(upload, u.data) : undefined),
+  add: (s, upload, u) => {
+    // A digest may also come on the last frame: the host hashed while it sent (host-sdk/dedupe-plan.ts).
+    const digest = digestOf(u);
+    if (digest && u.done && !upload.sha256) s.files.name(upload, digest);
+    return u.data.byteLength > 0 ? s.files.append(upload, u.data) : undefined;
+  },
   // With a digest, the agent is asked to keep the file; a later take of it waits for that.
   finish: (s, upload, id, mux) => {
     s.files.finish(upload);

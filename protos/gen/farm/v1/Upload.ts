@@ -10,11 +10,11 @@ export interface Upload {
   'data'?: (Buffer | Uint8Array | string);
   'done'?: (boolean);
   /**
-   * first frame, optional: the whole file's digest; the board checks the
+   * first or last frame, optional: the whole file's digest; the board keeps the
    */
   'sha256'?: (string);
   /**
-   * bytes against it at the end and keeps them for later sessions
+   * bytes under it for later sessions (checked before it hands them out)
    */
   'probe'?: (boolean);
   /**
@@ -32,11 +32,11 @@ export interface Upload__Output {
   'data': (Buffer);
   'done': (boolean);
   /**
-   * first frame, optional: the whole file's digest; the board checks the
+   * first or last frame, optional: the whole file's digest; the board keeps the
    */
   'sha256': (string);
   /**
-   * bytes against it at the end and keeps them for later sessions
+   * bytes under it for later sessions (checked before it hands them out)
    */
   'probe': (boolean);
   /**
