@@ -8,7 +8,8 @@
  * same through a relay process that pipes the bytes on (two hops, the
  * tracker's topology with nothing but sockets in the way).
  */
-import { LANES, treeDigest, type Lane } from "../protos/index.ts";
+import { LANES, type Lane } from "../protos/index.ts";
+import { hashTree } from "../host-sdk/tree-hasher.ts";
 import { measureBulkBaselines, type BulkBaselines } from "./lib/baselines.ts";
 import { startCpuMeter } from "./lib/cpu.ts";
 import { settle, startBenchFarm } from "./lib/farm.ts";
@@ -87,7 +88,7 @@ export async function benchUpload(): Promise<void> {
         dedupeAgainMs.push(nowMs() - t0);
         for (const name of ["new.bin", "stored.bin", "again.bin"]) await s.remove(name);
         t0 = nowMs();
-        await treeDigest(held);
+        await hashTree(held);
         hashMs.push(nowMs() - t0);
       }
       dedupeFirst = median(firsts);
@@ -121,7 +122,7 @@ export async function benchUpload(): Promise<void> {
     },
   ], [
     ...LANES.map((lane) => `${lane}: upload runs ${runs(lanes[lane].up)}; download runs ${runs(lanes[lane].down)} MB/s`),
-    `by digest: held-bytes runs ${runs(dedupeAgainMs)} ms; the host's tree digest of them alone ${runs(hashMs)} ms (median ${median(hashMs).toFixed(1)})`,
+    `by digest: held-bytes runs ${runs(dedupeAgainMs)} ms; the host's tree digest of them alone (host-sdk/tree-hasher.ts) ${runs(hashMs)} ms (median ${median(hashMs).toFixed(1)})`,
     ...baselineNotes(base),
     ...LANES.flatMap((lane) => [`CPU during upload, ${lane}: ${lanes[lane].upCpu}`, `CPU during download, ${lane}: ${lanes[lane].downCpu}`]),
   ]);
