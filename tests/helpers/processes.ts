@@ -34,7 +34,11 @@ export function spawnNode(args: string[], opts: CliOptions & { stdin?: "ignore" 
 }
 
 function startCli(args: string[], opts: CliOptions = {}): { proc: ChildProcess; stderr: () => string } {
-  const proc = spawnNode(["--import", "tsx", CLI, ...args], opts);
+  return watched(spawnNode(["--import", "tsx", CLI, ...args], opts));
+}
+
+/** A child killed when the test process exits, its stderr collected (and shown with KFARM_TEST_LOG). */
+function watched(proc: ChildProcess): { proc: ChildProcess; stderr: () => string } {
   let err = "";
   proc.stderr!.on("data", (c: Buffer) => {
     err += c.toString();
@@ -150,16 +154,9 @@ export async function startProgram(
   args: string[],
   opts: { env: NodeJS.ProcessEnv; ready: RegExp; what: string; cwd?: string; timeoutMs?: number },
 ): Promise<FarmProcess & { readonly match: RegExpMatchArray }> {
-  const proc = spawn(file, args, { env: opts.env, cwd: opts.cwd, stdio: ["ignore", "pipe", "pipe"] });
-  let err = "";
-  proc.stderr!.on("data", (c: Buffer) => {
-    err += c.toString();
-    if (process.env.KFARM_TEST_LOG) process.stderr.write(c);
-  });
-  live.add(proc);
-  proc.on("exit", () => live.delete(proc));
-  const match = await waitForLine(proc, opts.ready, opts.what, () => err, opts.timeoutMs);
-  return { proc, match, stderr: () => err, stop: (s) => stopProcess(proc, s) };
+  const { proc, stderr } = watched(spawn(file, args, { env: opts.env, cwd: opts.cwd, stdio: ["ignore", "pipe", "pipe"] }));
+  const match = await waitForLine(proc, opts.ready, opts.what, stderr, opts.timeoutMs);
+  return { proc, match, stderr, stop: (s) => stopProcess(proc, s) };
 }
 
 export interface CliRun {

@@ -16,6 +16,7 @@
 import { FarmError, type FunctionSpec, type ModuleBundle } from "../../../protos/index.ts";
 import { DEFAULT_VTA_HARDWARE, type VtaHardware } from "../../../vta/index.ts";
 import type { ArgValue, Backend, BackendStats, BoardFacts, CanaryResult, DeviceArray, LoadedFunction, LoadedModule } from "../backend.ts";
+import { vtaCapabilities } from "../vta-sim/backend.ts";
 import { runVtaCanary } from "../vta-sim/canary.ts";
 import { checkArgumentSizes, vtaBinaryOf } from "../vta-sim/decode.ts";
 import { VtaCounters } from "../vta-sim/stats.ts";
@@ -61,14 +62,7 @@ export function describeVtaBoard(device: string, hw: VtaHardware = DEFAULT_VTA_H
   return {
     labels: { vta: hw.name, device },
     capabilities: {
-      hardware: hw.name,
-      batch: String(hw.batch),
-      block_in: String(hw.blockIn),
-      block_out: String(hw.blockOut),
-      inp_buffer_bytes: String(hw.inpDepth * hw.inpElemBytes),
-      wgt_buffer_bytes: String(hw.wgtDepth * hw.wgtElemBytes),
-      acc_buffer_bytes: String(hw.accDepth * hw.accElemBytes),
-      uop_buffer_bytes: String(hw.uopDepth * hw.uopElemBytes),
+      ...vtaCapabilities(hw),
       target: target.name,
       register_base: `0x${target.baseAddress.toString(16)}`,
       clock_mhz: String(target.clockMhz),

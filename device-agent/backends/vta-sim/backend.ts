@@ -17,21 +17,25 @@ import { busBytesPerCycle, resolveTiming } from "./timing.ts";
 
 export const VTA_SIM_KIND = "vta-sim";
 
+/** A VTA board's configuration as capabilities: its name, GEMM shape and buffer sizes (every VTA board registers them). */
+export function vtaCapabilities(hw: VtaHardware): Record<string, string> {
+  return {
+    hardware: hw.name,
+    batch: String(hw.batch),
+    block_in: String(hw.blockIn),
+    block_out: String(hw.blockOut),
+    inp_buffer_bytes: String(hw.inpDepth * hw.inpElemBytes),
+    wgt_buffer_bytes: String(hw.wgtDepth * hw.wgtElemBytes),
+    acc_buffer_bytes: String(hw.accDepth * hw.accElemBytes),
+    uop_buffer_bytes: String(hw.uopDepth * hw.uopElemBytes),
+  };
+}
+
 /** Registration facts: the hardware name as label `vta`, buffer sizes as capabilities. */
 export function describeVtaSimBoard(hw: VtaHardware = DEFAULT_VTA_HARDWARE): BoardFacts {
   return {
     labels: { vta: hw.name, sim: "true" },
-    capabilities: {
-      hardware: hw.name,
-      batch: String(hw.batch),
-      block_in: String(hw.blockIn),
-      block_out: String(hw.blockOut),
-      inp_buffer_bytes: String(hw.inpDepth * hw.inpElemBytes),
-      wgt_buffer_bytes: String(hw.wgtDepth * hw.wgtElemBytes),
-      acc_buffer_bytes: String(hw.accDepth * hw.accElemBytes),
-      uop_buffer_bytes: String(hw.uopDepth * hw.uopElemBytes),
-      bus_bytes_per_cycle: String(busBytesPerCycle(resolveTiming())),
-    },
+    capabilities: { ...vtaCapabilities(hw), bus_bytes_per_cycle: String(busBytesPerCycle(resolveTiming())) },
   };
 }
 
