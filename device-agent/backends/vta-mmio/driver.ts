@@ -1,6 +1,6 @@
 /**
  * The mmio driver: one VTA run as TVM's Pynq driver does it
- * (`VTADeviceRun`, shared/vta/SPEC.md §2.11). Write the instruction count and
+ * (`VTADeviceRun`, docs/vta-isa.md §11). Write the instruction count and
  * the instruction buffer's physical address to fetch, zero the five base
  * address registers (addresses travel in the instructions), start fetch and
  * start load, compute and store with auto-restart, poll fetch's done bit and

@@ -1,6 +1,6 @@
 /**
  * VTA's control registers as TVM's Pynq driver drives them
- * (shared/vta/SPEC.md §2.11, from apache/tvm-vta `src/pynq/pynq_driver.{h,cc}`
+ * (docs/vta-isa.md §11, from apache/tvm-vta `src/pynq/pynq_driver.{h,cc}`
  * and `config/pkg_config.py`). Each of the four modules is an HLS block with
  * an AXI-lite window of VTA_IP_REG_MAP_RANGE bytes, the four one after another
  * from the target's base address.
@@ -41,7 +41,7 @@ export interface VtaTarget {
   readonly cpu: string;
 }
 
-/** The targets TVM builds for the Pynq driver (SPEC §2.11's table; de10nano has a driver of its own). */
+/** The targets TVM builds for the Pynq driver (docs/vta-isa.md §11; de10nano has a driver of its own). */
 export const VTA_TARGETS: Readonly<Record<string, VtaTarget>> = {
   pynq: { name: "pynq", baseAddress: 0x43c00000, clockMhz: 100, cpu: "armv7l" },
   ultra96: { name: "ultra96", baseAddress: 0xa0000000, clockMhz: 333, cpu: "aarch64" },
