@@ -68,7 +68,10 @@ export class Multiplexer {
     let offset = 0;
     do {
       const end = Math.min(bytes.byteLength, offset + CHUNK_BYTES);
-      const ok = this.channel.sendParts(encodeHostFrameParts({ id, ...(await op(bytes.subarray(offset, end), offset, end === bytes.byteLength)) }));
+      // Awaited only when `op` is asynchronous: a synchronous first frame goes out before this call returns, so a
+      // request made right after it (a module's load after its upload) follows it on the lane.
+      const made = op(bytes.subarray(offset, end), offset, end === bytes.byteLength);
+      const ok = this.channel.sendParts(encodeHostFrameParts({ id, ...(made instanceof Promise ? await made : made) }));
       offset = end;
       // Stop early when the board already answered (it refused the transfer).
       if (!this.waiting.has(id)) break;

@@ -249,13 +249,11 @@ export class Session {
       }
     }
     const t0 = performance.now();
-    await this.sendChunked(bytes, async (chunk, offset, done) => ({
-      upload: {
-        name: target, total_bytes: bytes.byteLength, data: chunk, done,
-        ...(offset === 0 && digest ? digest : {}),
-        ...(done && late ? await late : {}),
-      },
-    }));
+    const frame = (chunk: Uint8Array, offset: number, done: boolean, last?: { tree_sha256: string }): Op => ({
+      upload: { name: target, total_bytes: bytes.byteLength, data: chunk, done, ...(offset === 0 && digest ? digest : {}), ...last },
+    });
+    // Synchronous but for a last frame that waits for its digest: the first frame must go out before upload() yields.
+    await this.sendChunked(bytes, (chunk, offset, done) => (done && late ? late.then((d) => frame(chunk, offset, done, d)) : frame(chunk, offset, done)));
     noteTransfer(link, bytes.byteLength, performance.now() - t0);
     return target;
   }
