@@ -24,7 +24,7 @@ import type { DramBuffer } from "../vta-sim/dram.ts";
 import { VtaSimulator } from "../vta-sim/simulator.ts";
 import type { DmaBuffer, DmaMemory, RegisterBus } from "./bus.ts";
 import {
-  ARG, CONTROL, CTRL_AUTO_RESTART, CTRL_DONE, CTRL_START, MODULES, VTA_DONE, VTA_IP_REG_MAP_RANGE, VTA_TARGETS, registerName,
+  ARG, CONTROL, CTRL_AUTO_RESTART, CTRL_DONE, CTRL_START, MODULES, VTA_DONE, VTA_IP_REG_MAP_RANGE, VTA_TARGETS, registerAddress, registerName,
   type VtaModule, type VtaTarget,
 } from "./registers.ts";
 
@@ -66,8 +66,8 @@ export class VtaDeviceModel implements RegisterBus, DmaMemory {
     this.sim = new VtaSimulator({ hardware: opts.hardware, memoryBytes: opts.memoryBytes ?? DEFAULT_MODEL_MEMORY_BYTES });
     this.pollsUntilDone = opts.pollsUntilDone ?? 2;
     for (const m of MODULES) {
-      this.regs.set(this.address(m, CONTROL), 0);
-      for (const offset of Object.values(ARG[m])) this.regs.set(this.address(m, offset), 0);
+      this.regs.set(registerAddress(this.target, m, CONTROL), 0);
+      for (const offset of Object.values(ARG[m])) this.regs.set(registerAddress(this.target, m, offset), 0);
     }
   }
 
@@ -108,8 +108,8 @@ export class VtaDeviceModel implements RegisterBus, DmaMemory {
     if (value !== want) this.offence(`control 0x${value.toString(16)} written to ${m}; the driver starts fetch with 0x${CTRL_START.toString(16)} and the others with 0x${want.toString(16)}`);
     if (this.state === "running") this.offence(`${m} started while a run is in flight`);
     if (m === "fetch") {
-      const count = this.regs.get(this.address("fetch", ARG.fetch.insnCount))!;
-      const addr = this.regs.get(this.address("fetch", ARG.fetch.insnAddr))!;
+      const count = this.regs.get(registerAddress(this.target, "fetch", ARG.fetch.insnCount))!;
+      const addr = this.regs.get(registerAddress(this.target, "fetch", ARG.fetch.insnAddr))!;
       if (addr === 0) this.offence("fetch started without an instruction address (fetch+0x18 is 0)");
       if (count === 0) this.offence("fetch started with an instruction count of 0 (fetch+0x10)");
     }
@@ -145,8 +145,8 @@ export class VtaDeviceModel implements RegisterBus, DmaMemory {
   // ------------------------------------------------------------------ inside
 
   private execute(): void {
-    const count = this.regs.get(this.address("fetch", ARG.fetch.insnCount))!;
-    const addr = this.regs.get(this.address("fetch", ARG.fetch.insnAddr))!;
+    const count = this.regs.get(registerAddress(this.target, "fetch", ARG.fetch.insnCount))!;
+    const addr = this.regs.get(registerAddress(this.target, "fetch", ARG.fetch.insnAddr))!;
     const end = addr + count * 16;
     const buf = this.sim.dram.find(addr);
     if (!buf || end > buf.phys + buf.nbytes) {
@@ -172,9 +172,6 @@ export class VtaDeviceModel implements RegisterBus, DmaMemory {
     return --this.pollsLeft <= 0;
   }
 
-  private address(m: VtaModule, offset: number): number {
-    return this.target.baseAddress + MODULES.indexOf(m) * VTA_IP_REG_MAP_RANGE + offset;
-  }
 
   private locate(phys: number, access: string): [VtaModule, number] {
     const base = this.target.baseAddress;

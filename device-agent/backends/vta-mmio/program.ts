@@ -46,8 +46,6 @@ export interface MmioProgram {
   readonly stored: readonly number[];
   /** What one call adds to TVM's counters. */
   readonly counters: Readonly<VtaCounters>;
-  /** Instructions of the longest run. */
-  readonly maxCount: number;
 }
 
 /**
@@ -117,10 +115,7 @@ export function prepareMmioProgram(
     }
     error = err;
   }
-  return {
-    name, params, runs, error, needs, touched: [...touched], stored: [...stored], counters,
-    maxCount: Math.max(0, ...runs.map((r) => r.count)),
-  };
+  return { name, params, runs, error, needs, touched: [...touched], stored: [...stored], counters };
 }
 
 /** Writes run `run`'s stream into `out` with every argument address physical (`phys[p]`: argument p's buffer address). */
