@@ -4,20 +4,39 @@
  * worker's death into a session end with the reason (crash, call timeout).
  *
  * Worker states: `starting` → `idle` → `serving` → (`idle` again when it ran
- * no foreign code | exit); any state → exit.
+ * no native code | exit); any state → exit.
+ *
+ * A worker runs tenants' code, so the pool believes nothing it says beyond
+ * what concerns its own session (worker-channel.ts carries and decodes;
+ * `judge` below checks each message against the worker's state):
+ *
+ * | message       | accepted from                                   | the agent then                         |
+ * |---------------|-------------------------------------------------|----------------------------------------|
+ * | ready         | a starting worker, once                         | lets it serve                          |
+ * | canary        | a worker that never loaded native code, asked to run one (at start, or `run_canary` while idle) | reports the board's health |
+ * | foreign_code  | the serving worker, for its session             | never gives that process another session |
+ * | counters      | the serving worker                              | counts (bounded, known codes only)     |
+ * | lane_opened   | the serving worker, for its session             | tells the tracker                      |
+ * | store_keep / store_take / program_fpga | the serving worker, a few at a time | acts in its session's folder only, on names it chose or checked |
+ * | ended         | the serving worker, for its session             | reuses it only if it never loaded native code and offers to serve again |
+ *
+ * Anything else — bytes that do not decode, a message out of its state or
+ * naming another session — kills that worker's processes and ends only its
+ * own session: PROTOCOL_ERROR, logged with the worker's pid and uid.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { rmSync } from "node:fs";
 import { basename, join } from "node:path";
 import { createServer, type AddressInfo, type Socket } from "node:net";
-import { FarmError, SESSION_END_GRACE_MS, type Logger } from "../protos/index.ts";
+import { FarmError, SESSION_END_GRACE_MS, type AgentToWorker, type Logger, type WorkerMessage } from "../protos/index.ts";
 import type { BoardMetrics } from "./metrics.ts";
 import { effectiveLimits, workerCommand, workerEnv, type SandboxPlan, type UidAllocator, type WorkerDirs } from "./sandbox.ts";
 import { quotaError, type SessionDisk } from "./session-disk.ts";
 import { workerNode, type WorkerEntry } from "./worker-entry.ts";
 import type { ContentStore } from "./worker/content-store.ts";
-import type { AgentToWorker, WorkerConfig, WorkerToAgent } from "./worker/protocol.ts";
+import type { WorkerConfig } from "./worker/config.ts";
 import { TIMEOUT_MARKER } from "./worker/watchdog.ts";
+import { WORKER_STDIO, WorkerChannel } from "./worker-channel.ts";
 
 /** How the agent's workers are confined (device-agent/sandbox.ts), shared by its boards' pools. */
 export interface WorkerSandbox {
@@ -32,12 +51,17 @@ export interface WorkerSandbox {
 
 /** How much of a dead worker's stderr goes into the error message. */
 const STDERR_TAIL_BYTES = 2048;
+/** Requests to the agent (store, FPGA) one worker may have in flight: a session needs one at a time. */
+const MAX_PENDING_REQUESTS = 4;
+/** After a worker's exit, how long its last messages may take to arrive (a kernel's leftover child can hold the channel open). */
+const CHANNEL_DRAIN_MS = 250;
 
 type WorkerState = "starting" | "idle" | "serving" | "exiting";
 const WORKER_STATES: readonly WorkerState[] = ["starting", "idle", "serving", "exiting"];
 
 interface WorkerHandle {
   readonly child: ChildProcess;
+  readonly channel: WorkerChannel;
   /** Its own uid (the agent runs as root), held until every process it ran is dead. */
   readonly uid: number | undefined;
   /** Its HOME and TMPDIR, removed when it exits. */
@@ -57,6 +81,14 @@ interface WorkerHandle {
   counted: boolean;
   /** Its standby lane's port (worker/standby.ts); 0: it has none; undefined: not opened yet. */
   lanePort?: number;
+  /** A session of it said it loads native code: nothing it says is believed beyond that session, and it serves no other. */
+  nativeCode: boolean;
+  /** It was asked to run the canary (at start, or run_canary) and has not answered. */
+  canaryAsked: boolean;
+  /** Store and FPGA requests in flight. */
+  pending: number;
+  /** Names of stored files handed to its sessions (agent-chosen, never the worker's). */
+  storeSeq: number;
 }
 
 /** A canary's result or an infrastructure error, as the tracker hears it (BoardHealthReport). */
@@ -89,6 +121,7 @@ export class BoardPool {
   private closed = false;
   /** Workers started, for names of homes where workers have no uid of their own. */
   private started = 0;
+  private canaryTimer: NodeJS.Timeout | undefined;
 
   /** The session end grace (protos/routes.ts), as the tracker said: a cleanly ended session's worker gets this long to report before it is killed. */
   endGraceMs = SESSION_END_GRACE_MS;
@@ -105,6 +138,7 @@ export class BoardPool {
     private readonly metrics?: BoardMetrics,
   ) {
     metrics?.watchWorkers(() => this.workerStates());
+    if (config.canaryIntervalMs > 0) this.canaryTimer = setInterval(() => this.askCanary(), config.canaryIntervalMs).unref();
   }
 
   /** Workers per state, every state present. */
@@ -167,12 +201,20 @@ export class BoardPool {
       cwd: home,
       // Kernels' stdout and stderr come through the agent (and into crash reports),
       // so a worker never holds a descriptor of whoever started the agent.
-      stdio: ["ignore", "pipe", "pipe", "ipc"],
-      serialization: "json",
+      // fds 3-5: its channel to the agent (worker-channel.ts), never Node's IPC channel.
+      stdio: WORKER_STDIO,
       // A process group of its own: what a kernel forks is killed with it (as root, every process of its uid is).
       detached: true,
     });
-    const w: WorkerHandle = { child, uid, home, state: "starting", stderrTail: "", expectedExit: false, forkedAt: performance.now(), counted: false };
+    const channel = new WorkerChannel(child, {
+      message: (msg) => this.judge(w, msg),
+      broken: (err) => this.breach(w, err),
+    });
+    // A new worker runs its board's canary before it says ready.
+    const w: WorkerHandle = {
+      child, channel, uid, home, state: "starting", stderrTail: "", expectedExit: false, forkedAt: performance.now(), counted: false,
+      nativeCode: false, canaryAsked: true, pending: 0, storeSeq: 0,
+    };
     this.workers.add(w);
     this.metrics?.workerSpawned();
     const output = (chunk: Buffer) => {
@@ -181,43 +223,119 @@ export class BoardPool {
     };
     child.stdout!.on("data", output);
     child.stderr!.on("data", output);
-    child.on("message", (msg: WorkerToAgent) => this.onMessage(w, msg));
-    child.on("exit", (code, signal) => this.onExit(w, code, signal));
+    child.on("exit", (code, signal) => {
+      // Its last messages (an "ended" just before a tainted worker's exit) may still be in the channel.
+      let timer: NodeJS.Timeout | undefined;
+      const drained = new Promise<void>((resolve) => (timer = setTimeout(resolve, CHANNEL_DRAIN_MS)));
+      void Promise.race([channel.ended, drained]).then(() => {
+        clearTimeout(timer);
+        channel.stop();
+        this.onExit(w, code, signal);
+      });
+    });
     child.on("error", (err) => this.log.error({ board: this.boardName, err: err.message }, "session worker failed to start"));
   }
 
-  private onMessage(w: WorkerHandle, msg: WorkerToAgent): void {
-    if (msg.t === "store-take") {
-      void this.storeTake(w, msg.id, msg.sha256, msg.size);
-    } else if (msg.t === "store-keep") {
-      void this.storeKeep(w, msg.id, msg.name, msg.sha256);
-    } else if (msg.t === "program-fpga") {
-      void this.programFpga(w, msg.id, msg.bitstream, msg.config);
-    } else if (msg.t === "counters") {
-      this.metrics?.counted(msg);
-    } else if (msg.t === "canary") {
-      this.events.health(this.boardName, { kind: "canary", ok: msg.ok, reason: msg.detail, durationMs: msg.durationMs, kernelNs: msg.kernelNs ?? 0 });
-    } else if (msg.t === "tainted") {
-      // This worker will not come back: boot its successor while the session runs.
-      this.fill();
-    } else if (msg.t === "ready") {
-      this.metrics?.workerReady((performance.now() - w.forkedAt) / 1e3);
-      // Its standby lane first: the readiness the tracker hears names it.
-      if (this.standbyHost !== undefined && w.lanePort === undefined) void this.openStandby(w, this.standbyHost).then(() => this.becameIdle(w));
-      else this.becameIdle(w);
-    } else if (msg.t === "lane-opened") {
-      this.events.laneOpened(msg.sessionId);
-    } else if (msg.t === "ended") {
-      clearTimeout(w.graceTimer);
-      this.tally(w, msg.error?.code ?? "OK");
-      // The tracker waits for this to tell a clean close from a dead worker.
-      this.events.sessionEnded(msg.sessionId, msg.error ? FarmError.fromWire(msg.error) : null);
-      w.sessionId = undefined;
-      // The folder goes after the board's readiness is on its way: its removal (a tmpfs to detach) is off the next grant's path.
-      const dir = w.sessionDir;
-      w.sessionDir = undefined;
-      this.afterEnded(w, msg.reusable);
-      this.removeDir(dir);
+  /** A well-formed message from `w`: acted on if it is in scope for the worker's state, else a breach. */
+  private judge(w: WorkerHandle, msg: WorkerMessage): void {
+    if (w.state === "exiting") return; // being killed: nothing it says matters
+    const serving = w.state === "serving";
+    const ownSession = (id: string) => serving && id === w.sessionId;
+    const out = (why: string) => this.breach(w, new FarmError("PROTOCOL_ERROR", `the session's worker broke the agent's protocol: ${why}`));
+    switch (msg.kind) {
+      case "ready":
+        if (w.state !== "starting") return out(`"ready" from a ${w.state} worker`);
+        w.canaryAsked = false;
+        this.metrics?.workerReady((performance.now() - w.forkedAt) / 1e3);
+        // Its standby lane first: the readiness the tracker hears names it.
+        if (this.standbyHost !== undefined && w.lanePort === undefined) void this.openStandby(w, this.standbyHost).then(() => this.becameIdle(w));
+        else this.becameIdle(w);
+        return;
+      case "canary": {
+        // Only from a process no tenant's code ever ran in, and only the verdict it was asked for.
+        if (w.nativeCode) return out("a canary verdict from a worker that loaded a tenant's native code");
+        if (!w.canaryAsked) return out("a canary verdict nobody asked for");
+        w.canaryAsked = false;
+        const c = msg.m;
+        if (c.ran) this.events.health(this.boardName, { kind: "canary", ok: c.ok, reason: c.detail, durationMs: c.duration_ms, kernelNs: c.kernel_ns });
+        return;
+      }
+      case "foreign_code":
+        if (!ownSession(msg.m.session_id)) return out(`foreign_code for session ${msg.m.session_id}, which it does not serve`);
+        w.nativeCode = true;
+        // This worker will not come back: boot its successor while the session runs.
+        this.fill();
+        return;
+      case "counters":
+        if (!serving) return out(`counters from a ${w.state} worker`);
+        this.metrics?.counted({ calls: msg.m.calls, timeEvaluations: msg.m.time_evaluations, errors: msg.m.errors });
+        return;
+      case "lane_opened":
+        if (!ownSession(msg.m.session_id)) return out(`lane_opened for session ${msg.m.session_id}, which it does not serve`);
+        this.events.laneOpened(msg.m.session_id);
+        return;
+      case "store_keep":
+      case "store_take":
+      case "program_fpga": {
+        if (!serving) return out(`${msg.kind} from a ${w.state} worker`);
+        if (msg.kind === "program_fpga" && this.config.kind !== "vta") return out(`program_fpga on a ${this.config.kind} board`);
+        if (w.pending >= MAX_PENDING_REQUESTS) return out(`more than ${MAX_PENDING_REQUESTS} requests to the agent at once`);
+        w.pending++;
+        const done = () => void w.pending--;
+        if (msg.kind === "store_keep") void this.storeKeep(w, msg.m.id, msg.m.name, msg.m.sha256).finally(done);
+        else if (msg.kind === "store_take") void this.storeTake(w, msg.m.id, msg.m.sha256, msg.m.size).finally(done);
+        else void this.programFpga(w, msg.m.id, msg.m.bitstream, msg.m.config).finally(done);
+        return;
+      }
+      case "ended": {
+        if (!ownSession(msg.m.session_id)) return out(`ended for session ${msg.m.session_id}, which it does not serve`);
+        clearTimeout(w.graceTimer);
+        const error = msg.m.error ? FarmError.fromWire(msg.m.error) : null;
+        this.tally(w, error?.code ?? "OK");
+        // The tracker waits for this to tell a clean close from a dead worker.
+        this.events.sessionEnded(msg.m.session_id, error);
+        w.sessionId = undefined;
+        // The folder goes after the board's readiness is on its way: its removal (a tmpfs to detach) is off the next grant's path.
+        const dir = w.sessionDir;
+        w.sessionDir = undefined;
+        // Its offer to serve again is believed only of a process no tenant's native code ran in.
+        this.afterEnded(w, msg.m.reusable && !w.nativeCode);
+        this.removeDir(dir);
+        return;
+      }
+    }
+  }
+
+  /**
+   * `w` broke the channel's contract: its processes are killed and only its
+   * own session ends, with the reason; the agent and the board's other
+   * workers serve on.
+   */
+  private breach(w: WorkerHandle, err: FarmError): void {
+    if (w.state === "exiting") return;
+    w.channel.stop();
+    this.log.warn(
+      { board: this.boardName, session: w.sessionId ?? null, pid: w.child.pid, uid: w.uid ?? null, state: w.state, audit: "worker_protocol", err: err.message },
+      "a session worker broke the agent's protocol: killed",
+    );
+    const sessionId = w.state === "serving" ? w.sessionId : undefined;
+    if (sessionId) this.tally(w, err.code);
+    this.kill(w);
+    // What its kernel forked, now (every process of its uid goes when its exit is reaped).
+    killGroup(w);
+    if (sessionId) this.events.sessionEnded(sessionId, err);
+  }
+
+  /**
+   * The board's periodic canary: run by one idle worker that never loaded a
+   * tenant's code, when the agent asks (never on a worker's own schedule,
+   * so a verdict nobody asked for is a breach).
+   */
+  private askCanary(): void {
+    for (const w of this.workers) {
+      if (w.state !== "idle" || w.nativeCode || w.canaryAsked) continue;
+      w.canaryAsked = w.channel.send({ run_canary: {} });
+      return;
     }
   }
 
@@ -228,11 +346,14 @@ export class BoardPool {
     if (reusable && this.count("idle") < this.warm && !this.closed) {
       w.state = "idle";
       if (this.serveWaiting()) return;
-    } else {
+    } else if (reusable) {
+      // An extra clean one is told to go.
       w.state = "exiting";
       w.expectedExit = true;
-      // A tainted worker exits by itself; an extra clean one is told to go.
-      if (reusable) w.child.kill("SIGTERM");
+      w.child.kill("SIGTERM");
+    } else {
+      // Not waited for to exit by itself: it may be its tenant's now.
+      this.kill(w);
     }
     this.fill();
     if (this.hasIdle) this.events.ready(this.boardName);
@@ -258,7 +379,7 @@ export class BoardPool {
         server.listen(0, host, resolve);
       });
       const port = (server.address() as AddressInfo).port;
-      await new Promise<void>((resolve, reject) => w.child.send({ t: "standby" } satisfies AgentToWorker, server, (err) => (err ? reject(err) : resolve())));
+      if (!w.channel.send({ standby: {} }, server)) throw new Error("the worker is gone");
       w.lanePort = port;
     } catch (err) {
       w.lanePort = 0;
@@ -316,20 +437,26 @@ export class BoardPool {
     rmSync(dir, { recursive: true, force: true });
   }
 
-  /** A worker asks for a stored file in its session's folder (worker/content-store.ts). */
+  /** A worker asks for a stored file in its session's folder (worker/content-store.ts), under a name the agent picks. */
   private async storeTake(w: WorkerHandle, id: number, sha256: string, size: number): Promise<void> {
     const dir = w.sessionDir;
-    const file = `.module-store-${id}`;
-    // Starts with ".module": hidden from the session's listing until the worker renames it.
+    // Starts with ".module": hidden from the session's listing until the worker renames it. Made exclusively
+    // (content-store.ts): a link the kernel left under that name is refused, never followed.
+    const file = `.module-store-${w.storeSeq++}`;
     const ok = dir !== undefined && (await this.sandbox.store.take(sha256, size, join(dir, file), basename(dir)));
-    if (w.child.connected) w.child.send({ t: "store-took", id, ...(ok ? { file } : {}) } satisfies AgentToWorker);
+    this.reply(w, { store_took: { id, file: ok ? file : "" } });
   }
 
-  /** A worker asks for its session's file `name` to be kept: only a plain name in its own folder, and only a file its uid owns. */
+  /** A worker asks for its session's file `name` (a plain name, checked by the decoder) to be kept: only a file its uid owns. */
   private async storeKeep(w: WorkerHandle, id: number, name: string, sha256: string): Promise<void> {
     const dir = w.sessionDir;
-    if (dir !== undefined && /^[^/\0]+$/.test(name) && name !== "." && name !== "..") await this.sandbox.store.keep(join(dir, name), sha256, w.uid);
-    if (w.child.connected) w.child.send({ t: "store-kept", id } satisfies AgentToWorker);
+    if (dir !== undefined) await this.sandbox.store.keep(join(dir, name), sha256, w.uid);
+    this.reply(w, { store_kept: { id } });
+  }
+
+  /** Answers a worker's request, unless it went meanwhile. */
+  private reply(w: WorkerHandle, msg: AgentToWorker): void {
+    if (w.state === "serving") w.channel.send(msg);
   }
 
   /** A worker's session asks for a bitstream of its folder to be loaded: only plain names in its own folder. */
@@ -337,13 +464,12 @@ export class BoardPool {
     let reply: AgentToWorker;
     try {
       const dir = w.sessionDir;
-      const plain = (name: string) => /^[^/\0]+$/.test(name) && name !== "." && name !== "..";
-      if (dir === undefined || !plain(bitstream) || !plain(config)) throw new FarmError("BAD_ARGUMENTS", "program_fpga names files of the session's own folder");
-      reply = { t: "fpga-programmed", id, ...(await this.events.programFpga(this.boardName, join(dir, bitstream), join(dir, config))) };
+      if (dir === undefined) throw new FarmError("SESSION_CLOSED", "program_fpga after the session's end");
+      reply = { fpga_programmed: { id, ...(await this.events.programFpga(this.boardName, join(dir, bitstream), join(dir, config))) } };
     } catch (err) {
-      reply = { t: "fpga-programmed", id, error: FarmError.from(err).toWire() };
+      reply = { fpga_programmed: { id, error: FarmError.from(err).toWire() } };
     }
-    if (w.child.connected) w.child.send(reply);
+    this.reply(w, reply);
   }
 
   private deathReason(w: WorkerHandle, code: number | null, signal: NodeJS.Signals | null): FarmError {
@@ -416,12 +542,12 @@ export class BoardPool {
     w.counted = false;
     // No spare is forked here: a clean session gives this worker back, and a
     // tainted one announces itself ("tainted") so its successor boots early.
-    w.child.send({ t: "assign", sessionId, token, dir, route } satisfies AgentToWorker, (err) => {
-      if (!err || w.state !== "serving") return;
+    if (!w.channel.send({ assign: { session_id: sessionId, token, dir, route } })) {
       this.tally(w, "RUNTIME_CRASH");
       this.kill(w);
-      this.events.sessionEnded(sessionId, new FarmError("RUNTIME_CRASH", `the session worker (pid ${w.child.pid}) went away before it took the session: ${err.message}`));
-    });
+      this.events.sessionEnded(sessionId, new FarmError("RUNTIME_CRASH", `the session worker (pid ${w.child.pid}) went away before it took the session`));
+      return;
+    }
     if (this.hasIdle) this.events.ready(this.boardName);
   }
 
@@ -432,11 +558,16 @@ export class BoardPool {
       return true;
     }
     const w = this.servingOf(sessionId);
-    if (!w || !w.child.connected) return false;
-    w.child.send({ t: "lane", sessionId, kind, rest: rest.toString("base64") } satisfies AgentToWorker, socket, (err) => {
-      if (err) socket.destroy();
-    });
-    return true;
+    if (!w) return false;
+    let sent = false;
+    try {
+      sent = w.channel.send({ lane: { session_id: sessionId, kind, rest } }, socket);
+    } catch (err) {
+      this.log.warn({ board: this.boardName, session: sessionId, err: (err as Error).message }, "cannot hand a lane to its session's worker");
+    }
+    // The worker has its own copy now: the agent's goes (closing a descriptor, not the connection).
+    socket.destroy();
+    return sent;
   }
 
   /** A worker became idle: a waiting session takes it. True when one did. */
@@ -468,7 +599,7 @@ export class BoardPool {
       this.kill(w);
       return;
     }
-    if (w.child.connected) w.child.send({ t: "end", sessionId } satisfies AgentToWorker);
+    w.channel.send({ end: { session_id: sessionId } });
     w.graceTimer = setTimeout(() => {
       this.tally(w, "OK");
       this.kill(w);
@@ -491,6 +622,7 @@ export class BoardPool {
   /** Kills every worker (sessions included) and whatever its kernels started. */
   close(): void {
     this.closed = true;
+    clearInterval(this.canaryTimer);
     for (const w of this.workers) {
       this.kill(w);
       // Now too: the agent removes its scratch folder next, which cannot go while a session's tmpfs is mounted in it.

@@ -13,6 +13,10 @@ export {
   type HostFrame, type HostFrame__Output, type BoardFrame, type BoardFrame__Output, type Grant__Output, type SessionRequest__Output,
 } from "./frames.ts";
 export { LaneSocket, framed, acceptHello, welcome, refuse, awaitWelcome, HELLO_TIMEOUT_MS, type LaneRole } from "./lane.ts";
+export {
+  WORKER_MESSAGE_MAX_BYTES, decodeToAgent, decodeToWorker, encodeToAgent, encodeToWorker,
+  type AgentToWorker, type AgentToWorker__Output, type WorkerMessage, type WorkerToAgent,
+} from "./worker-channel.ts";
 export { ROUTES, LANES, SESSION_END_GRACE_MS, SESSION_REQUEST_HEADER, parseRoute, type Route, type Lane } from "./routes.ts";
 export {
   HostService, AgentService, CHANNEL_OPTIONS, SERVER_OPTIONS, CHUNK_BYTES, MAX_MESSAGE_BYTES,

@@ -38,10 +38,12 @@ export class LaneSocket {
   private frameHandler: ((frame: Buffer) => void) | undefined;
   private readonly closeHandlers = new Set<(err: FarmError | null) => void>();
   private closed: { err: FarmError | null } | undefined;
-  /** The largest frame accepted; the handshake's is small. */
-  private limit = MAX_MESSAGE_BYTES;
+  /** The largest frame accepted now; the handshake's is small. */
+  private limit: number;
 
-  constructor(readonly socket: Socket, private readonly what: string) {
+  /** `maxFrameBytes`: the largest frame accepted after the handshake; a larger one fails the lane (PROTOCOL_ERROR). */
+  constructor(readonly socket: Socket, private readonly what: string, private readonly maxFrameBytes = MAX_MESSAGE_BYTES) {
+    this.limit = maxFrameBytes;
     socket.setNoDelay(true);
     socket.on("data", this.onData);
     socket.on("error", this.onError);
@@ -189,7 +191,7 @@ export class LaneSocket {
         clearTimeout(timer);
         this.frameHandler = undefined;
         stopWatching();
-        this.limit = MAX_MESSAGE_BYTES;
+        this.limit = this.maxFrameBytes;
         resolve(frame);
       });
     });

@@ -54,7 +54,15 @@ export interface Backend {
   /** Runs it `number` times back to back and returns the elapsed nanoseconds
    * measured next to the device (CPU: a monotonic clock around the loop; CUDA: events). */
   timeCalls(fn: LoadedFunction, args: readonly ArgValue[], number: number, call?: CallSettings): number;
-  /** True once foreign code was loaded: the worker must not serve another session. */
+  /**
+   * True where load() runs a tenant's native code in this process (a shared
+   * object's constructors, a CUDA module in this process's context): the
+   * worker tells its agent before the first load, and from then on the agent
+   * believes nothing of it beyond its own session (device-agent/pool.ts).
+   * False where a module is data an interpreter or a device runs (VTA).
+   */
+  readonly loadsNativeCode: boolean;
+  /** True when this process must not serve another session (foreign code loaded, a device left hung). */
   readonly tainted: boolean;
   stats(): BackendStats;
   /**

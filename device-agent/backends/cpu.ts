@@ -65,6 +65,7 @@ const CANARY_TIMED_N = 4096;
 const CANARY_NUMBER = 20;
 
 export class CpuBackend implements Backend {
+  readonly loadsNativeCode = true;
   readonly kind = "cpu";
   readonly target = "cpu" as const;
   readonly memoryBytes: number;

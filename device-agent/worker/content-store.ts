@@ -38,7 +38,7 @@
  *
  * One folder per agent (under its scratch folder), owned by the agent and
  * closed to workers (0700): the **agent** keeps and hands out files when a
- * worker asks over IPC (worker/protocol.ts "store-keep", "store-take"), so
+ * worker asks over its channel (worker.proto store_keep, store_take), so
  * workers running as uids of their own (device-agent/sandbox.ts) can
  * neither read the store nor change a stored file. Keeping copies the
  * session's file (a link would share an inode its kernel owns and could
@@ -143,9 +143,10 @@ export class ContentStore {
       await symlink(join(held, sha256), dest);
     } catch {
       try {
-        await copyFile(path, dest, constants.COPYFILE_FICLONE);
+        // Exclusively: `dest` is in a folder the session's kernel writes, and a link it left there is never followed.
+        await copyFile(path, dest, constants.COPYFILE_FICLONE | constants.COPYFILE_EXCL);
       } catch {
-        // Evicted meanwhile: the host sends the bytes.
+        // Evicted meanwhile (or the name was taken): the host sends the bytes.
         return false;
       }
     }

@@ -5,14 +5,15 @@
  * foreign code serves no further session: it exits after that one.
  */
 import { readdirSync, rmSync } from "node:fs";
-import type { Server, Socket } from "node:net";
 import { join } from "node:path";
 import {
   AgentService, FarmError, makeClient, componentLogger,
   type AgentServiceClient,
 } from "../../protos/index.ts";
 import { createBackend } from "../backends/index.ts";
-import type { AgentToWorker, WorkerConfig, WorkerToAgent } from "./protocol.ts";
+import type { AgentToWorker__Output, WorkerToAgent } from "../../protos/index.ts";
+import { AgentChannel, type FromAgent } from "./agent-channel.ts";
+import type { WorkerConfig } from "./config.ts";
 import type { SessionStore } from "./files.ts";
 import { RequestCounters, SessionServer } from "./session-server.ts";
 import { grpcLane, socketLane, type WorkerLane } from "./lane.ts";
@@ -21,14 +22,15 @@ import { StandbyLane } from "./standby.ts";
 import { Watchdog } from "./watchdog.ts";
 
 const config = JSON.parse(process.env.KFARM_WORKER ?? "null") as WorkerConfig | null;
-if (!config || !process.send) {
+if (!config) {
   console.error("kfarm session worker: start me through `kfarm agent`, not by hand");
   process.exit(2);
 }
 const log = componentLogger("worker", { board: config.boardName });
 
-function tell(msg: WorkerToAgent): Promise<void> {
-  return new Promise((resolve) => process.send!(msg, undefined, {}, () => resolve()));
+/** Tells the agent: written to the channel before it returns (worker/agent-channel.ts). */
+function tell(msg: WorkerToAgent): void {
+  channel.tell(msg);
 }
 
 /** How often a serving worker reports its request counters to the agent (and once more at each session's end). */
@@ -38,7 +40,7 @@ const counters = new RequestCounters();
 /** Sends what was counted since the last report, if anything was. */
 function reportCounters(): void {
   const counts = counters.take();
-  if (counts) void tell({ t: "counters", ...counts });
+  if (counts) tell({ counters: { calls: counts.calls, time_evaluations: counts.timeEvaluations, errors: counts.errors } });
 }
 
 // The agent is gone: nothing left to serve for.
@@ -47,13 +49,13 @@ dieWithParent(config.agentPid);
 process.umask(0o077);
 
 /** Requests to the agent awaiting their answer, by id. */
-const asked = new Map<number, (msg: AgentToWorker) => void>();
+const asked = new Map<number, (msg: AgentToWorker__Output) => void>();
 let nextAsk = 0;
-function ask(msg: (id: number) => WorkerToAgent): Promise<AgentToWorker> {
-  const id = nextAsk++;
+function ask(msg: (id: number) => WorkerToAgent): Promise<AgentToWorker__Output> {
+  const id = nextAsk++ >>> 0;
   return new Promise((resolve) => {
     asked.set(id, resolve);
-    void tell(msg(id));
+    tell(msg(id));
   });
 }
 
@@ -62,21 +64,21 @@ const backend = await createBackend(config.kind, config.backendOptions);
 // uids of their own, which must not read or change one another's files.
 const store: SessionStore = {
   take: async (sha256, size) => {
-    const r = await ask((id) => ({ t: "store-take", id, sha256, size }));
-    return r.t === "store-took" ? r.file : undefined;
+    const r = await ask((id) => ({ store_take: { id, sha256, size } }));
+    return r.store_took?.file || undefined;
   },
   keep: async (name, sha256) => {
-    await ask((id) => ({ t: "store-keep", id, name, sha256 }));
+    await ask((id) => ({ store_keep: { id, name, sha256 } }));
   },
 };
 /** VTA boards: the agent loads bitstreams (it owns the FPGA manager and the board's labels). */
 const programFpga =
   config.kind === "vta"
     ? async (bitstream: string, configFile: string) => {
-        const r = await ask((id) => ({ t: "program-fpga", id, bitstream, config: configFile }));
-        if (r.t !== "fpga-programmed") throw new FarmError("INTERNAL", `the agent answered program-fpga with ${r.t}`);
+        const r = (await ask((id) => ({ program_fpga: { id, bitstream, config: configFile } }))).fpga_programmed;
+        if (!r) throw new FarmError("INTERNAL", "the agent answered program_fpga with another message");
         if (r.error) throw FarmError.fromWire(r.error);
-        return { sha256: r.sha256!, hardware: r.hardware! };
+        return { sha256: r.sha256, hardware: r.hardware };
       }
     : undefined;
 const watchdog = new Watchdog();
@@ -112,40 +114,48 @@ let current: { sessionId: string; lane: (lane: WorkerLane) => void; end: () => v
 /** This worker's own port, where its sessions' hosts connect straight to it (direct lanes). */
 let standby: StandbyLane | undefined;
 
-process.on("message", (msg: AgentToWorker, handle?: unknown) => {
-  if (msg.t === "assign") {
+/** What the agent says. Sockets come with the message that announces them (worker/agent-channel.ts). */
+function fromAgent({ msg, socket, server }: FromAgent): void {
+  if (msg.assign) {
+    const a = msg.assign;
     if (serving) {
-      log.error({ session: msg.sessionId, serving }, "assigned a session while serving another");
+      log.error({ session: a.session_id, serving }, "assigned a session while serving another");
       return;
     }
-    serving = msg.sessionId;
-    standby?.tickets.expect(msg.sessionId, msg.token, msg.route);
-    void serve(msg.sessionId, msg.token, msg.dir, msg.route);
-  } else if (msg.t === "lane") {
-    const socket = handle as Socket | undefined;
-    if (current?.sessionId === msg.sessionId && socket) current.lane(socketLane(socket, Buffer.from(msg.rest, "base64"), msg.kind));
+    serving = a.session_id;
+    standby?.tickets.expect(a.session_id, a.token, a.route);
+    void serve(a.session_id, a.token, a.dir, a.route);
+  } else if (msg.lane) {
+    const kind = msg.lane.kind === "relay" ? "relay" : "direct";
+    if (current?.sessionId === msg.lane.session_id && socket) current.lane(socketLane(socket, Buffer.from(msg.lane.rest), kind));
     else socket?.destroy();
-  } else if (msg.t === "standby") {
+  } else if (msg.standby && server) {
     // Sent once per worker (device-agent/pool.ts), when it is ready.
-    standby = new StandbyLane(handle as Server, {
+    standby = new StandbyLane(server, {
       serving: () => serving,
-      open: (sessionId, socket, rest) => {
+      open: (sessionId, laneSocket, rest) => {
         if (current?.sessionId !== sessionId) return false;
-        current.lane(socketLane(socket, rest, "direct"));
-        void tell({ t: "lane-opened", sessionId });
+        current.lane(socketLane(laneSocket, rest, "direct"));
+        tell({ lane_opened: { session_id: sessionId } });
         return true;
       },
     }, log);
-  } else if (msg.t === "end") {
-    if (current?.sessionId === msg.sessionId) current.end();
+  } else if (msg.end) {
+    if (current?.sessionId === msg.end.session_id) current.end();
+  } else if (msg.run_canary) {
+    void canary();
   } else {
-    const answer = asked.get(msg.id);
-    asked.delete(msg.id);
+    const id = msg.store_took?.id ?? msg.store_kept?.id ?? msg.fpga_programmed?.id;
+    const answer = id === undefined ? undefined : asked.get(id);
+    if (id !== undefined) asked.delete(id);
     answer?.(msg);
   }
-});
+}
 
-/** Runs the board's canary, when it has one, and tells the agent how it went. */
+// The agent is gone (its end of the channel closed): nothing left to serve for.
+const channel = new AgentChannel(fromAgent, () => process.exit(0));
+
+/** Runs the board's canary, when it has one, and tells the agent how it went (it asked: at start, or run_canary). */
 async function canary(): Promise<void> {
   const t0 = performance.now();
   let result;
@@ -154,19 +164,15 @@ async function canary(): Promise<void> {
   } catch (err) {
     result = { ok: false, detail: `the canary threw: ${(err as Error).message}` };
   }
-  if (result) await tell({ t: "canary", ...result, durationMs: performance.now() - t0 });
+  const durationMs = performance.now() - t0;
+  tell({ canary: result ? { ran: true, ok: result.ok, detail: result.detail, duration_ms: durationMs, kernel_ns: result.kernelNs ?? 0 } : { ran: false } });
 }
 
 // A new worker checks its board first: at registration, and after any worker death.
 await canary();
-if (config.canaryIntervalMs > 0) {
-  setInterval(() => {
-    if (!serving) void canary();
-  }, config.canaryIntervalMs).unref();
-}
 
-// Listen first: an assignment can follow "ready" at once.
-await tell({ t: "ready" });
+// Listening already: an assignment can follow "ready" at once.
+tell({ ready: {} });
 
 /** The worker's own home (HOME, TMPDIR, working directory) between sessions. */
 const home = { HOME: process.env.HOME, TMPDIR: process.env.TMPDIR, cwd: process.cwd() };
@@ -211,8 +217,9 @@ async function serve(sessionId: string, token: string, workdir: string, route: s
   }
   const server = new SessionServer(backend, workdir, config!.limits, lane, {
     watchdog,
-    // The pool starts this board's next worker now, while this session runs.
-    onTainted: () => void tell({ t: "tainted", sessionId }),
+    // In the channel before the first native code runs: from then on the agent believes this process nothing
+    // beyond this session, and starts the board's next worker now, while this session runs.
+    beforeNativeCode: () => tell({ foreign_code: { session_id: sessionId } }),
     info: { worker_start_ms: startMs },
     counters,
     store,
@@ -241,13 +248,13 @@ async function serve(sessionId: string, token: string, workdir: string, route: s
 async function finishSession(sessionId: string, workdir: string, error: FarmError | undefined): Promise<void> {
   current = undefined;
   standby?.tickets.forget(sessionId);
-  // IPC keeps order: the agent has the session's last counts before it hears "ended".
+  // The channel keeps order: the agent has the session's last counts before it hears "ended".
   reportCounters();
   emptyFolder(workdir);
   enter(undefined);
   serving = undefined;
   const reusable = !backend.tainted;
-  await tell({ t: "ended", sessionId, reusable, ...(error ? { error: error.toWire() } : {}) });
+  tell({ ended: { session_id: sessionId, reusable, ...(error ? { error: error.toWire() } : {}) } });
   if (!reusable) process.exit(0);
 }
 

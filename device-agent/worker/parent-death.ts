@@ -1,8 +1,9 @@
 /**
  * Ties a session worker's life to its agent's. A worker can be deep in a
  * native call (a hanging kernel) or still starting up when the agent dies,
- * so an IPC "disconnect" listener is not enough: on Linux the kernel is asked
- * to SIGKILL the worker when its parent exits (prctl PR_SET_PDEATHSIG).
+ * so the end of its channel to the agent (worker/agent-channel.ts) is not
+ * enough: on Linux the kernel is asked to SIGKILL the worker when its parent
+ * exits (prctl PR_SET_PDEATHSIG).
  */
 import koffi from "koffi";
 
@@ -16,6 +17,4 @@ export function dieWithParent(parentPid: number): void {
   }
   // The parent may have died before the request was made (we were re-parented).
   if (process.ppid !== parentPid) process.exit(0);
-  process.on("disconnect", () => process.exit(0));
-  if (!process.connected) process.exit(0);
 }

@@ -17,8 +17,11 @@ export interface SessionLimits extends FileLimits {
 /** Optional observers of a session: the call watchdog, and who wants to know when foreign code is loaded. */
 export interface SessionHooks {
   watchdog?: Watchdog;
-  /** The backend became tainted (foreign code loaded): its process must not serve another session. */
-  onTainted?: () => void;
+  /**
+   * The session is about to load its first native code (Backend.loadsNativeCode):
+   * returns once the agent is sure to hear of it, before any of that code runs.
+   */
+  beforeNativeCode?: () => void;
   /** Facts about the serving process, added to every stats reply. */
   info?: Record<string, string>;
   /** Where calls, time evaluations and their errors are counted (a worker keeps one across its sessions). */
@@ -40,6 +43,8 @@ export class SessionState {
   readonly counters: RequestCounters;
   readonly modules = new Map<number, LoadedModule>();
   nextModule = 1;
+  /** The agent was told this session loads native code (SessionHooks.beforeNativeCode): once is enough. */
+  nativeCodeLoaded = false;
   readonly arrays = new Map<number, RemoteArray>();
   nextArray = 1;
   /** Bytes of the session's arrays, checked against the board's memory at each allocation. */

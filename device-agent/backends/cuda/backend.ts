@@ -134,6 +134,7 @@ const CANARY_TIMED_N = 1 << 20;
 const CANARY_NUMBER = 20;
 
 export class CudaBackend implements Backend {
+  readonly loadsNativeCode = true;
   readonly kind = "cuda";
   readonly target: BundleTarget = "cuda";
   readonly memoryBytes: number;

@@ -103,6 +103,7 @@ class MmioArray implements DeviceArray {
 }
 
 export class VtaMmioBackend implements Backend {
+  readonly loadsNativeCode = false;
   readonly kind = VTA_KIND;
   readonly target = "vta" as const;
   readonly hardware: VtaHardware;

@@ -46,6 +46,7 @@ interface VtaLoadedFunction extends LoadedFunction {
 export interface VtaSimBackendOptions extends VtaSimulatorOptions {}
 
 export class VtaSimBackend implements Backend {
+  readonly loadsNativeCode = false;
   readonly kind = VTA_SIM_KIND;
   readonly target = "vta" as const;
   readonly memoryBytes: number;

@@ -19,9 +19,12 @@ export const loadModule: Handler<"load_module"> = (s, id, { name }, mux) => {
     const details = Object.values(bundle.targetDetails).join("/");
     throw new FarmError("TARGET_MISMATCH", `module "${name}" was built for target ${bundle.target}${details ? ` (${details})` : ""}, but this board is a ${s.backend.kind} board`);
   }
-  const wasTainted = s.backend.tainted;
+  // Said before the load: a shared object's constructors run inside it, and from then on this process is the tenant's.
+  if (s.backend.loadsNativeCode && !s.nativeCodeLoaded) {
+    s.hooks.beforeNativeCode?.();
+    s.nativeCodeLoaded = true;
+  }
   const module = s.backend.load(bundle, s.files.dir);
-  if (!wasTainted && s.backend.tainted) s.hooks.onTainted?.();
   const moduleId = s.nextModule++;
   s.modules.set(moduleId, module);
   mux.reply({

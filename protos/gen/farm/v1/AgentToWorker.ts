@@ -1,0 +1,34 @@
+// Original file: protos/farm/v1/worker.proto
+
+import type { WorkerAssign as _farm_v1_WorkerAssign, WorkerAssign__Output as _farm_v1_WorkerAssign__Output } from '../../farm/v1/WorkerAssign';
+import type { WorkerLane as _farm_v1_WorkerLane, WorkerLane__Output as _farm_v1_WorkerLane__Output } from '../../farm/v1/WorkerLane';
+import type { WorkerStandby as _farm_v1_WorkerStandby, WorkerStandby__Output as _farm_v1_WorkerStandby__Output } from '../../farm/v1/WorkerStandby';
+import type { WorkerEnd as _farm_v1_WorkerEnd, WorkerEnd__Output as _farm_v1_WorkerEnd__Output } from '../../farm/v1/WorkerEnd';
+import type { WorkerStoreTook as _farm_v1_WorkerStoreTook, WorkerStoreTook__Output as _farm_v1_WorkerStoreTook__Output } from '../../farm/v1/WorkerStoreTook';
+import type { WorkerStoreKept as _farm_v1_WorkerStoreKept, WorkerStoreKept__Output as _farm_v1_WorkerStoreKept__Output } from '../../farm/v1/WorkerStoreKept';
+import type { WorkerFpgaResult as _farm_v1_WorkerFpgaResult, WorkerFpgaResult__Output as _farm_v1_WorkerFpgaResult__Output } from '../../farm/v1/WorkerFpgaResult';
+import type { WorkerRunCanary as _farm_v1_WorkerRunCanary, WorkerRunCanary__Output as _farm_v1_WorkerRunCanary__Output } from '../../farm/v1/WorkerRunCanary';
+
+export interface AgentToWorker {
+  'assign'?: (_farm_v1_WorkerAssign | null);
+  'lane'?: (_farm_v1_WorkerLane | null);
+  'standby'?: (_farm_v1_WorkerStandby | null);
+  'end'?: (_farm_v1_WorkerEnd | null);
+  'store_took'?: (_farm_v1_WorkerStoreTook | null);
+  'store_kept'?: (_farm_v1_WorkerStoreKept | null);
+  'fpga_programmed'?: (_farm_v1_WorkerFpgaResult | null);
+  'run_canary'?: (_farm_v1_WorkerRunCanary | null);
+  'msg'?: "assign"|"lane"|"standby"|"end"|"store_took"|"store_kept"|"fpga_programmed"|"run_canary";
+}
+
+export interface AgentToWorker__Output {
+  'assign'?: (_farm_v1_WorkerAssign__Output | null);
+  'lane'?: (_farm_v1_WorkerLane__Output | null);
+  'standby'?: (_farm_v1_WorkerStandby__Output | null);
+  'end'?: (_farm_v1_WorkerEnd__Output | null);
+  'store_took'?: (_farm_v1_WorkerStoreTook__Output | null);
+  'store_kept'?: (_farm_v1_WorkerStoreKept__Output | null);
+  'fpga_programmed'?: (_farm_v1_WorkerFpgaResult__Output | null);
+  'run_canary'?: (_farm_v1_WorkerRunCanary__Output | null);
+  'msg'?: "assign"|"lane"|"standby"|"end"|"store_took"|"store_kept"|"fpga_programmed"|"run_canary";
+}
