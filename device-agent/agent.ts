@@ -13,7 +13,7 @@ import { expandBoards, type BoardConfig } from "./board-config.ts";
 import { buildCpuSupport } from "./canary.ts";
 import { AgentMetrics } from "./metrics.ts";
 import { resolveAgentOptions, workerLimitsFor, type AgentOptions, type ResolvedAgentOptions } from "./options.ts";
-import { BoardPool, type HealthReport, type WorkerSandbox } from "./pool.ts";
+import { BoardPool, type HealthReport, type SessionFile, type WorkerSandbox } from "./pool.ts";
 import { checkReadableByWorkers, describeSandbox, resolveSandbox, UidAllocator, WorkerDirs } from "./sandbox.ts";
 import { SessionDisk } from "./session-disk.ts";
 import { AgentLanes } from "./lanes.ts";
@@ -238,7 +238,7 @@ export class Agent {
    * later registration says it) and at the tracker. The device model's FPGA
    * manager is a folder of this agent's (backends/vta-mmio/fpga-manager.ts).
    */
-  private async programFpga(board: BoardConfig, spec: BoardSpec, bitstream: string, config: string): Promise<{ sha256: string; hardware: string }> {
+  private async programFpga(board: BoardConfig, spec: BoardSpec, bitstream: SessionFile, config: SessionFile): Promise<{ sha256: string; hardware: string }> {
     const { FpgaManager } = await import("./backends/vta-mmio/fpga-manager.ts");
     const manager = board.options.device === "model" ? FpgaManager.forModel(join(this.options.workRoot, "fpga", board.name)) : new FpgaManager("/");
     const loaded = manager.program(bitstream, config, DEFAULT_VTA_HARDWARE);

@@ -25,7 +25,8 @@
  * own session: PROTOCOL_ERROR, logged with the worker's pid and uid.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { rmSync } from "node:fs";
+import { constants, rmSync } from "node:fs";
+import { open } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { createServer, type AddressInfo, type Socket } from "node:net";
 import { FarmError, SESSION_END_GRACE_MS, type AgentToWorker, type Logger, type WorkerMessage } from "../protos/index.ts";
@@ -111,7 +112,7 @@ export interface PoolEvents {
   /** A canary ran, or the board's infrastructure failed (a worker died or did not start outside any session). */
   health(boardName: string, report: HealthReport): void;
   /** A session asks to load a bitstream into the board's FPGA (paths of its files); the agent checks, loads and relabels. */
-  programFpga(boardName: string, bitstream: string, config: string): Promise<{ sha256: string; hardware: string }>;
+  programFpga(boardName: string, bitstream: SessionFile, config: SessionFile): Promise<{ sha256: string; hardware: string }>;
 }
 
 export class BoardPool {
@@ -465,7 +466,8 @@ export class BoardPool {
     try {
       const dir = w.sessionDir;
       if (dir === undefined) throw new FarmError("SESSION_CLOSED", "program_fpga after the session's end");
-      reply = { fpga_programmed: { id, ...(await this.events.programFpga(this.boardName, join(dir, bitstream), join(dir, config))) } };
+      const [b, c] = await Promise.all([readSessionFile(dir, bitstream, w.uid), readSessionFile(dir, config, w.uid)]);
+      reply = { fpga_programmed: { id, ...(await this.events.programFpga(this.boardName, b, c)) } };
     } catch (err) {
       reply = { fpga_programmed: { id, error: FarmError.from(err).toWire() } };
     }
@@ -640,6 +642,37 @@ export class BoardPool {
       this.tally(w, "AGENT_LOST");
       this.kill(w);
     }
+  }
+}
+
+/** A file of a session's folder as the agent read it. */
+export interface SessionFile {
+  name: string;
+  bytes: Buffer;
+}
+
+/**
+ * Reads the plain name `name` of a session's folder for the agent (root, it
+ * may be): never through a symbolic link the session's kernel left there,
+ * never a FIFO or device, and — where workers have uids of their own — only
+ * a file the session's uid owns.
+ */
+async function readSessionFile(dir: string, name: string, uid: number | undefined): Promise<SessionFile> {
+  let fh;
+  try {
+    fh = await open(join(dir, name), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ELOOP") throw new FarmError("BAD_ARGUMENTS", `${name} is a symbolic link: name a file the session uploaded`);
+    if (code === "ENOENT") throw new FarmError("NOT_FOUND", `the session has no file ${name}: upload it first`);
+    throw new FarmError("BAD_ARGUMENTS", `${name} cannot be read (${code})`);
+  }
+  try {
+    const st = await fh.stat();
+    if (!st.isFile() || (uid !== undefined && st.uid !== uid)) throw new FarmError("BAD_ARGUMENTS", `${name} is not a file the session uploaded`);
+    return { name, bytes: await fh.readFile() };
+  } finally {
+    await fh.close();
   }
 }
 

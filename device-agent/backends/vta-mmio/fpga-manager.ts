@@ -12,8 +12,8 @@
  * form; a Vivado `.bit` needs converting first (PYNQ does, kernelfarm does not).
  */
 import { createHash } from "node:crypto";
-import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { basename, join } from "node:path";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { FarmError } from "../../../protos/index.ts";
 import { parseTvmVtaConfig, vtaHardware, type VtaHardware } from "../../../vta/index.ts";
 
@@ -21,6 +21,12 @@ export interface ProgrammedBitstream {
   sha256: string;
   /** The VTA configuration it implements. */
   hardware: string;
+}
+
+/** A file of a session's folder as the agent read it: its plain name and its bytes. */
+export interface SessionFile {
+  name: string;
+  bytes: Buffer;
 }
 
 export class FpgaManager {
@@ -44,23 +50,24 @@ export class FpgaManager {
     return m;
   }
 
-  program(bitstream: string, config: string, hw: VtaHardware): ProgrammedBitstream {
-    const theirs = vtaHardware(parseTvmVtaConfig(readFileSync(config, "utf8"), basename(config))).name;
+  /** Loads `bitstream` after checking its companion `config` (both read by the caller: a session's files, device-agent/pool.ts). */
+  program(bitstream: SessionFile, config: SessionFile, hw: VtaHardware): ProgrammedBitstream {
+    const theirs = vtaHardware(parseTvmVtaConfig(config.bytes.toString("utf8"), config.name)).name;
     if (theirs !== hw.name) {
       throw new FarmError(
         "TARGET_MISMATCH",
-        `the bitstream's VTA configuration is ${theirs} (${basename(config)}), but this board's agent runs ${hw.name}: modules compiled for one do not run on the other; program a ${hw.name} bitstream`,
+        `the bitstream's VTA configuration is ${theirs} (${config.name}), but this board's agent runs ${hw.name}: modules compiled for one do not run on the other; program a ${hw.name} bitstream`,
       );
     }
     if (!existsSync(this.manager)) {
       throw new FarmError("DEVICE_ERROR", `no FPGA manager at ${this.manager}: the board's kernel needs the FPGA manager framework (CONFIG_FPGA_MGR) and a driver for its FPGA`);
     }
-    const bytes = readFileSync(bitstream);
-    if (bytes.byteLength === 0) throw new FarmError("INVALID_ARGUMENT", `${basename(bitstream)} is empty: no bitstream to load`);
+    const bytes = bitstream.bytes;
+    if (bytes.byteLength === 0) throw new FarmError("INVALID_ARGUMENT", `${bitstream.name} is empty: no bitstream to load`);
     const sha256 = createHash("sha256").update(bytes).digest("hex");
     const firmware = `kfarm-${sha256.slice(0, 16)}.bin`;
     try {
-      copyFileSync(bitstream, join(this.root, "lib/firmware", firmware));
+      writeFileSync(join(this.root, "lib/firmware", firmware), bytes);
       writeFileSync(join(this.manager, "flags"), "0");
       writeFileSync(join(this.manager, "firmware"), firmware);
     } catch (err) {
