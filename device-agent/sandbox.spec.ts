@@ -1,9 +1,10 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { FarmError } from "../protos/index.ts";
+import { selfIdentity } from "./agent-identity.ts";
 import { resolveAgentOptions, workerLimitsFor } from "./options.ts";
 import { describeSandbox, effectiveLimits, parseWorkerLimits, parseWorkerUids, resolveSandbox, UidAllocator, workerCommand, workerEnv, type SandboxPlan, type WorkerLimits } from "./sandbox.ts";
 
@@ -118,7 +119,12 @@ describe("sandbox: uids", () => {
     // A claim left by an agent that died (no such pid) is free again.
     writeFileSync(join(dir, String(users.first)), "2147483646");
     assert.equal(new UidAllocator(p, dir).take(), users.first);
-    assert.equal(readFileSync(join(dir, String(users.first)), "utf8"), String(process.pid));
+    assert.equal(readFileSync(join(dir, String(users.first)), "utf8"), selfIdentity());
+    // A claim of a pid that is alive but was given to a later process (another start time) is a dead agent's too.
+    writeFileSync(join(dir, String(users.last)), `${process.pid} 1`);
+    rmSync(join(dir, String(users.first)));
+    assert.deepEqual(new UidAllocator(p, dir).sweepDead(), [users.last]);
+    assert.ok(!existsSync(join(dir, String(users.last))));
   });
 });
 

@@ -10,7 +10,7 @@
  * worker/parent-death.ts does), not by spawning `mount`: this is on the
  * grant path, where a process start would cost milliseconds.
  */
-import { readFileSync, rmSync, statfsSync } from "node:fs";
+import { readFileSync, statfsSync } from "node:fs";
 import koffi from "koffi";
 import { FarmError } from "../protos/index.ts";
 
@@ -22,14 +22,6 @@ const EINVAL = 22;
 /** The tmpfs's source name in /proc/mounts: how the agent finds those a dead agent left. */
 const SOURCE = "kfarm-session";
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
 const ENOENT = 2;
 
 interface Libc {
@@ -96,30 +88,31 @@ export class SessionDisk {
   }
 
   /**
-   * Detaches the session tmpfs an agent killed without its clean-up
-   * (SIGKILL, a crash) left mounted in its scratch folder (…/kfarm-agent-PID/…,
-   * PID no longer alive), and removes their folders: each holds the RAM its
-   * files took. Returns how many it found.
+   * Detaches every session tmpfs whose mount point `which` picks (those an
+   * agent killed without its clean-up left: leftovers.ts decides), deepest
+   * first, then calls `then` on each mount point. Returns how many.
    */
-  static detachStale(): number {
+  static detachWhere(which: (mountPoint: string) => boolean, then: (mountPoint: string) => void = () => {}): number {
     let info: string;
     try {
       info = readFileSync("/proc/self/mountinfo", "utf8");
     } catch {
       return 0;
     }
-    let n = 0;
+    const points: string[] = [];
     for (const line of info.split("\n")) {
       const [before, after] = line.split(" - ");
       if (!after?.startsWith(`tmpfs ${SOURCE} `)) continue;
-      const dir = before!.split(" ")[4]!.replace(/\\040/g, " ");
-      const pid = Number(/\/kfarm-agent-(\d+)\/[^/]+$/.exec(dir)?.[1]);
-      if (!(pid > 0) || alive(pid)) continue;
-      loadLibc().umount2(dir, MNT_DETACH);
-      rmSync(dir, { recursive: true, force: true });
-      n++;
+      // Field 5 is the mount point, with space, tab, newline and backslash as octal escapes.
+      const dir = before!.split(" ")[4]!.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
+      if (which(dir)) points.push(dir);
     }
-    return n;
+    points.sort((a, b) => b.length - a.length);
+    for (const dir of points) {
+      loadLibc().umount2(dir, MNT_DETACH);
+      then(dir);
+    }
+    return points.length;
   }
 
   /**
