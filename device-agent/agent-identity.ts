@@ -8,8 +8,28 @@
  */
 import { readFileSync } from "node:fs";
 
-/** "PID START" (START: clock ticks since boot; absent where there is no /proc). */
-export type Identity = { pid: number; start?: string };
+/**
+ * A process as something it holds names it: its pid, and either its start
+ * time (clock ticks since boot, as a scratch folder's `agent.pid` says) or
+ * when the thing was claimed (a uid claim's mtime: claims stay a bare pid,
+ * which every agent version on the host reads). Neither: the pid alone.
+ */
+export type Identity = { pid: number; start?: string; claimedAtMs?: number };
+
+/** Clock ticks per second of /proc's times (sysconf(_SC_CLK_TCK): 100 on every Linux we run on). */
+const TICKS_PER_SECOND = 100;
+/** The boot time is whole seconds and a claim's mtime is written after its agent started: this much either way is no evidence. */
+const START_SLACK_MS = 1500;
+
+/** When the kernel booted, in ms since the epoch (/proc/stat btime), or undefined. */
+function bootMs(): number | undefined {
+  try {
+    const btime = Number(/^btime (\d+)$/m.exec(readFileSync("/proc/stat", "utf8"))?.[1]);
+    return btime > 0 ? btime * 1000 : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 /** The kernel's start time of process `pid`, or undefined (gone, or no /proc). */
 function startTime(pid: number): string | undefined {
@@ -47,8 +67,14 @@ export function isRunning(who: Identity): boolean {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== "EPERM") return false;
   }
-  if (who.start === undefined) return true;
   const now = startTime(who.pid);
   // No /proc to look at: believe the pid.
-  return now === undefined || now === who.start;
+  if (now === undefined) return true;
+  if (who.start !== undefined) return now === who.start;
+  if (who.claimedAtMs !== undefined) {
+    // A process that started after the claim was written cannot have written it: its pid was reused.
+    const boot = bootMs();
+    if (boot !== undefined && boot + (Number(now) * 1000) / TICKS_PER_SECOND > who.claimedAtMs + START_SLACK_MS) return false;
+  }
+  return true;
 }

@@ -31,7 +31,7 @@ import { accessSync, chmodSync, chownSync, constants, copyFileSync, linkSync, mk
 import { tmpdir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import { FarmError } from "../protos/index.ts";
-import { isRunning, parseIdentity, selfIdentity } from "./agent-identity.ts";
+import { isRunning, type Identity } from "./agent-identity.ts";
 import { parseBytes } from "./board-config.ts";
 import { SessionDisk } from "./session-disk.ts";
 
@@ -207,7 +207,13 @@ export function workerEnv(from: NodeJS.ProcessEnv, extra: Record<string, string>
   return { ...env, ...extra };
 }
 
-/** Where the agents of a host claim worker uids (one file per uid in use, holding the claiming agent's pid and start time: agent-identity.ts). */
+/**
+ * Where the agents of a host claim worker uids: one file per uid in use,
+ * holding the claiming agent's pid and nothing else — agents of every
+ * version on a host read it as a number (one that could not would take a
+ * live agent's uid for a dead one's). Its mtime tells a reused pid apart
+ * (agent-identity.ts).
+ */
 export const UID_CLAIMS_DIR = "/run/kfarm-worker-uids";
 
 /**
@@ -246,7 +252,7 @@ export class UidAllocator {
   private claim(uid: number): boolean {
     const path = join(this.claims, String(uid));
     try {
-      writeFileSync(path, selfIdentity(), { flag: "wx", mode: 0o600 });
+      writeFileSync(path, String(process.pid), { flag: "wx", mode: 0o600 });
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
       const owner = claimant(path);
@@ -319,10 +325,12 @@ export class UidAllocator {
   }
 }
 
-/** Who holds the claim at `path`; undefined when it is gone or unreadable (a claim being written reads empty: not dead). */
-function claimant(path: string): ReturnType<typeof parseIdentity> {
+/** Who holds the claim at `path`, and since when; undefined when it is gone or unreadable (a claim being written reads empty: not dead). */
+function claimant(path: string): Identity | undefined {
   try {
-    return parseIdentity(readFileSync(path, "utf8"));
+    const text = readFileSync(path, "utf8");
+    if (!/^\s*\d+\s*$/.test(text)) return undefined;
+    return { pid: Number(text), claimedAtMs: statSync(path).mtimeMs };
   } catch {
     return undefined;
   }
