@@ -122,11 +122,11 @@ describe("fuzz: lane hellos and frames", () => {
   }
 
   it("the agent's direct-lane port refuses what is not a hello with a valid ticket", async () => {
-    await fuzzPort("lane hello (agent direct port)", () => directPort, 2000, 7);
+    await fuzzPort("lane hello (agent direct port)", () => directPort, 1500, 5);
   });
 
   it("the tracker's data port (relay) refuses the same", async () => {
-    await fuzzPort("lane hello (tracker data port)", () => tracker.dataPort, 2000, 7);
+    await fuzzPort("lane hello (tracker data port)", () => tracker.dataPort, 1500, 5);
   });
 
   it("the open session was not disturbed, and new sessions are served on every lane", async () => {
