@@ -131,6 +131,8 @@ describe("fuzz: lane hellos and frames", () => {
 
   it("the open session was not disturbed, and new sessions are served on every lane", async () => {
     await checkVadd(open);
+    // The board is free again for the next sessions.
+    await open.close();
     for (const route of ["direct", "relay", "grpc"] as const) {
       const s = await client.request("cpu", { deadlineMs: 10_000, route });
       try {
