@@ -426,8 +426,14 @@ export class WorkerDirs {
   session(sessionId: string, uid: number | undefined): string {
     if (!/^[A-Za-z0-9_-]{1,128}$/.test(sessionId)) throw new FarmError("PROTOCOL_ERROR", `session id ${JSON.stringify(sessionId)} is not a plain name`);
     const dir = join(this.root, sessionId);
-    rmSync(dir, { recursive: true, force: true });
-    this.own(dir, uid);
+    try {
+      rmSync(dir, { recursive: true, force: true });
+      this.own(dir, uid);
+    } catch (err) {
+      // This ends the session, and its host hears why: the session's name, never the agent's path (kept as the cause).
+      const code = (err as NodeJS.ErrnoException).code ?? "error";
+      throw new FarmError(code === "ENOSPC" ? "TOO_LARGE" : "INTERNAL", `the agent cannot make session ${sessionId}'s folder: ${code}; its disk may be full or its scratch folder gone`, { cause: err, details: { errno: code } });
+    }
     return dir;
   }
 

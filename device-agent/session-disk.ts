@@ -11,6 +11,7 @@
  * grant path, where a process start would cost milliseconds.
  */
 import { readFileSync, statfsSync } from "node:fs";
+import { basename } from "node:path";
 import koffi from "koffi";
 import { FarmError } from "../protos/index.ts";
 
@@ -74,7 +75,8 @@ export class SessionDisk {
     const options = `size=${this.quotaBytes},mode=0700,uid=${uid},gid=${uid}`;
     if (loadLibc().mount(SOURCE, dir, "tmpfs", MS_NOSUID | MS_NODEV, options) !== 0) {
       const errno = koffi.errno();
-      throw new FarmError("INTERNAL", `cannot mount the session's tmpfs (${options}) on ${dir}: errno ${errno}; the agent must run as root on Linux, or pass --worker-disk off`);
+      // Named by the session's folder alone: this message ends the session, and its host hears it (no agent path).
+      throw new FarmError("INTERNAL", `cannot mount the tmpfs (${options}) of session ${basename(dir)}: errno ${errno}; the agent must run as root on Linux, or pass --worker-disk off`, { details: { errno } });
     }
   }
 
@@ -83,7 +85,7 @@ export class SessionDisk {
     if (loadLibc().umount2(dir, MNT_DETACH) !== 0) {
       const errno = koffi.errno();
       // EINVAL: not a mount point (already detached, or never mounted); ENOENT: gone.
-      if (errno !== EINVAL && errno !== ENOENT) throw new FarmError("INTERNAL", `cannot unmount the session's tmpfs on ${dir}: errno ${errno}`);
+      if (errno !== EINVAL && errno !== ENOENT) throw new FarmError("INTERNAL", `cannot unmount the tmpfs of session ${basename(dir)}: errno ${errno}`, { details: { errno } });
     }
   }
 
