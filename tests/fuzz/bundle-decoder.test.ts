@@ -9,7 +9,6 @@
  */
 import assert from "node:assert/strict";
 import { before, describe, it } from "node:test";
-import fc from "fast-check";
 import { pack } from "msgpackr";
 import { compileCpu } from "../../host-sdk/index.ts";
 import { decodeBundle, FarmError, validateBundle } from "../../protos/index.ts";
@@ -43,6 +42,7 @@ describe("fuzz: the bundle decoder", () => {
       const bytes = pack({ format: "kernelfarm.bundle", version: 1, target: "cpu", targetDetails: {}, binary: new Uint8Array(1), functions: [], [field]: 2n ** 63n });
       assert.throws(() => decodeBundle(bytes), (e: unknown) => e instanceof FarmError && e.code === "BAD_BUNDLE" && (e.details?.field as string) === field);
     }
-    check(Buffer.from(fc.sample(fc.uint8Array(), { seed: 1, numRuns: 1 })[0]!));
+    // …and nested in a list, as the fuzzer first met it (format: [bigint]).
+    check(pack({ format: [2n ** 63n], version: 1, target: "cpu", targetDetails: {}, binary: new Uint8Array(1), functions: [] }));
   });
 });
