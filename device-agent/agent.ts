@@ -2,7 +2,7 @@
  * The device agent: dials the tracker, registers its boards and runs every
  * session in a worker process of the board's pool.
  */
-import { mkdirSync, rmSync } from "node:fs";
+import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { FarmError, parseAddress, type Lane } from "../protos/index.ts";
 import { DEFAULT_VTA_HARDWARE } from "../vta/index.ts";
@@ -11,6 +11,7 @@ import type { BoardSpec } from "../protos/gen/farm/v1/BoardSpec.ts";
 import { describeBoard } from "./backends/index.ts";
 import { expandBoards, type BoardConfig } from "./board-config.ts";
 import { buildCpuSupport } from "./canary.ts";
+import { describeLeftovers, holdScratch, sweepLeftovers } from "./leftovers.ts";
 import { AgentMetrics } from "./metrics.ts";
 import { resolveAgentOptions, workerLimitsFor, type AgentOptions, type ResolvedAgentOptions } from "./options.ts";
 import { BoardPool, type HealthReport, type SessionFile, type WorkerSandbox } from "./pool.ts";
@@ -61,7 +62,6 @@ export class Agent {
 
   async start(): Promise<this> {
     const o = this.options;
-    mkdirSync(o.workRoot, { recursive: true, mode: 0o700 });
     if (this.metrics) await this.metrics.listen(o.metricsHost, o.metricsPort!);
     const specs: BoardSpec[] = [];
     const boards = await expandBoards(o.boards);
@@ -76,11 +76,12 @@ export class Agent {
         { details: { option: "worker-uids" } },
       );
     }
-    // What an agent killed without its clean-up left mounted (its sessions' tmpfs hold RAM).
-    if (plan.diskBytes > 0) {
-      const stale = SessionDisk.detachStale();
-      if (stale > 0) o.logger.warn({ stale }, "detached session tmpfs left mounted by agents that died");
-    }
+    // What agents killed without their clean-up left: scratch folders (users' modules), session tmpfs (RAM), uid claims.
+    const uids = new UidAllocator(plan);
+    const leftovers = sweepLeftovers(o.workRoot, { mounts: SessionDisk.supported(), uids });
+    const cleaned = describeLeftovers(leftovers);
+    if (cleaned) o.logger.warn({ folders: leftovers.folders, mounts: leftovers.mounts, uids: leftovers.uids, failed: leftovers.failed }, cleaned);
+    holdScratch(o.workRoot);
     const dirs = new WorkerDirs(plan, o.workRoot);
     dirs.prepare();
     const entry = await workerEntry(o.logger, o.workRoot);
@@ -90,7 +91,7 @@ export class Agent {
     if (plan.network !== "shared" || o.security.tls) {
       this.workerLink = await WorkerLink.listen(join(o.workRoot, "link.sock"), o.tracker, o.security, plan.users?.group, o.logger);
     }
-    const sandbox: WorkerSandbox = { plan, uids: new UidAllocator(plan), dirs, store: new ContentStore(join(o.workRoot, "store"), { workers: plan.users ? "own-uids" : process.getuid?.() === 0 ? "root" : "agent-user" }), ...(plan.diskBytes > 0 ? { disk: new SessionDisk(plan.diskBytes) } : {}) };
+    const sandbox: WorkerSandbox = { plan, uids, dirs, store: new ContentStore(join(o.workRoot, "store"), { workers: plan.users ? "own-uids" : process.getuid?.() === 0 ? "root" : "agent-user" }), ...(plan.diskBytes > 0 ? { disk: new SessionDisk(plan.diskBytes) } : {}) };
     const standbyHost = this.standbyHost();
     const built = boards.some((b) => b.kind === "cpu") ? await buildCpuSupport(o.workRoot, o.logger) : undefined;
     // The user's cache may be closed to workers running as other users: they get a copy they can read.

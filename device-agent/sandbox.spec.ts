@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
@@ -118,7 +118,15 @@ describe("sandbox: uids", () => {
     // A claim left by an agent that died (no such pid) is free again.
     writeFileSync(join(dir, String(users.first)), "2147483646");
     assert.equal(new UidAllocator(p, dir).take(), users.first);
+    // A bare pid: agents of every version on a host read claims as a number.
     assert.equal(readFileSync(join(dir, String(users.first)), "utf8"), String(process.pid));
+    // A claim of a pid that is alive but started after the claim was written (the pid was reused) is a dead agent's too.
+    writeFileSync(join(dir, String(users.last)), String(process.pid));
+    const hourAgo = new Date(Date.now() - performance.now() - 3_600_000);
+    utimesSync(join(dir, String(users.last)), hourAgo, hourAgo);
+    rmSync(join(dir, String(users.first)));
+    assert.deepEqual(new UidAllocator(p, dir).sweepDead(), [users.last]);
+    assert.ok(!existsSync(join(dir, String(users.last))));
   });
 });
 

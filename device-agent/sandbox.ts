@@ -27,10 +27,11 @@
  */
 import { spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { accessSync, chmodSync, chownSync, constants, copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { accessSync, chmodSync, chownSync, constants, copyFileSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import { FarmError } from "../protos/index.ts";
+import { isRunning, type Identity } from "./agent-identity.ts";
 import { parseBytes } from "./board-config.ts";
 import { SessionDisk } from "./session-disk.ts";
 
@@ -206,7 +207,13 @@ export function workerEnv(from: NodeJS.ProcessEnv, extra: Record<string, string>
   return { ...env, ...extra };
 }
 
-/** Where the agents of a host claim worker uids (one file per uid in use, holding the claiming agent's pid). */
+/**
+ * Where the agents of a host claim worker uids: one file per uid in use,
+ * holding the claiming agent's pid and nothing else — agents of every
+ * version on a host read it as a number (one that could not would take a
+ * live agent's uid for a dead one's). Its mtime tells a reused pid apart
+ * (agent-identity.ts).
+ */
 export const UID_CLAIMS_DIR = "/run/kfarm-worker-uids";
 
 /**
@@ -248,8 +255,8 @@ export class UidAllocator {
       writeFileSync(path, String(process.pid), { flag: "wx", mode: 0o600 });
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-      const owner = Number(readFileSync(path, "utf8"));
-      if (owner === process.pid || isAlive(owner)) return false;
+      const owner = claimant(path);
+      if (!owner || owner.pid === process.pid || isRunning(owner)) return false;
       // Its agent died: what its worker left (a fork bomb's children) goes first.
       killAllOfSync(this.plan, uid);
       rmSync(path, { force: true });
@@ -260,6 +267,46 @@ export class UidAllocator {
       return false;
     }
     return true;
+  }
+
+  /**
+   * Releases every claim (in the host's claims folder, whatever its range)
+   * of an agent that is no longer running, after killing every process its
+   * uid still runs, as release() does: for an agent at start. Returns those uids.
+   */
+  sweepDead(): number[] {
+    if (!this.plan.users) return [];
+    const released: number[] = [];
+    for (const name of readdirSync(this.claims)) {
+      if (!/^\d+$/.test(name)) continue;
+      const path = join(this.claims, name);
+      const owner = claimant(path);
+      if (!owner || isRunning(owner)) continue;
+      // Moved aside first (one rename wins): an agent taking the claim over at this moment keeps the one it wrote.
+      const aside = `${path}.dead-${process.pid}`;
+      try {
+        renameSync(path, aside);
+      } catch {
+        continue; // taken over or released meanwhile
+      }
+      const moved = claimant(aside);
+      if (moved && isRunning(moved)) {
+        // Taken over between the read and the move: put it back, unless a third agent claimed the uid since.
+        try {
+          linkSync(aside, path);
+        } catch {
+          // claimed again meanwhile: that claim stands
+        }
+        rmSync(aside, { force: true });
+        continue;
+      }
+      killAllOfSync(this.plan, Number(name));
+      // Dead before the uid is handed out again: claim() skips a uid whose processes still run.
+      waitUntilGone(Number(name), SWEEP_KILL_WAIT_MS);
+      rmSync(aside, { force: true });
+      released.push(Number(name));
+    }
+    return released.sort((a, b) => a - b);
   }
 
   /** Kills every process `uid` still runs (a kernel's children), then makes it available again. */
@@ -278,17 +325,33 @@ export class UidAllocator {
   }
 }
 
-function isAlive(pid: number): boolean {
-  if (!(pid > 0)) return false;
+/** Who holds the claim at `path`, and since when; undefined when it is gone or unreadable (a claim being written reads empty: not dead). */
+function claimant(path: string): Identity | undefined {
   try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
+    const text = readFileSync(path, "utf8");
+    if (!/^\s*\d+\s*$/.test(text)) return undefined;
+    return { pid: Number(text), claimedAtMs: statSync(path).mtimeMs };
+  } catch {
+    return undefined;
   }
 }
 
-/** Pids of the live processes whose real uid is `uid` (from /proc; none where there is no /proc). */
+/** How long an agent at start waits for a dead agent's uid's processes to die after SIGKILL. */
+const SWEEP_KILL_WAIT_MS = 2000;
+
+/** Waits (blocking: at agent start only) until `uid` runs no process, or `ms` passed. */
+function waitUntilGone(uid: number, ms: number): void {
+  const until = Date.now() + ms;
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  while (processesOf(uid).length > 0 && Date.now() < until) Atomics.wait(pause, 0, 0, 10);
+}
+
+/**
+ * Pids of the live processes whose real uid is `uid` (from /proc; none
+ * where there is no /proc). A zombie is not live: it runs nothing and holds
+ * nothing but its pid until its reaper — an init that may be slow to, or
+ * never, reap (a container's) — collects it.
+ */
 export function processesOf(uid: number): number[] {
   const pids: number[] = [];
   let entries: string[];
@@ -300,7 +363,8 @@ export function processesOf(uid: number): number[] {
   for (const p of entries) {
     if (!/^\d+$/.test(p)) continue;
     try {
-      if (Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${p}/status`, "utf8"))?.[1]) === uid) pids.push(Number(p));
+      const status = readFileSync(`/proc/${p}/status`, "utf8");
+      if (Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]) === uid && !/^State:\s+[ZX]/m.test(status)) pids.push(Number(p));
     } catch {
       // gone meanwhile
     }
@@ -362,8 +426,14 @@ export class WorkerDirs {
   session(sessionId: string, uid: number | undefined): string {
     if (!/^[A-Za-z0-9_-]{1,128}$/.test(sessionId)) throw new FarmError("PROTOCOL_ERROR", `session id ${JSON.stringify(sessionId)} is not a plain name`);
     const dir = join(this.root, sessionId);
-    rmSync(dir, { recursive: true, force: true });
-    this.own(dir, uid);
+    try {
+      rmSync(dir, { recursive: true, force: true });
+      this.own(dir, uid);
+    } catch (err) {
+      // This ends the session, and its host hears why: the session's name, never the agent's path (kept as the cause).
+      const code = (err as NodeJS.ErrnoException).code ?? "error";
+      throw new FarmError(code === "ENOSPC" ? "TOO_LARGE" : "INTERNAL", `the agent cannot make session ${sessionId}'s folder: ${code}; its disk may be full or its scratch folder gone`, { cause: err, details: { errno: code } });
+    }
     return dir;
   }
 

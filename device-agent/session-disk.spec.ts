@@ -4,7 +4,6 @@
  * worker's uid, ENOSPC past it, detached even while a file in it is open.
  */
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statfsSync, statSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -70,18 +69,19 @@ describe("session disk", () => {
     assert.equal(disk.full(join(root, "gone")), false);
   });
 
-  it("detachStale: the tmpfs of an agent that died is detached and its folder removed; a live agent's is left", { skip: NOT_ROOT }, () => {
+  it("detachWhere: detaches the session tmpfs it picks (a mount point with a space too), and only those", { skip: NOT_ROOT }, () => {
     const disk = new SessionDisk(QUOTA);
-    const dead = spawnSync("true").pid!;
-    const stale = join(root, `kfarm-agent-${dead}`, "s1");
+    const stale = join(root, "kfarm-agent-1 dead", "s1");
     const live = join(root, `kfarm-agent-${process.pid}`, "s1");
     for (const d of [stale, live]) {
       mkdirSync(d, { recursive: true });
       disk.mount(d, 61001);
     }
+    const then: string[] = [];
     try {
-      assert.ok(SessionDisk.detachStale() >= 1);
-      assert.ok(!mounted(stale) && !existsSync(stale));
+      assert.equal(SessionDisk.detachWhere((p) => p === stale, (p) => then.push(p)), 1);
+      assert.deepEqual(then, [stale]);
+      assert.ok(!mounted(stale.replace(/ /g, "\\040")));
       assert.ok(mounted(live));
     } finally {
       disk.unmount(stale);

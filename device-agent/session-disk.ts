@@ -10,7 +10,8 @@
  * worker/parent-death.ts does), not by spawning `mount`: this is on the
  * grant path, where a process start would cost milliseconds.
  */
-import { readFileSync, rmSync, statfsSync } from "node:fs";
+import { readFileSync, statfsSync } from "node:fs";
+import { basename } from "node:path";
 import koffi from "koffi";
 import { FarmError } from "../protos/index.ts";
 
@@ -22,14 +23,6 @@ const EINVAL = 22;
 /** The tmpfs's source name in /proc/mounts: how the agent finds those a dead agent left. */
 const SOURCE = "kfarm-session";
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
 const ENOENT = 2;
 
 interface Libc {
@@ -82,7 +75,8 @@ export class SessionDisk {
     const options = `size=${this.quotaBytes},mode=0700,uid=${uid},gid=${uid}`;
     if (loadLibc().mount(SOURCE, dir, "tmpfs", MS_NOSUID | MS_NODEV, options) !== 0) {
       const errno = koffi.errno();
-      throw new FarmError("INTERNAL", `cannot mount the session's tmpfs (${options}) on ${dir}: errno ${errno}; the agent must run as root on Linux, or pass --worker-disk off`);
+      // Named by the session's folder alone: this message ends the session, and its host hears it (no agent path).
+      throw new FarmError("INTERNAL", `cannot mount the tmpfs (${options}) of session ${basename(dir)}: errno ${errno}; the agent must run as root on Linux, or pass --worker-disk off`, { details: { errno } });
     }
   }
 
@@ -91,35 +85,36 @@ export class SessionDisk {
     if (loadLibc().umount2(dir, MNT_DETACH) !== 0) {
       const errno = koffi.errno();
       // EINVAL: not a mount point (already detached, or never mounted); ENOENT: gone.
-      if (errno !== EINVAL && errno !== ENOENT) throw new FarmError("INTERNAL", `cannot unmount the session's tmpfs on ${dir}: errno ${errno}`);
+      if (errno !== EINVAL && errno !== ENOENT) throw new FarmError("INTERNAL", `cannot unmount the tmpfs of session ${basename(dir)}: errno ${errno}`, { details: { errno } });
     }
   }
 
   /**
-   * Detaches the session tmpfs an agent killed without its clean-up
-   * (SIGKILL, a crash) left mounted in its scratch folder (…/kfarm-agent-PID/…,
-   * PID no longer alive), and removes their folders: each holds the RAM its
-   * files took. Returns how many it found.
+   * Detaches every session tmpfs whose mount point `which` picks (those an
+   * agent killed without its clean-up left: leftovers.ts decides), deepest
+   * first, then calls `then` on each mount point. Returns how many.
    */
-  static detachStale(): number {
+  static detachWhere(which: (mountPoint: string) => boolean, then: (mountPoint: string) => void = () => {}): number {
     let info: string;
     try {
       info = readFileSync("/proc/self/mountinfo", "utf8");
     } catch {
       return 0;
     }
-    let n = 0;
+    const points: string[] = [];
     for (const line of info.split("\n")) {
       const [before, after] = line.split(" - ");
       if (!after?.startsWith(`tmpfs ${SOURCE} `)) continue;
-      const dir = before!.split(" ")[4]!.replace(/\\040/g, " ");
-      const pid = Number(/\/kfarm-agent-(\d+)\/[^/]+$/.exec(dir)?.[1]);
-      if (!(pid > 0) || alive(pid)) continue;
-      loadLibc().umount2(dir, MNT_DETACH);
-      rmSync(dir, { recursive: true, force: true });
-      n++;
+      // Field 5 is the mount point, with space, tab, newline and backslash as octal escapes.
+      const dir = before!.split(" ")[4]!.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
+      if (which(dir)) points.push(dir);
     }
-    return n;
+    points.sort((a, b) => b.length - a.length);
+    for (const dir of points) {
+      loadLibc().umount2(dir, MNT_DETACH);
+      then(dir);
+    }
+    return points.length;
   }
 
   /**

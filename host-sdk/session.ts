@@ -231,6 +231,7 @@ export class Session {
       target = name ?? source.name;
       digest = { sha256: source.digest };
     }
+    sendableName(target);
     const link = `${this.board.id}|${this.lane}`;
     // Bytes to dedupe on a lane faster than hashing: sent now, hashed meanwhile, the digest on the last frame.
     let late: Promise<{ tree_sha256: string }> | undefined;
@@ -266,7 +267,7 @@ export class Session {
   }
 
   async download(name: string): Promise<Buffer> {
-    return this.fetchChunked({ download: { name } });
+    return this.fetchChunked({ download: { name: sendableName(name) } });
   }
 
   async listdir(): Promise<Array<{ name: string; size: number }>> {
@@ -275,13 +276,13 @@ export class Session {
   }
 
   async remove(name: string): Promise<void> {
-    await this.request({ remove: { name } });
+    await this.request({ remove: { name: sendableName(name) } });
   }
 
   // --- modules and calls
 
   async loadModule(name: string): Promise<RemoteModule> {
-    const r = await this.request({ load_module: { name } });
+    const r = await this.request({ load_module: { name: sendableName(name) } });
     const m = r.module!;
     const module = new RemoteModule(this, m.module, m.target, m.functions);
     this.modules.push(module);
@@ -467,4 +468,18 @@ async function readHostFile(path: string): Promise<Uint8Array> {
 
 function stoppedBy(wire: string): StoppedBy {
   return wire === "precision" || wire === "budget" || wire === "max_repeats" ? wire : "repeat";
+}
+
+/**
+ * `name`, if UTF-8 can carry it. A string with a lone surrogate (half of a
+ * pair, U+D800–U+DFFF) has no UTF-8 form: the encoder would send U+FFFD in
+ * its place, and the board would store and list the file under a name the
+ * caller never gave. Every other check of names is the board's, one rule for
+ * every SDK (device-agent/worker/files.ts).
+ */
+function sendableName(name: string): string {
+  if (typeof name === "string" && /\p{Cs}/u.test(name)) {
+    throw new FarmError("INVALID_NAME", `file name ${JSON.stringify(name.length > 40 ? `${name.slice(0, 40)}…` : name)} holds a lone surrogate (half of a UTF-16 pair), which UTF-8 cannot carry; names must be well-formed Unicode`);
+  }
+  return name;
 }

@@ -99,6 +99,22 @@ export function bundleDigest(bytes: Uint8Array): string {
   return createHash("sha256").update(bytes).digest("hex");
 }
 
+/**
+ * A field's value as a message quotes it: JSON, with a bigint (msgpack's
+ * 64-bit integers decode to one) as its digits and an `n`, cut at 60
+ * characters — a decoded value is whatever the file held, of any type and size.
+ */
+function shown(value: unknown): string {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value, (_k, v: unknown) => (typeof v === "bigint" ? `${v}n` : v));
+  } catch {
+    text = undefined; // a cycle cannot come out of msgpack; anything else JSON refuses is named by its type
+  }
+  text ??= typeof value === "object" && value !== null ? `a ${value.constructor?.name ?? "record"}` : typeof value;
+  return text.length > 60 ? `${text.slice(0, 60)}…` : text;
+}
+
 function bad(field: string, problem: string): never {
   throw new FarmError("BAD_BUNDLE", `invalid module bundle: ${field} ${problem}`, { details: { field } });
 }
@@ -106,9 +122,9 @@ function bad(field: string, problem: string): never {
 export function validateBundle(value: unknown): asserts value is ModuleBundle {
   if (typeof value !== "object" || value === null || Array.isArray(value)) bad("(root)", "is not a record");
   const b = value as Record<string, unknown>;
-  if (b.format !== BUNDLE_FORMAT) bad("format", `is ${JSON.stringify(b.format)}, expected "${BUNDLE_FORMAT}"`);
-  if (b.version !== BUNDLE_VERSION) bad("version", `is ${JSON.stringify(b.version)}; this build reads version ${BUNDLE_VERSION}`);
-  if (!BUNDLE_TARGETS.includes(b.target as BundleTarget)) bad("target", `is ${JSON.stringify(b.target)}, expected one of ${BUNDLE_TARGETS.join(", ")}`);
+  if (b.format !== BUNDLE_FORMAT) bad("format", `is ${shown(b.format)}, expected "${BUNDLE_FORMAT}"`);
+  if (b.version !== BUNDLE_VERSION) bad("version", `is ${shown(b.version)}; this build reads version ${BUNDLE_VERSION}`);
+  if (!BUNDLE_TARGETS.includes(b.target as BundleTarget)) bad("target", `is ${shown(b.target)}, expected one of ${BUNDLE_TARGETS.join(", ")}`);
   if (typeof b.targetDetails !== "object" || b.targetDetails === null) bad("targetDetails", "is not a record");
   for (const [k, v] of Object.entries(b.targetDetails as object)) {
     if (typeof v !== "string") bad(`targetDetails.${k}`, "is not a string");
@@ -120,7 +136,7 @@ export function validateBundle(value: unknown): asserts value is ModuleBundle {
     const at = `functions[${i}]`;
     if (typeof f !== "object" || f === null) bad(at, "is not a record");
     const fn = f as Record<string, unknown>;
-    if (typeof fn.name !== "string" || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(fn.name)) bad(`${at}.name`, `is not a C identifier: ${JSON.stringify(fn.name)}`);
+    if (typeof fn.name !== "string" || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(fn.name)) bad(`${at}.name`, `is not a C identifier: ${shown(fn.name)}`);
     if (names.has(fn.name)) bad(`${at}.name`, `repeats "${fn.name}"`);
     names.add(fn.name);
     if (!Array.isArray(fn.params)) bad(`${at}.params`, "is not a list");
@@ -133,8 +149,8 @@ export function validateBundle(value: unknown): asserts value is ModuleBundle {
   });
   if (b.target === "cuda") {
     const d = b.targetDetails as Record<string, string>;
-    if (!/^sm_\d+[a-z]?$/.test(d.arch ?? "")) bad("targetDetails.arch", `is ${JSON.stringify(d.arch)}, expected a GPU architecture such as "sm_90"`);
-    if (d.format !== "cubin" && d.format !== "fatbin") bad("targetDetails.format", `is ${JSON.stringify(d.format)}, expected "cubin" or "fatbin"`);
+    if (!/^sm_\d+[a-z]?$/.test(d.arch ?? "")) bad("targetDetails.arch", `is ${shown(d.arch)}, expected a GPU architecture such as "sm_90"`);
+    if (d.format !== "cubin" && d.format !== "fatbin") bad("targetDetails.format", `is ${shown(d.format)}, expected "cubin" or "fatbin"`);
   }
 }
 
@@ -167,10 +183,10 @@ export function launchProblem(value: unknown): string | undefined {
   for (const dim of ["grid", "block"] as const) {
     const v = l[dim];
     if (!Array.isArray(v) || v.length !== 3 || !v.every((d) => Number.isInteger(d) && d >= 1 && d <= 0x7fffffff)) {
-      return `${dim} is ${JSON.stringify(v)}, expected [x, y, z] of positive integers`;
+      return `${dim} is ${shown(v)}, expected [x, y, z] of positive integers`;
     }
   }
-  if (!Number.isInteger(l.sharedMemBytes) || (l.sharedMemBytes as number) < 0) return `sharedMemBytes is ${JSON.stringify(l.sharedMemBytes)}, expected a non-negative integer`;
+  if (!Number.isInteger(l.sharedMemBytes) || (l.sharedMemBytes as number) < 0) return `sharedMemBytes is ${shown(l.sharedMemBytes)}, expected a non-negative integer`;
   return undefined;
 }
 
@@ -183,8 +199,8 @@ export function paramProblem(p: unknown): [string, string] | undefined {
   if (typeof p !== "object" || p === null || Array.isArray(p)) return ["", "is not a record"];
   const param = p as Record<string, unknown>;
   if (typeof param.name !== "string") return [".name", "is not a string"];
-  if (param.kind !== "buffer" && param.kind !== "scalar") return [".kind", `is ${JSON.stringify(param.kind)}, expected "buffer" or "scalar"`];
-  if (!isDtype(param.dtype)) return [".dtype", `is not a known dtype: ${JSON.stringify(param.dtype)}`];
+  if (param.kind !== "buffer" && param.kind !== "scalar") return [".kind", `is ${shown(param.kind)}, expected "buffer" or "scalar"`];
+  if (!isDtype(param.dtype)) return [".dtype", `is not a known dtype: ${shown(param.dtype)}`];
   if (param.shape !== undefined) {
     if (param.kind !== "buffer") return [".shape", "is only allowed on buffers"];
     if (!Array.isArray(param.shape) || !param.shape.every((d) => Number.isInteger(d) && d > 0)) return [".shape", "is not a list of positive integers"];

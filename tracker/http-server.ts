@@ -152,6 +152,15 @@ function peerOf(req: IncomingMessage): string {
   return `${req.socket.remoteAddress ?? "?"}:${req.socket.remotePort ?? "?"}`;
 }
 
-function pathOf(req: IncomingMessage): string {
-  return new URL(req.url ?? "/", "http://tracker").pathname;
+/**
+ * The path of a request's target, without its query. Not through `new URL`:
+ * a target such as `//` or `//:99999` reads there as an authority without a
+ * host and throws — from an event handler, which took the tracker down.
+ * Any target that is not origin-form (`/path?query`) matches no route.
+ */
+export function pathOf(req: Pick<IncomingMessage, "url">): string {
+  const target = req.url ?? "/";
+  if (!target.startsWith("/")) return target.startsWith("*") ? "*" : "";
+  const end = target.search(/[?#]/);
+  return end < 0 ? target : target.slice(0, end);
 }

@@ -2,11 +2,12 @@
  * A session's working directory: uploads land here under validated plain
  * names, with a cap per file and per session.
  */
-import { closeSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, write } from "node:fs";
+import { closeSync, lstatSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, write } from "node:fs";
 import { promisify } from "node:util";
 import { join } from "node:path";
 import { FarmError } from "../../protos/index.ts";
 import { quotaError } from "../session-disk.ts";
+import { fileError, MAX_NAME_BYTES } from "./file-errors.ts";
 
 function closeUpload(upload: OpenUpload): void {
   if (upload.closed) return;
@@ -27,13 +28,21 @@ export interface SessionStore {
   keep(name: string, sha256: string): Promise<void>;
 }
 
-const MAX_NAME_LENGTH = 255;
+/** A name as a message quotes it: long ones cut (a 255-byte name of `é`s is 127 characters of noise). */
+function quoted(name: string): string {
+  return JSON.stringify(name.length > 40 ? `${name.slice(0, 40)}…` : name);
+}
 
-/** A plain file name: no path separators, no `..`, no control characters. */
+/**
+ * A plain file name: no path separators, no `..`, no control characters,
+ * at most MAX_NAME_BYTES bytes of UTF-8 — the filesystem's limit, which is
+ * in bytes: 200 × "é" is 200 characters but 400 bytes.
+ */
 export function checkUploadName(name: string): string {
+  const bytes = Buffer.byteLength(name, "utf8");
   const problem =
     name.length === 0 ? "is empty"
-    : name.length > MAX_NAME_LENGTH ? `is longer than ${MAX_NAME_LENGTH} characters`
+    : bytes > MAX_NAME_BYTES ? `is ${bytes} bytes long in UTF-8 (${name.length} characters); the filesystem's limit is ${MAX_NAME_BYTES} bytes`
     : /[/\\]/.test(name) ? "contains a path separator"
     : name.includes("..") ? 'contains ".."'
     : name === "." ? 'is "."'
@@ -41,7 +50,7 @@ export function checkUploadName(name: string): string {
     : name.startsWith(".module") ? "is reserved for loaded modules"
     : undefined;
   if (problem) {
-    throw new FarmError("INVALID_NAME", `file name ${JSON.stringify(name)} ${problem}; upload names must be plain file names`);
+    throw new FarmError("INVALID_NAME", `file name ${quoted(name)} ${problem}; upload names must be plain file names`, { details: { bytes } });
   }
   return name;
 }
@@ -82,14 +91,14 @@ export class SessionFiles {
   begin(name: string, announcedBytes: number, sha256?: string): OpenUpload {
     const path = this.path(name);
     this.checkSize(name, announcedBytes, this.sizes.get(name) ?? 0);
-    // A new file, not the old one rewritten: the old may be a link into the store.
-    rmSync(path, { force: true });
-    this.release(name);
     let fd: number;
     try {
+      // A new file, not the old one rewritten: the old may be a link into the store.
+      rmSync(path, { force: true });
+      this.release(name);
       fd = openSync(path, "w", 0o600);
     } catch (err) {
-      throw this.quotaOr(err);
+      throw this.quotaOr(err, "upload", name);
     }
     return { fd, name, written: 0, ...(sha256 && this.store ? { sha256 } : {}) };
   }
@@ -105,9 +114,13 @@ export class SessionFiles {
     // Taken first: a file of that name stays as it was when the store has none (the host sends the bytes).
     const taken = await this.store.take(sha256, size);
     if (!taken) return false;
-    rmSync(path, { force: true });
-    this.release(name);
-    renameSync(join(this.dir, taken), path);
+    try {
+      rmSync(path, { force: true });
+      this.release(name);
+      renameSync(join(this.dir, taken), path);
+    } catch (err) {
+      throw fileError(err, "upload", name);
+    }
     this.used += size;
     this.sizes.set(name, size);
     return true;
@@ -134,7 +147,7 @@ export class SessionFiles {
       upload.written += off;
       this.used += off;
       this.sizes.set(upload.name, upload.written);
-      throw this.quotaOr(err);
+      throw this.quotaOr(err, "upload", upload.name);
     }
     upload.written += data.byteLength;
     this.used += data.byteLength;
@@ -157,26 +170,39 @@ export class SessionFiles {
     this.remove(upload.name);
   }
 
-  read(name: string): Buffer {
+  /** `action`: what the host asked for, as an error names it (a module's load reads its file too). */
+  read(name: string, action: "download" | "load" = "download"): Buffer {
+    const path = this.path(name);
     try {
-      return readFileSync(this.path(name));
+      return readFileSync(path);
     } catch (err) {
-      throw notFound(name, err);
+      throw fileError(err, action, name);
     }
   }
 
   list(): Array<{ name: string; size: number }> {
-    return readdirSync(this.dir)
-      .filter((n) => !n.startsWith(".module"))
-      .map((name) => ({ name, size: statSync(join(this.dir, name)).size }))
-      .sort((a, b) => a.name.localeCompare(b.name));
+    let names: string[];
+    try {
+      names = readdirSync(this.dir);
+    } catch (err) {
+      throw fileError(err, "list");
+    }
+    const entries: Array<{ name: string; size: number }> = [];
+    for (const name of names) {
+      if (name.startsWith(".module")) continue;
+      // A kernel's dangling link, or a file it removed meanwhile: the link itself, or nothing.
+      const stat = statSync(join(this.dir, name), { throwIfNoEntry: false }) ?? lstatSync(join(this.dir, name), { throwIfNoEntry: false });
+      if (stat) entries.push({ name, size: stat.size });
+    }
+    return entries.sort((a, b) => a.name.localeCompare(b.name));
   }
 
   remove(name: string): void {
+    const path = this.path(name);
     try {
-      unlinkSync(this.path(name));
+      unlinkSync(path);
     } catch (err) {
-      throw notFound(name, err);
+      throw fileError(err, "remove", name);
     }
     this.release(name);
   }
@@ -191,10 +217,10 @@ export class SessionFiles {
    * filesystem: the quota was reached (its kernels' files count too), which
    * the host should hear as TOO_LARGE naming it, not as an I/O error.
    */
-  private quotaOr(err: unknown): unknown {
+  private quotaOr(err: unknown, action: "upload", name: string): FarmError {
     const code = (err as NodeJS.ErrnoException).code;
     if (this.limits.diskBytes && (code === "ENOSPC" || code === "EDQUOT")) return quotaError(this.limits.diskBytes);
-    return err;
+    return fileError(err, action, name);
   }
 
   /** `replacing`: bytes of an existing file of that name that the new one replaces. */
@@ -206,9 +232,4 @@ export class SessionFiles {
       throw new FarmError("TOO_LARGE", `upload "${name}" would bring this session's files to ${this.used - replacing + bytes} bytes; the cap is ${this.limits.maxSessionBytes} bytes per session`);
     }
   }
-}
-
-function notFound(name: string, err: unknown): FarmError {
-  if ((err as NodeJS.ErrnoException).code === "ENOENT") return new FarmError("NOT_FOUND", `no file "${name}" in this session`);
-  return FarmError.from(err);
 }

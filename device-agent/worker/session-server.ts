@@ -6,7 +6,9 @@
  * are assembled here.
  */
 import { CHUNK_BYTES, FarmError, decodeHostFrame, encodeBoardFrame, encodeBoardFrameParts, type BoardFrame, type HostFrame__Output } from "../../protos/index.ts";
+import { dirname } from "node:path";
 import type { Backend } from "../backends/index.ts";
+import { withoutAgentPaths } from "./file-errors.ts";
 import { OPERATIONS, type Assembly, type Chunk, type Multiplexer, type Op } from "./ops/index.ts";
 import { SessionState, type SessionHooks, type SessionLimits } from "./session-state.ts";
 
@@ -39,6 +41,7 @@ interface Pending {
 
 export class SessionServer {
   private readonly session: SessionState;
+  private readonly workdir: string;
   private readonly chunked = new Map<number, Pending>();
   private queue: HostFrame__Output[] = [];
   /** The lane was told to stop reading (the queue is full). */
@@ -65,6 +68,7 @@ export class SessionServer {
     hooks: SessionHooks = {},
   ) {
     this.session = new SessionState(backend, workdir, limits, hooks);
+    this.workdir = workdir;
   }
 
   /** One encoded HostFrame from the host. */
@@ -129,9 +133,20 @@ export class SessionServer {
   }
 
   private fail(f: HostFrame__Output, err: unknown): void {
-    const e = FarmError.from(err);
+    const e = this.hostError(err);
     if (f.op && OPERATIONS[f.op].counts) this.session.counters.failed(e.code);
     this.reply({ id: f.id, error: e.toWire() });
+  }
+
+  /**
+   * An error as the host may see it: no path of the agent's in its message
+   * (a library's own words — dlopen's, say — name the files it was given;
+   * file system errors are mapped where they happen, worker/file-errors.ts).
+   */
+  private hostError(err: unknown): FarmError {
+    const e = FarmError.from(err);
+    const message = withoutAgentPaths(e.message, this.workdir, dirname(this.workdir));
+    return message === e.message ? e : new FarmError(e.code, message, { cause: e, ...(e.details ? { details: e.details } : {}) });
   }
 
   private reply(frame: BoardFrame): boolean {
@@ -184,7 +199,7 @@ export class SessionServer {
 
   /** For a chunked request that failed: reply with the error once, forget it after its last frame. */
   private refuse(id: number, pending: Pending, done: boolean, err?: unknown): void {
-    if (err !== undefined) this.reply({ id, error: FarmError.from(err).toWire() });
+    if (err !== undefined) this.reply({ id, error: this.hostError(err).toWire() });
     if (done) this.chunked.delete(id);
     else pending.failed = true;
   }

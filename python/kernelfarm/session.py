@@ -366,6 +366,7 @@ class Session:
             raise FarmError("INVALID_ARGUMENT", f"upload takes a path, bytes or a compiled module (.bytes and .name), got {type(source).__name__}")
         if not isinstance(target, str):
             raise FarmError("INVALID_ARGUMENT", f"upload: the name must be a string, got {type(target).__name__}")
+        _sendable_name(target)
         view = memoryview(data).cast("B")
         if dedupe and sha256 is None:
             tree = tree_digest(view)
@@ -388,20 +389,20 @@ class Session:
 
     def download(self, name: str) -> bytearray:
         """A file of the session's folder (as TVM's download, a bytearray)."""
-        return self._mux.fetch_chunked(download=session_pb2.Download(name=name))
+        return self._mux.fetch_chunked(download=session_pb2.Download(name=_sendable_name(name)))
 
     def listdir(self) -> list[FileInfo]:
         reply = self._mux.request(listdir=session_pb2.ListDir())
         return [FileInfo(e.name, int(e.size)) for e in reply.listing.entries]
 
     def remove(self, name: str) -> None:
-        self._mux.request(remove=session_pb2.Remove(name=name))
+        self._mux.request(remove=session_pb2.Remove(name=_sendable_name(name)))
 
     # --- modules and calls
 
     def load_module(self, name: str) -> RemoteModule:
         """Loads an uploaded module bundle: `mod["fn"](*args)` calls its functions."""
-        return RemoteModule(self, self._mux.request(load_module=session_pb2.LoadModule(name=name)).module)
+        return RemoteModule(self, self._mux.request(load_module=session_pb2.LoadModule(name=_sendable_name(name))).module)
 
     def _arg(self, info: session_pb2.FunctionInfo, i: int, a: Any) -> session_pb2.Arg:
         at = f"argument {i} of {info.name}"
@@ -512,3 +513,17 @@ def measured(reply: session_pb2.BoardFrame) -> tuple[Optional[BenchmarkResult], 
     """A Measure reply: the timing (None when a check failed before it), the first mismatch, the counters."""
     m = reply.measured
     return (_benchmark(m.time) if m.HasField("time") else None), m.wrong, dict(m.counters)
+
+
+def _sendable_name(name: str) -> str:
+    """`name`, if UTF-8 can carry it: a str with a lone surrogate (such as
+    os.fsdecode's escapes of bytes that are not UTF-8) has no UTF-8 form.
+    Every other check of names is the board's, one rule for every SDK
+    (device-agent/worker/files.ts); host-sdk/session.ts says the same."""
+    if isinstance(name, str):
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = repr(name if len(name) <= 40 else name[:40] + "…")
+            raise FarmError("INVALID_NAME", f"file name {shown} holds a lone surrogate (half of a UTF-16 pair), which UTF-8 cannot carry; names must be well-formed Unicode") from None
+    return name

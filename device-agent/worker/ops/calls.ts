@@ -14,7 +14,7 @@ const NO_SETTINGS: CallSettings = Object.freeze({});
 const SETTING_TARGETS: Record<keyof CallSettings, "cuda" | "cpu"> = { launch: "cuda", flushL2: "cuda", graph: "cuda", flushCpuCache: "cpu" };
 
 export const loadModule: Handler<"load_module"> = (s, id, { name }, mux) => {
-  const bundle = decodeBundle(s.files.read(name));
+  const bundle = decodeBundle(s.files.read(name, "load"));
   if (bundle.target !== s.backend.target) {
     const details = Object.values(bundle.targetDetails).join("/");
     throw new FarmError("TARGET_MISMATCH", `module "${name}" was built for target ${bundle.target}${details ? ` (${details})` : ""}, but this board is a ${s.backend.kind} board`);
