@@ -25,6 +25,8 @@ export interface CliOptions {
   env?: Record<string, string>;
   /** Run it in this network namespace (a host of tests/multihost/netbed.ts). */
   netns?: string;
+  /** The kfarm CLI of another checkout (a benchmark's baseline commit); default this one's. */
+  cli?: string;
 }
 
 /** `node ARGS`, in a network namespace when asked (`ip netns exec` execs node: the pid is node's). */
@@ -34,7 +36,7 @@ export function spawnNode(args: string[], opts: CliOptions & { stdin?: "ignore" 
 }
 
 function startCli(args: string[], opts: CliOptions = {}): { proc: ChildProcess; stderr: () => string } {
-  return watched(spawnNode(["--import", "tsx", CLI, ...args], opts));
+  return watched(spawnNode(["--import", "tsx", opts.cli ?? CLI, ...args], opts));
 }
 
 /** A child killed when the test process exits, its stderr collected (and shown with KFARM_TEST_LOG). */
