@@ -190,6 +190,7 @@ export class Tracker {
     // After the requests' answers: a TVM client waiting in a queue reads why before its connection ends.
     this.tvm?.close();
     await this.state?.close();
+    this.audit.close();
     await new Promise<void>((resolve) => {
       const force = setTimeout(() => {
         this.server.forceShutdown();
