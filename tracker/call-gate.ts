@@ -19,6 +19,7 @@
  * (closed by default, so a new RPC cannot ship unguarded).
  */
 import * as grpc from "@grpc/grpc-js";
+import { constants as h2, type ServerHttp2Stream } from "node:http2";
 import { FarmError, type Logger } from "../protos/index.ts";
 
 /** A unary control call (Summary, ReleaseSession, BoardCommand, Tokens): a few hundred bytes; a token creation with many keys stays far below. */
@@ -37,13 +38,15 @@ export interface MethodGate {
 interface BaseCallInternals {
   decoder?: { maxReadMessageLength?: number };
   maxReceiveMessageSize?: number;
+  stream?: ServerHttp2Stream;
 }
 
 /**
  * A server interceptor applying `gates` (by method path,
- * `/farm.v1.HostService/Summary`). The per-method message limit reaches
- * into grpc-js's base call (there is no public per-method limit); if an
- * upgrade renames its fields, it logs once and the server-wide limit holds.
+ * `/farm.v1.HostService/Summary`). The per-method message limit and the
+ * reset of a refused call's stream reach into grpc-js's base call (there is
+ * no public hook for either); if an upgrade renames its fields, the limit
+ * logs once and the server-wide one holds, and a refused body is drained.
  */
 export function callGate(gates: ReadonlyMap<string, MethodGate>, log: Logger): grpc.ServerInterceptor {
   let warned = false;
@@ -67,9 +70,13 @@ export function callGate(gates: ReadonlyMap<string, MethodGate>, log: Logger): g
               if (!gate) throw new FarmError("INTERNAL", `the tracker has no gate for ${method.path}, so it refuses it: a tracker bug, please report it`);
               gate.admit(metadata, call.getPeer());
             } catch (err) {
-              // Answered from the headers: the body, if any, is dropped as it arrives (grpc-js flushes a finished call's stream).
+              // Answered from the headers alone. Then RST_STREAM(NO_ERROR), HTTP/2's "answered, stop sending"
+              // (RFC 9113 §8.1): the caller stops sending its body instead of pushing it through windows the
+              // tracker would have to drain (grpc-js resumes a finished call's stream to drop what still arrives).
               const status = FarmError.from(err).toGrpc();
               call.sendStatus({ code: status.code!, details: status.details!, metadata: status.metadata ?? null });
+              const stream = (call as unknown as BaseCallInternals).stream;
+              if (stream && typeof stream.close === "function" && !stream.closed) stream.close(h2.NGHTTP2_NO_ERROR);
               return;
             }
             pass(metadata);
