@@ -7,9 +7,15 @@
  * Writes are synchronous appends: a line is on disk (in the page cache) when
  * the action it records is answered, and an append of one line is atomic
  * for readers of the file.
+ *
+ * Refusals are the exception: anyone who reaches a port can cause them, as
+ * fast as the tracker answers, so they are counted per caller and reason and
+ * written a bounded number of times per interval (tracker/refusal-tally.ts);
+ * the rest of the history is not rotated away by them.
  */
 import { appendFileSync, existsSync, renameSync, rmSync, statSync } from "node:fs";
 import type { Logger } from "../protos/index.ts";
+import { RefusalTally } from "./refusal-tally.ts";
 
 export const DEFAULT_AUDIT_MAX_BYTES = 16 << 20;
 export const DEFAULT_AUDIT_KEEP = 5;
@@ -29,6 +35,7 @@ export interface AuditRecord {
 
 export class AuditLog {
   private size: number;
+  private readonly refusals = new RefusalTally((r) => this.append(r));
 
   constructor(
     readonly path: string | undefined,
@@ -39,12 +46,23 @@ export class AuditLog {
     this.size = path && existsSync(path) ? statSync(path).size : 0;
   }
 
+  /** Writes `r` now; a refusal is counted, and written as refusal-tally.ts says. */
   record(r: AuditRecord): void {
     if (!this.path) return;
+    if (r.event === "refused") this.refusals.add(r);
+    else this.append(r);
+  }
+
+  /** Writes the counts of refusals not written yet (the tracker is stopping). */
+  close(): void {
+    if (this.path) this.refusals.flush();
+  }
+
+  private append(r: AuditRecord): void {
     const line = `${JSON.stringify({ at: new Date().toISOString(), ...r })}\n`;
     try {
       if (this.size + line.length > this.maxBytes && this.size > 0) this.rotate();
-      appendFileSync(this.path, line, { mode: 0o600 });
+      appendFileSync(this.path!, line, { mode: 0o600 });
       this.size += Buffer.byteLength(line);
     } catch (err) {
       // The farm keeps serving; the operator hears about it.

@@ -206,7 +206,7 @@ export class TrackerMetrics {
       });
       new Counter({
         name: "kernelfarm_tvm_refused_total",
-        help: "TVM-port peers and requests refused, by reason: network (not in --tvm-allow), key (not in --tvm-keys), protocol (a wrong magic or frame length), overload (too many connections).",
+        help: "TVM-port peers and requests refused, by reason: network (not in --tvm-allow), key (not in --tvm-keys), address (a PUT naming an address other than its own), protocol (a wrong magic, frame length or nesting), overload (too many connections).",
         labelNames: ["reason"] as const,
         registers,
         collect() {

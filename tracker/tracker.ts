@@ -6,7 +6,7 @@
 import * as grpc from "@grpc/grpc-js";
 import { join } from "node:path";
 import {
-  AgentService, FarmError, HostService, SERVER_OPTIONS, SESSION_ID_HEADER, SESSION_REQUEST_HEADER, SESSION_TOKEN_HEADER, decodeSessionRequest, grpcServerCredentials, isLoopbackHost, parseRoute,
+  AgentService, FarmError, HostService, MAX_MESSAGE_BYTES, SERVER_OPTIONS, SESSION_ID_HEADER, SESSION_REQUEST_HEADER, SESSION_TOKEN_HEADER, decodeSessionRequest, grpcServerCredentials, isLoopbackHost, parseRoute,
   type AgentServiceHandlers, type HostServiceHandlers, type Route, type SessionRequest__Output,
 } from "../protos/index.ts";
 import type { TokensRequest__Output } from "../protos/gen/farm/v1/TokensRequest.ts";
@@ -17,6 +17,7 @@ import { AuditLog } from "./audit.ts";
 import { BoardMemory, emptyState, parseTrackerState, type BoardStanding, type TrackerState } from "./board-memory.ts";
 import { DataPort } from "./data-port.ts";
 import { Authorizer, sameSecret, type Caller } from "./auth.ts";
+import { AGENT_MESSAGE_BYTES, CONTROL_MESSAGE_BYTES, callGate, type MethodGate } from "./call-gate.ts";
 import { FarmEvents } from "./events.ts";
 import { TrackerHttp } from "./http-server.ts";
 import { installMetrics } from "./metrics.ts";
@@ -48,7 +49,7 @@ export class Tracker {
   private readonly state: StateStore<TrackerState> | undefined;
   /** What outlives a board's attachment (tracker/board-memory.ts): in memory, and in the state file when there is one. */
   private readonly memory: BoardMemory;
-  private readonly server = new grpc.Server(SERVER_OPTIONS);
+  private readonly server: grpc.Server;
   /** Relay lanes (tracker/data-port.ts). */
   private readonly relayLanes: DataPort;
   /** The HTTP side (/metrics, live view), when `metricsPort` is set. */
@@ -114,6 +115,7 @@ export class Tracker {
     }
     if (this.http) installMetrics(this.http, this);
     if (this.http) installLiveView(this.http, this);
+    this.server = new grpc.Server({ ...SERVER_OPTIONS, interceptors: [callGate(this.gates(), log)] });
     widenStreamWindow(this.server, log);
     this.server.addService(HostService.service, this.hostHandlers());
     this.server.addService(AgentService.service, this.agentHandlers());
@@ -190,6 +192,7 @@ export class Tracker {
     // After the requests' answers: a TVM client waiting in a queue reads why before its connection ends.
     this.tvm?.close();
     await this.state?.close();
+    this.audit.close();
     await new Promise<void>((resolve) => {
       const force = setTimeout(() => {
         this.server.forceShutdown();
@@ -200,6 +203,31 @@ export class Tracker {
         resolve();
       });
     });
+  }
+
+  /**
+   * What each method needs before its body is read (tracker/call-gate.ts):
+   * the same token checks the handlers make, from the metadata alone, and
+   * each method's largest legitimate message. The session streams carry
+   * 1 MiB chunks in their frames, so they keep the server's limit.
+   */
+  private gates(): Map<string, MethodGate> {
+    const token = (doing: string, maxMessageBytes: number): MethodGate => ({ maxMessageBytes, admit: (metadata, peer) => void this.auth.caller(metadata, peer, doing) });
+    const host = HostService.service;
+    const agent = AgentService.service;
+    return new Map([
+      [host.Session.path, token("request sessions", MAX_MESSAGE_BYTES)],
+      [host.ReleaseSession.path, token("release sessions", CONTROL_MESSAGE_BYTES)],
+      [host.Summary.path, token("read the summary", CONTROL_MESSAGE_BYTES)],
+      [host.BoardCommand.path, token("send board commands", CONTROL_MESSAGE_BYTES)],
+      [host.Tokens.path, token("administer tokens", CONTROL_MESSAGE_BYTES)],
+      [agent.Attach.path, token("attach an agent", AGENT_MESSAGE_BYTES)],
+      // A worker holds no token: its session's ticket is its credential.
+      [agent.ServeSession.path, {
+        maxMessageBytes: MAX_MESSAGE_BYTES,
+        admit: (metadata, peer) => void this.ticketedLease({ name: "worker", kind: "anonymous", peer }, String(metadata.get(SESSION_ID_HEADER)[0] ?? ""), String(metadata.get(SESSION_TOKEN_HEADER)[0] ?? ""), "serve"),
+      }],
+    ]);
   }
 
   private hostHandlers(): HostServiceHandlers {

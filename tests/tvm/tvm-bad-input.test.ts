@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { once } from "node:events";
 import { readdirSync } from "node:fs";
-import { connect, type Socket } from "node:net";
+import { connect, createServer, type Socket } from "node:net";
 import { after, afterEach, before, describe, it } from "node:test";
 import { connectTracker, type TrackerClient } from "../../host-sdk/index.ts";
 import { scrape } from "../helpers/metrics.ts";
@@ -15,7 +15,8 @@ import { freePort, startAgentProcess, startTrackerProcess, waitFor, waitForFreeB
 import { CODES, FakeRpcServer, SocketReader, TRACKER_MAGIC, TrackerConn, frame, int32, splitAddress } from "./fake-tvm.ts";
 
 /** The tracker's limits, as docs/tvm-tracker.md states them. */
-const MAX_FRAME_BYTES = 64 * 1024;
+const MAX_FRAME_BYTES = 4 * 1024;
+const MAX_JSON_DEPTH = 16;
 
 /** A raw socket to the TVM port, its bytes read by exact counts. */
 async function raw(address: string, opts: { localAddress?: string } = {}): Promise<{ socket: Socket; reader: SocketReader }> {
@@ -35,7 +36,8 @@ describe("bad input on the TVM port", () => {
   let client: TrackerClient;
 
   before(async () => {
-    tracker = await startTrackerProcess(["--tvm-port", "0", "--metrics-port", "0", "--tvm-allow", "127.0.0.1/32", "--tvm-keys", "ok-key,tvm-dead,tvm-live"]);
+    // At info level: the tests read the one line a bad frame's connection ends with.
+    tracker = await startTrackerProcess(["--tvm-port", "0", "--metrics-port", "0", "--tvm-allow", "127.0.0.1/32", "--tvm-keys", "ok-key,tvm-dead,tvm-live,tvm-own"], 0, { env: { KFARM_LOG: "info" } });
     agent = await startAgentProcess(tracker.address, ["cpu:key=kf-cpu,name=c0"]);
     client = await connectTracker(tracker.address);
     await waitForFreeBoards(client, 1, "kf-cpu");
@@ -86,7 +88,7 @@ describe("bad input on the TVM port", () => {
     c.socket.destroy();
   });
 
-  it("frame lengths outside 1…64 KiB: a PROTOCOL_ERROR answer, then the connection ends", async () => {
+  it("frame lengths outside 1…4 KiB: a PROTOCOL_ERROR answer, then the connection ends", async () => {
     for (const n of [MAX_FRAME_BYTES + 1, 0, -5, 0x7fffffff]) {
       const { socket, reader } = await raw(tracker.tvmAddress!);
       socket.write(int32(TRACKER_MAGIC));
@@ -97,12 +99,65 @@ describe("bad input on the TVM port", () => {
       assert.equal(reply[1], `[PROTOCOL_ERROR] a frame of ${n} bytes: the TVM port takes frames of 1 to ${MAX_FRAME_BYTES} bytes`);
       await reader.closed();
     }
-    // The largest frame allowed is read: 64 KiB of JSON that is one long string.
+    // The largest frame allowed is read: 4 KiB of JSON that is one long string.
     const c = await TrackerConn.open(tracker.tvmAddress!);
     const body = JSON.stringify([CODES.PING, "x".repeat(MAX_FRAME_BYTES - 20)]);
     assert.ok(Buffer.byteLength(body) <= MAX_FRAME_BYTES);
     assert.equal(await c.call(JSON.parse(body)), CODES.SUCCESS);
     c.close();
+  });
+
+  it("a frame of 6,000 [ and 6,000 ] (12 KB, the reported crash) and one nested past 16: the connection ends with the reason, the tracker lives", async () => {
+    const attack = Buffer.from(`${"[".repeat(6000)}${"]".repeat(6000)}`);
+    const deep = Buffer.from(`[1, ${"[".repeat(MAX_JSON_DEPTH)}${"]".repeat(MAX_JSON_DEPTH)}]`);
+    for (const [body, want] of [
+      [attack, `[PROTOCOL_ERROR] a frame of 12000 bytes: the TVM port takes frames of 1 to ${MAX_FRAME_BYTES} bytes`],
+      [deep, `[PROTOCOL_ERROR] a frame of ${deep.length} bytes nests arrays and objects more than ${MAX_JSON_DEPTH} deep: TVM's tracker requests nest 3 deep at most`],
+    ] as const) {
+      const { socket, reader } = await raw(tracker.tvmAddress!);
+      socket.write(int32(TRACKER_MAGIC));
+      await reader.read(4);
+      const local = `127.0.0.1:${socket.localPort}`;
+      socket.write(Buffer.concat([int32(body.length), body]));
+      assert.deepEqual(await readFrame(reader), [CODES.FAIL, want]);
+      await reader.closed();
+      // One line names the peer and what was wrong.
+      await waitFor("the log line", () => tracker.stderr().split("\n").filter((l) => l.includes(`closing the connection from ${local}`)).length === 1);
+      assert.match(tracker.stderr(), new RegExp(`closing the connection from ${local}: a frame of ${body.length} bytes`));
+    }
+    assert.equal(tracker.proc.exitCode, null);
+    // Brackets inside strings do not count, and 16 deep is still a request: answered.
+    const c = await TrackerConn.open(tracker.tvmAddress!);
+    assert.equal(await c.call([CODES.PING, "[[[[[[[[[[[[[[[[[[[[\\\"[[[[", JSON.parse(`${"[".repeat(MAX_JSON_DEPTH - 1)}${"]".repeat(MAX_JSON_DEPTH - 1)}`)]), CODES.SUCCESS);
+    c.close();
+  });
+
+  it("a PUT naming another address than its own is refused and that address is never probed; its own address registers", async () => {
+    // What a port scan through the tracker would reach: a listener on 127.0.0.2, counting connections.
+    let probed = 0;
+    const target = createServer((s) => {
+      probed++;
+      s.destroy();
+    }).listen(0, "127.0.0.2");
+    await once(target, "listening");
+    const targetPort = (target.address() as { port: number }).port;
+    const c = await TrackerConn.open(tracker.tvmAddress!);
+    assert.equal(await c.call([CODES.UPDATE_INFO, { key: "server:ok-key", addr: ["127.0.0.2", targetPort] }]), CODES.SUCCESS);
+    const reply = (await c.call([CODES.PUT, "ok-key", [targetPort, "ok-key:0.1"], "127.0.0.2"])) as [number, string];
+    assert.equal(reply[0], CODES.FAIL);
+    assert.match(reply[1], /^\[PERMISSION_DENIED\] PUT names 127\.0\.0\.2 as the address its clients connect to, but this server's tracker connection comes from 127\.0\.0\.1: .*start rpc_server without --custom-addr/);
+    c.close();
+    // A server naming its own address (and one naming none) registers, is probed there, and is served.
+    const own = await FakeRpcServer.start(tracker.tvmAddress!, "tvm-own", { customAddr: "127.0.0.1" });
+    await waitFor("the server naming its own address free", async () => (await client.summary()).boards.some((b) => b.id === `tvm@127.0.0.1:${own.port}/tvm-own` && b.state === "free"));
+    const asker = await TrackerConn.open(tracker.tvmAddress!);
+    assert.deepEqual(await asker.request("tvm-own"), [CODES.SUCCESS, ["127.0.0.1", own.port, own.matchkey]]);
+    asker.close();
+    own.stop();
+    await waitFor("the server to leave", async () => !(await client.summary()).boards.some((b) => b.key === "tvm-own"));
+    assert.ok(!(await client.summary()).boards.some((b) => b.key === "ok-key"), "no board for the refused PUT");
+    assert.equal(probed, 0, "the tracker connected to the address the refused PUT named");
+    target.close();
   });
 
   it("not JSON, not a request, unknown codes, bad fields, STOP: each answered [-1, reason], the connection goes on", async () => {
@@ -175,7 +230,7 @@ describe("bad input on the TVM port", () => {
     const c = await TrackerConn.open(tracker.tvmAddress!);
     const key = (await c.request("other-key")) as [number, string];
     assert.equal(key[0], CODES.FAIL);
-    assert.match(key[1], /^\[PERMISSION_DENIED\] key "other-key" is not served on the TVM port \(--tvm-keys ok-key,tvm-dead,tvm-live\)/);
+    assert.match(key[1], /^\[PERMISSION_DENIED\] key "other-key" is not served on the TVM port \(--tvm-keys ok-key,tvm-dead,tvm-live,tvm-own\)/);
     const server = (await c.call([CODES.UPDATE_INFO, { key: "server:other-key", addr: [null, 9090] }])) as [number, string];
     assert.match(server[1], /^\[PERMISSION_DENIED\] key "other-key" is not served/);
     c.close();

@@ -15,8 +15,15 @@
  * * STOP is never obeyed: the tracker is stopped by its operator's signal.
  *
  * Only what breaks the byte stream (a wrong magic, a frame length outside
- * 1…MAX_FRAME_BYTES) or a peer that stops reading its replies ends the
- * connection; nothing a peer sends touches another connection.
+ * 1…MAX_FRAME_BYTES), a frame nested past MAX_JSON_DEPTH, or a peer that
+ * stops reading its replies ends the connection; nothing a peer sends
+ * touches another connection, and nothing it sends may throw out of this
+ * class into the process (a throw ends this connection, logged).
+ *
+ * A PUT registers the address the peer connects from, never one it names:
+ * the tracker probes that address (probe.ts) and hands it to clients, and a
+ * peer that could name any address would make the tracker a port scanner
+ * (docs/security.md, "TVM's tracker protocol").
  */
 import type { Socket } from "node:net";
 import { FarmError } from "../../protos/index.ts";
@@ -43,7 +50,7 @@ export const MAX_NAME_CHARS = 256;
 /** After its last answer, how long a peer has to close its side before the connection is cut. */
 const LINGER_MS = 1000;
 
-export type RefusalReason = "network" | "key" | "protocol";
+export type RefusalReason = "network" | "key" | "address" | "protocol";
 
 /** What a connection needs from the TVM port. */
 export interface TvmPortContext {
@@ -84,7 +91,15 @@ export class TvmConnection implements TvmServerLink {
     this.refusal = ctx.admission.refusesPeer(this.peerHost);
     if (this.refusal) this.refuse("network", this.refusal);
     this.handshakeTimer = setTimeout(() => this.close(`sent no tracker handshake within ${HANDSHAKE_TIMEOUT_MS} ms`, "info"), HANDSHAKE_TIMEOUT_MS);
-    socket.on("data", (chunk: Buffer) => this.read(chunk));
+    socket.on("data", (chunk: Buffer) => {
+      // The last line of defence: whatever a peer's bytes make throw ends this connection, never the tracker.
+      try {
+        this.read(chunk);
+      } catch (err) {
+        this.ctx.refused("protocol");
+        this.close(`its bytes broke the tracker's reading of them (${FarmError.from(err).message})`);
+      }
+    });
     // A reset or a failed keepalive: 'close' follows and says the rest.
     socket.on("error", (err: NodeJS.ErrnoException) => this.ctx.farm.log.debug({ peer: this.peer, err: err.code ?? err.message }, "tvm port: connection error"));
     socket.on("close", () => this.ended());
@@ -182,8 +197,13 @@ export class TvmConnection implements TvmServerLink {
       throw new FarmError("PERMISSION_DENIED", refused);
     }
     if (!Array.isArray(slot) || slot.length !== 2) throw new FarmError("INVALID_ARGUMENT", `PUT's third element is [port, matchkey], got ${clip(JSON.stringify(slot))}`);
-    if (customAddr !== undefined && customAddr !== null) name(customAddr, "PUT's custom address");
-    this.server.put({ key: key as string, port: portOf(slot[0], "PUT's port"), matchkey: name(slot[1], "PUT's match key"), customAddr: (customAddr as string | null | undefined) ?? null }, this.peerHost);
+    const custom = customAddr === undefined || customAddr === null ? null : plainAddress(name(customAddr, "PUT's custom address"));
+    if (custom !== null && custom !== this.peerHost) {
+      const why = `PUT names ${clip(custom)} as the address its clients connect to, but this server's tracker connection comes from ${this.peerHost}: the TVM port registers (and probes) only the address a server connects from, so that no peer can make the tracker connect where it says; start rpc_server without --custom-addr (or with its own address, ${this.peerHost})`;
+      this.refuse("address", why);
+      throw new FarmError("PERMISSION_DENIED", why);
+    }
+    this.server.put({ key: key as string, port: portOf(slot[0], "PUT's port"), matchkey: name(slot[1], "PUT's match key") }, this.peerHost);
     this.write(TRACKER_CODES.SUCCESS);
   }
 
@@ -274,7 +294,7 @@ export class TvmConnection implements TvmServerLink {
     this.write([TRACKER_CODES.FAIL, err.toString()]);
   }
 
-  private refuse(reason: "network" | "key", why: string): void {
+  private refuse(reason: "network" | "key" | "address", why: string): void {
     this.ctx.refused(reason);
     this.ctx.farm.log.warn({ peer: this.peer, reason }, `tvm port: refused ${this.peer}: ${why}`);
     this.ctx.farm.audit.record({ event: "refused", who: "unknown", kind: "tvm", peer: this.peer, doing: "use the TVM port", code: "PERMISSION_DENIED", reason: why });

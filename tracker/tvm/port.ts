@@ -42,7 +42,7 @@ export class TvmPort implements TvmPortContext {
   readonly maxSessionTimeoutMs: number;
   private readonly listener: Server;
   private readonly connections = new Set<TvmConnection>();
-  private readonly refusedCount: Record<RefusalReason | "overload", number> = { network: 0, key: 0, protocol: 0, overload: 0 };
+  private readonly refusedCount: Record<RefusalReason | "overload", number> = { network: 0, key: 0, address: 0, protocol: 0, overload: 0 };
 
   constructor(opts: TvmPortOptions, farm: Omit<TvmFarm, "servers">) {
     this.admission = new TvmAdmission(opts.allow, opts.keys);
@@ -73,7 +73,7 @@ export class TvmPort implements TvmPortContext {
     return this.connections.size;
   }
 
-  /** Connections and requests refused since the start, by reason (network, key, protocol, overload). */
+  /** Connections and requests refused since the start, by reason (network, key, address, protocol, overload). */
   refusals(): Readonly<Record<string, number>> {
     return this.refusedCount;
   }

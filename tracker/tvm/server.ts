@@ -75,8 +75,6 @@ export interface TvmPut {
   key: string;
   port: number;
   matchkey: string;
-  /** The server's --custom-addr, or null: the peer's IP. */
-  customAddr: string | null;
 }
 
 export class TvmServer {
@@ -151,12 +149,17 @@ export class TvmServer {
     }
   }
 
-  /** PUT: a free slot, with a fresh match key (at registration, after each session, or when it gave a key up). */
-  put(put: TvmPut, peerHost: string): void {
+  /**
+   * PUT: a free slot, with a fresh match key (at registration, after each
+   * session, or when it gave a key up). Its clients connect to `host`, the
+   * address its tracker connection comes from: never one the peer names
+   * (connection.ts refuses a --custom-addr other than that), since the
+   * tracker probes it.
+   */
+  put(put: TvmPut, host: string): void {
     if (put.key !== this.key) {
       throw new FarmError("INVALID_ARGUMENT", `PUT for key "${put.key}" on the connection of TVM server "server:${this.key}": one server per tracker connection, serving the key it registered (TVM's rpc_proxy, which PUTs for many keys, is not served: docs/tvm-tracker.md)`);
     }
-    const host = put.customAddr ?? peerHost;
     if (this.address && (this.address.host !== host || this.address.port !== put.port)) {
       throw new FarmError("INVALID_ARGUMENT", `PUT for ${joinHostPort(host, put.port)} from TVM server ${this.board?.id}: a server keeps its address for as long as its tracker connection; reconnect to register another`);
     }

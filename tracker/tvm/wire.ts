@@ -31,13 +31,50 @@ export const TRACKER_CODES = {
 } as const;
 
 /**
- * The longest frame a peer may send. Every request TVM's clients and servers
- * send is well under 1 KiB (UPDATE_INFO with its info dict is the largest);
- * TVM's tracker allows 1 MiB since #19586, but a cap of 64 KiB bounds what
- * 4,096 connections can make the tracker hold (256 MiB) and still leaves an
- * info dict room for 60 times what TVM's servers send.
+ * The longest frame a peer may send: 4 KiB. TVM peers send no token, so this
+ * is what the tracker reads from a caller it cannot authenticate. The largest
+ * request TVM's clients and servers send is well under 1 KiB (UPDATE_INFO
+ * `{"key": "server:K", "addr": [host, port]}`, or a PUT); with every name at
+ * MAX_NAME_CHARS (256, connection.ts) a REQUEST or PUT is still about 1.1 KiB.
+ * 4 KiB leaves that room four times over, and bounds what 4,096 connections
+ * can make the tracker buffer to 16 MiB. (TVM's tracker allows 1 MiB since
+ * #19586, unbounded before.)
  */
-export const MAX_FRAME_BYTES = 64 * 1024;
+export const MAX_FRAME_BYTES = 4 * 1024;
+
+/**
+ * The deepest nesting of arrays and objects a frame may have. TVM's requests
+ * nest three deep at most (`[5, {"addr": [null, 9090]}]`); 16 leaves any info
+ * dict room, and keeps JSON.parse and JSON.stringify (which recurse, and
+ * overflow the stack near a few thousand levels) far from their limit: a frame
+ * of 6,000 `[` would otherwise end the process where its reply is written.
+ */
+export const MAX_JSON_DEPTH = 16;
+
+/**
+ * Whether UTF-8 JSON text nests arrays and objects deeper than `max`: one
+ * linear scan of the brackets outside strings (a `[` inside `"..."`, or an
+ * escaped quote, does not count), so it runs before anything recursive sees
+ * the bytes. Unbalanced or otherwise bad JSON is left to JSON.parse.
+ */
+export function nestsDeeperThan(bytes: Uint8Array, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < bytes.length; i++) {
+    const c = bytes[i]!;
+    if (inString) {
+      if (c === 0x5c /* \ */) i++;
+      else if (c === 0x22 /* " */) inString = false;
+    } else if (c === 0x22) {
+      inString = true;
+    } else if (c === 0x5b /* [ */ || c === 0x7b /* { */) {
+      if (++depth > max) return true;
+    } else if (c === 0x5d /* ] */ || c === 0x7d /* } */) {
+      depth--;
+    }
+  }
+  return false;
+}
 
 /** One int32, little-endian (the handshake, and the RPC probe's words). */
 export function int32(n: number): Buffer {
@@ -65,10 +102,12 @@ export type WireEvent =
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 /**
- * Reads a peer's bytes: the handshake, then frames. A wrong magic or a
- * length that is not 1…MAX_FRAME_BYTES throws a PROTOCOL_ERROR: the byte
- * stream cannot be followed past it, so the connection must end. A frame that
- * is not UTF-8 JSON is reported as such and reading goes on.
+ * Reads a peer's bytes: the handshake, then frames. A wrong magic, a
+ * length that is not 1…MAX_FRAME_BYTES or a frame nested deeper than
+ * MAX_JSON_DEPTH throws a PROTOCOL_ERROR: the byte stream cannot be followed
+ * past the first two, and the third is an attack on the parser, not a request
+ * — the connection must end. A frame that is not UTF-8 JSON is reported as
+ * such and reading goes on.
  */
 export class WireReader {
   private buffered: Buffer[] = [];
@@ -108,6 +147,9 @@ export class WireReader {
       if (this.bufferedBytes < this.want) return events;
       const body = this.take(this.want);
       this.want = 0;
+      if (nestsDeeperThan(body, MAX_JSON_DEPTH)) {
+        throw new FarmError("PROTOCOL_ERROR", `a frame of ${body.length} bytes nests arrays and objects more than ${MAX_JSON_DEPTH} deep: TVM's tracker requests nest 3 deep at most`);
+      }
       try {
         events.push({ type: "frame", value: JSON.parse(utf8.decode(body)) });
       } catch (err) {
