@@ -52,6 +52,9 @@ export interface WorkerSandbox {
 
 /** How much of a dead worker's stderr goes into the error message. */
 const STDERR_TAIL_BYTES = 2048;
+/** What a worker may print through the agent's stderr: a burst, then a rate (OutputBudget). */
+const OUTPUT_BURST_BYTES = 1 << 20;
+const OUTPUT_BYTES_PER_S = 64 << 10;
 /** Requests to the agent (store, FPGA) one worker may have in flight: a session needs one at a time. */
 const MAX_PENDING_REQUESTS = 4;
 /** After a worker's exit, how long its last messages may take to arrive (a kernel's leftover child can hold the channel open). */
@@ -90,6 +93,36 @@ interface WorkerHandle {
   pending: number;
   /** Names of stored files handed to its sessions (agent-chosen, never the worker's). */
   storeSeq: number;
+  /** How much of what it prints the agent still forwards to its own stderr. */
+  readonly output: OutputBudget;
+}
+
+/**
+ * What a worker may print through the agent: a kernel that floods stdout must
+ * not flood the agent's log, nor block its event loop (stderr to a pipe is a
+ * synchronous write on Linux). A bucket of OUTPUT_BURST_BYTES refilled at
+ * OUTPUT_BYTES_PER_S; what does not fit is dropped, said once per flood.
+ */
+class OutputBudget {
+  private bytes = OUTPUT_BURST_BYTES;
+  private at = performance.now();
+  private dropped = 0;
+
+  constructor(private readonly onDrop: (dropped: number) => void) {}
+
+  take(n: number): boolean {
+    const now = performance.now();
+    this.bytes = Math.min(OUTPUT_BURST_BYTES, this.bytes + ((now - this.at) / 1000) * OUTPUT_BYTES_PER_S);
+    this.at = now;
+    if (n <= this.bytes) {
+      this.bytes -= n;
+      this.dropped = 0;
+      return true;
+    }
+    if (this.dropped === 0) this.onDrop(n);
+    this.dropped += n;
+    return false;
+  }
 }
 
 /** A canary's result or an infrastructure error, as the tracker hears it (BoardHealthReport). */
@@ -215,11 +248,12 @@ export class BoardPool {
     const w: WorkerHandle = {
       child, channel, uid, home, state: "starting", stderrTail: "", expectedExit: false, forkedAt: performance.now(), counted: false,
       nativeCode: false, canaryAsked: true, pending: 0, storeSeq: 0,
+      output: new OutputBudget((dropped) => this.log.warn({ board: this.boardName, pid: child.pid, dropped }, "a session worker prints faster than the agent forwards: its output is dropped (its last lines still go into a crash report)")),
     };
     this.workers.add(w);
     this.metrics?.workerSpawned();
     const output = (chunk: Buffer) => {
-      process.stderr.write(chunk);
+      if (w.output.take(chunk.length)) process.stderr.write(chunk);
       w.stderrTail = (w.stderrTail + chunk.toString()).slice(-STDERR_TAIL_BYTES);
     };
     child.stdout!.on("data", output);

@@ -30,6 +30,7 @@ const IS_ROOT = process.getuid?.() === 0;
 const ATTACKS = `
 #include <errno.h>
 #include <stdint.h>
+#include <string.h>
 #include <unistd.h>
 /* Writes n bytes to fd: out[0] is what write() returned, or -errno. */
 void raw_write(int32_t fd, const uint8_t* bytes, int32_t n, int32_t* out) {
@@ -41,6 +42,18 @@ void make_link(const uint8_t* target, const uint8_t* name, int32_t* out) {
   out[0] = symlink((const char*)target, (const char*)name) < 0 ? errno : 0;
 }
 void my_pid(int32_t* out) { out[0] = (int32_t)getpid(); }
+/* Writes n bytes of 'A' to fd however slowly it takes them: out[0] is how many went. */
+void flood(int32_t fd, int32_t n, int32_t* out) {
+  static char buf[65536];
+  memset(buf, 'A', sizeof buf);
+  int32_t total = 0;
+  while (total < n) {
+    ssize_t w = write(fd, buf, (size_t)(n - total < (int32_t)sizeof buf ? n - total : (int32_t)sizeof buf));
+    if (w < 0) { if (errno == EAGAIN || errno == EINTR) { usleep(200); continue; } break; }
+    total += (int32_t)w;
+  }
+  out[0] = total;
+}
 `;
 
 function compileAttacks(): Promise<CompiledModule> {
@@ -49,6 +62,7 @@ function compileAttacks(): Promise<CompiledModule> {
       raw_write: ["int32 fd", "uint8* bytes", "int32 n", "int32* out"],
       make_link: ["uint8* target", "uint8* name", "int32* out"],
       my_pid: ["int32* out"],
+      flood: ["int32 fd", "int32 n", "int32* out"],
     },
   });
 }
@@ -212,6 +226,23 @@ describe("a kernel on its worker's channel to the agent", { skip: IS_ROOT ? fals
       fd4: frames({ ended: { session_id: attacker.id, reusable: true } }),
     }));
     assert.notEqual(end.code, "PROTOCOL_ERROR", end.message);
+  });
+
+  it("a kernel that floods its output floods neither the agent's log nor its event loop", async () => {
+    const v = await victim();
+    const s = await farm.client.request("cpu", { labels: { zone: "a" }, deadlineMs: 20_000 });
+    try {
+      const mod = await loaded(s, attacks);
+      const before = farm.agent.stderr().length;
+      assert.equal(await call(s, mod, "flood", 1, 32 << 20), 32 << 20);
+      await v.check();
+      const forwarded = farm.agent.stderr().length - before;
+      // A burst of 1 MiB and 64 KiB/s after it (the agent logs, at warn, that the rest was dropped).
+      assert.ok(forwarded >= 1 << 20 && forwarded < 4 << 20, `the agent forwarded ${forwarded} bytes of a 32 MiB flood`);
+    } finally {
+      await s.close();
+      await v.s.close();
+    }
   });
 
   it("a kernel cannot make the root agent write outside its session's folder (item 1)", async () => {
