@@ -93,6 +93,8 @@ interface WorkerHandle {
   pending: number;
   /** Names of stored files handed to its sessions (agent-chosen, never the worker's). */
   storeSeq: number;
+  /** Its current session's lane was reported open to the tracker. */
+  laneOpened: boolean;
   /** How much of what it prints the agent still forwards to its own stderr. */
   readonly output: OutputBudget;
 }
@@ -247,7 +249,7 @@ export class BoardPool {
     // A new worker runs its board's canary before it says ready.
     const w: WorkerHandle = {
       child, channel, uid, home, state: "starting", stderrTail: "", expectedExit: false, forkedAt: performance.now(), counted: false,
-      nativeCode: false, canaryAsked: true, pending: 0, storeSeq: 0,
+      nativeCode: false, canaryAsked: true, pending: 0, storeSeq: 0, laneOpened: false,
       output: new OutputBudget((dropped) => this.log.warn({ board: this.boardName, pid: child.pid, dropped }, "a session worker prints faster than the agent forwards: its output is dropped (its last lines still go into a crash report)")),
     };
     this.workers.add(w);
@@ -307,6 +309,9 @@ export class BoardPool {
         return;
       case "lane_opened":
         if (!ownSession(msg.m.session_id)) return out(`lane_opened for session ${msg.m.session_id}, which it does not serve`);
+        // Once a session: the tracker hears of a lane once, however often a worker says it.
+        if (w.laneOpened) return;
+        w.laneOpened = true;
         this.events.laneOpened(msg.m.session_id);
         return;
       case "store_keep":
@@ -576,6 +581,7 @@ export class BoardPool {
     w.sessionId = sessionId;
     w.sessionDir = dir;
     w.counted = false;
+    w.laneOpened = false;
     // No spare is forked here: a clean session gives this worker back, and a
     // tainted one announces itself ("tainted") so its successor boots early.
     if (!w.channel.send({ assign: { session_id: sessionId, token, dir, route } })) {
