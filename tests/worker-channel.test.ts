@@ -30,6 +30,7 @@ const IS_ROOT = process.getuid?.() === 0;
 const ATTACKS = `
 #include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 /* Writes n bytes to fd: out[0] is what write() returned, or -errno. */
@@ -42,6 +43,9 @@ void make_link(const uint8_t* target, const uint8_t* name, int32_t* out) {
   out[0] = symlink((const char*)target, (const char*)name) < 0 ? errno : 0;
 }
 void my_pid(int32_t* out) { out[0] = (int32_t)getpid(); }
+/* The process never finishes exiting: an atexit handler that waits forever. */
+static void stay(void) { for (;;) pause(); }
+void linger(int32_t* out) { out[0] = atexit(stay); }
 /* Writes n bytes of 'A' to fd however slowly it takes them: out[0] is how many went. */
 void flood(int32_t fd, int32_t n, int32_t* out) {
   static char buf[65536];
@@ -62,6 +66,7 @@ function compileAttacks(): Promise<CompiledModule> {
       raw_write: ["int32 fd", "uint8* bytes", "int32 n", "int32* out"],
       make_link: ["uint8* target", "uint8* name", "int32* out"],
       my_pid: ["int32* out"],
+      linger: ["int32* out"],
       flood: ["int32 fd", "int32 n", "int32* out"],
     },
   });
@@ -150,13 +155,14 @@ describe("a kernel on its worker's channel to the agent", { skip: IS_ROOT ? fals
   }
 
   /** Runs `a` from a session on board a, with a victim on board b; returns how the attacker's session ended. */
-  async function run(a: (attacker: Session, victim: Session) => Attack): Promise<FarmError> {
+  async function run(a: (attacker: Session, victim: Session) => Attack, prepare?: (s: Session, mod: RemoteModule) => Promise<void>): Promise<{ end: FarmError; pid: number }> {
     const agentPid = farm.agent.proc.pid;
     const v = await victim();
     const s = await farm.client.request("cpu", { labels: { zone: "a" }, deadlineMs: 20_000 });
     try {
       const mod = await loaded(s, attacks);
       const pid = await call(s, mod, "my_pid");
+      await prepare?.(s, mod);
       await attack(s, mod, a(s, v.s));
       const end = await endOf(s);
       assert.equal(farm.agent.proc.exitCode, null, `the agent died: ${farm.agent.stderr().slice(-2000)}`);
@@ -172,7 +178,7 @@ describe("a kernel on its worker's channel to the agent", { skip: IS_ROOT ? fals
       }
       const board = (await farm.client.summary()).boards.find((b) => b.labels.zone === "a")!;
       assert.equal(board.health, "healthy", `board a is ${board.health}: ${JSON.stringify(board)}`);
-      return end;
+      return { end, pid };
     } finally {
       await s.close().catch(() => {});
       await v.s.close();
@@ -188,44 +194,49 @@ describe("a kernel on its worker's channel to the agent", { skip: IS_ROOT ? fals
   it("bytes that are no message end only the sender's session, and the agent lives (item 2)", async () => {
     const text = Buffer.from("this is not json\n");
     // On fd 4 the text's first four bytes read as a length of ~1.9 GB: over the limit before a byte more is taken in.
-    brokeProtocol(await run(() => ({ fd3: text, fd4: text })), /a frame of \d+ bytes is over the limit of 65536/);
-    brokeProtocol(await run(() => ({ fd3: text, fd4: framed(Buffer.from([0xff, 0xff, 0xff, 0xff])) })), /does not decode/);
+    brokeProtocol((await run(() => ({ fd3: text, fd4: text }))).end, /a frame of \d+ bytes is over the limit of 65536/);
+    brokeProtocol((await run(() => ({ fd3: text, fd4: framed(Buffer.from([0xff, 0xff, 0xff, 0xff])) }))).end, /does not decode/);
   });
 
   it("a message with fields out of the contract ends only the sender's session (item 2)", async () => {
-    const end = await run(() => ({
+    const end = (await run(() => ({
       fd3: ipc({ t: "counters", bogus: 1 }),
       fd4: frames({ counters: { calls: 1, errors: { BOGUS: 1 } } }),
-    }));
+    }))).end;
     brokeProtocol(end, /counters name the unknown error code "BOGUS"/);
   });
 
   it("a kernel cannot end another tenant's session: it ends its own (item 3)", async () => {
     // A kernel reads the victim's id in /proc/self/mountinfo (session folders are tmpfs mounts named by it); the test knows it.
     const error = { code: "RUNTIME_CRASH", message: "pwned: your session was ended by another tenant" };
-    const end = await run((_, victim) => ({
+    const end = (await run((_, victim) => ({
       fd3: ipc({ t: "ended", sessionId: victim.id, reusable: true, error }),
       fd4: frames({ ended: { session_id: victim.id, reusable: true, error } }),
-    }));
+    }))).end;
     brokeProtocol(end, /ended for session \S+, which it does not serve/);
   });
 
   it("a kernel cannot fake canary verdicts: the board is not quarantined (item 4)", async () => {
     const verdict = { t: "canary", ok: false, detail: "the attacker says this board is broken", durationMs: 1 };
-    const end = await run(() => ({
+    const end = (await run(() => ({
       fd3: ipc(verdict, verdict, verdict),
       fd4: frames(...[1, 2, 3].map(() => ({ canary: { ran: true, ok: false, detail: verdict.detail, duration_ms: 1 } }))),
-    }));
+    }))).end;
     brokeProtocol(end, /a canary verdict from a worker that loaded a tenant's native code/);
   });
 
-  it("a kernel's word that its process may serve again is not believed (item 4)", async () => {
-    // Its own session, cleanly ended with reusable: true: in scope, so no breach; but the next session gets a new process (checked by run()).
-    const end = await run((attacker) => ({
-      fd3: ipc({ t: "ended", sessionId: attacker.id, reusable: true }),
-      fd4: frames({ ended: { session_id: attacker.id, reusable: true } }),
-    }));
+  it("a kernel's word that its process may serve again, or that it will exit, is not believed (item 4)", async () => {
+    // Its own session, ended with reusable: true: in scope, so no breach; but the next session gets a new process (checked
+    // by run()), and the agent does not wait for this one to exit by itself: an atexit handler keeps it from ever finishing.
+    const { end, pid } = await run(
+      (attacker) => ({
+        fd3: ipc({ t: "ended", sessionId: attacker.id, reusable: true }),
+        fd4: frames({ ended: { session_id: attacker.id, reusable: true } }),
+      }),
+      async (s, mod) => assert.equal(await call(s, mod, "linger"), 0),
+    );
     assert.notEqual(end.code, "PROTOCOL_ERROR", end.message);
+    await waitFor("the attacker's process gone", async () => !existsSync(`/proc/${pid}`) || /^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, "utf8")), 5000);
   });
 
   it("a kernel that floods its output floods neither the agent's log nor its event loop", async () => {
