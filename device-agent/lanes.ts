@@ -2,7 +2,8 @@
  * The agent's side of session lanes (protos/lane.ts, docs/architecture.md
  * "Lanes"): its direct-lane port, where hosts connect with their session's
  * ticket, and its dialling of the tracker's data port for relay lanes. Either
- * way the socket ends up in the session's worker, handed over IPC, so that
+ * way the socket ends up in the session's worker, passed on its channel
+ * (SCM_RIGHTS, device-agent/handle-passing.ts), so that
  * after the handshake no other process touches the bytes — except with TLS,
  * which the agent terminates (workers hold no key) and pipes to the worker
  * through a unix socket pair.

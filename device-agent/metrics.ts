@@ -7,7 +7,7 @@
  * docs/metrics.md lists every metric.
  *
  * Calls and their errors happen in session worker processes: each worker
- * counts them with integer increments and reports the deltas over IPC at most
+ * counts them with integer increments and reports the deltas over its channel (worker.proto) at most
  * once a second and at every session's end (`{ t: "counters" }`, worker/main.ts);
  * the pool hands them to its board's `BoardMetrics`. A worker killed mid-session
  * (crash, call timeout) loses at most its last second of counts.

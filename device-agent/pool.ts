@@ -44,7 +44,7 @@ export interface WorkerSandbox {
   readonly plan: SandboxPlan;
   readonly uids: UidAllocator;
   readonly dirs: WorkerDirs;
-  /** The agent's content store, which workers use through IPC. */
+  /** The agent's content store, which workers use through their channel (store_keep, store_take). */
   readonly store: ContentStore;
   /** Each session's folder a tmpfs of the quota (as root with uids of their own; session-disk.ts); absent: plain folders. */
   readonly disk?: SessionDisk;

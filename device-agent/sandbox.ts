@@ -23,7 +23,7 @@
  *   is a tmpfs of `diskBytes` (session-disk.ts), mounted by the agent.
  *
  * Every wrapper execs the next (none forks), so the worker keeps the agent as
- * its parent (worker/parent-death.ts) and inherits the IPC descriptor.
+ * its parent (worker/parent-death.ts) and inherits its channel to the agent (fds 3-5, worker-channel.ts).
  */
 import { spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";

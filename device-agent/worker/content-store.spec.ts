@@ -34,7 +34,7 @@ describe("ContentStore", () => {
     assert.ok(!existsSync(join(dir, "wrong-size")) && !existsSync(join(dir, "absent")));
   });
 
-  // A session's kernel can speak on its worker's IPC channel and name any file of its folder.
+  // A session's kernel can speak on its worker's channel to the agent and name any file of its folder.
   it("keeps nothing through a symbolic link, nor a file another uid owns", async () => {
     const store = new ContentStore(join(dir, "links"), { maxBytes: 1 << 20 });
     const secret = Buffer.from("the agent's secret");

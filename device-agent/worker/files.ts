@@ -19,7 +19,7 @@ const writeAsync = promisify(write) as (fd: number, data: Uint8Array, offset: nu
 
 /**
  * The agent's content store as a worker sees it (worker/content-store.ts runs
- * in the agent; main.ts asks it over IPC).
+ * in the agent; main.ts asks it over its channel).
  */
 export interface SessionStore {
   /** Links the stored file of `sha256` (`size` bytes) into the session's folder; its name there, or undefined when not held. */
