@@ -49,7 +49,7 @@ export class AuditLog {
   /** Writes `r` now; a refusal is counted, and written as refusal-tally.ts says. */
   record(r: AuditRecord): void {
     if (!this.path) return;
-    if (r.event === "refused") this.refusals.add(r);
+    if (r.event === "refused") this.refusals.add({ ...r, event: "refused" });
     else this.append(r);
   }
 

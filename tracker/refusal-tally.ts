@@ -27,7 +27,14 @@
  * 2 × MAX_REFUSAL_KEYS + 1 records — docs/security.md, "The audit log", says
  * how long history lasts under a flood.
  */
-import type { AuditRecord } from "./audit.ts";
+/** A refusal as the audit log records it (tracker/audit.ts's AuditRecord, which this module must not import: the log owns a tally). */
+export interface RefusalRecord {
+  event: "refused";
+  who: string;
+  kind?: string;
+  peer?: string;
+  [field: string]: unknown;
+}
 
 export const REFUSAL_INTERVAL_MS = 60_000;
 /** Distinct keys of callers without a valid token written per interval; the rest share one overflow record. */
@@ -37,7 +44,7 @@ export const MAX_FIELD_CHARS = 256;
 
 interface Tally {
   /** The record of its first refusal, clipped; the aggregate repeats it with the count. */
-  record: AuditRecord;
+  record: RefusalRecord;
   /** Refusals after the first, this interval. */
   more: number;
   firstAt: number;
@@ -53,12 +60,12 @@ export class RefusalTally {
 
   /** `write` appends one record to the log, with its own time. */
   constructor(
-    private readonly write: (r: AuditRecord) => void,
+    private readonly write: (r: RefusalRecord) => void,
     private readonly intervalMs = REFUSAL_INTERVAL_MS,
     private readonly maxKeys = MAX_REFUSAL_KEYS,
   ) {}
 
-  add(r: AuditRecord): void {
+  add(r: RefusalRecord): void {
     const record = clipped(r);
     const at = Date.now();
     const anonymous = record.kind === "anonymous" || record.kind === "tvm" || record.who === "unknown";
@@ -106,8 +113,8 @@ function hostOf(peer: string): string {
   return m ? m[1]! : peer;
 }
 
-function clipped(r: AuditRecord): AuditRecord {
-  const out: AuditRecord = { ...r };
+function clipped(r: RefusalRecord): RefusalRecord {
+  const out: RefusalRecord = { ...r };
   for (const [field, value] of Object.entries(out)) {
     if (typeof value === "string" && value.length > MAX_FIELD_CHARS) out[field] = `${value.slice(0, MAX_FIELD_CHARS - 3)}...`;
   }
