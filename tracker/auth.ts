@@ -143,8 +143,9 @@ export class Authorizer {
 
   /** Audits a refusal and returns it, to throw. */
   refuse(err: FarmError, caller: Caller, doing: string, extra: Record<string, unknown> = {}): FarmError {
-    this.audit.record({ event: "refused", who: caller.name, kind: caller.kind, peer: caller.peer, doing, code: err.code, reason: err.message, ...extra });
-    this.log.warn({ who: caller.name, peer: caller.peer, code: err.code }, `refused: ${err.message}`);
+    // Logged as audited: the first of its caller and reason a minute at warn, the repeats of a flood at debug (tracker/refusal-tally.ts).
+    const first = this.audit.record({ event: "refused", who: caller.name, kind: caller.kind, peer: caller.peer, doing, code: err.code, reason: err.message, ...extra });
+    this.log[first ? "warn" : "debug"]({ who: caller.name, peer: caller.peer, code: err.code }, `refused: ${err.message}`);
     return err;
   }
 

@@ -65,7 +65,8 @@ export class RefusalTally {
     private readonly maxKeys = MAX_REFUSAL_KEYS,
   ) {}
 
-  add(r: RefusalRecord): void {
+  /** Counts a refusal; true when it was written now (the first of its key this interval), so a caller may log it once too. */
+  add(r: RefusalRecord): boolean {
     const record = clipped(r);
     const at = Date.now();
     const anonymous = record.kind === "anonymous" || record.kind === "tvm" || record.who === "unknown";
@@ -75,13 +76,13 @@ export class RefusalTally {
     if (tally) {
       tally.more++;
       tally.lastAt = at;
-      return;
+      return false;
     }
     if (!anonymous || this.anonymousKeys < this.maxKeys) {
       if (anonymous) this.anonymousKeys++;
       this.tallies.set(key, { record, more: 0, firstAt: at, lastAt: at });
       this.write({ ...record, count: 1 });
-      return;
+      return true;
     }
     this.overflow ??= {
       record: { event: "refused", who: "*", kind: "*", peer: "*", doing: "*", code: "*", reason: `refusals of callers without a valid token past the first ${this.maxKeys} distinct addresses, attempts and reasons of this interval, counted together` },
@@ -91,6 +92,7 @@ export class RefusalTally {
     };
     this.overflow.more++;
     this.overflow.lastAt = at;
+    return false;
   }
 
   /** Ends the interval: one record per key refused again since its first, and the overflow's. */
