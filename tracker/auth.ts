@@ -4,7 +4,9 @@
  * Without a tokens file the farm is open (loopback, or `--insecure`):
  * every caller is "anonymous" and may do everything, as before. With one,
  * every call carries a token (protos/credentials.ts puts it in the
- * `authorization` metadata) and each handler asks this module:
+ * `authorization` metadata). The gRPC port's gate (tracker/call-gate.ts)
+ * asks this module from each call's metadata before any body is read, and
+ * each handler asks again for what its request needs:
  *
  * | door                 | who                        | checked here                          |
  * |----------------------|----------------------------|---------------------------------------|
