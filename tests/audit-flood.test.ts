@@ -44,7 +44,8 @@ describe("the audit log under a flood of refusals", () => {
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), "kf-audit-"));
     file = new TokenFile(join(dir, "tokens.json"));
-    tracker = await startTrackerProcess(["--tokens", join(dir, "tokens.json")]);
+    // At warn level: refusals are logged as they are audited, the first of each key only.
+    tracker = await startTrackerProcess(["--tokens", join(dir, "tokens.json")], 0, { env: { KFARM_LOG: "warn" } });
     const box = file.create({ name: "box", kind: "agent", keys: ["cpu"] }).token;
     agent = await startAgentProcess(tracker.address, ["cpu:key=cpu"], ["--token", box]);
   });
@@ -115,6 +116,9 @@ describe("the audit log under a flood of refusals", () => {
       assert.equal(overflow.length, 1, "the callers past the bound share one record");
       assert.equal(perToken.reduce((n, r) => n + (r.count as number), 0) + (overflow[0]!.count as number), variedRefusals);
       assert.ok(records.some((r) => r.event === "grant" && r.session === grant.session), "the grant is still in the live file");
+      // The process log, too: one warning per refusal written at once, not one per call.
+      const logged = tracker.stderr().split("\n").filter((l) => l.includes('"msg":"refused: '));
+      assert.equal(logged.length, refused.filter((r) => r.first === undefined).length, `${logged.length} refusal lines logged`);
     } finally {
       for (const c of clients) c.close();
     }

@@ -46,11 +46,17 @@ export class AuditLog {
     this.size = path && existsSync(path) ? statSync(path).size : 0;
   }
 
-  /** Writes `r` now; a refusal is counted, and written as refusal-tally.ts says. */
-  record(r: AuditRecord): void {
-    if (!this.path) return;
-    if (r.event === "refused") this.refusals.add(r);
-    else this.append(r);
+  /**
+   * Writes `r` now; a refusal is counted, and written as refusal-tally.ts
+   * says. Returns false for a refusal only counted (not the first of its
+   * caller and reason this interval): whoever logs refusals logs that one
+   * at debug level, so the process log is not flooded either.
+   */
+  record(r: AuditRecord): boolean {
+    if (!this.path) return true;
+    if (r.event === "refused") return this.refusals.add({ ...r, event: "refused" });
+    this.append(r);
+    return true;
   }
 
   /** Writes the counts of refusals not written yet (the tracker is stopping). */

@@ -4,7 +4,9 @@
  * Without a tokens file the farm is open (loopback, or `--insecure`):
  * every caller is "anonymous" and may do everything, as before. With one,
  * every call carries a token (protos/credentials.ts puts it in the
- * `authorization` metadata) and each handler asks this module:
+ * `authorization` metadata). The gRPC port's gate (tracker/call-gate.ts)
+ * asks this module from each call's metadata before any body is read, and
+ * each handler asks again for what its request needs:
  *
  * | door                 | who                        | checked here                          |
  * |----------------------|----------------------------|---------------------------------------|
@@ -143,8 +145,9 @@ export class Authorizer {
 
   /** Audits a refusal and returns it, to throw. */
   refuse(err: FarmError, caller: Caller, doing: string, extra: Record<string, unknown> = {}): FarmError {
-    this.audit.record({ event: "refused", who: caller.name, kind: caller.kind, peer: caller.peer, doing, code: err.code, reason: err.message, ...extra });
-    this.log.warn({ who: caller.name, peer: caller.peer, code: err.code }, `refused: ${err.message}`);
+    // Logged as audited: the first of its caller and reason a minute at warn, the repeats of a flood at debug (tracker/refusal-tally.ts).
+    const first = this.audit.record({ event: "refused", who: caller.name, kind: caller.kind, peer: caller.peer, doing, code: err.code, reason: err.message, ...extra });
+    this.log[first ? "warn" : "debug"]({ who: caller.name, peer: caller.peer, code: err.code }, `refused: ${err.message}`);
     return err;
   }
 

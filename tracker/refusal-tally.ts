@@ -27,7 +27,14 @@
  * 2 × MAX_REFUSAL_KEYS + 1 records — docs/security.md, "The audit log", says
  * how long history lasts under a flood.
  */
-import type { AuditRecord } from "./audit.ts";
+/** A refusal as the audit log records it (tracker/audit.ts's AuditRecord, which this module must not import: the log owns a tally). */
+export interface RefusalRecord {
+  event: "refused";
+  who: string;
+  kind?: string;
+  peer?: string;
+  [field: string]: unknown;
+}
 
 export const REFUSAL_INTERVAL_MS = 60_000;
 /** Distinct keys of callers without a valid token written per interval; the rest share one overflow record. */
@@ -37,7 +44,7 @@ export const MAX_FIELD_CHARS = 256;
 
 interface Tally {
   /** The record of its first refusal, clipped; the aggregate repeats it with the count. */
-  record: AuditRecord;
+  record: RefusalRecord;
   /** Refusals after the first, this interval. */
   more: number;
   firstAt: number;
@@ -53,12 +60,13 @@ export class RefusalTally {
 
   /** `write` appends one record to the log, with its own time. */
   constructor(
-    private readonly write: (r: AuditRecord) => void,
+    private readonly write: (r: RefusalRecord) => void,
     private readonly intervalMs = REFUSAL_INTERVAL_MS,
     private readonly maxKeys = MAX_REFUSAL_KEYS,
   ) {}
 
-  add(r: AuditRecord): void {
+  /** Counts a refusal; true when it was written now (the first of its key this interval), so a caller may log it once too. */
+  add(r: RefusalRecord): boolean {
     const record = clipped(r);
     const at = Date.now();
     const anonymous = record.kind === "anonymous" || record.kind === "tvm" || record.who === "unknown";
@@ -68,13 +76,13 @@ export class RefusalTally {
     if (tally) {
       tally.more++;
       tally.lastAt = at;
-      return;
+      return false;
     }
     if (!anonymous || this.anonymousKeys < this.maxKeys) {
       if (anonymous) this.anonymousKeys++;
       this.tallies.set(key, { record, more: 0, firstAt: at, lastAt: at });
       this.write({ ...record, count: 1 });
-      return;
+      return true;
     }
     this.overflow ??= {
       record: { event: "refused", who: "*", kind: "*", peer: "*", doing: "*", code: "*", reason: `refusals of callers without a valid token past the first ${this.maxKeys} distinct addresses, attempts and reasons of this interval, counted together` },
@@ -84,6 +92,7 @@ export class RefusalTally {
     };
     this.overflow.more++;
     this.overflow.lastAt = at;
+    return false;
   }
 
   /** Ends the interval: one record per key refused again since its first, and the overflow's. */
@@ -106,8 +115,8 @@ function hostOf(peer: string): string {
   return m ? m[1]! : peer;
 }
 
-function clipped(r: AuditRecord): AuditRecord {
-  const out: AuditRecord = { ...r };
+function clipped(r: RefusalRecord): RefusalRecord {
+  const out: RefusalRecord = { ...r };
   for (const [field, value] of Object.entries(out)) {
     if (typeof value === "string" && value.length > MAX_FIELD_CHARS) out[field] = `${value.slice(0, MAX_FIELD_CHARS - 3)}...`;
   }

@@ -1,6 +1,14 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { MAX_FRAME_BYTES, TRACKER_MAGIC, WireReader, encodeFrame, int32 } from "./wire.ts";
+import fc from "fast-check";
+import { MAX_FRAME_BYTES, MAX_JSON_DEPTH, TRACKER_MAGIC, WireReader, encodeFrame, int32, nestsDeeperThan } from "./wire.ts";
+
+/** The nesting JSON.parse finds, for the property below. */
+function depthOf(v: unknown): number {
+  if (Array.isArray(v)) return 1 + Math.max(0, ...v.map(depthOf));
+  if (v !== null && typeof v === "object") return 1 + Math.max(0, ...Object.values(v).map(depthOf));
+  return 0;
+}
 
 describe("TVM tracker wire codec", () => {
   it("encodes a frame as an int32 LE length and its JSON, in one buffer", () => {
@@ -35,5 +43,23 @@ describe("TVM tracker wire codec", () => {
     assert.equal(events[1]!.type === "frame" && events[1]!.error?.code, "INVALID_ARGUMENT");
     assert.equal(events[2]!.type === "frame" && events[2]!.error?.code, "INVALID_ARGUMENT");
     assert.deepEqual(events[3], { type: "frame", value: [6] });
+  });
+
+  it("nestsDeeperThan counts brackets outside strings, escapes included, as JSON.parse nests", () => {
+    fc.assert(
+      fc.property(fc.jsonValue({ maxDepth: 6 }), fc.integer({ min: 0, max: 8 }), (v, max) => {
+        const text = Buffer.from(JSON.stringify(v), "utf8");
+        assert.equal(nestsDeeperThan(text, max), depthOf(v) > max);
+      }),
+      { numRuns: 2000 },
+    );
+    assert.equal(nestsDeeperThan(Buffer.from(JSON.stringify(["[[[[\\\"[[[[", { "{{": "}\\" }])), 2), false);
+  });
+
+  it("a frame nested past MAX_JSON_DEPTH is a PROTOCOL_ERROR before it is parsed", () => {
+    const r = new WireReader();
+    r.push(int32(TRACKER_MAGIC));
+    const deep = Buffer.from(`${"[".repeat(MAX_JSON_DEPTH + 1)}${"]".repeat(MAX_JSON_DEPTH + 1)}`);
+    assert.throws(() => r.push(Buffer.concat([int32(deep.length), deep])), { code: "PROTOCOL_ERROR", message: /nests arrays and objects more than 16 deep/ });
   });
 });
