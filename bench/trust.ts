@@ -27,6 +27,7 @@ import { Authorizer } from "../tracker/auth.ts";
 import { TokenFile } from "../tracker/index.ts";
 import { compileVadd } from "../tests/helpers/kernels.ts";
 import { startAgentProcess, startTrackerProcess, waitFor, type AgentProcess, type TrackerProcess } from "../tests/helpers/processes.ts";
+import { timeNopCalls } from "./lib/farm.ts";
 import { fmtMBps, fmtMs, fmtRatio, fmtUs, mbps, median, nowMs, percentile, printTable, type Row } from "./lib/stats.ts";
 
 const ROUNDS = 3;
@@ -87,14 +88,7 @@ async function round(v: Variant, module: CompiledModule, data: Buffer): Promise<
     const t0 = nowMs();
     await s.upload(data, "blob.bin");
     v.upload.push(mbps(data.length, nowMs() - t0));
-    await s.upload(module);
-    const nop = (await s.loadModule(module.name)).getFunction("nop");
-    for (let i = 0; i < CALL_WARMUP; i++) await nop();
-    for (let i = 0; i < CALLS; i++) {
-      const t = nowMs();
-      await nop();
-      v.call.push(nowMs() - t);
-    }
+    await timeNopCalls(s, module, CALL_WARMUP, CALLS, v.call);
   } finally {
     await s.close();
   }

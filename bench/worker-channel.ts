@@ -20,6 +20,7 @@ import { join, resolve } from "node:path";
 import { connectTracker, type CompiledModule, type TrackerClient } from "../host-sdk/index.ts";
 import { compileVadd } from "../tests/helpers/kernels.ts";
 import { startAgentProcess, startTrackerProcess, waitFor, type AgentProcess, type TrackerProcess } from "../tests/helpers/processes.ts";
+import { timeNopCalls } from "./lib/farm.ts";
 import { fmtMs, fmtRatio, fmtUs, nowMs, percentile, printTable, type Row } from "./lib/stats.ts";
 
 const ROUNDS = 4;
@@ -67,14 +68,7 @@ async function round(f: Farm, module: CompiledModule): Promise<void> {
   await waitFree(f);
   const s = await f.client.request("cpu");
   try {
-    await s.upload(module);
-    const nop = (await s.loadModule(module.name)).getFunction("nop");
-    for (let i = 0; i < CALL_WARMUP; i++) await nop();
-    for (let i = 0; i < CALLS; i++) {
-      const t = nowMs();
-      await nop();
-      f.call.push(nowMs() - t);
-    }
+    await timeNopCalls(s, module, CALL_WARMUP, CALLS, f.call);
   } finally {
     await s.close();
   }

@@ -4,9 +4,10 @@
  * the test harness's launcher; the host side runs in the benchmark process.
  */
 import { startFarm, waitFor } from "../../tests/helpers/processes.ts";
-import type { Session } from "../../host-sdk/index.ts";
+import type { CompiledModule, Session } from "../../host-sdk/index.ts";
 import type { Route } from "../../protos/index.ts";
 import { childrenOf, settleProcesses } from "./procs.ts";
+import { nowMs } from "./stats.ts";
 
 export type BenchFarm = Awaited<ReturnType<typeof startFarm>> & {
   readonly trackerPid: number;
@@ -55,4 +56,16 @@ export async function startBenchFarm(): Promise<BenchFarm> {
  */
 export function settle(farm: BenchFarm, timeoutMs = 8000): Promise<void> {
   return settleProcesses(() => [farm.agentPid, ...farm.workerPids()], timeoutMs);
+}
+
+/** Uploads and loads `module` in `s`, calls its `nop` `warmup` times, then `calls` times more, each round trip (ms) pushed to `into`. */
+export async function timeNopCalls(s: Session, module: CompiledModule, warmup: number, calls: number, into: number[]): Promise<void> {
+  await s.upload(module);
+  const nop = (await s.loadModule(module.name)).getFunction("nop");
+  for (let i = 0; i < warmup; i++) await nop();
+  for (let i = 0; i < calls; i++) {
+    const t = nowMs();
+    await nop();
+    into.push(nowMs() - t);
+  }
 }
