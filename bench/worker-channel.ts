@@ -4,7 +4,8 @@
  * Two farms side by side on this tree's tracker: one agent from this tree,
  * one from a checkout of the baseline commit (KFARM_BASELINE_TREE: a git
  * worktree of b157f84 with node_modules), measured in interleaved rounds so
- * a drift of the machine lands on both alike:
+ * a drift of the machine lands on both alike (each goes first in every other
+ * round):
  *
  * - the small call round trip (a loaded `nop`), p50 over CALLS calls;
  * - an idle grant → first call (listdir), p50 (the assignment and the lane's
@@ -23,7 +24,7 @@ import { startAgentProcess, startTrackerProcess, waitFor, type AgentProcess, typ
 import { timeNopCalls } from "./lib/farm.ts";
 import { fmtMs, fmtRatio, fmtUs, nowMs, percentile, printTable, type Row } from "./lib/stats.ts";
 
-const ROUNDS = 4;
+const ROUNDS = 8;
 const CALLS = 2000;
 const CALL_WARMUP = 300;
 const GRANTS = 20;
@@ -84,7 +85,8 @@ export async function benchWorkerChannel(): Promise<void> {
   const module = await compileVadd();
   const farms = [await startFarm("baseline (Node IPC)", baselineCli), await startFarm("worker.proto channel", undefined)];
   try {
-    for (let r = 0; r < ROUNDS; r++) for (const f of farms) await round(f, module);
+    // Each farm goes first in every other round: whatever the first of a pair pays (caches, the scheduler) lands on both alike.
+    for (let r = 0; r < ROUNDS; r++) for (const f of r % 2 ? [...farms].reverse() : farms) await round(f, module);
   } finally {
     for (const f of farms) {
       f.client.close();
