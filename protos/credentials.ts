@@ -364,7 +364,10 @@ function watchServerContext(tls: ServerTls, server: { setSecureContext(options: 
 export function httpToken(req: IncomingMessage): string | undefined {
   const header = req.headers.authorization;
   if (header) return parseBearer(header);
-  const query = new URL(req.url ?? "/", "http://x").searchParams.get("token");
+  // The query alone, without parsing the target as a URL (`new URL` throws on targets such as `//`).
+  const url = req.url ?? "";
+  const at = url.indexOf("?");
+  const query = at < 0 ? null : new URLSearchParams(url.slice(at + 1)).get("token");
   if (query === null) return undefined;
   checkTokenShape(query);
   return query;
