@@ -340,7 +340,9 @@ export class BoardPool {
         w.sessionDir = undefined;
         // Its offer to serve again is believed only of a process no tenant's native code ran in.
         this.afterEnded(w, msg.m.reusable && !w.nativeCode);
-        this.removeDir(dir);
+        // A folder its kernel may still be changing (it is being killed) waits for its exit, where that matters (reap()).
+        if ((w.state as WorkerState) === "exiting" && this.removalWaitsForUid(w)) w.sessionDir = dir;
+        else this.removeDir(dir);
         return;
       }
     }
@@ -434,7 +436,6 @@ export class BoardPool {
     clearTimeout(w.graceTimer);
     // Looked at before the session's tmpfs goes: a full one tells why the worker died.
     const reason = w.state === "serving" && w.sessionId && !w.expectedExit ? this.deathReason(w, code, signal) : undefined;
-    this.removeSessionDir(w);
     this.reap(w);
     if (reason && w.sessionId) {
       this.tally(w, reason.code);
@@ -449,11 +450,28 @@ export class BoardPool {
     if (this.hasIdle && !this.serving()) this.events.ready(this.boardName);
   }
 
-  /** What a dead worker leaves: its processes (a kernel's children), its uid, its home. */
+  /** What a dead worker leaves: its session's folder, its processes (a kernel's children), its uid, its home. */
   private reap(w: WorkerHandle): void {
+    const dir = w.sessionDir;
+    w.sessionDir = undefined;
+    const late = this.removalWaitsForUid(w);
+    if (!late) this.removeDir(dir);
     if (w.uid === undefined) killGroup(w);
     // As root: every process of its uid, whatever group it moved to; then the uid is free again.
-    void this.sandbox.uids.release(w.uid).then(() => rmSync(w.home, { recursive: true, force: true }));
+    void this.sandbox.uids.release(w.uid).then(() => {
+      rmSync(w.home, { recursive: true, force: true });
+      if (late) this.removeDir(dir);
+    });
+  }
+
+  /**
+   * Whether a folder `w`'s kernel wrote must wait until nothing of its uid
+   * runs: the root agent's recursive removal of a plain folder (no tmpfs to
+   * detach first, `--worker-disk off`) could otherwise follow a link a
+   * leftover process swaps in for a subfolder meanwhile.
+   */
+  private removalWaitsForUid(w: WorkerHandle): boolean {
+    return w.uid !== undefined && !this.sandbox.disk;
   }
 
   private removeSessionDir(w: WorkerHandle): void {
@@ -667,11 +685,11 @@ export class BoardPool {
     clearInterval(this.canaryTimer);
     for (const w of this.workers) {
       this.kill(w);
-      // Now too: the agent removes its scratch folder next, which cannot go while a session's tmpfs is mounted in it.
-      this.removeSessionDir(w);
       // Now, not at the exit event: the agent may be exiting, and a kernel's children have no parent-death signal.
       if (w.uid !== undefined) this.sandbox.uids.releaseSync(w.uid);
       else killGroup(w);
+      // Now too, once nothing of it runs: the agent removes its scratch folder next, which cannot go while a session's tmpfs is mounted in it.
+      this.removeSessionDir(w);
     }
   }
 
