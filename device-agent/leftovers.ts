@@ -76,6 +76,9 @@ export function sweepLeftovers(workRoot: string, opts: { mounts: boolean; uids?:
   if (own && own.pid !== process.pid && isRunning(own) && exists(workRoot)) {
     throw new FarmError("INVALID_ARGUMENT", `workRoot ${workRoot} is the scratch folder of a running agent (pid ${own.pid}); give every agent a scratch folder of its own`, { details: { option: "workRoot" } });
   }
+  // First what dead agents' workers left running: root removes their folders only once nothing of theirs can swap a
+  // link into them mid-removal (pool.ts removes a killed worker's folder the same way, after its uid).
+  if (opts.uids) found.uids = opts.uids.sweepDead();
   const parent = dirname(workRoot);
   const stale: string[] = [];
   let names: string[] = [];
@@ -105,7 +108,6 @@ export function sweepLeftovers(workRoot: string, opts: { mounts: boolean; uids?:
       found.failed.push(`${dir}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
     }
   }
-  if (opts.uids) found.uids = opts.uids.sweepDead();
   return found;
 }
 

@@ -465,13 +465,13 @@ export class BoardPool {
   }
 
   /**
-   * Whether a folder `w`'s kernel wrote must wait until nothing of its uid
-   * runs: the root agent's recursive removal of a plain folder (no tmpfs to
-   * detach first, `--worker-disk off`) could otherwise follow a link a
-   * leftover process swaps in for a subfolder meanwhile.
+   * Whether the folder of `w`, once killed, waits until nothing of its uid
+   * runs: root's recursive removal could otherwise follow a link a leftover
+   * process of the kernel swaps in for a subfolder meanwhile (the agent's
+   * sweep of dead agents' folders keeps the same order, leftovers.ts).
    */
   private removalWaitsForUid(w: WorkerHandle): boolean {
-    return w.uid !== undefined && !this.sandbox.disk;
+    return w.uid !== undefined;
   }
 
   private removeSessionDir(w: WorkerHandle): void {
