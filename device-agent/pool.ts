@@ -25,14 +25,14 @@
  * own session: PROTOCOL_ERROR, logged with the worker's pid and uid.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { constants, rmSync } from "node:fs";
-import { open } from "node:fs/promises";
+import { rmSync } from "node:fs";
 import { basename, join } from "node:path";
 import { createServer, type AddressInfo, type Socket } from "node:net";
-import { FarmError, SESSION_END_GRACE_MS, type AgentToWorker, type Logger, type WorkerMessage } from "../protos/index.ts";
+import { FarmError, SESSION_END_GRACE_MS, workerProtocolError, type AgentToWorker, type Logger, type WorkerMessage } from "../protos/index.ts";
 import type { BoardMetrics } from "./metrics.ts";
 import { effectiveLimits, workerCommand, workerEnv, type SandboxPlan, type UidAllocator, type WorkerDirs } from "./sandbox.ts";
 import { quotaError, type SessionDisk } from "./session-disk.ts";
+import { readSessionFile, type SessionFile } from "./session-file.ts";
 import { workerNode, type WorkerEntry } from "./worker-entry.ts";
 import type { ContentStore } from "./worker/content-store.ts";
 import type { WorkerConfig } from "./worker/config.ts";
@@ -278,7 +278,7 @@ export class BoardPool {
     if (w.state === "exiting") return; // being killed: nothing it says matters
     const serving = w.state === "serving";
     const ownSession = (id: string) => serving && id === w.sessionId;
-    const out = (why: string) => this.breach(w, new FarmError("PROTOCOL_ERROR", `the session's worker broke the agent's protocol: ${why}`));
+    const out = (why: string) => this.breach(w, workerProtocolError(why));
     switch (msg.kind) {
       case "ready":
         if (w.state !== "starting") return out(`"ready" from a ${w.state} worker`);
@@ -700,37 +700,6 @@ export class BoardPool {
       this.tally(w, "AGENT_LOST");
       this.kill(w);
     }
-  }
-}
-
-/** A file of a session's folder as the agent read it. */
-export interface SessionFile {
-  name: string;
-  bytes: Buffer;
-}
-
-/**
- * Reads the plain name `name` of a session's folder for the agent (root, it
- * may be): never through a symbolic link the session's kernel left there,
- * never a FIFO or device, and — where workers have uids of their own — only
- * a file the session's uid owns.
- */
-async function readSessionFile(dir: string, name: string, uid: number | undefined): Promise<SessionFile> {
-  let fh;
-  try {
-    fh = await open(join(dir, name), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === "ELOOP") throw new FarmError("BAD_ARGUMENTS", `${name} is a symbolic link: name a file the session uploaded`);
-    if (code === "ENOENT") throw new FarmError("NOT_FOUND", `the session has no file ${name}: upload it first`);
-    throw new FarmError("BAD_ARGUMENTS", `${name} cannot be read (${code})`);
-  }
-  try {
-    const st = await fh.stat();
-    if (!st.isFile() || (uid !== undefined && st.uid !== uid)) throw new FarmError("BAD_ARGUMENTS", `${name} is not a file the session uploaded`);
-    return { name, bytes: await fh.readFile() };
-  } finally {
-    await fh.close();
   }
 }
 

@@ -12,7 +12,7 @@
 import type { ChildProcess, StdioOptions } from "node:child_process";
 import type { Server, Socket } from "node:net";
 import {
-  FarmError, LaneSocket, WORKER_MESSAGE_MAX_BYTES, decodeToAgent, encodeToWorker, framed,
+  FarmError, LaneSocket, WORKER_MESSAGE_MAX_BYTES, decodeToAgent, encodeToWorker, framed, workerProtocolError,
   type AgentToWorker, type WorkerMessage,
 } from "../protos/index.ts";
 import { descriptorOf, sendDescriptor } from "./handle-passing.ts";
@@ -25,6 +25,9 @@ export interface WorkerChannelEvents {
   /** The worker sent bytes that are no message of the contract (the first such; nothing is read after it). */
   broken(err: FarmError): void;
 }
+
+/** What the framing calls the channel in its errors. */
+const CHANNEL = "a session worker's channel";
 
 export class WorkerChannel {
   private readonly toWorker: Socket;
@@ -41,10 +44,11 @@ export class WorkerChannel {
     // Errors on the agent's ends (EPIPE once the worker is gone) say nothing the exit does not.
     this.toWorker.on("error", () => {});
     this.handles.on("error", () => {});
-    this.fromWorker = new LaneSocket(fromWorker!, "a session worker's channel", WORKER_MESSAGE_MAX_BYTES);
+    this.fromWorker = new LaneSocket(fromWorker!, CHANNEL, WORKER_MESSAGE_MAX_BYTES);
     this.ended = new Promise((resolve) => {
       this.fromWorker.onClose((err) => {
-        if (err?.code === "PROTOCOL_ERROR") this.breach(err.message.replace(/^a session worker's channel: /, ""), events);
+        // The framing's own refusal (a length over the limit), in the contract's words.
+        if (err?.code === "PROTOCOL_ERROR") this.breach(workerProtocolError(err.message.slice(`${CHANNEL}: `.length)), events);
         resolve();
       });
     });
@@ -54,18 +58,17 @@ export class WorkerChannel {
       try {
         msg = decodeToAgent(frame);
       } catch (err) {
-        this.breach(FarmError.from(err).message, events);
+        this.breach(FarmError.from(err), events);
         return;
       }
       events.message(msg);
     });
   }
 
-  private breach(why: string, events: WorkerChannelEvents): void {
+  private breach(err: FarmError, events: WorkerChannelEvents): void {
     if (this.dead) return;
     this.dead = true;
-    const prefix = "the session's worker broke the agent's protocol: ";
-    events.broken(new FarmError("PROTOCOL_ERROR", why.startsWith(prefix) ? why : prefix + why));
+    events.broken(err);
   }
 
   /** Nothing more from this worker is read (it is being killed). */
@@ -81,6 +84,8 @@ export class WorkerChannel {
   send(msg: AgentToWorker, handle?: Socket | Server): boolean {
     if (this.toWorker.destroyed || this.toWorker.writableEnded) return false;
     if (handle) sendDescriptor(descriptorOf(this.handles), descriptorOf(handle));
-    return this.toWorker.write(framed(encodeToWorker(msg))) || true;
+    // Not waited on: the agent's messages are few and small, and a worker that stops reading them is killed by its timeouts.
+    this.toWorker.write(framed(encodeToWorker(msg)));
+    return true;
   }
 }

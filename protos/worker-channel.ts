@@ -83,9 +83,12 @@ export function decodeToAgent(bytes: Uint8Array): WorkerMessage {
   return { kind, m } as WorkerMessage;
 }
 
-function violation(what: string): FarmError {
+/** The error of a worker that broke the channel's contract (`what` it did): its session ends with it. */
+export function workerProtocolError(what: string): FarmError {
   return new FarmError("PROTOCOL_ERROR", `the session's worker broke the agent's protocol: ${what}`);
 }
+
+const violation = workerProtocolError;
 
 function text(field: string, value: string, max = MAX_ID_CHARS): void {
   if (value.length > max) throw violation(`${field} is ${value.length} characters long (at most ${max})`);

@@ -8,8 +8,7 @@
  * are in the kernel's buffer, where that code can no longer take them back.
  */
 import { writeSync } from "node:fs";
-import { Socket, type Server } from "node:net";
-import { createServer } from "node:net";
+import { Socket, createServer, type Server } from "node:net";
 import {
   FarmError, LaneSocket, WORKER_MESSAGE_MAX_BYTES, decodeToWorker, encodeToAgent, framed,
   type AgentToWorker__Output, type WorkerToAgent,

@@ -54,8 +54,9 @@
 import { createHash } from "node:crypto";
 import { chmodSync, constants, mkdirSync, readdirSync, rmSync, statSync, unlinkSync, type BigIntStats } from "node:fs";
 import { chmod, copyFile, link, mkdir, open, rename, stat, symlink, unlink } from "node:fs/promises";
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { treeDigestOfFile } from "../../protos/index.ts";
+import { openSessionFile } from "../session-file.ts";
 
 /** What the store keeps by default: enough for many modules and a few large inputs. */
 export const DEFAULT_STORE_BYTES = 1 << 30;
@@ -168,11 +169,9 @@ export class ContentStore {
     if (!DIGEST.test(sha256)) return Promise.resolve();
     const job = (async () => {
       await this.pending.get(sha256);
-      // O_NOFOLLOW: the session's kernel may have made the name a symbolic link.
-      const fh = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+      // Never through a link the session's kernel made of the name, only a regular file of `owner` (session-file.ts).
+      const { fh, stat: s } = await openSessionFile(dirname(path), basename(path), owner);
       try {
-        const s = await fh.stat();
-        if (!s.isFile() || (owner !== undefined && s.uid !== owner)) return;
         const tmp = join(this.dir, `.${sha256}.${process.pid}.${this.seq++}`);
         // The open descriptor, not the name: what was checked is what is copied (reflinked where the filesystem can).
         await copyFile(`/proc/self/fd/${fh.fd}`, tmp, constants.COPYFILE_FICLONE);

@@ -14,6 +14,7 @@
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import type { SessionFile } from "../../session-file.ts";
 import { FarmError } from "../../../protos/index.ts";
 import { parseTvmVtaConfig, vtaHardware, type VtaHardware } from "../../../vta/index.ts";
 
@@ -21,12 +22,6 @@ export interface ProgrammedBitstream {
   sha256: string;
   /** The VTA configuration it implements. */
   hardware: string;
-}
-
-/** A file of a session's folder as the agent read it: its plain name and its bytes. */
-export interface SessionFile {
-  name: string;
-  bytes: Buffer;
 }
 
 export class FpgaManager {
