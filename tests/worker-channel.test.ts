@@ -29,6 +29,7 @@ const IS_ROOT = process.getuid?.() === 0;
 
 const ATTACKS = `
 #include <errno.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,7 +54,8 @@ void flood(int32_t fd, int32_t n, int32_t* out) {
   int32_t total = 0;
   while (total < n) {
     ssize_t w = write(fd, buf, (size_t)(n - total < (int32_t)sizeof buf ? n - total : (int32_t)sizeof buf));
-    if (w < 0) { if (errno == EAGAIN || errno == EINTR) { usleep(200); continue; } break; }
+    if (w < 0 && errno == EAGAIN) { struct pollfd p = { fd, POLLOUT, 0 }; poll(&p, 1, -1); continue; } /* until the agent reads */
+    if (w < 0) { if (errno == EINTR) continue; break; }
     total += (int32_t)w;
   }
   out[0] = total;

@@ -14,7 +14,7 @@ import { connect } from "node:net";
 import { after, before, describe, it } from "node:test";
 import fc from "fast-check";
 import { pathOf } from "../../tracker/http-server.ts";
-import { fuzz } from "../helpers/fuzz.ts";
+import { fuzz, receiveUntil } from "../helpers/fuzz.ts";
 import { checkVadd } from "../helpers/kernels.ts";
 import { startFarm } from "../helpers/processes.ts";
 
@@ -46,21 +46,18 @@ const request = fc
   });
 
 /** Sends one raw request; resolves with the status of the answer (0: none, the connection closed). */
-function send(host: string, port: number, r: { head: Buffer; body: Buffer; frames: Buffer }): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const socket = connect({ host, port });
-    let got = Buffer.alloc(0);
-    let status: number | undefined;
-    const timer = setTimeout(() => {
-      socket.destroy();
-      reject(new Error(`no answer and no close within 5 s to ${JSON.stringify(r.head.toString("latin1").slice(0, 200))}`));
-    }, 5000);
-    socket.on("connect", () => {
-      socket.write(r.head);
-      socket.end(r.body);
-    });
-    socket.on("data", (c: Buffer) => {
-      got = Buffer.concat([got, c]);
+async function send(host: string, port: number, r: { head: Buffer; body: Buffer; frames: Buffer }): Promise<number> {
+  const socket = connect({ host, port });
+  socket.on("connect", () => {
+    socket.write(r.head);
+    socket.end(r.body);
+  });
+  let status: number | undefined;
+  await receiveUntil(
+    socket,
+    5000,
+    () => `no answer and no close within 5 s to ${JSON.stringify(r.head.toString("latin1").slice(0, 200))}`,
+    (got) => {
       if (status === undefined && got.includes("\r\n")) {
         status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(got.toString("latin1"))?.[1] ?? -1);
         // An open feed: send it random frames, then go (it would stay open).
@@ -69,13 +66,10 @@ function send(host: string, port: number, r: { head: Buffer; body: Buffer; frame
           setImmediate(() => socket.destroy());
         }
       }
-    });
-    socket.on("error", () => {}); // a reset after a refusal: the close says the rest
-    socket.on("close", () => {
-      clearTimeout(timer);
-      resolve(status ?? 0);
-    });
-  });
+      return false; // the close ends it
+    },
+  );
+  return status ?? 0;
 }
 
 describe("fuzz: the tracker's HTTP side", () => {

@@ -14,7 +14,7 @@ import { after, before, describe, it } from "node:test";
 import fc from "fast-check";
 import { connectTracker, type Session, type TrackerClient } from "../../host-sdk/index.ts";
 import { decodeLaneWelcome, encodeLaneHello, FarmError, framed } from "../../protos/index.ts";
-import { fuzz } from "../helpers/fuzz.ts";
+import { fuzz, receiveUntil } from "../helpers/fuzz.ts";
 import { checkVadd } from "../helpers/kernels.ts";
 import { startAgentProcess, startTrackerProcess, waitFor, waitForFreeBoards, type AgentProcess, type TrackerProcess } from "../helpers/processes.ts";
 
@@ -50,23 +50,12 @@ function laneInput(sessionId: string): fc.Arbitrary<Buffer> {
 }
 
 /** Writes `bytes` to host:port and ends; resolves with what came back once the other side closed. */
-function poke(host: string, port: number, bytes: Buffer): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const socket = connect({ host, port });
-    const got: Buffer[] = [];
-    // The port answers a hello at once, and closes on end: 5 s is the hello timeout, only silence reaches it.
-    const timer = setTimeout(() => {
-      socket.destroy();
-      reject(new Error(`no close within 7 s after ${bytes.length} bytes ${bytes.subarray(0, 64).toString("hex")}`));
-    }, 7000);
-    socket.on("connect", () => socket.end(bytes));
-    socket.on("data", (c: Buffer) => got.push(c));
-    socket.on("error", () => {}); // a reset: the close says the rest
-    socket.on("close", () => {
-      clearTimeout(timer);
-      resolve(Buffer.concat(got));
-    });
-  });
+async function poke(host: string, port: number, bytes: Buffer): Promise<Buffer> {
+  const socket = connect({ host, port });
+  socket.on("connect", () => socket.end(bytes));
+  // The port answers a hello at once, and closes on end: 5 s is the hello timeout, only silence reaches it.
+  const { received } = await receiveUntil(socket, 7000, () => `no close within 7 s after ${bytes.length} bytes ${bytes.subarray(0, 64).toString("hex")}`);
+  return received;
 }
 
 /** The refusal a lane's port answered with, or undefined when it only closed. */

@@ -13,15 +13,16 @@
  */
 import assert from "node:assert/strict";
 import { once } from "node:events";
-import { connect, type Socket } from "node:net";
+import { connect } from "node:net";
 import { after, before, describe, it } from "node:test";
 import fc from "fast-check";
+import { fuzz, receiveUntil } from "../helpers/fuzz.ts";
 import { connectTracker, type TrackerClient } from "../../host-sdk/index.ts";
 import { startAgentProcess, startTrackerProcess, waitForFreeBoards, type AgentProcess, type TrackerProcess } from "../helpers/processes.ts";
 import { CODES, FakeRpcServer, TRACKER_MAGIC, TrackerConn, int32, splitAddress } from "../tvm/fake-tvm.ts";
 
 /** The budget: whichever ends first. */
-const TIME_BUDGET_MS = 10_000;
+const TIME_BUDGET_S = 10;
 const MAX_RUNS = 3000;
 /** How long the tracker may take to answer or close one run's connection. */
 const ANSWER_MS = 5000;
@@ -57,24 +58,6 @@ const input = fc.record({
   truncate: fc.option(fc.integer({ min: 1, max: 3 }), { nil: undefined }),
 });
 
-/** Resolves when the socket closes or `enough(bytes)` holds for what it received; rejects after ANSWER_MS. */
-function settle(socket: Socket, enough: (received: Buffer) => boolean): Promise<"closed" | "answered"> {
-  return new Promise((resolve, reject) => {
-    let received = Buffer.alloc(0);
-    const timer = setTimeout(() => reject(new Error(`neither answered nor closed within ${ANSWER_MS} ms (received ${received.length} bytes)`)), ANSWER_MS);
-    const done = (how: "closed" | "answered") => {
-      clearTimeout(timer);
-      resolve(how);
-    };
-    socket.on("data", (c: Buffer) => {
-      received = Buffer.concat([received, c]);
-      if (enough(received)) done("answered");
-    });
-    socket.once("close", () => done("closed"));
-    socket.on("error", () => {});
-  });
-}
-
 /** Reply frames in `bytes` after the magic's echo. */
 function replies(bytes: Buffer): number {
   let at = 4;
@@ -106,31 +89,24 @@ describe("fuzz: TVM tracker frames", () => {
   });
 
   it("random frames, each on a fresh connection: the tracker lives, every connection is answered or closed, the farm still serves", async () => {
-    let executions = 0;
-    const stopAt = Date.now() + TIME_BUDGET_MS;
-    await fc.assert(
-      fc.asyncProperty(input, async ({ magic, pieces, truncate }) => {
-        executions++;
-        const socket = connect({ ...splitAddress(tracker.tvmAddress!), noDelay: true });
-        await once(socket, "connect");
-        try {
-          const bytes = pieces.map((p) => p.bytes);
-          const last = bytes.length - 1;
-          if (truncate !== undefined) bytes[last] = bytes[last]!.subarray(0, Math.max(0, bytes[last]!.length - truncate));
-          const whole = truncate === undefined ? pieces.length : last;
-          const outcome = settle(socket, (received) => magic === TRACKER_MAGIC && replies(received) >= whole);
-          socket.write(Buffer.concat([int32(magic), ...bytes]));
-          // A frame cut short waits for its rest: the peer ends, the tracker closes.
-          if (truncate !== undefined) socket.end();
-          await outcome;
-          assert.equal(tracker.proc.exitCode, null, `the tracker exited:\n${tracker.stderr()}`);
-        } finally {
-          socket.destroy();
-        }
-      }),
-      { numRuns: MAX_RUNS, interruptAfterTimeLimit: Math.max(1, stopAt - Date.now()), endOnFailure: true, includeErrorInReport: true },
-    );
-    console.log(`fuzz tvm-frames: ${executions} executions`);
+    const executions = await fuzz("tvm-frames", { runs: MAX_RUNS, seconds: TIME_BUDGET_S }, input, async ({ magic, pieces, truncate }) => {
+      const socket = connect({ ...splitAddress(tracker.tvmAddress!), noDelay: true });
+      await once(socket, "connect");
+      try {
+        const bytes = pieces.map((p) => p.bytes);
+        const last = bytes.length - 1;
+        if (truncate !== undefined) bytes[last] = bytes[last]!.subarray(0, Math.max(0, bytes[last]!.length - truncate));
+        const whole = truncate === undefined ? pieces.length : last;
+        const outcome = receiveUntil(socket, ANSWER_MS, () => `neither answered nor closed within ${ANSWER_MS} ms`, (received) => magic === TRACKER_MAGIC && replies(received) >= whole);
+        socket.write(Buffer.concat([int32(magic), ...bytes]));
+        // A frame cut short waits for its rest: the peer ends, the tracker closes.
+        if (truncate !== undefined) socket.end();
+        await outcome;
+        assert.equal(tracker.proc.exitCode, null, `the tracker exited:\n${tracker.stderr()}`);
+      } finally {
+        socket.destroy();
+      }
+    });
     assert.ok(executions > 0);
     assert.equal(tracker.proc.exitCode, null);
 

@@ -17,6 +17,7 @@ import { after, before, describe, it } from "node:test";
 import fc from "fast-check";
 import { compileCpu, type CompiledModule, type RemoteModule, type Session } from "../../host-sdk/index.ts";
 import { FarmError, decodeToAgent, encodeToAgent, framed, type WorkerToAgent } from "../../protos/index.ts";
+import { fuzz } from "../helpers/fuzz.ts";
 import { checkVadd } from "../helpers/kernels.ts";
 import { startFarm } from "../helpers/processes.ts";
 
@@ -54,17 +55,11 @@ function decodesOrRefuses(bytes: Uint8Array): void {
 }
 
 describe("fuzz: the agent's decoder of its workers' messages", () => {
-  it("in process: random bytes and mutated messages decode to a checked message or PROTOCOL_ERROR", () => {
-    let runs = 0;
-    const started = performance.now();
-    fc.assert(fc.property(fc.oneof(fc.uint8Array({ maxLength: 512 }), mutated), (bytes) => {
-      runs++;
-      decodesOrRefuses(bytes);
-    }), { numRuns: 20_000, seed: 27 });
+  it("in process: random bytes and mutated messages decode to a checked message or PROTOCOL_ERROR", async () => {
+    await fuzz("worker-channel decoder", { runs: 20_000, seconds: 8 }, fc.oneof(fc.uint8Array({ maxLength: 512 }), mutated), decodesOrRefuses);
     // Regression examples: nested groups (protobufjs skips them recursively), a field of the wrong wire type.
     decodesOrRefuses(Buffer.alloc(60_000, 0x0b));
     decodesOrRefuses(Buffer.from([0x0a, 0x05, 0x01]));
-    console.log(`fuzz worker-channel decoder: ${runs} executions in ${(performance.now() - started).toFixed(0)} ms`);
   });
 });
 
@@ -93,15 +88,13 @@ describe("fuzz: a kernel writing random frames on its worker's channel", { skip:
   it("the agent lives, only the writer's session ends, and the farm serves a normal session afterwards", async () => {
     const agentPid = farm.agent.proc.pid;
     let session: { s: Session; mod: RemoteModule } | undefined;
-    let runs = 0;
     let ended = 0;
     const frame = fc.oneof(
       mutated.map((b) => framed(b)),
       fc.uint8Array({ minLength: 1, maxLength: 256 }).map((b) => Buffer.from(b)),
       message.map((m) => framed(encodeToAgent(m))),
     );
-    await fc.assert(fc.asyncProperty(frame, async (bytes) => {
-      runs++;
+    await fuzz("worker-channel (real agent)", { runs: 24, seconds: 30 }, frame, async (bytes) => {
       if (!session) {
         const s = await farm.client.request("cpu", { deadlineMs: 20_000 });
         await s.upload(writer);
@@ -122,7 +115,7 @@ describe("fuzz: a kernel writing random frames on its worker's channel", { skip:
       }
       assert.equal(farm.agent.proc.exitCode, null, "the agent died");
       assert.equal(farm.agent.proc.pid, agentPid);
-    }), { numRuns: 24, seed: 27 });
+    });
     await session?.s.close().catch(() => {});
     const s = await farm.client.request("cpu", { deadlineMs: 20_000 });
     try {
@@ -130,6 +123,6 @@ describe("fuzz: a kernel writing random frames on its worker's channel", { skip:
     } finally {
       await s.close();
     }
-    console.log(`fuzz worker-channel (real agent): ${runs} executions, ${ended} sessions ended PROTOCOL_ERROR`);
+    console.log(`fuzz worker-channel (real agent): ${ended} sessions ended PROTOCOL_ERROR`);
   });
 });

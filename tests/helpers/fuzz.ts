@@ -6,6 +6,7 @@
  * that replays it (FUZZ_SEED=S, with FUZZ_RUNS / FUZZ_SECONDS to fuzz longer
  * by hand).
  */
+import type { Socket } from "node:net";
 import fc from "fast-check";
 
 export interface FuzzBudget {
@@ -41,4 +42,30 @@ export async function fuzz<T>(name: string, limits: FuzzBudget, arbitrary: fc.Ar
     console.log(`fuzz ${name}: ${executions} executions (seed ${seed})`);
   }
   return executions;
+}
+
+/**
+ * What `socket` receives until the other side closes it or `enough(bytes)`
+ * holds (`answered`), whichever comes first: a fuzz input's outcome. The
+ * wait is on those events; `ms` only bounds it, failing the input with
+ * `what()` (and destroying the socket) when the peer does neither.
+ */
+export function receiveUntil(socket: Socket, ms: number, what: () => string, enough: (received: Buffer) => boolean = () => false): Promise<{ received: Buffer; answered: boolean }> {
+  return new Promise((resolve, reject) => {
+    let received = Buffer.alloc(0);
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`${what()} (received ${received.length} bytes)`));
+    }, ms);
+    const done = (answered: boolean) => {
+      clearTimeout(timer);
+      resolve({ received, answered });
+    };
+    socket.on("data", (c: Buffer) => {
+      received = Buffer.concat([received, c]);
+      if (enough(received)) done(true);
+    });
+    socket.on("error", () => {}); // a reset: the close says the rest
+    socket.once("close", () => done(false));
+  });
 }
