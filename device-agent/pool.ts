@@ -158,6 +158,8 @@ export class BoardPool {
   /** Workers started, for names of homes where workers have no uid of their own. */
   private started = 0;
   private canaryTimer: NodeJS.Timeout | undefined;
+  /** Session folders of exited workers waiting for their uid's last processes to die (reap()), with that uid. */
+  private readonly lateRemovals = new Map<string, number>();
 
   /** The session end grace (protos/routes.ts), as the tracker said: a cleanly ended session's worker gets this long to report before it is killed. */
   endGraceMs = SESSION_END_GRACE_MS;
@@ -454,13 +456,15 @@ export class BoardPool {
   private reap(w: WorkerHandle): void {
     const dir = w.sessionDir;
     w.sessionDir = undefined;
-    const late = this.removalWaitsForUid(w);
-    if (!late) this.removeDir(dir);
+    const late = dir !== undefined && this.removalWaitsForUid(w);
+    if (late) this.lateRemovals.set(dir, w.uid!);
+    else this.removeDir(dir);
     if (w.uid === undefined) killGroup(w);
     // As root: every process of its uid, whatever group it moved to; then the uid is free again.
     void this.sandbox.uids.release(w.uid).then(() => {
       rmSync(w.home, { recursive: true, force: true });
-      if (late) this.removeDir(dir);
+      // Unless close() removed it meanwhile.
+      if (late && this.lateRemovals.delete(dir)) this.removeDir(dir);
     });
   }
 
@@ -691,6 +695,12 @@ export class BoardPool {
       // Now too, once nothing of it runs: the agent removes its scratch folder next, which cannot go while a session's tmpfs is mounted in it.
       this.removeSessionDir(w);
     }
+    // The same for folders of workers that exited and whose uid is still being cleared.
+    for (const [dir, uid] of this.lateRemovals) {
+      this.sandbox.uids.releaseSync(uid);
+      this.removeDir(dir);
+    }
+    this.lateRemovals.clear();
   }
 
   /** Ends every session in progress (the tracker is gone, its sessions with it). */
