@@ -250,8 +250,9 @@ describe("a kernel on its worker's channel to the agent", { skip: IS_ROOT ? fals
       assert.equal(await call(s, mod, "flood", 1, 32 << 20), 32 << 20);
       await v.check();
       const forwarded = farm.agent.stderr().length - before;
-      // A burst of 1 MiB and 64 KiB/s after it (the agent logs, at warn, that the rest was dropped).
-      assert.ok(forwarded >= 1 << 20 && forwarded < 4 << 20, `the agent forwarded ${forwarded} bytes of a 32 MiB flood`);
+      // A burst of 1 MiB and 64 KiB/s after it (the agent logs, at warn, that the rest was dropped). A read of the
+      // pipe (at most 64 KiB) that does not fit what is left of the burst is dropped whole.
+      assert.ok(forwarded >= (1 << 20) - (64 << 10) && forwarded < 4 << 20, `the agent forwarded ${forwarded} bytes of a 32 MiB flood`);
     } finally {
       await s.close();
       await v.s.close();
