@@ -43,6 +43,8 @@ const BENCHMARKS: Record<string, { what: string; run: () => Promise<void> }> = {
   "tvm-tracker": { what: "TVM's tracker protocol on the tracker's TVM port: REQUEST → grant p50/p90 for a TVM-protocol client, a free TVM server waiting, vs TVM's 48 ms and a raw TCP ping-pong of the same frames", run: async () => (await import("./tvm-tracker.ts")).benchTvmTracker() },
   measure: { what: "measure(): overhead per candidate beyond board time (cpu, vta-sim), candidates/s on 1/4/16 vta-sim boards, vs one session per candidate", run: async () => (await import("./measure.ts")).benchMeasure() },
   python: { what: "the Python SDK vs the TypeScript SDK on the same farm and lane: nop call p50/p99 and 64 MiB upload, direct, relay and grpc", run: async () => (await import("./python.ts")).benchPython() },
+  "tune-scaling": { what: "tuning at farm scale on a GPU host: the seed-004 conv2d layer on 1, 2 and 4 boards, cold caches — candidates/s, speedup, busy fraction, idle by cause (skipped without a GPU)", run: async () => (await import("./tune-farm.ts")).benchTuneScaling() },
+  "tune-model": { what: "the cost model against random-then-mutation search on a GPU host: candidates to within 2 % of the old search's best, 3 seeds, conv2d 7×7×512 and SGEMM 4096 (skipped without a GPU)", run: async () => (await import("./tune-farm.ts")).benchTuneModel() },
   flood: { what: "a token-less flood of 15 MiB Summary requests (16 connections × 5 streams): tracker RSS before/during/after, a token holder's Summary p50/p99 during it vs without", run: async () => (await import("./flood.ts")).benchFlood() },
 };
 

@@ -4,10 +4,12 @@
  * (examples/lib/cuda-conv2d-template.ts: tile_f/y/x, tile_rc/ry/rx,
  * auto_unroll_max_step, unroll_explicit, and a cluster split of the
  * reduction) and a fused Winograd F(2×2,3×3) template
- * (examples/lib/cuda-winograd-template.ts). Each round gives both templates
- * a share of the batch — half each while they draw at random, then three
- * quarters to the one ahead — and each draws at random, then mutates its
- * best configurations so far.
+ * (examples/lib/cuda-winograd-template.ts). Both feed one measure() pipeline
+ * (examples/lib/tune-loop.ts): half the candidates each until both have
+ * results, then three quarters to the one ahead; each proposes with a cost
+ * model trained on what was measured so far (`--search model`, the default;
+ * `--search evolution`: random draws, then mutations of the best), and every
+ * board takes the next built candidate the moment it finishes one.
  *
  * Configurations the template rules out (too many threads, shared memory)
  * are dropped before anything is compiled; the rest compile with nvcc on
@@ -22,32 +24,40 @@
  * and the plots.
  *
  *   node --import tsx examples/tune-cuda-conv2d.ts --tracker HOST:PORT [--key cuda]
- *        [--layers 7x7x512,14x14x256,28x28x128,56x56x64] [--candidates 200] [--batch 32]
+ *        [--layers 7x7x512,14x14x256,28x28x128,56x56x64] [--candidates 200] [--search model|evolution]
  *        [--seed 1] [--arch sm_90] [--target-rse 0.01] [--baseline cudnn.json] [--out DIR]
+ *        [--boards N] [--compile-jobs N] [--queue-depth N] [--in-flight N] [--stop-at GFLOPS]
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { MEASURE_OUTCOMES, Measurer, connectTracker, type AnyTypedArray, type Candidate, type MeasureArg, type MeasureResult, type RandomFill } from "kernelfarm";
+import { MEASURE_OUTCOMES, Measurer, connectTracker, formatReport, type AnyTypedArray, type Candidate, type MeasureArg, type MeasureReport, type MeasureResult, type RandomFill } from "kernelfarm";
 import {
-  CONV_FUNCTION, RESNET18_3X3_LAYERS, compileDirect, convFlops, directConfigProblem, directLaunch, directSpace, directThreads, hostConv2d,
+  CONV_FUNCTION, RESNET18_3X3_LAYERS, compileDirect, convFlops, directConfigProblem, directLaunch, directSource, directSpace, directThreads, hostConv2d,
   type ConvProblem, type DirectConfig,
 } from "./lib/cuda-conv2d-template.ts";
-import { WINOGRAD_SPACE, compileWinograd, winogradConfigProblem, winogradLaunch, winogradThreads, type WinogradConfig } from "./lib/cuda-winograd-template.ts";
+import { WINOGRAD_SPACE, compileWinograd, winogradConfigProblem, winogradLaunch, winogradSource, winogradThreads, type WinogradConfig } from "./lib/cuda-winograd-template.ts";
 import { boardsOf } from "./lib/boards.ts";
 import { writeBestSoFarSvg } from "./lib/plot.ts";
-import { Searcher, configKey, countOutcomes, formatTable, outcomeLine, spaceSize, type KnobSpace, type TrialOrigin } from "./lib/search.ts";
+import { numberArg, pipelineArgs, searchArg } from "./lib/args.ts";
+import { Searcher, configKey, countOutcomes, formatTable, outcomeLine, spaceSize, type KnobSpace } from "./lib/search.ts";
+import { tuneArms, type TuneArm } from "./lib/tune-loop.ts";
 
 const USAGE =
-  "usage: node --import tsx examples/tune-cuda-conv2d.ts --tracker HOST:PORT [--key cuda] [--layers 7x7x512,...] [--candidates 200] [--batch 32] [--seed 1] [--arch sm_90] [--target-rse 0.01] [--baseline cudnn.json] [--out DIR]";
+  "usage: node --import tsx examples/tune-cuda-conv2d.ts --tracker HOST:PORT [--key cuda] [--layers 7x7x512,...] [--candidates 200] [--search model|evolution] [--seed 1] [--arch sm_90] [--target-rse 0.01] [--baseline cudnn.json] [--out DIR] [--boards N] [--compile-jobs N] [--queue-depth N] [--in-flight N] [--stop-at GFLOPS]";
 const { values: args } = parseArgs({
   options: {
     tracker: { type: "string" },
     key: { type: "string", default: "cuda" },
     layers: { type: "string", default: Object.keys(RESNET18_3X3_LAYERS).reverse().join(",") },
     candidates: { type: "string", default: "200" },
-    batch: { type: "string", default: "32" },
+    search: { type: "string", default: "model" },
+    boards: { type: "string" },
+    "compile-jobs": { type: "string" },
+    "queue-depth": { type: "string" },
+    "in-flight": { type: "string" },
+    "stop-at": { type: "string" },
     seed: { type: "string", default: "1" },
     arch: { type: "string", default: "sm_90" },
     "target-rse": { type: "string", default: "0.01" },
@@ -60,14 +70,11 @@ if (!args.tracker) {
   process.exit(2);
 }
 
-function numberArg(name: string, value: string | undefined, min: number, integer = true): number {
-  const n = Number(value);
-  if ((integer && !Number.isInteger(n)) || !(n >= min)) throw new Error(`--${name} must be ${integer ? "an integer" : "a number"} ≥ ${min}, got ${JSON.stringify(value)}`);
-  return n;
-}
 
 const perLayer = numberArg("candidates", args.candidates, 2);
-const batchSize = numberArg("batch", args.batch, 2);
+const strategy = searchArg(args.search);
+const pipeline = pipelineArgs(args);
+const stopAt = args["stop-at"] === undefined ? undefined : numberArg("stop-at", args["stop-at"], 0, false);
 const seed = numberArg("seed", args.seed, 0);
 const targetRse = numberArg("target-rse", args["target-rse"], 0, false);
 const layers = args.layers!.split(",").map((name) => {
@@ -105,13 +112,16 @@ interface LayerReport {
   cudnn?: { us: number; gflops: number; algo?: string };
   compileSeconds: number;
   referenceSeconds: number;
-  /** Per candidate, in completion order: template, GFLOP/s (NaN if not OK), seconds since the layer began, the board's own seconds for it, its round. */
-  curve: { template: Template; gflops: number; at: number; boardS?: number; round: number }[];
+  /** Per candidate, in completion order: template, GFLOP/s (NaN if not OK), seconds since the layer began, the board, the board's own seconds for it. */
+  curve: { template: Template; gflops: number; at: number; board?: string; boardS?: number }[];
   /**
-   * What a candidate costs beyond the board's own time for it (checks, timing), between two results
-   * of a round (the first of a round waits for the search and its compiles): p25, p50, p75, ms.
+   * What a candidate costs beyond the board's own time for it (checks, timing): the gap between two
+   * results of one board less the board's time for the second, p25, p50, p75, ms.
    */
   farmOverheadMs?: [number, number, number];
+  search: string;
+  /** How the pipeline used the boards (measure()'s report). */
+  farm: MeasureReport;
 }
 
 const client = await connectTracker(args.tracker);
@@ -123,6 +133,7 @@ try {
   console.log(`${boards.length} board(s) of key ${args.key}: ${boards.map((b) => b.id).join(", ")} (${gpu}); results in ${resultsFile}`);
   const measurer = new Measurer(client, {
     key: args.key!,
+    ...pipeline,
     // A CUDA graph of `number` launches per repeat: the kernel's own time, without the launch overhead (examples/cudnn-baseline.py times cuDNN the same way).
     timeEvaluator: { number: 20, repeat: 10, minRepeatMs: 5, graph: true, ...(targetRse > 0 ? { targetRse, budgetMs: 2000 } : {}) },
     timeoutMs: 20_000,
@@ -133,7 +144,7 @@ try {
   } finally {
     await measurer.close();
   }
-  writeFileSync(summaryFile, `${JSON.stringify({ gpu, boards: boards.map((b) => b.id), seed, targetRse, layers: reports }, null, 1)}\n`);
+  writeFileSync(summaryFile, `${JSON.stringify({ gpu, boards: boards.map((b) => b.id), seed, targetRse, search: strategy, layers: reports }, null, 1)}\n`);
   printTable(reports);
   console.log(`summary: ${summaryFile}`);
   if (reports.some((r) => (r.outcomes.WRONG_ANSWER ?? 0) > 0)) {
@@ -161,24 +172,25 @@ async function tuneLayer(measurer: Measurer, layer: string, p: ConvProblem): Pro
   };
   const space = directSpace(p);
   const searchers = {
-    direct: new Searcher({ space, seed, higherIsBetter: true, valid: (c: DirectConfig) => directConfigProblem(c, p, args.arch) === undefined }),
-    winograd: new Searcher({ space: WINOGRAD_SPACE, seed: seed + 1, higherIsBetter: true, valid: (c: WinogradConfig) => winogradConfigProblem(c, p, args.arch) === undefined }),
+    direct: new Searcher({ space, seed, strategy, higherIsBetter: true, valid: (c: DirectConfig) => directConfigProblem(c, p, args.arch) === undefined }),
+    winograd: new Searcher({ space: WINOGRAD_SPACE, seed: seed + 1, strategy, higherIsBetter: true, valid: (c: WinogradConfig) => winogradConfigProblem(c, p, args.arch) === undefined }),
   };
   console.log(
     `\n${layer}: conv2d ${p.c}×${p.h}×${p.w} → ${p.k}, 3×3, pad 1, float32, batch 1 (${(flops / 1e9).toFixed(3)} GFLOP); ` +
-      `spaces: direct ${spaceSize(space).toLocaleString("en-US")}, winograd ${spaceSize(WINOGRAD_SPACE).toLocaleString("en-US")}`,
+      `spaces: direct ${spaceSize(space).toLocaleString("en-US")}, winograd ${spaceSize(WINOGRAD_SPACE).toLocaleString("en-US")}; search: ${strategy}`,
   );
   const t0 = performance.now();
   let compileSeconds = 0;
   const registers = new Map<string, number>();
-  const curve: LayerReport["curve"] = [];
-  const results = new Map<string, MeasureResult>();
   const gflops = (r: MeasureResult | undefined) => (r?.outcome === "OK" && r.timing ? flops / r.timing.median / 1e9 : NaN);
 
   const candidate = (template: Template, config: DirectConfig | WinogradConfig): Candidate => {
     const id = `${layer}/${template}/${configKey(config)}`;
+    const source = template === "direct" ? directSource(config as DirectConfig, p) : winogradSource(config as WinogradConfig, p);
     return {
       id,
+      // What defines the module: a resume matches it without compiling, and a changed template is measured again.
+      definition: { template, source, arch: args.arch },
       module: async () => {
         const c0 = performance.now();
         const m = template === "direct" ? await compileDirect(config as DirectConfig, p, { arch: args.arch! }) : await compileWinograd(config as WinogradConfig, p, { arch: args.arch! });
@@ -192,49 +204,19 @@ async function tuneLayer(measurer: Measurer, layer: string, p: ConvProblem): Pro
       launch: template === "direct" ? directLaunch(config as DirectConfig) : winogradLaunch(config as WinogradConfig, p),
     };
   };
-
-  let measured = 0;
-  while (measured < perLayer) {
-    const size = Math.min(batchSize, perLayer - measured);
-    // Half each while both draw at random; then three quarters to the template ahead.
-    const bd = searchers.direct.best()?.score ?? NaN;
-    const bw = searchers.winograd.best()?.score ?? NaN;
-    const random = searchers.direct.round < 2;
-    const directShare = random || Number.isNaN(bd) || Number.isNaN(bw) ? 0.5 : bd >= bw ? 0.75 : 0.25;
-    const nd = Math.round(size * directShare);
-    const round = {
-      direct: searchers.direct.propose(nd),
-      winograd: searchers.winograd.propose(size - nd),
-    };
-    const batch: { template: Template; config: DirectConfig | WinogradConfig; origin: TrialOrigin }[] = [
-      ...round.direct.map((b) => ({ template: "direct" as const, ...b })),
-      ...round.winograd.map((b) => ({ template: "winograd" as const, ...b })),
-    ];
-    if (batch.length === 0) break;
-    const cands = batch.map((b) => candidate(b.template, b.config));
-    const byId = new Map(cands.map((c, i) => [c.id!, batch[i]!.template]));
-    const reported = new Set<string>();
-    const roundNo = searchers.direct.round - 1;
-    const point = (r: MeasureResult) => {
-      reported.add(r.id);
-      const boardNs = r.stats?.measure_wall_ns;
-      curve.push({ template: byId.get(r.id)!, gflops: gflops(r), at: (performance.now() - t0) / 1e3, ...(boardNs ? { boardS: boardNs / 1e9 } : {}), round: roundNo });
-    };
-    const got = await measurer.measure(cands, { onResult: point });
-    // Candidates resumed from the results file do not pass through onResult.
-    for (const r of got) {
-      results.set(r.id, r);
-      if (!reported.has(r.id)) point(r);
-    }
-    searchers.direct.record(round.direct, got.slice(0, round.direct.length).map(gflops));
-    searchers.winograd.record(round.winograd, got.slice(round.direct.length).map(gflops));
-    measured += batch.length;
-    const best = Math.max(...got.map(gflops).filter((g) => !Number.isNaN(g)));
-    console.log(
-      `  round ${searchers.direct.round - 1}: ${round.direct.length} direct + ${round.winograd.length} winograd; ${outcomeLine(got.map((r) => r.outcome), MEASURE_OUTCOMES)}; ` +
-        `best of the round ${Number.isFinite(best) ? `${best.toFixed(0)} GFLOP/s` : "—"}; ${((performance.now() - t0) / 1e3).toFixed(1)} s`,
-    );
-  }
+  const arms: TuneArm[] = (["direct", "winograd"] as const).map((template) => ({
+    name: template,
+    searcher: searchers[template] as unknown as Searcher<KnobSpace>,
+    candidate: (config) => candidate(template, config as DirectConfig | WinogradConfig),
+  }));
+  const run = await tuneArms(measurer, arms, { total: perLayer, score: gflops, higherIsBetter: true, stopAt, log: (l) => console.log(l) });
+  const results = new Map(run.results.map((r) => [r.id, r]));
+  const curve: LayerReport["curve"] = run.points.map((pt) => {
+    const boardNs = pt.result.stats?.measure_wall_ns;
+    return { template: pt.arm as Template, gflops: pt.score, at: pt.at, ...(pt.result.board ? { board: pt.result.board } : {}), ...(boardNs ? { boardS: boardNs / 1e9 } : {}) };
+  });
+  const measured = run.results.length;
+  console.log(formatReport(run.report).replace(/^/gm, "  "));
   const seconds = (performance.now() - t0) / 1e3;
   const report: LayerReport = {
     layer,
@@ -248,6 +230,8 @@ async function tuneLayer(measurer: Measurer, layer: string, p: ConvProblem): Pro
     compileSeconds,
     referenceSeconds,
     curve,
+    search: strategy,
+    farm: run.report,
   };
   for (const template of ["direct", "winograd"] as const) {
     const s = searchers[template] as Searcher<KnobSpace>;
@@ -265,7 +249,7 @@ async function tuneLayer(measurer: Measurer, layer: string, p: ConvProblem): Pro
       ...(registers.has(id) ? { registers: registers.get(id) } : {}),
     };
   }
-  const overheads = curve.flatMap((c, i) => (i > 0 && c.boardS !== undefined && curve[i - 1]!.round === c.round ? [(c.at - curve[i - 1]!.at - c.boardS) * 1e3] : [])).sort((a, b) => a - b);
+  const overheads = farmOverheads(curve);
   if (overheads.length > 0) report.farmOverheadMs = [0.25, 0.5, 0.75].map((q) => overheads[Math.floor(q * (overheads.length - 1))]!) as [number, number, number];
   const o = report.outcomes;
   const invalid = (o.INVALID_CONFIG ?? 0) + report.droppedBeforeCompile;
@@ -279,6 +263,19 @@ async function tuneLayer(measurer: Measurer, layer: string, p: ConvProblem): Pro
   for (const [t, b] of Object.entries(report.best)) console.log(`  best ${t}: ${b.gflops.toFixed(0)} GFLOP/s, ${b.us.toFixed(2)} µs (${b.config}; ${b.threads} threads, ${b.registers ?? "?"} registers; candidate ${b.found})`);
   plots(report);
   return report;
+}
+
+/** Per board, the gap between consecutive results less the board's own time for the second: what the farm added. */
+function farmOverheads(curve: LayerReport["curve"]): number[] {
+  const last = new Map<string, number>();
+  const out: number[] = [];
+  for (const c of curve) {
+    if (!c.board) continue;
+    const before = last.get(c.board);
+    last.set(c.board, c.at);
+    if (before !== undefined && c.boardS !== undefined) out.push((c.at - before - c.boardS) * 1e3);
+  }
+  return out.sort((a, b) => a - b);
 }
 
 function plots(r: LayerReport): void {

@@ -1,12 +1,13 @@
 /**
  * Auto-tuning a CUDA SGEMM on the farm's GPUs: the tile knobs of
  * examples/lib/cuda-gemm-template.ts (block tile BM×BN×BK, warp and thread
- * tiles, one or two shared buffers, registers per thread, padding), random
- * search for the first rounds, then mutations of the best configurations so
- * far. Configurations that cannot work (too many threads, too much shared
+ * tiles, one or two shared buffers, registers per thread, padding), proposed
+ * one at a time as results arrive by a cost model trained on what was
+ * measured (`--search model`, the default) or by random draws then mutations
+ * of the best (`--search evolution`). Configurations that cannot work (too many threads, too much shared
  * memory, tiles that do not divide the problem) are dropped before anything
- * is compiled; the rest are compiled by nvcc on this host, many at a time, and
- * measured with a Measurer (measure() batches that keep their sessions) on
+ * is compiled; the rest are compiled by nvcc on this host, many at a time, ahead
+ * of the boards, and measured as a pipeline (examples/lib/tune-loop.ts) on
  * every CUDA board of the key. The operands are generated on the boards from a seed (no input crosses the network) and each candidate is
  * checked against a host reference at the real size, computed once, exactly
  * (integer-valued operands: see gemmOperands). A naive
@@ -15,29 +16,38 @@
  * the summary and the plot. Metric: GFLOP/s from the median time.
  *
  *   node --import tsx examples/tune-cuda-gemm.ts --tracker HOST:PORT [--key cuda]
- *        [--candidates 64] [--size 1024] [--batch 16] [--seed 1] [--arch sm_90] [--baseline cublas.json] [--out DIR]
+ *        [--candidates 64] [--size 1024] [--search model|evolution] [--seed 1] [--arch sm_90] [--baseline cublas.json] [--out DIR]
+ *        [--boards N] [--compile-jobs N] [--queue-depth N] [--in-flight N] [--stop-at GFLOPS]
  */
-import { mkdirSync, mkdtempSync, readFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { MEASURE_OUTCOMES, Measurer, connectTracker, type AnyTypedArray, type Candidate, type KernelResources, type MeasureResult } from "kernelfarm";
+import { MEASURE_OUTCOMES, Measurer, connectTracker, formatReport, type AnyTypedArray, type Candidate, type KernelResources, type MeasureResult } from "kernelfarm";
+import { numberArg, pipelineArgs, searchArg } from "./lib/args.ts";
 import {
-  GEMM_FUNCTION, GEMM_SPACE, compileGemm, gemmConfigProblem, gemmFlops, gemmLaunch, gemmOperands, gemmThreads, gemmWarpTile, hostGemmParallel, naiveGemmLaunch,
+  GEMM_FUNCTION, GEMM_SPACE, NAIVE_GEMM_SOURCE, compileGemm, gemmConfigProblem, gemmFlops, gemmLaunch, gemmOperands, gemmSource, gemmThreads, gemmWarpTile, hostGemmParallel, naiveGemmLaunch,
   type GemmConfig, type GemmProblem,
 } from "./lib/cuda-gemm-template.ts";
 import { boardsOf } from "./lib/boards.ts";
 import { writeBestSoFarSvg } from "./lib/plot.ts";
-import { configKey, outcomeLine, formatTable, ranked, search, seededRandom, spaceSize } from "./lib/search.ts";
+import { Searcher, configKey, outcomeLine, formatTable, ranked, spaceSize, type KnobSpace } from "./lib/search.ts";
+import { tuneArms } from "./lib/tune-loop.ts";
 
-const USAGE = "usage: node --import tsx examples/tune-cuda-gemm.ts --tracker HOST:PORT [--key cuda] [--candidates 64] [--size 1024] [--batch 16] [--seed 1] [--arch sm_90] [--baseline cublas.json] [--out DIR]";
+const USAGE =
+  "usage: node --import tsx examples/tune-cuda-gemm.ts --tracker HOST:PORT [--key cuda] [--candidates 64] [--size 1024] [--search model|evolution] [--seed 1] [--arch sm_90] [--baseline cublas.json] [--out DIR] [--boards N] [--compile-jobs N] [--queue-depth N] [--in-flight N] [--stop-at GFLOPS]";
 const { values: args } = parseArgs({
   options: {
     tracker: { type: "string" },
     key: { type: "string", default: "cuda" },
     candidates: { type: "string", default: "64" },
     size: { type: "string", default: "1024" },
-    batch: { type: "string", default: "16" },
+    search: { type: "string", default: "model" },
+    boards: { type: "string" },
+    "compile-jobs": { type: "string" },
+    "queue-depth": { type: "string" },
+    "in-flight": { type: "string" },
+    "stop-at": { type: "string" },
     seed: { type: "string", default: "1" },
     arch: { type: "string", default: "sm_90" },
     baseline: { type: "string" },
@@ -49,20 +59,16 @@ if (!args.tracker) {
   process.exit(2);
 }
 
-function intArg(name: string, value: string | undefined, min: number): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer ≥ ${min}, got ${JSON.stringify(value)}`);
-  return n;
-}
-
-const total = intArg("candidates", args.candidates, 1);
-const size = intArg("size", args.size, 16);
-const batchSize = intArg("batch", args.batch, 1);
-const seed = intArg("seed", args.seed, 0);
+const total = numberArg("candidates", args.candidates, 1);
+const size = numberArg("size", args.size, 16);
+const seed = numberArg("seed", args.seed, 0);
+const strategy = searchArg(args.search);
+const stopAt = args["stop-at"] === undefined ? undefined : numberArg("stop-at", args["stop-at"], 0, false);
 const outDir = resolve(args.out ?? mkdtempSync(join(tmpdir(), "kfarm-tune-cuda-")));
 mkdirSync(outDir, { recursive: true });
 const resultsFile = join(outDir, "tune-cuda-gemm.jsonl");
 const svgFile = join(outDir, "tune-cuda-gemm.svg");
+const summaryFile = join(outDir, "tune-cuda-gemm-summary.json");
 const problem: GemmProblem = { m: size, n: size, k: size };
 const NAIVE_ID = "naive";
 /** cuBLAS at this size (examples/cudnn-baseline.py's `sgemm`), if given. */
@@ -88,6 +94,8 @@ const resources = new Map<string, KernelResources>();
 function candidate(id: string, config: GemmConfig | "naive"): Candidate {
   return {
     id,
+    // What defines the module (the knobs set compile options too): a resume matches it without compiling.
+    definition: { source: config === "naive" ? NAIVE_GEMM_SOURCE : gemmSource(config), config, arch: args.arch },
     module: async () => {
       const m = await compileGemm(config, { arch: args.arch! });
       resources.set(id, m.resources[GEMM_FUNCTION]!);
@@ -116,29 +124,29 @@ try {
     `${spaceSize(GEMM_SPACE).toLocaleString("en-US")} configurations in the space; measuring ${total} (and the naive baseline) on ${boards.length} board(s): ${boards.map((x) => x.id).join(", ")}`,
   );
   const t = Date.now();
+  // One Measurer for the whole search: each board's session (and the reference) lasts from the baseline to the last candidate.
+  const measurer = new Measurer(client, { key: args.key!, timeEvaluator: { number: 10, repeat: 5, minRepeatMs: 10 }, timeoutMs: 20_000, resultsFile, ...pipelineArgs(args) });
+  const searcher = new Searcher({ space: GEMM_SPACE, seed, strategy, higherIsBetter: true, valid: (c) => gemmConfigProblem(c, problem) === undefined });
+  let run;
   const results = new Map<string, MeasureResult>();
-  // One Measurer for the whole search: each board's session (and the reference) lasts from the first round to the last.
-  const measurer = new Measurer(client, { key: args.key!, timeEvaluator: { number: 10, repeat: 5, minRepeatMs: 10 }, timeoutMs: 20_000, resultsFile });
-  const { trials, rejected } = await search({
-    space: GEMM_SPACE,
-    total,
-    batchSize,
-    seed,
-    higherIsBetter: true,
-    valid: (c) => gemmConfigProblem(c, problem) === undefined,
-    evaluate: async (configs, round) => {
-      const cands = configs.map((c) => candidate(configKey(c), c));
-      if (round === 0) cands.push(candidate(NAIVE_ID, "naive"));
-      const batch = await measurer.measure(cands);
-      for (const r of batch) results.set(r.id, r);
-      const scores = batch.slice(0, configs.length).map(gflops);
-      const best = Math.max(...scores.filter((s) => !Number.isNaN(s)));
-      console.log(`round ${round}: ${countLine(batch.map((r) => r.outcome))}; best of the round ${Number.isFinite(best) ? `${best.toFixed(0)} GFLOP/s` : "—"}`);
-      return scores;
-    },
-  });
-  await measurer.close();
+  try {
+    for (const r of await measurer.measure([candidate(NAIVE_ID, "naive")])) results.set(r.id, r);
+    run = await tuneArms(measurer, [{ name: "tiles", searcher: searcher as unknown as Searcher<KnobSpace>, candidate: (c) => candidate(configKey(c), c as GemmConfig) }], {
+      total,
+      score: gflops,
+      higherIsBetter: true,
+      stopAt,
+      logEvery: 16,
+      log: (l) => console.log(l),
+    });
+  } finally {
+    await measurer.close();
+  }
+  for (const r of run.results) results.set(r.id, r);
+  const trials = searcher.trials;
+  const rejected = run.rejected;
   const seconds = (Date.now() - t) / 1e3;
+  console.log(formatReport(run.report));
 
   const naive = gflops(results.get(NAIVE_ID));
   const top = ranked(trials, true).slice(0, 10);
@@ -155,7 +163,7 @@ try {
           return [
             i + 1, x.config.BM, x.config.BN, x.config.BK, x.config.TM, x.config.TN, gemmWarpTile(x.config).join("×"), x.config.buffers, x.config.min_blocks, x.config.pad, gemmThreads(x.config),
             res?.registers ?? "?", res ? res.spillStoreBytes + res.spillLoadBytes : "?", (r.timing!.median * 1e6).toFixed(1), x.score.toFixed(0),
-            Number.isNaN(naive) ? "—" : `${(x.score / naive).toFixed(1)}×`, `${x.origin} (round ${x.round})`,
+            Number.isNaN(naive) ? "—" : `${(x.score / naive).toFixed(1)}×`, `${x.origin} (#${trials.indexOf(x) + 1})`,
           ];
         }),
       ),
@@ -174,15 +182,19 @@ try {
   for (const r of all.filter((r) => r.outcome !== "OK").slice(0, 3)) console.log(`  ${r.outcome} ${r.id}: ${r.message?.split("\n")[0]}`);
 
   const gpu = all.find((r) => r.conditions?.name)?.conditions?.name ?? boards[0]!.id;
-  const series = [{ label: "tuned", values: trials.map((x) => x.score) }];
-  if (!Number.isNaN(naive)) series.push({ label: "naive kernel", values: trials.map(() => naive) });
+  const series = [{ label: "tuned", values: run.points.map((x) => x.score) }];
+  if (!Number.isNaN(naive)) series.push({ label: "naive kernel", values: run.points.map(() => naive) });
+  writeFileSync(
+    summaryFile,
+    `${JSON.stringify({ gpu, size, seed, search: strategy, boards: boards.map((b) => b.id), seconds, best: best && { gflops: best.score, config: configKey(best.config) }, naive, cublas, farm: run.report, curve: run.points.map((x) => ({ gflops: x.score, at: x.at })) }, null, 1)}\n`,
+  );
   writeBestSoFarSvg(svgFile, series, {
-    title: `CUDA SGEMM ${size}³ on ${gpu}${boards.length > 1 ? ` (${boards.length} boards)` : ""}: tile search (random, then evolutionary)`,
+    title: `CUDA SGEMM ${size}³ on ${gpu}${boards.length > 1 ? ` (${boards.length} boards)` : ""}: tile search (${strategy === "model" ? "cost model" : "random, then evolutionary"})`,
     yLabel: "GFLOP/s",
     higherIsBetter: true,
     ...(cublas ? { references: [{ label: "cuBLAS", value: cublas.gflops }] } : {}),
   });
-  console.log(`results: ${resultsFile}\nplot:    ${svgFile}`);
+  console.log(`results: ${resultsFile}\nplot:    ${svgFile}\nsummary: ${summaryFile}`);
 
   const wrong = outcomes.filter((o) => o === "WRONG_ANSWER").length;
   if (!best) {

@@ -1,17 +1,19 @@
 /**
  * Auto-tuning on the farm: the conv2d schedule knobs of TVM's VTA tutorial
  * ("2D Convolution Optimization": ocBlock, icBlock, hBlock, wBlock, virtual
- * threads, store granularity), measured on simulator boards with a Measurer
- * (measure() batches that keep their sessions). Random search for the
- * first rounds, then an evolutionary step (mutations of the best
- * configurations so far). Schedules that do not fit VTA's buffers
+ * threads, store granularity), measured on simulator boards as a pipeline
+ * (examples/lib/tune-loop.ts: each board takes the next schedule the moment
+ * it finishes one). Proposals come one at a time as results arrive, ranked
+ * by a cost model trained on what was measured (`--search model`, the
+ * default) or drawn at random then mutated from the best (`--search
+ * evolution`). Schedules that do not fit VTA's buffers
  * are refused by the compiler: COMPILE_ERROR outcomes, counted and shown.
  * Every measured candidate is checked against a host reference; the metric is
  * the simulator's cycle estimate (lower is better).
  *
  *   node --import tsx examples/tune-vta-conv2d.ts [--tracker HOST:PORT] [--key vta]
- *        [--candidates 40] [--boards N] [--batch 8] [--seed 1] [--out DIR]
- *        [--workload small|tutorial]
+ *        [--candidates 40] [--boards N] [--search model|evolution] [--seed 1] [--out DIR]
+ *        [--workload small|tutorial] [--compile-jobs N] [--queue-depth N] [--in-flight N]
  *
  * Without --tracker it starts an embedded farm of --boards vta-sim boards
  * (default 4); with one, it uses at most --boards boards of the key (default all).
@@ -19,16 +21,18 @@
  * 3×3, pad 1; `tutorial`: the tutorial's ResNet-18 layer, 1×256×14×14, 256
  * filters (16× the work per candidate).
  */
-import { mkdtempSync, mkdirSync } from "node:fs";
+import { mkdtempSync, mkdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import {
-  MEASURE_OUTCOMES, VTA_TUTORIALS, connectTracker, conv2dOutputSize, conv2dReference, Measurer, packNCHW, packOIHW, startLocalFarm, vtaConv2d,
+  MEASURE_OUTCOMES, VTA_TUTORIALS, connectTracker, conv2dOutputSize, conv2dReference, formatReport, Measurer, packNCHW, packOIHW, startLocalFarm, vtaConv2d,
   type Candidate, type MeasureResult, type TrackerClient, type VtaConv2dSchedule, type VtaConv2dWorkload,
 } from "kernelfarm";
 import { writeBestSoFarSvg } from "./lib/plot.ts";
-import { configKey, outcomeLine, formatTable, ranked, search, seededRandom, spaceSize, type Config } from "./lib/search.ts";
+import { numberArg, pipelineArgs, searchArg } from "./lib/args.ts";
+import { Searcher, configKey, outcomeLine, formatTable, ranked, seededRandom, spaceSize, type Config, type KnobSpace } from "./lib/search.ts";
+import { tuneArms } from "./lib/tune-loop.ts";
 
 // The embedded farm's session log would bury the tables: warnings only, unless KFARM_LOG says otherwise.
 process.env.KFARM_LOG ??= "warn";
@@ -39,29 +43,27 @@ const { values: args } = parseArgs({
     key: { type: "string", default: "vta" },
     candidates: { type: "string", default: "40" },
     boards: { type: "string" },
-    batch: { type: "string", default: "8" },
+    search: { type: "string", default: "model" },
+    "compile-jobs": { type: "string" },
+    "queue-depth": { type: "string" },
+    "in-flight": { type: "string" },
     seed: { type: "string", default: "1" },
     out: { type: "string" },
     workload: { type: "string", default: "small" },
   },
 });
 
-function intArg(name: string, value: string | undefined, min: number): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer ≥ ${min}, got ${JSON.stringify(value)}`);
-  return n;
-}
-
-const total = intArg("candidates", args.candidates, 1);
+const total = numberArg("candidates", args.candidates, 1);
 /** Embedded farm: boards to start (default 4); with --tracker: boards to use at most (default all of the key). */
-const boards = args.boards === undefined ? undefined : intArg("boards", args.boards, 1);
+const boards = args.boards === undefined ? undefined : numberArg("boards", args.boards, 1);
 const EMBEDDED_BOARDS = 4;
-const batchSize = intArg("batch", args.batch, 1);
-const seed = intArg("seed", args.seed, 0);
+const seed = numberArg("seed", args.seed, 0);
+const strategy = searchArg(args.search);
 const outDir = resolve(args.out ?? mkdtempSync(join(tmpdir(), "kfarm-tune-vta-")));
 mkdirSync(outDir, { recursive: true });
 const resultsFile = join(outDir, "tune-vta-conv2d.jsonl");
 const svgFile = join(outDir, "tune-vta-conv2d.svg");
+const summaryFile = join(outDir, "tune-vta-conv2d-summary.json");
 
 const WORKLOADS: Record<string, VtaConv2dWorkload> = {
   small: { batch: 1, inChannels: 64, outChannels: 64, height: 14, width: 14, kernelH: 3, kernelW: 3, padH: 1, padW: 1, shift: 8, clip: [0, 127] },
@@ -114,6 +116,8 @@ const shapeOf = (name: string) => [...fn.params.find((p) => p.name === name)!.sh
 function candidate(s: Schedule): Candidate {
   return {
     id: configKey(s),
+    // The schedule and the workload define the module (the compiler is this checkout's): a resume needs no compile.
+    definition: { workload, schedule: s },
     module: async () => vtaConv2d(workload!, asSchedule(s)),
     function: fn.name,
     args: [
@@ -137,34 +141,37 @@ try {
   );
   for (const b of baselines) console.log(`${b.label} schedule: ${configKey(b.schedule)}`);
 
-  // One Measurer for the whole search: each board's session lasts from the first round to the last.
+  // One Measurer for the whole search: each board's session lasts from the first candidate to the last.
+  // --boards is the embedded farm's size, or the cap on the tracker's boards: handled above.
+  const pipeline = pipelineArgs(args);
+  delete pipeline.boards;
   const measurer = new Measurer(client, {
     key: args.key!,
     ...(farm || boards === undefined ? {} : { boards }),
+    ...pipeline,
     timeEvaluator: { number: 1, repeat: 3 }, // cycles are deterministic; the repeats time the simulator
     timeoutMs: 60_000,
     resultsFile,
     progress: false,
   });
-  const { trials } = await search({
-    space: SPACE,
-    total,
-    batchSize,
-    seed,
-    higherIsBetter: false,
-    initial: baselines.map((b) => b.schedule),
-    evaluate: async (configs, round) => {
-      const batch = await measurer.measure(configs.map(candidate));
-      for (const r of batch) results.set(r.id, r);
-      // measure() reports each candidate's own counters: its simulated cycles over its calls.
-      const scores = batch.map((r) => (r.outcome === "OK" && r.stats?.calls ? r.stats.cycle_count! / r.stats.calls : NaN));
-      const best = Math.min(...scores.filter((s) => !Number.isNaN(s)));
-      console.log(`round ${round}: ${countLine(batch.map((r) => r.outcome))}; best of the round ${Number.isFinite(best) ? `${best.toLocaleString("en-US")} cycles` : "—"}`);
-      return scores;
-    },
-  });
-
-  await measurer.close();
+  const searcher = new Searcher({ space: SPACE, seed, strategy, higherIsBetter: false, initial: baselines.map((b) => b.schedule) });
+  // measure() reports each candidate's own counters: its simulated cycles over its calls.
+  const cycles = (r: MeasureResult) => (r.outcome === "OK" && r.stats?.calls ? r.stats.cycle_count! / r.stats.calls : NaN);
+  let run;
+  try {
+    run = await tuneArms(measurer, [{ name: "schedules", searcher: searcher as unknown as Searcher<KnobSpace>, candidate: (c) => candidate(c as Schedule) }], {
+      total,
+      score: cycles,
+      higherIsBetter: false,
+      logEvery: 8,
+      log: (l) => console.log(l.replace(/best so far (\d+)/, "best so far $1 cycles")),
+    });
+  } finally {
+    await measurer.close();
+  }
+  for (const r of run.results) results.set(r.id, r);
+  const trials = searcher.trials;
+  console.log(formatReport(run.report));
   const all = trials.map((t) => results.get(configKey(t.config))!);
   const okCycles = trials.filter((t) => !Number.isNaN(t.score)).map((t) => t.score);
   const defaultTrial = trials.find((t) => baselineOf.get(configKey(t.config)) === "default");
@@ -178,7 +185,7 @@ try {
       top.map((t, i) => [
         i + 1, t.config.ocBlock, t.config.icBlock, t.config.hBlock, t.config.wBlock, t.config.virtualThreads, t.config.storeGranularity,
         Math.round(t.score).toLocaleString("en-US"), Number.isNaN(defaultCycles) ? "—" : `${(defaultCycles / t.score).toFixed(2)}×`, wallMs(t).toFixed(1),
-        baselineOf.get(configKey(t.config)) ?? `${t.origin} (round ${t.round})`,
+        baselineOf.get(configKey(t.config)) ?? `${t.origin} (#${trials.indexOf(t) + 1})`,
       ]),
     ),
   );
@@ -202,12 +209,16 @@ try {
   }
   for (const [reason, { count, example }] of refusals) console.log(`  COMPILE_ERROR ×${count}: ${reason}\n    e.g. ${example.id}: ${example.message?.replace(/^COMPILE_ERROR: /, "")}`);
 
-  writeBestSoFarSvg(svgFile, [{ label: "cycles", values: trials.map((t) => t.score) }], {
-    title: `VTA conv2d ${dataShape.join("×")} → ${workload.outChannels} filters: schedule search (random, then evolutionary)`,
+  writeFileSync(
+    summaryFile,
+    `${JSON.stringify({ workload: args.workload, seed, search: strategy, seconds: (Date.now() - t0) / 1e3, best: best && { cycles: best.score, schedule: configKey(best.config) }, farm: run.report, curve: run.points.map((x) => ({ cycles: x.score, at: x.at })) }, null, 1)}\n`,
+  );
+  writeBestSoFarSvg(svgFile, [{ label: "cycles", values: run.points.map((x) => x.score) }], {
+    title: `VTA conv2d ${dataShape.join("×")} → ${workload.outChannels} filters: schedule search (${strategy === "model" ? "cost model" : "random, then evolutionary"})`,
     yLabel: "simulated cycles",
     higherIsBetter: false,
   });
-  console.log(`results: ${resultsFile}\nplot:    ${svgFile}`);
+  console.log(`results: ${resultsFile}\nplot:    ${svgFile}\nsummary: ${summaryFile}`);
 
   const wrong = outcomes.filter((o) => o === "WRONG_ANSWER").length;
   if (okCycles.length === 0) {
