@@ -28,69 +28,16 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
+from .candidate import Arg, Candidate, Input, Output, RandomInput, ReferenceFn  # noqa: F401 - re-exported
 from .dtypes import dtype_name, shape_of, wire_array
 from .errors import FarmError
 from .protos import session_pb2
-from .seeded import RandomFill, fill_problem, fill_range, random_array
+from .seeded import fill_problem, fill_range, random_array
 from .session import RemoteArray, RemoteModule, Session, TimeOptions, measured
 from .tracker_client import TrackerClient
 
 # INVALID_CONFIG: a launch the board cannot run (block size, registers, shared memory), refused by its launch check.
 MEASURE_OUTCOMES = ("OK", "INVALID_CONFIG", "COMPILE_ERROR", "LOAD_ERROR", "RUNTIME_ERROR", "WRONG_ANSWER", "TIMEOUT", "INFRA_ERROR")
-
-
-@dataclasses.dataclass(frozen=True)
-class Input:
-    """An input sent from the host (its shape is the array's)."""
-
-    array: np.ndarray
-
-
-@dataclasses.dataclass(frozen=True)
-class RandomInput:
-    """An input generated on the board from a seed (kernelfarm.random_array): no bytes cross the network."""
-
-    shape: Sequence[int]
-    dtype: str
-    seed: int
-    low: Optional[float] = None
-    high: Optional[float] = None
-    integers: bool = False
-
-    @property
-    def fill(self) -> RandomFill:
-        return RandomFill(self.seed, self.low, self.high, self.integers)
-
-
-@dataclasses.dataclass(frozen=True)
-class Output:
-    """An output, checked when it has an expected value (`expect`, or the candidate's reference function)."""
-
-    shape: Sequence[int]
-    dtype: str
-    expect: Optional[np.ndarray] = None
-
-
-Arg = Union[Input, RandomInput, Output, int, float]
-#: The expected outputs, one per Output argument in order, from the candidate's inputs (host data as given,
-#: seeded inputs generated on the host as the board does). Called once per function and inputs in a batch.
-ReferenceFn = Callable[[list], Sequence[np.ndarray]]
-
-
-@dataclasses.dataclass
-class Candidate:
-    """One kernel to measure. `module`: a compiled module (`.bytes`, `.name`,
-    optionally `.digest`), or a function that builds one (run on the host in
-    parallel, at most one per core). `atol`/`rtol`: |got − want| ≤ atol + rtol·|want|."""
-
-    module: Any
-    function: str
-    args: Sequence[Arg]
-    id: Optional[str] = None
-    reference: Optional[ReferenceFn] = None
-    atol: float = 0.0
-    rtol: float = 0.0
-    launch: Optional[Mapping[str, Any]] = None
 
 
 @dataclasses.dataclass
