@@ -50,6 +50,8 @@ export interface RequestOptions {
   directTimeoutMs?: number;
   /** Only this board (its id, AGENT/NAME, as `kfarm status` shows it), which must serve the key. */
   board?: string;
+  /** Gives up waiting (CANCELLED): the request leaves the tracker's queue, or a grant still opening its lane goes back. */
+  signal?: AbortSignal;
 }
 
 export const DEFAULT_CONNECT_TIMEOUT_MS = 5000;
@@ -115,7 +117,10 @@ export class TrackerClient {
     })));
     // No gRPC deadline: the stream lives as long as the lease. The tracker answers at the queue deadline; the
     // host's own limit only guards against a tracker that never does.
+    if (opts.signal?.aborted) throw new FarmError("CANCELLED", `request for key "${key}": cancelled by the caller before it was sent`);
     const stream = this.client.Session(metadata) as unknown as SessionStream;
+    const abort = () => stream.cancel();
+    opts.signal?.addEventListener("abort", abort, { once: true });
     // The tracker sends its response headers once the request waits in the queue (tracker/tracker.ts).
     let queuedAt: number | undefined;
     stream.once("metadata", () => (queuedAt = Date.now()));
@@ -123,6 +128,8 @@ export class TrackerClient {
     try {
       grant = await awaitGrant(stream, opts.deadlineMs ? opts.deadlineMs + REQUEST_DEADLINE_SLACK_MS : undefined);
     } catch (err) {
+      opts.signal?.removeEventListener("abort", abort);
+      if (opts.signal?.aborted) throw new FarmError("CANCELLED", `request for key "${key}": cancelled by the caller while it waited`, { cause: err });
       const e = FarmError.from(err);
       if (queuedAt !== undefined && connectionFailed(e)) {
         throw new FarmError(
@@ -144,6 +151,7 @@ export class TrackerClient {
         directTimeoutMs: opts.directTimeoutMs ?? DEFAULT_DIRECT_TIMEOUT_MS,
       });
       stream.off("error", early);
+      opts.signal?.removeEventListener("abort", abort);
       // Ended while its lane opened: the request fails with why.
       if (ended) {
         channel.abort();
@@ -152,6 +160,7 @@ export class TrackerClient {
       return new Session(grant.session_id, grant.board!, channel, { lane, ...(note ? { laneNote: note } : {}) });
     } catch (err) {
       // The lease goes back at once rather than at the open timeout; a lease that ended meanwhile says why.
+      opts.signal?.removeEventListener("abort", abort);
       stream.cancel();
       throw ended ?? FarmError.from(err);
     }

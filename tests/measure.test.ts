@@ -7,7 +7,7 @@
  * test flags.
  */
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -296,13 +296,13 @@ describe("measure()", () => {
     assert.ok(written.join("").endsWith("\n"), "the line ends when the batch does");
   });
 
-  it("a key no board serves: every candidate is INFRA_ERROR naming it, after its retry", async () => {
-    const results = await measure(client, [candidate("good", module), candidate("good", module)], { key: "tpu", progress: false, deadlineMs: 2000 });
-    assert.deepEqual(results.map((r) => r.outcome), ["INFRA_ERROR", "INFRA_ERROR"]);
-    for (const r of results) {
-      assert.match(r.message!, /NO_BOARD: no board serves key "tpu"/);
-      assert.equal(r.attempts, 2);
-    }
+  it("a key no board serves: the batch waits its deadline for one to attach, then is refused naming the keys served", async () => {
+    const t0 = performance.now();
+    await assert.rejects(
+      measure(client, [candidate("good", module), candidate("good", module)], { key: "tpu", progress: false, deadlineMs: 1500 }),
+      (e: FarmError) => e.code === "NO_BOARD" && /no board serves key "tpu" \(waited 1500 ms for one to attach\); the farm serves keys cpu/.test(e.message),
+    );
+    assert.ok(performance.now() - t0 >= 1500, "it waited for the deadline");
   });
 
   it("resumes: candidates already in the results file are not measured again", async () => {
@@ -313,6 +313,68 @@ describe("measure()", () => {
     assert.equal(readFileSync(file, "utf8").trim().split("\n").length, 3, "only the new candidate was appended");
     assert.deepEqual(again.slice(0, 2).map((r) => r.timing?.median), first.map((r) => r.timing?.median));
     assert.deepEqual(again.map((r) => r.outcome), ["OK", "WRONG_ANSWER", "OK"]);
+    await waitForFreeBoards(client, 2);
+  });
+
+  it("resumes a line only for the candidate it describes: a changed definition, an INFRA_ERROR or a line without digest is measured again, saying why; a torn last line is cut off first", async () => {
+    const file = join(dir, "resume-rules.jsonl");
+    const opts = { key: "cpu", resultsFile: file, progress: false, timeEvaluator: { number: 2, repeat: 1 } };
+    const lines = () => readFileSync(file, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as MeasureResult);
+    const first = await measure(client, [{ ...candidate("good", module, "a"), definition: { source: "v1" } }, candidate("good", module, "b")], opts);
+    assert.deepEqual(first.map((r) => r.outcome), ["OK", "OK"]);
+    appendFileSync(file, `${JSON.stringify({ index: 0, id: "c", outcome: "INFRA_ERROR", message: "UNAVAILABLE: gone", attempts: 2 })}\n`);
+    appendFileSync(file, `${JSON.stringify({ index: 0, id: "d", outcome: "OK", attempts: 1, timing: first[1]!.timing })}\n`);
+    appendFileSync(file, '{"index":4,"id":"e","outcome":"OK","tim'); // a crash mid-write
+
+    const again = await measure(client, [{ ...candidate("good", module, "a"), definition: { source: "v2" } }, candidate("good", module, "b"), candidate("good", module, "c"), candidate("good", module, "d"), candidate("good", module, "e")], opts);
+    assert.deepEqual(again.map((r) => r.outcome), ["OK", "OK", "OK", "OK", "OK"]);
+    assert.equal(again[1]!.timing!.median, first[1]!.timing!.median, "b is unchanged: its line is reused");
+    const recorded = lines();
+    assert.equal(recorded.length, 2 + 2 + 4, "the torn fragment is gone; a, c, d and e have new lines");
+    const why = Object.fromEntries(recorded.slice(4).map((r) => [r.id, r.measuredAgain]));
+    assert.match(why.a!, /^its definition changed \(digest [0-9a-f]{12} → [0-9a-f]{12}\)$/);
+    assert.equal(why.c, "the earlier result was INFRA_ERROR, which is never final");
+    assert.equal(why.d, "the earlier line has no digest");
+    assert.equal(why.e, undefined, "a torn line is no line");
+    await waitForFreeBoards(client, 2);
+  });
+
+  it("is a pipeline: a slow compile holds no board, a source proposes with results in hand, and the report says where each board's time went", async () => {
+    // Candidate 0's compile finishes only after four later candidates have results: with rounds, or a queue in order, that would never happen.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let results = 0;
+    const seenAtProposal: number[] = [];
+    let n = 0;
+    const source = {
+      total: 12,
+      next: () => {
+        if (n >= 12) return undefined;
+        seenAtProposal.push(results);
+        const i = n++;
+        return { ...candidate("good", i === 0 ? async () => (await held, module) : module, `p${i}`) };
+      },
+    };
+    let report: import("../host-sdk/index.ts").MeasureReport | undefined;
+    const got = await measure(client, source, {
+      key: "cpu", progress: false, timeEvaluator: { number: 2, repeat: 1 }, queueDepth: 3,
+      onResult: () => {
+        if (++results === 4) release();
+      },
+      onReport: (r) => (report = r),
+    });
+    assert.deepEqual(got.map((r) => [r.id, r.outcome]), Array.from({ length: 12 }, (_, i) => [`p${i}`, "OK"]));
+    assert.ok(seenAtProposal.at(-1)! >= 4, `later proposals are made knowing earlier results (results seen at each proposal: ${seenAtProposal})`);
+    assert.ok(report, "onReport is called when the batch ends");
+    assert.equal(report!.candidates, 12);
+    assert.equal(report!.queueDepth, 3);
+    assert.equal(report!.boards.reduce((s, b) => s + b.candidates, 0), 12);
+    for (const b of report!.boards) {
+      assert.match(b.boards[0]!, /^m[12]\/cpu0$/);
+      assert.ok(b.busy > 0 && b.busy <= 1, `busy fraction ${b.busy}`);
+      const idle = Object.values(b.idle).reduce((a, x) => a + x, 0);
+      assert.ok(Math.abs(b.busy * report!.seconds + idle - report!.seconds) < 0.05, "busy and idle time add up to the batch's");
+    }
     await waitForFreeBoards(client, 2);
   });
 
