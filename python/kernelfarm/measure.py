@@ -877,7 +877,7 @@ class _Batch:
         with self.lock:
             first = self.first_infra.setdefault(index, now)
             if attempt > self.o.retries:
-                why = f"{message} ({attempt} sessions failed under this candidate; retries is {self.o.retries})"
+                why = f"{message} ({attempt} session{'s' if attempt > 1 else ''} failed under this candidate; retries is {self.o.retries})"
             elif now - first > self.o.infra_deadline:
                 why = f"{message} (its first session failed {now - first:.0f} s ago; infra_deadline is {self.o.infra_deadline:g} s)"
             else:

@@ -133,13 +133,55 @@ def test_infra_error_after_infra_deadline_and_a_rerun_measures_it_again(tmp_path
         # The farm is back: INFRA_ERROR is never final, so the rerun measures them all again.
         tracker = TrackerProcess(port=tracker.port)
         agent = AgentProcess(tracker.address, BOARDS)
-        wait_for_free_boards(client, 2, "fault")
+        with kernelfarm.connect_tracker(tracker.address) as probe:
+            wait_for_free_boards(probe, 2, "fault")
+        # The same client: its channel comes back by itself.
         again = kernelfarm.measure(client, candidates, key="fault", results_file=str(path), progress=False)
         assert [(r.outcome, r.measured_again) for r in again] == [("OK", "the earlier result was INFRA_ERROR, which is never final")] * 3
     finally:
         client.close()
         if agent:
             agent.stop()
+        tracker.stop()
+
+
+def test_more_lost_sessions_than_retries_are_infra_error_and_a_rerun_measures_them_again(tmp_path, busy_module):
+    path = tmp_path / "retries.jsonl"
+    tracker = TrackerProcess()
+    agent = AgentProcess(tracker.address, BOARDS, ["--name", "flaky"])
+    client = kernelfarm.connect_tracker(tracker.address)
+    try:
+        wait_for_free_boards(client, 2, "fault")
+        candidates = [busy(f"r{i:02}", busy_module, 10_000_000 + i) for i in range(12)]
+        ended: dict[str, object] = {}
+
+        def batch() -> None:
+            ended["results"] = kernelfarm.measure(
+                client, candidates, key="fault", results_file=str(path), retries=0, time_evaluator={"number": 5, "repeat": 3}, progress=False,
+            )
+
+        runner = threading.Thread(target=batch, daemon=True)
+        runner.start()
+        wait_for("2 results in the file", lambda: line_count(path) >= 2, timeout=60)
+        agent.stop(signal.SIGKILL)
+        agent = AgentProcess(tracker.address, BOARDS, ["--name", "flaky"])
+        runner.join(timeout=120)
+        assert not runner.is_alive()
+        results = ended["results"]
+        assert isinstance(results, list)
+        lost = [r for r in results if r.outcome == "INFRA_ERROR"]
+        assert lost, "the candidates measured when the agent died lost their sessions"
+        assert {r.outcome for r in results} == {"OK", "INFRA_ERROR"}
+        for r in lost:
+            assert r.attempts == 1 and r.board is not None
+            assert r.message.startswith("AGENT_LOST: ") and r.message.endswith("(1 session failed under this candidate; retries is 0)"), r.message
+
+        again = kernelfarm.measure(client, candidates, key="fault", results_file=str(path), time_evaluator={"number": 5, "repeat": 3}, progress=False)
+        assert [r.outcome for r in again] == ["OK"] * len(candidates)
+        assert {r.id: r.measured_again for r in again if r.measured_again} == {r.id: "the earlier result was INFRA_ERROR, which is never final" for r in lost}
+    finally:
+        client.close()
+        agent.stop()
         tracker.stop()
 
 
