@@ -3,20 +3,28 @@ docs/measure.md). Many candidates, one result each — never fewer — with a
 closed set of outcomes (autotvm's MeasureErrorNo): compiled on the host in
 parallel, measured on every matching board at once with one session per
 board for the whole batch, checked against a reference before and after
-timing with poisoned outputs, infrastructure failures retried once on a
-fresh session, results appended as JSON lines — the same lines the
-TypeScript measure() writes and reads — so a restarted batch skips what is
-done, whichever SDK ran it.
+timing with poisoned outputs, results appended as JSON lines — the same
+lines the TypeScript measure() writes and reads — so a restarted batch skips
+what is done, whichever SDK ran it. A line is reused only for the candidate
+it describes (the same id and candidate digest, candidate_digest.py) and only
+when its outcome is final (results_file.py).
+
+Infrastructure failures are waited out, not recorded: a candidate whose
+session was lost goes back to the queue and its board loop asks the tracker
+for a session again, with backoff (backoff.py) while the tracker is
+unreachable or has no board of the key. INFRA_ERROR becomes a result only
+after `infra_deadline`, or after more than `retries` sessions failed under
+the candidate.
 
 Each board's session runs in a thread of its own; `on_result` is called
-from those threads, one result at a time.
+from those threads (and from a compile thread for a module that did not
+build), one result at a time.
 """
 from __future__ import annotations
 
 import collections
 import concurrent.futures
 import dataclasses
-import hashlib
 import json
 import math
 import numbers
@@ -24,73 +32,37 @@ import os
 import sys
 import threading
 import time
-from typing import Any, Callable, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Mapping, NamedTuple, Optional, Sequence
 
 import numpy as np
 
+from .backoff import Backoff
+from .candidate import Arg, Candidate, Input, Output, RandomInput, ReferenceFn, is_built
+from .candidate_digest import DEFAULT_TIMEOUT_S, CandidateDoc, _ArrayDigests, candidate_digest, canonical_json, module_digest
 from .dtypes import dtype_name, shape_of, wire_array
 from .errors import FarmError
 from .protos import session_pb2
-from .seeded import RandomFill, fill_problem, fill_range, random_array
+from .results_file import OUTCOMES, ResultsFile, remeasure_reason
+from .seeded import fill_problem, fill_range, random_array
 from .session import RemoteArray, RemoteModule, Session, TimeOptions, measured
 from .tracker_client import TrackerClient
 
+__all__ = [
+    "Arg", "Candidate", "DEFAULT_INFRA_DEADLINE_S", "DEFAULT_RETRIES", "FATAL_CODES", "Input", "MEASURE_OUTCOMES", "MeasureResult",
+    "Measurer", "Output", "RandomInput", "ReferenceFn", "candidate_digest", "canonical_json", "measure", "read_results",
+]
+
 # INVALID_CONFIG: a launch the board cannot run (block size, registers, shared memory), refused by its launch check.
-MEASURE_OUTCOMES = ("OK", "INVALID_CONFIG", "COMPILE_ERROR", "LOAD_ERROR", "RUNTIME_ERROR", "WRONG_ANSWER", "TIMEOUT", "INFRA_ERROR")
-
-
-@dataclasses.dataclass(frozen=True)
-class Input:
-    """An input sent from the host (its shape is the array's)."""
-
-    array: np.ndarray
-
-
-@dataclasses.dataclass(frozen=True)
-class RandomInput:
-    """An input generated on the board from a seed (kernelfarm.random_array): no bytes cross the network."""
-
-    shape: Sequence[int]
-    dtype: str
-    seed: int
-    low: Optional[float] = None
-    high: Optional[float] = None
-    integers: bool = False
-
-    @property
-    def fill(self) -> RandomFill:
-        return RandomFill(self.seed, self.low, self.high, self.integers)
-
-
-@dataclasses.dataclass(frozen=True)
-class Output:
-    """An output, checked when it has an expected value (`expect`, or the candidate's reference function)."""
-
-    shape: Sequence[int]
-    dtype: str
-    expect: Optional[np.ndarray] = None
-
-
-Arg = Union[Input, RandomInput, Output, int, float]
-#: The expected outputs, one per Output argument in order, from the candidate's inputs (host data as given,
-#: seeded inputs generated on the host as the board does). Called once per function and inputs in a batch.
-ReferenceFn = Callable[[list], Sequence[np.ndarray]]
-
-
-@dataclasses.dataclass
-class Candidate:
-    """One kernel to measure. `module`: a compiled module (`.bytes`, `.name`,
-    optionally `.digest`), or a function that builds one (run on the host in
-    parallel, at most one per core). `atol`/`rtol`: |got − want| ≤ atol + rtol·|want|."""
-
-    module: Any
-    function: str
-    args: Sequence[Arg]
-    id: Optional[str] = None
-    reference: Optional[ReferenceFn] = None
-    atol: float = 0.0
-    rtol: float = 0.0
-    launch: Optional[Mapping[str, Any]] = None
+MEASURE_OUTCOMES = OUTCOMES
+#: Sessions that may fail under one candidate before it is INFRA_ERROR is `retries`; this many by default.
+DEFAULT_RETRIES = 3
+#: Seconds an infrastructure failure is waited out before INFRA_ERROR is recorded (a tracker or agent restart fits).
+DEFAULT_INFRA_DEADLINE_S = 600.0
+#: Refusals that no wait heals (a token refused, a request malformed): the batch stops with them at once.
+FATAL_CODES = frozenset({"UNAUTHENTICATED", "PERMISSION_DENIED", "INVALID_ARGUMENT"})
+#: Results-file fields whose JSON name is not the attribute's.
+_JSON_NAMES = {"measured_again": "measuredAgain"}
+_PY_NAMES = {v: k for k, v in _JSON_NAMES.items()}
 
 
 @dataclasses.dataclass
@@ -102,9 +74,12 @@ class MeasureResult:
     with a precision target, "stoppedBy"; `stats`: the board's counters for
     this candidate alone; `throttled`: whether a GPU board says it was
     throttled while it timed (absent where the board does not say);
-    `attempts`: sessions it took (2 after a retried infrastructure failure).
-    `measurements` and `flagged` come from the TypeScript SDK's re-measure
-    option (docs/measure.md), kept when its lines are read."""
+    `attempts`: sessions it took (more than 1 after a lost session).
+    `digest`: its candidate digest (docs/measure.md, "Resuming a batch";
+    absent only for a module given as a function, without a definition, that
+    did not build); `measured_again` (`measuredAgain` in the file): why an
+    earlier line of its id was not reused. `measurements` and `flagged` come
+    from the TypeScript SDK's re-measure option, kept when its lines are read."""
 
     index: int
     id: str
@@ -118,14 +93,24 @@ class MeasureResult:
     throttled: Optional[bool] = None
     measurements: Optional[int] = None
     flagged: Optional[bool] = None
+    digest: Optional[str] = None
+    measured_again: Optional[str] = None
 
     def to_json(self) -> str:
-        return json.dumps({k: v for k, v in dataclasses.asdict(self).items() if v is not None}, allow_nan=False)
+        return json.dumps({_JSON_NAMES.get(k, k): v for k, v in dataclasses.asdict(self).items() if v is not None}, allow_nan=False)
 
     @classmethod
     def from_json(cls, record: Mapping[str, Any]) -> "MeasureResult":
         fields = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in record.items() if k in fields})
+        got = {_PY_NAMES.get(k, k): v for k, v in record.items()}
+        return cls(**{"index": 0, "attempts": 0, **{k: v for k, v in got.items() if k in fields}})
+
+
+def read_results(path: Optional[str]) -> dict[str, MeasureResult]:
+    """Results already in a results file, by candidate id (the last line per id; a torn last line is not a line)."""
+    if not path:
+        return {}
+    return {cid: MeasureResult.from_json(line) for cid, line in ResultsFile(path).read().items()}
 
 
 def _outcome_of(err: BaseException) -> tuple[str, str, bool]:
@@ -152,24 +137,6 @@ def _outcome_of(err: BaseException) -> tuple[str, str, bool]:
 
 def _finite(x: float) -> Optional[float]:
     return x if math.isfinite(x) else None
-
-
-def read_results(path: Optional[str]) -> dict[str, MeasureResult]:
-    """Results already in a results file, by candidate id (later lines win; a torn last line is ignored)."""
-    out: dict[str, MeasureResult] = {}
-    if not path or not os.path.exists(path):
-        return out
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            if not line.strip():
-                continue
-            try:
-                r = json.loads(line)
-            except ValueError:
-                continue  # a line cut short by a crash: that candidate is measured again
-            if isinstance(r, dict) and isinstance(r.get("id"), str) and r.get("outcome") in MEASURE_OUTCOMES:
-                out[r["id"]] = MeasureResult.from_json(r)
-    return out
 
 
 def _check_args(c: Candidate, cid: str) -> None:
@@ -201,6 +168,8 @@ def _check_args(c: Candidate, cid: str) -> None:
             raise err if err.code == "INVALID_ARGUMENT" else refuse(err.message) from None
     if c.reference is not None and outputs == 0:
         raise refuse("a reference function, but no output arguments to check")
+    if is_built(c.module) and not (hasattr(c.module, "bytes") and hasattr(c.module, "name")):
+        raise refuse(f"its module is a {type(c.module).__name__}; give a built module (.bytes, .name, as compile_cpu returns) or a function that builds one")
 
 
 class _References:
@@ -262,10 +231,6 @@ class _References:
         return [next(it) if isinstance(a, Output) else None for a in c.args]
 
 
-def _digest(module: Any) -> str:
-    return getattr(module, "digest", None) or hashlib.sha256(module.bytes).hexdigest()
-
-
 class _BoardSession:
     """One board's session for a whole batch: modules uploaded once, and arrays
     kept between candidates (by dtype and shape), so that a candidate usually
@@ -280,7 +245,7 @@ class _BoardSession:
 
     def prefetch(self, module: Any) -> Callable[[], RemoteModule]:
         """Sends `module`'s upload and load now, unless already sent; returns what waits for the loaded module."""
-        digest = _digest(module)
+        digest = module_digest(module)
         if digest not in self._modules:
             s = self.session
             s.upload(module)
@@ -363,6 +328,8 @@ class _Progress:
         self._t0 = time.monotonic()
         self.total, self.on = total, on
         self.done = self.failed = self.running = 0
+        #: What the batch waits for, during an outage.
+        self.waiting: Optional[str] = None
 
     def draw(self) -> None:
         if not self.on:
@@ -370,7 +337,8 @@ class _Progress:
         s = max(time.monotonic() - self._t0, 1e-3)
         rate = self.done / s
         eta = (self.total - self.done) / rate if rate > 0 else 0
-        sys.stderr.write(f"\r measure: {self.done}/{self.total} done, {self.failed} failed, {self.running} running · {rate:.1f}/s · ETA {eta:.0f} s   ")
+        waiting = f" · waiting for the farm ({self.waiting})" if self.waiting else ""
+        sys.stderr.write(f"\r measure: {self.done}/{self.total} done, {self.failed} failed, {self.running} running · {rate:.1f}/s · ETA {eta:.0f} s{waiting}   ")
         sys.stderr.flush()
 
     def end(self) -> None:
@@ -379,6 +347,43 @@ class _Progress:
 
 
 _DEFAULT_TIME_EVALUATOR: Mapping[str, Any] = {"number": 10, "repeat": 3}
+_BATCH_OPTIONS = frozenset({"time_evaluator", "timeout", "retries", "infra_deadline", "results_file", "on_result", "progress"})
+
+
+class _Options(NamedTuple):
+    """A batch's options, resolved: defaults applied, values checked."""
+
+    time_evaluator: dict[str, Any]
+    time_options: TimeOptions
+    timeout: float
+    retries: int
+    infra_deadline: float
+    results_file: Optional[str]
+    on_result: Optional[Callable[[MeasureResult], None]]
+    progress: bool
+
+
+def _resolve(o: Mapping[str, Any]) -> _Options:
+    given = {k: v for k, v in (o.get("time_evaluator") or {}).items() if v is not None}
+    te = {**_DEFAULT_TIME_EVALUATOR, **given}
+    allowed = set(TimeOptions._fields) - {"timeout", "launch"}
+    if set(te) - allowed:
+        raise FarmError("INVALID_ARGUMENT", f"measure: unknown time_evaluator option(s) {', '.join(sorted(set(te) - allowed))}; options: {', '.join(sorted(allowed))}")
+    timeout = o.get("timeout")
+    timeout = DEFAULT_TIMEOUT_S if timeout is None else timeout
+    retries = o.get("retries")
+    retries = DEFAULT_RETRIES if retries is None else retries
+    if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
+        raise FarmError("INVALID_ARGUMENT", f"measure: retries must be an integer ≥ 0 (sessions that may fail under one candidate before it is INFRA_ERROR), got {retries!r}")
+    deadline = o.get("infra_deadline")
+    deadline = DEFAULT_INFRA_DEADLINE_S if deadline is None else deadline
+    if not isinstance(deadline, numbers.Real) or isinstance(deadline, bool) or not math.isfinite(deadline) or deadline < 0:
+        raise FarmError("INVALID_ARGUMENT", f"measure: infra_deadline must be a finite number of seconds ≥ 0 (how long a farm outage is waited out), got {deadline!r}")
+    results_file = o.get("results_file")
+    return _Options(
+        te, TimeOptions(**te, timeout=timeout), timeout, retries, float(deadline),
+        os.fspath(results_file) if results_file is not None else None, o.get("on_result"), bool(o.get("progress", sys.stderr.isatty())),
+    )
 
 
 class Measurer:
@@ -387,12 +392,31 @@ class Measurer:
     sessions hold their boards between batches: close() gives them back.
 
     `key`, `labels`, `boards` (at most this many; default every board of the
-    key the labels select) and `deadline` (seconds to wait for boards) belong
-    to the Measurer; the rest may change per batch: `time_evaluator` (options
-    of time_evaluator; default number=10, repeat=3), `timeout` (seconds per
-    candidate on the board, default 10), `retries` (of infrastructure
-    failures, default 1), `results_file` (JSON lines: appended per candidate;
-    candidates already in it are skipped), `on_result`, `progress`."""
+    key the labels select) and `deadline` (seconds a session request waits in
+    the tracker's queue, and a batch for a key no board serves waits for one
+    to attach before it is refused with NO_BOARD; default 60) belong to the
+    Measurer; the rest may change per batch:
+
+    * `time_evaluator`: options of time_evaluator (default number=10, repeat=3);
+    * `timeout`: seconds per candidate on the board (default 10);
+    * `results_file`: a JSON-lines file, appended per candidate; on start, a
+      candidate whose id has a line of the same digest and a final outcome
+      is not measured again (docs/measure.md, "Resuming a batch");
+    * `retries`: sessions that may fail under one candidate (agent lost,
+      session timeout, tracker gone) before it is recorded as INFRA_ERROR
+      (default 3; failures to obtain a session do not count);
+    * `infra_deadline`: seconds an infrastructure failure is waited out
+      (default 600): a candidate is INFRA_ERROR only once this long has
+      passed since its first lost session, and a board loop that cannot get
+      a session (tracker unreachable, no board of the key) keeps asking, with
+      backoff from 0.25 s doubling to 8 s, for this long;
+    * `on_result`: called with each result as it is recorded;
+    * `progress`: a progress line on stderr (default: when it is a terminal).
+
+    Refusals no wait heals — UNAUTHENTICATED, PERMISSION_DENIED,
+    INVALID_ARGUMENT, from the tracker or a board — stop the batch at once:
+    measure() raises that FarmError (results already recorded stay in the
+    file, and a rerun resumes from them)."""
 
     def __init__(
         self,
@@ -406,6 +430,7 @@ class Measurer:
         self._tracker = tracker
         self._key, self._labels, self._boards, self._deadline = key, dict(labels or {}), boards, deadline
         self._options = self._batch_options(batch_options)
+        _resolve(self._options)
         self._idle: list[_BoardSession] = []
         self._lock = threading.Lock()
         self._running = False
@@ -413,10 +438,9 @@ class Measurer:
 
     @staticmethod
     def _batch_options(o: Mapping[str, Any], base: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
-        known = {"time_evaluator", "timeout", "retries", "results_file", "on_result", "progress"}
-        unknown = set(o) - known
+        unknown = set(o) - _BATCH_OPTIONS
         if unknown:
-            raise FarmError("INVALID_ARGUMENT", f"measure: unknown option(s) {', '.join(sorted(unknown))}; options: {', '.join(sorted(known))}")
+            raise FarmError("INVALID_ARGUMENT", f"measure: unknown option(s) {', '.join(sorted(unknown))}; options: {', '.join(sorted(_BATCH_OPTIONS))}")
         return {**(base or {}), **o}
 
     def __enter__(self) -> "Measurer":
@@ -431,10 +455,7 @@ class Measurer:
         with self._lock:
             idle, self._idle = self._idle, []
         for b in idle:
-            try:
-                b.session.close()
-            except FarmError:
-                pass
+            _close(b)
 
     def _take_idle(self) -> Optional[_BoardSession]:
         with self._lock:
@@ -443,6 +464,14 @@ class Measurer:
                 if not b.session.is_closed:
                     return b
         return None
+
+    def _keep(self, b: _BoardSession) -> None:
+        with self._lock:
+            self._idle.append(b)
+
+    def _idle_count(self) -> int:
+        with self._lock:
+            return sum(1 for b in self._idle if not b.session.is_closed)
 
     def measure(self, candidates: Sequence[Candidate], **batch_options: Any) -> list[MeasureResult]:
         """One batch: one result per candidate, in candidate order."""
@@ -453,168 +482,409 @@ class Measurer:
                 raise FarmError("INVALID_ARGUMENT", "measure: a Measurer runs one batch at a time")
             self._running = True
         try:
-            return self._batch(list(candidates), self._batch_options(batch_options, self._options))
+            candidates = list(candidates)
+            ids = [c.id if c.id is not None else f"c{i}" for i, c in enumerate(candidates)]
+            if len(set(ids)) != len(ids):
+                raise FarmError("INVALID_ARGUMENT", "measure: candidate ids must be unique")
+            for c, cid in zip(candidates, ids):
+                _check_args(c, cid)
+            return _Batch(self, candidates, ids, _resolve(self._batch_options(batch_options, self._options))).run()
         finally:
             self._running = False
 
-    def _batch(self, candidates: list[Candidate], o: dict[str, Any]) -> list[MeasureResult]:
-        ids = [c.id if c.id is not None else f"c{i}" for i, c in enumerate(candidates)]
-        if len(set(ids)) != len(ids):
-            raise FarmError("INVALID_ARGUMENT", "measure: candidate ids must be unique")
-        for c, cid in zip(candidates, ids):
-            _check_args(c, cid)
-        te = {**_DEFAULT_TIME_EVALUATOR, **(o.get("time_evaluator") or {})}
-        allowed = set(TimeOptions._fields) - {"timeout", "launch"}
-        if set(te) - allowed:
-            raise FarmError("INVALID_ARGUMENT", f"measure: unknown time_evaluator option(s) {', '.join(sorted(set(te) - allowed))}; options: {', '.join(sorted(allowed))}")
-        options = TimeOptions(**te, timeout=o.get("timeout", 10.0))
-        retries = o.get("retries", 1)
-        results_file: Optional[str] = o.get("results_file")
-        on_result: Optional[Callable[[MeasureResult], None]] = o.get("on_result")
 
-        results: list[Optional[MeasureResult]] = [None] * len(candidates)
-        known = read_results(results_file)
-        for i, cid in enumerate(ids):
-            if cid in known:
-                results[i] = dataclasses.replace(known[cid], index=i)
-        unmeasured = [i for i, r in enumerate(results) if r is None]
-        progress = _Progress(len(unmeasured), o.get("progress", sys.stderr.isatty()))
-        lock = threading.Lock()
-
-        def record(r: MeasureResult) -> None:
-            with lock:
-                results[r.index] = r
-                progress.done += 1
-                if r.outcome != "OK":
-                    progress.failed += 1
-                if results_file:
-                    with open(results_file, "a", encoding="utf-8") as f:
-                        f.write(r.to_json() + "\n")
-                progress.draw()
-                if on_result:
-                    on_result(r)
-
-        # Host compilation in parallel, started now and awaited per candidate.
-        compiles = concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="kernelfarm-compile")
-        modules: dict[int, concurrent.futures.Future] = {}
-        for i in unmeasured:
-            m = candidates[i].module
-            if callable(m) and not hasattr(m, "bytes"):
-                modules[i] = compiles.submit(m)
-            else:
-                modules[i] = concurrent.futures.Future()
-                modules[i].set_result(m)
-
-        queue = collections.deque(unmeasured)
-        attempts: dict[int, int] = {}
-        summary = self._tracker.summary(key=self._key)
-        matching = [b for b in summary.boards if b.key == self._key and all(b.labels.get(k) == v for k, v in self._labels.items())]
-        slots = max(1, min(self._boards if self._boards is not None else len(matching), len(matching) or 1, len(queue)))
-        state = {"fatal": None, "requesting": 0}
-        references = _References()
-
-        def request() -> _BoardSession:
-            with lock:
-                state["requesting"] += 1
-            try:
-                return _BoardSession(self._tracker.request(self._key, labels=self._labels, deadline=self._deadline))
-            finally:
-                with lock:
-                    state["requesting"] -= 1
-
-        def run_board() -> None:
-            board: Optional[_BoardSession] = None
-
-            def drop() -> None:
-                nonlocal board
-                b, board = board, None
-                if b:
-                    try:
-                        b.session.close()
-                    except FarmError:
-                        pass
-
-            try:
-                while True:
-                    with lock:
-                        if not queue or state["fatal"] is not None:
-                            break
-                        index = queue.popleft()
-                        attempt = attempts[index] = attempts.get(index, 0) + 1
-                    c, cid = candidates[index], ids[index]
-                    try:
-                        module = modules[index].result()
-                    except Exception as err:  # noqa: BLE001 - a failed build is the candidate's result
-                        outcome, message, _ = _outcome_of(err)
-                        record(MeasureResult(index, cid, outcome, 0, message))
-                        continue
-                    try:
-                        expects = references.expected(c, cid)
-                    except FarmError as err:
-                        with lock:
-                            state["fatal"] = state["fatal"] or err
-                        break
-                    with lock:
-                        progress.running += 1
-                    progress.draw()
-                    try:
-                        board = board or self._take_idle() or request()
-                        current = board
-
-                        def prefetch_next() -> None:
-                            with lock:
-                                nxt = queue[0] if queue else None
-                            f = modules.get(nxt) if nxt is not None else None
-                            if f is not None and f.done() and f.exception() is None:
-                                try:
-                                    current.prefetch(f.result())
-                                except FarmError:
-                                    pass  # the candidate that needs it meets the failure
-
-                        got = board.run(module, c, expects, options, prefetch_next)
-                        record(MeasureResult(index, cid, attempts=attempt, **got))
-                    except Exception as err:  # noqa: BLE001 - every failure is some candidate's outcome
-                        outcome, message, lost = _outcome_of(err)
-                        # Named before a lost session is dropped: a tuner must know which board crashed or hung.
-                        # A compile error involved none.
-                        board_id = board.session.board.id if board and outcome != "COMPILE_ERROR" else None
-                        if lost:
-                            drop()
-                        if outcome == "INFRA_ERROR" and attempt <= retries:
-                            # Again, on a fresh session (the board may be gone: the tracker picks another).
-                            with lock:
-                                queue.appendleft(index)
-                        else:
-                            record(MeasureResult(index, cid, outcome, attempt, message, board=board_id))
-                    finally:
-                        with lock:
-                            progress.running -= 1
-            finally:
-                # Kept for the next batch, unless the Measurer is done with its boards, or another loop of
-                # this batch waits for a board (after a lost one, this may be the only one left).
-                with lock:
-                    keep = board is not None and not board.session.is_closed and not self._closed and state["requesting"] == 0
-                if keep:
-                    with self._lock:
-                        self._idle.append(board)  # type: ignore[arg-type]
-                else:
-                    drop()
-
-        threads = [threading.Thread(target=run_board, name=f"kernelfarm-measure-{n}", daemon=True) for n in range(slots)]
+def _close(b: Optional[_BoardSession]) -> None:
+    if b is not None:
         try:
+            b.session.close()
+        except FarmError:
+            pass
+
+
+def _connect_soon(tracker: TrackerClient) -> None:
+    """Asks the tracker client's gRPC channel to connect now. After its tracker went away, grpcio's channel
+    (1.51) stays in TRANSIENT_FAILURE and tries to connect again only every 4 to 5 s, whatever its
+    reconnect backoff: calls fail fast without asking it to. A restarted tracker would wait that long."""
+    def ignore(_state: Any) -> None:
+        pass
+
+    channel = getattr(tracker, "_channel", None)
+    if channel is not None:
+        try:
+            channel.subscribe(ignore, try_to_connect=True)
+            channel.unsubscribe(ignore)
+        except Exception:  # noqa: BLE001 - only a hint to the channel; the loop's next request says what happened
+            pass
+
+
+def _build(module_fn: Callable[[], Any], cid: str) -> Any:
+    """Runs a candidate's module function (on a compile thread)."""
+    built = module_fn()
+    if not (hasattr(built, "bytes") and hasattr(built, "name")):
+        raise FarmError(
+            "INVALID_ARGUMENT",
+            f"measure: candidate {cid}: its module function returned a {type(built).__name__}, not a built module "
+            "(an object with .bytes and .name, as compile_cpu returns)",
+        )
+    return built
+
+
+class _Batch:
+    """One batch of a Measurer: what is resumed from the results file, the
+    queue of what is not, the board loops that take from it, and the results.
+
+    A loop holds at most one session. Without one, it asks the tracker; an
+    outage (tracker unreachable, no board of the key, none free in time) is
+    waited out with backoff, for `infra_deadline` from the loop's first
+    failure to get one — after that the loop ends, and the last loop to end
+    records what is left in the queue as INFRA_ERROR. A candidate whose
+    session failed under it goes back to the front of the queue, unless
+    that was more than `retries` times or `infra_deadline` after the first.
+    """
+
+    def __init__(self, m: Measurer, candidates: list[Candidate], ids: list[str], o: _Options):
+        self.m, self.tracker, self.candidates, self.ids, self.o = m, m._tracker, candidates, ids, o
+        # One lock for the batch's state; loops wait on it for a change (a result, a candidate back in the queue).
+        self.lock = threading.Condition(threading.RLock())
+        self.results: list[Optional[MeasureResult]] = [None] * len(candidates)
+        self.docs: list[CandidateDoc] = []
+        self.digests: dict[int, str] = {}
+        self.notes: dict[int, str] = {}
+        self.modules: dict[int, concurrent.futures.Future] = {}
+        self.queue: collections.deque[int] = collections.deque()
+        self.attempts: dict[int, int] = {}
+        self.first_infra: dict[int, float] = {}
+        self.fatal: Optional[BaseException] = None
+        self.last_infra = "UNAVAILABLE: no session could be had"
+        self.requesting = 0
+        self.live = 0
+        self.ended = False
+        self.file = ResultsFile(o.results_file) if o.results_file else None
+        self.references = _References()
+        self.progress = _Progress(0, False)
+
+    # ---- start ---------------------------------------------------------------------------------------------------
+
+    def run(self) -> list[MeasureResult]:
+        # The digests' documents: a definition that is not JSON data, a bad launch, is refused before anything runs.
+        arrays = _ArrayDigests()
+        for c, cid in zip(self.candidates, self.ids):
+            where = f"measure: candidate {cid}"
+            try:
+                self.docs.append(CandidateDoc(c, self.o.time_evaluator, self.o.timeout, where, arrays))
+            except FarmError as err:
+                raise err if err.message.startswith(where) else FarmError("INVALID_ARGUMENT", f"{where}: {err.message}") from None
+        if self.file:
+            self.file.check_writable()
+        compiles = concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="kernelfarm-compile")
+        try:
+            todo = self._resume(self.file.read() if self.file else {}, compiles)
+            self.progress = _Progress(len(todo), self.o.progress)
+            self.queue.extend(todo)
+            for i in todo:
+                self.modules[i].add_done_callback(lambda f, i=i: self._built(i, f))
+            slots = self._slots(len(self.queue)) if self.queue else 0
+            threads = [threading.Thread(target=self._loop, name=f"kernelfarm-measure-{n}", daemon=True) for n in range(slots)]
+            self.live = len(threads)
             for t in threads:
                 t.start()
             for t in threads:
                 t.join()
         finally:
+            with self.lock:
+                self.ended = True
             compiles.shutdown(wait=False, cancel_futures=True)
-            progress.end()
-        if state["fatal"] is not None:
-            raise state["fatal"]
+            self.progress.end()
+        if self.fatal is not None:
+            raise self.fatal
         return [
-            r if r is not None else MeasureResult(i, ids[i], "INFRA_ERROR", attempts.get(i, 0), "INTERNAL: not measured")
-            for i, r in enumerate(results)
+            r if r is not None else MeasureResult(i, self.ids[i], "INFRA_ERROR", self.attempts.get(i, 0), "INTERNAL: not measured")
+            for i, r in enumerate(self.results)
         ]
+
+    def _resume(self, lines: Mapping[str, Mapping[str, Any]], compiles: concurrent.futures.Executor) -> list[int]:
+        """The candidates to measure, in order; the others' results come from their lines. Starts every build."""
+        todo: list[int] = []
+        deciding: list[int] = []
+        for i, (c, cid) in enumerate(zip(self.candidates, self.ids)):
+            doc = self.docs[i]
+            if not doc.needs_module:
+                self.digests[i] = doc.digest()
+            elif is_built(c.module):
+                self.digests[i] = doc.digest(c.module)
+            line = lines.get(cid)
+            if line is None:
+                todo.append(i)
+            elif i in self.digests:
+                self._decide(i, line, self.digests[i], todo)
+            else:
+                deciding.append(i)  # a module function without a definition: built to learn its digest
+        for i in deciding + todo:
+            m = self.candidates[i].module
+            if is_built(m):
+                self.modules[i] = concurrent.futures.Future()
+                self.modules[i].set_result(m)
+            else:
+                self.modules[i] = compiles.submit(_build, m, self.ids[i])
+        for i in deciding:
+            try:
+                digest: Optional[str] = self.docs[i].digest(self.modules[i].result())
+            except FarmError as err:
+                if err.code == "INVALID_ARGUMENT":
+                    raise
+                digest = None
+            except Exception:  # noqa: BLE001 - a module that does not build is measured (its COMPILE_ERROR) again
+                digest = None
+            if digest is not None:
+                self.digests[i] = digest
+            self._decide(i, lines[self.ids[i]], digest, todo)
+        return sorted(todo)
+
+    def _decide(self, i: int, line: Mapping[str, Any], digest: Optional[str], todo: list[int]) -> None:
+        why = remeasure_reason(dict(line), digest)
+        if why is None:
+            self.results[i] = dataclasses.replace(MeasureResult.from_json(line), index=i)
+        else:
+            self.notes[i] = why
+            todo.append(i)
+
+    def _slots(self, n: int) -> int:
+        """Board loops: one per board of the key (and labels), at most `boards` and one per candidate. A key no
+        board serves is waited for up to `deadline`, then refused with NO_BOARD; a tracker that does not answer
+        is waited out by the loops, like any outage."""
+        limit = max(1, min(self.m._boards if self.m._boards is not None else n, n))
+        idle = self.m._idle_count()
+        if idle:
+            try:
+                return min(limit, max(idle, self._matching()))
+            except FarmError:
+                return min(limit, idle)
+        until = time.monotonic() + self.m._deadline
+        for failures in range(1 << 30):
+            try:
+                found = self._matching()
+            except FarmError as err:
+                if err.code in FATAL_CODES:
+                    raise
+                return min(limit, self.m._boards or 1)
+            if found > 0:
+                return min(limit, found)
+            if time.monotonic() >= until:
+                keys = sorted({b.key for b in self.tracker.summary().boards})
+                selector = f" with labels {self.m._labels}" if self.m._labels else ""
+                raise FarmError(
+                    "NO_BOARD",
+                    f'measure: no board serves key "{self.m._key}"{selector} (waited {self.m._deadline:g} s for one to attach); '
+                    f"the farm serves {'keys ' + ', '.join(keys) if keys else 'no boards at all'}",
+                )
+            time.sleep(min(2.0, 0.25 * 2**failures, max(0.0, until - time.monotonic())))
+        raise AssertionError("unreachable")
+
+    def _matching(self) -> int:
+        summary = self.tracker.summary(key=self.m._key)
+        return sum(1 for b in summary.boards if b.key == self.m._key and all(b.labels.get(k) == v for k, v in self.m._labels.items()))
+
+    # ---- results -------------------------------------------------------------------------------------------------
+
+    def _record(self, r: MeasureResult) -> None:
+        """Records a candidate's final result, once: in results, the file, on_result."""
+        with self.lock:
+            if self.ended or self.results[r.index] is not None:
+                return
+            r = dataclasses.replace(r, digest=self.digests.get(r.index), measured_again=self.notes.get(r.index))
+            self.results[r.index] = r
+            self.progress.done += 1
+            if r.outcome != "OK":
+                self.progress.failed += 1
+            self.lock.notify_all()
+            if self.file:
+                try:
+                    self.file.append(r.to_json())
+                except OSError as err:
+                    self._stop(FarmError("UNAVAILABLE", f"measure: cannot append to results_file {self.file.path}: {err}; the batch stopped (rerun it to resume)"))
+                    return
+            self.progress.draw()
+            if self.o.on_result:
+                try:
+                    self.o.on_result(r)
+                except Exception as err:  # noqa: BLE001 - the script's bug stops the batch, as a throwing reference does
+                    self._stop(FarmError("INVALID_ARGUMENT", f"measure: on_result raised for candidate {r.id}: {type(err).__name__}: {err}"))
+
+    def _stop(self, err: BaseException) -> None:
+        """Stops the batch: no more candidates are taken, and measure() raises `err`."""
+        with self.lock:
+            if self.fatal is None:
+                self.fatal = err
+            self.lock.notify_all()
+
+    def _built(self, i: int, f: concurrent.futures.Future) -> None:
+        """A build ended (on its compile thread): one that failed is the candidate's result now, session or not."""
+        if f.cancelled() or f.exception() is None:
+            return
+        self._build_failed(i, f.exception())  # type: ignore[arg-type]
+
+    def _build_failed(self, i: int, err: BaseException) -> None:
+        if isinstance(err, FarmError) and err.code == "INVALID_ARGUMENT":
+            self._stop(err)
+            return
+        message = f"{err.code}: {err.message}" if isinstance(err, FarmError) else f"COMPILE_ERROR: the module function raised {type(err).__name__}: {err}"
+        with self.lock:
+            if i in self.queue:
+                self.queue.remove(i)
+        self._record(MeasureResult(i, self.ids[i], "COMPILE_ERROR", 0, message))
+
+    # ---- board loops ---------------------------------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        board: Optional[_BoardSession] = None
+        outage: Optional[float] = None  # when this loop's failures to get a session began
+        backoff = Backoff()
+        try:
+            while True:
+                with self.lock:
+                    if self.fatal is not None or not self.queue:
+                        break
+                if board is None:
+                    board = self.m._take_idle()
+                if board is None:
+                    try:
+                        board = self._request()
+                    except FarmError as err:
+                        if err.code in FATAL_CODES or self.tracker._closed:
+                            self._stop(err)
+                            break
+                        now = time.monotonic()
+                        outage = now if outage is None else outage
+                        with self.lock:
+                            self.last_infra = f"{err.code}: {err.message}"
+                            self.progress.waiting = err.code
+                        if err.code == "UNAVAILABLE":
+                            _connect_soon(self.tracker)
+                        if now - outage > self.o.infra_deadline:
+                            break  # given up; the last loop to end records what is left
+                        self._pause(backoff.next())
+                        continue
+                    outage = None
+                    backoff.reset()
+                    with self.lock:
+                        self.progress.waiting = None
+                with self.lock:
+                    if self.fatal is not None or not self.queue:
+                        break
+                    index = self.queue.popleft()
+                    attempt = self.attempts[index] = self.attempts.get(index, 0) + 1
+                board = self._measure(board, index, attempt)
+        finally:
+            with self.lock:
+                self.live -= 1
+                left: list[int] = []
+                if self.live == 0 and self.fatal is None:
+                    left = list(self.queue)
+                    self.queue.clear()
+                # Kept for the next batch, unless the Measurer is done with its boards, or another loop of
+                # this batch waits for a board (after a lost one, this may be the only one left).
+                keep = board is not None and not board.session.is_closed and not self.m._closed and self.requesting == 0
+            for i in left:
+                # No loop is left to measure these: the farm stayed away for infra_deadline.
+                self._record(MeasureResult(
+                    i, self.ids[i], "INFRA_ERROR", self.attempts.get(i, 0),
+                    f"{self.last_infra} (no session could be had for infra_deadline, {self.o.infra_deadline:g} s)",
+                ))
+            if keep:
+                self.m._keep(board)  # type: ignore[arg-type]
+            else:
+                _close(board)
+
+    def _request(self) -> _BoardSession:
+        with self.lock:
+            self.requesting += 1
+        try:
+            return _BoardSession(self.tracker.request(self.m._key, labels=self.m._labels, deadline=self.m._deadline))
+        except FarmError:
+            raise
+        except Exception as err:  # noqa: BLE001 - anything else the request meets is mapped in one place
+            raise FarmError.from_exception(err) from err
+        finally:
+            with self.lock:
+                self.requesting -= 1
+
+    def _pause(self, seconds: float) -> None:
+        """Waits `seconds`, or less when the batch stops or has nothing left to take."""
+        until = time.monotonic() + seconds
+        with self.lock:
+            while self.fatal is None and self.queue:
+                left = until - time.monotonic()
+                if left <= 0:
+                    return
+                self.lock.wait(left)
+
+    def _measure(self, board: _BoardSession, index: int, attempt: int) -> Optional[_BoardSession]:
+        """Measures one candidate on `board`; returns the board, or None when its session was lost."""
+        c, cid = self.candidates[index], self.ids[index]
+        try:
+            module = self.modules[index].result()
+        except Exception as err:  # noqa: BLE001 - a failed build is the candidate's result
+            self._build_failed(index, err)
+            return board
+        with self.lock:
+            if index not in self.digests and self.docs[index].needs_module:
+                self.digests[index] = self.docs[index].digest(module)
+        try:
+            expects = self.references.expected(c, cid)
+        except FarmError as err:
+            self._stop(err)
+            return board
+        with self.lock:
+            self.progress.running += 1
+        self.progress.draw()
+        try:
+            current = board
+
+            def prefetch_next() -> None:
+                with self.lock:
+                    nxt = self.queue[0] if self.queue else None
+                f = self.modules.get(nxt) if nxt is not None else None
+                if f is not None and f.done() and not f.cancelled() and f.exception() is None:
+                    try:
+                        current.prefetch(f.result())
+                    except FarmError:
+                        pass  # the candidate that needs it meets the failure
+
+            got = board.run(module, c, expects, self.o.time_options, prefetch_next)
+            self._record(MeasureResult(index, cid, attempts=attempt, **got))
+            return board
+        except Exception as err:  # noqa: BLE001 - every failure is some candidate's outcome
+            e = FarmError.from_exception(err)
+            outcome, message, lost = _outcome_of(e)
+            # Named before a lost session is dropped: a tuner must know which board crashed or hung.
+            board_id = board.session.board.id
+            if lost:
+                _close(board)
+            if e.code in FATAL_CODES:
+                self._stop(e)
+            elif outcome != "INFRA_ERROR":
+                self._record(MeasureResult(index, cid, outcome, attempt, message, board=board_id))
+            else:
+                self._lost_session(index, attempt, message, board_id)
+            return None if lost else board
+        finally:
+            with self.lock:
+                self.progress.running -= 1
+
+    def _lost_session(self, index: int, attempt: int, message: str, board_id: str) -> None:
+        """The session failed under a candidate: it goes back to the front of the queue, or is INFRA_ERROR for good."""
+        now = time.monotonic()
+        with self.lock:
+            first = self.first_infra.setdefault(index, now)
+            if attempt > self.o.retries:
+                why = f"{message} ({attempt} session{'s' if attempt > 1 else ''} failed under this candidate; retries is {self.o.retries})"
+            elif now - first > self.o.infra_deadline:
+                why = f"{message} (its first session failed {now - first:.0f} s ago; infra_deadline is {self.o.infra_deadline:g} s)"
+            else:
+                self.queue.appendleft(index)  # again, on a fresh session: the tracker picks any board of the key
+                self.lock.notify_all()
+                return
+        self._record(MeasureResult(index, self.ids[index], "INFRA_ERROR", attempt, why, board=board_id))
 
 
 def measure(tracker: TrackerClient, candidates: Sequence[Candidate], key: str, **options: Any) -> list[MeasureResult]:

@@ -89,8 +89,10 @@ class FarmProcess:
 
 
 class TrackerProcess(FarmProcess):
-    def __init__(self, args: list[str] = (), env: Optional[dict[str, str]] = None):  # type: ignore[assignment]
-        super().__init__(["tracker", "--port", "0", *args], env)
+    """`port`: 0 for any; a restarted tracker takes its predecessor's, so that its agents and hosts find it again."""
+
+    def __init__(self, args: list[str] = (), env: Optional[dict[str, str]] = None, port: int = 0):  # type: ignore[assignment]
+        super().__init__(["tracker", "--port", str(port), *args], env)
         m = self.wait_for_line(r"listening on (\S+):(\d+)( \(TLS\))?\n.*data port (\d+)", "kfarm tracker")
         self.host, self.port, self.tls, self.data_port = m.group(1), int(m.group(2)), bool(m.group(3)), int(m.group(4))
         self.address = f"{self.host}:{self.port}"

@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 
 import kernelfarm
-from kernelfarm import Candidate, FarmError, Input, Measurer, Output, RandomInput
+from candidates import describe
 from farm import REPO, run_ts, wait_for_free_boards
+from kernelfarm import Candidate, FarmError, Input, Measurer, Output, RandomInput
+from kernelfarm.candidate_digest import candidate_digest
 from modules import BAD_FUNCTIONS, BAD_SOURCE, build_cpu
 
 MEASURE_BATCH = REPO / "python" / "tests" / "ts" / "measure_batch.ts"
@@ -42,21 +44,24 @@ def test_a_batch_gets_one_result_per_candidate_with_measure_ts_outcomes(tracker,
     results_file = tmp_path / "tuning.jsonl"
     x = np.arange(N, dtype=np.float32)
     seeded = [RandomInput((N,), "float32", seed=1), RandomInput((N,), "float32", seed=2), Output((N,), "float32"), N]
+    # Definitions: the TypeScript measure() resumes these below without building anything.
+    vadd, bad = {"module": "vadd"}, {"module": "bad"}
     candidates = [
-        Candidate(vadd_module, "vadd", vadd_args(), id="ok-host", reference=vadd_reference),
-        Candidate(vadd_module, "vadd", seeded, id="ok-seeded", reference=vadd_reference),
-        Candidate(vadd_module, "vadd", vadd_args(x=x, expect=x + 0.5), id="ok-expect"),
-        Candidate(bad_module, "vadd_wrong", vadd_args(), id="wrong", reference=vadd_reference),
-        Candidate(bad_module, "segv", [0], id="crash"),
-        Candidate(vadd_module, "vsub", vadd_args(), id="no-such-function", reference=vadd_reference),
-        Candidate(compiled("void broken( { }", {"broken": []}), "broken", [], id="compile"),
-        Candidate(bad_module, "spin", [], id="spin"),
-        Candidate(vadd_module, "vadd", vadd_args(), id="after-all", reference=vadd_reference),
+        Candidate(vadd_module, "vadd", vadd_args(), id="ok-host", reference=vadd_reference, definition=vadd),
+        Candidate(vadd_module, "vadd", seeded, id="ok-seeded", reference=vadd_reference, definition=vadd),
+        Candidate(vadd_module, "vadd", vadd_args(x=x, expect=x + 0.5), id="ok-expect", definition=vadd),
+        Candidate(bad_module, "vadd_wrong", vadd_args(), id="wrong", reference=vadd_reference, definition=bad),
+        Candidate(bad_module, "segv", [0], id="crash", definition=bad),
+        Candidate(vadd_module, "vsub", vadd_args(), id="no-such-function", reference=vadd_reference, definition=vadd),
+        Candidate(compiled("void broken( { }", {"broken": []}), "broken", [], id="compile", definition={"source": "void broken( { }"}),
+        Candidate(bad_module, "spin", [], id="spin", definition=bad),
+        Candidate(vadd_module, "vadd", vadd_args(), id="after-all", reference=vadd_reference, definition=vadd),
     ]
     seen = []
+    time_evaluator = {"number": 5, "repeat": 2}
     results = kernelfarm.measure(
         tracker, candidates, key="cpu", results_file=str(results_file), timeout=2.0,
-        time_evaluator={"number": 5, "repeat": 2}, on_result=seen.append, progress=False,
+        time_evaluator=time_evaluator, on_result=seen.append, progress=False,
     )
     by_id = {r.id: r for r in results}
     assert [r.id for r in results] == [c.id for c in candidates] and [r.index for r in results] == list(range(len(candidates)))
@@ -79,15 +84,25 @@ def test_a_batch_gets_one_result_per_candidate_with_measure_ts_outcomes(tracker,
     assert sorted(r.id for r in seen) == sorted(c.id for c in candidates)
     lines = [json.loads(line) for line in results_file.read_text().splitlines()]
     assert sorted(line["id"] for line in lines) == sorted(c.id for c in candidates)
+    # Every line carries its candidate's digest, the compile error's too (its definition stands for the module).
+    digests = {c.id: candidate_digest(c, time_evaluator, 2.0) for c in candidates}
+    assert {line["id"]: line["digest"] for line in lines} == digests == {r.id: r.digest for r in results}
+    assert all("measuredAgain" not in line for line in lines)
 
-    # The TypeScript measure() resumes from the Python file: every candidate comes from it, none is built again.
-    ts = run_ts(MEASURE_BATCH, ["resume", tracker.address, str(results_file), json.dumps([c.id for c in candidates])])
+    # The TypeScript measure() resumes from the Python file: every candidate comes from it (same id, same digest), none is built.
+    batch = tmp_path / "batch.json"
+    batch.write_text(json.dumps({
+        "options": {"timeEvaluator": {"number": 5, "repeat": 2}, "timeoutMs": 2000},
+        "candidates": [describe(c) for c in candidates],
+    }))
+    ts = run_ts(MEASURE_BATCH, ["resume", tracker.address, str(results_file), str(batch)])
     assert ts.returncode == 0, ts.stderr
     out = json.loads(ts.stdout)
     assert tuple(out["outcomes"]) == kernelfarm.MEASURE_OUTCOMES
-    assert [(r["id"], r["outcome"], r.get("message"), r.get("timing")) for r in out["results"]] == [
-        (r.id, r.outcome, r.message, r.timing) for r in results
+    assert [(r["id"], r["outcome"], r.get("message"), r.get("timing"), r.get("digest")) for r in out["results"]] == [
+        (r.id, r.outcome, r.message, r.timing, r.digest) for r in results
     ]
+    assert len(results_file.read_text().splitlines()) == len(candidates), "the TypeScript batch measured nothing again"
 
 
 def test_python_resumes_from_a_typescript_results_file(tracker, tmp_path):
@@ -96,16 +111,29 @@ def test_python_resumes_from_a_typescript_results_file(tracker, tmp_path):
     assert ts.returncode == 0, ts.stderr
     written = {r["id"]: r for r in json.loads(ts.stdout)["results"]}
     assert {i: r["outcome"] for i, r in written.items()} == {"ts-ok": "OK", "ts-wrong": "WRONG_ANSWER", "ts-seeded": "OK"}
+    assert all(len(r.get("digest", "")) == 64 for r in written.values()), "the TypeScript SDK writes each line's digest"
 
     def never_built():
         raise AssertionError("a candidate in the results file was built again")
 
-    candidates = [Candidate(never_built, "vadd", [], id=i) for i in ("ts-seeded", "ts-ok", "ts-wrong")]
-    results = kernelfarm.measure(tracker, candidates, key="cpu", results_file=str(results_file), progress=False)
+    # The candidates measure_batch.ts measured, as Python writes them: the same definitions, arguments and timing.
+    a, b = np.arange(N, dtype=np.float32), np.full(N, 0.5, np.float32)
+    out = Output((N,), "float32")
+    candidates = [
+        Candidate(never_built, "vadd", [RandomInput((N,), "float32", seed=11), RandomInput((N,), "float32", seed=12), out, N],
+                  id="ts-seeded", reference=vadd_reference, definition={"kernel": "vadd"}),
+        Candidate(never_built, "vadd", [Input(a), Input(b), out, N], id="ts-ok", reference=vadd_reference, definition={"kernel": "vadd"}),
+        Candidate(never_built, "vadd_wrong", [Input(a), Input(b), out, N], id="ts-wrong", reference=vadd_reference, definition={"kernel": "vadd_wrong"}),
+    ]
+    seen = []
+    results = kernelfarm.measure(
+        tracker, candidates, key="cpu", results_file=str(results_file), time_evaluator={"number": 5, "repeat": 2}, on_result=seen.append, progress=False,
+    )
     assert [(r.index, r.id, r.outcome) for r in results] == [(0, "ts-seeded", "OK"), (1, "ts-ok", "OK"), (2, "ts-wrong", "WRONG_ANSWER")]
+    assert seen == [], "nothing was measured again"
     for r in results:
         w = written[r.id]
-        assert (r.timing, r.stats, r.board, r.attempts, r.message) == (w.get("timing"), w.get("stats"), w.get("board"), w["attempts"], w.get("message"))
+        assert (r.timing, r.stats, r.board, r.attempts, r.message, r.digest) == (w.get("timing"), w.get("stats"), w.get("board"), w["attempts"], w.get("message"), w["digest"])
 
 
 def test_a_measurer_keeps_its_sessions_between_batches(tracker, vadd_module):

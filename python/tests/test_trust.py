@@ -5,6 +5,8 @@ argument or $KFARM_TOKEN, the CA from the argument or $KFARM_TLS_CA, and
 clients without them are refused with codes that say why."""
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -103,3 +105,16 @@ def test_clients_without_the_right_credentials_are_refused(secure_farm):
     with pytest.raises(FarmError) as e:
         kernelfarm.connect_tracker(address, tls_ca=ca, tls_cert=ca)
     assert e.value.message == "connect_tracker: tls_cert and tls_key go together (a client certificate and its key), got only tls_cert"
+
+
+def test_measure_stops_at_once_on_a_refusal_no_wait_heals(secure_farm, vadd_module):
+    """UNAUTHENTICATED and PERMISSION_DENIED are not outages: measure() raises them at once instead of waiting infra_deadline."""
+    address, ca = secure_farm["address"], secure_farm["ca"]
+    candidate = kernelfarm.Candidate(vadd_module, "nop", [], id="nop")
+    for token, code in ((None, "UNAUTHENTICATED"), (secure_farm["other"], "PERMISSION_DENIED")):
+        with kernelfarm.connect_tracker(address, tls_ca=ca, token=token) as client:
+            t0 = time.monotonic()
+            with pytest.raises(FarmError) as e:
+                kernelfarm.measure(client, [candidate], key="secure", deadline=30, infra_deadline=600, progress=False)
+            assert e.value.code == code, e.value
+            assert time.monotonic() - t0 < 10, "refused at once, not waited out"
