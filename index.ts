@@ -13,8 +13,9 @@ export {
   type CallOptions, type CompileCpuOptions, type CompiledModule, type ParamDecl,
   compileCuda, compileCudaMany, type CompileCudaOptions, type CudaCompiledModule, type CudaFunctionDecl, type KernelResources,
   type Dim3, type LaunchDecl,
-  measure, Measurer, MEASURE_OUTCOMES, DEFAULT_REMEASURE_TIMES,
-  type BatchOptions, type Candidate, type MeasureArg, type MeasureOptions, type MeasureResult, type MeasureOutcome, type ReferenceFn, type RemeasureOptions,
+  measure, Measurer, MEASURE_OUTCOMES, DEFAULT_REMEASURE_TIMES, DEFAULT_INFRA_DEADLINE_MS, DEFAULT_RETRIES, DEFAULT_IN_FLIGHT_PER_BOARD, formatReport, candidateDigest,
+  type BatchOptions, type Candidate, type CandidateSource, type MeasureArg, type MeasureOptions, type MeasureResult, type MeasureOutcome, type ReferenceFn, type RemeasureOptions,
+  type MeasureReport, type BoardReport, type IdleTime,
 } from "./host-sdk/index.ts";
 export {
   compileVta, vtaConv2d, vtaMatmul, vtaElementwise, vtaVectorAdd, VTA_TUTORIALS,

@@ -2,8 +2,9 @@
  * Tuning at farm scale on a GPU host (issue 28), from the agent bundle:
  *
  *   ./bench tune-scaling   the seed-004 conv2d layer (7×7×512, 256 candidates, seed 1) with 1, 2 and 4
- *                          boards of one key, each run with a cold compile cache: seconds, candidates/s,
- *                          speedup over 1 board, busy fraction, and where the boards' idle time went
+ *                          boards of one key, each run with a cold compile cache, then again with the
+ *                          cache it left (the farm without the host's compiler as the limit): seconds,
+ *                          candidates/s, speedup over 1 board, busy fraction, where the boards' idle time went
  *   ./bench tune-model     the cost model against today's search (random, then mutations): per seed,
  *                          the candidates each needs to come within 2 % of the best that
  *                          TUNE_CANDIDATES (200) of today's search find, on seed 004's layer and SGEMM 4096
@@ -12,7 +13,9 @@
  * tracker and one agent holding every GPU of the host (cuda:0…, key cuda), and read the summaries the
  * examples write. Environment: TUNE_BOARDS (1,2,4), TUNE_LAYER (7x7x512), TUNE_CANDIDATES (256 for
  * scaling, 200 for the model), TUNE_SEEDS (1,2,3), TUNE_PROBLEMS (conv2d,sgemm), TUNE_OUT (a folder
- * for the runs' output and the plots; default a temporary one). Without a GPU, says so and skips.
+ * for the runs' output and the plots; default a temporary one), TUNE_CACHES (cold,warm), TUNE_ARGS (more
+ * options for the example, e.g. "--search evolution"), TUNE_CPU_PROF=1 (a CPU profile of each run's
+ * tuning process). Without a GPU, says so and skips.
  */
 import { execFileSync, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync } from "node:fs";
@@ -37,11 +40,12 @@ function gpuCount(): number {
   }
 }
 
-/** Runs one tuning example to its end; its stdout goes to `log`, its summary JSON is returned. */
-async function runExample(script: string, argv: string[], outDir: string, summaryName: string): Promise<Record<string, unknown>> {
+/** Runs one tuning example to its end and returns its summary JSON; `cache`: its compile cache (default a fresh, cold one). */
+async function runExample(script: string, argv: string[], outDir: string, summaryName: string, cache = mkdtempSync(join(tmpdir(), "kfarm-tune-cache-"))): Promise<Record<string, unknown>> {
   mkdirSync(outDir, { recursive: true });
-  const cache = mkdtempSync(join(tmpdir(), "kfarm-tune-cache-")); // cold compile caches, every run
-  const child = spawn(process.execPath, ["--import", "tsx", join(ROOT, "examples", script), ...argv, "--out", outDir], {
+  // TUNE_CPU_PROF=1: a CPU profile of the tuning script's own process, in its output folder.
+  const prof = process.env.TUNE_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${outDir}`] : [];
+  const child = spawn(process.execPath, [...prof, "--import", "tsx", join(ROOT, "examples", script), ...argv, "--out", outDir], {
     cwd: ROOT,
     env: { ...process.env, KFARM_CACHE_DIR: cache, KFARM_LOG: "warn" },
     stdio: ["ignore", "pipe", "inherit"],
@@ -79,30 +83,39 @@ export async function benchTuneScaling(): Promise<void> {
   const candidates = env("TUNE_CANDIDATES", "256");
   const boards = list(env("TUNE_BOARDS", "1,2,4")).map(Number).filter((n) => n <= farm.gpus);
   const rows: (string | number)[][] = [];
-  let one: number | undefined;
+  const firstRate: Record<string, number> = {};
   try {
-    for (const n of boards) {
-      const s = await runExample("tune-cuda-conv2d.ts", ["--tracker", farm.address, "--layers", layer, "--candidates", candidates, "--seed", "1", "--boards", String(n)], join(out, `scaling-${n}`), "tune-cuda-conv2d-summary.json");
-      const l = (s.layers as { seconds: number; candidates: number; farm: MeasureReport; best: Record<string, { us: number }> }[])[0]!;
-      const r = l.farm;
-      const rate = r.candidatesPerSecond;
-      one ??= rate;
-      const idle = (k: keyof MeasureReport["boards"][number]["idle"]) => (r.boards.reduce((a, b) => a + b.idle[k], 0) / r.boards.length).toFixed(1);
-      const best = Math.min(...Object.values(l.best).map((b) => b.us));
-      rows.push([
-        n, r.seconds.toFixed(1), rate.toFixed(2), `${(rate / one).toFixed(2)}×`, `${((100 * rate) / one / n).toFixed(0)} %`, `${(100 * r.busy).toFixed(0)} %`,
-        idle("compile"), idle("host"), idle("transfer"), idle("session"), idle("tail"), `${r.compiles.medianSeconds.toFixed(2)} / ${r.compiles.maxSeconds.toFixed(2)}`,
-        `${(r.compileParallelism / Math.max(r.compiles.medianSeconds, 1e-3)).toFixed(1)}`, r.queueDepth, best.toFixed(2),
-      ]);
-      console.error(`tune-scaling: ${n} board(s) done`);
+    // Cold: every compile cache empty. Warm: again with the cache the cold run left (same seed, so mostly the same
+    // candidates): what the farm does when the host's compiler is not the limit.
+    for (const cache of list(env("TUNE_CACHES", "cold,warm")) as ("cold" | "warm")[]) {
+      for (const n of boards) {
+        const dir = join(out, `scaling-${n}`);
+        const cacheDir = join(dir, "cache");
+        if (cache === "cold") mkdirSync(cacheDir, { recursive: true });
+        const argv = ["--tracker", farm.address, "--layers", layer, "--candidates", candidates, "--seed", "1", "--boards", String(n), ...(process.env.TUNE_ARGS ?? "").split(" ").filter(Boolean)];
+        const s = await runExample("tune-cuda-conv2d.ts", argv, join(dir, cache), "tune-cuda-conv2d-summary.json", cacheDir);
+        const l = (s.layers as { farm: MeasureReport; best: Record<string, { us: number }>; hostCpuSeconds: number }[])[0]!;
+        const r = l.farm;
+        const rate = r.candidatesPerSecond;
+        firstRate[cache] ??= rate;
+        const one = firstRate[cache]!;
+        const idle = (k: keyof MeasureReport["boards"][number]["idle"]) => (r.boards.reduce((a, b) => a + b.idle[k], 0) / r.boards.length).toFixed(1);
+        const best = Math.min(...Object.values(l.best).map((b) => b.us));
+        rows.push([
+          cache, n, r.seconds.toFixed(1), rate.toFixed(2), `${(rate / one).toFixed(2)}×`, `${((100 * rate) / one / n).toFixed(0)} %`, `${(100 * r.busy).toFixed(0)} %`,
+          idle("compile"), idle("host"), idle("transfer"), idle("session"), idle("tail"), `${r.compiles.medianSeconds.toFixed(2)} / ${r.compiles.maxSeconds.toFixed(2)}`,
+          `${(r.compileParallelism / Math.max(r.compiles.medianSeconds, 1e-3)).toFixed(1)}`, r.queueDepth, `${((100 * l.hostCpuSeconds) / r.seconds).toFixed(0)} %`, best.toFixed(2),
+        ]);
+        console.error(`tune-scaling: ${cache}, ${n} board(s) done`);
+      }
     }
   } finally {
     await farm.stop();
   }
-  console.log(`\nTuning at farm scale: conv2d ${layer}, ${candidates} candidates, seed 1, cold compile caches; ${farm.gpus} GPU(s) on this host; output in ${out}`);
+  console.log(`\nTuning at farm scale: conv2d ${layer}, ${candidates} candidates, seed 1, cold then warm compile caches; ${farm.gpus} GPU(s) on this host; output in ${out}`);
   console.log(
     formatTable(
-      ["boards", "seconds", "candidates/s", "speedup", "efficiency", "busy", "idle compile s", "host s", "transfer s", "session s", "tail s", "compile p50/max s", "host compile capacity/s", "queue depth", "best µs"],
+      ["caches", "boards", "seconds", "candidates/s", "speedup", "efficiency", "busy", "idle compile s", "host s", "transfer s", "session s", "tail s", "compile p50/max s", "host compile capacity/s", "queue depth", "host CPU", "best µs"],
       rows,
     ),
   );

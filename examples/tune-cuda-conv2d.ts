@@ -120,6 +120,8 @@ interface LayerReport {
    */
   farmOverheadMs?: [number, number, number];
   search: string;
+  /** CPU seconds this script's own process spent (the search, the pipeline, the reference): one core is its ceiling. */
+  hostCpuSeconds: number;
   /** How the pipeline used the boards (measure()'s report). */
   farm: MeasureReport;
 }
@@ -180,6 +182,7 @@ async function tuneLayer(measurer: Measurer, layer: string, p: ConvProblem): Pro
       `spaces: direct ${spaceSize(space).toLocaleString("en-US")}, winograd ${spaceSize(WINOGRAD_SPACE).toLocaleString("en-US")}; search: ${strategy}`,
   );
   const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
   let compileSeconds = 0;
   const registers = new Map<string, number>();
   const gflops = (r: MeasureResult | undefined) => (r?.outcome === "OK" && r.timing ? flops / r.timing.median / 1e9 : NaN);
@@ -231,6 +234,7 @@ async function tuneLayer(measurer: Measurer, layer: string, p: ConvProblem): Pro
     referenceSeconds,
     curve,
     search: strategy,
+    hostCpuSeconds: ((c) => (c.user + c.system) / 1e6)(process.cpuUsage(cpu0)),
     farm: run.report,
   };
   for (const template of ["direct", "winograd"] as const) {

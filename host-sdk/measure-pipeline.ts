@@ -121,6 +121,8 @@ class BoardLoop {
   private acquiring?: Promise<BoardSession | undefined>;
   readonly boards: string[] = [];
   candidates = 0;
+  /** When this board's session requests began to fail, if they are failing: its outage clock. */
+  outageSince?: number;
   /** The Measure requests outstanding on the current session, by the order they went out. */
   private readonly sent = new Map<BoardSession, number[]>();
   /** Per lost session: the candidate whose run it died in (the earliest request outstanding then). */
@@ -193,13 +195,11 @@ export class Pipeline {
   private readonly compileSeconds: number[] = [];
   /** Candidates taken by a slot and not yet recorded or queued again. */
   private taken = 0;
-  /** Results of board runs, for the boards' rate. */
-  private measured = 0;
+  /** The boards' own seconds per candidate (measure_wall_ns), for their capacity. */
+  private readonly boardSeconds: number[] = [];
   private readonly t0 = performance.now();
   private recorded = 0;
   private reused = 0;
-  /** When the farm stopped answering session requests, if it has. */
-  private outageSince?: number;
   private lastInfra = "";
   /** Loops still able to obtain a session. */
   private live = 0;
@@ -440,7 +440,8 @@ export class Pipeline {
       const again = this.remeasure && this.againFor(e);
       const events = { sent: () => loop.measureSent(board, e.index), settled: () => loop.measureSettled(board, e.index) };
       const r = await board.run(e.module!, e.c, expects, this.opts, events, again);
-        this.measured++;
+        const wall = r.stats?.measure_wall_ns;
+      if (wall) this.boardSeconds.push(wall / 1e9);
       loop.candidates++;
       this.record(e, r, e.attempts);
     } catch (err) {
@@ -503,7 +504,7 @@ export class Pipeline {
       if (signal.aborted) return undefined;
       try {
         const s = new BoardSession(await this.client.request(this.opts.key, { labels: this.opts.labels, deadlineMs: this.opts.deadlineMs ?? 60_000, signal }));
-        this.outageSince = undefined;
+        loop.outageSince = undefined;
         return s;
       } catch (err) {
         if (signal.aborted) return undefined;
@@ -513,8 +514,8 @@ export class Pipeline {
           return undefined;
         }
         this.lastInfra = `${e.code}: ${e.message}`;
-        this.outageSince ??= Date.now();
-        if (Date.now() - this.outageSince > this.infraDeadlineMs) {
+        loop.outageSince ??= Date.now();
+        if (Date.now() - loop.outageSince > this.infraDeadlineMs) {
           this.changing();
           this.live--;
           this.wake();
@@ -544,18 +545,22 @@ export class Pipeline {
   }
 
   /**
-   * The queue depth that covers the slowest compile seen at the boards'
-   * rate (with half again for luck), so that a board never waits for a
-   * compile the host had time to finish — and no deeper, since a search
-   * proposes everything in the queue without the results still to come.
+   * The queue depth that covers a slow compile (the 90th percentile seen)
+   * at the boards' capacity — their count over the median of their own time
+   * per candidate — with half again for luck: by Little's law, that many
+   * candidates must be building for the boards never to wait for the
+   * compiler. No deeper, since a search proposes everything in the queue
+   * without the results still to come; and never from the achieved rate,
+   * which a compiler that falls behind would drag down with it.
    */
   private adaptDepth(): void {
-    if (this.opts.queueDepth !== undefined || this.measured < this.slots || this.compileSeconds.length < 4) return;
-    const rate = this.measured / ((performance.now() - this.t0) / 1e3);
-    const slowest = Math.max(...this.compileSeconds);
+    if (this.opts.queueDepth !== undefined || this.boardSeconds.length < this.slots || this.compileSeconds.length < 4) return;
+    const capacity = this.slots / Math.max(percentile(this.boardSeconds, 0.5), 1e-3);
+    const slow = percentile(this.compileSeconds, 0.9);
     const base = this.slots * this.inFlight;
-    this.depth = Math.min(this.compileParallelism + 2 * base, Math.max(base + 1, base + Math.ceil(1.5 * rate * slowest)));
+    this.depth = Math.min(this.compileParallelism + 2 * base, base + Math.ceil(1.5 * capacity * slow));
   }
+
 
   /** Stops the batch: no more candidates are taken, and measure() rejects with `err`. */
   private stop(err: unknown): void {
@@ -587,6 +592,11 @@ export class Pipeline {
       boards,
     };
   }
+}
+
+function percentile(xs: readonly number[], q: number): number {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 }
 
 function pick(o: { outcome: MeasureOutcome; message: string }): { outcome: MeasureOutcome; message: string } {
