@@ -144,6 +144,41 @@ export function describeBoard(board: Board, opts: { history?: boolean } = {}): B
 }
 
 /**
+ * Everything describeBoard() reads that changes while a board is attached,
+ * by value (its labels and health objects by reference: they are replaced,
+ * not changed in place — except the health machine's fields, listed; the
+ * canary's recent time and drift follow from its last timing and baseline).
+ * Equal facts, equal BoardInfo (without history): the summary keeps each
+ * board's encoding while they stay equal (tracker/summary.ts). A field added
+ * to describeBoard() or standingInfo() that can change is added here too.
+ */
+export function boardFacts(board: Board, state: BoardState, into: unknown[] = []): unknown[] {
+  const h = board.health;
+  const c = h.canary;
+  const l = board.lease;
+  // Written into `into`, a caller's scratch array: the summary reads 10,000 boards' facts per call.
+  into[0] = board.labels;
+  into[1] = state;
+  into[2] = l?.id;
+  into[3] = l?.clientId;
+  into[4] = l?.lane;
+  into[5] = board.drain;
+  into[6] = h;
+  into[7] = h.state;
+  into[8] = h.reason;
+  into[9] = h.lastError;
+  into[10] = h.lastCanary;
+  into[11] = h.lastCanaryAt;
+  into[12] = c;
+  into[13] = c.timings.length;
+  into[14] = c.timings[c.timings.length - 1];
+  into[15] = c.baselineNs;
+  into[16] = c.baselineRuns;
+  into.length = 17;
+  return into;
+}
+
+/**
  * Every attached agent and its boards, with the indexes that keep the hot
  * paths off the board count: by id (a board command, a lane's session, the
  * board memory asking whether a board is attached), by key (a request), the

@@ -2,13 +2,38 @@
  * The Summary RPC's content (TVM's query_rpc_tracker: per key total / free /
  * pending; per board agent, key, labels, state, session) and its text table.
  */
-import { FARM_VERSION } from "../protos/index.ts";
+import { FARM_VERSION, encodeBoardEntry, encodeSummaryReply } from "../protos/index.ts";
 import type { BoardInfo__Output } from "../protos/gen/farm/v1/BoardInfo.ts";
 import type { SummaryReply, SummaryReply__Output } from "../protos/gen/farm/v1/SummaryReply.ts";
 import { CANARY_BASELINE_RUNS, formatNs } from "./canary-drift.ts";
-import { boardState, describeBoard, type Registry } from "./registry.ts";
+import { boardFacts, boardState, describeBoard, type Board, type BoardState, type Registry } from "./registry.ts";
 import type { Scheduler } from "./scheduler.ts";
 
+/** The summary's boards, of every key or of one, in id order. */
+function listedBoards(registry: Registry, key: string): readonly Board[] {
+  const sorted = registry.boardsById();
+  return key ? sorted.filter((b) => b.key === key) : sorted;
+}
+
+/** The summary without its boards: queues (one pass over the boards, whose states are given), agents, version, uptime. */
+function summaryHead(registry: Registry, scheduler: Scheduler, startedAt: number, key: string, boards: readonly Board[], states: readonly BoardState[]): SummaryReply {
+  const counts = new Map<string, { total: number; free: number }>();
+  for (const k of key ? [key] : scheduler.queuedKeys()) counts.set(k, { total: 0, free: 0 });
+  for (let i = 0; i < boards.length; i++) {
+    const b = boards[i]!;
+    let c = counts.get(b.key);
+    if (!c) counts.set(b.key, (c = { total: 0, free: 0 }));
+    c.total++;
+    if (states[i] === "free") c.free++;
+  }
+  return {
+    queues: [...counts.keys()].sort().map((k) => ({ key: k, total: counts.get(k)!.total, free: counts.get(k)!.free, pending: scheduler.pendingOf(k) })),
+    boards: [],
+    agents: [...registry.agents.values()].map((a) => ({ id: a.id, name: a.name, peer: a.peer, attached_at_ms: a.attachedAt, boards: a.boards.size })),
+    tracker_version: FARM_VERSION,
+    uptime_ms: Date.now() - startedAt,
+  };
+}
 
 /**
  * The summary, of every key or of `key` alone (a host interested in one key
@@ -16,18 +41,47 @@ import type { Scheduler } from "./scheduler.ts";
  * health changes too.
  */
 export function buildSummary(registry: Registry, scheduler: Scheduler, startedAt: number, key = "", history = false): SummaryReply {
-  const boards = [...registry.boards()].filter((b) => !key || b.key === key);
-  const keys = key ? [key] : [...new Set([...boards.map((b) => b.key), ...scheduler.queuedKeys()])].sort();
-  return {
-    queues: keys.map((key) => {
-      const ofKey = boards.filter((b) => b.key === key);
-      return { key, total: ofKey.length, free: ofKey.filter((b) => boardState(b) === "free").length, pending: scheduler.pendingOf(key) };
-    }),
-    boards: boards.sort((a, b) => a.id.localeCompare(b.id)).map((b) => describeBoard(b, { history })),
-    agents: [...registry.agents.values()].map((a) => ({ id: a.id, name: a.name, peer: a.peer, attached_at_ms: a.attachedAt, boards: a.boards.size })),
-    tracker_version: FARM_VERSION,
-    uptime_ms: Date.now() - startedAt,
-  };
+  const boards = listedBoards(registry, key);
+  return { ...summaryHead(registry, scheduler, startedAt, key, boards, boards.map(boardState)), boards: boards.map((b) => describeBoard(b, { history })) };
+}
+
+/**
+ * The Summary RPC's reply, encoded (protos/summary-reply.ts), keeping each
+ * board's encoded BoardInfo until one of its facts changes (boardFacts): a
+ * call re-encodes only the boards that changed since the last one. With
+ * 10,000 boards a plain encoding took ~0.2 s of the tracker's thread per
+ * call (BENCHMARKS.md §18). `history` asks for what is not kept (each board's
+ * health history and canary times): buildSummary() answers those.
+ */
+export class SummaryEncoder {
+  private readonly encoded = new WeakMap<Board, { facts: unknown[]; bytes: Uint8Array }>();
+  /** Each board's facts are read into this, and copied only when they changed. */
+  private readonly scratch: unknown[] = [];
+
+  encode(registry: Registry, scheduler: Scheduler, startedAt: number, key = ""): SummaryReply {
+    const boards = listedBoards(registry, key);
+    const states = new Array<BoardState>(boards.length);
+    const parts = new Array<Uint8Array>(boards.length);
+    for (let i = 0; i < boards.length; i++) {
+      states[i] = boardState(boards[i]!);
+      parts[i] = this.bytesOf(boards[i]!, states[i]!);
+    }
+    return encodeSummaryReply(summaryHead(registry, scheduler, startedAt, key, boards, states), parts);
+  }
+
+  private bytesOf(board: Board, state: BoardState): Uint8Array {
+    const facts = boardFacts(board, state, this.scratch);
+    const kept = this.encoded.get(board);
+    if (kept && sameFacts(kept.facts, facts)) return kept.bytes;
+    const bytes = encodeBoardEntry(describeBoard(board));
+    this.encoded.set(board, { facts: facts.slice(), bytes });
+    return bytes;
+  }
+}
+
+function sameFacts(a: readonly unknown[], b: readonly unknown[]): boolean {
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 /** `kfarm status --history` shows each board's last few canary times (the summary holds up to 50). */
