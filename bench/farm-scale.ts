@@ -36,7 +36,9 @@ import { once } from "node:events";
 import { mkdirSync } from "node:fs";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import * as grpc from "@grpc/grpc-js";
 import { connectTracker, type TrackerClient } from "../host-sdk/index.ts";
+import { HostService, makeClient } from "../protos/index.ts";
 import { statusKiB } from "../tests/helpers/procfs.ts";
 import { startTrackerProcess, waitFor, type TrackerProcess } from "../tests/helpers/processes.ts";
 import type { HostLoopResult } from "./lib/host-loops.ts";
@@ -136,10 +138,16 @@ export interface FarmScaleResult {
   hostsCpuS: number;
   rssPeakBytes: number;
   rssAfterBytes: number;
-  /** Summary (every key) while the load ran; and before it, the farm idle. */
+  /** Summary (every key) through the host SDK, as `kfarm status` calls it, while the load ran; and before it, the farm idle. */
   summaryMs: number[];
   summaryIdleMs: number[];
+  /** The same call with the reply left undecoded (the tracker's part and the transfer, no client decoding), under load and idle. */
+  summaryRawMs: number[];
+  summaryRawIdleMs: number[];
+  /** The Summary reply's size on the wire. */
   summaryBytes: number;
+  /** The tracker's CPU with every board attached and no host (heartbeats), CPU-s per s. */
+  trackerIdleCpu: number;
 }
 
 const live = new Set<ChildProcess>();
@@ -191,15 +199,33 @@ function split(n: number, parts: number): number[] {
   return Array.from({ length: k }, (_, i) => Math.floor(n / k) + (i < n % k ? 1 : 0));
 }
 
-async function summaryTimes(client: TrackerClient, n: number): Promise<number[]> {
+/** A Summary call of every key whose reply is not decoded: resolves to its size in bytes. */
+function rawSummary(address: string): { call(): Promise<number>; close(): void } {
+  const method = (HostService as unknown as grpc.ServiceClientConstructor).service.Summary!;
+  const client = makeClient<grpc.Client>(grpc.Client, address, {});
+  return {
+    call: () =>
+      new Promise((resolve, reject) =>
+        client.makeUnaryRequest(method.path, method.requestSerialize, (b: Buffer) => b, { key: "", health_history: false }, new grpc.Metadata(), { deadline: Date.now() + 60_000 }, (err, reply?: Buffer) =>
+          err ? reject(err) : resolve(reply!.length),
+        ),
+      ),
+    close: () => client.close(),
+  };
+}
+
+async function timed(n: number, f: () => Promise<unknown>): Promise<number[]> {
   const out: number[] = [];
   for (let i = 0; i < n; i++) {
     const t = nowMs();
-    await client.summary();
+    await f();
     out.push(nowMs() - t);
   }
   return out;
 }
+
+/** How long the tracker is watched with every board attached and no host, for its CPU with heartbeats alone. */
+const IDLE_WATCH_MS = 3000;
 
 /** One farm, one load: the machinery of the benchmark (and of tests/farm-scale.test.ts). */
 export async function runFarmScale(opts: FarmScaleOptions): Promise<FarmScaleResult> {
@@ -208,6 +234,7 @@ export async function runFarmScale(opts: FarmScaleOptions): Promise<FarmScaleRes
   const tracker: TrackerProcess = await startTrackerProcess(opts.trackerArgs, 0, opts.cpuProf ? { nodeArgs: ["--cpu-prof", "--cpu-prof-dir", resolve(opts.cpuProf)] } : {});
   const pid = tracker.proc.pid!;
   const client = await connectTracker(tracker.address, { rpcTimeoutMs: 60_000 });
+  const raw = rawSummary(tracker.address);
   const agentProcs: ChildProcess[] = [];
   const hostProcs: ChildProcess[] = [];
   try {
@@ -244,16 +271,22 @@ export async function runFarmScale(opts: FarmScaleOptions): Promise<FarmScaleRes
     }, 120_000, 200);
     const attachMs = nowMs() - t0;
 
-    // Summary with every board registered, the farm idle.
-    await summaryTimes(client, 3);
-    const summaryIdleMs = await summaryTimes(client, 10);
-    const summaryBytes = JSON.stringify(await client.summary()).length;
+    // Summary with every board registered, the farm idle; the tracker's CPU with heartbeats alone.
+    await timed(3, () => client.summary());
+    const summaryIdleMs = await timed(10, () => client.summary());
+    const summaryRawIdleMs = await timed(10, () => raw.call());
+    const summaryBytes = await raw.call();
+    const idle0 = cpuSeconds(pid);
+    await new Promise((r) => setTimeout(r, IDLE_WATCH_MS));
+    const trackerIdleCpu = (cpuSeconds(pid) - idle0) / (IDLE_WATCH_MS / 1e3);
 
-    // The hosts, in processes of up to 250 each.
+    // The hosts, in processes of up to 250 each; their first requests spread over a hold time (within the warm-up),
+    // as hosts that are not in lockstep would be.
+    const staggerMs = Math.min(Math.max(opts.holdMs, 100), opts.warmupS * 1000);
     const hostLines: Promise<string>[] = [];
     const ready: Promise<string>[] = [];
     for (const n of split(opts.hosts, opts.hostProcs || Math.ceil(opts.hosts / 250))) {
-      const child = spawnChild([HOST_LOOPS, tracker.address, String(n), "--key", opts.key, "--hold-ms", String(opts.holdMs), "--stagger-ms", String(Math.min(1000, opts.warmupS * 1000))]);
+      const child = spawnChild([HOST_LOOPS, tracker.address, String(n), "--key", opts.key, "--hold-ms", String(opts.holdMs), "--stagger-ms", String(staggerMs)]);
       hostProcs.push(child.proc);
       ready.push(child.line("ready"));
       hostLines.push(child.line("result"));
@@ -272,10 +305,17 @@ export async function runFarmScale(opts: FarmScaleOptions): Promise<FarmScaleRes
     const othersA = others();
     const a = nowMs();
     const summaryMs: number[] = [];
-    while (nowMs() - go < warmupMs + durationMs) {
+    const summaryRawMs: number[] = [];
+    // Every summaryEveryMs one Summary, through the SDK and undecoded in turn.
+    for (let i = 0; nowMs() - go < warmupMs + durationMs; i++) {
       const t = nowMs();
-      await client.summary();
-      summaryMs.push(nowMs() - t);
+      if (i % 2 === 0) {
+        await client.summary();
+        summaryMs.push(nowMs() - t);
+      } else {
+        await raw.call();
+        summaryRawMs.push(nowMs() - t);
+      }
       const left = warmupMs + durationMs - (nowMs() - go);
       if (left > 0) await new Promise((r) => setTimeout(r, Math.min(left, Math.max(0, opts.summaryEveryMs - (nowMs() - t)))));
     }
@@ -311,10 +351,14 @@ export async function runFarmScale(opts: FarmScaleOptions): Promise<FarmScaleRes
       rssAfterBytes,
       summaryMs,
       summaryIdleMs,
+      summaryRawMs,
+      summaryRawIdleMs,
       summaryBytes,
+      trackerIdleCpu,
     };
   } finally {
     client.close();
+    raw.close();
     await Promise.all([...hostProcs, ...agentProcs].map(stopChild));
     await tracker.stop();
   }
@@ -335,6 +379,7 @@ function mergeHosts(rs: HostLoopResult[]): HostLoopResult {
       const seen = (m.errors[k] ??= { count: 0, first: e.first });
       seen.count += e.count;
     }
+    m.loopDelay = worst(m.loopDelay, r.loopDelay);
   }
   return m;
 }
@@ -344,8 +389,14 @@ function mergeAgents(rs: SimAgentStats[]): SimAgentStats {
   for (const r of rs) {
     for (const k of ["assigned", "direct", "relay", "closed", "released", "hostLeft", "otherRequests", "doubleAssigned"] as const) m[k] += r[k];
     for (const [code, n] of Object.entries(r.endedByTracker)) m.endedByTracker[code] = (m.endedByTracker[code] ?? 0) + n;
+    m.loopDelay = worst(m.loopDelay, r.loopDelay);
   }
   return m;
+}
+
+function worst(a: { p99Ms: number; maxMs: number } | undefined, b: { p99Ms: number; maxMs: number } | undefined) {
+  if (!a || !b) return a ?? b;
+  return { p99Ms: Math.max(a.p99Ms, b.p99Ms), maxMs: Math.max(a.maxMs, b.maxMs) };
 }
 
 /** What must hold after any run: every request granted and released, the agents saw the same, every board listed and free again. */
@@ -363,6 +414,10 @@ export function farmScaleProblems(r: FarmScaleResult): string[] {
   if (r.boardsFreeAfter !== total) p.push(`${r.boardsFreeAfter} of ${total} boards free after the run`);
   if (h.granted === 0) p.push("no session was granted");
   return p;
+}
+
+function lag(d: { p99Ms: number; maxMs: number } | undefined): string {
+  return d ? `${d.p99Ms.toFixed(0)} / ${d.maxMs.toFixed(0)} ms` : "n/a";
 }
 
 function describe(r: FarmScaleResult): string {
@@ -390,6 +445,8 @@ export async function benchFarmScale(argv: readonly string[] = process.argv.slic
   const g = big.hosts.grantMs;
   const perGrant = (r: FarmScaleResult) => (r.trackerCpuS / Math.max(1, r.hosts.grantedInWindow)) * 1e3;
   const rate = (r: FarmScaleResult) => r.hosts.grantedInWindow / r.windowS;
+  const netPerGrant = (r: FarmScaleResult) => ((r.trackerCpuS - r.trackerIdleCpu * r.windowS) / Math.max(1, r.hosts.grantedInWindow)) * 1e3;
+  const pct = (cpus: number) => `${(cpus * 100).toFixed(0)}%`;
   const bl = (f: (r: FarmScaleResult) => string) => (base ? f(base) : "");
   const ratio = (v: number, f: (r: FarmScaleResult) => number) => (base ? fmtRatio(v / f(base)) : "");
   const gp50 = percentile(g, 50);
@@ -419,12 +476,19 @@ export async function benchFarmScale(argv: readonly string[] = process.argv.slic
     { ...blank, figure: "grants per second", value: `${rate(big).toFixed(0)}/s`, baseline: bl((b) => `${rate(b).toFixed(1)}/s`) },
     {
       ...blank,
-      figure: "tracker CPU per grant",
+      figure: "tracker CPU per grant (all its CPU in the window / grants)",
       value: `${cpu.toFixed(2)} ms`,
       baseline: bl((b) => `${perGrant(b).toFixed(2)} ms`),
       ratio: ratio(cpu, perGrant),
     },
-    { ...blank, figure: "  tracker CPU over the window", value: `${((big.trackerCpuS / big.windowS) * 100).toFixed(0)}% of a CPU`, baseline: bl((b) => `${((b.trackerCpuS / b.windowS) * 100).toFixed(0)}%`) },
+    {
+      ...blank,
+      figure: "  less its CPU with no host (heartbeats)",
+      value: `${netPerGrant(big).toFixed(2)} ms`,
+      baseline: bl((b) => `${netPerGrant(b).toFixed(2)} ms`),
+      ratio: ratio(netPerGrant(big), netPerGrant),
+    },
+    { ...blank, figure: "  tracker CPU: with the load / no host", value: `${pct(big.trackerCpuS / big.windowS)} / ${pct(big.trackerIdleCpu)} of a CPU`, baseline: bl((b) => `${pct(b.trackerCpuS / b.windowS)} / ${pct(b.trackerIdleCpu)}`) },
     {
       figure: "tracker RSS peak (VmHWM)",
       value: fmtMiB(big.rssPeakBytes),
@@ -434,7 +498,7 @@ export async function benchFarmScale(argv: readonly string[] = process.argv.slic
       ratio: ratio(big.rssPeakBytes, (b) => b.rssPeakBytes),
     },
     {
-      figure: `Summary (every key, ${total} boards) under load, p50`,
+      figure: `Summary (every key, ${total} boards; client.summary() as kfarm status) under load, p50`,
       value: fmtMs(sp50),
       target: `≤ ${TARGET_SUMMARY_P50_MS} ms`,
       verdict: verdict(sp50 <= TARGET_SUMMARY_P50_MS),
@@ -443,15 +507,23 @@ export async function benchFarmScale(argv: readonly string[] = process.argv.slic
     },
     { ...blank, figure: "  p99", value: fmtMs(percentile(big.summaryMs, 99)), baseline: bl((b) => fmtMs(percentile(b.summaryMs, 99))) },
     { ...blank, figure: "  the farm idle, p50", value: fmtMs(percentile(big.summaryIdleMs, 50)), baseline: bl((b) => fmtMs(percentile(b.summaryIdleMs, 50))) },
+    {
+      ...blank,
+      figure: "  the reply not decoded (tracker + transfer) under load, p50 / p99",
+      value: `${fmtMs(percentile(big.summaryRawMs, 50))} / ${fmtMs(percentile(big.summaryRawMs, 99))}`,
+      baseline: bl((b) => `${fmtMs(percentile(b.summaryRawMs, 50))} / ${fmtMs(percentile(b.summaryRawMs, 99))}`),
+    },
+    { ...blank, figure: "    the farm idle, p50", value: fmtMs(percentile(big.summaryRawIdleMs, 50)), baseline: bl((b) => fmtMs(percentile(b.summaryRawIdleMs, 50))) },
   ];
   const problems = [...farmScaleProblems(big).map((p) => `CHECK FAILED (${describe(big)}): ${p}`), ...(base ? farmScaleProblems(base).map((p) => `CHECK FAILED (baseline): ${p}`) : [])];
   const procs = (r: FarmScaleResult) => `${Math.ceil(r.options.agents / 50)}`;
   printTable(`18. a farm of ${total.toLocaleString("en")} boards, simulated: ${opts.agents} agents × ${opts.boards} boards, ${opts.hosts} hosts (request → hold ${opts.holdMs} ms → close) for ${opts.durationS} s`, rows, [
     `window ${big.windowS.toFixed(1)} s after a ${opts.warmupS} s warm-up: ${big.hosts.grantMs.length} grants timed, ${big.hosts.grantedInWindow} completed in it; whole run ${big.hosts.requested} requested, ${big.hosts.granted} granted, ${big.hosts.released} released; lanes ${JSON.stringify(big.hosts.lanes)}.`,
-    `every board free at the tracker ${(big.attachMs / 1e3).toFixed(1)} s after the agents started; Summary of every key ~${(big.summaryBytes / 1024).toFixed(0)} KiB as JSON; ${big.summaryMs.length} calls under load, every ${opts.summaryEveryMs} ms.`,
+    `every board free at the tracker ${(big.attachMs / 1e3).toFixed(1)} s after the agents started; the Summary reply of every key is ${(big.summaryBytes / 1024).toFixed(0)} KiB on the wire; under load one call every ${opts.summaryEveryMs} ms, through the SDK (${big.summaryMs.length}) and undecoded (${big.summaryRawMs.length}) in turn.`,
     `CPU over the window: tracker ${big.trackerCpuS.toFixed(1)} s, simulated agents ${big.agentsCpuS.toFixed(1)} s (${procs(big)} process(es)), hosts ${big.hostsCpuS.toFixed(1)} s (${Math.ceil(opts.hosts / 250)} process(es)), of ${(big.windowS * 2).toFixed(0)} CPU-s on 2 CPUs.`,
-    `agents saw: ${JSON.stringify(big.agents)}.`,
-    ...(base ? [`baseline: ${describe(base)}, ${base.windowS.toFixed(1)} s window, ${base.hosts.grantedInWindow} grants; agents saw ${JSON.stringify(base.agents)}.`] : []),
+    `event loops of the load generators, p99 / max late: simulated agents ${lag(big.agents.loopDelay)}, hosts ${lag(big.hosts.loopDelay)} (a starved generator delays grants the tracker did not).`,
+    `agents saw: ${JSON.stringify({ ...big.agents, loopDelay: undefined })}.`,
+    ...(base ? [`baseline: ${describe(base)}, ${base.windowS.toFixed(1)} s window, ${base.hosts.grantedInWindow} grants; agents saw ${JSON.stringify({ ...base.agents, loopDelay: undefined })}.`] : []),
     ...(problems.length ? problems : ["checks: every request granted and released, the agents' counts agree, every board listed and free after the run."]),
   ]);
   if (problems.length) throw new Error(problems.join("\n"));

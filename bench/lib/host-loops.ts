@@ -22,6 +22,7 @@
  * prints "result JSON" (HostLoopResult) and exits.
  */
 import { fileURLToPath } from "node:url";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { resolve } from "node:path";
 import { connectTracker, type Session, type TrackerClient } from "../../host-sdk/index.ts";
 import { FarmError } from "../../protos/index.ts";
@@ -52,6 +53,8 @@ export interface HostLoopResult {
   lanes: Record<string, number>;
   /** Failures by code, and the first message of each. */
   errors: Record<string, { count: number; first: string }>;
+  /** How late the hosts' event loop ran while they looped (the worst process when merged). */
+  loopDelay?: { p99Ms: number; maxMs: number };
 }
 
 /** Connected hosts, ready to loop. */
@@ -109,8 +112,11 @@ export async function connectHosts(opts: HostLoopOptions): Promise<HostFleet> {
           }
         }
       };
+      const lag = monitorEventLoopDelay({ resolution: 10 });
+      lag.enable();
       await Promise.all(clients.map((c, i) => loop(c, i)));
-      return r;
+      lag.disable();
+      return { ...r, loopDelay: { p99Ms: lag.percentile(99) / 1e6, maxMs: lag.max / 1e6 } };
     },
   };
 }

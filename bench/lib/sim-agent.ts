@@ -78,6 +78,8 @@ export interface SimAgentStats {
   otherRequests: number;
   /** Assignments for a board that served another session (a real agent would queue them for its next worker). */
   doubleAssigned: number;
+  /** The process's event loop delay (bench/lib/sim-agents.ts adds it; the worst process when merged). */
+  loopDelay?: { p99Ms: number; maxMs: number };
 }
 
 interface Serving {

@@ -12,9 +12,11 @@
  * processes can share one farm; their boards are cpu0, cpu1, … of key K
  * (default "sim"). Prints "attached N" once every agent got its Registered
  * reply, then runs until stdin closes or SIGTERM, and then prints
- * "stats JSON" (the sum of every agent's SimAgentStats) and exits. An agent
+ * "stats JSON" (the sum of every agent's SimAgentStats, and how late its
+ * event loop ran: `loopDelay`) and exits. An agent
  * that loses the tracker ends the process with code 1.
  */
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { SimAgent, type SimAgentStats } from "./sim-agent.ts";
 
 const args = process.argv.slice(2);
@@ -32,6 +34,9 @@ if (!tracker || !(agents > 0) || !(boardsPerAgent > 0) || !(first >= 0)) {
   process.exit(2);
 }
 
+// How late this process's event loop ran (a starved load generator shows here, not in the tracker).
+const loop = monitorEventLoopDelay({ resolution: 10 });
+loop.enable();
 const fleet: SimAgent[] = [];
 for (let i = first; i < first + agents; i++) {
   const name = `sim${String(i).padStart(3, "0")}`;
@@ -49,7 +54,7 @@ for (let i = first; i < first + agents; i++) {
       name,
       boards,
       onLost: (why) => {
-        console.error(`${name}: ${why}`);
+        console.error(`${name}: ${why} (this process's event loop: p99 ${(loop.percentile(99) / 1e6).toFixed(0)} ms, max ${(loop.max / 1e6).toFixed(0)} ms late)`);
         process.exit(1);
       },
     }),
@@ -78,7 +83,8 @@ const stop = () => {
   if (stopping) return;
   stopping = true;
   for (const a of fleet) a.close();
-  process.stdout.write(`stats ${JSON.stringify(total())}\n`, () => process.exit(0));
+  const loopDelay = { p99Ms: loop.percentile(99) / 1e6, maxMs: loop.max / 1e6 };
+  process.stdout.write(`stats ${JSON.stringify({ ...total(), loopDelay })}\n`, () => process.exit(0));
 };
 process.on("SIGTERM", stop);
 process.stdin.on("end", stop);
