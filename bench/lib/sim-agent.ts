@@ -78,6 +78,8 @@ export interface SimAgentStats {
   otherRequests: number;
   /** Assignments for a board that served another session (a real agent would queue them for its next worker). */
   doubleAssigned: number;
+  /** Heartbeat → its ack, ms: how soon the tracker answers an agent under load. */
+  heartbeatRttMs: number[];
   /** The process's event loop delay (bench/lib/sim-agents.ts adds it; the worst process when merged). */
   loopDelay?: { p99Ms: number; maxMs: number };
 }
@@ -96,7 +98,9 @@ interface SimBoard {
 }
 
 export class SimAgent {
-  readonly stats: SimAgentStats = { assigned: 0, direct: 0, relay: 0, closed: 0, released: 0, hostLeft: 0, endedByTracker: {}, otherRequests: 0, doubleAssigned: 0 };
+  readonly stats: SimAgentStats = { assigned: 0, direct: 0, relay: 0, closed: 0, released: 0, hostLeft: 0, endedByTracker: {}, otherRequests: 0, doubleAssigned: 0, heartbeatRttMs: [] };
+  /** When each heartbeat not acknowledged yet went out. */
+  private readonly sentAt = new Map<number, number>();
   private readonly boards = new Map<string, SimBoard>();
   private readonly sessions = new Map<string, SimBoard>();
   private readonly tickets = new Tickets();
@@ -169,7 +173,8 @@ export class SimAgent {
     this.relayPort = relayPort;
     this.heartbeat = setInterval(() => {
       if (this.seq - this.acked > maxMissed + 1) return this.lost(`the tracker answered no heartbeat for ${(this.seq - this.acked) * intervalMs} ms`);
-      this.send({ heartbeat: { seq: ++this.seq } });
+      this.sentAt.set(++this.seq, performance.now());
+      this.send({ heartbeat: { seq: this.seq } });
     }, intervalMs || 500);
     for (const board of this.boards.values()) this.send({ board_ready: { board_name: board.spec.name, lane_port: 0 } });
   }
@@ -182,7 +187,12 @@ export class SimAgent {
   }
 
   private onMessage(msg: TrackerMessage__Output): void {
-    if (msg.heartbeat_ack) this.acked = Math.max(this.acked, msg.heartbeat_ack.seq);
+    if (msg.heartbeat_ack) {
+      this.acked = Math.max(this.acked, msg.heartbeat_ack.seq);
+      const at = this.sentAt.get(msg.heartbeat_ack.seq);
+      if (at !== undefined) this.stats.heartbeatRttMs.push(performance.now() - at);
+      this.sentAt.delete(msg.heartbeat_ack.seq);
+    }
     else if (msg.ping) this.send({ heartbeat: { seq: ++this.seq } });
     else if (msg.assign) this.assign(msg.assign);
     else if (msg.end_session) this.endSession(msg.end_session.session_id, msg.end_session.reason ? FarmError.fromWire(msg.end_session.reason) : null);
