@@ -15,19 +15,31 @@ function listedBoards(registry: Registry, key: string): readonly Board[] {
   return key ? sorted.filter((b) => b.key === key) : sorted;
 }
 
-/** The summary without its boards: queues (one pass over the boards, whose states are given), agents, version, uptime. */
-function summaryHead(registry: Registry, scheduler: Scheduler, startedAt: number, key: string, boards: readonly Board[], states: readonly BoardState[]): SummaryReply {
-  const counts = new Map<string, { total: number; free: number }>();
-  for (const k of key ? [key] : scheduler.queuedKeys()) counts.set(k, { total: 0, free: 0 });
-  for (let i = 0; i < boards.length; i++) {
-    const b = boards[i]!;
-    let c = counts.get(b.key);
-    if (!c) counts.set(b.key, (c = { total: 0, free: 0 }));
-    c.total++;
-    if (states[i] === "free") c.free++;
+/** Boards and free boards of each key, counted as the summary lists them (each board is read once per call). */
+class QueueTally {
+  private readonly counts = new Map<string, { total: number; free: number }>();
+
+  /** `keys`: listed even with no board (a key whose requests wait). */
+  constructor(keys: readonly string[]) {
+    for (const k of keys) this.counts.set(k, { total: 0, free: 0 });
   }
+
+  add(board: Board, state: BoardState): void {
+    let c = this.counts.get(board.key);
+    if (!c) this.counts.set(board.key, (c = { total: 0, free: 0 }));
+    c.total++;
+    if (state === "free") c.free++;
+  }
+
+  queues(scheduler: Scheduler): SummaryReply["queues"] {
+    return [...this.counts.keys()].sort().map((k) => ({ key: k, total: this.counts.get(k)!.total, free: this.counts.get(k)!.free, pending: scheduler.pendingOf(k) }));
+  }
+}
+
+/** The summary without its boards: queues, agents, version, uptime. */
+function summaryHead(registry: Registry, scheduler: Scheduler, startedAt: number, tally: QueueTally): SummaryReply {
   return {
-    queues: [...counts.keys()].sort().map((k) => ({ key: k, total: counts.get(k)!.total, free: counts.get(k)!.free, pending: scheduler.pendingOf(k) })),
+    queues: tally.queues(scheduler),
     boards: [],
     agents: [...registry.agents.values()].map((a) => ({ id: a.id, name: a.name, peer: a.peer, attached_at_ms: a.attachedAt, boards: a.boards.size })),
     tracker_version: FARM_VERSION,
@@ -42,16 +54,19 @@ function summaryHead(registry: Registry, scheduler: Scheduler, startedAt: number
  */
 export function buildSummary(registry: Registry, scheduler: Scheduler, startedAt: number, key = "", history = false): SummaryReply {
   const boards = listedBoards(registry, key);
-  return { ...summaryHead(registry, scheduler, startedAt, key, boards, boards.map(boardState)), boards: boards.map((b) => describeBoard(b, { history })) };
+  const tally = new QueueTally(key ? [key] : scheduler.queuedKeys());
+  for (const b of boards) tally.add(b, boardState(b));
+  return { ...summaryHead(registry, scheduler, startedAt, tally), boards: boards.map((b) => describeBoard(b, { history })) };
 }
 
 /**
  * The Summary RPC's reply, encoded (protos/summary-reply.ts), keeping each
  * board's encoded BoardInfo until one of its facts changes (boardFacts): a
- * call re-encodes only the boards that changed since the last one. With
- * 10,000 boards a plain encoding took ~0.2 s of the tracker's thread per
- * call (BENCHMARKS.md §18). `history` asks for what is not kept (each board's
- * health history and canary times): buildSummary() answers those.
+ * call re-encodes only the boards that changed since the last one, and reads
+ * each board once. With 10,000 boards a plain encoding took ~0.2 s of the
+ * tracker's thread per call (BENCHMARKS.md §18). `history` asks for what is
+ * not kept (each board's health history and canary times): buildSummary()
+ * answers those.
  */
 export class SummaryEncoder {
   private readonly encoded = new WeakMap<Board, { facts: unknown[]; bytes: Uint8Array }>();
@@ -60,13 +75,15 @@ export class SummaryEncoder {
 
   encode(registry: Registry, scheduler: Scheduler, startedAt: number, key = ""): SummaryReply {
     const boards = listedBoards(registry, key);
-    const states = new Array<BoardState>(boards.length);
+    const tally = new QueueTally(key ? [key] : scheduler.queuedKeys());
     const parts = new Array<Uint8Array>(boards.length);
     for (let i = 0; i < boards.length; i++) {
-      states[i] = boardState(boards[i]!);
-      parts[i] = this.bytesOf(boards[i]!, states[i]!);
+      const board = boards[i]!;
+      const state = boardState(board);
+      tally.add(board, state);
+      parts[i] = this.bytesOf(board, state);
     }
-    return encodeSummaryReply(summaryHead(registry, scheduler, startedAt, key, boards, states), parts);
+    return encodeSummaryReply(summaryHead(registry, scheduler, startedAt, tally), parts);
   }
 
   private bytesOf(board: Board, state: BoardState): Uint8Array {
