@@ -5,6 +5,7 @@
  *
  *   npm run bench -- --pin NAME   run under `taskset -c 0` (every process on CPU 0)
  *   npm run bench -- --list       names and what each measures
+ *   npm run bench -- farm-scale --agents 10 --boards 10 --hosts 50   a benchmark's own flags (bench/farm-scale.ts)
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -13,6 +14,7 @@ import { fileURLToPath } from "node:url";
 import { benchArray } from "./array.ts";
 import { benchCall, callChildMain } from "./call.ts";
 import { benchCuda } from "./cuda.ts";
+import { FARM_SCALE_VALUE_FLAGS } from "./farm-scale.ts";
 import { benchGrant } from "./grant.ts";
 import { benchLiveView } from "./live-view.ts";
 import { benchMemory } from "./memory.ts";
@@ -46,6 +48,7 @@ const BENCHMARKS: Record<string, { what: string; run: () => Promise<void> }> = {
   "tune-scaling": { what: "tuning at farm scale on a GPU host: the seed-004 conv2d layer on 1, 2 and 4 boards, cold caches — candidates/s, speedup, busy fraction, idle by cause (skipped without a GPU)", run: async () => (await import("./tune-farm.ts")).benchTuneScaling() },
   "tune-model": { what: "the cost model against random-then-mutation search on a GPU host: candidates to within 2 % of the old search's best, 3 seeds, conv2d 7×7×512 and SGEMM 4096 (skipped without a GPU)", run: async () => (await import("./tune-farm.ts")).benchTuneModel() },
   flood: { what: "a token-less flood of 15 MiB Summary requests (16 connections × 5 streams): tracker RSS before/during/after, a token holder's Summary p50/p99 during it vs without", run: async () => (await import("./flood.ts")).benchFlood() },
+  "farm-scale": { what: "a farm of 10,000 simulated boards (100 agents × 100) and 1,000 hosts looping request → close: grant p50/p99, tracker CPU per grant, RSS peak, Summary under load vs a 1 × 10 farm (--agents, --boards, --hosts, --duration-s, --hold-ms …)", run: async () => (await import("./farm-scale.ts")).benchFarmScale(args) },
 };
 
 const args = process.argv.slice(2);
@@ -70,7 +73,9 @@ if (args.includes("--pin") && allowedCpus() !== "0") {
   process.exit(r.status ?? 1);
 }
 
-const names = args.filter((a) => !a.startsWith("--"));
+// A benchmark's flags that take a value (`--agents 10`): the value is no benchmark name.
+const VALUE_FLAGS = new Set(FARM_SCALE_VALUE_FLAGS);
+const names = args.filter((a, i) => !a.startsWith("--") && !(i > 0 && VALUE_FLAGS.has(args[i - 1]!)));
 const unknown = names.filter((n) => !(n in BENCHMARKS));
 if (unknown.length > 0) {
   console.error(`bench: unknown benchmark ${unknown.join(", ")}; known: ${Object.keys(BENCHMARKS).join(", ")}`);

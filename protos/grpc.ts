@@ -95,6 +95,11 @@ function passThrough(method: protoLoader.MethodDefinition<object, object>): void
 }
 
 passThrough((packageDefinition["farm.v1.HostService"] as protoLoader.ServiceDefinition).Session!);
+
+/** A Summary reply the tracker encoded already (protos/summary-reply.ts) goes out as it is; an object is encoded as usual. */
+const summary = (packageDefinition["farm.v1.HostService"] as protoLoader.ServiceDefinition).Summary! as unknown as Record<string, (v: unknown) => Buffer>;
+const encodeSummary = summary.responseSerialize!;
+summary.responseSerialize = (v: unknown) => (Buffer.isBuffer(v) ? v : encodeSummary(v));
 passThrough((packageDefinition["farm.v1.AgentService"] as protoLoader.ServiceDefinition).ServeSession!);
 
 const loaded = grpc.loadPackageDefinition(packageDefinition) as unknown as AgentProto & HostProto;

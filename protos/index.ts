@@ -12,6 +12,7 @@ export {
   encodeSessionRequest, decodeSessionRequest, encodeLaneHello, decodeLaneWelcome,
   type HostFrame, type HostFrame__Output, type BoardFrame, type BoardFrame__Output, type Grant__Output, type SessionRequest__Output,
 } from "./frames.ts";
+export { encodeBoardEntry, encodeSummaryReply } from "./summary-reply.ts";
 export { LaneSocket, framed, acceptHello, welcome, refuse, awaitWelcome, HELLO_TIMEOUT_MS, type LaneRole } from "./lane.ts";
 export {
   WORKER_MESSAGE_MAX_BYTES, decodeToAgent, decodeToWorker, encodeToAgent, encodeToWorker, workerProtocolError,

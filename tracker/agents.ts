@@ -143,7 +143,7 @@ export class AgentLinks {
     for (const board of agent.boards.values()) {
       if (board.drain || board.health.state !== "healthy") this.log.info({ board: board.id, health: board.health.state, drained: board.drain !== "" }, `board ${board.id} comes back as it left: ${[board.health.state !== "healthy" ? `${board.health.state} (${board.health.reason})` : "", board.drain].filter(Boolean).join(", ")}`);
     }
-    this.registry.agents.set(id, agent);
+    this.registry.add(agent);
     // A revoked token detaches its agent: its boards leave, its sessions end.
     const release = this.auth.hold(caller, (err) => this.lose(agent, err.message, "warn", err));
     this.released.set(agent, release);
@@ -222,7 +222,7 @@ export class AgentLinks {
     if (!board) throw new FarmError("NOT_FOUND", `agent ${agent.name} has no board "${name}"`);
     board.lanePort = lanePort;
     if (!board.ready) {
-      board.ready = true;
+      this.registry.setReady(board, true);
       if (!board.lease) this.events.emit({ type: "board", at: Date.now(), board: describeBoard(board), change: "changed" });
     }
     this.scheduler.dispatch(board.key);
@@ -311,7 +311,7 @@ export class AgentLinks {
   private readonly released = new WeakMap<FarmAgent, () => void>();
 
   private lose(agent: FarmAgent, why: string, level: "warn" | "info" = "warn", cause?: FarmError): void {
-    if (!this.registry.agents.delete(agent.id)) return;
+    if (!this.registry.remove(agent)) return;
     this.heard(agent, false);
     this.released.get(agent)?.();
     this.log[level]({ agent: agent.id }, `agent lost: ${why}`);

@@ -108,8 +108,11 @@ export class Lease<B extends LeasedBoard = LeasedBoard> {
   grant(host: SessionStream, grant: Grant): void {
     this.host = host;
     host.write(Buffer.from(encodeGrantFrame(grant)));
-    // A stream that breaks (the host process died, its network went) is the host leaving.
-    const left = () => this.end(new FarmError("CANCELLED", `the host left session ${this.id}`));
+    // A stream that breaks (the host process died, its network went) is the host leaving. It also says so after
+    // a clean end: no error is made then (one per session, with its stack, at 100 grants/s).
+    const left = () => {
+      if (this.state !== "ended") this.end(new FarmError("CANCELLED", `the host left session ${this.id}`));
+    };
     host.on("cancelled", left);
     host.on("error", left);
     this.maybeStart();

@@ -80,8 +80,8 @@ export interface Board {
   labels: Readonly<Record<string, string>>;
   readonly capabilities: Readonly<Record<string, string>>;
   readonly agent: Agent;
-  /** The agent holds a warm worker for the next session. */
-  ready: boolean;
+  /** The agent holds a warm worker for the next session. Set through Registry.setReady, which keeps the index of ready boards. */
+  readonly ready: boolean;
   /** That worker's standby lane (BoardReady.lane_port): named by the next grant, then spent; 0: none. */
   lanePort: number;
   /** Why an operator drained it ("drained by alice: new fan"); "" while it is not drained. Remembered with its health (tracker/board-memory.ts). */
@@ -143,35 +143,147 @@ export function describeBoard(board: Board, opts: { history?: boolean } = {}): B
   };
 }
 
+/**
+ * Everything describeBoard() reads that changes while a board is attached,
+ * by value (its labels and health objects by reference: they are replaced,
+ * not changed in place — except the health machine's fields, listed; the
+ * canary's recent time and drift follow from its last timing and baseline).
+ * Equal facts, equal BoardInfo (without history): the summary keeps each
+ * board's encoding while they stay equal (tracker/summary.ts). A field added
+ * to describeBoard() or standingInfo() that can change is added here too.
+ */
+export function boardFacts(board: Board, state: BoardState, into: unknown[] = []): unknown[] {
+  const h = board.health;
+  const c = h.canary;
+  const l = board.lease;
+  // Written into `into`, a caller's scratch array: the summary reads 10,000 boards' facts per call.
+  into[0] = board.labels;
+  into[1] = state;
+  into[2] = l?.id;
+  into[3] = l?.clientId;
+  into[4] = l?.lane;
+  into[5] = board.drain;
+  into[6] = h;
+  into[7] = h.state;
+  into[8] = h.reason;
+  into[9] = h.lastError;
+  into[10] = h.lastCanary;
+  into[11] = h.lastCanaryAt;
+  into[12] = c;
+  into[13] = c.timings.length;
+  into[14] = c.timings[c.timings.length - 1];
+  into[15] = c.baselineNs;
+  into[16] = c.baselineRuns;
+  into.length = 17;
+  return into;
+}
+
+/**
+ * Every attached agent and its boards, with the indexes that keep the hot
+ * paths off the board count: by id (a board command, a lane's session, the
+ * board memory asking whether a board is attached), by key (a request), the
+ * ready boards of each key (a grant), and the boards in the order the summary
+ * lists them. A farm of 10,000 boards scanned its whole registry several
+ * times per request and per board memory lookup (BENCHMARKS.md §18).
+ */
 export class Registry {
-  readonly agents = new Map<string, Agent>();
+  private readonly attached = new Map<string, Agent>();
+  private readonly byId = new Map<string, Board>();
+  private readonly byKey = new Map<string, Set<Board>>();
+  /** Ready boards of each key, in the order they became ready: a grant takes the first free one. */
+  private readonly readyByKey = new Map<string, Set<Board>>();
+  /** Every board sorted by id, as the summary lists them; undefined after an agent came or went. */
+  private sorted: Board[] | undefined;
   private nextAgent = 1;
+
+  /** The attached agents by id; add() and remove() change it. */
+  get agents(): ReadonlyMap<string, Agent> {
+    return this.attached;
+  }
 
   newAgentId(name: string): string {
     return `${name}#${this.nextAgent++}`;
   }
 
+  /** An agent attached, with its boards (its `boards` are not changed afterwards). */
+  add(agent: Agent): void {
+    this.attached.set(agent.id, agent);
+    for (const board of agent.boards.values()) {
+      this.byId.set(board.id, board);
+      let ofKey = this.byKey.get(board.key);
+      if (!ofKey) this.byKey.set(board.key, (ofKey = new Set()));
+      ofKey.add(board);
+      if (board.ready) this.readySet(board.key).add(board);
+    }
+    this.sorted = undefined;
+  }
+
+  /** The agent left: false when it was not attached. */
+  remove(agent: Agent): boolean {
+    if (this.attached.get(agent.id) !== agent) return false;
+    this.attached.delete(agent.id);
+    for (const board of agent.boards.values()) {
+      if (this.byId.get(board.id) === board) this.byId.delete(board.id);
+      const ofKey = this.byKey.get(board.key);
+      ofKey?.delete(board);
+      if (ofKey?.size === 0) this.byKey.delete(board.key);
+      this.readyByKey.get(board.key)?.delete(board);
+    }
+    this.sorted = undefined;
+    return true;
+  }
+
+  /** Whether the board's agent holds a warm worker for its next session (BoardReady; spent by a grant). */
+  setReady(board: Board, ready: boolean): void {
+    (board as { ready: boolean }).ready = ready;
+    if (!ready) this.readyByKey.get(board.key)?.delete(board);
+    else if (this.byId.get(board.id) === board) this.readySet(board.key).add(board);
+  }
+
+  private readySet(key: string): Set<Board> {
+    let set = this.readyByKey.get(key);
+    if (!set) this.readyByKey.set(key, (set = new Set()));
+    return set;
+  }
+
   *boards(): Iterable<Board> {
-    for (const agent of this.agents.values()) yield* agent.boards.values();
+    for (const agent of this.attached.values()) yield* agent.boards.values();
+  }
+
+  /** Every board, sorted by id (the summary's order); the array is shared: do not change it. */
+  boardsById(): readonly Board[] {
+    this.sorted ??= [...this.boards()].sort((a, b) => a.id.localeCompare(b.id));
+    return this.sorted;
+  }
+
+  /** The boards of `key`, without a copy (any protocol). */
+  boardsWithKey(key: string): ReadonlySet<Board> {
+    return this.byKey.get(key) ?? EMPTY;
+  }
+
+  /** The ready boards of `key` (any protocol, granted or not, drained or not), in the order they became ready. */
+  readyBoardsOf(key: string): ReadonlySet<Board> {
+    return this.readyByKey.get(key) ?? EMPTY;
   }
 
   /** The boards of `key` (of one protocol, if given). */
   boardsOfKey(key: string, protocol?: BoardProtocol): Board[] {
-    return [...this.boards()].filter((b) => b.key === key && (protocol === undefined || b.agent.protocol === protocol));
+    return [...this.boardsWithKey(key)].filter((b) => protocol === undefined || b.agent.protocol === protocol);
   }
 
   /** The keys boards serve (boards of one protocol, if given). */
   keys(protocol?: BoardProtocol): string[] {
-    return [...new Set([...this.boards()].filter((b) => protocol === undefined || b.agent.protocol === protocol).map((b) => b.key))].sort();
+    return [...this.byKey].filter(([, boards]) => protocol === undefined || [...boards].some((b) => b.agent.protocol === protocol)).map(([key]) => key).sort();
   }
 
   board(id: string): Board | undefined {
-    for (const board of this.boards()) if (board.id === id) return board;
-    return undefined;
+    return this.byId.get(id);
   }
 
   agentByName(name: string): Agent | undefined {
-    for (const agent of this.agents.values()) if (agent.name === name) return agent;
+    for (const agent of this.attached.values()) if (agent.name === name) return agent;
     return undefined;
   }
 }
+
+const EMPTY: ReadonlySet<Board> = new Set();

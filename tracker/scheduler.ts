@@ -90,34 +90,9 @@ export class Scheduler {
       callbacks.fail(new FarmError("INVALID_ARGUMENT", "a session request needs a key"));
       return undefined;
     }
-    const boards = this.registry.boardsOfKey(req.key, protocol);
-    // Only where no board serves the key: the board memory is looked through then, not at every request.
-    const left = boards.length === 0 && protocol === "kernelfarm" ? this.hooks.lastLeft(req.key) : undefined;
-    const returning = left !== undefined && Date.now() - left <= RECENT_KEY_MS;
-    if (boards.length === 0 && !returning) {
-      callbacks.fail(this.noBoard(req.key, protocol));
-      return undefined;
-    }
     const labels = req.labels ?? {};
     const boardId = req.board_id || undefined;
-    const fits = (b: { id: string; labels: Readonly<Record<string, string>> }) => labelsMatch(labels, b.labels) && (!boardId || b.id === boardId);
-    if (boardId && !returning && !boards.some((b) => b.id === boardId)) {
-      callbacks.fail(new FarmError("NO_BOARD", `no board ${boardId} serves key "${req.key}"; boards of that key: ${boards.map((b) => b.id).join(", ")}`));
-      return undefined;
-    }
-    // Boards that are away cannot be asked about their labels: a returning key's request waits.
-    if (!returning && !boards.some(fits)) {
-      const seen = boards.map((b) => `${b.id} {${Object.entries(b.labels).map(([k, v]) => `${k}=${v}`).join(", ")}}`);
-      callbacks.fail(new FarmError("NO_BOARD", `no board of key "${req.key}" has labels ${JSON.stringify(labels)}; boards of that key: ${seen.join("; ")}`));
-      return undefined;
-    }
-    // Boards out of rotation come back only by an operator or passing canaries: say so now rather than at the deadline.
-    const usable = boards.filter((b) => fits(b) && boardState(b) !== "quarantined" && !b.drain);
-    if (!returning && usable.length === 0) {
-      const why = boards.filter(fits).map((b) => `${b.id} (${boardState(b) === "quarantined" ? `quarantined: ${b.health.reason}` : b.drain})`);
-      callbacks.fail(new FarmError("NO_BOARD", `every board of key "${req.key}" is out of rotation: ${why.join("; ")}`));
-      return undefined;
-    }
+    if (!this.servable(req.key, labels, boardId, protocol, callbacks.fail)) return undefined;
     const deadlineMs = req.deadline_ms || this.timeouts.defaultDeadlineMs;
     const waiter: Waiter = {
       seq: this.seq++,
@@ -154,6 +129,49 @@ export class Scheduler {
     }, deadlineMs);
     this.dispatch(req.key);
     return waiter;
+  }
+
+  /**
+   * Whether a request for `key` may wait: false, after failing it with why,
+   * when no board could ever serve it (docs/architecture.md, "Scheduling").
+   * A usable board is found among the key's boards, or the ones named, without
+   * a copy, and the search stops there: the lists that say why not are built
+   * only for a request that fails (a farm of 10,000 boards paid them on every
+   * request, BENCHMARKS.md §18).
+   */
+  private servable(key: string, labels: Readonly<Record<string, string>>, boardId: string | undefined, protocol: BoardProtocol, fail: (err: FarmError) => void): boolean {
+    const fits = (b: { id: string; labels: Readonly<Record<string, string>> }) => labelsMatch(labels, b.labels) && (!boardId || b.id === boardId);
+    const named = boardId === undefined ? undefined : this.registry.board(boardId);
+    for (const b of boardId === undefined ? this.registry.boardsWithKey(key) : named?.key === key ? [named] : []) {
+      if (b.agent.protocol === protocol && fits(b) && boardState(b) !== "quarantined" && !b.drain) return true;
+    }
+    // None: why not, from the whole list of the key's boards.
+    const boards = this.registry.boardsOfKey(key, protocol);
+    // Only where no board serves the key: the board memory is looked through then, not at every request.
+    const left = boards.length === 0 && protocol === "kernelfarm" ? this.hooks.lastLeft(key) : undefined;
+    const returning = left !== undefined && Date.now() - left <= RECENT_KEY_MS;
+    if (boards.length === 0 && !returning) {
+      fail(this.noBoard(key, protocol));
+      return false;
+    }
+    if (boardId && !returning && !boards.some((b) => b.id === boardId)) {
+      fail(new FarmError("NO_BOARD", `no board ${boardId} serves key "${key}"; boards of that key: ${boards.map((b) => b.id).join(", ")}`));
+      return false;
+    }
+    // Boards that are away cannot be asked about their labels: a returning key's request waits.
+    if (!returning && !boards.some(fits)) {
+      const seen = boards.map((b) => `${b.id} {${Object.entries(b.labels).map(([k, v]) => `${k}=${v}`).join(", ")}}`);
+      fail(new FarmError("NO_BOARD", `no board of key "${key}" has labels ${JSON.stringify(labels)}; boards of that key: ${seen.join("; ")}`));
+      return false;
+    }
+    // Boards out of rotation come back only by an operator or passing canaries: say so now rather than at the deadline.
+    const usable = boards.filter((b) => fits(b) && boardState(b) !== "quarantined" && !b.drain);
+    if (!returning && usable.length === 0) {
+      const why = boards.filter(fits).map((b) => `${b.id} (${boardState(b) === "quarantined" ? `quarantined: ${b.health.reason}` : b.drain})`);
+      fail(new FarmError("NO_BOARD", `every board of key "${key}" is out of rotation: ${why.join("; ")}`));
+      return false;
+    }
+    return true;
   }
 
   /** NO_BOARD for `key`, naming the keys `protocol`'s boards serve (and the other protocol's boards of `key`: kernelfarm hosts and TVM clients share no boards). */
@@ -197,11 +215,16 @@ export class Scheduler {
     }
   }
 
-  /** Grants free boards of `key` to waiting requests, best request first. */
+  /**
+   * Grants free boards of `key` to waiting requests, best request first; the
+   * board ready longest goes first. Only ready boards are looked at (the
+   * registry keeps them apart): not the busy ones, which at scale are the
+   * first thousand of the key's boards.
+   */
   dispatch(key: string): void {
     const queue = this.queues.get(key);
     if (!queue || queue.size === 0 || this.closedWith) return;
-    for (const board of this.registry.boardsOfKey(key)) {
+    for (const board of this.registry.readyBoardsOf(key)) {
       if (boardState(board) !== "free") continue;
       const waiter = queue.take((w) => w.protocol === board.agent.protocol && labelsMatch(w.labels, board.labels) && (!w.boardId || w.boardId === board.id));
       if (!waiter) continue;
@@ -223,7 +246,7 @@ export class Scheduler {
     if ((route === "direct" || route === "auto") && board.agent.data && !board.agent.data.tls) lease.lanePort = board.lanePort;
     board.lanePort = 0;
     board.lease = lease;
-    board.ready = false;
+    this.registry.setReady(board, false);
     this.leases.set(id, lease);
     this.hooks.assigned(lease);
     const queuedMs = Date.now() - waiter.enqueuedAt;

@@ -2,13 +2,50 @@
  * The Summary RPC's content (TVM's query_rpc_tracker: per key total / free /
  * pending; per board agent, key, labels, state, session) and its text table.
  */
-import { FARM_VERSION } from "../protos/index.ts";
+import { FARM_VERSION, encodeBoardEntry, encodeSummaryReply } from "../protos/index.ts";
 import type { BoardInfo__Output } from "../protos/gen/farm/v1/BoardInfo.ts";
 import type { SummaryReply, SummaryReply__Output } from "../protos/gen/farm/v1/SummaryReply.ts";
 import { CANARY_BASELINE_RUNS, formatNs } from "./canary-drift.ts";
-import { boardState, describeBoard, type Registry } from "./registry.ts";
+import { boardFacts, boardState, describeBoard, type Board, type BoardState, type Registry } from "./registry.ts";
 import type { Scheduler } from "./scheduler.ts";
 
+/** The summary's boards, of every key or of one, in id order. */
+function listedBoards(registry: Registry, key: string): readonly Board[] {
+  const sorted = registry.boardsById();
+  return key ? sorted.filter((b) => b.key === key) : sorted;
+}
+
+/** Boards and free boards of each key, counted as the summary lists them (each board is read once per call). */
+class QueueTally {
+  private readonly counts = new Map<string, { total: number; free: number }>();
+
+  /** `keys`: listed even with no board (a key whose requests wait). */
+  constructor(keys: readonly string[]) {
+    for (const k of keys) this.counts.set(k, { total: 0, free: 0 });
+  }
+
+  add(board: Board, state: BoardState): void {
+    let c = this.counts.get(board.key);
+    if (!c) this.counts.set(board.key, (c = { total: 0, free: 0 }));
+    c.total++;
+    if (state === "free") c.free++;
+  }
+
+  queues(scheduler: Scheduler): SummaryReply["queues"] {
+    return [...this.counts.keys()].sort().map((k) => ({ key: k, total: this.counts.get(k)!.total, free: this.counts.get(k)!.free, pending: scheduler.pendingOf(k) }));
+  }
+}
+
+/** The summary without its boards: queues, agents, version, uptime. */
+function summaryHead(registry: Registry, scheduler: Scheduler, startedAt: number, tally: QueueTally): SummaryReply {
+  return {
+    queues: tally.queues(scheduler),
+    boards: [],
+    agents: [...registry.agents.values()].map((a) => ({ id: a.id, name: a.name, peer: a.peer, attached_at_ms: a.attachedAt, boards: a.boards.size })),
+    tracker_version: FARM_VERSION,
+    uptime_ms: Date.now() - startedAt,
+  };
+}
 
 /**
  * The summary, of every key or of `key` alone (a host interested in one key
@@ -16,18 +53,52 @@ import type { Scheduler } from "./scheduler.ts";
  * health changes too.
  */
 export function buildSummary(registry: Registry, scheduler: Scheduler, startedAt: number, key = "", history = false): SummaryReply {
-  const boards = [...registry.boards()].filter((b) => !key || b.key === key);
-  const keys = key ? [key] : [...new Set([...boards.map((b) => b.key), ...scheduler.queuedKeys()])].sort();
-  return {
-    queues: keys.map((key) => {
-      const ofKey = boards.filter((b) => b.key === key);
-      return { key, total: ofKey.length, free: ofKey.filter((b) => boardState(b) === "free").length, pending: scheduler.pendingOf(key) };
-    }),
-    boards: boards.sort((a, b) => a.id.localeCompare(b.id)).map((b) => describeBoard(b, { history })),
-    agents: [...registry.agents.values()].map((a) => ({ id: a.id, name: a.name, peer: a.peer, attached_at_ms: a.attachedAt, boards: a.boards.size })),
-    tracker_version: FARM_VERSION,
-    uptime_ms: Date.now() - startedAt,
-  };
+  const boards = listedBoards(registry, key);
+  const tally = new QueueTally(key ? [key] : scheduler.queuedKeys());
+  for (const b of boards) tally.add(b, boardState(b));
+  return { ...summaryHead(registry, scheduler, startedAt, tally), boards: boards.map((b) => describeBoard(b, { history })) };
+}
+
+/**
+ * The Summary RPC's reply, encoded (protos/summary-reply.ts), keeping each
+ * board's encoded BoardInfo until one of its facts changes (boardFacts): a
+ * call re-encodes only the boards that changed since the last one, and reads
+ * each board once. With 10,000 boards a plain encoding took ~0.2 s of the
+ * tracker's thread per call (BENCHMARKS.md §18). `history` asks for what is
+ * not kept (each board's health history and canary times): buildSummary()
+ * answers those.
+ */
+export class SummaryEncoder {
+  private readonly encoded = new WeakMap<Board, { facts: unknown[]; bytes: Uint8Array }>();
+  /** Each board's facts are read into this, and copied only when they changed. */
+  private readonly scratch: unknown[] = [];
+
+  encode(registry: Registry, scheduler: Scheduler, startedAt: number, key = ""): SummaryReply {
+    const boards = listedBoards(registry, key);
+    const tally = new QueueTally(key ? [key] : scheduler.queuedKeys());
+    const parts = new Array<Uint8Array>(boards.length);
+    for (let i = 0; i < boards.length; i++) {
+      const board = boards[i]!;
+      const state = boardState(board);
+      tally.add(board, state);
+      parts[i] = this.bytesOf(board, state);
+    }
+    return encodeSummaryReply(summaryHead(registry, scheduler, startedAt, tally), parts);
+  }
+
+  private bytesOf(board: Board, state: BoardState): Uint8Array {
+    const facts = boardFacts(board, state, this.scratch);
+    const kept = this.encoded.get(board);
+    if (kept && sameFacts(kept.facts, facts)) return kept.bytes;
+    const bytes = encodeBoardEntry(describeBoard(board));
+    this.encoded.set(board, { facts: facts.slice(), bytes });
+    return bytes;
+  }
+}
+
+function sameFacts(a: readonly unknown[], b: readonly unknown[]): boolean {
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 /** `kfarm status --history` shows each board's last few canary times (the summary holds up to 50). */

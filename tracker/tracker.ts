@@ -28,7 +28,7 @@ import { Registry, describeBoard, joinHostPort, type BoardLease } from "./regist
 import { widenConnectionWindow, widenStreamWindow } from "./receive-window.ts";
 import { Scheduler } from "./scheduler.ts";
 import { StateStore, STATE_FILE_NAME } from "./state-store.ts";
-import { buildSummary } from "./summary.ts";
+import { SummaryEncoder, buildSummary } from "./summary.ts";
 import { TOKEN_KINDS, type Identity, type TokenKind } from "./tokens.ts";
 import { TvmPort } from "./tvm/port.ts";
 
@@ -57,6 +57,8 @@ export class Tracker {
   /** TVM's tracker protocol (tracker/tvm/), when `tvmPort` is set. */
   readonly tvm: TvmPort | undefined;
   private readonly startedAt = Date.now();
+  /** The Summary RPC's replies, each board's part kept until it changes. */
+  private readonly summaries = new SummaryEncoder();
   private boundPort = 0;
   /**
    * `/readyz` says 503 from the start of close(). It needs no "starting"
@@ -247,7 +249,8 @@ export class Tracker {
       Summary: (call, callback) => {
         try {
           this.auth.caller(call.metadata, call.getPeer(), "read the summary");
-          callback(null, buildSummary(this.registry, this.scheduler, this.startedAt, call.request.key, call.request.health_history));
+          const { key, health_history: history } = call.request;
+          callback(null, history ? buildSummary(this.registry, this.scheduler, this.startedAt, key, true) : this.summaries.encode(this.registry, this.scheduler, this.startedAt, key));
         } catch (err) {
           callback(FarmError.from(err).toGrpc());
         }

@@ -1,62 +1,91 @@
 /**
- * Simulated device agents for the memory benchmark, run as their own
- * process: AGENTS agents of BOARDS boards each, every one on its own gRPC
- * connection speaking the real AgentService.Attach protocol — Register with
- * its boards, a Heartbeat every heartbeat_interval_ms the tracker asks for,
- * and BoardReady for each board. Assignments are never served (nothing asks).
+ * Simulated device agents (bench/lib/sim-agent.ts) run as their own process:
+ * AGENTS agents of BOARDS boards each, every one on its own gRPC connection
+ * speaking the real AgentService.Attach protocol — Register with its boards,
+ * a Heartbeat every heartbeat_interval_ms the tracker asks for, BoardReady for
+ * each free board — and serving the grant and release of the sessions the
+ * tracker assigns (on the agent's direct-lane port, or the tracker's relay).
  *
- *   node --import tsx bench/lib/sim-agents.ts TRACKER AGENTS BOARDS
+ *   node --import tsx bench/lib/sim-agents.ts TRACKER AGENTS BOARDS [--first N] [--key K]
  *
- * Prints "attached N" once every agent got its Registered reply, then runs
- * until stdin closes or SIGTERM.
+ * Agents are named sim000, sim001, … from index N (default 0), so several
+ * processes can share one farm; their boards are cpu0, cpu1, … of key K
+ * (default "sim"). Prints "attached N" once every agent got its Registered
+ * reply, then runs until stdin closes or SIGTERM, and then prints
+ * "stats JSON" (the sum of every agent's SimAgentStats, and how late its
+ * event loop ran: `loopDelay`) and exits. An agent
+ * that loses the tracker ends the process with code 1.
  */
-import type * as grpc from "@grpc/grpc-js";
-import { AgentService, makeClient, type AgentServiceClient } from "../../protos/index.ts";
-import type { AgentMessage } from "../../protos/gen/farm/v1/AgentMessage.ts";
-import type { TrackerMessage__Output } from "../../protos/gen/farm/v1/TrackerMessage.ts";
+import { monitorEventLoopDelay } from "node:perf_hooks";
+import { SimAgent, type SimAgentStats } from "./sim-agent.ts";
 
-const [tracker, agentsArg, boardsArg] = process.argv.slice(2);
+const args = process.argv.slice(2);
+const flag = (name: string, fallback: string) => {
+  const i = args.indexOf(name);
+  return i >= 0 && args[i + 1] !== undefined ? args.splice(i, 2)[1]! : fallback;
+};
+const first = Number(flag("--first", "0"));
+const key = flag("--key", "sim");
+const [tracker, agentsArg, boardsArg] = args;
 const agents = Number(agentsArg);
 const boardsPerAgent = Number(boardsArg);
-if (!tracker || !(agents > 0) || !(boardsPerAgent > 0)) {
-  console.error("usage: sim-agents.ts TRACKER AGENTS BOARDS");
+if (!tracker || !(agents > 0) || !(boardsPerAgent > 0) || !(first >= 0)) {
+  console.error("usage: sim-agents.ts TRACKER AGENTS BOARDS [--first N] [--key K]");
   process.exit(2);
 }
 
-const timers: NodeJS.Timeout[] = [];
-let attached = 0;
-
-function simulate(index: number): void {
-  const client = makeClient<AgentServiceClient>(AgentService, tracker!, {});
-  const call = client.Attach() as unknown as grpc.ClientDuplexStream<AgentMessage, TrackerMessage__Output>;
-  const name = `sim${String(index).padStart(3, "0")}`;
+// How late this process's event loop ran (a starved load generator shows here, not in the tracker).
+const loop = monitorEventLoopDelay({ resolution: 10 });
+loop.enable();
+const fleet: SimAgent[] = [];
+for (let i = first; i < first + agents; i++) {
+  const name = `sim${String(i).padStart(3, "0")}`;
   const boards = Array.from({ length: boardsPerAgent }, (_, j) => ({
     name: `cpu${j}`,
-    key: "sim",
+    key,
     kind: "cpu",
     // What a real CPU agent reports (device-agent/backends/cpu.ts).
-    labels: { arch: "x64", os: "linux", rack: `r${index % 8}` },
+    labels: { arch: "x64", os: "linux", rack: `r${i % 8}` },
     capabilities: { cores: "2", model: "AMD EPYC", memory_bytes: "25275838464" },
   }));
-  call.on("data", (msg: TrackerMessage__Output) => {
-    if (!msg.registered) return;
-    let seq = 0;
-    timers.push(setInterval(() => call.write({ heartbeat: { seq: ++seq } }), msg.registered.heartbeat_interval_ms || 500));
-    for (const b of boards) call.write({ board_ready: { board_name: b.name } });
-    if (++attached === agents) console.log(`attached ${attached}`);
-  });
-  call.on("error", (err) => {
-    console.error(`${name}: ${err.message}`);
-    process.exit(1);
-  });
-  call.write({ register: { agent_name: name, boards, version: "0.1.0" } });
+  fleet.push(
+    new SimAgent({
+      tracker,
+      name,
+      boards,
+      onLost: (why) => {
+        console.error(`${new Date().toISOString()} ${name}: ${why} (this process's event loop: p99 ${(loop.percentile(99) / 1e6).toFixed(0)} ms, max ${(loop.max / 1e6).toFixed(0)} ms late)`);
+        process.exit(1);
+      },
+    }),
+  );
 }
 
-for (let i = 0; i < agents; i++) simulate(i);
+try {
+  await Promise.all(fleet.map((a) => a.start()));
+} catch (err) {
+  console.error((err as Error).message);
+  process.exit(1);
+}
+console.log(`attached ${fleet.length}`);
 
+function total(): SimAgentStats {
+  const sum: SimAgentStats = { assigned: 0, direct: 0, relay: 0, closed: 0, released: 0, hostLeft: 0, endedByTracker: {}, otherRequests: 0, doubleAssigned: 0, heartbeatRttMs: [] };
+  for (const { stats } of fleet) {
+    for (const k of ["assigned", "direct", "relay", "closed", "released", "hostLeft", "otherRequests", "doubleAssigned"] as const) sum[k] += stats[k];
+    for (const [code, n] of Object.entries(stats.endedByTracker)) sum.endedByTracker[code] = (sum.endedByTracker[code] ?? 0) + n;
+    for (const v of stats.heartbeatRttMs) sum.heartbeatRttMs.push(Math.round(v * 100) / 100);
+  }
+  return sum;
+}
+
+let stopping = false;
 const stop = () => {
-  for (const t of timers) clearInterval(t);
-  process.exit(0);
+  if (stopping) return;
+  stopping = true;
+  for (const a of fleet) a.close();
+  const loopDelay = { p99Ms: loop.percentile(99) / 1e6, maxMs: loop.max / 1e6 };
+  process.stdout.write(`stats ${JSON.stringify({ ...total(), loopDelay })}\n`, () => process.exit(0));
 };
 process.on("SIGTERM", stop);
 process.stdin.on("end", stop);

@@ -27,6 +27,8 @@ export interface CliOptions {
   netns?: string;
   /** The kfarm CLI of another checkout (a benchmark's baseline commit); default this one's. */
   cli?: string;
+  /** Flags for node itself, before the CLI (`--cpu-prof`: NODE_OPTIONS refuses it). */
+  nodeArgs?: string[];
 }
 
 /** `node ARGS`, in a network namespace when asked (`ip netns exec` execs node: the pid is node's). */
@@ -36,7 +38,7 @@ export function spawnNode(args: string[], opts: CliOptions & { stdin?: "ignore" 
 }
 
 function startCli(args: string[], opts: CliOptions = {}): { proc: ChildProcess; stderr: () => string } {
-  return watched(spawnNode(["--import", "tsx", opts.cli ?? CLI, ...args], opts));
+  return watched(spawnNode([...(opts.nodeArgs ?? []), "--import", "tsx", opts.cli ?? CLI, ...args], opts));
 }
 
 /** A child killed when the test process exits, its stderr collected (and shown with KFARM_TEST_LOG). */

@@ -197,7 +197,7 @@ export class TvmServer {
     clearTimeout(this.watch);
     clearTimeout(this.retry);
     const { agent, board } = this;
-    if (!agent || !board || !this.farm.registry.agents.delete(agent.id)) return;
+    if (!agent || !board || !this.farm.registry.remove(agent)) return;
     this.farm.servers.delete(agent.id);
     this.farm.log.warn({ board: board.id, peer: this.link.peer }, `TVM server gone: ${why}`);
     board.lease?.end(new FarmError("AGENT_LOST", `TVM server ${board.id} was lost: ${why}`));
@@ -222,7 +222,7 @@ export class TvmServer {
     const board = newBoard(agent, { id: `${name}/${this.key}`, name: this.key, key: this.key, kind: TVM_BOARD_KIND, labels: { address: joinHostPort(host, port) }, capabilities });
     agent.boards.set(board.name, board);
     this.farm.memory.recall([board]);
-    this.farm.registry.agents.set(id, agent);
+    this.farm.registry.add(agent);
     this.farm.servers.set(id, this);
     this.agent = agent;
     this.board = board;
@@ -250,7 +250,7 @@ export class TvmServer {
   private setReady(ready: boolean): void {
     const board = this.board;
     if (!board || board.ready === ready) return;
-    board.ready = ready;
+    this.farm.registry.setReady(board, ready);
     if (!board.lease) this.farm.events.emit({ type: "board", at: Date.now(), board: describeBoard(board), change: "changed" });
     if (ready) this.farm.scheduler.dispatch(board.key);
   }
@@ -320,7 +320,7 @@ export class TvmServer {
       this.state = "free";
       this.farm.log.info({ board: this.board!.id, session: lease.id }, `TVM server ${this.board!.id}: its key "${key}" was never used; free again`);
       // Ready again: the scheduler dispatches once the lease is off the board.
-      this.board!.ready = true;
+      this.farm.registry.setReady(this.board!, true);
       this.arm();
       return;
     }

@@ -1,0 +1,48 @@
+/**
+ * The Summary reply (host.proto) encoded from parts: the reply without its
+ * boards, then each board's BoardInfo already encoded. A tracker keeps each
+ * board's bytes until the board changes (tracker/summary.ts) rather than
+ * encoding every BoardInfo, label maps and all, on every call: with 10,000
+ * boards that was ~0.2 s of the tracker's one thread per Summary
+ * (BENCHMARKS.md §18). The bytes are the message a plain encoding gives,
+ * with the boards last: protobuf readers take fields in any order, and the
+ * elements of a repeated field in the order they come.
+ *
+ * The tracker hands the bytes to grpc-js as its reply, and HostService's
+ * Summary serializer passes a Buffer as it is (protos/grpc.ts).
+ */
+import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
+import type { BoardInfo } from "./gen/farm/v1/BoardInfo.ts";
+import type { SummaryReply } from "./gen/farm/v1/SummaryReply.ts";
+
+const require = createRequire(import.meta.url);
+const protobuf = require("protobufjs") as typeof import("protobufjs");
+
+const root = new protobuf.Root();
+root.resolvePath = (_origin, target) => (target.startsWith("farm/") ? fileURLToPath(new URL(target, import.meta.url)) : target);
+root.loadSync(["farm/v1/host.proto"], { keepCase: true });
+const boardInfoType = root.lookupType("farm.v1.BoardInfo");
+const summaryReplyType = root.lookupType("farm.v1.SummaryReply");
+/** SummaryReply.boards: field 2, length-delimited. */
+const BOARDS_TAG = (2 << 3) | 2;
+
+/**
+ * One board's entry of a Summary reply: its BoardInfo as grpc-js's serializer
+ * would encode it, framed as the reply's field `boards` (tag and length), so
+ * that a reply is its head and these, end to end.
+ */
+export function encodeBoardEntry(info: BoardInfo): Uint8Array {
+  return protobuf.Writer.create().uint32(BOARDS_TAG).bytes(boardInfoType.encode(boardInfoType.fromObject(info)).finish()).finish();
+}
+
+/**
+ * A Summary reply whose boards are given as entries (encodeBoardEntry), in
+ * the order the reply lists them; `head`'s own `boards` must be empty. The
+ * result is what the tracker passes to the Summary call's callback (typed as
+ * the reply it encodes, for grpc-js's handler type).
+ */
+export function encodeSummaryReply(head: SummaryReply, boards: readonly Uint8Array[]): SummaryReply {
+  if (head.boards?.length) throw new Error("encodeSummaryReply: the head carries no boards; they are given encoded");
+  return Buffer.concat([summaryReplyType.encode(summaryReplyType.fromObject(head)).finish(), ...boards]) as unknown as SummaryReply;
+}
