@@ -134,6 +134,8 @@ let exitCode = 0;
 try {
   await farm?.ready();
   const t0 = Date.now();
+  // This process's CPU over the search: proposals, the cost model, compiles and checks all run here.
+  const cpu0 = process.cpuUsage();
   const results = new Map<string, MeasureResult>();
   console.log(
     `conv2d ${dataShape.join("×")} * ${kernelShape.join("×")}, pad ${workload.padH ?? 0}, → ${N}×${workload.outChannels}×${outHeight}×${outWidth}; ` +
@@ -211,7 +213,7 @@ try {
 
   writeFileSync(
     summaryFile,
-    `${JSON.stringify({ workload: args.workload, seed, search: strategy, seconds: (Date.now() - t0) / 1e3, best: best && { cycles: best.score, schedule: configKey(best.config) }, farm: run.report, curve: run.points.map((x) => ({ cycles: x.score, at: x.at })) }, null, 1)}\n`,
+    `${JSON.stringify({ workload: args.workload, seed, search: strategy, seconds: (Date.now() - t0) / 1e3, hostCpuSeconds: ((c) => (c.user + c.system) / 1e6)(process.cpuUsage(cpu0)), best: best && { cycles: best.score, schedule: configKey(best.config) }, farm: run.report, curve: run.points.map((x) => ({ cycles: x.score, at: x.at })) }, null, 1)}\n`,
   );
   writeBestSoFarSvg(svgFile, [{ label: "cycles", values: run.points.map((x) => x.score) }], {
     title: `VTA conv2d ${dataShape.join("×")} → ${workload.outChannels} filters: schedule search (${strategy === "model" ? "cost model" : "random, then evolutionary"})`,

@@ -9,6 +9,7 @@ import { once } from "node:events";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import { connectTracker, type TrackerClient } from "../../host-sdk/index.ts";
+import { IP } from "./ip.ts";
 
 const CLI = fileURLToPath(new URL("../../cli/main.ts", import.meta.url));
 const LOG_LEVEL = process.env.KFARM_TEST_LOG ?? "error";
@@ -31,9 +32,9 @@ export interface CliOptions {
   nodeArgs?: string[];
 }
 
-/** `node ARGS`, in a network namespace when asked (`ip netns exec` execs node: the pid is node's). */
+/** `node ARGS`, in a network namespace when asked (`ip netns exec` execs node: the pid is node's; `ip` is $KFARM_IP's, helpers/ip.ts). */
 export function spawnNode(args: string[], opts: CliOptions & { stdin?: "ignore" | "pipe" } = {}): ChildProcess {
-  const [cmd, argv] = opts.netns ? ["ip", ["netns", "exec", opts.netns, process.execPath, ...args]] : [process.execPath, args];
+  const [cmd, argv] = opts.netns ? [IP, ["netns", "exec", opts.netns, process.execPath, ...args]] : [process.execPath, args];
   return spawn(cmd, argv, { env: { ...process.env, KFARM_LOG: LOG_LEVEL, ...opts.env }, stdio: [opts.stdin ?? "ignore", "pipe", "pipe"] });
 }
 

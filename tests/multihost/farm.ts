@@ -3,7 +3,8 @@
  * and drivers (driver.ts) on client hosts, every one a real process in its
  * own namespace reaching the others over the wire. `startBedFarm` is the
  * layout every multi-host test uses: tracker, agent1, agent2, client1,
- * client2, with cpu boards of one key on both agents.
+ * client2, with cpu boards of one key on both agents (other boards where
+ * asked: bench/tune-hosts.ts gives each agent vta-sim boards).
  */
 import type { ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
@@ -82,9 +83,19 @@ export interface BedFarm {
 }
 
 export const BED_HOSTS = ["tracker", "agent1", "agent2", "client1", "client2"] as const;
+export type AgentHost = keyof BedFarm["agents"];
 
-/** The agents' flags for the bed: heartbeats as shipped; each agent serves `boardsPerAgent` cpu boards of key `cpu`. */
-export async function startBedFarm(opts: { boardsPerAgent?: number; trackerArgs?: string[]; agentArgs?: string[] } = {}): Promise<BedFarm> {
+export interface BedFarmOptions {
+  /** cpu boards of key `cpu` on each agent (default 1), unless `boards` says otherwise. */
+  boardsPerAgent?: number;
+  /** Each agent's `--board` flags, e.g. `vta-sim:key=vta,name=agent1-vta0,host=agent1`; default `boardsPerAgent` cpu boards. */
+  boards?: (agent: AgentHost) => string[];
+  trackerArgs?: string[];
+  agentArgs?: string[];
+}
+
+/** The agents' flags for the bed: heartbeats as shipped; each agent serves `boardsPerAgent` cpu boards of key `cpu`, or `boards(agent)`. */
+export async function startBedFarm(opts: BedFarmOptions = {}): Promise<BedFarm> {
   const bed = await NetBed.create([...BED_HOSTS]);
   const started: Array<{ stop(): Promise<void> }> = [];
   try {
@@ -93,10 +104,11 @@ export async function startBedFarm(opts: { boardsPerAgent?: number; trackerArgs?
     const tracker = await startTrackerProcess(["--host", trackerHost.address, "--insecure", ...(opts.trackerArgs ?? [])], 0, { netns: trackerHost.ns });
     started.push(tracker);
     const address = `${trackerHost.address}:${tracker.port}`;
-    const boards = (n: number, agent: string) => Array.from({ length: opts.boardsPerAgent ?? 1 }, (_, i) => `cpu:key=cpu,name=${agent}-cpu${i},host=${agent}`).slice(0, n);
+    const cpuBoards = (agent: AgentHost) => Array.from({ length: opts.boardsPerAgent ?? 1 }, (_, i) => `cpu:key=cpu,name=${agent}-cpu${i},host=${agent}`);
+    const boards = opts.boards ?? cpuBoards;
     const agents = {} as BedFarm["agents"];
     for (const name of ["agent1", "agent2"] as const) {
-      agents[name] = await startAgentProcess(address, boards(opts.boardsPerAgent ?? 1, name), ["--name", name, ...(opts.agentArgs ?? [])], { netns: bed.host(name).ns });
+      agents[name] = await startAgentProcess(address, boards(name), ["--name", name, ...(opts.agentArgs ?? [])], { netns: bed.host(name).ns });
       started.push(agents[name]);
     }
     const clients = {} as BedFarm["clients"];

@@ -13,6 +13,10 @@
  *
  * The bed cleans up whatever happens: `destroy()`, a process exit handler,
  * and, at the next start, namespaces left by a bed whose process is gone.
+ *
+ * Of iproute2 it needs `ip` alone (netns add/del/list/exec, link, addr; no
+ * tc), taken from $KFARM_IP where set (tests/helpers/ip.ts): a host without
+ * iproute2 runs a packed one (bench/lib/pack-iproute2.sh).
  */
 import { execFileSync, spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -21,6 +25,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { IP } from "../helpers/ip.ts";
 
 const WIRE_SOURCE = fileURLToPath(new URL("./wire.c", import.meta.url));
 const NS_PREFIX = "kfmh";
@@ -52,13 +57,21 @@ export interface LinkStats {
 export function netBedUnavailable(): string | false {
   if (process.platform !== "linux") return `network namespaces are Linux's; this is ${process.platform}`;
   if (process.getuid?.() !== 0) return "needs root to make network namespaces and TUN devices (CI runs as root)";
-  if (spawnSync("ip", ["-V"]).status !== 0) return "the ip tool (iproute2) is not installed";
+  const version = spawnSync(IP, ["-V"], { encoding: "utf8" });
+  if (version.status !== 0) {
+    return process.env.KFARM_IP
+      ? `KFARM_IP=${IP} does not run: ${version.error?.message ?? version.stderr.trim()}`
+      : "the ip tool (iproute2) is not installed (KFARM_IP may name one: bench/lib/pack-iproute2.sh packs this machine's)";
+  }
   if (!existsSync("/dev/net/tun")) return "/dev/net/tun does not exist (no TUN support)";
   if (spawnSync("cc", ["--version"]).status !== 0) return "no C compiler (cc) to build the wire";
   const probe = `${NS_PREFIX}probe${process.pid}`;
-  const made = spawnSync("ip", ["netns", "add", probe], { encoding: "utf8" });
+  const made = spawnSync(IP, ["netns", "add", probe], { encoding: "utf8" });
   if (made.status !== 0) return `ip netns add fails here: ${made.stderr.trim()}`;
-  spawnSync("ip", ["netns", "del", probe]);
+  // exec makes a mount namespace and mounts /sys in it: a container may allow the one and not the other.
+  const exec = spawnSync(IP, ["netns", "exec", probe, process.execPath, "-e", ""], { encoding: "utf8" });
+  spawnSync(IP, ["netns", "del", probe]);
+  if (exec.status !== 0) return `ip netns exec fails here: ${exec.stderr.trim()}`;
   return false;
 }
 
@@ -77,13 +90,13 @@ function wireBinary(): string {
 }
 
 function ip(...args: string[]): void {
-  const r = spawnSync("ip", args, { encoding: "utf8" });
+  const r = spawnSync(IP, args, { encoding: "utf8" });
   if (r.status !== 0) throw new Error(`ip ${args.join(" ")}: ${r.stderr.trim()}`);
 }
 
 /** Namespaces of beds whose process has died (a killed test run). */
 function removeStaleNamespaces(): void {
-  const list = spawnSync("ip", ["netns", "list"], { encoding: "utf8" }).stdout ?? "";
+  const list = spawnSync(IP, ["netns", "list"], { encoding: "utf8" }).stdout ?? "";
   for (const line of list.split("\n")) {
     const ns = line.split(" ")[0] ?? "";
     const m = /^kfmh(\d+)-/.exec(ns);
@@ -95,7 +108,7 @@ function removeStaleNamespaces(): void {
     } catch {
       alive = false;
     }
-    if (!alive) spawnSync("ip", ["netns", "del", ns]);
+    if (!alive) spawnSync(IP, ["netns", "del", ns]);
   }
 }
 
@@ -147,7 +160,8 @@ export class NetBed {
     ip("link", "set", ifname, "netns", ns);
     ip("-n", ns, "link", "set", ifname, "name", "eth0");
     // The wire forwards IPv4 only; IPv6's own chatter (router solicitations) would only be dropped.
-    spawnSync("ip", ["netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"]);
+    // Written by sh inside the namespace (its /proc/sys/net is the namespace's): no procps needed.
+    spawnSync(IP, ["netns", "exec", ns, "sh", "-c", "echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6"], { stdio: "ignore" });
     ip("-n", ns, "addr", "add", `${address}/24`, "dev", "eth0");
     ip("-n", ns, "link", "set", "eth0", "txqueuelen", "10000");
     ip("-n", ns, "link", "set", "eth0", "up");
@@ -214,7 +228,7 @@ export class NetBed {
     this.wire.stdin!.end();
     this.wire.kill("SIGKILL");
     // Deleting a namespace kills nothing in it: the test stops its processes first; this removes the names.
-    for (const { ns } of this.hosts.values()) spawnSync("ip", ["netns", "del", ns]);
+    for (const { ns } of this.hosts.values()) spawnSync(IP, ["netns", "del", ns]);
     for (const r of this.replies.splice(0)) r("error the bed was destroyed");
   }
 }
