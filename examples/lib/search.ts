@@ -10,64 +10,10 @@
  * batch.
  */
 
-/** Each knob's choices, in a meaningful order (a mutation prefers a neighbouring choice). */
-export type KnobSpace = Readonly<Record<string, readonly (number | string)[]>>;
+import { configKey, mutate, pick, randomConfig, seededRandom, type Config, type KnobSpace } from "./space.ts";
 
-/** One value per knob. */
-export type Config<S extends KnobSpace> = { -readonly [K in keyof S]: S[K][number] };
-
-/** mulberry32: a small seeded generator of floats in [0, 1). */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function pick<T>(items: readonly T[], random: () => number): T {
-  return items[Math.floor(random() * items.length)]!;
-}
-
-/** A configuration with every knob drawn uniformly. */
-export function randomConfig<S extends KnobSpace>(space: S, random: () => number): Config<S> {
-  return Object.fromEntries(Object.entries(space).map(([k, choices]) => [k, pick(choices, random)])) as Config<S>;
-}
-
-/**
- * `config` with one knob changed (two, one time in three): to a neighbouring
- * choice two times in three, else to any other choice.
- */
-export function mutate<S extends KnobSpace>(config: Config<S>, space: S, random: () => number): Config<S> {
-  const out = { ...config } as Record<string, number | string>;
-  const knobs = Object.keys(space).filter((k) => space[k]!.length > 1);
-  const changes = random() < 1 / 3 ? 2 : 1;
-  for (let c = 0; c < changes && knobs.length > 0; c++) {
-    const k = knobs.splice(Math.floor(random() * knobs.length), 1)[0]!;
-    const choices = space[k]!;
-    const at = choices.indexOf(out[k]!);
-    if (at >= 0 && random() < 2 / 3) {
-      const step = at === 0 ? 1 : at === choices.length - 1 ? -1 : random() < 0.5 ? -1 : 1;
-      out[k] = choices[at + step]!;
-    } else {
-      out[k] = pick(choices.filter((v) => v !== out[k]), random);
-    }
-  }
-  return out as Config<S>;
-}
-
-/** A stable, readable id: `knob=value` joined by commas, in the space's knob order. */
-export function configKey(config: Readonly<Record<string, number | string>>): string {
-  return Object.entries(config).map(([k, v]) => `${k}=${v}`).join(",");
-}
-
-/** The number of configurations in the space. */
-export function spaceSize(space: KnobSpace): number {
-  return Object.values(space).reduce((n, choices) => n * choices.length, 1);
-}
+export { configKey, mutate, randomConfig, seededRandom, spaceSize } from "./space.ts";
+export type { Config, KnobSpace } from "./space.ts";
 
 export type TrialOrigin = "initial" | "random" | "mutation";
 
