@@ -66,3 +66,20 @@ export function configKey(config: Readonly<Record<string, number | string>>): st
 export function spaceSize(space: KnobSpace): number {
   return Object.values(space).reduce((n, choices) => n * choices.length, 1);
 }
+
+/**
+ * The configuration at `index` of the space read as a mixed-radix number (the
+ * last knob varies fastest): with it a searcher can visit every configuration
+ * once, to find the last few a uniform draw keeps missing.
+ */
+export function configAt<S extends KnobSpace>(space: S, index: number): Config<S> {
+  const entries = Object.entries(space);
+  const out: Record<string, number | string> = {};
+  for (let i = entries.length - 1; i >= 0; i--) {
+    const [k, choices] = entries[i]!;
+    out[k] = choices[index % choices.length]!;
+    index = Math.floor(index / choices.length);
+  }
+  // In the space's knob order, so that configKey() of it is the searcher's key.
+  return Object.fromEntries(entries.map(([k]) => [k, out[k]!])) as Config<S>;
+}
