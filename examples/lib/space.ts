@@ -1,6 +1,7 @@
 /**
  * A knob space and the moves a search makes in it: a seeded generator, a
- * uniform draw, a mutation, a stable key. Apart from search.ts so that the
+ * uniform draw, a mutation, a stable key, an index for sweeping the space in
+ * a fixed order, a neighbourhood. Apart from search.ts so that the
  * cost model (cost-model.ts) and the searcher can share them without either
  * importing the other.
  */
@@ -82,4 +83,37 @@ export function configAt<S extends KnobSpace>(space: S, index: number): Config<S
   }
   // In the space's knob order, so that configKey() of it is the searcher's key.
   return Object.fromEntries(entries.map(([k]) => [k, out[k]!])) as Config<S>;
+}
+
+/** Knobs whose values differ between `a` and `b`. */
+export function knobDistance(a: Readonly<Record<string, unknown>>, b: Readonly<Record<string, unknown>>, knobs: readonly string[]): number {
+  let d = 0;
+  for (const k of knobs) if (a[k] !== b[k]) d++;
+  return d;
+}
+
+/**
+ * Every configuration one knob away from `config`, then those two knobs away
+ * — all of them, or, when there are more than `maxPairs`, each kept with
+ * probability maxPairs / their number (about maxPairs, no repeats).
+ */
+export function neighbours<S extends KnobSpace>(config: Config<S>, space: S, random: () => number, maxPairs = 1024): Config<S>[] {
+  const knobs = Object.keys(space).filter((k) => space[k]!.length > 1);
+  const cur = config as Record<string, number | string>;
+  const out: Config<S>[] = [];
+  for (const k of knobs) for (const v of space[k]!) if (v !== cur[k]) out.push({ ...config, [k]: v });
+  let pairs = 0;
+  for (let i = 0; i < knobs.length; i++) for (let j = i + 1; j < knobs.length; j++) pairs += (space[knobs[i]!]!.length - 1) * (space[knobs[j]!]!.length - 1);
+  const keep = pairs <= maxPairs ? 1 : maxPairs / pairs;
+  for (let i = 0; i < knobs.length; i++) {
+    const a = knobs[i]!;
+    for (let j = i + 1; j < knobs.length; j++) {
+      const b = knobs[j]!;
+      for (const va of space[a]!) {
+        if (va === cur[a]) continue;
+        for (const vb of space[b]!) if (vb !== cur[b] && (keep === 1 || random() < keep)) out.push({ ...config, [a]: va, [b]: vb });
+      }
+    }
+  }
+  return out;
 }

@@ -11,16 +11,22 @@
  */
 import type { Config, KnobSpace } from "../../examples/lib/space.ts";
 
+/** Methods, not function properties, so that any landscape is a Landscape<KnobSpace> (methods are bivariant). */
 export interface Landscape<S extends KnobSpace> {
   name: string;
   space: S;
   higherIsBetter: boolean;
   /** The score (NaN: failed on the board). */
-  score: (c: Config<S>) => number;
+  score(c: Config<S>): number;
   /** What a template's rules refuse before compiling. */
-  valid?: (c: Config<S>) => boolean;
+  valid?(c: Config<S>): boolean;
   /** Features a template can compute without compiling. */
-  features?: (c: Config<S>) => Record<string, number>;
+  features?(c: Config<S>): Record<string, number>;
+}
+
+/** Both landscapes, for loops over them. */
+export function landscapes(): Landscape<KnobSpace>[] {
+  return [GEMM_LIKE, CONV_LIKE];
 }
 
 /** FNV-1a of a string, as a fraction in [0, 1): a fixed jitter per configuration. */
@@ -153,12 +159,13 @@ export interface RunTrace {
 /**
  * Drives `searcher` like a farm with `concurrency` boards: that many
  * proposals outstanding, results returned in a seeded random order (not the
- * order proposed), until `trials` results are in or the searcher runs dry.
+ * order proposed), until `trials` results are in, the searcher runs dry, or
+ * a result satisfies `until`.
  */
 export function simulate<S extends KnobSpace>(
   searcher: { next(): { config: Config<S> } | undefined; tell(config: Config<S>, score: number): void },
   landscape: Landscape<S>,
-  opts: { trials: number; concurrency: number; seed: number },
+  opts: { trials: number; concurrency: number; seed: number; until?: (score: number) => boolean },
 ): RunTrace {
   let a = opts.seed >>> 0;
   const random = () => {
@@ -185,6 +192,7 @@ export function simulate<S extends KnobSpace>(
     const s = landscape.score(c);
     scores.push(s);
     searcher.tell(c, s);
+    if (opts.until?.(s)) break;
   }
   return { scores, proposed };
 }
