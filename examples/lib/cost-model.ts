@@ -12,11 +12,13 @@
  *   same reason autotvm's XGBTuner ranks by default (`loss_type="rank"`).
  *   `"log"` fits the log of the score instead (oriented so that higher is
  *   better), which keeps the size of the gaps; both are squared-error fits.
- *   On the synthetic landscapes (tests/helpers/landscapes.ts) ranks found the
- *   target in fewer trials than the log, than the score over the best
- *   (autotvm's "reg") and than a log clipped at 1/20 of the best; ranks
- *   raised to a power did no better. Ranks are also the cheapest to get
- *   right: no unit, no sign, no zero.
+ *   In an early comparison on the synthetic landscapes
+ *   (tests/helpers/landscapes.ts; 10 seeds, before the searcher's refining
+ *   step) ranks needed fewer trials than the log in three cases of four
+ *   (median 65 vs 75, 33 vs 38, 34 vs 39; 61 vs 57 the other way), and clearly
+ *   fewer on the GEMM-like landscape than the score over the best (autotvm's
+ *   "reg": 89 and 105) or a log clipped at 1/20 of the best (91 and 72).
+ *   Ranks are also the easiest to get right: no unit, no sign, no zero.
  * - **A failed configuration (NaN) is a bad score**: its target lies below the
  *   worst measured one, by `failurePenalty` × the spread of the measured
  *   targets. So the model learns the cliffs of the space (a launch that needs
