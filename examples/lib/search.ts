@@ -22,7 +22,7 @@
  *     by a few per cent. A model of the whole space ranks those neighbours
  *     badly (its rows and its targets are spent on telling bad from worse);
  *     one fitted on the top only sees the small effects. On the synthetic
- *     landscapes (tests/helpers/landscapes.ts, 80 seeds, 1 and 8 boards) the
+ *     landscapes (tests/helpers/landscapes.ts, 40–80 seeds, 1 and 8 boards) the
  *     share of seeds within the issue's target rose from 57–80 % with the
  *     global model alone to 70–85 % with refining.
  *   - *model* (the others): the configuration a model of all results ranks
@@ -115,8 +115,9 @@ export interface SearcherOptions<S extends KnobSpace> {
    * Model: share of the model's proposals (those not drawn at random) that
    * refine the best configuration so far (see the module comment). Default
    * 0.7: on the synthetic landscapes of tests/helpers/landscapes.ts, 0.5 to
-   * 0.9 did about as well, 1 (no global picks) worse on the GEMM-like one, 0
-   * (the global model alone) much worse on both.
+   * 0.9 did about as well (within the noise of 40–80 seeds), 1 (no global
+   * picks) worse on the GEMM-like one, 0 (the global model alone) worse on
+   * both.
    */
   refineShare?: number;
   /**
