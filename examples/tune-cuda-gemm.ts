@@ -126,7 +126,8 @@ try {
   const t = Date.now();
   // One Measurer for the whole search: each board's session (and the reference) lasts from the baseline to the last candidate.
   const measurer = new Measurer(client, { key: args.key!, timeEvaluator: { number: 10, repeat: 5, minRepeatMs: 10 }, timeoutMs: 20_000, resultsFile, ...pipelineArgs(args) });
-  const searcher = new Searcher({ space: GEMM_SPACE, seed, strategy, higherIsBetter: true, valid: (c) => gemmConfigProblem(c, problem) === undefined });
+  // randomFirst 32: the evolution strategy draws at random for as long as the old rounds did (2 rounds of 16).
+  const searcher = new Searcher({ space: GEMM_SPACE, seed, strategy, randomFirst: 32, higherIsBetter: true, valid: (c) => gemmConfigProblem(c, problem) === undefined });
   let run;
   const results = new Map<string, MeasureResult>();
   try {

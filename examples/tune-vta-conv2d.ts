@@ -33,6 +33,7 @@ import { writeBestSoFarSvg } from "./lib/plot.ts";
 import { numberArg, pipelineArgs, searchArg } from "./lib/args.ts";
 import { Searcher, configKey, outcomeLine, formatTable, ranked, seededRandom, spaceSize, type Config, type KnobSpace } from "./lib/search.ts";
 import { tuneArms } from "./lib/tune-loop.ts";
+import { VtaCompilePool } from "./lib/vta-compile-pool.ts";
 
 // The embedded farm's session log would bury the tables: warnings only, unless KFARM_LOG says otherwise.
 process.env.KFARM_LOG ??= "warn";
@@ -113,12 +114,15 @@ const baselineOf = new Map(baselines.map((b) => [configKey(b.schedule), b.label]
 const fn = defaultModule.functions[0]!;
 const shapeOf = (name: string) => [...fn.params.find((p) => p.name === name)!.shape!];
 
+const compiler = new VtaCompilePool();
+
 function candidate(s: Schedule): Candidate {
   return {
     id: configKey(s),
     // The schedule and the workload define the module (the compiler is this checkout's): a resume needs no compile.
     definition: { workload, schedule: s },
-    module: async () => vtaConv2d(workload!, asSchedule(s)),
+    // On a worker thread: the compiler is synchronous, and this thread runs the search and the pipeline.
+    module: () => compiler.conv2d(workload!, asSchedule(s)),
     function: fn.name,
     args: [
       { input: packedData, shape: shapeOf("data") },
@@ -156,7 +160,8 @@ try {
     resultsFile,
     progress: false,
   });
-  const searcher = new Searcher({ space: SPACE, seed, strategy, higherIsBetter: false, initial: baselines.map((b) => b.schedule) });
+  // randomFirst 16: the evolution strategy draws at random for as long as the old rounds did (2 rounds of 8).
+  const searcher = new Searcher({ space: SPACE, seed, strategy, randomFirst: 16, higherIsBetter: false, initial: baselines.map((b) => b.schedule) });
   // measure() reports each candidate's own counters: its simulated cycles over its calls.
   const cycles = (r: MeasureResult) => (r.outcome === "OK" && r.stats?.calls ? r.stats.cycle_count! / r.stats.calls : NaN);
   let run;
@@ -232,6 +237,7 @@ try {
     exitCode = 1;
   }
 } finally {
+  await compiler.close();
   if (farm) await farm.close();
   else client.close();
 }
