@@ -141,7 +141,11 @@ export class BoardSession {
       const measure = (withChecks: typeof checks) => {
         const measuring = s.measureCall(remote, c.function, ready, withChecks, timeOpts);
         events?.sent();
-        return measuring.finally(() => events?.settled());
+        measuring.then(
+          () => events?.settled(true),
+          () => events?.settled(false),
+        );
+        return measuring;
       };
       const measuring = measure(checks);
       const [m] = (await allOrFirstError<unknown>([measuring, ...pending])) as [Awaited<ReturnType<Session["measureCall"]>>];
@@ -168,7 +172,8 @@ export class BoardSession {
 /** A board's Measure requests going out and their answers coming back: when the board is busy. */
 export interface MeasureEvents {
   sent(): void;
-  settled(): void;
+  /** `ok`: the board answered it; false: it failed (the session may be lost). */
+  settled(ok: boolean): void;
 }
 
 /** What one Measure request gave a candidate: its result but for who it was and how many sessions it took. */

@@ -123,9 +123,9 @@ class BoardLoop {
   candidates = 0;
   /** When this board's session requests began to fail, if they are failing: its outage clock. */
   outageSince?: number;
-  /** The Measure requests outstanding on the current session, by the order they went out. */
-  private readonly sent = new Map<BoardSession, number[]>();
-  /** Per lost session: the candidate whose run it died in (the earliest request outstanding then). */
+  /** Per session, its Measure requests in the order they went out, and whether the board answered each. */
+  private readonly sent = new Map<BoardSession, { index: number; ok?: boolean }[]>();
+  /** Per lost session: the candidate whose run it died in. */
   private readonly culprit = new Map<BoardSession, number>();
 
   constructor(
@@ -155,24 +155,25 @@ class BoardLoop {
 
   measureSent(s: BoardSession, index: number): void {
     if (!this.sent.has(s)) this.sent.set(s, []);
-    this.sent.get(s)!.push(index);
+    this.sent.get(s)!.push({ index });
     this.clock.measureSent();
   }
 
-  measureSettled(s: BoardSession, index: number): void {
-    const q = this.sent.get(s);
-    const at = q?.indexOf(index) ?? -1;
-    if (at >= 0) q!.splice(at, 1);
+  measureSettled(s: BoardSession, index: number, ok: boolean): void {
+    const entry = this.sent.get(s)?.find((e) => e.index === index && e.ok === undefined);
+    if (entry) entry.ok = ok;
     this.clock.measureDone();
   }
 
   /**
    * Whether candidate `index` is the one its lost session died under: the
-   * earliest Measure request outstanding when the first failure was seen
-   * (the board serves a session's requests in order), else the first to fail.
+   * board serves a session's requests in order, so it is the first request
+   * sent that the board did not answer — the ones behind it failed because
+   * of it. A candidate that failed before its request went out (an upload)
+   * is the culprit only if no request was outstanding.
    */
   blame(s: BoardSession, index: number): boolean {
-    if (!this.culprit.has(s)) this.culprit.set(s, this.sent.get(s)?.[0] ?? index);
+    if (!this.culprit.has(s)) this.culprit.set(s, this.sent.get(s)?.find((e) => e.ok !== true)?.index ?? index);
     return this.culprit.get(s) === index;
   }
 }
@@ -438,7 +439,7 @@ export class Pipeline {
     this.hooks.running(+1);
     try {
       const again = this.remeasure && this.againFor(e);
-      const events = { sent: () => loop.measureSent(board, e.index), settled: () => loop.measureSettled(board, e.index) };
+      const events = { sent: () => loop.measureSent(board, e.index), settled: (ok: boolean) => loop.measureSettled(board, e.index, ok) };
       const r = await board.run(e.module!, e.c, expects, this.opts, events, again);
         const wall = r.stats?.measure_wall_ns;
       if (wall) this.boardSeconds.push(wall / 1e9);
