@@ -40,7 +40,7 @@ import {
 import { WINOGRAD_SPACE, compileWinograd, winogradConfigProblem, winogradLaunch, winogradSource, winogradThreads, type WinogradConfig } from "./lib/cuda-winograd-template.ts";
 import { boardsOf } from "./lib/boards.ts";
 import { writeBestSoFarSvg } from "./lib/plot.ts";
-import { numberArg, pipelineArgs, searchArg } from "./lib/args.ts";
+import { TUNING_OPTIONS, numberArg, pipelineArgs, searchArg } from "./lib/args.ts";
 import { Searcher, configKey, countOutcomes, formatTable, outcomeLine, spaceSize, type KnobSpace } from "./lib/search.ts";
 import { tuneArms, type TuneArm } from "./lib/tune-loop.ts";
 
@@ -52,11 +52,7 @@ const { values: args } = parseArgs({
     key: { type: "string", default: "cuda" },
     layers: { type: "string", default: Object.keys(RESNET18_3X3_LAYERS).reverse().join(",") },
     candidates: { type: "string", default: "200" },
-    search: { type: "string", default: "model" },
-    boards: { type: "string" },
-    "compile-jobs": { type: "string" },
-    "queue-depth": { type: "string" },
-    "in-flight": { type: "string" },
+    ...TUNING_OPTIONS,
     "stop-at": { type: "string" },
     seed: { type: "string", default: "1" },
     arch: { type: "string", default: "sm_90" },

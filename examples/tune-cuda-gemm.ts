@@ -24,7 +24,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { MEASURE_OUTCOMES, Measurer, connectTracker, formatReport, type AnyTypedArray, type Candidate, type KernelResources, type MeasureResult } from "kernelfarm";
-import { numberArg, pipelineArgs, searchArg } from "./lib/args.ts";
+import { TUNING_OPTIONS, numberArg, pipelineArgs, searchArg } from "./lib/args.ts";
 import {
   GEMM_FUNCTION, GEMM_SPACE, NAIVE_GEMM_SOURCE, compileGemm, gemmConfigProblem, gemmFlops, gemmLaunch, gemmOperands, gemmSource, gemmThreads, gemmWarpTile, hostGemmParallel, naiveGemmLaunch,
   type GemmConfig, type GemmProblem,
@@ -42,11 +42,7 @@ const { values: args } = parseArgs({
     key: { type: "string", default: "cuda" },
     candidates: { type: "string", default: "64" },
     size: { type: "string", default: "1024" },
-    search: { type: "string", default: "model" },
-    boards: { type: "string" },
-    "compile-jobs": { type: "string" },
-    "queue-depth": { type: "string" },
-    "in-flight": { type: "string" },
+    ...TUNING_OPTIONS,
     "stop-at": { type: "string" },
     seed: { type: "string", default: "1" },
     arch: { type: "string", default: "sm_90" },

@@ -30,7 +30,7 @@ import {
   type Candidate, type MeasureResult, type TrackerClient, type VtaConv2dSchedule, type VtaConv2dWorkload,
 } from "kernelfarm";
 import { writeBestSoFarSvg } from "./lib/plot.ts";
-import { numberArg, pipelineArgs, searchArg } from "./lib/args.ts";
+import { TUNING_OPTIONS, numberArg, pipelineArgs, searchArg } from "./lib/args.ts";
 import { Searcher, configKey, outcomeLine, formatTable, ranked, seededRandom, spaceSize, type Config, type KnobSpace } from "./lib/search.ts";
 import { tuneArms } from "./lib/tune-loop.ts";
 import { VtaCompilePool } from "./lib/vta-compile-pool.ts";
@@ -43,11 +43,7 @@ const { values: args } = parseArgs({
     tracker: { type: "string" },
     key: { type: "string", default: "vta" },
     candidates: { type: "string", default: "40" },
-    boards: { type: "string" },
-    search: { type: "string", default: "model" },
-    "compile-jobs": { type: "string" },
-    "queue-depth": { type: "string" },
-    "in-flight": { type: "string" },
+    ...TUNING_OPTIONS,
     seed: { type: "string", default: "1" },
     out: { type: "string" },
     workload: { type: "string", default: "small" },

@@ -13,6 +13,15 @@ export function searchArg(value: string | undefined): Strategy {
   throw new Error(`--search must be "model" (a cost model ranks proposals by what was measured) or "evolution" (random draws, then mutations of the best), got ${JSON.stringify(value)}`);
 }
 
+/** parseArgs options every tuning example takes: the search and measure()'s pipeline. */
+export const TUNING_OPTIONS = {
+  search: { type: "string", default: "model" },
+  boards: { type: "string" },
+  "compile-jobs": { type: "string" },
+  "queue-depth": { type: "string" },
+  "in-flight": { type: "string" },
+} as const;
+
 /** `--boards`, `--compile-jobs`, `--queue-depth`, `--in-flight`: measure()'s pipeline options, its own choices where absent. */
 export function pipelineArgs(args: Record<string, string | boolean | undefined>): Pick<MeasureOptions, "boards" | "compileParallelism" | "queueDepth" | "inFlightPerBoard"> {
   const opt = (name: string) => (args[name] === undefined ? undefined : numberArg(name, String(args[name]), 1));

@@ -555,17 +555,22 @@ export class Searcher<S extends KnobSpace> {
   private draw(make: () => Config<S>): Config<S> | undefined {
     for (let i = 0; i < MAX_DRAWS_PER_SLOT; i++) {
       const c = make();
-      const key = this.keyOf(c);
-      if (this.seen.has(key)) continue;
-      if (this.refused.has(key) || (this.o.valid && !this.o.valid(c))) {
-        this.refused.add(key);
-        this.rejectedKeys.add(key);
-        continue;
-      }
-      this.seen.add(key);
-      return c;
+      if (this.admit(c)) return c;
     }
     return undefined;
+  }
+
+  /** Takes `c` if it was never proposed and `valid` allows it; a refusal is remembered (and counted in `rejected`). */
+  private admit(c: Config<S>): boolean {
+    const key = this.keyOf(c);
+    if (this.seen.has(key)) return false;
+    if (this.refused.has(key) || (this.o.valid && !this.o.valid(c))) {
+      this.refused.add(key);
+      this.rejectedKeys.add(key);
+      return false;
+    }
+    this.seen.add(key);
+    return true;
   }
 
   /**
@@ -579,15 +584,7 @@ export class Searcher<S extends KnobSpace> {
     if (this.sweepStart < 0) this.sweepStart = Math.floor(this.random() * size);
     while (this.swept < size) {
       const c = configAt(this.o.space, (this.sweepStart + this.swept++) % size);
-      const key = this.keyOf(c);
-      if (this.seen.has(key)) continue;
-      if (this.refused.has(key) || (this.o.valid && !this.o.valid(c))) {
-        this.refused.add(key);
-        this.rejectedKeys.add(key);
-        continue;
-      }
-      this.seen.add(key);
-      return c;
+      if (this.admit(c)) return c;
     }
     this.exhausted = true;
     return undefined;
