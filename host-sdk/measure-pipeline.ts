@@ -34,7 +34,7 @@ const BACKOFF_FIRST_MS = 250;
 const BACKOFF_MAX_MS = 8000;
 
 /** Request failures that no waiting heals: the batch stops with them. */
-const HOPELESS = new Set(["UNAUTHENTICATED", "PERMISSION_DENIED", "INVALID_ARGUMENT"]);
+export const HOPELESS = new Set(["UNAUTHENTICATED", "PERMISSION_DENIED", "INVALID_ARGUMENT"]);
 
 /** A pulled candidate on its way through the pipeline. */
 interface Entry {
@@ -611,14 +611,14 @@ function positive(v: number | undefined, name: string): number | undefined {
 }
 
 /** Full jitter: a uniform wait up to a cap that doubles per failure, so restarted clients do not come back in step. */
-function backoff(failures: number, signal: AbortSignal): Promise<void> {
+export function backoff(failures: number, signal?: AbortSignal): Promise<void> {
   const cap = Math.min(BACKOFF_MAX_MS, BACKOFF_FIRST_MS * 2 ** failures);
   return new Promise((resolve) => {
     const timer = setTimeout(done, Math.random() * cap);
-    signal.addEventListener("abort", done, { once: true });
+    signal?.addEventListener("abort", done, { once: true });
     function done() {
       clearTimeout(timer);
-      signal.removeEventListener("abort", done);
+      signal?.removeEventListener("abort", done);
       resolve();
     }
   });

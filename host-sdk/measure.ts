@@ -12,9 +12,9 @@
  */
 import { FarmError } from "../protos/index.ts";
 import type { BoardSession } from "./board-session.ts";
-import { checkCandidate, Pipeline } from "./measure-pipeline.ts";
+import { backoff, checkCandidate, HOPELESS, Pipeline } from "./measure-pipeline.ts";
 import type { Candidate, CandidateSource, MeasureOptions, MeasureReport, MeasureResult, RemeasureOptions } from "./measure-types.ts";
-import { DEFAULT_REMEASURE_TIMES } from "./measure-types.ts";
+import { DEFAULT_INFRA_DEADLINE_MS, DEFAULT_REMEASURE_TIMES } from "./measure-types.ts";
 import { References } from "./references.ts";
 import { ResultsFile } from "./results-file.ts";
 import type { TrackerClient } from "./tracker-client.ts";
@@ -167,34 +167,44 @@ export class Measurer {
   /**
    * How many boards the batch will use: those of the key (and labels) the
    * tracker lists, at most `boards` and one per candidate. A key no board
-   * serves is waited for up to `deadlineMs` (its agents may be restarting),
-   * then refused with NO_BOARD; a tracker that does not answer is waited out
-   * like any outage, and then the batch uses one board's worth of sessions
-   * and lets the pipeline record what it could not measure.
+   * serves is waited for up to `deadlineMs` of the tracker answering (its
+   * agents may be restarting), then refused with NO_BOARD; a tracker that
+   * does not answer is waited out with backoff like any outage, up to
+   * `infraDeadlineMs`, after which the batch goes on with one board's worth
+   * of sessions and the pipeline records what it cannot measure.
    */
   private async boardCount(opts: MeasureOptions, candidates: number | undefined): Promise<number> {
     const limit = Math.max(1, Math.min(opts.boards ?? Infinity, candidates ?? Infinity));
     // Boards kept from the last batch count once: they are among the key's boards.
     const kept = this.idle.filter((s) => !s.session.isClosed).length;
     if (kept > 0) return Math.min(limit, Math.max(kept, await this.matching(opts).catch(() => kept)));
-    const deadline = Date.now() + (opts.deadlineMs ?? 60_000);
+    const waitMs = opts.deadlineMs ?? 60_000;
+    let noBoardSince: number | undefined;
+    let outageSince: number | undefined;
     for (let failures = 0; ; failures++) {
       let n: number;
       try {
         n = await this.matching(opts);
-      } catch {
-        return Math.min(limit, opts.boards ?? 1); // the tracker is away: the pipeline waits it out
+        outageSince = undefined;
+      } catch (err) {
+        const e = FarmError.from(err);
+        if (HOPELESS.has(e.code)) throw e;
+        outageSince ??= Date.now();
+        if (Date.now() - outageSince > (opts.infraDeadlineMs ?? DEFAULT_INFRA_DEADLINE_MS)) return Math.min(limit, opts.boards ?? 1);
+        await backoff(failures);
+        continue;
       }
       if (n > 0) return Math.min(limit, n);
-      if (Date.now() >= deadline) {
+      noBoardSince ??= Date.now();
+      if (Date.now() - noBoardSince >= waitMs) {
         const keys = [...new Set((await this.client.summary()).boards.map((b) => b.key))].sort();
         const selector = opts.labels && Object.keys(opts.labels).length ? ` with labels ${JSON.stringify(opts.labels)}` : "";
         throw new FarmError(
           "NO_BOARD",
-          `measure: no board serves key "${opts.key}"${selector} (waited ${opts.deadlineMs ?? 60_000} ms for one to attach); the farm serves ${keys.length ? `keys ${keys.join(", ")}` : "no boards at all"}`,
+          `measure: no board serves key "${opts.key}"${selector} (waited ${waitMs} ms for one to attach); the farm serves ${keys.length ? `keys ${keys.join(", ")}` : "no boards at all"}`,
         );
       }
-      await new Promise((resolve) => setTimeout(resolve, Math.min(2000, 250 * 2 ** failures)));
+      await new Promise((resolve) => setTimeout(resolve, Math.min(2000, 250 * 2 ** Math.min(failures, 3))));
     }
   }
 

@@ -91,4 +91,22 @@ describe("measure() through an agent's and a tracker's crash", () => {
     assert.equal(report!.reused, CANDIDATES);
     assert.equal(report!.candidates, 0);
   });
+
+  it("a batch started while the tracker is down waits for it, and then uses every board", async () => {
+    const port = tracker.port;
+    await tracker.stop("SIGKILL");
+    const candidates: Candidate[] = Array.from({ length: 12 }, (_, i) => ({
+      id: `d${i}`,
+      module,
+      function: "slow",
+      args: [{ input: A }, { input: B }, { output: { shape: [N], dtype: "float32" }, expect: WANT }, { scalar: N }],
+    }));
+    // The batch's first look at the farm fails (nothing listens); the tracker process takes a second to start.
+    const batch = measure(client, candidates, { key: "cpu", progress: false, timeEvaluator: { number: 10, repeat: 3 }, timeoutMs: 20_000 });
+    tracker = await startTrackerProcess(["--state-dir", stateDir], port);
+    const results = await batch;
+    assert.deepEqual(results.map((r) => r.outcome), candidates.map(() => "OK"));
+    assert.deepEqual([...new Set(results.map((r) => r.board))].sort(), ["steady/b0", "steady/b1"], "both boards, not the one board's worth a batch that could not count them would take");
+    await waitForFreeBoards(client, 2, "cpu");
+  });
 });
