@@ -77,6 +77,8 @@ export class LocalSession extends Session {
         return true;
       },
       drained: () => Promise.resolve(),
+      // Delivered in this process: a crash here takes the host with it anyway.
+      flushed: () => undefined,
     });
     channel.server = server;
     void server.closed.then(() => {

@@ -14,6 +14,7 @@
  * | `opening`      | granted; the lane is being opened (auto: direct, then relay)    |
  * | `open`         | frames flow                                                     |
  * | `closing`      | the lane closed without the worker's clean end: the tracker's end (why) is awaited (twice its grace, + 1 s) |
+ * | `draining`     | the tracker's end came while the lane was open: the frames the worker sent before it ended are read to the lane's close (at most LANE_DRAIN_MS) |
  * | `closed`       | the worker's clean end and the lane's close, or the tracker's end, arrived (or the grace passed): `onClose` ran once |
  */
 import type * as grpc from "@grpc/grpc-js";
@@ -180,6 +181,9 @@ export class StreamChannel extends SessionChannelBase {
   protected closed(): void {}
 }
 
+/** How long the lane is read after the tracker's end came, for frames the worker sent before it ended. */
+export const LANE_DRAIN_MS = 1000;
+
 /**
  * A socket lane (direct or relay). The lane carries the frames and, on a
  * clean close, the worker's end frame; the Session stream carries the
@@ -188,12 +192,21 @@ export class StreamChannel extends SessionChannelBase {
  */
 export class LaneChannel extends SessionChannelBase {
   private laneEnd: FarmError | null | undefined;
+  /** The tracker's end, while the lane is drained. */
+  private trackerEnd: FarmError | null | undefined;
   private grace: NodeJS.Timeout | undefined;
 
   constructor(stream: SessionStream, tracker: string, private readonly lane: LaneSocket, readonly kind: Lane, private readonly graceMs: number) {
     super(stream, tracker);
     stream.on("data", (frame: Buffer) => {
-      if (isEndFrame(frame)) this.close(endOf(frame));
+      if (!isEndFrame(frame)) return;
+      const end = endOf(frame);
+      if (lane.isClosed) return this.close(end);
+      // The lane and the Session stream are two connections: the end of a worker that crashed can overtake the
+      // answer it sent just before, which this host has not read yet. That answer belongs to its request, not to
+      // the crash: read the lane to its close (the worker is gone, or its agent ends it) before ending.
+      this.trackerEnd = end;
+      this.grace = setTimeout(() => this.close(end), LANE_DRAIN_MS);
     });
     stream.resume();
     lane.onFrame((frame) => {
@@ -204,6 +217,7 @@ export class LaneChannel extends SessionChannelBase {
       // The worker ended the lane with its clean end: the session is over, and the host knows how. The tracker's
       // end (which follows the agent's report) would add only a round trip to the host's next request.
       if (this.laneEnd === null) return this.close(null);
+      if (this.trackerEnd !== undefined) return this.close(this.trackerEnd);
       this.grace = setTimeout(() => {
         // A reachable tracker settles every end within its grace (a silent agent is its RUNTIME_CRASH): silence past
         // twice that means this host cannot hear the tracker, which is no fault of the kernel (measure() retries it).

@@ -28,13 +28,13 @@ import type { TrackerClient } from "./tracker-client.ts";
 /** Default `retries`: sessions that may fail under one candidate before it is INFRA_ERROR. */
 export const DEFAULT_RETRIES = 3;
 /**
- * Default `inFlightPerBoard`: 1. With two, a kernel that crashes its worker
- * can take with it the answer the worker had just written for the candidate
- * before it, still unflushed — that candidate is then charged with the crash
- * (seen once in a full `npm test` on a loaded 2-CPU machine). Until the
- * worker flushes an answer before its next call, a second slot is opt-in.
+ * Default `inFlightPerBoard`: the second candidate starts without a host
+ * round trip. Safe with a crashing kernel because the worker's answers leave
+ * it before it runs the next tenant code (worker/session-server.ts), and the
+ * host reads a lane to its close before taking the tracker's end
+ * (frame-channel.ts, `draining`).
  */
-export const DEFAULT_IN_FLIGHT_PER_BOARD = 1;
+export const DEFAULT_IN_FLIGHT_PER_BOARD = 2;
 /** Backoff between session requests while the farm is unreachable: full jitter up to this, doubling from the first. */
 const BACKOFF_FIRST_MS = 250;
 const BACKOFF_MAX_MS = 8000;

@@ -17,6 +17,7 @@ import type { LaneHello__Output } from "./gen/farm/v1/LaneHello.ts";
 const HEADER_BYTES = 4;
 /** Frames up to this size are copied behind their header into one write; larger ones go as two (corked). */
 const COPY_LIMIT = 64 << 10;
+const EMPTY = Buffer.alloc(0);
 /** How long an accepted connection may take to say who it is. */
 export const HELLO_TIMEOUT_MS = 5000;
 /** A hello is a session id, a ticket, a role and at most a token: anything larger is not one. */
@@ -123,6 +124,17 @@ export class LaneSocket {
     for (const p of parts) ok = this.socket.write(p);
     this.socket.uncork();
     return ok;
+  }
+
+  /**
+   * Resolves once every frame sent so far has left this process (the kernel
+   * has it, so a crash of this process no longer loses it); undefined when it
+   * already has — a write to a socket with room in it is synchronous.
+   */
+  flushed(): Promise<void> | undefined {
+    if (this.closed || this.socket.writableLength === 0) return undefined;
+    // Writes complete in order: an empty one completes after all before it (or fails once the socket is gone).
+    return new Promise((resolve) => this.socket.write(EMPTY, () => resolve()));
   }
 
   drained(): Promise<void> {

@@ -379,9 +379,11 @@ describe("measure()", () => {
   });
 
   it("on one board, a crash or a timeout is that candidate's alone: the one after it is measured on a fresh session, uncharged", async () => {
-    for (const bad of ["crash", "spin"]) {
+    // With two in flight, the crashing candidate is already queued on the board when the one before it answers: the
+    // worker must have sent that answer before it runs the next candidate, or the crash takes the answer with it.
+    for (const [bad, inFlightPerBoard] of [["crash", 1], ["spin", 1], ["crash", 2], ["spin", 2]] as const) {
       const results = await measure(client, [candidate("good", module, "before"), candidate(bad, module, bad), candidate("good", module, "after1"), candidate("good", module, "after2")], {
-        key: "cpu", boards: 1, progress: false, timeoutMs: 1500, timeEvaluator: { number: 2, repeat: 1 },
+        key: "cpu", boards: 1, progress: false, timeoutMs: 1500, timeEvaluator: { number: 2, repeat: 1 }, inFlightPerBoard,
       });
       const want = bad === "crash" ? "RUNTIME_ERROR" : "TIMEOUT";
       assert.deepEqual(results.map((r) => [r.id, r.outcome]), [["before", "OK"], [bad, want], ["after1", "OK"], ["after2", "OK"]], JSON.stringify(results.map((r) => r.message)));

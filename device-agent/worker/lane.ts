@@ -32,8 +32,20 @@ export function grpcLane(client: AgentServiceClient, sessionId: string, ticket: 
     stream.on("status", (s: grpc.StatusObject) => resolve(s.code === grpc.status.OK ? undefined : FarmError.from({ ...s, message: s.details })));
     stream.on("error", (err) => resolve(FarmError.from(err)));
   });
+  // Frames handed to grpc-js but not yet written to its socket (http2 writes them on a later turn).
+  let unwritten = 0;
+  let flushedWaiters: (() => void)[] = [];
+  const written = () => {
+    if (--unwritten > 0) return;
+    for (const w of flushedWaiters) w();
+    flushedWaiters = [];
+  };
   return {
-    send: (frame) => stream.write(frame),
+    send: (frame) => {
+      unwritten++;
+      return stream.write(frame, written);
+    },
+    flushed: () => (unwritten === 0 ? undefined : new Promise((resolve) => flushedWaiters.push(resolve))),
     drained: () => new Promise((resolve) => stream.once("drain", resolve)),
     pause: () => stream.pause(),
     resume: () => stream.resume(),
@@ -83,6 +95,7 @@ export function socketLane(socket: Socket, rest: Buffer, kind: "direct" | "relay
     pause: () => socket.pause(),
     resume: () => socket.resume(),
     drained: () => lane.drained(),
+    flushed: () => lane.flushed(),
     onFrame: (handler) => void opened.then(() => lane.onFrame(handler), () => {}),
     over,
     finish: () => {

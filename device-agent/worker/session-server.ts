@@ -27,6 +27,8 @@ export interface FrameSink {
   /** One frame as parts (encodeBoardFrameParts): a socket lane writes them as they are. */
   sendParts?(parts: readonly Uint8Array[]): boolean;
   drained(): Promise<void>;
+  /** Resolves once every reply sent so far has left this process; undefined when it already has. */
+  flushed(): Promise<void> | undefined;
 }
 
 /** A chunked request whose last frame has not come yet. */
@@ -107,6 +109,12 @@ export class SessionServer {
           this.sink.resume?.();
         }
         try {
+          // A tenant's code may crash this process, taking with it what is still in its buffers: the answers to
+          // earlier requests leave first, so that a crash is charged to the request that caused it alone.
+          if (frame.op && OPERATIONS[frame.op].runsTenantCode) {
+            const flushing = this.sink.flushed();
+            if (flushing) await flushing;
+          }
           const done = this.handle(frame);
           if (done) await done;
         } catch (err) {

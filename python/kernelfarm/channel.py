@@ -12,6 +12,7 @@ tracker's data port (relay).
 | `opening`    | granted; the lane is being opened (auto: direct, then relay)     |
 | `open`       | frames flow                                                      |
 | `closing`    | the lane closed without the worker's clean end: the tracker's end (why) is awaited (twice its grace, + 1 s) |
+| `draining`   | the tracker's end came while the lane was open: the frames the worker sent before it ended are read to the lane's close (at most LANE_DRAIN_S) |
 | `closed`     | the worker's clean end and the lane's close, or the tracker's end, arrived (or the grace passed): `on_close` ran once |
 
 Threads: one reads the Session stream (and, on the grpc lane, its frames)
@@ -40,6 +41,8 @@ from .protos import session_pb2
 SESSION_METHOD = "/farm.v1.HostService/Session"
 #: The grace a tracker gives a session's end when its grant names none (protos/routes.ts).
 SESSION_END_GRACE_MS = 1000
+#: How long a lane is read after the tracker's end came, for frames the worker sent before it ended (frame-channel.ts).
+LANE_DRAIN_S = 1.0
 #: Frames queued for the grpc lane before a sender waits: its back-pressure.
 _OUTBOX_FRAMES = 8
 
@@ -265,6 +268,7 @@ class LaneChannel(FrameChannel):
         self.kind = kind
         self._grace_s = grace_s
         self._lane_end: object = _NO_END
+        self._tracker_end: object = _NO_END
         self._lane_over = False
         self._grace: Optional[threading.Timer] = None
         # One caller reads at a time (the leader); the others wait on the condition for their reply or their turn.
@@ -273,8 +277,21 @@ class LaneChannel(FrameChannel):
         self._waiting = 0
 
     def _on_stream_message(self, frame: bytes) -> None:
-        if is_end_frame(frame):
-            self.close(decode_end(frame))
+        if not is_end_frame(frame):
+            return
+        end = decode_end(frame)
+        with self._lock:
+            draining = not self._lane_over and not self._closed
+            if draining:
+                # The lane and the Session stream are two connections: the end of a worker that crashed can overtake
+                # the answer it sent just before, not yet read here. That answer belongs to its request: the callers
+                # waiting read the lane to its close (the worker is gone, or its agent ends it) before the end.
+                self._tracker_end = end
+                self._grace = threading.Timer(LANE_DRAIN_S, self.close, (end,))
+                self._grace.daemon = True
+                self._grace.start()
+        if not draining:
+            self.close(end)
 
     def wait(self, event: threading.Event) -> None:
         while not event.is_set():
@@ -311,7 +328,8 @@ class LaneChannel(FrameChannel):
         except ValueError:
             frame, err = None, None  # this side closed the lane under the read: the session's close says why
         if frame is None:
-            self._lane_over = True
+            with self._lock:  # against the tracker's end: either it sees the lane over, or this sees the end
+                self._lane_over = True
             self._lane_closed(err)
         elif is_end_frame(frame):
             self._lane_end = decode_end(frame)
@@ -325,6 +343,9 @@ class LaneChannel(FrameChannel):
         # The worker ended the lane with its clean end: the session is over, and the host knows how.
         if self._lane_end is None:
             self.close(None)
+            return
+        if self._tracker_end is not _NO_END:
+            self.close(self._tracker_end)  # type: ignore[arg-type]
             return
 
         def settle() -> None:

@@ -22,6 +22,8 @@ export interface Operation<K extends Op> {
    * never outnumber calls); its failures are then counted by code.
    */
   counts?: "calls" | "timeEvaluations";
+  /** It runs the tenant's code (a module's constructors, a kernel), which may crash the worker. */
+  runsTenantCode?: true;
 }
 
 /** What the multiplexer does for handlers. */

@@ -1,0 +1,54 @@
+/**
+ * The host's side of a socket lane's end (frame-channel.ts's `draining`): a
+ * real socket pair on loopback for the lane; the Session stream, which grpc-js
+ * makes in the farm, is a plain duplex here carrying the tracker's end frame.
+ */
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { createServer, connect, type Socket } from "node:net";
+import { PassThrough } from "node:stream";
+import { once } from "node:events";
+import { FarmError, LaneSocket, encodeEndFrame, framed } from "../protos/index.ts";
+import { LaneChannel, type SessionStream } from "./frame-channel.ts";
+
+async function socketPair(): Promise<[Socket, Socket]> {
+  const server = createServer();
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const port = (server.address() as { port: number }).port;
+  const accepted = once(server, "connection");
+  const client = connect(port, "127.0.0.1");
+  const [worker] = (await accepted) as [Socket];
+  await once(client, "connect");
+  server.close();
+  return [client, worker];
+}
+
+describe("LaneChannel", () => {
+  it("reads the answers a worker sent before it crashed, even when the tracker's end overtakes them", async () => {
+    const [host, worker] = await socketPair();
+    const stream = new PassThrough() as unknown as SessionStream;
+    const channel = new LaneChannel(stream, "127.0.0.1:1", new LaneSocket(host, "a test lane"), "direct", 5000);
+    const seen: string[] = [];
+    channel.onFrame((frame) => seen.push(`frame ${Buffer.from(frame).toString()}`));
+    const closed = new Promise<FarmError | null>((resolve) => channel.onClose(resolve));
+    // The worker's answer is in this host's socket buffer, unread, when the tracker says the worker crashed.
+    worker.write(framed(Buffer.from("answer")));
+    worker.destroy();
+    (stream as unknown as PassThrough).write(encodeEndFrame(new FarmError("RUNTIME_CRASH", "the session worker died").toWire()));
+    const end = await closed;
+    seen.push(`end ${end?.code}`);
+    assert.deepEqual(seen, ["frame answer", "end RUNTIME_CRASH"]);
+  });
+
+  it("a lane that stays open after the tracker's end is closed after LANE_DRAIN_MS with the tracker's reason", async () => {
+    const [host, worker] = await socketPair();
+    const stream = new PassThrough() as unknown as SessionStream;
+    const channel = new LaneChannel(stream, "127.0.0.1:1", new LaneSocket(host, "a test lane"), "direct", 5000);
+    const closed = new Promise<FarmError | null>((resolve) => channel.onClose(resolve));
+    (stream as unknown as PassThrough).write(encodeEndFrame(new FarmError("TIMEOUT", "the session's time is up").toWire()));
+    assert.equal((await closed)?.code, "TIMEOUT");
+    await once(worker.resume(), "end");
+    worker.destroy();
+  });
+});
