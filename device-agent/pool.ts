@@ -28,7 +28,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { rmSync } from "node:fs";
 import { basename, join } from "node:path";
 import { createServer, type AddressInfo, type Socket } from "node:net";
-import { FarmError, SESSION_END_GRACE_MS, workerProtocolError, type AgentToWorker, type Logger, type WorkerMessage } from "../protos/index.ts";
+import { FarmError, SESSION_END_GRACE_MS, WORKER_MAX_PENDING_REQUESTS, workerProtocolError, type AgentToWorker, type Logger, type WorkerMessage } from "../protos/index.ts";
 import type { BoardMetrics } from "./metrics.ts";
 import { effectiveLimits, workerCommand, workerEnv, type SandboxPlan, type UidAllocator, type WorkerDirs } from "./sandbox.ts";
 import { quotaError, type SessionDisk } from "./session-disk.ts";
@@ -55,8 +55,6 @@ const STDERR_TAIL_BYTES = 2048;
 /** What a worker may print through the agent's stderr: a burst, then a rate (OutputBudget). */
 const OUTPUT_BURST_BYTES = 1 << 20;
 const OUTPUT_BYTES_PER_S = 64 << 10;
-/** Requests to the agent (store, FPGA) one worker may have in flight: a session needs one at a time. */
-const MAX_PENDING_REQUESTS = 4;
 /** After a worker's exit, how long its last messages may take to arrive (a kernel's leftover child can hold the channel open). */
 const CHANNEL_DRAIN_MS = 250;
 
@@ -321,7 +319,7 @@ export class BoardPool {
       case "program_fpga": {
         if (!serving) return out(`${msg.kind} from a ${w.state} worker`);
         if (msg.kind === "program_fpga" && this.config.kind !== "vta") return out(`program_fpga on a ${this.config.kind} board`);
-        if (w.pending >= MAX_PENDING_REQUESTS) return out(`more than ${MAX_PENDING_REQUESTS} requests to the agent at once`);
+        if (w.pending >= WORKER_MAX_PENDING_REQUESTS) return out(`more than ${WORKER_MAX_PENDING_REQUESTS} requests to the agent at once`);
         w.pending++;
         const done = () => void w.pending--;
         if (msg.kind === "store_keep") void this.storeKeep(w, msg.m.id, msg.m.name, msg.m.sha256).finally(done);

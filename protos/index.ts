@@ -15,7 +15,7 @@ export {
 export { encodeBoardEntry, encodeSummaryReply } from "./summary-reply.ts";
 export { LaneSocket, framed, acceptHello, welcome, refuse, awaitWelcome, HELLO_TIMEOUT_MS, type LaneRole } from "./lane.ts";
 export {
-  WORKER_MESSAGE_MAX_BYTES, decodeToAgent, decodeToWorker, encodeToAgent, encodeToWorker, workerProtocolError,
+  WORKER_MESSAGE_MAX_BYTES, WORKER_MAX_PENDING_REQUESTS, decodeToAgent, decodeToWorker, encodeToAgent, encodeToWorker, workerProtocolError,
   type AgentToWorker, type AgentToWorker__Output, type WorkerMessage, type WorkerToAgent,
 } from "./worker-channel.ts";
 export { ROUTES, LANES, SESSION_END_GRACE_MS, SESSION_REQUEST_HEADER, parseRoute, type Route, type Lane } from "./routes.ts";

@@ -30,6 +30,12 @@ const toAgentType = root.lookupType("farm.v1.WorkerToAgent");
  * (a few KiB); a lane's `rest` is at most a hello's worth of bytes.
  */
 export const WORKER_MESSAGE_MAX_BYTES = 64 << 10;
+/**
+ * Requests to the agent (store, FPGA) a worker may have unanswered at once:
+ * a session needs one at a time; the worker queues the rest, the agent kills
+ * a worker that passes it.
+ */
+export const WORKER_MAX_PENDING_REQUESTS = 4;
 /** Longest session id, ticket, route or digest a worker may name. */
 const MAX_ID_CHARS = 256;
 /** A file name in a session's folder: Linux's NAME_MAX, in bytes. */

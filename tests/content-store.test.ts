@@ -159,4 +159,16 @@ describe("uploads by digest (the agent's content store)", () => {
       assert.deepEqual(await reused(s), [1, bytes.length], "asked first, and the board had them");
     });
   });
+
+  it("a burst of uploads by digest keeps every one: the worker queues its requests to the agent past the agent's limit", async () => {
+    // Each upload with a digest asks the agent to keep the bytes, without waiting; the agent ends a worker with more
+    // than WORKER_MAX_PENDING_REQUESTS of them unanswered (a broken or hostile one): an honest worker must queue.
+    const blobs = Array.from({ length: 24 }, (_, i) => Buffer.alloc(64 << 10, i + 1));
+    await withSession(async (s) => {
+      await Promise.all(blobs.map((b, i) => s.upload(b, `burst-${i}.bin`, { dedupe: true })));
+      assert.equal((await s.listdir()).length, blobs.length, "the session lived through the burst");
+    });
+    const names = await Promise.all(blobs.map(async (b) => `tree-${await treeDigest(b)}`));
+    await waitFor("every blob of the burst kept", () => names.every((n) => existsSync(join(storeDir, n))));
+  });
 });

@@ -7,7 +7,7 @@
 import { readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import {
-  AgentService, FarmError, makeClient, componentLogger,
+  AgentService, FarmError, WORKER_MAX_PENDING_REQUESTS, makeClient, componentLogger,
   type AgentServiceClient,
 } from "../../protos/index.ts";
 import { createBackend } from "../backends/index.ts";
@@ -50,12 +50,18 @@ process.umask(0o077);
 
 /** Requests to the agent awaiting their answer, by id. */
 const asked = new Map<number, (msg: AgentToWorker__Output) => void>();
+/** Requests past the agent's limit (uploads keep their bytes without waiting), sent as answers come. */
+const toAsk: (() => void)[] = [];
 let nextAsk = 0;
 function ask(msg: (id: number) => WorkerToAgent): Promise<AgentToWorker__Output> {
-  const id = nextAsk++ >>> 0;
   return new Promise((resolve) => {
-    asked.set(id, resolve);
-    tell(msg(id));
+    const send = () => {
+      const id = nextAsk++ >>> 0;
+      asked.set(id, resolve);
+      tell(msg(id));
+    };
+    if (asked.size < WORKER_MAX_PENDING_REQUESTS) send();
+    else toAsk.push(send);
   });
 }
 
@@ -147,7 +153,10 @@ function fromAgent({ msg, socket, server }: FromAgent): void {
   } else {
     const id = msg.store_took?.id ?? msg.store_kept?.id ?? msg.fpga_programmed?.id;
     const answer = id === undefined ? undefined : asked.get(id);
-    if (id !== undefined) asked.delete(id);
+    if (answer) {
+      asked.delete(id!);
+      toAsk.shift()?.();
+    }
     answer?.(msg);
   }
 }
