@@ -13,6 +13,7 @@
  * candidate was merely queued behind the one that crashed the session is
  * not blamed for it.
  */
+import { setMaxListeners } from "node:events";
 import { availableParallelism } from "node:os";
 import { FarmError, fillProblem, type AnyTypedArray } from "../protos/index.ts";
 import { BoardClock } from "./board-clock.ts";
@@ -129,10 +130,15 @@ class BoardLoop {
   candidates = 0;
   /** When this board's session requests began to fail, if they are failing: its outage clock. */
   outageSince?: number;
-  /** Per session, its Measure requests in the order they went out, and whether the board answered each. */
-  private readonly sent = new Map<BoardSession, { index: number; ok?: boolean }[]>();
+  /**
+   * Per session, its Measure requests in the order they went out from the
+   * first the board has not answered well (those before it can be no
+   * culprit), and whether the board answered each. Weak: a session dropped
+   * and let go takes its entries with it.
+   */
+  private readonly sent = new WeakMap<BoardSession, { index: number; ok?: boolean }[]>();
   /** Per lost session: the candidate whose run it died in. */
-  private readonly culprit = new Map<BoardSession, number>();
+  private readonly culprit = new WeakMap<BoardSession, number>();
 
   constructor(
     readonly clock: BoardClock,
@@ -166,8 +172,10 @@ class BoardLoop {
   }
 
   measureSettled(s: BoardSession, index: number, ok: boolean): void {
-    const entry = this.sent.get(s)?.find((e) => e.index === index && e.ok === undefined);
+    const sent = this.sent.get(s);
+    const entry = sent?.find((e) => e.index === index && e.ok === undefined);
     if (entry) entry.ok = ok;
+    while (sent?.[0]?.ok === true) sent.shift();
     this.clock.measureDone();
   }
 
@@ -228,6 +236,8 @@ export class Pipeline {
     remeasure: Required<RemeasureOptions> | undefined,
     private readonly slots: number,
   ) {
+    // Every board's request or backoff listens for the batch's end: one listener per board, however many boards.
+    setMaxListeners(0, this.finished.signal);
     this.compileParallelism = positive(opts.compileParallelism, "compileParallelism") ?? availableParallelism();
     this.inFlight = positive(opts.inFlightPerBoard, "inFlightPerBoard") ?? DEFAULT_IN_FLIGHT_PER_BOARD;
     this.depth = positive(opts.queueDepth, "queueDepth") ?? this.compileParallelism + slots * this.inFlight;

@@ -204,7 +204,8 @@ export class Measurer {
           `measure: no board serves key "${opts.key}"${selector} (waited ${waitMs} ms for one to attach); the farm serves ${keys.length ? `keys ${keys.join(", ")}` : "no boards at all"}`,
         );
       }
-      await new Promise((resolve) => setTimeout(resolve, Math.min(2000, 250 * 2 ** Math.min(failures, 3))));
+      // Looked again at most 2 s apart: a board that attaches is used within that.
+      await backoff(Math.min(failures, 3));
     }
   }
 

@@ -501,22 +501,6 @@ def _close(b: Optional[_BoardSession]) -> None:
             pass
 
 
-def _connect_soon(tracker: TrackerClient) -> None:
-    """Asks the tracker client's gRPC channel to connect now. After its tracker went away, grpcio's channel
-    (1.51) stays in TRANSIENT_FAILURE and tries to connect again only every 4 to 5 s, whatever its
-    reconnect backoff: calls fail fast without asking it to. A restarted tracker would wait that long."""
-    def ignore(_state: Any) -> None:
-        pass
-
-    channel = getattr(tracker, "_channel", None)
-    if channel is not None:
-        try:
-            channel.subscribe(ignore, try_to_connect=True)
-            channel.unsubscribe(ignore)
-        except Exception:  # noqa: BLE001 - only a hint to the channel; the loop's next request says what happened
-            pass
-
-
 def _build(module_fn: Callable[[], Any], cid: str) -> Any:
     """Runs a candidate's module function (on a compile thread)."""
     built = module_fn()
@@ -758,8 +742,6 @@ class _Batch:
                         with self.lock:
                             self.last_infra = f"{err.code}: {err.message}"
                             self.progress.waiting = err.code
-                        if err.code == "UNAVAILABLE":
-                            _connect_soon(self.tracker)
                         if now - outage > self.o.infra_deadline:
                             break  # given up; the last loop to end records what is left
                         self._pause(backoff.next())
