@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { createServer, connect, type Socket } from "node:net";
 import { PassThrough } from "node:stream";
 import { once } from "node:events";
+import { Metadata, status } from "@grpc/grpc-js";
 import { FarmError, LaneSocket, encodeEndFrame, framed } from "../protos/index.ts";
 import { LaneChannel, type SessionStream } from "./frame-channel.ts";
 
@@ -35,7 +36,10 @@ describe("LaneChannel", () => {
     // The worker's answer is in this host's socket buffer, unread, when the tracker says the worker crashed.
     worker.write(framed(Buffer.from("answer")));
     worker.destroy();
-    (stream as unknown as PassThrough).write(encodeEndFrame(new FarmError("RUNTIME_CRASH", "the session worker died").toWire()));
+    const crashed = new FarmError("RUNTIME_CRASH", "the session worker died");
+    (stream as unknown as PassThrough).write(encodeEndFrame(crashed.toWire()));
+    // As the tracker does, the stream's status follows the end frame: it must not cut the drain short.
+    (stream as unknown as PassThrough).emit("status", { code: status.ABORTED, details: crashed.message, metadata: new Metadata() });
     const end = await closed;
     seen.push(`end ${end?.code}`);
     assert.deepEqual(seen, ["frame answer", "end RUNTIME_CRASH"]);

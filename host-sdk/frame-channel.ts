@@ -108,8 +108,13 @@ abstract class SessionChannelBase implements FrameChannel {
   private closedWith: { reason: FarmError | null } | undefined;
 
   constructor(protected readonly stream: SessionStream, private readonly tracker: string) {
-    stream.on("status", (s: grpc.StatusObject) => this.close(s.code === grpcStatus.OK ? null : this.broken(FarmError.from({ ...s, message: s.details }))));
-    stream.on("error", (err) => this.close(this.broken(FarmError.from(err))));
+    stream.on("status", (s: grpc.StatusObject) => this.streamEnded(s.code === grpcStatus.OK ? null : this.broken(FarmError.from({ ...s, message: s.details }))));
+    stream.on("error", (err) => this.streamEnded(this.broken(FarmError.from(err))));
+  }
+
+  /** The Session stream ended (its status follows the tracker's end frame, or the tracker went away). */
+  protected streamEnded(reason: FarmError | null): void {
+    this.close(reason);
   }
 
   /** The Session stream's end, saying so when the tracker went away: the session cannot outlive its lease, which lived there. */
@@ -241,6 +246,11 @@ export class LaneChannel extends SessionChannelBase {
 
   end(): void {
     this.lane.end();
+  }
+
+  /** While the lane drains, the status that follows the tracker's end changes nothing: the end said why. */
+  protected override streamEnded(reason: FarmError | null): void {
+    if (this.trackerEnd === undefined) this.close(reason);
   }
 
   protected closed(): void {

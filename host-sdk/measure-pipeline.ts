@@ -29,13 +29,14 @@ import type { TrackerClient } from "./tracker-client.ts";
 /** Default `retries`: sessions that may fail under one candidate before it is INFRA_ERROR. */
 export const DEFAULT_RETRIES = 3;
 /**
- * Default `inFlightPerBoard`: the second candidate starts without a host
- * round trip. Safe with a crashing kernel because the worker's answers leave
- * it before it runs the next tenant code (worker/session-server.ts), and the
- * host reads a lane to its close before taking the tracker's end
- * (frame-channel.ts, `draining`).
+ * Default `inFlightPerBoard`: 1. With two, the good candidate before a
+ * crashing or hanging one was charged with its failure in 2 of 3 full
+ * `npm test` runs (tests/measure.test.ts, a `todo`), though the worker's
+ * answers now leave it before it runs the next tenant code and the host
+ * reads a lane to its close before taking the tracker's end. A second slot
+ * is opt-in until the cause is found.
  */
-export const DEFAULT_IN_FLIGHT_PER_BOARD = 2;
+export const DEFAULT_IN_FLIGHT_PER_BOARD = 1;
 /** Backoff between session requests while the farm is unreachable: full jitter up to this, doubling from the first. */
 const BACKOFF_FIRST_MS = 250;
 const BACKOFF_MAX_MS = 8000;

@@ -89,7 +89,8 @@ export interface MeasureOptions {
    * Candidates sent to one board before the previous one's answer arrives.
    * The board serves a session's requests in order, so a second waits
    * behind the first (its timing undisturbed) and starts without a host
-   * round trip. Default 2.
+   * round trip. Default 1: see DEFAULT_IN_FLIGHT_PER_BOARD for why a second
+   * is opt-in.
    */
   inFlightPerBoard?: number;
   /** Called once per batch, when it ends, with how busy each board was (`Measurer.lastReport` keeps it too). */

@@ -293,6 +293,13 @@ class LaneChannel(FrameChannel):
         if not draining:
             self.close(end)
 
+    def _on_stream_status(self, err: Optional[FarmError]) -> None:
+        # While the lane drains, the status that follows the tracker's end changes nothing: the end said why.
+        with self._lock:
+            draining = self._tracker_end is not _NO_END
+        if not draining:
+            super()._on_stream_status(err)
+
     def wait(self, event: threading.Event) -> None:
         while not event.is_set():
             if self._reading.acquire(blocking=False):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import socket
 import threading
 
+from kernelfarm import FarmError
 from kernelfarm.channel import LaneChannel
 from kernelfarm.lane import LaneSocket, framed
 from kernelfarm.protos import session_pb2
@@ -16,6 +17,7 @@ class TrackerStream:
 
     def take_over(self, on_message, on_status) -> None:
         self.on_message = on_message
+        self.on_status = on_status
 
     def end_writes(self) -> None:
         pass
@@ -47,6 +49,8 @@ def test_the_answers_a_worker_sent_before_it_crashed_are_read_even_when_the_trac
     worker.sendall(framed(b"answer"))
     worker.close()
     stream.on_message(end_frame("RUNTIME_CRASH", "the session worker died"))
+    # As the tracker does, the stream's status follows the end frame: it must not cut the drain short.
+    stream.on_status(FarmError("RUNTIME_CRASH", "the session worker died"))
     channel.wait(closed)
     assert seen == ["frame answer", "end RUNTIME_CRASH"]
 
