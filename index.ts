@@ -24,7 +24,8 @@ export {
   type VtaCompiledModule, type VtaKernelSpec, type VtaKernelInfo, type CompileVtaOptions,
   type VtaConv2dWorkload, type VtaConv2dSchedule, type VtaMatmulWorkload, type VtaMatmulSchedule, type VtaElementwiseWorkload, type VtaAluStep,
 } from "./host-sdk/index.ts";
-export { FarmError, FARM_ERROR_CODES, randomArray, type AnyTypedArray, type FarmErrorCode, type Dtype, type ModuleBundle, type RandomFill } from "./protos/index.ts";
+export { FarmError, FARM_ERROR_CODES, type AnyTypedArray, type FarmErrorCode, type Dtype, type ModuleBundle } from "./protos/index.ts";
+export { randomArray, type RandomFill } from "./domain/index.ts";
 // The servers are loaded by `kernelfarm/server` (server.ts), and by startLocalFarm and LocalSession.open when called.
 export type { TrackerOptions } from "./tracker/index.ts";
 export type { AgentOptions } from "./device-agent/index.ts";

@@ -21,7 +21,7 @@ import { join } from "node:path";
 import { Metadata } from "@grpc/grpc-js";
 import { certsInit } from "../cli/certs.ts";
 import { connectTracker, type CompiledModule, type TrackerClient } from "../host-sdk/index.ts";
-import { componentLogger } from "../protos/index.ts";
+import { componentLogger } from "../runtime/index.ts";
 import { AuditLog } from "../tracker/audit.ts";
 import { Authorizer } from "../tracker/auth.ts";
 import { TokenFile } from "../tracker/index.ts";

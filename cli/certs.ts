@@ -9,7 +9,7 @@
  * one (the rotation test and an operator both watch the serial).
  *
  * Files are made in a private temporary directory inside DIR and renamed
- * into place, so a tracker that watches them (protos/credentials.ts) never
+ * into place, so a tracker that watches them (runtime/credentials.ts) never
  * reads a half-written file and private keys are never readable by others.
  */
 import { spawnSync } from "node:child_process";

@@ -5,7 +5,7 @@
  * ($KFARM_TLS_CERT), `--tls-key` ($KFARM_TLS_KEY), `--tls-server-name`.
  */
 import { Option, type Command } from "commander";
-import { clientSecurity, type ClientTls } from "../protos/index.ts";
+import { clientSecurity, type ClientTls } from "../runtime/index.ts";
 
 export interface ClientSecurityFlags {
   token?: string;

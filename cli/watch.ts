@@ -6,7 +6,7 @@
  */
 import { unpack } from "msgpackr";
 import WebSocket from "ws";
-import { httpClientOptions, type ClientSecurity } from "../protos/index.ts";
+import { httpClientOptions, type ClientSecurity } from "../runtime/index.ts";
 import { formatSummary, type FarmEvent, type FeedMessage, type FeedSnapshot } from "../tracker/index.ts";
 
 export const WATCH_BACKOFF_INITIAL_MS = 500;

@@ -4,7 +4,8 @@
  */
 import { rmSync } from "node:fs";
 import { join } from "node:path";
-import { FarmError, parseAddress, type Lane } from "../protos/index.ts";
+import { FarmError, type Lane } from "../protos/index.ts";
+import { parseAddress } from "../runtime/index.ts";
 import { DEFAULT_VTA_HARDWARE } from "../vta/index.ts";
 import type { BoardHealthReport } from "../protos/gen/farm/v1/BoardHealthReport.ts";
 import type { BoardSpec } from "../protos/gen/farm/v1/BoardSpec.ts";

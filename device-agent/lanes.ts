@@ -1,5 +1,5 @@
 /**
- * The agent's side of session lanes (protos/lane.ts, docs/architecture.md
+ * The agent's side of session lanes (runtime/lane.ts, docs/architecture.md
  * "Lanes"): its direct-lane port, where hosts connect with their session's
  * ticket, and its dialling of the tracker's data port for relay lanes. Either
  * way the socket ends up in the session's worker, passed on its channel
@@ -22,10 +22,8 @@ import { createServer, connect as netConnect, type Server, type Socket } from "n
 import { join } from "node:path";
 import { rmSync } from "node:fs";
 import type { TLSSocket } from "node:tls";
-import {
-  FarmError, HELLO_TIMEOUT_MS, connectSocket, encodeLaneHello, framed, socketServer,
-  type ClientSecurity, type Lane, type Logger, type ServerTls,
-} from "../protos/index.ts";
+import { FarmError, encodeLaneHello, type Lane } from "../protos/index.ts";
+import { HELLO_TIMEOUT_MS, connectSocket, framed, socketServer, type ClientSecurity, type Logger, type ServerTls } from "../runtime/index.ts";
 import { Tickets, admitHost } from "./tickets.ts";
 
 export interface LaneHooks {

@@ -1,7 +1,7 @@
 /** The agent's metrics: the worker's request counters, what boards report, and the /metrics server. */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { componentLogger } from "../protos/index.ts";
+import { componentLogger } from "../runtime/index.ts";
 import { parseExposition, Scrape } from "../tests/helpers/metrics.ts";
 import { AgentMetrics } from "./metrics.ts";
 import { RequestCounters } from "./worker/session-server.ts";

@@ -3,7 +3,7 @@
  * server, or HTTPS with `--metrics-tls-cert/--metrics-tls-key` (credentials.ts
  * `httpServer`, which re-reads the certificate when it is rotated), with
  * `GET /metrics` on this agent's own prom-client `Registry`, and the probes
- * `/healthz` and `/readyz` (protos/probes.ts; ready = attached to its tracker).
+ * `/healthz` and `/readyz` (runtime/probes.ts; ready = attached to its tracker).
  * docs/metrics.md lists every metric.
  *
  * Calls and their errors happen in session worker processes: each worker
@@ -17,7 +17,8 @@
  */
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
-import { FarmError, answerProbe, httpServer, isProbePath, type Logger, type Readiness, type ServerTls } from "../protos/index.ts";
+import { FarmError } from "../protos/index.ts";
+import { answerProbe, httpServer, isProbePath, type Logger, type Readiness, type ServerTls } from "../runtime/index.ts";
 import type { RequestCounts } from "./worker/session-server.ts";
 
 /** Worker starts: a CPU worker takes ~0.3 s, a CUDA one ~1 s (its context). */

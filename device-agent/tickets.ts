@@ -8,7 +8,8 @@
  */
 import { timingSafeEqual } from "node:crypto";
 import type { Socket } from "node:net";
-import { FarmError, LaneSocket, acceptHello, refuse, type Logger } from "../protos/index.ts";
+import { FarmError } from "../protos/index.ts";
+import { LaneSocket, acceptHello, refuse, type Logger } from "../runtime/index.ts";
 import type { LaneHello__Output } from "../protos/gen/farm/v1/LaneHello.ts";
 
 /**

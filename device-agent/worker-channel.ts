@@ -12,9 +12,9 @@
 import type { ChildProcess, StdioOptions } from "node:child_process";
 import type { Server, Socket } from "node:net";
 import {
-  FarmError, LaneSocket, WORKER_MESSAGE_MAX_BYTES, decodeToAgent, encodeToWorker, framed, workerProtocolError,
-  type AgentToWorker, type WorkerMessage,
+  FarmError, WORKER_MESSAGE_MAX_BYTES, decodeToAgent, encodeToWorker, workerProtocolError, type AgentToWorker, type WorkerMessage,
 } from "../protos/index.ts";
+import { LaneSocket, framed } from "../runtime/index.ts";
 import { descriptorOf, sendDescriptor } from "./handle-passing.ts";
 
 /** A worker's stdio: no stdin, stdout and stderr to the agent, then fds 3, 4 and 5 (worker/agent-channel.ts). */

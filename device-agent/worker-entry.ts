@@ -22,7 +22,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { mkdir, readdir, rename, rm, stat, symlink, utimes, writeFile } from "node:fs/promises";
 import { join, resolve, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import type { Logger } from "../protos/index.ts";
+import type { Logger } from "../runtime/index.ts";
 
 const WORKER_SOURCE = fileURLToPath(new URL("./worker/main.ts", import.meta.url));
 const PACKAGE_ROOT = fileURLToPath(new URL("../", import.meta.url));

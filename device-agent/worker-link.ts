@@ -16,10 +16,10 @@
 import { chmodSync, chownSync, readFileSync, rmSync } from "node:fs";
 import { connect as netConnect, createServer, isIP, type Server, type Socket } from "node:net";
 import { connect as tlsConnect } from "node:tls";
-import { parseAddress, type Logger } from "../protos/index.ts";
+import { parseAddress, type Logger } from "../runtime/index.ts";
 
 /**
- * The part of the agent's ClientSecurity (protos/credentials.ts) the
+ * The part of the agent's ClientSecurity (runtime/credentials.ts) the
  * forwarder uses: TLS only. It has no token to forward — workers' streams
  * are authorised by their session's ticket, never by the agent's identity.
  */

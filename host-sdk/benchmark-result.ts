@@ -1,4 +1,4 @@
-import { medianRse, throttledOf } from "../protos/index.ts";
+import { medianRse, throttledOf } from "../domain/index.ts";
 
 /** Why a time evaluation stopped: its `repeat` repeats, or, with a precision target, which bound ended it. */
 export type StoppedBy = "repeat" | "precision" | "budget" | "max_repeats";
@@ -11,12 +11,12 @@ export class BenchmarkResult {
   readonly max: number;
   /** Population standard deviation (numpy's np.std, as TVM). */
   readonly std: number;
-  /** The median's relative standard error (protos/precision.ts): the precision achieved. */
+  /** The median's relative standard error (domain/precision.ts): the precision achieved. */
   readonly rse: number;
   /**
    * Whether the board says the GPU was throttled (power, heat, a hardware
    * slowdown) while it timed: from `conditions.throttled`, which names the
-   * reasons (protos/throttle.ts). Undefined where the board cannot tell or
+   * reasons (domain/throttle.ts). Undefined where the board cannot tell or
    * does not say: CPU and VTA boards, a GPU without NVML.
    */
   readonly throttled: boolean | undefined;

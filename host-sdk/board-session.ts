@@ -2,7 +2,8 @@
  * One board's session for a measure() batch: what it has uploaded and the
  * arrays it keeps between candidates.
  */
-import { CHUNK_BYTES, cudaLaunchLimitsFrom, cudaLaunchProblem, dtypeOf, toLaunchConfig, type AnyTypedArray, type CudaLaunchLimits } from "../protos/index.ts";
+import { CHUNK_BYTES, dtypeOf, toLaunchConfig, type AnyTypedArray } from "../protos/index.ts";
+import { cudaLaunchLimitsFrom, cudaLaunchProblem, type CudaLaunchLimits } from "../domain/index.ts";
 import type { CompiledModule } from "./compiled-module.ts";
 import type { KernelResources } from "./cuda/index.ts";
 import type { Candidate, MeasureOptions, MeasureResult } from "./measure-types.ts";

@@ -2,7 +2,8 @@
 import assert from "node:assert/strict";
 import { tmpdir } from "node:os";
 import { describe, it } from "node:test";
-import { bundleDigest, decodeBundle, FarmError, hostCpuTarget } from "../protos/index.ts";
+import { bundleDigest, decodeBundle, FarmError } from "../protos/index.ts";
+import { hostCpuTarget } from "../domain/index.ts";
 import { compileCpu, functionTable, parseParam } from "./compile-cpu.ts";
 
 describe("parseParam", () => {

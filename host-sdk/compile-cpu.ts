@@ -8,7 +8,8 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { FarmError, binaryCpuTarget, bundleDigest, encodeBundle, hostCpuTarget, isDtype, paramProblem, type FunctionSpec, type ParamSpec } from "../protos/index.ts";
+import { FarmError, bundleDigest, encodeBundle, isDtype, paramProblem, type FunctionSpec, type ParamSpec } from "../protos/index.ts";
+import { binaryCpuTarget, hostCpuTarget } from "../domain/index.ts";
 import type { CompiledModule } from "./compiled-module.ts";
 import { checkFileName, checkFlags, checkRecord, invalidOption, shown } from "./options.ts";
 

@@ -9,7 +9,8 @@ import { createServer, connect, type Socket } from "node:net";
 import { PassThrough } from "node:stream";
 import { once } from "node:events";
 import { Metadata, status } from "@grpc/grpc-js";
-import { FarmError, LaneSocket, encodeEndFrame, framed } from "../protos/index.ts";
+import { FarmError, encodeEndFrame } from "../protos/index.ts";
+import { LaneSocket, framed } from "../runtime/index.ts";
 import { LaneChannel, type SessionStream } from "./frame-channel.ts";
 
 async function socketPair(): Promise<[Socket, Socket]> {

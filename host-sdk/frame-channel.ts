@@ -20,9 +20,9 @@
 import type * as grpc from "@grpc/grpc-js";
 import { Metadata } from "@grpc/grpc-js";
 import {
-  CODE_TRAILER, FarmError, LaneSocket, SESSION_END_GRACE_MS, awaitWelcome, connectSocket, decodeEndFrame, decodeGrantFrame, encodeLaneHello, framed, isEndFrame, isGrantFrame,
-  parseAddress, type ClientSecurity, type Grant__Output, type Lane,
+  CODE_TRAILER, FarmError, SESSION_END_GRACE_MS, decodeEndFrame, decodeGrantFrame, encodeLaneHello, isEndFrame, isGrantFrame, type Grant__Output, type Lane,
 } from "../protos/index.ts";
+import { LaneSocket, awaitWelcome, connectSocket, framed, parseAddress, type ClientSecurity } from "../runtime/index.ts";
 import { status as grpcStatus } from "@grpc/grpc-js";
 
 export interface FrameChannel {

@@ -15,7 +15,8 @@
  */
 import { setMaxListeners } from "node:events";
 import { availableParallelism } from "node:os";
-import { FarmError, fillProblem, type AnyTypedArray } from "../protos/index.ts";
+import { FarmError, type AnyTypedArray } from "../protos/index.ts";
+import { fillProblem } from "../domain/index.ts";
 import { BoardClock } from "./board-clock.ts";
 import { BoardSession, type Measured } from "./board-session.ts";
 import { candidateDigest } from "./candidate-digest.ts";

@@ -1,5 +1,6 @@
 /** What measure() takes and gives: candidates, options, results, and the closed set of outcomes. */
-import type { AnyTypedArray, Dtype, LaunchDecl, RandomFill } from "../protos/index.ts";
+import type { AnyTypedArray, Dtype, LaunchDecl } from "../protos/index.ts";
+import type { RandomFill } from "../domain/index.ts";
 import type { CompiledModule } from "./compiled-module.ts";
 import type { TimeEvaluatorOptions } from "./session.ts";
 
@@ -12,7 +13,7 @@ export type MeasureOutcome = (typeof MEASURE_OUTCOMES)[number];
 
 /**
  * One kernel argument: data sent from the host, data generated on the board
- * from a seed (protos/random.ts; nothing crosses the network), an output to
+ * from a seed (domain/random.ts; nothing crosses the network), an output to
  * check, or a scalar.
  */
 export type MeasureArg =

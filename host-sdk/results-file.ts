@@ -6,7 +6,7 @@
  * with the Python SDK.
  */
 import { appendFileSync, existsSync, readFileSync, truncateSync } from "node:fs";
-import { throttledOf } from "../protos/index.ts";
+import { throttledOf } from "../domain/index.ts";
 import { MEASURE_OUTCOMES, type MeasureResult } from "./measure-types.ts";
 
 /** What a resume does with a candidate: reuse its line, or measure it (saying why, when it had a line). */

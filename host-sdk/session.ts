@@ -7,9 +7,9 @@
 import { readFile } from "node:fs/promises";
 import { basename } from "node:path";
 import {
-  CHUNK_BYTES, FarmError, dtypeBytes, dtypeOf, elementCount, fillProblem, fillRange, isDtype, toLaunchConfig, viewAs,
-  type AnyTypedArray, type BoardFrame__Output, type Dtype, type Lane, type LaunchDecl, type RandomFill,
+  CHUNK_BYTES, FarmError, dtypeBytes, dtypeOf, elementCount, isDtype, toLaunchConfig, viewAs, type AnyTypedArray, type BoardFrame__Output, type Dtype, type Lane, type LaunchDecl,
 } from "../protos/index.ts";
+import { fillProblem, fillRange, type RandomFill } from "../domain/index.ts";
 import type { Call } from "../protos/gen/farm/v1/Call.ts";
 import type { BoardInfo__Output } from "../protos/gen/farm/v1/BoardInfo.ts";
 import type { FunctionInfo__Output } from "../protos/gen/farm/v1/FunctionInfo.ts";
@@ -88,7 +88,7 @@ export class RemoteArray {
   }
 
   /**
-   * Fills the array on the board from a seed (protos/random.ts): no bytes
+   * Fills the array on the board from a seed (domain/random.ts): no bytes
    * cross the network, and `randomArray(dtype, n, fill)` gives the host the
    * same contents for its reference.
    */
@@ -208,7 +208,7 @@ export class Session {
    * agent has held those bytes before (in any session) takes them from its
    * store instead — for more than one frame of bytes (1 MiB) the host asks
    * first, one round trip. `dedupe: true` does the same for other bytes, at
-   * the price of hashing them here: by their tree digest (protos/tree-digest.ts),
+   * the price of hashing them here: by their tree digest (domain/tree-digest.ts),
    * on worker threads (tree-hasher.ts). Where this board's lane has been seen
    * to carry bytes faster than they hash, they are sent at once instead,
    * hashed meanwhile, with the digest on the last frame (dedupe-plan.ts).

@@ -7,10 +7,8 @@ import type { BoardInfo__Output } from "../protos/gen/farm/v1/BoardInfo.ts";
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { Metadata } from "@grpc/grpc-js";
-import {
-  FarmError, HostService, SESSION_REQUEST_HEADER, callMetadata, clientSecurity, diagnoseTransport, encodeSessionRequest, makeClient, parseAddress, parseRoute,
-  type ClientSecurity, type ClientTls, type HostServiceClient, type Route,
-} from "../protos/index.ts";
+import { FarmError, HostService, SESSION_REQUEST_HEADER, encodeSessionRequest, parseRoute, type HostServiceClient, type Route } from "../protos/index.ts";
+import { callMetadata, clientSecurity, diagnoseTransport, makeClient, parseAddress, type ClientSecurity, type ClientTls } from "../runtime/index.ts";
 import type { TokensReply__Output } from "../protos/gen/farm/v1/TokensReply.ts";
 import type { TokensRequest } from "../protos/gen/farm/v1/TokensRequest.ts";
 import type { SummaryReply__Output } from "../protos/gen/farm/v1/SummaryReply.ts";

@@ -1,7 +1,7 @@
 /** The worker-thread tree digest equals the definition's, at and around its threshold, for odd sizes, and under concurrent calls. */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { TREE_LEAF_BYTES, treeDigest } from "../protos/index.ts";
+import { TREE_LEAF_BYTES, treeDigest } from "../domain/index.ts";
 import { PARALLEL_TREE_MIN_BYTES, hashTree } from "./tree-hasher.ts";
 
 describe("hashTree", () => {

@@ -1,5 +1,5 @@
 /**
- * The tree digest (protos/tree-digest.ts) of large uploads, hashed on worker
+ * The tree digest (domain/tree-digest.ts) of large uploads, hashed on worker
  * threads. WebCrypto's digest on the thread pool copies every leaf into fresh
  * memory and runs four at a time: 64 MiB took 50–60 ms on the 16-core GPU
  * host, as long as the transfer that dedupe saves. Here the bytes are copied
@@ -12,7 +12,7 @@
  */
 import { availableParallelism } from "node:os";
 import { Worker } from "node:worker_threads";
-import { TREE_LEAF_BYTES, treeDigest, treeRoot } from "../protos/index.ts";
+import { TREE_LEAF_BYTES, treeDigest, treeRoot } from "../domain/index.ts";
 
 /** Below this, the thread pool's digest is as fast: no threads started. */
 export const PARALLEL_TREE_MIN_BYTES = 8 << 20;

@@ -42,7 +42,7 @@ const MAX_ID_CHARS = 256;
 const MAX_NAME_BYTES = 255;
 /** A canary's detail or an error's message: what fits is plenty for a person to read. */
 const MAX_TEXT_CHARS = 16 << 10;
-/** Digests the content store knows: SHA-256 of the bytes, or their tree digest (protos/tree-digest.ts). */
+/** Digests the content store knows: SHA-256 of the bytes, or their tree digest (domain/tree-digest.ts). */
 const DIGEST = /^(tree-)?[0-9a-f]{64}$/;
 
 export type { AgentToWorker, AgentToWorker__Output, WorkerToAgent };

@@ -1,7 +1,10 @@
 /**
- * Dependencies point one way (docs/architecture.md, "Parts"): tracker, device-agent and host-sdk
- * import protos; device-agent and host-sdk also vta; vta (the toolchain both
- * share) imports protos at most. Only the composition layer (root files,
+ * Dependencies point one way (docs/architecture.md, "Parts"): protos, the
+ * contract, imports no part and no runtime (no sockets, TLS, HTTP, files,
+ * processes or logging); domain (the rules both sides apply to kernels) and
+ * runtime (transport, credentials, logging, probes) import protos; vta (the
+ * toolchain both sides share) imports protos and domain; the tracker imports
+ * protos, domain and runtime; device-agent and host-sdk also vta. Only the composition layer (root files,
  * cli/) puts parts together, and no part imports the package by its own
  * name, which would reach the composition layer through the back door.
  * Inside the parts, files import each other without cycles — type-only
@@ -17,11 +20,19 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const PACKAGE = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { name: string }).name;
 const ALLOWED: Record<string, string[]> = {
   protos: [],
-  vta: ["protos"],
-  tracker: ["protos"],
-  "device-agent": ["protos", "vta"],
-  "host-sdk": ["protos", "vta"],
+  domain: ["protos"],
+  runtime: ["protos"],
+  vta: ["protos", "domain"],
+  tracker: ["protos", "domain", "runtime"],
+  "device-agent": ["protos", "domain", "runtime", "vta"],
+  "host-sdk": ["protos", "domain", "runtime", "vta"],
 };
+/** What a process does with the world, which the contract never does: the runtime's modules. */
+const RUNTIME_MODULES = [
+  "node:net", "node:tls", "node:http", "node:https", "node:http2", "node:dgram", "node:child_process", "node:worker_threads", "node:fs", "node:fs/promises", "pino", "koffi",
+];
+/** Parts that may not reach the runtime's modules themselves, and the ones each may still use. */
+const NO_RUNTIME: Record<string, string[]> = { protos: [], domain: ["node:fs/promises"] };
 
 function* sources(dir: string): Iterable<string> {
   for (const name of readdirSync(dir)) {
@@ -99,6 +110,17 @@ describe("the architecture", () => {
         const to = target.split("/")[0]!;
         if (to !== part && !ALLOWED[part]!.includes(to)) violations.push(`${file} imports ${spec} (${to})`);
       }
+    }
+    assert.deepEqual(violations, []);
+  });
+
+  it("the contract imports no runtime, and domain rules none but reading a file", () => {
+    const violations: string[] = [];
+    for (const [file, edges] of graph) {
+      const part = file.split("/")[0]!;
+      const allowed = NO_RUNTIME[part];
+      if (!allowed) continue;
+      for (const { spec } of edges) if (RUNTIME_MODULES.includes(spec) && !allowed.includes(spec)) violations.push(`${file} imports ${spec}`);
     }
     assert.deepEqual(violations, []);
   });

@@ -12,7 +12,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { DEFAULT_REMEASURE_TIMES, Measurer, RemoteArray, compileCpu, connectTracker, measure, type Candidate, type CompiledModule, type MeasureResult, type TrackerClient } from "../host-sdk/index.ts";
-import { FarmError, randomArray, type AnyTypedArray } from "../protos/index.ts";
+import { FarmError, type AnyTypedArray } from "../protos/index.ts";
+import { randomArray } from "../domain/index.ts";
 import { names, refused } from "./helpers/assertions.ts";
 import { startAgentProcess, startTrackerProcess, waitFor, waitForFreeBoards } from "./helpers/processes.ts";
 

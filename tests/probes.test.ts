@@ -1,5 +1,5 @@
 /**
- * The probes an orchestrator calls (protos/probes.ts): `/healthz` and
+ * The probes an orchestrator calls (runtime/probes.ts): `/healthz` and
  * `/readyz` on a real tracker's HTTP side and a real agent's metrics port.
  * The tracker's answer without a token on a farm with tokens; the agent's
  * readiness follows its link: 503 naming the tracker while the tracker is

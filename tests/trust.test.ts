@@ -13,7 +13,8 @@ import { join } from "node:path";
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import * as grpc from "@grpc/grpc-js";
-import { FarmError, HostService, callMetadata, makeClient, parseAddress, type HostServiceClient } from "../protos/index.ts";
+import { FarmError, HostService, type HostServiceClient } from "../protos/index.ts";
+import { callMetadata, makeClient, parseAddress } from "../runtime/index.ts";
 import { rawHello, rawSession } from "./helpers/raw-session.ts";
 
 const trackerHost = (address: string) => parseAddress(address).host;

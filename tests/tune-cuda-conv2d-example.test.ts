@@ -21,7 +21,7 @@ import {
 } from "../examples/lib/cuda-winograd-template.ts";
 import { Searcher, configKey, spaceSize } from "../examples/lib/search.ts";
 import { locateNvcc, nvccVersion } from "../host-sdk/cuda/index.ts";
-import { cudaLaunchProblem, randomArray, type CudaLaunchLimits } from "../protos/index.ts";
+import { cudaLaunchProblem, randomArray, type CudaLaunchLimits } from "../domain/index.ts";
 
 const skip: string | false = await nvccVersion(await locateNvcc()).then(
   () => false,

@@ -15,7 +15,7 @@ import {
 } from "../examples/lib/cuda-gemm-template.ts";
 import { configKey, search, seededRandom } from "../examples/lib/search.ts";
 import { locateNvcc, nvccVersion } from "../host-sdk/cuda/index.ts";
-import { randomArray } from "../protos/index.ts";
+import { randomArray } from "../domain/index.ts";
 
 /** Why the tests that run nvcc are skipped, or false when nvcc is here. */
 const skip: string | false = await nvccVersion(await locateNvcc()).then(

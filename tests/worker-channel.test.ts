@@ -21,7 +21,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, afterEach, before, beforeEach, describe, it } from "node:test";
 import { compileCpu, type CompiledModule, type RemoteModule, type Session } from "../host-sdk/index.ts";
-import { FarmError, encodeToAgent, framed, type WorkerToAgent } from "../protos/index.ts";
+import { FarmError, encodeToAgent, type WorkerToAgent } from "../protos/index.ts";
+import { framed } from "../runtime/index.ts";
 import { compileVadd } from "./helpers/kernels.ts";
 import { startFarm, waitFor } from "./helpers/processes.ts";
 

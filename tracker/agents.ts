@@ -5,7 +5,8 @@
  * like one whose stream closes: its boards leave the pool and its sessions
  * end with AGENT_LOST.
  */
-import { FarmError, type Logger, type WireError } from "../protos/index.ts";
+import { FarmError, type WireError } from "../protos/index.ts";
+import { type Logger } from "../runtime/index.ts";
 import type { AgentMessage__Output } from "../protos/gen/farm/v1/AgentMessage.ts";
 import type { Register__Output } from "../protos/gen/farm/v1/Register.ts";
 import type { BoardHealthReport__Output } from "../protos/gen/farm/v1/BoardHealthReport.ts";

@@ -14,7 +14,7 @@
  * the rest of the history is not rotated away by them.
  */
 import { appendFileSync, existsSync, renameSync, rmSync, statSync } from "node:fs";
-import type { Logger } from "../protos/index.ts";
+import type { Logger } from "../runtime/index.ts";
 import { RefusalTally } from "./refusal-tally.ts";
 
 export const DEFAULT_AUDIT_MAX_BYTES = 16 << 20;

@@ -3,7 +3,7 @@
  *
  * Without a tokens file the farm is open (loopback, or `--insecure`):
  * every caller is "anonymous" and may do everything, as before. With one,
- * every call carries a token (protos/credentials.ts puts it in the
+ * every call carries a token (runtime/credentials.ts puts it in the
  * `authorization` metadata). The gRPC port's gate (tracker/call-gate.ts)
  * asks this module from each call's metadata before any body is read, and
  * each handler asks again for what its request needs:
@@ -26,7 +26,8 @@
  * ends with the reason when the token is revoked, deleted or expires.
  */
 import { timingSafeEqual } from "node:crypto";
-import { FarmError, bearerToken, type Logger } from "../protos/index.ts";
+import { FarmError } from "../protos/index.ts";
+import { bearerToken, type Logger } from "../runtime/index.ts";
 import type { Metadata } from "@grpc/grpc-js";
 import type { SessionRequest__Output } from "../protos/gen/farm/v1/SessionRequest.ts";
 import type { AuditLog } from "./audit.ts";

@@ -20,7 +20,8 @@
  */
 import * as grpc from "@grpc/grpc-js";
 import { constants as h2, type ServerHttp2Stream } from "node:http2";
-import { FarmError, type Logger } from "../protos/index.ts";
+import { FarmError } from "../protos/index.ts";
+import { type Logger } from "../runtime/index.ts";
 
 /** A unary control call (Summary, ReleaseSession, BoardCommand, Tokens): a few hundred bytes; a token creation with many keys stays far below. */
 export const CONTROL_MESSAGE_BYTES = 64 << 10;

@@ -22,7 +22,7 @@
  * (an idle host, a turbo burst) set a bar the board cannot hold, and mark it
  * suspect in ordinary conditions.
  */
-import { median } from "../protos/index.ts";
+import { median } from "../domain/index.ts";
 
 /** Timed canaries kept per board, newest last. */
 export const CANARY_TIMINGS_MAX = 50;

@@ -9,7 +9,8 @@
  * ticket alone (workers hold no secret).
  */
 import type { Server, Socket } from "node:net";
-import { FarmError, LaneSocket, acceptHello, checkTokenShape, refuse, socketServer, welcome, type Logger, type ServerTls } from "../protos/index.ts";
+import { FarmError } from "../protos/index.ts";
+import { LaneSocket, acceptHello, checkTokenShape, refuse, socketServer, welcome, type Logger, type ServerTls } from "../runtime/index.ts";
 import type { LaneHello__Output } from "../protos/gen/farm/v1/LaneHello.ts";
 import type { Caller } from "./auth.ts";
 import type { BoardLease } from "./registry.ts";

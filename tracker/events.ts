@@ -8,7 +8,7 @@
  * `at` is the tracker's clock in ms since the epoch. Listeners run
  * synchronously and must be cheap; one that throws is logged and kept.
  */
-import type { Logger } from "../protos/index.ts";
+import type { Logger } from "../runtime/index.ts";
 import type { BoardInfo } from "../protos/gen/farm/v1/BoardInfo.ts";
 
 export type FarmEvent =

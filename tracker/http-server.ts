@@ -1,13 +1,14 @@
 /**
  * The tracker's HTTP side (`--metrics-port`): `/metrics` for Prometheus, the
  * live view page and its ws feed, and the probes `/healthz` and `/readyz`
- * (protos/probes.ts), which take no token. Parts register routes; nothing
+ * (runtime/probes.ts), which take no token. Parts register routes; nothing
  * here knows what they serve. Unknown paths are 404, a handler that throws is
  * 500 (and logged); the gRPC side is unaffected either way.
  */
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
-import { FarmError, answerProbe, httpServer, httpToken, isProbePath, type Logger, type Readiness, type ServerTls } from "../protos/index.ts";
+import { FarmError } from "../protos/index.ts";
+import { answerProbe, httpServer, httpToken, isProbePath, type Logger, type Readiness, type ServerTls } from "../runtime/index.ts";
 
 /**
  * Checks a request's token (throws UNAUTHENTICATED / PERMISSION_DENIED);

@@ -1,7 +1,7 @@
 /** The tracker's metrics: board counting, and what each farm event adds. */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { componentLogger } from "../protos/index.ts";
+import { componentLogger } from "../runtime/index.ts";
 import { FarmEvents } from "./events.ts";
 import { countBoards, installMetrics, REPORTED_BOARD_STATES, TrackerMetrics, type BoardRow, type MetricsSources } from "./metrics.ts";
 import type { Board } from "./registry.ts";

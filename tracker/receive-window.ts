@@ -11,7 +11,7 @@
  */
 import type * as grpc from "@grpc/grpc-js";
 import type { Http2Server, Http2Session } from "node:http2";
-import type { Logger } from "../protos/index.ts";
+import type { Logger } from "../runtime/index.ts";
 
 export const RECEIVE_WINDOW_BYTES = 8 << 20;
 

@@ -3,7 +3,8 @@
  * selectors, deadlines, and the hand-over of a board to a new lease.
  */
 import { randomBytes } from "node:crypto";
-import { FarmError, type Logger, type Route } from "../protos/index.ts";
+import { FarmError, type Route } from "../protos/index.ts";
+import { type Logger } from "../runtime/index.ts";
 import type { SessionRequest__Output } from "../protos/gen/farm/v1/SessionRequest.ts";
 import { Lease, type LeaseTimeouts } from "./lease.ts";
 import { labelsMatch, RequestQueue, type PendingRequest } from "./queue.ts";

@@ -12,7 +12,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { pathToFileURL } from "node:url";
-import { FarmError, type Logger } from "../protos/index.ts";
+import { FarmError } from "../protos/index.ts";
+import { type Logger } from "../runtime/index.ts";
 import { emptyState, parseTrackerState } from "./board-memory.ts";
 import { STATE_FILE_NAME, STATE_VERSION, StateStore, type StateStoreOptions } from "./state-store.ts";
 

@@ -26,7 +26,8 @@
  */
 import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import { dirname } from "node:path";
-import { FarmError, type Logger } from "../protos/index.ts";
+import { FarmError } from "../protos/index.ts";
+import { type Logger } from "../runtime/index.ts";
 import { leftoverTemporaries, writeFileAtomic, writeFileAtomicSync } from "./atomic-file.ts";
 
 /** The version this tracker writes and reads. A new one comes with a reader of the old. */

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { FarmError } from "../protos/index.ts";
 import { AuditLog } from "./audit.ts";
 import { keyAllowed, TokenFile, TokenStore, type Identity } from "./tokens.ts";
-import { componentLogger } from "../protos/index.ts";
+import { componentLogger } from "../runtime/index.ts";
 
 const tmp = () => mkdtempSync(join(tmpdir(), "kf-tokens-"));
 const code = (fn: () => unknown): string => {

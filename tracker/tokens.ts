@@ -21,7 +21,8 @@
  */
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { readFileSync, statSync, unwatchFile, watchFile } from "node:fs";
-import { FarmError, checkTokenShape } from "../protos/index.ts";
+import { FarmError } from "../protos/index.ts";
+import { checkTokenShape } from "../runtime/index.ts";
 import { writeFileAtomicSync } from "./atomic-file.ts";
 
 export const TOKEN_KINDS = ["agent", "client", "operator"] as const;

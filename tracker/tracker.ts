@@ -6,9 +6,9 @@
 import * as grpc from "@grpc/grpc-js";
 import { join } from "node:path";
 import {
-  AgentService, FarmError, HostService, MAX_MESSAGE_BYTES, SERVER_OPTIONS, SESSION_ID_HEADER, SESSION_REQUEST_HEADER, SESSION_TOKEN_HEADER, decodeSessionRequest, grpcServerCredentials, isLoopbackHost, parseRoute,
-  type AgentServiceHandlers, type HostServiceHandlers, type Route, type SessionRequest__Output,
+  AgentService, FarmError, HostService, MAX_MESSAGE_BYTES, SESSION_ID_HEADER, SESSION_REQUEST_HEADER, SESSION_TOKEN_HEADER, decodeSessionRequest, parseRoute, type AgentServiceHandlers, type HostServiceHandlers, type Route, type SessionRequest__Output,
 } from "../protos/index.ts";
+import { SERVER_OPTIONS, grpcServerCredentials, isLoopbackHost } from "../runtime/index.ts";
 import type { TokensRequest__Output } from "../protos/gen/farm/v1/TokensRequest.ts";
 import type { TokensReply } from "../protos/gen/farm/v1/TokensReply.ts";
 import type { BoardInfo } from "../protos/gen/farm/v1/BoardInfo.ts";

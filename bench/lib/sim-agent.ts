@@ -40,9 +40,11 @@ import { randomBytes } from "node:crypto";
 import type { Server, Socket } from "node:net";
 import type * as grpc from "@grpc/grpc-js";
 import {
-  AgentService, CLEAN_END_FRAME, FARM_VERSION, FarmError, HELLO_TIMEOUT_MS, LaneSocket, awaitWelcome, componentLogger, connectSocket, decodeHostFrame, encodeBoardFrame,
-  encodeLaneHello, framed, makeClient, parseAddress, socketServer, welcome, type AgentServiceClient, type Logger,
+  AgentService, CLEAN_END_FRAME, FARM_VERSION, FarmError, decodeHostFrame, encodeBoardFrame, encodeLaneHello, type AgentServiceClient,
 } from "../../protos/index.ts";
+import {
+  HELLO_TIMEOUT_MS, LaneSocket, awaitWelcome, componentLogger, connectSocket, framed, makeClient, parseAddress, socketServer, welcome, type Logger,
+} from "../../runtime/index.ts";
 import type { AgentMessage } from "../../protos/gen/farm/v1/AgentMessage.ts";
 import type { AssignSession__Output } from "../../protos/gen/farm/v1/AssignSession.ts";
 import type { BoardSpec } from "../../protos/gen/farm/v1/BoardSpec.ts";

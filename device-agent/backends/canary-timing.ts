@@ -9,7 +9,7 @@
  * per run over CANARY_REPEATS repeats, so that one repeat the host disturbed
  * (a preemption, an interrupt) moves nothing.
  */
-import { median } from "../../protos/index.ts";
+import { median } from "../../domain/index.ts";
 
 /** Timed repeats per canary. */
 export const CANARY_REPEATS = 9;

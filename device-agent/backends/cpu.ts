@@ -9,7 +9,8 @@ import { join } from "node:path";
 import koffi from "koffi";
 
 type KoffiLib = ReturnType<typeof koffi.load>;
-import { DTYPES, FarmError, hostCpuTarget, type FunctionSpec, type ModuleBundle } from "../../protos/index.ts";
+import { DTYPES, FarmError, type FunctionSpec, type ModuleBundle } from "../../protos/index.ts";
+import { hostCpuTarget } from "../../domain/index.ts";
 import type { ArgValue, Backend, BackendStats, BoardFacts, CallSettings, CanaryResult, DeviceArray, LoadedFunction, LoadedModule } from "./backend.ts";
 import { timeCanary } from "./canary-timing.ts";
 

@@ -9,10 +9,8 @@
  */
 import { writeSync } from "node:fs";
 import { Socket, createServer, type Server } from "node:net";
-import {
-  FarmError, LaneSocket, WORKER_MESSAGE_MAX_BYTES, decodeToWorker, encodeToAgent, framed,
-  type AgentToWorker__Output, type WorkerToAgent,
-} from "../../protos/index.ts";
+import { FarmError, WORKER_MESSAGE_MAX_BYTES, decodeToWorker, encodeToAgent, type AgentToWorker__Output, type WorkerToAgent } from "../../protos/index.ts";
+import { LaneSocket, framed } from "../../runtime/index.ts";
 import { receiveDescriptor } from "../handle-passing.ts";
 
 /** The worker's descriptors of the channel, as the agent lays them out (device-agent/worker-channel.ts). */

@@ -4,7 +4,7 @@ import { chmodSync, chownSync, existsSync, lstatSync, mkdtempSync, readFileSync,
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { TREE_LEAF_BYTES, treeDigest } from "../../protos/index.ts";
+import { TREE_LEAF_BYTES, treeDigest } from "../../domain/index.ts";
 import { ContentStore } from "./content-store.ts";
 
 const sha = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");

@@ -33,7 +33,7 @@
  * eviction is kept in memory.
  *
  * A file is named by the sha256 of its bytes (a module's digest, known from
- * compilation) or by its tree digest (`tree-HEX`, protos/tree-digest.ts:
+ * compilation) or by its tree digest (`tree-HEX`, domain/tree-digest.ts:
  * what a host hashes in parallel for `upload(…, { dedupe: true })`).
  *
  * One folder per agent (under its scratch folder), owned by the agent and
@@ -55,7 +55,7 @@ import { createHash } from "node:crypto";
 import { chmodSync, constants, mkdirSync, readdirSync, rmSync, statSync, unlinkSync, type BigIntStats } from "node:fs";
 import { chmod, copyFile, link, mkdir, open, rename, stat, symlink, unlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
-import { treeDigestOfFile } from "../../protos/index.ts";
+import { treeDigestOfFile } from "../../domain/index.ts";
 import { openSessionFile } from "../session-file.ts";
 
 /** What the store keeps by default: enough for many modules and a few large inputs. */

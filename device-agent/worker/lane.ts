@@ -1,16 +1,14 @@
 /**
  * The worker's end of a session's lane: its ServeSession stream (grpc route)
  * or the socket its agent handed over (direct and relay routes, framed by
- * protos/lane.ts). The worker's side of the session lifecycle reads the same
+ * runtime/lane.ts). The worker's side of the session lifecycle reads the same
  * either way: frames in, frames out, the end frame on a clean close, and a
  * promise that settles when the lane is over.
  */
 import type { Socket } from "node:net";
 import * as grpc from "@grpc/grpc-js";
-import {
-  CLEAN_END_FRAME, FarmError, LaneSocket, SESSION_ID_HEADER, SESSION_TOKEN_HEADER, decodeLaneWelcome, welcome,
-  type AgentServiceClient,
-} from "../../protos/index.ts";
+import { CLEAN_END_FRAME, FarmError, SESSION_ID_HEADER, SESSION_TOKEN_HEADER, decodeLaneWelcome, type AgentServiceClient } from "../../protos/index.ts";
+import { LaneSocket, welcome } from "../../runtime/index.ts";
 import type { FrameSink } from "./session-server.ts";
 
 export interface WorkerLane extends FrameSink {

@@ -6,10 +6,8 @@
  */
 import { readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import {
-  AgentService, FarmError, WORKER_MAX_PENDING_REQUESTS, makeClient, componentLogger,
-  type AgentServiceClient,
-} from "../../protos/index.ts";
+import { AgentService, FarmError, WORKER_MAX_PENDING_REQUESTS, type AgentServiceClient } from "../../protos/index.ts";
+import { makeClient, componentLogger } from "../../runtime/index.ts";
 import { createBackend } from "../backends/index.ts";
 import type { AgentToWorker__Output, WorkerToAgent } from "../../protos/index.ts";
 import { AgentChannel, type FromAgent } from "./agent-channel.ts";

@@ -5,7 +5,9 @@
  * its id, an error included. Chunked requests (one id across several frames)
  * are assembled here.
  */
-import { CHUNK_BYTES, FarmError, decodeHostFrame, encodeBoardFrame, encodeBoardFrameParts, type BoardFrame, type HostFrame__Output } from "../../protos/index.ts";
+import {
+  CHUNK_BYTES, FarmError, decodeHostFrame, encodeBoardFrame, encodeBoardFrameParts, type BoardFrame, type HostFrame__Output,
+} from "../../protos/index.ts";
 import { dirname } from "node:path";
 import type { Backend } from "../backends/index.ts";
 import { withoutAgentPaths } from "./file-errors.ts";

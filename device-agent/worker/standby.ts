@@ -13,7 +13,8 @@
  * data port next.
  */
 import type { Server, Socket } from "node:net";
-import { FarmError, type Logger } from "../../protos/index.ts";
+import { FarmError } from "../../protos/index.ts";
+import { type Logger } from "../../runtime/index.ts";
 import { Tickets, admitHost } from "../tickets.ts";
 
 export interface StandbyHooks {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { medianRse } from "../../protos/index.ts";
+import { medianRse } from "../../domain/index.ts";
 import { evaluateTime, type TimeEvaluatorSettings } from "./time-evaluator.ts";
 
 const BASE: TimeEvaluatorSettings = { number: 1, repeat: 3, minRepeatMs: 0, cooldownMs: 0, repeatsToCooldown: 1, limitZeroTimeIterations: 100, targetRse: 0, budgetMs: 0 };

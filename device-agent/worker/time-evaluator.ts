@@ -10,10 +10,10 @@
  * With a precision target (`targetRse` > 0), repeats go on after `repeat`
  * (to MIN_PRECISION_REPEATS at least) until the median's relative standard
  * error is at most the target
- * (protos/precision.ts), the budget ends, or MAX_PRECISION_REPEATS; the
+ * (domain/precision.ts), the budget ends, or MAX_PRECISION_REPEATS; the
  * result says which.
  */
-import { DEFAULT_PRECISION_BUDGET_MS, MAX_PRECISION_REPEATS, MIN_PRECISION_REPEATS, medianRse } from "../../protos/index.ts";
+import { DEFAULT_PRECISION_BUDGET_MS, MAX_PRECISION_REPEATS, MIN_PRECISION_REPEATS, medianRse } from "../../domain/index.ts";
 
 export interface TimeEvaluatorSettings {
   number: number;

@@ -9,9 +9,9 @@ import { mkdtemp, readFile, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
-  FarmError, bundleDigest, componentLogger, decodeBundle, encodeBundle, toLaunchConfig,
-  type Dim3, type FunctionSpec, type LaunchConfig, type LaunchDecl,
+  FarmError, bundleDigest, decodeBundle, encodeBundle, toLaunchConfig, type Dim3, type FunctionSpec, type LaunchConfig, type LaunchDecl,
 } from "../../protos/index.ts";
+import { componentLogger } from "../../runtime/index.ts";
 import { functionTable, type ParamDecl } from "../compile-cpu.ts";
 import type { CompiledModule } from "../compiled-module.ts";
 import { checkFileName, checkFlags, checkRecord, shown } from "../options.ts";

@@ -10,7 +10,7 @@ from .precision import median_rse
 
 def throttled_of(conditions: Optional[Mapping[str, str]]) -> Optional[bool]:
     """Whether a result's conditions say it was timed while the GPU was
-    throttled (protos/throttle.ts throttledOf): True ("yes: …"), False
+    throttled (domain/throttle.ts throttledOf): True ("yes: …"), False
     ("no"), None where the board cannot tell or does not say."""
     t = (conditions or {}).get("throttled")
     if t == "no":

@@ -385,7 +385,7 @@ def to_launch_config(decl: Mapping[str, Any], where: str) -> dict[str, Any]:
 
 
 # Python's name of the machine (platform.machine()) -> the compilers' name,
-# as protos/cpu-target.ts names Node's process.arch.
+# as domain/cpu-target.ts names Node's process.arch.
 _MACHINE_ARCH = {
     "x86_64": "x86_64", "amd64": "x86_64", "x64": "x86_64",
     "aarch64": "aarch64", "arm64": "aarch64", "armv8l": "arm", "armv7l": "arm", "armv6l": "arm",
@@ -397,12 +397,12 @@ _MACHINE_ARCH = {
 def host_cpu_target() -> dict[str, str]:
     """The target of this machine: arch as compilers name it (`uname -m`), os
     as Node names it (sys.platform without a version: "linux", "darwin",
-    "win32", "freebsd"), so both SDKs write the same (protos/cpu-target.ts)."""
+    "win32", "freebsd"), so both SDKs write the same (domain/cpu-target.ts)."""
     machine = platform.machine().lower()
     return {"arch": _MACHINE_ARCH.get(machine, machine), "os": re.sub(r"[0-9]+$", "", sys.platform)}
 
 
-# ELF e_machine -> arch, EI_OSABI -> os, Mach-O cputype -> arch (protos/cpu-target.ts).
+# ELF e_machine -> arch, EI_OSABI -> os, Mach-O cputype -> arch (domain/cpu-target.ts).
 _ELF_MACHINE = {3: "i386", 40: "arm", 62: "x86_64", 183: "aarch64", 243: "riscv64", 22: "s390x", 258: "loongarch64"}
 _EM_PPC64 = 21
 _ELF_OSABI = {0: "linux", 3: "linux", 9: "freebsd"}

@@ -1,4 +1,4 @@
-"""Credentials: how the Python SDK reaches a farm's ports, as protos/credentials.ts
+"""Credentials: how the Python SDK reaches a farm's ports, as runtime/credentials.ts
 does for the TypeScript one. TLS (the farm's CA, and a client certificate for
 mutual TLS) on the tracker's gRPC port and on lanes; a token in the
 `authorization` metadata of every call ("Bearer <token>") and in the relay
@@ -20,7 +20,7 @@ from .errors import FarmError
 from .frames import MAX_MESSAGE_BYTES
 
 AUTHORIZATION_HEADER = "authorization"
-#: The longest token any part accepts (protos/credentials.ts MAX_TOKEN_CHARS).
+#: The longest token any part accepts (runtime/credentials.ts MAX_TOKEN_CHARS).
 MAX_TOKEN_CHARS = 512
 _PRINTABLE = re.compile(r"^[\x21-\x7e]*$")
 
@@ -175,7 +175,7 @@ def _is_ip(host: str) -> bool:
 
 def diagnose_transport(host: str, port: int, used_tls: bool, timeout_s: float = 2.0) -> Optional[str]:
     """Why a client could not talk to host:port when the reason is TLS on one side
-    only (protos/credentials.ts diagnoseTransport); None when that is not it."""
+    only (runtime/credentials.ts diagnoseTransport); None when that is not it."""
     try:
         raw = socket.create_connection((host, port), timeout=timeout_s)
     except OSError:

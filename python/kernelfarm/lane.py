@@ -1,4 +1,4 @@
-"""A lane: the session protocol's frames over a socket (protos/lane.ts). Each
+"""A lane: the session protocol's frames over a socket (runtime/lane.ts). Each
 frame is a 4-byte big-endian length and the encoded frame; the connecting
 side (the host) sends a LaneHello first, with the connection, and the other
 side answers one LaneWelcome: empty, or why not.
@@ -18,7 +18,7 @@ from .frames import MAX_MESSAGE_BYTES, decode_lane_welcome
 _HEADER = struct.Struct(">I")
 #: Frames up to this size go as one send with their header; larger ones as header and parts.
 _COPY_LIMIT = 64 << 10
-#: How long a connection may take to welcome the host (protos/lane.ts HELLO_TIMEOUT_MS).
+#: How long a connection may take to welcome the host (runtime/lane.ts HELLO_TIMEOUT_MS).
 HELLO_TIMEOUT_S = 5.0
 #: A welcome is an error at most: anything larger is not one.
 _MAX_HELLO_BYTES = 4096

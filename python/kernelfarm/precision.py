@@ -1,6 +1,6 @@
 """The precision a time evaluation reached: the median's relative standard
 error, by the formula the board stops on and the TypeScript SDK reports
-(protos/precision.ts): √(π/2) · 1.4826 · MAD / √n over the median — the
+(domain/precision.ts): √(π/2) · 1.4826 · MAD / √n over the median — the
 standard error of a sample median, with σ estimated from the median absolute
 deviation so that one disturbed repeat does not dominate it."""
 from __future__ import annotations

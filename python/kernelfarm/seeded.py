@@ -1,4 +1,4 @@
-"""Seeded inputs: the generator boards fill arrays with (protos/random.ts), so a
+"""Seeded inputs: the generator boards fill arrays with (domain/random.ts), so a
 host computes its references from the same bytes the board generated and no
 input crosses the network.
 
@@ -43,7 +43,7 @@ def _is_int(x: float) -> bool:
 
 
 def fill_problem(dtype: str, fill: RandomFill) -> Optional[str]:
-    """What is wrong with `fill` for `dtype`, or None (protos/random.ts fillProblem)."""
+    """What is wrong with `fill` for `dtype`, or None (domain/random.ts fillProblem)."""
     if not isinstance(fill.seed, (int, np.integer)) or isinstance(fill.seed, bool) or not 0 <= fill.seed <= 0xFFFFFFFF:
         return f"the seed must be an integer in [0, 2^32), got {fill.seed!r}"
     low, high = fill_range(dtype, fill)

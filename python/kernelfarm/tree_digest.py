@@ -1,4 +1,4 @@
-"""The tree digest of bytes (protos/tree-digest.ts): what `upload(..., dedupe=True)`
+"""The tree digest of bytes (domain/tree-digest.ts): what `upload(..., dedupe=True)`
 names bytes by. Each 1 MiB leaf is hashed on its own, on a thread pool
 (hashlib releases the GIL for large buffers), then one sha256 over a tag, the
 size and the leaves' digests makes the file's:

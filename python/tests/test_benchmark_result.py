@@ -1,5 +1,5 @@
 """BenchmarkResult's precision and throttle flag read as the TypeScript SDK
-reads them (protos/precision.ts, protos/throttle.ts): the same samples give
+reads them (domain/precision.ts, domain/throttle.ts): the same samples give
 the same rse, the same conditions the same flag."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The Python SDK's tree digest equals the TypeScript one (protos/tree-digest.spec.ts pins the same values)."""
+"""The Python SDK's tree digest equals the TypeScript one (domain/tree-digest.spec.ts pins the same values)."""
 from __future__ import annotations
 
 from kernelfarm.tree_digest import TREE_LEAF_BYTES, tree_digest

@@ -14,10 +14,8 @@
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { pack } from "msgpackr";
-import {
-  DTYPES, FarmError, decodeBundle, encodeBundle, hostCpuTarget, medianRse, throttledOf, toLaunchConfig, validateBundle,
-  type LaunchDecl, type ModuleBundle,
-} from "../../protos/index.ts";
+import { DTYPES, FarmError, decodeBundle, encodeBundle, toLaunchConfig, validateBundle, type LaunchDecl, type ModuleBundle } from "../../protos/index.ts";
+import { hostCpuTarget, medianRse, throttledOf } from "../../domain/index.ts";
 import { compileCpu, compileCuda, compileCudaMany, parseParam, type CompileCpuOptions, type CompileCudaOptions, type CompiledModule, type ParamDecl } from "../../host-sdk/index.ts";
 import { cacheKey } from "../../host-sdk/cuda/cache.ts";
 import { cleanDiagnostics } from "../../host-sdk/cuda/nvcc.ts";

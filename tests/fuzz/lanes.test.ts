@@ -1,5 +1,5 @@
 /**
- * Fuzz: the first bytes of a lane (protos/lane.ts — 4-byte length, then a
+ * Fuzz: the first bytes of a lane (runtime/lane.ts — 4-byte length, then a
  * LaneHello) against a real agent's direct-lane port and the tracker's data
  * port (relay): random bytes, frames cut short, huge length prefixes, and
  * valid-looking hellos with bad tickets (for an open session's id too),
@@ -13,7 +13,8 @@ import { connect } from "node:net";
 import { after, before, describe, it } from "node:test";
 import fc from "fast-check";
 import { connectTracker, type Session, type TrackerClient } from "../../host-sdk/index.ts";
-import { decodeLaneWelcome, encodeLaneHello, FarmError, framed } from "../../protos/index.ts";
+import { decodeLaneWelcome, encodeLaneHello, FarmError } from "../../protos/index.ts";
+import { framed } from "../../runtime/index.ts";
 import { fuzz, receiveUntil } from "../helpers/fuzz.ts";
 import { checkVadd } from "../helpers/kernels.ts";
 import { startAgentProcess, startTrackerProcess, waitFor, waitForFreeBoards, type AgentProcess, type TrackerProcess } from "../helpers/processes.ts";

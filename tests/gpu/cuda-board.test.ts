@@ -9,7 +9,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "../helpers/suites.ts";
-import { cudaLaunchLimitsFrom } from "../../protos/index.ts";
+import { cudaLaunchLimitsFrom } from "../../domain/index.ts";
 import { compileCuda, measure, type Candidate, type CompiledModule, type Session, type TrackerClient } from "../../host-sdk/index.ts";
 import { compileVadd } from "../helpers/kernels.ts";
 import { names, refused } from "../helpers/assertions.ts";

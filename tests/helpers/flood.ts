@@ -7,7 +7,8 @@
  * only. Used by tests/auth-gate.test.ts and bench/flood.ts.
  */
 import * as grpc from "@grpc/grpc-js";
-import { CHANNEL_OPTIONS, FarmError } from "../../protos/index.ts";
+import { FarmError } from "../../protos/index.ts";
+import { CHANNEL_OPTIONS } from "../../runtime/index.ts";
 
 export const FLOOD_CONNECTIONS = 16;
 export const FLOOD_STREAMS = 5;

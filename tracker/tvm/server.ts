@@ -26,7 +26,8 @@
  * (AGENT_LOST), at the tracker's session cap (SESSION_TIMEOUT), or when the
  * tracker stops (DRAINED).
  */
-import { FarmError, type Logger } from "../../protos/index.ts";
+import { FarmError } from "../../protos/index.ts";
+import { type Logger } from "../../runtime/index.ts";
 import type { AuditLog } from "../audit.ts";
 import type { BoardMemory } from "../board-memory.ts";
 import type { FarmEvents } from "../events.ts";

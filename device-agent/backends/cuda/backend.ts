@@ -11,9 +11,8 @@
  * started its successor.
  */
 import koffi from "koffi";
-import {
-  FarmError, cudaLaunchLimitsCapabilities, describeThrottling, type ThrottleSample, type BundleTarget, type Dtype, type FunctionSpec, type LaunchConfig, type ModuleBundle,
-} from "../../../protos/index.ts";
+import { FarmError, type BundleTarget, type Dtype, type FunctionSpec, type LaunchConfig, type ModuleBundle } from "../../../protos/index.ts";
+import { cudaLaunchLimitsCapabilities, describeThrottling, type ThrottleSample } from "../../../domain/index.ts";
 import type { ArgValue, Backend, BackendStats, BoardFacts, CallSettings, CanaryResult, DeviceArray, LoadedFunction, LoadedModule } from "../backend.ts";
 import { timeCanary } from "../canary-timing.ts";
 import { CANARY_PTX, CANARY_SPEC } from "./canary-ptx.ts";

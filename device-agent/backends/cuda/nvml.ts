@@ -5,7 +5,7 @@
  * it, timings carry the driver's nominal clocks and say so.
  */
 import koffi from "koffi";
-import type { ThrottleSample } from "../../../protos/index.ts";
+import type { ThrottleSample } from "../../../domain/index.ts";
 
 type Fn = (...args: unknown[]) => number;
 
@@ -81,7 +81,7 @@ export class Nvml {
     };
   }
 
-  /** The clocks-event-reasons mask and the power and thermal violation counters now (protos/throttle.ts reads them). */
+  /** The clocks-event-reasons mask and the power and thermal violation counters now (domain/throttle.ts reads them). */
   throttle(): ThrottleSample {
     const reasons = Buffer.alloc(8);
     const sample: ThrottleSample = {};

@@ -1,5 +1,6 @@
 /** The session's arrays on the board: alloc, write (chunked), fill, read, free. */
-import { DTYPES, FarmError, dtypeBytes, elementCount, fillProblem, isDtype } from "../../../protos/index.ts";
+import { DTYPES, FarmError, dtypeBytes, elementCount, isDtype } from "../../../protos/index.ts";
+import { fillProblem } from "../../../domain/index.ts";
 import { seededBytes } from "../fills.ts";
 import type { RemoteArray, SessionState } from "../session-state.ts";
 import type { Assembly, Body, Handler } from "./operation.ts";

@@ -9,8 +9,9 @@
  */
 import { readFileSync } from "node:fs";
 import {
-  CLEAN_END_FRAME, FARM_ERROR_CODES, decodeHostFrame, decodeSessionRequest, encodeEndFrame, encodeGrantFrame, randomArray, type Dtype, type RandomFill,
+  CLEAN_END_FRAME, FARM_ERROR_CODES, decodeHostFrame, decodeSessionRequest, encodeEndFrame, encodeGrantFrame, type Dtype,
 } from "../../../protos/index.ts";
+import { randomArray, type RandomFill } from "../../../domain/index.ts";
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString("hex");
 const RANDOM: Array<[Dtype, number, RandomFill]> = [

@@ -2,7 +2,7 @@
 
 
 /**
- * Fills an array on the board from the seeded generator of protos/random.ts,
+ * Fills an array on the board from the seeded generator of domain/random.ts,
  * which hosts run too for their references: inputs without the network.
  */
 export interface ArrayFill {
@@ -20,7 +20,7 @@ export interface ArrayFill {
 }
 
 /**
- * Fills an array on the board from the seeded generator of protos/random.ts,
+ * Fills an array on the board from the seeded generator of domain/random.ts,
  * which hosts run too for their references: inputs without the network.
  */
 export interface ArrayFill__Output {

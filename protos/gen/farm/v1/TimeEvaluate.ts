@@ -26,7 +26,7 @@ export interface TimeEvaluate {
    */
   'flush_cpu_cache'?: (boolean);
   /**
-   * > 0: after `repeat` repeats, more until the median's relative standard error is at most this (protos/precision.ts)
+   * > 0: after `repeat` repeats, more until the median's relative standard error is at most this (domain/precision.ts)
    */
   'target_rse'?: (number | string);
   /**
@@ -59,7 +59,7 @@ export interface TimeEvaluate__Output {
    */
   'flush_cpu_cache': (boolean);
   /**
-   * > 0: after `repeat` repeats, more until the median's relative standard error is at most this (protos/precision.ts)
+   * > 0: after `repeat` repeats, more until the median's relative standard error is at most this (domain/precision.ts)
    */
   'target_rse': (number);
   /**

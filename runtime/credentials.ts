@@ -21,8 +21,8 @@ import { createServer as createHttpsServer } from "node:https";
 import { connect as netConnect, createServer as createNetServer, isIP, type Server as NetServer, type Socket } from "node:net";
 import { checkServerIdentity, connect as tlsConnect, createSecureContext, createServer as createTlsServer, type ConnectionOptions, type SecureContextOptions } from "node:tls";
 import * as grpc from "@grpc/grpc-js";
-import { FarmError } from "./errors.ts";
-import { CHANNEL_OPTIONS } from "./grpc.ts";
+import { FarmError } from "../protos/errors.ts";
+import { CHANNEL_OPTIONS } from "./grpc-options.ts";
 
 /** Metadata key (gRPC) and header (HTTP) that carry a token. */
 export const AUTHORIZATION_HEADER = "authorization";

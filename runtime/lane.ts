@@ -9,10 +9,10 @@
  * piped undecoded), the agent's data port and the session worker.
  */
 import type { Socket } from "node:net";
-import { FarmError } from "./errors.ts";
-import { decodeLaneHello, decodeLaneWelcome, encodeLaneWelcome } from "./frames.ts";
-import { MAX_MESSAGE_BYTES } from "./grpc.ts";
-import type { LaneHello__Output } from "./gen/farm/v1/LaneHello.ts";
+import { FarmError } from "../protos/errors.ts";
+import { decodeLaneHello, decodeLaneWelcome, encodeLaneWelcome } from "../protos/frames.ts";
+import { MAX_MESSAGE_BYTES } from "../protos/grpc.ts";
+import type { LaneHello__Output } from "../protos/gen/farm/v1/LaneHello.ts";
 
 const HEADER_BYTES = 4;
 /** Frames up to this size are copied behind their header into one write; larger ones go as two (corked). */

@@ -12,8 +12,8 @@
  * types, and floating point ones with `integers`, take
  * low + ⌊h / 2^32 · (high − low + 1)⌋, in [low, high].
  */
-import { FarmError } from "./errors.ts";
-import { DTYPES, integerRange, type AnyTypedArray, type Dtype } from "./dtype.ts";
+import { FarmError } from "../protos/errors.ts";
+import { DTYPES, integerRange, type AnyTypedArray, type Dtype } from "../protos/dtype.ts";
 
 export interface RandomFill {
   /** Any 32-bit unsigned integer. */

@@ -1,0 +1,14 @@
+/**
+ * The process runtime every part shares: gRPC channel and server settings,
+ * credentials (TLS, tokens) and the servers and sockets built with them, the
+ * socket lanes' framing and handshakes, logging, health probes.
+ */
+export { LaneSocket, framed, acceptHello, welcome, refuse, awaitWelcome, HELLO_TIMEOUT_MS, type LaneRole } from "./lane.ts";
+export { rootLogger, componentLogger, type Logger } from "./log.ts";
+export { LIVENESS_PATH, READINESS_PATH, isProbePath, answerProbe, type Readiness } from "./probes.ts";
+export {
+  AUTHORIZATION_HEADER, MAX_TOKEN_CHARS, CERT_RELOAD_INTERVAL_MS, clientSecurity, checkTokenShape, callMetadata, grpcClient, makeClient, grpcServerCredentials,
+  bearerToken, httpServer, socketServer, connectSocket, httpToken, httpClientOptions, isLoopbackHost, diagnoseTransport,
+  type ClientSecurity, type ClientTls, type ServerTls, type SecurityFlags,
+} from "./credentials.ts";
+export { CHANNEL_OPTIONS, SERVER_OPTIONS, parseAddress } from "./grpc-options.ts";
