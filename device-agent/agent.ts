@@ -5,6 +5,7 @@
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { FarmError, type Lane } from "../protos/index.ts";
+import { cudaLaunchLimitsToWire } from "../domain/index.ts";
 import { parseAddress } from "../runtime/index.ts";
 import { DEFAULT_VTA_HARDWARE } from "../vta/index.ts";
 import type { BoardHealthReport } from "../protos/gen/farm/v1/BoardHealthReport.ts";
@@ -113,6 +114,7 @@ export class Agent {
         kind: board.kind,
         labels: { ...facts.labels, ...board.labels },
         capabilities: { ...facts.capabilities, sandbox: describeSandbox(plan, board.kind) },
+        ...(facts.cudaLimits ? { cuda_limits: cudaLaunchLimitsToWire(facts.cudaLimits) } : {}),
       };
       specs.push(spec);
       const pool = new BoardPool(

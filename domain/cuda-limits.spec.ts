@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { blockRegisters, cudaLaunchLimitsCapabilities, cudaLaunchLimitsFrom, cudaLaunchProblem, type CudaLaunchLimits } from "./cuda-limits.ts";
+import { blockRegisters, cudaLaunchLimitsFromWire, cudaLaunchLimitsToWire, cudaLaunchProblem, type CudaLaunchLimits } from "./cuda-limits.ts";
 
 /** An H100's, as its driver reports them. */
 const H100: CudaLaunchLimits = {
@@ -15,18 +15,18 @@ const H100: CudaLaunchLimits = {
 const launch = (block: number[], sharedMemBytes = 0, grid = [1, 1, 1]) => ({ grid, block, sharedMemBytes });
 
 describe("CUDA launch limits", () => {
-  it("travel as registration capabilities and come back", () => {
-    const caps = cudaLaunchLimitsCapabilities(H100);
-    assert.equal(caps.max_block_dims, "1024,1024,64");
-    assert.equal(caps.max_registers_per_block, "65536");
-    assert.deepEqual(cudaLaunchLimitsFrom({ ...caps, name: "NVIDIA H100" }), H100);
-    // A board that does not say them all (an older agent, a CPU board), or says them wrong: no limits, the board decides.
-    assert.equal(cudaLaunchLimitsFrom(undefined), undefined);
-    assert.equal(cudaLaunchLimitsFrom({ name: "cpu" }), undefined);
-    const { warp_size: _, ...partial } = caps;
-    assert.equal(cudaLaunchLimitsFrom(partial), undefined);
-    assert.equal(cudaLaunchLimitsFrom({ ...caps, max_block_dims: "1024,1024" }), undefined);
-    assert.equal(cudaLaunchLimitsFrom({ ...caps, warp_size: "lots" }), undefined);
+  it("travel typed in the registration and come back", () => {
+    const wire = cudaLaunchLimitsToWire(H100);
+    assert.deepEqual(wire.max_block, [1024, 1024, 64]);
+    assert.equal(wire.max_registers_per_block, 65536);
+    assert.deepEqual(cudaLaunchLimitsFromWire({ ...wire, max_block: [...wire.max_block!], max_grid: [...wire.max_grid!] } as never), H100);
+    // A board that does not say them (another kind), or says them wrong: no limits, the board decides.
+    assert.equal(cudaLaunchLimitsFromWire(undefined), undefined);
+    assert.equal(cudaLaunchLimitsFromWire(null), undefined);
+    const full = { ...wire, max_block: [1024, 1024, 64], max_grid: [2147483647, 65535, 65535] } as Parameters<typeof cudaLaunchLimitsFromWire>[0] & object;
+    assert.equal(cudaLaunchLimitsFromWire({ ...full, warp_size: 0 }), undefined, "a limit left out (proto3's 0)");
+    assert.equal(cudaLaunchLimitsFromWire({ ...full, max_block: [1024, 1024] }), undefined, "two dimensions of three");
+    assert.equal(cudaLaunchLimitsFromWire({ ...full, max_grid: [1, 0, 1] }), undefined, "a zero dimension");
   });
 
   it("allocate registers per warp in units of 256", () => {

@@ -1,6 +1,6 @@
 /**
  * What decides whether a CUDA kernel can launch at all, shared by the board
- * (which reports its GPU's limits in its registration's capabilities) and the
+ * (which reports its GPU's limits in its registration, typed: BoardSpec.cuda_limits) and the
  * host (which refuses a configuration that cannot launch before it uploads
  * anything: measure()'s INVALID_CONFIG).
  *
@@ -12,6 +12,7 @@
  * (device-agent/backends/cuda/backend.ts), so what the host cannot decide —
  * a `__launch_bounds__` smaller than the block, say — is caught there.
  */
+import type { CudaLaunchLimitsMessage, CudaLaunchLimitsMessage__Output } from "../protos/index.ts";
 
 export interface CudaLaunchLimits {
   maxThreadsPerBlock: number;
@@ -47,40 +48,39 @@ export interface LaunchShape {
  */
 const REGISTER_ALLOCATION_UNIT = 256;
 
-const CAPABILITY = {
-  maxThreadsPerBlock: "max_threads_per_block",
-  maxBlock: "max_block_dims",
-  maxGrid: "max_grid_dims",
-  maxSharedPerBlock: "max_shared_bytes_per_block",
-  maxSharedPerBlockOptin: "max_shared_bytes_per_block_optin",
-  maxRegistersPerBlock: "max_registers_per_block",
-  warpSize: "warp_size",
-} as const;
-
-/** The limits as registration capabilities (string values; dimensions as "x,y,z"). */
-export function cudaLaunchLimitsCapabilities(l: CudaLaunchLimits): Record<string, string> {
-  return Object.fromEntries(
-    Object.entries(CAPABILITY).map(([field, name]) => {
-      const v = l[field as keyof CudaLaunchLimits];
-      return [name, Array.isArray(v) ? v.join(",") : String(v)];
-    }),
-  );
+/** The limits as the contract carries them (BoardSpec.cuda_limits, BoardInfo.cuda_limits). */
+export function cudaLaunchLimitsToWire(l: CudaLaunchLimits): CudaLaunchLimitsMessage {
+  return {
+    max_threads_per_block: l.maxThreadsPerBlock,
+    max_block: [...l.maxBlock],
+    max_grid: [...l.maxGrid],
+    max_shared_per_block: l.maxSharedPerBlock,
+    max_shared_per_block_optin: l.maxSharedPerBlockOptin,
+    max_registers_per_block: l.maxRegistersPerBlock,
+    warp_size: l.warpSize,
+  };
 }
 
-/** The limits a CUDA board registered, or undefined when it did not say (an older agent, another kind of board). */
-export function cudaLaunchLimitsFrom(capabilities: Readonly<Record<string, string>> | undefined): CudaLaunchLimits | undefined {
-  if (!capabilities) return undefined;
-  const out: Record<string, number | number[]> = {};
-  for (const [field, name] of Object.entries(CAPABILITY)) {
-    const raw = capabilities[name];
-    if (raw === undefined) return undefined;
-    const values = raw.split(",").map(Number);
-    if (!values.every((v) => Number.isInteger(v) && v > 0)) return undefined;
-    const dims = field === "maxBlock" || field === "maxGrid";
-    if (dims ? values.length !== 3 : values.length !== 1) return undefined;
-    out[field] = dims ? values : values[0]!;
-  }
-  return out as unknown as CudaLaunchLimits;
+/**
+ * The limits a CUDA board registered, or undefined when it did not say them
+ * (another kind of board) or said them malformed — then the board alone
+ * decides at launch, as it always does too.
+ */
+export function cudaLaunchLimitsFromWire(m: CudaLaunchLimitsMessage__Output | null | undefined): CudaLaunchLimits | undefined {
+  if (!m) return undefined;
+  const dims = (v: readonly number[]) => (v.length === 3 && v.every((x) => x > 0) ? ([v[0]!, v[1]!, v[2]!] as const) : undefined);
+  const [maxBlock, maxGrid] = [dims(m.max_block), dims(m.max_grid)];
+  const scalars = [m.max_threads_per_block, m.max_shared_per_block, m.max_shared_per_block_optin, m.max_registers_per_block, m.warp_size];
+  if (!maxBlock || !maxGrid || !scalars.every((x) => x > 0)) return undefined;
+  return {
+    maxThreadsPerBlock: m.max_threads_per_block,
+    maxBlock,
+    maxGrid,
+    maxSharedPerBlock: m.max_shared_per_block,
+    maxSharedPerBlockOptin: m.max_shared_per_block_optin,
+    maxRegistersPerBlock: m.max_registers_per_block,
+    warpSize: m.warp_size,
+  };
 }
 
 /** Registers a block of `threads` threads at `registers` each takes from the register file. */

@@ -3,7 +3,7 @@
  * arrays it keeps between candidates.
  */
 import { CHUNK_BYTES, dtypeOf, toLaunchConfig, type AnyTypedArray } from "../protos/index.ts";
-import { cudaLaunchLimitsFrom, cudaLaunchProblem, type CudaLaunchLimits } from "../domain/index.ts";
+import { cudaLaunchLimitsFromWire, cudaLaunchProblem, type CudaLaunchLimits } from "../domain/index.ts";
 import type { CompiledModule } from "./compiled-module.ts";
 import type { KernelResources } from "./cuda/index.ts";
 import type { Candidate, MeasureOptions, MeasureResult } from "./measure-types.ts";
@@ -34,7 +34,7 @@ export class BoardSession {
   private readonly limits: CudaLaunchLimits | undefined;
 
   constructor(readonly session: Session) {
-    this.limits = cudaLaunchLimitsFrom(session.board.capabilities);
+    this.limits = cudaLaunchLimitsFromWire(session.board.cuda_limits);
   }
 
   /**

@@ -29,3 +29,4 @@ export {
   type HostServiceClient, type HostServiceHandlers, type AgentServiceClient, type AgentServiceHandlers,
 } from "./grpc.ts";
 export { FARM_VERSION } from "./version.ts";
+export type { CudaLaunchLimits as CudaLaunchLimitsMessage, CudaLaunchLimits__Output as CudaLaunchLimitsMessage__Output } from "./gen/farm/v1/CudaLaunchLimits.ts";

@@ -136,7 +136,7 @@ export class AgentLinks {
     for (const spec of reg.boards) {
       if (!spec.name || !spec.key) throw new FarmError("INVALID_ARGUMENT", `board ${JSON.stringify(spec.name)} needs a name and a key`);
       if (agent.boards.has(spec.name)) throw new FarmError("INVALID_ARGUMENT", `agent ${name} registers board "${spec.name}" twice`);
-      const board = newBoard(agent, { id: `${name}/${spec.name}`, name: spec.name, key: spec.key, kind: spec.kind, labels: { ...spec.labels }, capabilities: { ...spec.capabilities } });
+      const board = newBoard(agent, { id: `${name}/${spec.name}`, name: spec.name, key: spec.key, kind: spec.kind, labels: { ...spec.labels }, capabilities: { ...spec.capabilities }, cudaLimits: spec.cuda_limits ?? undefined });
       agent.boards.set(spec.name, board);
     }
     // It comes back as it left: drained, quarantined, suspect, with its health history.
@@ -292,7 +292,6 @@ export class AgentLinks {
         session_id: lease.id,
         board_name: lease.board.name,
         token: lease.token,
-        session_timeout_ms: lease.timeouts.sessionTimeoutMs,
         client_id: lease.clientId,
         route: lease.route,
         lane_port: lease.lanePort,

@@ -15,6 +15,7 @@ import type { ServerDuplexStream } from "@grpc/grpc-js";
 import type { AgentMessage__Output } from "../protos/gen/farm/v1/AgentMessage.ts";
 import type { TrackerMessage } from "../protos/gen/farm/v1/TrackerMessage.ts";
 import type { BoardInfo } from "../protos/gen/farm/v1/BoardInfo.ts";
+import type { CudaLaunchLimitsMessage__Output } from "../protos/index.ts";
 import { BoardHealth } from "./health.ts";
 import type { Lease } from "./lease.ts";
 
@@ -79,6 +80,8 @@ export interface Board {
   /** As registered; replaced when the agent reports new ones (BoardLabels: a VTA board programmed with a bitstream). */
   labels: Readonly<Record<string, string>>;
   readonly capabilities: Readonly<Record<string, string>>;
+  /** A CUDA board's launch limits, as its agent registered them. */
+  readonly cudaLimits?: CudaLaunchLimitsMessage__Output;
   readonly agent: Agent;
   /** The agent holds a warm worker for the next session. Set through Registry.setReady, which keeps the index of ready boards. */
   readonly ready: boolean;
@@ -95,7 +98,7 @@ export interface Board {
 export type BoardLease = Lease<Board>;
 
 /** A board as it attaches: not ready, not drained, no lease, a healthy health machine (recalled memory may replace both). */
-export function newBoard(agent: Agent, fields: Pick<Board, "id" | "name" | "key" | "kind" | "labels" | "capabilities">): Board {
+export function newBoard(agent: Agent, fields: Pick<Board, "id" | "name" | "key" | "kind" | "labels" | "capabilities" | "cudaLimits">): Board {
   return { ...fields, agent, ready: false, lanePort: 0, drain: "", lease: undefined, health: new BoardHealth() };
 }
 
@@ -131,6 +134,7 @@ export function describeBoard(board: Board, opts: { history?: boolean } = {}): B
     kind: board.kind,
     labels: { ...board.labels },
     capabilities: { ...board.capabilities },
+    ...(board.cudaLimits ? { cuda_limits: board.cudaLimits } : {}),
     agent_id: board.agent.id,
     agent_name: board.agent.name,
     state: boardState(board),

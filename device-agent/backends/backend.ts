@@ -3,6 +3,7 @@
  * in one worker process and serves its sessions one after another.
  */
 import type { BundleTarget, FunctionSpec, LaunchConfig, ModuleBundle } from "../../protos/index.ts";
+import type { CudaLaunchLimits } from "../../domain/index.ts";
 
 /** Memory on the board holding one remote array. */
 export interface DeviceArray {
@@ -99,4 +100,6 @@ export interface CanaryResult {
 export interface BoardFacts {
   labels: Record<string, string>;
   capabilities: Record<string, string>;
+  /** A CUDA board's launch limits: typed in the registration (BoardSpec.cuda_limits), not among the capabilities. */
+  cudaLimits?: CudaLaunchLimits;
 }

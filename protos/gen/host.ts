@@ -18,6 +18,7 @@ import type { CallResult as _farm_v1_CallResult, CallResult__Output as _farm_v1_
 import type { CanaryTiming as _farm_v1_CanaryTiming, CanaryTiming__Output as _farm_v1_CanaryTiming__Output } from './farm/v1/CanaryTiming';
 import type { ClearStats as _farm_v1_ClearStats, ClearStats__Output as _farm_v1_ClearStats__Output } from './farm/v1/ClearStats';
 import type { Close as _farm_v1_Close, Close__Output as _farm_v1_Close__Output } from './farm/v1/Close';
+import type { CudaLaunchLimits as _farm_v1_CudaLaunchLimits, CudaLaunchLimits__Output as _farm_v1_CudaLaunchLimits__Output } from './farm/v1/CudaLaunchLimits';
 import type { Data as _farm_v1_Data, Data__Output as _farm_v1_Data__Output } from './farm/v1/Data';
 import type { DirEntry as _farm_v1_DirEntry, DirEntry__Output as _farm_v1_DirEntry__Output } from './farm/v1/DirEntry';
 import type { DirListing as _farm_v1_DirListing, DirListing__Output as _farm_v1_DirListing__Output } from './farm/v1/DirListing';
@@ -82,6 +83,7 @@ export interface ProtoGrpcType {
       CanaryTiming: MessageTypeDefinition<_farm_v1_CanaryTiming, _farm_v1_CanaryTiming__Output>
       ClearStats: MessageTypeDefinition<_farm_v1_ClearStats, _farm_v1_ClearStats__Output>
       Close: MessageTypeDefinition<_farm_v1_Close, _farm_v1_Close__Output>
+      CudaLaunchLimits: MessageTypeDefinition<_farm_v1_CudaLaunchLimits, _farm_v1_CudaLaunchLimits__Output>
       Data: MessageTypeDefinition<_farm_v1_Data, _farm_v1_Data__Output>
       DirEntry: MessageTypeDefinition<_farm_v1_DirEntry, _farm_v1_DirEntry__Output>
       DirListing: MessageTypeDefinition<_farm_v1_DirListing, _farm_v1_DirListing__Output>

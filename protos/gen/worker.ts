@@ -4,6 +4,7 @@ import type { MessageTypeDefinition } from '@grpc/proto-loader';
 import type { AgentToWorker as _farm_v1_AgentToWorker, AgentToWorker__Output as _farm_v1_AgentToWorker__Output } from './farm/v1/AgentToWorker';
 import type { BoardInfo as _farm_v1_BoardInfo, BoardInfo__Output as _farm_v1_BoardInfo__Output } from './farm/v1/BoardInfo';
 import type { CanaryTiming as _farm_v1_CanaryTiming, CanaryTiming__Output as _farm_v1_CanaryTiming__Output } from './farm/v1/CanaryTiming';
+import type { CudaLaunchLimits as _farm_v1_CudaLaunchLimits, CudaLaunchLimits__Output as _farm_v1_CudaLaunchLimits__Output } from './farm/v1/CudaLaunchLimits';
 import type { Error as _farm_v1_Error, Error__Output as _farm_v1_Error__Output } from './farm/v1/Error';
 import type { HealthChange as _farm_v1_HealthChange, HealthChange__Output as _farm_v1_HealthChange__Output } from './farm/v1/HealthChange';
 import type { WorkerAssign as _farm_v1_WorkerAssign, WorkerAssign__Output as _farm_v1_WorkerAssign__Output } from './farm/v1/WorkerAssign';
@@ -35,6 +36,7 @@ export interface ProtoGrpcType {
       AgentToWorker: MessageTypeDefinition<_farm_v1_AgentToWorker, _farm_v1_AgentToWorker__Output>
       BoardInfo: MessageTypeDefinition<_farm_v1_BoardInfo, _farm_v1_BoardInfo__Output>
       CanaryTiming: MessageTypeDefinition<_farm_v1_CanaryTiming, _farm_v1_CanaryTiming__Output>
+      CudaLaunchLimits: MessageTypeDefinition<_farm_v1_CudaLaunchLimits, _farm_v1_CudaLaunchLimits__Output>
       Error: MessageTypeDefinition<_farm_v1_Error, _farm_v1_Error__Output>
       HealthChange: MessageTypeDefinition<_farm_v1_HealthChange, _farm_v1_HealthChange__Output>
       WorkerAssign: MessageTypeDefinition<_farm_v1_WorkerAssign, _farm_v1_WorkerAssign__Output>

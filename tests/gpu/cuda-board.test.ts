@@ -9,7 +9,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "../helpers/suites.ts";
-import { cudaLaunchLimitsFrom } from "../../domain/index.ts";
+import { cudaLaunchLimitsFromWire } from "../../domain/index.ts";
 import { compileCuda, measure, type Candidate, type CompiledModule, type Session, type TrackerClient } from "../../host-sdk/index.ts";
 import { compileVadd } from "../helpers/kernels.ts";
 import { names, refused } from "../helpers/assertions.ts";
@@ -126,7 +126,7 @@ describe("CUDA board on a real GPU", { skip }, () => {
     assert.ok(Number(board.labels.sm_count) > 0);
     assert.match(board.labels.driver!, /^\d+\.\d+$/);
     // The limits a host checks a launch against before it uploads anything (measure()'s INVALID_CONFIG).
-    const limits = cudaLaunchLimitsFrom(board.capabilities);
+    const limits = cudaLaunchLimitsFromWire(board.cuda_limits);
     assert.ok(limits, `launch limits in ${JSON.stringify(board.capabilities)}`);
     assert.equal(limits.maxThreadsPerBlock, 1024);
     assert.equal(limits.warpSize, 32);

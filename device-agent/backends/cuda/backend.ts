@@ -12,7 +12,7 @@
  */
 import koffi from "koffi";
 import { FarmError, type BundleTarget, type Dtype, type FunctionSpec, type LaunchConfig, type ModuleBundle } from "../../../protos/index.ts";
-import { cudaLaunchLimitsCapabilities, describeThrottling, type ThrottleSample } from "../../../domain/index.ts";
+import { describeThrottling, type ThrottleSample } from "../../../domain/index.ts";
 import type { ArgValue, Backend, BackendStats, BoardFacts, CallSettings, CanaryResult, DeviceArray, LoadedFunction, LoadedModule } from "../backend.ts";
 import { timeCanary } from "../canary-timing.ts";
 import { CANARY_PTX, CANARY_SPEC } from "./canary-ptx.ts";
@@ -37,16 +37,16 @@ export function describeCudaBoard(ordinal: number): BoardFacts {
       l2_bytes: String(d.l2Bytes),
       pci_bus_id: d.pciBusId,
       device: String(ordinal),
-      // What a host needs to refuse a kernel that cannot launch before sending it (host-sdk/cuda/launch-check.ts).
-      ...cudaLaunchLimitsCapabilities({
-        maxThreadsPerBlock: d.maxThreadsPerBlock,
-        maxBlock: d.maxBlock,
-        maxGrid: d.maxGrid,
-        maxSharedPerBlock: d.maxSharedPerBlock,
-        maxSharedPerBlockOptin: d.maxSharedPerBlockOptin,
-        maxRegistersPerBlock: d.maxRegistersPerBlock,
-        warpSize: d.warpSize,
-      }),
+    },
+    // What a host needs to refuse a kernel that cannot launch before sending it (measure()'s INVALID_CONFIG).
+    cudaLimits: {
+      maxThreadsPerBlock: d.maxThreadsPerBlock,
+      maxBlock: d.maxBlock,
+      maxGrid: d.maxGrid,
+      maxSharedPerBlock: d.maxSharedPerBlock,
+      maxSharedPerBlockOptin: d.maxSharedPerBlockOptin,
+      maxRegistersPerBlock: d.maxRegistersPerBlock,
+      warpSize: d.warpSize,
     },
   };
 }

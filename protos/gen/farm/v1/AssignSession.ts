@@ -8,10 +8,6 @@ export interface AssignSession {
    * the session's ticket: the worker's on ServeSession, the host's on the direct lane
    */
   'token'?: (string);
-  /**
-   * the lease's timeout (the tracker enforces it)
-   */
-  'session_timeout_ms'?: (number);
   'client_id'?: (string);
   /**
    * direct | relay | grpc | auto (direct, relay if the host asks for it)
@@ -30,10 +26,6 @@ export interface AssignSession__Output {
    * the session's ticket: the worker's on ServeSession, the host's on the direct lane
    */
   'token': (string);
-  /**
-   * the lease's timeout (the tracker enforces it)
-   */
-  'session_timeout_ms': (number);
   'client_id': (string);
   /**
    * direct | relay | grpc | auto (direct, relay if the host asks for it)

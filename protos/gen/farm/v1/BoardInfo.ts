@@ -2,6 +2,7 @@
 
 import type { HealthChange as _farm_v1_HealthChange, HealthChange__Output as _farm_v1_HealthChange__Output } from '../../farm/v1/HealthChange';
 import type { CanaryTiming as _farm_v1_CanaryTiming, CanaryTiming__Output as _farm_v1_CanaryTiming__Output } from '../../farm/v1/CanaryTiming';
+import type { CudaLaunchLimits as _farm_v1_CudaLaunchLimits, CudaLaunchLimits__Output as _farm_v1_CudaLaunchLimits__Output } from '../../farm/v1/CudaLaunchLimits';
 
 /**
  * A board as the tracker knows it. `kind` names the backend (cpu, cuda, vta-sim);
@@ -90,6 +91,10 @@ export interface BoardInfo {
    * its last timed canaries, oldest first (at most 50); only when SummaryRequest.health_history asks
    */
   'canary_timings'?: (_farm_v1_CanaryTiming)[];
+  /**
+   * a CUDA board's: what one launch may ask of its GPU; absent on other kinds
+   */
+  'cuda_limits'?: (_farm_v1_CudaLaunchLimits | null);
 }
 
 /**
@@ -179,4 +184,8 @@ export interface BoardInfo__Output {
    * its last timed canaries, oldest first (at most 50); only when SummaryRequest.health_history asks
    */
   'canary_timings': (_farm_v1_CanaryTiming__Output)[];
+  /**
+   * a CUDA board's: what one launch may ask of its GPU; absent on other kinds
+   */
+  'cuda_limits': (_farm_v1_CudaLaunchLimits__Output | null);
 }

@@ -1,5 +1,6 @@
 // Original file: protos/farm/v1/agent.proto
 
+import type { CudaLaunchLimits as _farm_v1_CudaLaunchLimits, CudaLaunchLimits__Output as _farm_v1_CudaLaunchLimits__Output } from '../../farm/v1/CudaLaunchLimits';
 
 export interface BoardSpec {
   /**
@@ -10,6 +11,10 @@ export interface BoardSpec {
   'kind'?: (string);
   'labels'?: ({[key: string]: string});
   'capabilities'?: ({[key: string]: string});
+  /**
+   * a CUDA board's launch limits (BoardInfo.cuda_limits)
+   */
+  'cuda_limits'?: (_farm_v1_CudaLaunchLimits | null);
 }
 
 export interface BoardSpec__Output {
@@ -21,4 +26,8 @@ export interface BoardSpec__Output {
   'kind': (string);
   'labels': ({[key: string]: string});
   'capabilities': ({[key: string]: string});
+  /**
+   * a CUDA board's launch limits (BoardInfo.cuda_limits)
+   */
+  'cuda_limits': (_farm_v1_CudaLaunchLimits__Output | null);
 }
