@@ -14,7 +14,7 @@ import type { AuditLog } from "./audit.ts";
 import type { Authorizer, Caller } from "./auth.ts";
 import type { FarmEvents } from "./events.ts";
 import type { BoardMemory } from "./board-memory.ts";
-import { TVM_AGENT_PREFIX, describeBoard, joinHostPort, newBoard, peerHost, type AttachCall, type BoardLease, type FarmAgent, type Registry } from "./registry.ts";
+import { TVM_AGENT_PREFIX, describeBoard, joinHostPort, newBoard, peerHost, type AgentControl, type AttachCall, type BoardLease, type FarmAgent, type Registry } from "./registry.ts";
 import type { Scheduler } from "./scheduler.ts";
 
 export interface AgentLinkOptions {
@@ -39,6 +39,8 @@ export class AgentLinks {
   private readonly sweeper: NodeJS.Timeout;
   /** Heartbeat intervals each silent agent has missed so far (reported once each). */
   private readonly missed = new WeakMap<FarmAgent, number>();
+  /** The agents attached here, whose heartbeats the sweep counts (TVM servers send none: the TVM port watches them). */
+  private readonly attached = new Set<FarmAgent>();
   /** Who waits to hear from an agent (a name probe): told true on its next message, false if it is lost. */
   private readonly listeners = new WeakMap<FarmAgent, Set<(heard: boolean) => void>>();
 
@@ -132,7 +134,7 @@ export class AgentLinks {
     const id = this.registry.newAgentId(name);
     // The direct lane's host: what the agent says, or the address the tracker sees it at.
     const data = reg.data_port ? { host: reg.data_host || peerHost(call.getPeer()), port: reg.data_port, tls: reg.data_tls } : undefined;
-    const agent: FarmAgent = { protocol: "kernelfarm", id, name, instance: reg.instance, peer: call.getPeer(), call, attachedAt: Date.now(), lastSeen: Date.now(), boards: new Map(), data };
+    const agent: FarmAgent = { protocol: "kernelfarm", control: this.control(id, call), id, name, instance: reg.instance, peer: call.getPeer(), call, attachedAt: Date.now(), lastSeen: Date.now(), boards: new Map(), data };
     for (const spec of reg.boards) {
       if (!spec.name || !spec.key) throw new FarmError("INVALID_ARGUMENT", `board ${JSON.stringify(spec.name)} needs a name and a key`);
       if (agent.boards.has(spec.name)) throw new FarmError("INVALID_ARGUMENT", `agent ${name} registers board "${spec.name}" twice`);
@@ -145,6 +147,7 @@ export class AgentLinks {
       if (board.drain || board.health.state !== "healthy") this.log.info({ board: board.id, health: board.health.state, drained: board.drain !== "" }, `board ${board.id} comes back as it left: ${[board.health.state !== "healthy" ? `${board.health.state} (${board.health.reason})` : "", board.drain].filter(Boolean).join(", ")}`);
     }
     this.registry.add(agent);
+    this.attached.add(agent);
     // A revoked token detaches its agent: its boards leave, its sessions end.
     const release = this.auth.hold(caller, (err) => this.lose(agent, err.message, "warn", err));
     this.released.set(agent, release);
@@ -276,35 +279,23 @@ export class AgentLinks {
     if (lease && lease.board.agent === agent) lease.opened("direct");
   }
 
-  /** An auto-routed host fell back to the data port: the agent dials it for the session's worker. */
-  openRelay(lease: BoardLease): void {
-    const agent = lease.board.agent;
-    if (agent.protocol !== "kernelfarm") return; // a TVM client never reaches the data port with a ticket: none is sent to it
-    if (this.registry.agents.has(agent.id) && !agent.call.writableEnded) agent.call.write({ open_relay: { session_id: lease.id } });
-  }
-
-  /** Tells the agent to start serving `lease` on its board. */
-  assign(lease: BoardLease): void {
-    const agent = lease.board.agent;
-    if (agent.protocol !== "kernelfarm") return; // a TVM server's lease is the TVM port's (tracker/tvm/)
-    agent.call.write({
-      assign: {
-        session_id: lease.id,
-        board_name: lease.board.name,
-        token: lease.token,
-        client_id: lease.clientId,
-        route: lease.route,
-        lane_port: lease.lanePort,
+  /** What the tracker tells agent `id` about its boards' leases: messages on its Attach stream, while it is attached. */
+  private control(id: string, call: AttachCall): AgentControl {
+    const attached = () => this.registry.agents.has(id) && !call.writableEnded;
+    return {
+      assign: (lease) =>
+        call.write({
+          assign: { session_id: lease.id, board_name: lease.board.name, token: lease.token, client_id: lease.clientId, route: lease.route, lane_port: lease.lanePort },
+        }),
+      // An auto-routed host fell back to the data port: the agent dials it for the session's worker.
+      openRelay: (lease) => {
+        if (attached()) call.write({ open_relay: { session_id: lease.id } });
       },
-    });
-  }
-
-  /** Tells the agent a lease is over, so it recycles or kills the worker. */
-  end(lease: BoardLease): void {
-    const agent = lease.board.agent;
-    if (agent.protocol !== "kernelfarm") return;
-    if (!this.registry.agents.has(agent.id) || agent.call.writableEnded) return;
-    agent.call.write({ end_session: { session_id: lease.id, reason: lease.reason ? lease.reason.toWire() : null } });
+      // The agent recycles or kills the worker.
+      end: (lease) => {
+        if (attached()) call.write({ end_session: { session_id: lease.id, reason: lease.reason ? lease.reason.toWire() : null } });
+      },
+    };
   }
 
   /** Releases the hold of each agent's token when the agent goes. */
@@ -332,9 +323,11 @@ export class AgentLinks {
   private sweep(): void {
     const limit = this.opts.heartbeatIntervalMs * this.opts.maxMissedHeartbeats;
     const now = Date.now();
-    for (const agent of [...this.registry.agents.values()]) {
-      // TVM servers send no heartbeats: the TVM port watches them (tracker/tvm/).
-      if (agent.protocol !== "kernelfarm") continue;
+    for (const agent of [...this.attached]) {
+      if (this.registry.agents.get(agent.id) !== agent) {
+        this.attached.delete(agent);
+        continue;
+      }
       const silentMs = now - agent.lastSeen;
       // One event per heartbeat interval of silence beyond the first.
       const missed = Math.floor(silentMs / this.opts.heartbeatIntervalMs) - 1;

@@ -54,7 +54,8 @@ export interface LaneEnd {
  */
 export interface LeasedBoard {
   readonly id: string;
-  readonly agent: { readonly protocol: string };
+  /** What a lease whose lane never opened lacked, in the words of its agent's clients (registry.ts AgentControl). */
+  readonly agent: { readonly control: { readonly laneMissing?: string } };
 }
 
 export class Lease<B extends LeasedBoard = LeasedBoard> {
@@ -98,7 +99,7 @@ export class Lease<B extends LeasedBoard = LeasedBoard> {
   }
 
   private missing(): string {
-    if (this.board.agent.protocol === "tvm") return "the TVM client did not connect to the TVM server";
+    if (this.board.agent.control.laneMissing) return this.board.agent.control.laneMissing;
     if (this.route === "grpc") return this.workerStream ? "the host sent nothing" : "the board's worker did not open its stream";
     if (this.route === "relay" || this.sockets.host || this.sockets.worker) return this.sockets.host ? "the board's worker did not reach the data port" : "the host did not reach the data port";
     return "the host did not reach the board's agent";

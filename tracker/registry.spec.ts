@@ -5,7 +5,7 @@ import { newBoard, Registry, type Board, type TvmAgent } from "./registry.ts";
 
 let attaches = 0;
 function agent(name: string, boards: Array<{ name: string; key: string }>): TvmAgent {
-  const a: TvmAgent = { protocol: "tvm", id: `${name}#${++attaches}`, name, peer: "127.0.0.1:1", attachedAt: 1, lastSeen: 1, boards: new Map(), data: undefined };
+  const a: TvmAgent = { protocol: "tvm", control: { assign: () => {}, openRelay: () => {}, end: () => {} }, id: `${name}#${++attaches}`, name, peer: "127.0.0.1:1", attachedAt: 1, lastSeen: 1, boards: new Map(), data: undefined };
   for (const b of boards) a.boards.set(b.name, newBoard(a, { id: `${name}/${b.name}`, name: b.name, key: b.key, kind: "cpu", labels: {}, capabilities: {} }));
   return a;
 }

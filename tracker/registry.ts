@@ -21,7 +21,25 @@ import type { Lease } from "./lease.ts";
 
 export type AttachCall = ServerDuplexStream<AgentMessage__Output, TrackerMessage>;
 
+/**
+ * What the tracker asks of an attached agent, whatever protocol it speaks:
+ * kernelfarm's agents over their Attach stream (tracker/agents.ts), TVM
+ * servers through the TVM port (tracker/tvm/). The tracker's parts call it
+ * without asking which.
+ */
+export interface AgentControl {
+  /** A lease on one of its boards was granted: serve it. */
+  assign(lease: BoardLease): void;
+  /** The lease's host fell back to the relay: the board's worker dials the data port. */
+  openRelay(lease: BoardLease): void;
+  /** A lease on one of its boards is over: its worker is recycled or killed. */
+  end(lease: BoardLease): void;
+  /** What a lease whose lane never opened lacked, in its clients' words; undefined: the lane's own account (lease.ts). */
+  readonly laneMissing?: string;
+}
+
 interface AgentBase {
+  readonly control: AgentControl;
   readonly id: string;
   readonly name: string;
   readonly peer: string;

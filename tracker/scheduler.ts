@@ -44,6 +44,29 @@ export interface SchedulerHooks {
  */
 export const RECENT_KEY_MS = 10 * 60_000;
 
+/**
+ * What differs between the clients a request comes from — kernelfarm's
+ * hosts (the SDK) and TVM's clients (the TVM port) — as data, so the
+ * scheduler asks no one which they are.
+ */
+const CLIENTS: Record<BoardProtocol, {
+  /** A key whose boards left a moment ago (an agent restarting) is waited for rather than refused. */
+  waitsForReturningBoards: boolean;
+  /** Why no board can serve `key`: the keys its kind of boards serve, and how many boards of `key` serve the other kind only. */
+  noBoard(key: string, keys: string[], others: number): string;
+}> = {
+  kernelfarm: {
+    waitsForReturningBoards: true,
+    noBoard: (key, keys, others) =>
+      `no board serves key "${key}"; keys served: ${keys.length ? keys.join(", ") : "(none: no agent is attached)"}${others ? `; ${others} TVM server(s) of key "${key}" serve TVM clients only, on the TVM port` : ""}`,
+  },
+  tvm: {
+    waitsForReturningBoards: false,
+    noBoard: (key, keys, others) =>
+      `no TVM server serves key "${key}"; keys TVM servers serve: ${keys.length ? keys.join(", ") : "(none: no TVM server is registered)"}${others ? `; ${others} kernelfarm board(s) of key "${key}" serve kernelfarm's SDK only` : ""}`,
+  },
+};
+
 export class Scheduler {
   private readonly queues = new Map<string, RequestQueue<Waiter>>();
   readonly leases = new Map<string, BoardLease>();
@@ -117,7 +140,7 @@ export class Scheduler {
       if (queue.remove(waiter)) {
         this.queueChanged(req.key);
         const busy = this.registry.boardsOfKey(req.key, protocol).length;
-        const gone = protocol === "kernelfarm" ? this.hooks.lastLeft(req.key) : undefined;
+        const gone = CLIENTS[protocol].waitsForReturningBoards ? this.hooks.lastLeft(req.key) : undefined;
         waiter.fail(
           new FarmError(
             "DEADLINE_EXCEEDED",
@@ -149,7 +172,7 @@ export class Scheduler {
     // None: why not, from the whole list of the key's boards.
     const boards = this.registry.boardsOfKey(key, protocol);
     // Only where no board serves the key: the board memory is looked through then, not at every request.
-    const left = boards.length === 0 && protocol === "kernelfarm" ? this.hooks.lastLeft(key) : undefined;
+    const left = boards.length === 0 && CLIENTS[protocol].waitsForReturningBoards ? this.hooks.lastLeft(key) : undefined;
     const returning = left !== undefined && Date.now() - left <= RECENT_KEY_MS;
     if (boards.length === 0 && !returning) {
       fail(this.noBoard(key, protocol));
@@ -177,18 +200,7 @@ export class Scheduler {
 
   /** NO_BOARD for `key`, naming the keys `protocol`'s boards serve (and the other protocol's boards of `key`: kernelfarm hosts and TVM clients share no boards). */
   private noBoard(key: string, protocol: BoardProtocol): FarmError {
-    const keys = this.registry.keys(protocol);
-    const others = this.registry.boardsOfKey(key).length;
-    if (protocol === "tvm") {
-      return new FarmError(
-        "NO_BOARD",
-        `no TVM server serves key "${key}"; keys TVM servers serve: ${keys.length ? keys.join(", ") : "(none: no TVM server is registered)"}${others ? `; ${others} kernelfarm board(s) of key "${key}" serve kernelfarm's SDK only` : ""}`,
-      );
-    }
-    return new FarmError(
-      "NO_BOARD",
-      `no board serves key "${key}"; keys served: ${keys.length ? keys.join(", ") : "(none: no agent is attached)"}${others ? `; ${others} TVM server(s) of key "${key}" serve TVM clients only, on the TVM port` : ""}`,
-    );
+    return new FarmError("NO_BOARD", CLIENTS[protocol].noBoard(key, this.registry.keys(protocol), this.registry.boardsOfKey(key).length));
   }
 
   /** The requester went away before being served. */

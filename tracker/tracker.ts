@@ -85,9 +85,8 @@ export class Tracker {
         defaultDeadlineMs: this.options.defaultDeadlineMs,
       },
       {
-        // A TVM server's lease is the TVM port's; AgentLinks tells kernelfarm agents.
-        assigned: (lease) => (lease.board.agent.protocol === "tvm" ? this.tvm?.assigned(lease) : this.agents.assign(lease)),
-        ended: (lease) => this.agents.end(lease),
+        assigned: (lease) => lease.board.agent.control.assign(lease),
+        ended: (lease) => lease.board.agent.control.end(lease),
         lastLeft: (key) => this.memory.lastLeft(key),
       },
       log,
@@ -97,7 +96,7 @@ export class Tracker {
       lease: (hello, caller) =>
         hello.role === "host" ? this.ownLease(caller, hello.session_id, hello.ticket, "open") : this.ticketedLease(caller, hello.session_id, hello.ticket, "serve"),
       caller: (token, peer) => this.auth.callerOfToken(() => token, peer, "open sessions", "this farm needs a client token to open a session's lane: the host SDK sends its token in the lane's hello"),
-      fallback: (lease) => this.agents.openRelay(lease),
+      fallback: (lease) => lease.board.agent.control.openRelay(lease),
     }, log);
     this.agents = new AgentLinks(this.registry, this.scheduler, { ...this.options, relayPort: () => this.relayLanes.port }, log, this.events, this.auth, this.audit, this.memory);
     this.tvm =

@@ -86,11 +86,6 @@ export class TvmPort implements TvmPortContext {
     this.connections.delete(connection);
   }
 
-  /** The scheduler granted a TVM server's board. */
-  assigned(lease: BoardLease): void {
-    this.farm.servers.get(lease.board.agent.id)?.assigned(lease);
-  }
-
   /**
    * The farm in TVM's SUMMARY format: what a TVM client can be granted. Per
    * key of a TVM server or a waiting TVM request, `free` TVM servers and TVM

@@ -32,7 +32,7 @@ import type { AuditLog } from "../audit.ts";
 import type { BoardMemory } from "../board-memory.ts";
 import type { FarmEvents } from "../events.ts";
 import type { HealthInput } from "../health.ts";
-import { TVM_AGENT_PREFIX, TVM_BOARD_KIND, describeBoard, joinHostPort, newBoard, type Board, type BoardLease, type Registry, type TvmAgent } from "../registry.ts";
+import { TVM_AGENT_PREFIX, TVM_BOARD_KIND, describeBoard, joinHostPort, newBoard, type Board, type AgentControl, type BoardLease, type Registry, type TvmAgent } from "../registry.ts";
 import type { Scheduler } from "../scheduler.ts";
 import { probeTvmServer } from "./probe.ts";
 
@@ -182,7 +182,20 @@ export class TvmServer {
   }
 
   /** The scheduler granted its board: the free key goes to the client. */
-  assigned(lease: BoardLease): void {
+  /**
+   * What the tracker asks of this server: only its grants. A TVM client
+   * never reaches the data port (no ticket is sent to it), and what follows
+   * a lease is between the client and the server, which comes back to the
+   * pool by itself (leaseEnded).
+   */
+  private readonly control: AgentControl = {
+    assign: (lease) => this.assigned(lease),
+    openRelay: () => {},
+    end: () => {},
+    laneMissing: "the TVM client did not connect to the TVM server",
+  };
+
+  private assigned(lease: BoardLease): void {
     this.claimedKey = this.freeKey;
     this.freeKey = undefined;
     this.pollsSinceGrant = 0;
@@ -215,7 +228,7 @@ export class TvmServer {
     const previous = this.farm.registry.agentByName(name);
     if (previous) this.farm.servers.get(previous.id)?.link.close(`replaced: a new tracker connection from ${this.link.peer} registered ${name}`);
     const id = this.farm.registry.newAgentId(name);
-    const agent: TvmAgent = { protocol: "tvm", id, name, peer: this.link.peer, attachedAt: Date.now(), lastSeen: Date.now(), boards: new Map(), data: undefined };
+    const agent: TvmAgent = { protocol: "tvm", control: this.control, id, name, peer: this.link.peer, attachedAt: Date.now(), lastSeen: Date.now(), boards: new Map(), data: undefined };
     const capabilities: Record<string, string> = { protocol: "TVM RPC (tracker protocol on the TVM port)", tvm_key: `server:${this.key}`, tracker_peer: this.link.peer };
     for (const [field, value] of Object.entries(this.info)) {
       if (field !== "key" && field !== "addr") capabilities[`info.${field}`] = typeof value === "string" ? value : JSON.stringify(value);
