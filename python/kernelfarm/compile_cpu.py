@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Optional, Union
 
 from ._compile_js import js_json
-from .bundle import DTYPES, CompiledModule, bundle_digest, bundle_name, binary_cpu_target, encode_bundle, host_cpu_target, param_problem
+from .bundle import BUNDLE_FORMAT, BUNDLE_VERSION, DTYPES, CompiledModule, bundle_digest, bundle_name, binary_cpu_target, encode_bundle, host_cpu_target, param_problem
 from .errors import FarmError
 
 #: A parameter: "float32*" / "float32* a" (a buffer), "int32 n" (a scalar), or a
@@ -140,8 +140,8 @@ def compile_cpu(
         except FileNotFoundError:
             raise FarmError("COMPILE_ERROR", f"{compiler} wrote no shared object for {file_name}: do the flags stop before linking (-c, -E, -S)?") from None
     data = encode_bundle({
-        "format": "kernelfarm.bundle",
-        "version": 1,
+        "format": BUNDLE_FORMAT,
+        "version": BUNDLE_VERSION,
         "target": "cpu",
         # What the compiler built for (a cross compiler's target), read from the binary; the host's where it cannot be read.
         "targetDetails": binary_cpu_target(binary) or host_cpu_target(),

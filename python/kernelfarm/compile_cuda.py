@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Union
 
 from ._compile_js import MISSING, is_number, js_json
-from .bundle import CompiledModule, bundle_digest, bundle_name, decode_bundle, encode_bundle, to_launch_config
+from .bundle import BUNDLE_FORMAT, BUNDLE_VERSION, CompiledModule, bundle_digest, bundle_name, decode_bundle, encode_bundle, to_launch_config
 from .compile_cpu import ParamDecl, check_flags, function_table, invalid, source_bytes
 from .cuda_cache import cache_key, default_cache_dir, read_cache_entry, write_cache_entry
 from .cuda_nvcc import clean_diagnostics, locate_nvcc, nvcc_version, parallelism, run_nvcc
@@ -206,8 +206,8 @@ def compile_cuda(
 
     resources = _kernel_resources(result.stderr, o)
     data = encode_bundle({
-        "format": "kernelfarm.bundle",
-        "version": 1,
+        "format": BUNDLE_FORMAT,
+        "version": BUNDLE_VERSION,
         "target": "cuda",
         "targetDetails": {"arch": o.arch, "format": fmt, "ptx": ptx_arch},
         "binary": binary,

@@ -13,7 +13,6 @@
  * stdout, so that nothing a library logs can corrupt it.
  */
 import { readFileSync, writeFileSync } from "node:fs";
-import { pack } from "msgpackr";
 import {
   DTYPES, FarmError, decodeBundle, encodeBundle, hostCpuTarget, medianRse, throttledOf, toLaunchConfig, validateBundle,
   type LaunchDecl, type ModuleBundle,
@@ -51,8 +50,6 @@ function moduleJson(m: CompiledModule): unknown {
 async function run(job: Job): Promise<unknown> {
   const j = revive(job) as Record<string, unknown>;
   switch (job.op) {
-    case "pack":
-      return Buffer.from(pack(j.value)).toString("hex");
     case "encodeBundle":
       return Buffer.from(encodeBundle(j.bundle as ModuleBundle)).toString("hex");
     case "decodeBundle":
