@@ -8,7 +8,7 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { FarmError, bundleDigest, encodeBundle, isDtype, paramProblem, type FunctionSpec, type ParamSpec } from "../protos/index.ts";
+import { BUNDLE_FORMAT, BUNDLE_VERSION, FarmError, bundleDigest, encodeBundle, isDtype, paramProblem, type FunctionSpec, type ParamSpec } from "../protos/index.ts";
 import { binaryCpuTarget, hostCpuTarget } from "../domain/index.ts";
 import type { CompiledModule } from "./compiled-module.ts";
 import { checkFileName, checkFlags, checkRecord, invalidOption, shown } from "./options.ts";
@@ -97,8 +97,8 @@ export async function compileCpu(source: string, opts: CompileCpuOptions): Promi
     }
     const binary = await readFile(out);
     const bytes = encodeBundle({
-      format: "kernelfarm.bundle",
-      version: 1,
+      format: BUNDLE_FORMAT,
+      version: BUNDLE_VERSION,
       target: "cpu",
       // What the compiler built for (a cross compiler's target), read from the binary; the host's where it cannot be read.
       targetDetails: { ...(binaryCpuTarget(binary) ?? hostCpuTarget()) },

@@ -2,16 +2,40 @@
  * The module bundle: one file per compiled module, built by the host
  * compilers, shipped with `upload` and checked by the agent before loading.
  *
- * Encoding: msgpackr of a plain record. `validateBundle` names the first bad
+ * Encoding: the protobuf message farm.v1.ModuleBundle (farm/v1/bundle.proto,
+ * the schema of both SDKs), written by protobufjs in its canonical encoding
+ * (the rules are in bundle.proto), so the Python SDK's google.protobuf writes
+ * the same bytes for the same module and the bundle's sha256 is its content
+ * address whichever SDK compiled it. `validateBundle` names the first bad
  * field, so a malformed or foreign file is refused with a clear message.
  */
 import { createHash } from "node:crypto";
-import { pack, unpack } from "msgpackr";
+import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
 import { FarmError } from "./errors.ts";
 import { isDtype, type Dtype } from "./dtype.ts";
+import type { ModuleBundle as ModuleBundleMessage, ModuleBundle__Output as ModuleBundleRead } from "./gen/farm/v1/ModuleBundle.ts";
+import type { BundleEntry } from "./gen/farm/v1/BundleEntry.ts";
+
+const require = createRequire(import.meta.url);
+const protobuf = require("protobufjs") as typeof import("protobufjs");
+
+// 64-bit fields (shape dims, shared memory) decode as JS numbers, as frames.ts has them.
+protobuf.util.Long = undefined as never;
+protobuf.configure();
+
+const root = new protobuf.Root();
+root.resolvePath = (_origin, target) => (target.startsWith("farm/") ? fileURLToPath(new URL(target, import.meta.url)) : target);
+root.loadSync(["farm/v1/bundle.proto"], { keepCase: true });
+const bundleType = root.lookupType("farm.v1.ModuleBundle");
 
 export const BUNDLE_FORMAT = "kernelfarm.bundle";
-export const BUNDLE_VERSION = 1;
+/**
+ * 2: the protobuf encoding of bundle.proto. 1 was msgpackr's encoding of the
+ * same record (kernelfarm before the schema); a version-1 file is refused
+ * with a message that says to recompile (decodeBundle).
+ */
+export const BUNDLE_VERSION = 2;
 export const BUNDLE_TARGETS = ["cpu", "cuda", "vta"] as const;
 export type BundleTarget = (typeof BUNDLE_TARGETS)[number];
 
@@ -52,20 +76,108 @@ export interface ModuleBundle {
 
 export function encodeBundle(bundle: ModuleBundle): Uint8Array {
   validateBundle(bundle);
-  return pack(bundle);
+  return encodeBundleUnchecked(bundle);
 }
+
+/**
+ * The canonical bytes of `bundle` without validating it first. For tests of
+ * the decoder's own checks, which need bytes the encoder would refuse to
+ * write; everything else uses encodeBundle.
+ */
+export function encodeBundleUnchecked(bundle: ModuleBundle): Uint8Array {
+  return bundleType.encode(toMessage(bundle)).finish();
+}
+
+/**
+ * `b` as the message object protobufjs encodes, with every field that holds
+ * its default left out (canonical rule 2 of bundle.proto): protobufjs writes
+ * a field that is present even when it is 0 or "", where Python's protobuf
+ * writes nothing, and the bytes would differ.
+ */
+function toMessage(b: ModuleBundle): ModuleBundleMessage {
+  return {
+    format: b.format || undefined,
+    version: b.version || undefined,
+    target: b.target || undefined,
+    target_details: entries(b.targetDetails),
+    binary: b.binary.byteLength ? b.binary : undefined,
+    functions: b.functions.map((f) => ({
+      name: f.name || undefined,
+      params: f.params.map((p) => ({ name: p.name || undefined, kind: p.kind || undefined, dtype: p.dtype || undefined, shape: p.shape && { dims: p.shape } })),
+      launch: f.launch && { grid: f.launch.grid, block: f.launch.block, shared_mem_bytes: f.launch.sharedMemBytes || undefined },
+    })),
+    meta: entries(b.meta ?? {}),
+  };
+}
+
+/** A string map as bundle.proto stores it: entries sorted by the key's UTF-8 bytes (rule 4), empty values left out (rule 2). */
+function entries(record: Record<string, string>): BundleEntry[] {
+  return Object.entries(record)
+    .map(([key, value]) => ({ key, utf8: Buffer.from(key, "utf8"), value }))
+    .sort((a, b) => Buffer.compare(a.utf8, b.utf8))
+    .map(({ key, value }) => ({ key: key || undefined, value: value || undefined }));
+}
+
+/** The record a decoded message holds; fields it lacks read as their defaults, so validation names them. */
+function fromMessage(m: ModuleBundleRead): ModuleBundle {
+  const record = (list: BundleEntry[]) => Object.fromEntries(list.map((e) => [e.key ?? "", e.value ?? ""]));
+  const bundle: ModuleBundle = {
+    format: m.format as typeof BUNDLE_FORMAT,
+    version: m.version,
+    target: m.target as BundleTarget,
+    targetDetails: record(m.target_details),
+    // A copy: protobufjs hands back a view of the file's bytes.
+    binary: new Uint8Array(m.binary),
+    functions: m.functions.map((f) => {
+      const fn: FunctionSpec = {
+        name: f.name,
+        params: f.params.map((p) => {
+          const param: ParamSpec = { name: p.name, kind: p.kind as ParamSpec["kind"], dtype: p.dtype as Dtype };
+          if (p.shape) param.shape = [...p.shape.dims];
+          return param;
+        }),
+      };
+      if (f.launch) fn.launch = { grid: [...f.launch.grid] as LaunchConfig["grid"], block: [...f.launch.block] as LaunchConfig["block"], sharedMemBytes: f.launch.shared_mem_bytes };
+      return fn;
+    }),
+  };
+  if (m.meta.length) bundle.meta = record(m.meta);
+  return bundle;
+}
+
+/** What to do with a bundle this SDK does not read (old, or not canonical). */
+const RECOMPILE = "recompile the module with this version of the SDK (compileCpu, compileCuda or compileVta; kernelfarm.compile_cpu or compile_cuda in Python) and upload what it returns";
 
 export function decodeBundle(bytes: Uint8Array): ModuleBundle {
   const foreign = foreignFormat(bytes);
   if (foreign) throw new FarmError("BAD_BUNDLE", `not a kernelfarm module bundle: ${foreign.what}`, { details: { format: foreign.format } });
-  let value: unknown;
-  try {
-    value = unpack(bytes);
-  } catch (err) {
-    throw new FarmError("BAD_BUNDLE", `not a kernelfarm module bundle: msgpack decoding failed (${(err as Error).message}); build modules with compileCpu, compileCuda or compileVta`, { cause: err });
+  if (isMsgpackBundle(bytes)) {
+    throw new FarmError("BAD_BUNDLE", `invalid module bundle: version is 1, the msgpack encoding of older kernelfarm SDKs; this build reads version ${BUNDLE_VERSION} (protobuf): ${RECOMPILE}`, { details: { field: "version", version: 1 } });
   }
-  validateBundle(value);
-  return value;
+  let message: ModuleBundleRead;
+  try {
+    message = bundleType.decode(bytes) as unknown as ModuleBundleRead;
+  } catch (err) {
+    throw new FarmError("BAD_BUNDLE", `not a kernelfarm module bundle: protobuf decoding failed (${(err as Error).message}); build modules with compileCpu, compileCuda or compileVta`, { cause: err });
+  }
+  const bundle = fromMessage(message);
+  validateBundle(bundle);
+  // One module, one content address: bytes that decode but are not the canonical encoding (fields out of order, defaults written, entries unsorted, unknown fields) are refused, as the Python SDK refuses them.
+  if (!Buffer.from(encodeBundleUnchecked(bundle)).equals(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))) {
+    throw new FarmError("BAD_BUNDLE", `invalid module bundle: (encoding) is not the canonical encoding of the bundle it holds (farm/v1/bundle.proto); ${RECOMPILE}`, { details: { field: "(encoding)" } });
+  }
+  return bundle;
+}
+
+/**
+ * Whether `bytes` are a version-1 bundle: msgpackr's record (a map16, as
+ * msgpackr always wrote one) whose first key is "format", holding
+ * "kernelfarm.bundle". Named so that an agent given an old module says to
+ * recompile it rather than that it is not a bundle.
+ */
+function isMsgpackBundle(bytes: Uint8Array): boolean {
+  const head = Buffer.from(bytes.buffer, bytes.byteOffset, Math.min(bytes.byteLength, 64));
+  return head[0] === 0xde && head.indexOf(Buffer.from(`\xa6format\xb1${BUNDLE_FORMAT}`, "latin1")) === 3;
 }
 
 const COMPILE_HINT = "compile the source with compileCpu (C), compileCuda (CUDA) or compileVta, which pack the binary with its function table, and upload what they return";
@@ -100,16 +212,16 @@ export function bundleDigest(bytes: Uint8Array): string {
 }
 
 /**
- * A field's value as a message quotes it: JSON, with a bigint (msgpack's
- * 64-bit integers decode to one) as its digits and an `n`, cut at 60
- * characters — a decoded value is whatever the file held, of any type and size.
+ * A field's value as a message quotes it: JSON, with a bigint as its digits
+ * and an `n`, cut at 60 characters — validateBundle is also given callers'
+ * records, which may hold any value of any size.
  */
 function shown(value: unknown): string {
   let text: string | undefined;
   try {
     text = JSON.stringify(value, (_k, v: unknown) => (typeof v === "bigint" ? `${v}n` : v));
   } catch {
-    text = undefined; // a cycle cannot come out of msgpack; anything else JSON refuses is named by its type
+    text = undefined; // a cycle, or anything else JSON refuses, is named by its type
   }
   text ??= typeof value === "object" && value !== null ? `a ${value.constructor?.name ?? "record"}` : typeof value;
   return text.length > 60 ? `${text.slice(0, 60)}…` : text;
@@ -186,7 +298,8 @@ export function launchProblem(value: unknown): string | undefined {
       return `${dim} is ${shown(v)}, expected [x, y, z] of positive integers`;
     }
   }
-  if (!Number.isInteger(l.sharedMemBytes) || (l.sharedMemBytes as number) < 0) return `sharedMemBytes is ${shown(l.sharedMemBytes)}, expected a non-negative integer`;
+  // Safe integers: bundle.proto holds it as a uint64, which must come back as the same JavaScript number.
+  if (!Number.isSafeInteger(l.sharedMemBytes) || (l.sharedMemBytes as number) < 0) return `sharedMemBytes is ${shown(l.sharedMemBytes)}, expected a non-negative integer`;
   return undefined;
 }
 
@@ -203,7 +316,7 @@ export function paramProblem(p: unknown): [string, string] | undefined {
   if (!isDtype(param.dtype)) return [".dtype", `is not a known dtype: ${shown(param.dtype)}`];
   if (param.shape !== undefined) {
     if (param.kind !== "buffer") return [".shape", "is only allowed on buffers"];
-    if (!Array.isArray(param.shape) || !param.shape.every((d) => Number.isInteger(d) && d > 0)) return [".shape", "is not a list of positive integers"];
+    if (!Array.isArray(param.shape) || !param.shape.every((d) => Number.isSafeInteger(d) && d > 0)) return [".shape", "is not a list of positive integers"];
   }
   return undefined;
 }

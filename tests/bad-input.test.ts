@@ -9,8 +9,8 @@ import { spawnSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { pack } from "msgpackr";
 import { decodeBundle, encodeBundle, FarmError, type FarmErrorCode, type ModuleBundle } from "../protos/index.ts";
+import { encodeBundleUnchecked } from "../protos/bundle.ts";
 import { hostCpuTarget } from "../domain/index.ts";
 import { compileCpu, connectTracker, type CompiledModule, type Session, type TrackerClient } from "../host-sdk/index.ts";
 import { compileVadd } from "./helpers/kernels.ts";
@@ -176,8 +176,8 @@ describe("bad input inside a session", () => {
       await s.upload(junk, "junk.kfm");
       const err = await refused(s.loadModule("junk.kfm"), "BAD_BUNDLE");
       assert.match(err.message, /module bundle/);
-      // msgpack that is not a bundle names the field.
-      await s.upload(pack({ format: "tvm.module", version: 1 }), "tvm.kfm");
+      // A record of the bundle's schema that is not a kernelfarm bundle names the field.
+      await s.upload(encodeBundleUnchecked({ ...decodeBundle(vadd.bytes), format: "tvm.module" as ModuleBundle["format"] }), "tvm.kfm");
       const err2 = await refused(s.loadModule("tvm.kfm"), "BAD_BUNDLE");
       names(err2, "format", "tvm.module");
       // A module that was never uploaded is NOT_FOUND, naming it.

@@ -8,7 +8,8 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { pack } from "msgpackr";
+import { encodeBundleUnchecked } from "../protos/bundle.ts";
+import { decodeBundle, type ModuleBundle } from "../protos/index.ts";
 import type { CompiledModule } from "../host-sdk/index.ts";
 import { compileBad } from "./helpers/kernels.ts";
 import { refused } from "./helpers/assertions.ts";
@@ -26,7 +27,7 @@ describe("error details from a board reach the host", () => {
   it("in a reply's Error frame: a bundle's bad field, and the session goes on", async () => {
     const s = await farm.client.request("cpu");
     try {
-      await s.upload(pack({ format: "tvm.module", version: 1 }), "tvm.kfm");
+      await s.upload(encodeBundleUnchecked({ ...decodeBundle(bad.bytes), format: "tvm.module" as ModuleBundle["format"] }), "tvm.kfm");
       const e = await refused(s.loadModule("tvm.kfm"), "BAD_BUNDLE");
       // Set by the worker's bundle check (protos/bundle.ts), read here.
       assert.deepEqual(e.details, { field: "format" });

@@ -9,7 +9,8 @@ import { mkdtemp, readFile, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
-  FarmError, bundleDigest, decodeBundle, encodeBundle, toLaunchConfig, type Dim3, type FunctionSpec, type LaunchConfig, type LaunchDecl,
+  BUNDLE_FORMAT, BUNDLE_VERSION, FarmError, bundleDigest, decodeBundle, encodeBundle, toLaunchConfig,
+  type Dim3, type FunctionSpec, type LaunchConfig, type LaunchDecl,
 } from "../../protos/index.ts";
 import { componentLogger } from "../../runtime/index.ts";
 import { functionTable, type ParamDecl } from "../compile-cpu.ts";
@@ -180,10 +181,10 @@ export async function compileCuda(source: string, opts: CompileCudaOptions): Pro
   }
 
   const resources = kernelResources(stderr, o);
-  // A plain copy: msgpackr hands back a Buffer with extra properties, over a buffer it may reuse.
+  // A plain copy: protobufjs hands back a Buffer, which may be a slice of a pool Node reuses.
   const bytes = new Uint8Array(encodeBundle({
-    format: "kernelfarm.bundle",
-    version: 1,
+    format: BUNDLE_FORMAT,
+    version: BUNDLE_VERSION,
     target: "cuda",
     targetDetails: { arch: o.arch, format, ptx },
     binary,
@@ -242,8 +243,7 @@ function kernelResources(stderr: string, o: ResolvedCompileCudaOptions): Record<
 function fromCache(bytes: Uint8Array | undefined, o: ResolvedCompileCudaOptions): CudaCompiledModule | undefined {
   if (!bytes) return undefined;
   try {
-    // A view of its own: msgpackr's unpack sets a `dataView` property on the array it reads.
-    const bundle = decodeBundle(bytes.subarray());
+    const bundle = decodeBundle(bytes);
     if (bundle.target !== "cuda" || bundle.targetDetails.arch !== o.arch) return undefined;
     const resources = JSON.parse(bundle.meta?.ptxas ?? "") as Record<string, KernelResources>;
     if (!o.functions.every((f) => typeof resources[f.name]?.registers === "number")) return undefined;

@@ -6,7 +6,7 @@
  * of the compiled function, and the resulting device runs become the
  * function's program.
  */
-import { FarmError, bundleDigest, encodeBundle, type FunctionSpec, type ParamSpec } from "../../protos/index.ts";
+import { BUNDLE_FORMAT, BUNDLE_VERSION, FarmError, bundleDigest, encodeBundle, type FunctionSpec, type ParamSpec } from "../../protos/index.ts";
 import {
   DEFAULT_VTA_HARDWARE, VtaCommandQueue, VtaRuntimeError, encodeVtaBinary, streamStats,
   type QueueId, type VtaBinary, type VtaFunction, type VtaHardware, type VtaStreamStats,
@@ -193,8 +193,8 @@ export function compileVta(kernels: VtaKernelSpec | readonly VtaKernelSpec[], op
   }
   const program: VtaBinary = { hardware: hw.name, functions };
   const bytes = encodeBundle({
-    format: "kernelfarm.bundle",
-    version: 1,
+    format: BUNDLE_FORMAT,
+    version: BUNDLE_VERSION,
     target: "vta",
     targetDetails: { hardware: hw.name },
     binary: encodeVtaBinary(program),

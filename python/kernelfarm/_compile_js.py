@@ -1,12 +1,13 @@
 """Python values seen the way the TypeScript compilers see them.
 
-The host compilers must give the same bundle bytes, cache keys and messages
-as their TypeScript twins, whose values are JavaScript values: a number has
-no int/float distinction (``2.0`` is the integer 2), a record orders
+The host compilers must give the same CUDA cache keys and messages as their
+TypeScript twins, whose values are JavaScript values: a number has no
+int/float distinction (``2.0`` is the integer 2), a record orders
 integer-like keys first, and a message quotes a value with
 ``JSON.stringify``. These helpers answer those questions for Python values,
-in one place, so the bundle encoder, the cache key and the error messages
-agree with each other and with Node.
+in one place, so the validation, the cache key and the error messages agree
+with each other and with Node. (The bundle's bytes need none of this: they
+are protobuf, bundle.proto's canonical encoding.)
 """
 from __future__ import annotations
 
@@ -39,9 +40,9 @@ def is_integer(value: Any) -> bool:
     return math.isfinite(value) and float(value).is_integer()
 
 
-def js_key_order(keys: Iterable[str]) -> list[str]:
+def _js_key_order(keys: Iterable[str]) -> list[str]:
     """A record's keys in JavaScript property order: integer-like keys
-    ascending, then the others as inserted (what `for…in` and msgpackr see)."""
+    ascending, then the others as inserted (what `for…in` and JSON.stringify see)."""
     keys = list(keys)
     indices = sorted((k for k in keys if _INDEX_KEY.fullmatch(k) and int(k) <= _MAX_INDEX), key=int)
     taken = set(indices)
@@ -52,7 +53,7 @@ def _plain(value: Any) -> Any:
     """`value` as JSON.stringify would see it: integral floats as ints, tuples as lists."""
     if isinstance(value, Mapping):
         items = {str(k): v for k, v in value.items()}
-        return {k: _plain(items[k]) for k in js_key_order(items)}
+        return {k: _plain(items[k]) for k in _js_key_order(items)}
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     if is_number(value):

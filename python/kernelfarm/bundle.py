@@ -2,46 +2,36 @@
 the host compilers, shipped with `upload` and checked by the agent before
 loading.
 
-A bundle is a msgpack record. The encoder here writes exactly what
-msgpackr's default `pack` (the TypeScript side) writes for that record, so a
-bundle built from Python has the same bytes, digest and content-addressed
-upload name as the TypeScript compilers' for the same input; an agent's file
-store and the CUDA compile cache then hold one copy for both. What msgpackr
-1.12 writes (found by experiment with node, checked by
-python/tests/test_bundle.py against msgpackr itself):
-
-* a record: always map16 (``0xde`` and a 2-byte count, even when it is empty:
-  msgpackr reserves the count before it knows it), keys in JavaScript
-  property order (integer-like keys ascending, then as inserted);
-* a list: fixarray / array16 / array32, the smallest that fits;
-* a string: UTF-8 in the smallest of fixstr / str8 / str16 / str32;
-* a number: an integer in [0, 2**32) as positive fixint (< 128) / uint8 /
-  uint16 / uint32, one in [-2**31, 0) as negative fixint / int8 / int16 /
-  int32, anything else (fractions, larger integers) as float64. A Python float
-  with an integral value is an integer here, as a JavaScript number is;
-* bytes: bin8 / bin16 / bin32; True / False / None: 0xc3 / 0xc2 / 0xc0;
-* no records (structures) extension: the default `pack` has useRecords false.
-
-python3-msgpack is not used: it writes small records as fixmap and keeps
-Python's key order, so it cannot give msgpackr's bytes, and the SDK then
-needs nothing beyond Debian's python3-grpcio, -protobuf and -numpy.
+A bundle is the protobuf message farm.v1.ModuleBundle of
+protos/farm/v1/bundle.proto, the schema both SDKs are generated from, written
+by google.protobuf in the canonical encoding that file's comment sets out:
+fields in number order, defaults left out, string maps as entry lists sorted
+by the key's UTF-8 bytes. protobufjs writes the same bytes from the
+TypeScript side, so a module compiled by either SDK has the same digest and
+content-addressed upload name (python/tests/test_bundle.py,
+test_compile_cpu.py and test_compile_cuda.py compare the bytes with the
+TypeScript compilers'); an agent's file store and the CUDA compile cache then
+hold one copy for both.
 """
 from __future__ import annotations
 
 import hashlib
 import platform
 import re
-import struct
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ._compile_js import MISSING, is_integer, is_number, js_json, js_key_order
+from google.protobuf.message import DecodeError
+
+from ._compile_js import MISSING, is_integer, is_number, js_json
 from .errors import FarmError
+from .protos import bundle_pb2
 
 BUNDLE_FORMAT = "kernelfarm.bundle"
-BUNDLE_VERSION = 1
+#: 2: the protobuf encoding of bundle.proto; 1 was the msgpack encoding before it (refused, with a message to recompile).
+BUNDLE_VERSION = 2
 BUNDLE_TARGETS = ("cpu", "cuda", "vta")
 #: Element types of arrays and scalar parameters (protos/dtype.ts DTYPES, same order).
 DTYPES = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float32", "float64")
@@ -49,181 +39,8 @@ DTYPES = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint6
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _CUDA_ARCH = re.compile(r"sm_[0-9]+[a-z]?")
 _INT32_MAX = 0x7FFFFFFF
-
-
-# ---- msgpack: the subset msgpackr's pack writes, and a reader of all of msgpack but extensions
-
-
-def _pack(value: Any, out: bytearray) -> None:
-    if value is None:
-        out.append(0xC0)
-    elif value is True or value is False:
-        out.append(0xC3 if value else 0xC2)
-    elif isinstance(value, str):
-        data = value.encode("utf-8")
-        n = len(data)
-        if n < 0x20:
-            out.append(0xA0 | n)
-        elif n < 0x100:
-            out += struct.pack(">BB", 0xD9, n)
-        elif n < 0x10000:
-            out += struct.pack(">BH", 0xDA, n)
-        else:
-            out += struct.pack(">BI", 0xDB, n)
-        out += data
-    elif is_number(value):
-        _pack_number(value, out)
-    elif isinstance(value, (bytes, bytearray, memoryview)):
-        data = bytes(value)
-        n = len(data)
-        if n < 0x100:
-            out += struct.pack(">BB", 0xC4, n)
-        elif n < 0x10000:
-            out += struct.pack(">BH", 0xC5, n)
-        else:
-            out += struct.pack(">BI", 0xC6, n)
-        out += data
-    elif isinstance(value, (list, tuple)):
-        n = len(value)
-        if n < 0x10:
-            out.append(0x90 | n)
-        elif n < 0x10000:
-            out += struct.pack(">BH", 0xDC, n)
-        else:
-            out += struct.pack(">BI", 0xDD, n)
-        for item in value:
-            _pack(item, out)
-    elif isinstance(value, Mapping):
-        if not all(isinstance(k, str) for k in value):
-            raise TypeError("record keys must be strings")
-        if len(value) > 0xFFFF:
-            raise TypeError("a record of more than 65535 keys (msgpackr's pack refuses it too)")
-        out += struct.pack(">BH", 0xDE, len(value))
-        for key in js_key_order(value):
-            _pack(key, out)
-            _pack(value[key], out)
-    else:
-        raise TypeError(f"cannot encode {type(value).__name__} in a bundle")
-
-
-def _pack_number(value: Any, out: bytearray) -> None:
-    if is_integer(value):
-        n = int(value)
-        if 0 <= n < 2**32:
-            if n < 0x80:
-                out.append(n)
-            elif n < 0x100:
-                out += struct.pack(">BB", 0xCC, n)
-            elif n < 0x10000:
-                out += struct.pack(">BH", 0xCD, n)
-            else:
-                out += struct.pack(">BI", 0xCE, n)
-            return
-        if -(2**31) <= n < 0:
-            if n >= -0x20:
-                out.append(0x100 + n)
-            elif n >= -0x80:
-                out += struct.pack(">Bb", 0xD0, n)
-            elif n >= -0x8000:
-                out += struct.pack(">Bh", 0xD1, n)
-            else:
-                out += struct.pack(">Bi", 0xD2, n)
-            return
-    out += struct.pack(">Bd", 0xCB, float(value))
-
-
-_SIMPLE = {0xC0: None, 0xC2: False, 0xC3: True}
-_NUMBERS = {0xCC: ">B", 0xCD: ">H", 0xCE: ">I", 0xCF: ">Q", 0xD0: ">b", 0xD1: ">h", 0xD2: ">i", 0xD3: ">q", 0xCA: ">f", 0xCB: ">d"}
-# Header byte -> (what follows, the size field's format).
-_SIZED = {
-    0xD9: ("str", ">B"), 0xDA: ("str", ">H"), 0xDB: ("str", ">I"),
-    0xC4: ("bin", ">B"), 0xC5: ("bin", ">H"), 0xC6: ("bin", ">I"),
-    0xDC: ("array", ">H"), 0xDD: ("array", ">I"),
-    0xDE: ("map", ">H"), 0xDF: ("map", ">I"),
-}
-_EXTENSIONS = (0xC7, 0xC8, 0xC9, 0xD4, 0xD5, 0xD6, 0xD7, 0xD8)
-
-
-class _Reader:
-    """Reads one msgpack value; ValueError names what is wrong and where."""
-
-    def __init__(self, data: bytes):
-        self.data = data
-        self.pos = 0
-
-    def take(self, n: int) -> bytes:
-        if self.pos + n > len(self.data):
-            raise ValueError("unexpected end of data")
-        chunk = self.data[self.pos : self.pos + n]
-        self.pos += n
-        return chunk
-
-    def unpack(self, fmt: str) -> Any:
-        return struct.unpack(fmt, self.take(struct.calcsize(fmt)))[0]
-
-    def value(self) -> Any:
-        at = self.pos
-        b = self.unpack(">B")
-        if b < 0x80:
-            return b
-        if b >= 0xE0:
-            return b - 0x100
-        if 0xA0 <= b <= 0xBF:
-            return self.text(b & 0x1F)
-        if 0x90 <= b <= 0x9F:
-            return [self.value() for _ in range(b & 0x0F)]
-        if 0x80 <= b <= 0x8F:
-            return self.record(b & 0x0F)
-        if b in _SIMPLE:
-            return _SIMPLE[b]
-        if b in _NUMBERS:
-            return self.unpack(_NUMBERS[b])
-        if b in _SIZED:
-            kind, size = _SIZED[b]
-            n = self.unpack(size)
-            if kind == "str":
-                return self.text(n)
-            if kind == "bin":
-                return self.take(n)
-            if kind == "array":
-                return [self.value() for _ in range(n)]
-            return self.record(n)
-        if b in _EXTENSIONS:
-            raise ValueError(f"a msgpack extension at byte {at}: bundles hold none")
-        raise ValueError(f"byte 0x{b:02x} at {at} starts no msgpack value")
-
-    def text(self, n: int) -> str:
-        at = self.pos
-        try:
-            return self.take(n).decode("utf-8")
-        except UnicodeDecodeError:
-            raise ValueError(f"the string at byte {at} is not UTF-8") from None
-
-    def record(self, n: int) -> dict:
-        out: dict = {}
-        for _ in range(n):
-            key = self.value()
-            if not isinstance(key, str):
-                raise ValueError(f"a record key is {js_json(key)}, not a string")
-            out[key] = self.value()
-        return out
-
-
-def pack(value: Any) -> bytes:
-    """msgpackr's default `pack(value)` for records, lists, strings, numbers,
-    bytes, booleans and None (see the module docstring)."""
-    out = bytearray()
-    _pack(value, out)
-    return bytes(out)
-
-
-def unpack(data: bytes) -> Any:
-    """One msgpack value filling all of `data`; ValueError when it does not."""
-    reader = _Reader(bytes(data))
-    value = reader.value()
-    if reader.pos != len(reader.data):
-        raise ValueError(f"{len(reader.data) - reader.pos} bytes after the value")
-    return value
+#: Number.MAX_SAFE_INTEGER: bundle.proto's uint64 fields must read back as the same JavaScript number.
+_SAFE_INTEGER_MAX = 2**53 - 1
 
 
 # ---- the bundle
@@ -231,26 +48,113 @@ def unpack(data: bytes) -> Any:
 
 def encode_bundle(bundle: Mapping[str, Any]) -> bytes:
     """The bundle's bytes, as `encodeBundle` gives them; BAD_BUNDLE naming the
-    first bad field. Key order is the record's own: build it as the
-    TypeScript does (format, version, target, targetDetails, binary,
-    functions, meta) for the same bytes."""
+    first bad field."""
     validate_bundle(bundle)
     try:
-        return pack(bundle)
-    except (TypeError, OverflowError) as err:
+        return _to_message(bundle).SerializeToString()
+    except (TypeError, ValueError) as err:  # a string that is not Unicode text (a lone surrogate) cannot be UTF-8
         raise FarmError("BAD_BUNDLE", f"invalid module bundle: cannot be encoded ({err})") from err
+
+
+def _entries(target: Any, record: Mapping[str, str]) -> None:
+    """A string map appended to the repeated BundleEntry `target`, sorted by the keys' UTF-8 bytes (bundle.proto, rule 4)."""
+    for key in sorted(record, key=lambda k: k.encode("utf-8")):
+        target.add(key=key, value=record[key])
+
+
+def _to_message(bundle: Mapping[str, Any]) -> bundle_pb2.ModuleBundle:
+    """A validated bundle as its message. Numbers go through int(): a
+    validated one is integral (2.0 is the integer 2, as in JavaScript), and a
+    protobuf integer field takes no float. google.protobuf leaves out fields
+    that hold their default by itself (bundle.proto, rule 2)."""
+    m = bundle_pb2.ModuleBundle(
+        format=bundle["format"], version=int(bundle["version"]), target=bundle["target"], binary=bytes(bundle["binary"])
+    )
+    _entries(m.target_details, bundle["targetDetails"])
+    for fn in bundle["functions"]:
+        f = m.functions.add(name=fn["name"])
+        for p in fn["params"]:
+            param = f.params.add(name=p["name"], kind=p["kind"], dtype=p["dtype"])
+            if "shape" in p:
+                param.shape.SetInParent()  # present even when empty: [] (0-d) is not "any shape"
+                param.shape.dims.extend(int(d) for d in p["shape"])
+        if "launch" in fn:
+            launch = fn["launch"]
+            f.launch.SetInParent()
+            f.launch.grid.extend(int(d) for d in launch["grid"])
+            f.launch.block.extend(int(d) for d in launch["block"])
+            f.launch.shared_mem_bytes = int(launch["sharedMemBytes"])
+    _entries(m.meta, bundle.get("meta") or {})
+    return m
+
+
+def _from_message(m: bundle_pb2.ModuleBundle) -> dict[str, Any]:
+    """The record a decoded message holds, with protos/bundle.ts's keys; fields it lacks read as their defaults."""
+    functions: list[dict[str, Any]] = []
+    for f in m.functions:
+        params: list[dict[str, Any]] = []
+        for p in f.params:
+            param: dict[str, Any] = {"name": p.name, "kind": p.kind, "dtype": p.dtype}
+            if p.HasField("shape"):
+                param["shape"] = list(p.shape.dims)
+            params.append(param)
+        fn: dict[str, Any] = {"name": f.name, "params": params}
+        if f.HasField("launch"):
+            fn["launch"] = {"grid": list(f.launch.grid), "block": list(f.launch.block), "sharedMemBytes": f.launch.shared_mem_bytes}
+        functions.append(fn)
+    bundle: dict[str, Any] = {
+        "format": m.format,
+        "version": m.version,
+        "target": m.target,
+        "targetDetails": {e.key: e.value for e in m.target_details},
+        "binary": m.binary,
+        "functions": functions,
+    }
+    if len(m.meta):
+        bundle["meta"] = {e.key: e.value for e in m.meta}
+    return bundle
+
+
+#: What to do with a bundle this SDK does not read (protos/bundle.ts RECOMPILE).
+_RECOMPILE = (
+    "recompile the module with this version of the SDK (compileCpu, compileCuda or compileVta; "
+    "kernelfarm.compile_cpu or compile_cuda in Python) and upload what it returns"
+)
+
+
+#: How a version-1 bundle starts: msgpackr's map16 record, whose first key "format" holds "kernelfarm.bundle".
+_MSGPACK_BUNDLE_AT_3 = b"\xa6format\xb1" + BUNDLE_FORMAT.encode()
 
 
 def decode_bundle(data: bytes) -> dict[str, Any]:
     """A bundle file read back and validated (binary as bytes); BAD_BUNDLE
-    when it is not msgpack or not a valid bundle."""
+    when it is not a bundle, not valid, not canonically encoded, or of the
+    old msgpack encoding (version 1), with decodeBundle's messages."""
+    data = bytes(data)
+    if data[:1] == b"\xde" and data.startswith(_MSGPACK_BUNDLE_AT_3, 3):
+        raise FarmError(
+            "BAD_BUNDLE",
+            "invalid module bundle: version is 1, the msgpack encoding of older kernelfarm SDKs; "
+            f"this build reads version {BUNDLE_VERSION} (protobuf): {_RECOMPILE}",
+            {"field": "version", "version": 1},
+        )
+    message = bundle_pb2.ModuleBundle()
     try:
-        value = unpack(data)
-    except RecursionError as err:
-        raise FarmError("BAD_BUNDLE", "not a kernelfarm module bundle: msgpack decoding failed (nested too deeply)") from err
-    except ValueError as err:
-        raise FarmError("BAD_BUNDLE", f"not a kernelfarm module bundle: msgpack decoding failed ({err})") from err
+        message.ParseFromString(data)
+    except DecodeError as err:
+        raise FarmError(
+            "BAD_BUNDLE",
+            f"not a kernelfarm module bundle: protobuf decoding failed ({err}); build modules with compileCpu, compileCuda or compileVta",
+        ) from err
+    value = _from_message(message)
     validate_bundle(value)
+    # One module, one content address: bytes that decode but are not the canonical encoding are refused, as in TypeScript.
+    if _to_message(value).SerializeToString() != data:
+        raise FarmError(
+            "BAD_BUNDLE",
+            f"invalid module bundle: (encoding) is not the canonical encoding of the bundle it holds (farm/v1/bundle.proto); {_RECOMPILE}",
+            {"field": "(encoding)"},
+        )
     return value
 
 
@@ -345,7 +249,7 @@ def param_problem(p: Any) -> Optional[tuple[str, str]]:
         if kind != "buffer":
             return (".shape", "is only allowed on buffers")
         shape = p["shape"]
-        if not isinstance(shape, (list, tuple)) or not all(is_integer(d) and d > 0 for d in shape):
+        if not isinstance(shape, (list, tuple)) or not all(is_integer(d) and 0 < d <= _SAFE_INTEGER_MAX for d in shape):
             return (".shape", "is not a list of positive integers")
     return None
 
@@ -360,7 +264,7 @@ def launch_problem(value: Any) -> Optional[str]:
         if not (isinstance(v, (list, tuple)) and len(v) == 3 and all(is_integer(d) and 1 <= d <= _INT32_MAX for d in v)):
             return f"{dim} is {js_json(v)}, expected [x, y, z] of positive integers"
     smem = value.get("sharedMemBytes", MISSING)
-    if not (is_integer(smem) and smem >= 0):
+    if not (is_integer(smem) and 0 <= smem <= _SAFE_INTEGER_MAX):
         return f"sharedMemBytes is {js_json(smem)}, expected a non-negative integer"
     return None
 
@@ -381,16 +285,31 @@ def to_launch_config(decl: Mapping[str, Any], where: str) -> dict[str, Any]:
     problem = launch_problem(config)
     if problem:
         raise FarmError("INVALID_ARGUMENT", f"{where}: launch {problem}")
-    return {"grid": [int(d) for d in config["grid"]], "block": [int(d) for d in config["block"]], "sharedMemBytes": int(config["sharedMemBytes"])}
+    return {
+        "grid": [int(d) for d in config["grid"]],
+        "block": [int(d) for d in config["block"]],
+        "sharedMemBytes": int(config["sharedMemBytes"]),
+    }
 
 
 # Python's name of the machine (platform.machine()) -> the compilers' name,
 # as domain/cpu-target.ts names Node's process.arch.
 _MACHINE_ARCH = {
-    "x86_64": "x86_64", "amd64": "x86_64", "x64": "x86_64",
-    "aarch64": "aarch64", "arm64": "aarch64", "armv8l": "arm", "armv7l": "arm", "armv6l": "arm",
-    "i386": "i386", "i686": "i386", "x86": "i386",
-    "ppc64le": "ppc64le", "s390x": "s390x", "riscv64": "riscv64", "loongarch64": "loongarch64",
+    "x86_64": "x86_64",
+    "amd64": "x86_64",
+    "x64": "x86_64",
+    "aarch64": "aarch64",
+    "arm64": "aarch64",
+    "armv8l": "arm",
+    "armv7l": "arm",
+    "armv6l": "arm",
+    "i386": "i386",
+    "i686": "i386",
+    "x86": "i386",
+    "ppc64le": "ppc64le",
+    "s390x": "s390x",
+    "riscv64": "riscv64",
+    "loongarch64": "loongarch64",
 }
 
 

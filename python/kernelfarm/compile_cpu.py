@@ -19,7 +19,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Optional, Union
 
 from ._compile_js import js_json
-from .bundle import DTYPES, CompiledModule, bundle_digest, bundle_name, binary_cpu_target, encode_bundle, host_cpu_target, param_problem
+from .bundle import (
+    BUNDLE_FORMAT,
+    BUNDLE_VERSION,
+    DTYPES,
+    CompiledModule,
+    bundle_digest,
+    bundle_name,
+    binary_cpu_target,
+    encode_bundle,
+    host_cpu_target,
+    param_problem,
+)
 from .errors import FarmError
 
 #: A parameter: "float32*" / "float32* a" (a buffer), "int32 n" (a scalar), or a
@@ -51,7 +62,11 @@ def parse_param(decl: ParamDecl, index: int, fn: str) -> dict[str, Any]:
     if isinstance(decl, Mapping):
         problem = param_problem(decl)
         if problem:
-            raise FarmError("INVALID_ARGUMENT", f"function {fn}, parameter {index}: ParamSpec{problem[0]} {problem[1]}", {"function": fn, "parameter": index})
+            raise FarmError(
+                "INVALID_ARGUMENT",
+                f"function {fn}, parameter {index}: ParamSpec{problem[0]} {problem[1]}",
+                {"function": fn, "parameter": index},
+            )
         return dict(decl)
     m = _PARAM.fullmatch(decl) if isinstance(decl, str) else None
     if not m or m.group(1) not in DTYPES:
@@ -69,13 +84,22 @@ def function_table(functions: Mapping[str, Sequence[ParamDecl]], where: str = "c
     `{name, params}` or a bare string of parameters is refused saying what is
     expected, not failing somewhere inside."""
     if not isinstance(functions, Mapping):
-        raise invalid(where, f"functions must be a dict of function name → parameter list, e.g. {_FUNCTIONS_EXAMPLE}; got {type(functions).__name__}", field="functions")
+        raise invalid(
+            where,
+            f"functions must be a dict of function name → parameter list, e.g. {_FUNCTIONS_EXAMPLE}; got {type(functions).__name__}",
+            field="functions",
+        )
     table = []
     for name, params in functions.items():
         if not isinstance(name, str) or not _IDENTIFIER.fullmatch(name):
             raise invalid(where, f"function name {js_json(name)} is not a C identifier", function=name, field="name")
         if isinstance(params, (str, bytes)) or not isinstance(params, Sequence):
-            raise invalid(where, f"function {name}: parameters must be a list such as [\"float32* a\", \"int32 n\"], got {js_json(params)}", function=name, field="params")
+            raise invalid(
+                where,
+                f'function {name}: parameters must be a list such as ["float32* a", "int32 n"], got {js_json(params)}',
+                function=name,
+                field="params",
+            )
         table.append({"name": name, "params": [parse_param(p, i, name) for i, p in enumerate(params)]})
     if not table:
         raise FarmError("INVALID_ARGUMENT", "compile: declare at least one function in `functions`")
@@ -127,7 +151,9 @@ def compile_cpu(
         try:
             result = subprocess.run([compiler, *all_flags, "-o", out, file_name], cwd=tmp, capture_output=True)
         except FileNotFoundError:
-            raise FarmError("TOOLCHAIN_MISSING", f'no C compiler "{compiler}" on this host: install one (Debian: apt-get install gcc) or set CC') from None
+            raise FarmError(
+                "TOOLCHAIN_MISSING", f'no C compiler "{compiler}" on this host: install one (Debian: apt-get install gcc) or set CC'
+            ) from None
         except OSError as err:
             raise FarmError("COMPILE_ERROR", f"{compiler} failed to compile {file_name}:\n{err}", {"diagnostics": str(err)}) from err
         if result.returncode != 0:
@@ -138,17 +164,21 @@ def compile_cpu(
             with open(out, "rb") as f:
                 binary = f.read()
         except FileNotFoundError:
-            raise FarmError("COMPILE_ERROR", f"{compiler} wrote no shared object for {file_name}: do the flags stop before linking (-c, -E, -S)?") from None
-    data = encode_bundle({
-        "format": "kernelfarm.bundle",
-        "version": 1,
-        "target": "cpu",
-        # What the compiler built for (a cross compiler's target), read from the binary; the host's where it cannot be read.
-        "targetDetails": binary_cpu_target(binary) or host_cpu_target(),
-        "binary": binary,
-        "functions": table,
-        "meta": {"compiler": compiler, "flags": " ".join(all_flags)},
-    })
+            raise FarmError(
+                "COMPILE_ERROR", f"{compiler} wrote no shared object for {file_name}: do the flags stop before linking (-c, -E, -S)?"
+            ) from None
+    data = encode_bundle(
+        {
+            "format": BUNDLE_FORMAT,
+            "version": BUNDLE_VERSION,
+            "target": "cpu",
+            # What the compiler built for (a cross compiler's target), read from the binary; the host's where it cannot be read.
+            "targetDetails": binary_cpu_target(binary) or host_cpu_target(),
+            "binary": binary,
+            "functions": table,
+            "meta": {"compiler": compiler, "flags": " ".join(all_flags)},
+        }
+    )
     digest = bundle_digest(data)
     return CompiledModule(data, bundle_name(digest), digest, "cpu", table)
 

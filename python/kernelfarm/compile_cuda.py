@@ -24,7 +24,16 @@ from dataclasses import dataclass
 from typing import Any, Optional, Union
 
 from ._compile_js import MISSING, is_number, js_json
-from .bundle import CompiledModule, bundle_digest, bundle_name, decode_bundle, encode_bundle, to_launch_config
+from .bundle import (
+    BUNDLE_FORMAT,
+    BUNDLE_VERSION,
+    CompiledModule,
+    bundle_digest,
+    bundle_name,
+    decode_bundle,
+    encode_bundle,
+    to_launch_config,
+)
 from .compile_cpu import ParamDecl, check_flags, function_table, invalid, source_bytes
 from .cuda_cache import cache_key, default_cache_dir, read_cache_entry, write_cache_entry
 from .cuda_nvcc import clean_diagnostics, locate_nvcc, nvcc_version, parallelism, run_nvcc
@@ -73,7 +82,9 @@ def _resolve(functions: Any, arch: Any, flags: Any, ptx: Any, nvcc: Any, file_na
     if not isinstance(arch, str) or not _ARCH.fullmatch(arch):
         raise invalid(_WHERE, f'arch {js_json(arch)} is not a GPU architecture such as "sm_90" (or "sm_90a", "sm_80")', field="arch")
     if not isinstance(file_name, str) or not _FILE_NAME.fullmatch(file_name):
-        raise invalid(_WHERE, f'file_name {js_json(file_name)} is not a plain file name ending in .cu, such as "kernel.cu"', field="fileName")
+        raise invalid(
+            _WHERE, f'file_name {js_json(file_name)} is not a plain file name ending in .cu, such as "kernel.cu"', field="fileName"
+        )
     checked_flags = check_flags(flags, _WHERE)
     if not isinstance(ptx, bool):
         raise invalid(_WHERE, f"ptx must be True (a fatbin with PTX) or False (a cubin), got {js_json(ptx)}", field="ptx")
@@ -94,7 +105,8 @@ def cuda_function_table(functions: Mapping[str, CudaFunctionDecl]) -> list[dict[
     if not isinstance(functions, Mapping):
         raise invalid(
             _WHERE,
-            'functions must be a dict of kernel name → parameters, e.g. {"saxpy": {"params": ["float32 a", "float32* x", "float32* y", "int32 n"], '
+            "functions must be a dict of kernel name → parameters, e.g. "
+            '{"saxpy": {"params": ["float32 a", "float32* x", "float32* y", "int32 n"], '
             f'"launch": {{"grid": 4096, "block": 256}}}}, or {{"saxpy": ["float32 a", …]}}; got {type(functions).__name__}',
             field="functions",
         )
@@ -107,10 +119,20 @@ def cuda_function_table(functions: Mapping[str, CudaFunctionDecl]) -> list[dict[
             params[name] = decl
             continue
         if not isinstance(decl, Mapping) or not isinstance(decl.get("params"), (list, tuple)):
-            raise invalid(_WHERE, f'function {name}: expected a list of parameters or {{"params": [...], "launch": {{...}}}}', function=name, field="params")
+            raise invalid(
+                _WHERE,
+                f'function {name}: expected a list of parameters or {{"params": [...], "launch": {{...}}}}',
+                function=name,
+                field="params",
+            )
         unknown = [k for k in decl if k not in _DECL_KEYS]
         if unknown:
-            raise invalid(_WHERE, f'function {name}: unknown key {js_json(unknown[0])}; a kernel is {{"params": [...], "launch": {{...}}}}', function=name, field=str(unknown[0]))
+            raise invalid(
+                _WHERE,
+                f'function {name}: unknown key {js_json(unknown[0])}; a kernel is {{"params": [...], "launch": {{...}}}}',
+                function=name,
+                field=str(unknown[0]),
+            )
         params[name] = decl["params"]
         if decl.get("launch") is not None:
             launches[name] = _launch_config(name, decl["launch"])
@@ -140,10 +162,21 @@ def _launch_config(name: str, launch: Any) -> dict[str, Any]:
 
 def _nvcc_args(o: _Options) -> tuple[list[str], str, str, str]:
     """The nvcc command line (without the program), its output file, the binary's format and its PTX."""
-    sm = o.arch[len("sm_"):]
+    sm = o.arch.removeprefix("sm_")
     if o.ptx:
         output = "module.fatbin"
-        args = ["-fatbin", "-O3", "-gencode", f"arch=compute_{sm},code=[sm_{sm},compute_{sm}]", "-Xptxas", "-v", *o.flags, "-o", output, o.file_name]
+        args = [
+            "-fatbin",
+            "-O3",
+            "-gencode",
+            f"arch=compute_{sm},code=[sm_{sm},compute_{sm}]",
+            "-Xptxas",
+            "-v",
+            *o.flags,
+            "-o",
+            output,
+            o.file_name,
+        ]
         return args, output, "fatbin", f"compute_{sm}"
     output = "module.cubin"
     return ["-cubin", "-O3", f"-arch=sm_{sm}", "-Xptxas", "-v", *o.flags, "-o", output, o.file_name], output, "cubin", "none"
@@ -187,7 +220,17 @@ def compile_cuda(
     encoded_source = source_bytes(source, _WHERE)
     where = locate_nvcc(o.nvcc)
     version = nvcc_version(where)
-    key = cache_key({"nvcc": version.text, "arch": o.arch, "ptx": o.ptx, "flags": o.flags, "fileName": o.file_name, "functions": o.functions, "source": source})
+    key = cache_key(
+        {
+            "nvcc": version.text,
+            "arch": o.arch,
+            "ptx": o.ptx,
+            "flags": o.flags,
+            "fileName": o.file_name,
+            "functions": o.functions,
+            "source": source,
+        }
+    )
     if o.cache is not False:
         hit = _from_cache(read_cache_entry(o.cache, key), o)
         if hit:
@@ -205,20 +248,22 @@ def compile_cuda(
             binary = f.read()
 
     resources = _kernel_resources(result.stderr, o)
-    data = encode_bundle({
-        "format": "kernelfarm.bundle",
-        "version": 1,
-        "target": "cuda",
-        "targetDetails": {"arch": o.arch, "format": fmt, "ptx": ptx_arch},
-        "binary": binary,
-        "functions": o.functions,
-        "meta": {
-            "compiler": f"nvcc {version.version}",
-            "flags": " ".join(args[:-3]),
-            "source_sha256": hashlib.sha256(encoded_source).hexdigest(),
-            "ptxas": json.dumps({name: r.to_json() for name, r in resources.items()}, separators=(",", ":"), ensure_ascii=False),
-        },
-    })
+    data = encode_bundle(
+        {
+            "format": BUNDLE_FORMAT,
+            "version": BUNDLE_VERSION,
+            "target": "cuda",
+            "targetDetails": {"arch": o.arch, "format": fmt, "ptx": ptx_arch},
+            "binary": binary,
+            "functions": o.functions,
+            "meta": {
+                "compiler": f"nvcc {version.version}",
+                "flags": " ".join(args[:-3]),
+                "source_sha256": hashlib.sha256(encoded_source).hexdigest(),
+                "ptxas": json.dumps({name: r.to_json() for name, r in resources.items()}, separators=(",", ":"), ensure_ascii=False),
+            },
+        }
+    )
     if o.cache is not False:
         try:
             write_cache_entry(o.cache, key, data)
@@ -237,7 +282,9 @@ def compile_cuda_many(jobs: Sequence[Mapping[str, Any]]) -> list[CudaCompiledMod
         return [f.result() for f in futures]
 
 
-def _module(data: bytes, functions: list[dict[str, Any]], arch: str, resources: dict[str, KernelResources], cached: bool) -> CudaCompiledModule:
+def _module(
+    data: bytes, functions: list[dict[str, Any]], arch: str, resources: dict[str, KernelResources], cached: bool
+) -> CudaCompiledModule:
     digest = bundle_digest(data)
     return CudaCompiledModule(data, bundle_name(digest), digest, "cuda", functions, arch=arch, resources=resources, cached=cached)
 
@@ -259,7 +306,8 @@ def _kernel_resources(stderr: str, o: _Options) -> dict[str, KernelResources]:
             lines.append(
                 f'"{mangled}" is {name} with a C++ mangled name: declare the kernel extern "C" __global__ so that its name stays "{name}"'
                 if mangled
-                else f'declare each kernel as extern "C" __global__ and list it in `functions` under its name in the source ("{name}" is not one)'
+                else f'declare each kernel as extern "C" __global__ and list it in `functions` under its name in the source '
+                f'("{name}" is not one)'
             )
         raise FarmError("COMPILE_ERROR", "\n".join(lines), {"missing": missing, "entries": found})
     return {f["name"]: entries[f["name"]] for f in o.functions}

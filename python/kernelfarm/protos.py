@@ -6,7 +6,7 @@ from . import _build_stubs
 
 try:
     from ._proto import PROTO_DIGEST
-    from ._proto.farm.v1 import common_pb2, host_pb2, host_pb2_grpc, session_pb2
+    from ._proto.farm.v1 import bundle_pb2, common_pb2, host_pb2, host_pb2_grpc, session_pb2
 except ImportError as err:  # pragma: no cover - what a user without stubs sees
     raise ImportError(
         "kernelfarm's protobuf stubs are not generated: run `python3 python/kernelfarm/_build_stubs.py` "
@@ -22,4 +22,4 @@ if _build_stubs.CHECKOUT_PROTOS.is_dir() and _build_stubs.proto_digest(_build_st
         "run `python3 python/kernelfarm/_build_stubs.py` again"
     )
 
-__all__ = ["common_pb2", "host_pb2", "host_pb2_grpc", "session_pb2"]
+__all__ = ["bundle_pb2", "common_pb2", "host_pb2", "host_pb2_grpc", "session_pb2"]

@@ -13,8 +13,10 @@
  * stdout, so that nothing a library logs can corrupt it.
  */
 import { readFileSync, writeFileSync } from "node:fs";
-import { pack } from "msgpackr";
-import { DTYPES, FarmError, decodeBundle, encodeBundle, toLaunchConfig, validateBundle, type LaunchDecl, type ModuleBundle } from "../../protos/index.ts";
+import {
+  DTYPES, FarmError, decodeBundle, encodeBundle, toLaunchConfig, validateBundle,
+  type LaunchDecl, type ModuleBundle,
+} from "../../protos/index.ts";
 import { hostCpuTarget, medianRse, throttledOf } from "../../domain/index.ts";
 import { compileCpu, compileCuda, compileCudaMany, parseParam, type CompileCpuOptions, type CompileCudaOptions, type CompiledModule, type ParamDecl } from "../../host-sdk/index.ts";
 import { cacheKey } from "../../host-sdk/cuda/cache.ts";
@@ -49,8 +51,6 @@ function moduleJson(m: CompiledModule): unknown {
 async function run(job: Job): Promise<unknown> {
   const j = revive(job) as Record<string, unknown>;
   switch (job.op) {
-    case "pack":
-      return Buffer.from(pack(j.value)).toString("hex");
     case "encodeBundle":
       return Buffer.from(encodeBundle(j.bundle as ModuleBundle)).toString("hex");
     case "decodeBundle":

@@ -1,49 +1,58 @@
 /**
  * Inputs for fuzzing module bundles (tests/fuzz/): random bytes, a real
- * bundle with bytes flipped, inserted or cut, and msgpack records with
- * bundle-like fields of any type; and what a refusal of one must look like.
+ * bundle with bytes flipped, inserted or cut, bundles whose fields hold odd
+ * values of their type (any string, any number), and protobuf field soup
+ * (any field number, any wire type); and what a refusal of one must look like.
  */
 import assert from "node:assert/strict";
+import { createRequire } from "node:module";
 import fc from "fast-check";
-import { pack, unpack } from "msgpackr";
 import { FarmError } from "../../protos/index.ts";
+import { decodeBundle, encodeBundleUnchecked, type ModuleBundle } from "../../protos/bundle.ts";
 
-/** A value of any type, or (half the time) one a bundle field could hold. */
-const anyValue = fc.oneof(
-  fc.anything({ withBigInt: true, withTypedArray: true, withNullPrototype: true, withMap: true, withSet: true, withDate: true, maxDepth: 3 }),
-  fc.constantFrom("kernelfarm.bundle", 1, "cpu", "cuda", "vta", "sm_90", "cubin", "x86_64", "linux", "float32", "buffer", "scalar", 2n ** 63n, -1, 0, 1.5, "", "__proto__"),
-);
+const protobuf = createRequire(import.meta.url)("protobufjs") as typeof import("protobufjs");
 
-const param = fc.record(
-  { name: fc.oneof(fc.string(), anyValue), kind: fc.oneof(fc.constantFrom("buffer", "scalar"), anyValue), dtype: fc.oneof(fc.constantFrom("float32", "int32", "uint8"), anyValue), shape: fc.oneof(fc.array(fc.integer()), anyValue) },
-  { requiredKeys: [] },
-);
-const launch = fc.record({ grid: fc.oneof(fc.array(fc.integer(), { maxLength: 4 }), anyValue), block: fc.oneof(fc.array(fc.integer(), { maxLength: 4 }), anyValue), sharedMemBytes: fc.oneof(fc.integer(), anyValue) }, { requiredKeys: [] });
-const fn = fc.record({ name: fc.oneof(fc.stringMatching(/^[A-Za-z_][A-Za-z0-9_]{0,8}$/), anyValue), params: fc.oneof(fc.array(param, { maxLength: 4 }), anyValue), launch: fc.oneof(launch, anyValue) }, { requiredKeys: [] });
+/** A string a bundle field could hold, or any string. */
+const anyString = fc.oneof(fc.string(), fc.constantFrom("kernelfarm.bundle", "cpu", "cuda", "vta", "sm_90", "cubin", "x86_64", "linux", "float32", "buffer", "scalar", "", "__proto__"));
+/** A number as a uint32 or uint64 field holds it. */
+const anyCount = fc.oneof(fc.constantFrom(0, 1, 2, 3, 0x7fffffff, 0x80000000, 2 ** 32 - 1), fc.nat(), fc.maxSafeNat());
+const dims = fc.array(anyCount, { maxLength: 4 });
+const stringRecord = fc.dictionary(anyString, anyString, { maxKeys: 4 });
 
-/** A record with the bundle's fields, each valid-looking or of any type, some missing. */
-export const illTypedBundle = fc
+const param = fc.record({ name: anyString, kind: anyString, dtype: anyString, shape: fc.option(dims, { nil: undefined }) }, { requiredKeys: ["name", "kind", "dtype"] });
+const launch = fc.record({ grid: dims, block: dims, sharedMemBytes: anyCount });
+const fn = fc.record({ name: fc.oneof(fc.stringMatching(/^[A-Za-z_][A-Za-z0-9_]{0,8}$/), anyString), params: fc.array(param, { maxLength: 4 }), launch: fc.option(launch, { nil: undefined }) }, { requiredKeys: ["name", "params"] });
+
+/** A bundle whose every field holds a value of its type, valid-looking or not. */
+export const oddBundle = fc
   .record(
     {
-      format: fc.oneof(fc.constant("kernelfarm.bundle"), anyValue),
-      version: fc.oneof(fc.constant(1), anyValue),
-      target: fc.oneof(fc.constantFrom("cpu", "cuda", "vta"), anyValue),
-      targetDetails: fc.oneof(fc.dictionary(fc.string(), fc.oneof(fc.string(), anyValue), { maxKeys: 4 }), anyValue),
-      binary: fc.oneof(fc.uint8Array({ minLength: 1, maxLength: 64 }), anyValue),
-      functions: fc.oneof(fc.array(fn, { maxLength: 3 }), anyValue),
-      meta: fc.oneof(fc.dictionary(fc.string(), fc.string(), { maxKeys: 3 }), anyValue),
+      format: fc.oneof(fc.constant("kernelfarm.bundle"), anyString),
+      version: fc.oneof(fc.constant(2), anyCount),
+      target: fc.oneof(fc.constantFrom("cpu", "cuda", "vta"), anyString),
+      targetDetails: stringRecord,
+      binary: fc.uint8Array({ maxLength: 64 }),
+      functions: fc.array(fn, { maxLength: 3 }),
+      meta: fc.option(stringRecord, { nil: undefined }),
     },
-    { requiredKeys: [] },
+    { requiredKeys: ["format", "version", "target", "targetDetails", "binary", "functions"] },
   )
-  .map((r) => {
-    try {
-      return pack(r) as Uint8Array;
-    } catch {
-      return new Uint8Array(0); // a value msgpackr cannot pack: the empty input
-    }
-  });
+  .map((r) => encodeBundleUnchecked(r as unknown as ModuleBundle));
 
-/** `good` with flips, insertions and cuts (msgpack lengths and types changed, fields cut short). */
+/** Protobuf fields of any number and wire type, nested at times: what a foreign or corrupt writer could produce. */
+export const protobufSoup = fc.array(fc.record({ field: fc.integer({ min: 1, max: 12 }), wire: fc.constantFrom(0, 1, 2, 3, 4, 5), value: fc.maxSafeNat(), bytes: fc.uint8Array({ maxLength: 24 }) }), { maxLength: 8 }).map((fields) => {
+  const w = protobuf.Writer.create();
+  for (const f of fields) {
+    w.uint32((f.field << 3) | f.wire);
+    if (f.wire === 0) w.uint64(f.value);
+    else if (f.wire === 1) w.fixed64(f.value);
+    else if (f.wire === 2) w.bytes(f.bytes);
+    else if (f.wire === 5) w.fixed32(f.value >>> 0);
+  }
+  return w.finish();
+});
+
+/** `good` with flips, insertions and cuts (protobuf tags, lengths and values changed, fields cut short). */
 export function mutated(good: Uint8Array): fc.Arbitrary<Uint8Array> {
   const edit = fc.oneof(
     fc.record({ at: fc.nat(), byte: fc.integer({ min: 0, max: 255 }), how: fc.constant("set" as const) }),
@@ -63,35 +72,36 @@ export function mutated(good: Uint8Array): fc.Arbitrary<Uint8Array> {
 }
 
 /**
- * `good` with one field of its record replaced by a value of any type, or
- * removed; the binary kept (a load then fails, if at all, for the record's sake).
+ * `good` with one field replaced by another value of its type, or removed;
+ * the binary kept (a load then fails, if at all, for the record's sake).
  */
 export function fieldSwapped(good: Uint8Array): fc.Arbitrary<Uint8Array> {
-  const record = unpack(good) as Record<string, unknown>;
-  return fc.tuple(fc.constantFrom(...Object.keys(record), "functions.0.name", "functions.0.params", "functions.0.params.0.dtype", "functions.0.params.0.kind"), fc.option(anyValue, { nil: undefined })).map(([path, value]) => {
-    const copy = unpack(good) as Record<string, unknown>;
+  const paths = ["format", "version", "target", "targetDetails", "functions", "meta", "functions.0.name", "functions.0.params", "functions.0.params.0.dtype", "functions.0.params.0.kind", "functions.0.params.0.shape"];
+  const values = fc.oneof(anyString, anyCount, stringRecord, dims, fc.array(fn, { maxLength: 2 }), fc.array(param, { maxLength: 2 }));
+  return fc.tuple(fc.constantFrom(...paths), fc.option(values, { nil: undefined })).map(([path, value]) => {
+    const copy = decodeBundle(good) as unknown as Record<string, unknown>;
     const keys = path.split(".");
     let at: Record<string, unknown> = copy;
     for (const k of keys.slice(0, -1)) at = at[k] as Record<string, unknown>;
     if (value === undefined) delete at[keys.at(-1)!];
     else at[keys.at(-1)!] = value;
     try {
-      return pack(copy) as Uint8Array;
+      return encodeBundleUnchecked(copy as unknown as ModuleBundle);
     } catch {
-      return new Uint8Array(0);
+      return new Uint8Array(0); // a value of another field's type, which the schema cannot hold: the empty input
     }
   });
 }
 
 /** Every kind of input, from the real bundle `good`. */
 export function bundleInputs(good: Uint8Array): fc.Arbitrary<Uint8Array> {
-  return fc.oneof(fc.uint8Array({ maxLength: 512 }), mutated(good), fieldSwapped(good), illTypedBundle);
+  return fc.oneof(fc.uint8Array({ maxLength: 512 }), mutated(good), fieldSwapped(good), oddBundle, protobufSoup);
 }
 
-/** A refusal of a bad bundle: BAD_BUNDLE naming the field, the foreign format, or that msgpack failed. */
+/** A refusal of a bad bundle: BAD_BUNDLE naming the field, the foreign format, or that protobuf decoding failed. */
 export function checkRefusal(err: unknown): void {
   assert.ok(err instanceof FarmError, `not a FarmError: ${(err as Error)?.stack ?? String(err)}`);
   assert.equal(err.code, "BAD_BUNDLE", err.message);
-  const named = typeof err.details?.field === "string" || typeof err.details?.format === "string" || /msgpack decoding failed/.test(err.message);
+  const named = typeof err.details?.field === "string" || typeof err.details?.format === "string" || /protobuf decoding failed/.test(err.message);
   assert.ok(named, `the refusal names no field: ${err.message}`);
 }
