@@ -96,7 +96,9 @@ def _write(value: Any, out: list[str], depth: int) -> None:
         entries = []
         for k, v in value.items():
             if not isinstance(k, str):
-                raise FarmError("INVALID_ARGUMENT", f"candidate digest: an object key is a {type(k).__name__} ({k!r}); JSON keys are strings")
+                raise FarmError(
+                    "INVALID_ARGUMENT", f"candidate digest: an object key is a {type(k).__name__} ({k!r}); JSON keys are strings"
+                )
             if v is not None:
                 entries.append((k, v))
         entries.sort(key=lambda e: e[0].encode("utf-16-be", "surrogatepass"))
@@ -117,7 +119,9 @@ def _write(value: Any, out: list[str], depth: int) -> None:
             _write(v, out, depth + 1)
         out.append("]")
     else:
-        raise FarmError("INVALID_ARGUMENT", f"candidate digest: a {type(value).__name__} has no canonical form (a definition must be JSON data)")
+        raise FarmError(
+            "INVALID_ARGUMENT", f"candidate digest: a {type(value).__name__} has no canonical form (a definition must be JSON data)"
+        )
 
 
 def _number(x: Any) -> str:
@@ -176,7 +180,9 @@ def launch_doc(launch: Optional[Mapping[str, Any]], where: str) -> Optional[dict
     if isinstance(launch, Mapping):
         unknown = [k for k in launch if k not in _LAUNCH_KEYS]
         if unknown:
-            raise FarmError("INVALID_ARGUMENT", f"{where}: launch has {', '.join(map(repr, unknown))}; its keys are {', '.join(_LAUNCH_KEYS)}")
+            raise FarmError(
+                "INVALID_ARGUMENT", f"{where}: launch has {', '.join(map(repr, unknown))}; its keys are {', '.join(_LAUNCH_KEYS)}"
+            )
     try:
         proto = _launch(launch, where)
     except FarmError as err:

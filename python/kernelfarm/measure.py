@@ -48,8 +48,22 @@ from .session import RemoteArray, RemoteModule, Session, TimeOptions, measured
 from .tracker_client import TrackerClient
 
 __all__ = [
-    "Arg", "Candidate", "DEFAULT_INFRA_DEADLINE_S", "DEFAULT_RETRIES", "FATAL_CODES", "Input", "MEASURE_OUTCOMES", "MeasureResult",
-    "Measurer", "Output", "RandomInput", "ReferenceFn", "candidate_digest", "canonical_json", "measure", "read_results",
+    "Arg",
+    "Candidate",
+    "DEFAULT_INFRA_DEADLINE_S",
+    "DEFAULT_RETRIES",
+    "FATAL_CODES",
+    "Input",
+    "MEASURE_OUTCOMES",
+    "MeasureResult",
+    "Measurer",
+    "Output",
+    "RandomInput",
+    "ReferenceFn",
+    "candidate_digest",
+    "canonical_json",
+    "measure",
+    "read_results",
 ]
 
 # INVALID_CONFIG: a launch the board cannot run (block size, registers, shared memory), refused by its launch check.
@@ -169,7 +183,10 @@ def _check_args(c: Candidate, cid: str) -> None:
     if c.reference is not None and outputs == 0:
         raise refuse("a reference function, but no output arguments to check")
     if is_built(c.module) and not (hasattr(c.module, "bytes") and hasattr(c.module, "name")):
-        raise refuse(f"its module is a {type(c.module).__name__}; give a built module (.bytes, .name, as compile_cpu returns) or a function that builds one")
+        raise refuse(
+            f"its module is a {type(c.module).__name__}; "
+            "give a built module (.bytes, .name, as compile_cpu returns) or a function that builds one"
+        )
 
 
 class _References:
@@ -219,13 +236,17 @@ class _References:
         outputs = [a for a in c.args if isinstance(a, Output)]
         if not isinstance(got, (list, tuple)) or len(got) != len(outputs):
             n = len(got) if isinstance(got, (list, tuple)) else type(got).__name__
-            raise FarmError("INVALID_ARGUMENT", f"measure: the reference function of candidate {cid} returned {n} array(s) for {len(outputs)} output(s)")
+            raise FarmError(
+                "INVALID_ARGUMENT", f"measure: the reference function of candidate {cid} returned {n} array(s) for {len(outputs)} output(s)"
+            )
         for k, (o, r) in enumerate(zip(outputs, got)):
             want = int(np.prod(o.shape, dtype=np.int64))
             if not isinstance(r, np.ndarray) or r.dtype != np.dtype(o.dtype) or r.size != want:
                 what = f"{r.size} {r.dtype}" if isinstance(r, np.ndarray) else type(r).__name__
                 raise FarmError(
-                    "INVALID_ARGUMENT", f"measure: the reference function of candidate {cid} returned {what} for output {k}, which is {want} {np.dtype(o.dtype).name}"
+                    "INVALID_ARGUMENT",
+                    f"measure: the reference function of candidate {cid} returned {what} for output {k}, "
+                    f"which is {want} {np.dtype(o.dtype).name}",
                 )
         it = iter(got)
         return [next(it) if isinstance(a, Output) else None for a in c.args]
@@ -265,7 +286,9 @@ class _BoardSession:
             self._modules[digest] = wait
         return self._modules[digest]
 
-    def run(self, module: Any, c: Candidate, expects: Sequence[Optional[np.ndarray]], options: TimeOptions, sent: Callable[[], None]) -> dict[str, Any]:
+    def run(
+        self, module: Any, c: Candidate, expects: Sequence[Optional[np.ndarray]], options: TimeOptions, sent: Callable[[], None]
+    ) -> dict[str, Any]:
         s = self.session
         loading = self.prefetch(module)
         taken: list[tuple[tuple, RemoteArray]] = []
@@ -310,8 +333,12 @@ class _BoardSession:
             if wrong:
                 return {"outcome": "WRONG_ANSWER", "message": wrong, "board": board, "timing": t}
             return {
-                "outcome": "OK", "timing": t, "stats": counters, "board": board,
-                "conditions": dict(timing.conditions) if timing else {}, "throttled": timing.throttled if timing else None,
+                "outcome": "OK",
+                "timing": t,
+                "stats": counters,
+                "board": board,
+                "conditions": dict(timing.conditions) if timing else {},
+                "throttled": timing.throttled if timing else None,
             }
         finally:
             for p in pending:
@@ -338,7 +365,10 @@ class _Progress:
         rate = self.done / s
         eta = (self.total - self.done) / rate if rate > 0 else 0
         waiting = f" · waiting for the farm ({self.waiting})" if self.waiting else ""
-        sys.stderr.write(f"\r measure: {self.done}/{self.total} done, {self.failed} failed, {self.running} running · {rate:.1f}/s · ETA {eta:.0f} s{waiting}   ")
+        sys.stderr.write(
+            f"\r measure: {self.done}/{self.total} done, {self.failed} failed, {self.running} running "
+            f"· {rate:.1f}/s · ETA {eta:.0f} s{waiting}   "
+        )
         sys.stderr.flush()
 
     def end(self) -> None:
@@ -368,21 +398,37 @@ def _resolve(o: Mapping[str, Any]) -> _Options:
     te = {**_DEFAULT_TIME_EVALUATOR, **given}
     allowed = set(TimeOptions._fields) - {"timeout", "launch"}
     if set(te) - allowed:
-        raise FarmError("INVALID_ARGUMENT", f"measure: unknown time_evaluator option(s) {', '.join(sorted(set(te) - allowed))}; options: {', '.join(sorted(allowed))}")
+        raise FarmError(
+            "INVALID_ARGUMENT",
+            f"measure: unknown time_evaluator option(s) {', '.join(sorted(set(te) - allowed))}; options: {', '.join(sorted(allowed))}",
+        )
     timeout = o.get("timeout")
     timeout = DEFAULT_TIMEOUT_S if timeout is None else timeout
     retries = o.get("retries")
     retries = DEFAULT_RETRIES if retries is None else retries
     if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
-        raise FarmError("INVALID_ARGUMENT", f"measure: retries must be an integer ≥ 0 (sessions that may fail under one candidate before it is INFRA_ERROR), got {retries!r}")
+        raise FarmError(
+            "INVALID_ARGUMENT",
+            "measure: retries must be an integer ≥ 0 (sessions that may fail under one candidate before it is INFRA_ERROR), "
+            f"got {retries!r}",
+        )
     deadline = o.get("infra_deadline")
     deadline = DEFAULT_INFRA_DEADLINE_S if deadline is None else deadline
     if not isinstance(deadline, numbers.Real) or isinstance(deadline, bool) or not math.isfinite(deadline) or deadline < 0:
-        raise FarmError("INVALID_ARGUMENT", f"measure: infra_deadline must be a finite number of seconds ≥ 0 (how long a farm outage is waited out), got {deadline!r}")
+        raise FarmError(
+            "INVALID_ARGUMENT",
+            f"measure: infra_deadline must be a finite number of seconds ≥ 0 (how long a farm outage is waited out), got {deadline!r}",
+        )
     results_file = o.get("results_file")
     return _Options(
-        te, TimeOptions(**te, timeout=timeout), timeout, retries, float(deadline),
-        os.fspath(results_file) if results_file is not None else None, o.get("on_result"), bool(o.get("progress", sys.stderr.isatty())),
+        te,
+        TimeOptions(**te, timeout=timeout),
+        timeout,
+        retries,
+        float(deadline),
+        os.fspath(results_file) if results_file is not None else None,
+        o.get("on_result"),
+        bool(o.get("progress", sys.stderr.isatty())),
     )
 
 
@@ -440,7 +486,9 @@ class Measurer:
     def _batch_options(o: Mapping[str, Any], base: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
         unknown = set(o) - _BATCH_OPTIONS
         if unknown:
-            raise FarmError("INVALID_ARGUMENT", f"measure: unknown option(s) {', '.join(sorted(unknown))}; options: {', '.join(sorted(_BATCH_OPTIONS))}")
+            raise FarmError(
+                "INVALID_ARGUMENT", f"measure: unknown option(s) {', '.join(sorted(unknown))}; options: {', '.join(sorted(_BATCH_OPTIONS))}"
+            )
         return {**(base or {}), **o}
 
     def __enter__(self) -> "Measurer":
@@ -685,14 +733,21 @@ class _Batch:
                 try:
                     self.file.append(r.to_json())
                 except OSError as err:
-                    self._stop(FarmError("UNAVAILABLE", f"measure: cannot append to results_file {self.file.path}: {err}; the batch stopped (rerun it to resume)"))
+                    self._stop(
+                        FarmError(
+                            "UNAVAILABLE",
+                            f"measure: cannot append to results_file {self.file.path}: {err}; the batch stopped (rerun it to resume)",
+                        )
+                    )
                     return
             self.progress.draw()
             if self.o.on_result:
                 try:
                     self.o.on_result(r)
                 except Exception as err:  # noqa: BLE001 - the script's bug stops the batch, as a throwing reference does
-                    self._stop(FarmError("INVALID_ARGUMENT", f"measure: on_result raised for candidate {r.id}: {type(err).__name__}: {err}"))
+                    self._stop(
+                        FarmError("INVALID_ARGUMENT", f"measure: on_result raised for candidate {r.id}: {type(err).__name__}: {err}")
+                    )
 
     def _stop(self, err: BaseException) -> None:
         """Stops the batch: no more candidates are taken, and measure() raises `err`."""
@@ -711,7 +766,11 @@ class _Batch:
         if isinstance(err, FarmError) and err.code == "INVALID_ARGUMENT":
             self._stop(err)
             return
-        message = f"{err.code}: {err.message}" if isinstance(err, FarmError) else f"COMPILE_ERROR: the module function raised {type(err).__name__}: {err}"
+        message = (
+            f"{err.code}: {err.message}"
+            if isinstance(err, FarmError)
+            else f"COMPILE_ERROR: the module function raised {type(err).__name__}: {err}"
+        )
         with self.lock:
             if i in self.queue:
                 self.queue.remove(i)
@@ -768,10 +827,15 @@ class _Batch:
                 keep = board is not None and not board.session.is_closed and not self.m._closed and self.requesting == 0
             for i in left:
                 # No loop is left to measure these: the farm stayed away for infra_deadline.
-                self._record(MeasureResult(
-                    i, self.ids[i], "INFRA_ERROR", self.attempts.get(i, 0),
-                    f"{self.last_infra} (no session could be had for infra_deadline, {self.o.infra_deadline:g} s)",
-                ))
+                self._record(
+                    MeasureResult(
+                        i,
+                        self.ids[i],
+                        "INFRA_ERROR",
+                        self.attempts.get(i, 0),
+                        f"{self.last_infra} (no session could be had for infra_deadline, {self.o.infra_deadline:g} s)",
+                    )
+                )
             if keep:
                 self.m._keep(board)  # type: ignore[arg-type]
             else:

@@ -118,7 +118,8 @@ class RemoteArray:
         data = wire_array(source, f"copyfrom into {self._describe()}")
         if data.dtype.name != self.dtype:
             raise FarmError(
-                "BAD_ARGUMENTS", f"copyfrom: {self._describe()} holds {self.dtype}, got {data.dtype.name} (convert it with .astype(np.{self.dtype}))"
+                "BAD_ARGUMENTS",
+                f"copyfrom: {self._describe()} holds {self.dtype}, got {data.dtype.name} (convert it with .astype(np.{self.dtype}))",
             )
         if data.shape != self.shape:
             raise FarmError("BAD_ARGUMENTS", f"copyfrom: {self._describe()} has shape {list(self.shape)}, got {list(data.shape)}")
@@ -192,14 +193,18 @@ class RemoteModule:
         for f in self.functions:
             if f.name == name:
                 return f
-        raise FarmError("UNKNOWN_FUNCTION", f'module {self.id} has no function "{name}"; it has: {", ".join(f.name for f in self.functions)}')
+        raise FarmError(
+            "UNKNOWN_FUNCTION", f'module {self.id} has no function "{name}"; it has: {", ".join(f.name for f in self.functions)}'
+        )
 
     def __getitem__(self, name: str) -> RemoteFunction:
         return RemoteFunction(self, self._info(name))
 
     get_function = __getitem__
 
-    def _call(self, info: session_pb2.FunctionInfo, args: Sequence[Any], timeout: Optional[float], launch: Optional[Mapping[str, Any]]) -> session_pb2.Call:
+    def _call(
+        self, info: session_pb2.FunctionInfo, args: Sequence[Any], timeout: Optional[float], launch: Optional[Mapping[str, Any]]
+    ) -> session_pb2.Call:
         return session_pb2.Call(
             module=self.id,
             function=info.name,
@@ -259,8 +264,19 @@ class RemoteModule:
         Default 0: exactly `repeat` repeats, as TVM."""
         info = self._info(name)
         options = TimeOptions(
-            number, repeat, min_repeat_ms, limit_zero_time_iterations, cooldown_interval_ms, repeats_to_cooldown, timeout, launch, flush_l2, graph, flush_cpu_cache,
-            target_rse, budget_ms,
+            number,
+            repeat,
+            min_repeat_ms,
+            limit_zero_time_iterations,
+            cooldown_interval_ms,
+            repeats_to_cooldown,
+            timeout,
+            launch,
+            flush_l2,
+            graph,
+            flush_cpu_cache,
+            target_rse,
+            budget_ms,
         )
 
         def evaluate(*args: Any) -> BenchmarkResult:
@@ -363,7 +379,9 @@ class Session:
             data, target = source.bytes, name if name is not None else source.name
             sha256 = getattr(source, "digest", None)
         else:
-            raise FarmError("INVALID_ARGUMENT", f"upload takes a path, bytes or a compiled module (.bytes and .name), got {type(source).__name__}")
+            raise FarmError(
+                "INVALID_ARGUMENT", f"upload takes a path, bytes or a compiled module (.bytes and .name), got {type(source).__name__}"
+            )
         if not isinstance(target, str):
             raise FarmError("INVALID_ARGUMENT", f"upload: the name must be a string, got {type(target).__name__}")
         _sendable_name(target)
@@ -411,7 +429,9 @@ class Session:
                 raise FarmError("BAD_ARGUMENTS", f"{at} is {a!r}: an array of another session")
             return session_pb2.Arg(array=a.id)
         if isinstance(a, np.ndarray):
-            raise FarmError("BAD_ARGUMENTS", f"{at} is a numpy array: the board cannot read host memory; pass remote.array(x) (a RemoteArray) instead")
+            raise FarmError(
+                "BAD_ARGUMENTS", f"{at} is a numpy array: the board cannot read host memory; pass remote.array(x) (a RemoteArray) instead"
+            )
         param = info.params[i] if i < len(info.params) else None
         is_float = param is not None and param.dtype.startswith("float")
         if isinstance(a, (numbers.Integral, np.bool_)):
@@ -452,7 +472,9 @@ class Session:
         """An uninitialised remote array."""
         return self._alloc(shape, dtype, "empty()")
 
-    def random(self, shape: Any, dtype: Any, seed: int, low: Optional[float] = None, high: Optional[float] = None, integers: bool = False) -> RemoteArray:
+    def random(
+        self, shape: Any, dtype: Any, seed: int, low: Optional[float] = None, high: Optional[float] = None, integers: bool = False
+    ) -> RemoteArray:
         """A remote array filled on the board from a seed (see RemoteArray.fill)."""
         return self.empty(shape, dtype).fill(seed, low, high, integers)
 
@@ -475,7 +497,9 @@ class Session:
         `bitstream` label becomes its SHA-256, which this returns."""
         if config is None:
             if not isinstance(bitstream, (str, os.PathLike)):
-                raise FarmError("INVALID_ARGUMENT", "program_fpga(bytes) needs the configuration too: the bytes of its vta_config.json, or its path")
+                raise FarmError(
+                    "INVALID_ARGUMENT", "program_fpga(bytes) needs the configuration too: the bytes of its vta_config.json, or its path"
+                )
             config = re.sub(r"\.(bit|bin)$", "", os.fspath(bitstream)) + ".json"
         b = self.upload(bitstream, "kfarm-bitstream.bin")
         c = self.upload(config, "kfarm-bitstream.json")
@@ -497,7 +521,12 @@ class Session:
     # --- measure()'s board side (kernelfarm.measure)
 
     def _submit_measure(
-        self, module: RemoteModule, function: str, args: Sequence[Any], checks: Iterable[tuple[RemoteArray, np.ndarray, float, float]], options: TimeOptions
+        self,
+        module: RemoteModule,
+        function: str,
+        args: Sequence[Any],
+        checks: Iterable[tuple[RemoteArray, np.ndarray, float, float]],
+        options: TimeOptions,
     ) -> Pending:
         """One Measure request (checks before and after a time evaluation), sent without waiting."""
         info = module._info(function)
@@ -525,5 +554,9 @@ def _sendable_name(name: str) -> str:
             name.encode("utf-8")
         except UnicodeEncodeError:
             shown = repr(name if len(name) <= 40 else name[:40] + "…")
-            raise FarmError("INVALID_NAME", f"file name {shown} holds a lone surrogate (half of a UTF-16 pair), which UTF-8 cannot carry; names must be well-formed Unicode") from None
+            raise FarmError(
+                "INVALID_NAME",
+                f"file name {shown} holds a lone surrogate (half of a UTF-16 pair), which UTF-8 cannot carry; "
+                "names must be well-formed Unicode",
+            ) from None
     return name

@@ -141,7 +141,9 @@ class TrackerClient:
         deadline_ms = _ms(deadline, "deadline")
         if board is not None and not isinstance(board, str):
             raise FarmError("INVALID_ARGUMENT", f"request(): board must be a board id string (AGENT/NAME), got {type(board).__name__}")
-        request = encode_session_request(key, priority, label_map, deadline_ms, self.client_id, _ms(session_timeout, "session_timeout"), chosen, board or "")
+        request = encode_session_request(
+            key, priority, label_map, deadline_ms, self.client_id, _ms(session_timeout, "session_timeout"), chosen, board or ""
+        )
         metadata = call_metadata(self._security) + [(SESSION_REQUEST_HEADER, request)]
         # No gRPC deadline: the stream lives as long as the lease. The tracker answers at the queue deadline; the
         # host's own limit only guards against a tracker that never does.

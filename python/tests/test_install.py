@@ -19,16 +19,26 @@ from farm import REPO
 
 def test_pip_install_builds_the_stubs_and_the_installed_package_runs_a_session(farm, tracker, vadd_module, tmp_path):
     if subprocess.run([sys.executable, "-c", "import ensurepip, venv, setuptools, wheel"], capture_output=True).returncode != 0:
-        pytest.skip(f"{sys.executable} cannot build a package offline into a venv (Debian: apt-get install python3-venv python3-setuptools python3-wheel)")
+        pytest.skip(
+            f"{sys.executable} cannot build a package offline into a venv "
+            "(Debian: apt-get install python3-venv python3-setuptools python3-wheel)"
+        )
     src = tmp_path / "checkout"
-    shutil.copytree(REPO / "python", src / "python", ignore=shutil.ignore_patterns("_proto", "__pycache__", "build", "*.egg-info", ".pytest_cache", "tests"))
+    shutil.copytree(
+        REPO / "python",
+        src / "python",
+        ignore=shutil.ignore_patterns("_proto", "__pycache__", "build", "*.egg-info", ".pytest_cache", "tests"),
+    )
     shutil.copytree(REPO / "protos" / "farm", src / "protos" / "farm")
     assert not (src / "python" / "kernelfarm" / "_proto").exists()
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, capture_output=True)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     pip = subprocess.run(
-        [str(venv / "bin" / "pip"), "install", "--no-build-isolation", "--no-index", str(src / "python")], capture_output=True, text=True, env=env
+        [str(venv / "bin" / "pip"), "install", "--no-build-isolation", "--no-index", str(src / "python")],
+        capture_output=True,
+        text=True,
+        env=env,
     )
     assert pip.returncode == 0, pip.stdout + pip.stderr
     module = tmp_path / "vadd.kfm"

@@ -83,7 +83,11 @@ def test_non_contiguous_arrays_are_copied_in_row_major_order(remote, vadd_module
 def test_empty_arrays_and_seeded_fills(remote):
     e = remote.empty((0,), "float64")
     assert e.nbytes == 0 and e.numpy().shape == (0,)
-    for dtype, fill in (("float32", kernelfarm.RandomFill(7)), ("int8", kernelfarm.RandomFill(9)), ("float64", kernelfarm.RandomFill(3, -5, 5, True))):
+    for dtype, fill in (
+        ("float32", kernelfarm.RandomFill(7)),
+        ("int8", kernelfarm.RandomFill(9)),
+        ("float64", kernelfarm.RandomFill(3, -5, 5, True)),
+    ):
         r = remote.random((4, 250), dtype, fill.seed, fill.low, fill.high, fill.integers)
         want = kernelfarm.random_array(dtype, 1000, fill).reshape(4, 250)
         np.testing.assert_array_equal(r.numpy(), want)
