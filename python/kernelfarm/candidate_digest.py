@@ -21,6 +21,7 @@ import struct
 from typing import Any, Mapping, Optional
 
 import numpy as np
+from numpy.typing import NDArray
 
 from .candidate import Candidate, Input, Output, RandomInput, is_built
 from .dtypes import dtype_name, shape_of, wire_array
@@ -191,18 +192,18 @@ def launch_doc(launch: Optional[Mapping[str, Any]], where: str) -> Optional[dict
     return {"grid": list(proto.grid), "block": list(proto.block), "sharedMemBytes": proto.shared_mem_bytes}
 
 
-def _bytes_digest(a: np.ndarray, what: str) -> str:
+def _bytes_digest(a: NDArray[Any], what: str) -> str:
     wire = wire_array(a, what)
-    return hashlib.sha256(wire.reshape(-1).view(np.uint8)).hexdigest()
+    return hashlib.sha256(wire.reshape(-1).view(np.uint8).data).hexdigest()
 
 
 class _ArrayDigests:
     """SHA-256 of arrays' bytes, once per array object (a tuning batch shares its inputs between candidates)."""
 
     def __init__(self) -> None:
-        self._by_id: dict[int, tuple[np.ndarray, str]] = {}
+        self._by_id: dict[int, tuple[NDArray[Any], str]] = {}
 
-    def __call__(self, a: np.ndarray, what: str) -> str:
+    def __call__(self, a: NDArray[Any], what: str) -> str:
         known = self._by_id.get(id(a))
         if known is None or known[0] is not a:
             known = self._by_id[id(a)] = (a, _bytes_digest(a, what))

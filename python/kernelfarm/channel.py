@@ -128,9 +128,9 @@ class SessionStream:
     def _dispatch(handlers, kind: str, value: object) -> None:
         on_message, on_status = handlers
         if kind == "message":
-            on_message(value)  # type: ignore[arg-type]
+            on_message(value)
         else:
-            on_status(value)  # type: ignore[arg-type]
+            on_status(value)
 
     def await_grant(self, timeout_s: Optional[float]) -> session_pb2.Grant:
         """The grant; the request's refusal or deadline arrives as the stream's status instead."""
@@ -139,7 +139,9 @@ class SessionStream:
             raise FarmError("DEADLINE_EXCEEDED", f"the tracker gave no grant nor refusal within {round((timeout_s or 0) * 1000)} ms")
         kind, value = self._first  # type: ignore[misc]
         if kind == "status":
-            raise value if value is not None else FarmError("PROTOCOL_ERROR", "the tracker ended a Session stream without a grant")
+            raise value if isinstance(value, BaseException) else FarmError(
+                "PROTOCOL_ERROR", "the tracker ended a Session stream without a grant"
+            )
         if not is_grant_frame(value):  # type: ignore[arg-type]
             self.cancel()
             raise FarmError("PROTOCOL_ERROR", "the tracker's first message on a Session stream was not a grant")

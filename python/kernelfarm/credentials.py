@@ -12,7 +12,7 @@ import re
 import socket
 import ssl
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Union
 
 import grpc
 
@@ -30,7 +30,7 @@ KEEPALIVE_TIMEOUT_MS = 5_000
 #: A client whose tracker went away re-dials within ~2 s of its return (host-sdk/tracker-client.ts).
 RECONNECT_MAX_MS = 2_000
 
-CHANNEL_OPTIONS: list[tuple[str, int]] = [
+CHANNEL_OPTIONS: list[tuple[str, Union[int, str]]] = [
     ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
     ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
     ("grpc.keepalive_time_ms", KEEPALIVE_TIME_MS),

@@ -14,6 +14,7 @@ import re
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional, Sequence
 
 import numpy as np
+from numpy.typing import NDArray
 
 from .benchmark_result import BenchmarkResult
 from .dtypes import DTYPES, dtype_name, shape_of, wire_array
@@ -78,9 +79,10 @@ def _launch(decl: Optional[Mapping[str, Any]], where: str) -> Optional[session_p
         return None
     if not isinstance(decl, Mapping) or "grid" not in decl or "block" not in decl:
         raise FarmError("INVALID_ARGUMENT", f"{where}: launch must be a dict with grid and block (and shared_mem_bytes), got {decl!r}")
+    checked: Mapping[str, Any] = decl
 
     def dim3(name: str) -> list[int]:
-        v = decl[name]
+        v = checked[name]
         dims = [v] if isinstance(v, (int, np.integer)) else list(v)
         if not 1 <= len(dims) <= 3 or not all(isinstance(d, (int, np.integer)) and 1 <= d <= 0x7FFF_FFFF for d in dims):
             raise FarmError("INVALID_ARGUMENT", f"{where}: launch {name} is {v!r}, expected 1 to 3 positive integers")
@@ -108,13 +110,13 @@ class RemoteArray:
     def _describe(self) -> str:
         return f"array {self.id} ({list(self.shape)} {self.dtype})"
 
-    def _write(self, data: np.ndarray) -> Pending:
+    def _write(self, data: NDArray[Any]) -> Pending:
         """Sends the array's contents without waiting for the board's answer."""
-        view = memoryview(data).cast("B")
+        view = memoryview(data).cast("B")  # type: ignore[arg-type]  # numpy's buffer protocol is not in its annotations
         head = lambda offset, done: session_pb2.ArrayWrite(array=self.id, offset=offset, done=done).SerializeToString()  # noqa: E731
         return self._session._mux.send_chunked(view, "array_write", head)
 
-    def _checked(self, source: Any) -> np.ndarray:
+    def _checked(self, source: Any) -> NDArray[Any]:
         data = wire_array(source, f"copyfrom into {self._describe()}")
         if data.dtype.name != self.dtype:
             raise FarmError(
@@ -125,7 +127,7 @@ class RemoteArray:
             raise FarmError("BAD_ARGUMENTS", f"copyfrom: {self._describe()} has shape {list(self.shape)}, got {list(data.shape)}")
         return data
 
-    def copyfrom(self, source: np.ndarray) -> "RemoteArray":
+    def copyfrom(self, source: NDArray[Any]) -> "RemoteArray":
         """Copies a numpy array of the same shape and dtype into this one (a
         non-contiguous source is copied into contiguous form first)."""
         data = self._checked(source)
@@ -146,7 +148,7 @@ class RemoteArray:
         low, high = fill_range(self.dtype, fill)
         return session_pb2.ArrayFill(array=self.id, seed=fill.seed, low=low, high=high, integers=fill.integers)
 
-    def numpy(self) -> np.ndarray:
+    def numpy(self) -> NDArray[Any]:
         """The array's contents, as a (writable) numpy array of its shape and dtype."""
         data = self._session._mux.fetch_chunked(array_read=session_pb2.ArrayRead(array=self.id))
         return np.frombuffer(data, dtype=DTYPES[self.dtype]).reshape(self.shape)
@@ -306,7 +308,7 @@ class TimeOptions(NamedTuple):
 
 
 def _target_rse(value: Any) -> float:
-    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not 0 <= value < 1:
+    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not 0 <= float(value) < 1:
         raise FarmError("BAD_ARGUMENTS", f"time_evaluator target_rse must be in [0, 1) (0.01: the median within ~1 %), got {value!r}")
     return float(value)
 
@@ -400,7 +402,9 @@ class Session:
                     raise
 
         def head(offset: int, done: bool) -> bytes:
-            return session_pb2.Upload(name=target, total_bytes=total, done=done, **(digest if offset == 0 else {})).SerializeToString()
+            return bytes(
+                session_pb2.Upload(name=target, total_bytes=total, done=done, **(digest if offset == 0 else {})).SerializeToString()
+            )
 
         self._mux.send_chunked(view, "upload", head).result()
         return target
@@ -442,11 +446,11 @@ class Session:
                 raise FarmError("BAD_ARGUMENTS", f"{at} is {value}, outside the 64-bit integers a call carries")
             return session_pb2.Arg(int_value=value)
         if isinstance(a, numbers.Real):
-            value = float(a)
+            real = float(a)
             # As the TypeScript SDK sends it: a whole number for an integer parameter travels as an integer.
-            if not is_float and value.is_integer() and _INT64[0] <= value <= _INT64[1]:
-                return session_pb2.Arg(int_value=int(value))
-            return session_pb2.Arg(float_value=value)
+            if not is_float and real.is_integer() and _INT64[0] <= real <= _INT64[1]:
+                return session_pb2.Arg(int_value=int(real))
+            return session_pb2.Arg(float_value=real)
         raise FarmError("BAD_ARGUMENTS", f"{at} must be a RemoteArray or a number, got {type(a).__name__}")
 
     # --- arrays
@@ -457,7 +461,7 @@ class Session:
         reply = self._mux.request(array_alloc=session_pb2.ArrayAlloc(shape=dims, dtype=name))
         return RemoteArray(self, reply.array.array, dims, name, int(reply.array.nbytes))
 
-    def array(self, source: np.ndarray) -> RemoteArray:
+    def array(self, source: NDArray[Any]) -> RemoteArray:
         """A remote array holding a copy of a numpy array (its shape and dtype).
         A non-contiguous array (a slice, a transpose) is copied into contiguous
         form first, as `np.ascontiguousarray` does; the board gets its values
@@ -525,7 +529,7 @@ class Session:
         module: RemoteModule,
         function: str,
         args: Sequence[Any],
-        checks: Iterable[tuple[RemoteArray, np.ndarray, float, float]],
+        checks: Iterable[tuple[RemoteArray, NDArray[Any], float, float]],
         options: TimeOptions,
     ) -> Pending:
         """One Measure request (checks before and after a time evaluation), sent without waiting."""
