@@ -21,7 +21,8 @@ from .dtypes import DTYPES, dtype_name, shape_of, wire_array
 from .errors import FarmError
 from .frames import CHUNK_BYTES
 from .multiplexer import Multiplexer, Pending
-from .protos import common_pb2, session_pb2
+from .protos import session_pb2
+from .summary import BoardInfo
 from .seeded import RandomFill, fill_problem, fill_range
 from .tree_digest import tree_digest
 
@@ -322,9 +323,9 @@ class Session:
     """A session on one board (TVM's `remote`). Use it as a context manager, or
     call close(): the board goes back to the farm."""
 
-    def __init__(self, session_id: str, board: common_pb2.BoardInfo, mux: Multiplexer, lane: str, lane_note: Optional[str] = None):
+    def __init__(self, session_id: str, board: BoardInfo, mux: Multiplexer, lane: str, lane_note: Optional[str] = None):
         self.id = session_id
-        #: The board (farm.v1.BoardInfo): id, key, kind, labels, capabilities, …
+        #: The board (kernelfarm.summary.BoardInfo): id, key, kind, labels, capabilities, …
         self.board = board
         self._mux = mux
         #: How the session's frames travel: direct | relay | grpc.

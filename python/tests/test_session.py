@@ -206,3 +206,12 @@ def test_summary_lists_queues_boards_and_agents(tracker):
     assert len(s.agents) == 1 and s.tracker_version
     only = tracker.summary(key="vta")
     assert [b.key for b in only.boards] == ["vta"]
+    # Python objects, not the wire's messages: a dataclass per item, dicts for maps, lists for repeated fields.
+    assert type(s) is kernelfarm.FarmSummary and type(s.boards) is list
+    board = next(b for b in s.boards if b.key == "cpu")
+    assert type(board) is kernelfarm.BoardInfo and type(board.labels) is dict and type(board.capabilities) is dict
+    assert board.agent_name == s.agents[0].name and board.id.startswith(board.agent_name + "/")
+    assert type(s.agents[0]) is kernelfarm.AgentInfo and type(s.queues[0]) is kernelfarm.QueueInfo
+    assert s.agents[0].boards == 4 and s.uptime_ms > 0
+    with tracker.request("cpu") as remote:
+        assert type(remote.board) is kernelfarm.BoardInfo and remote.board.key == "cpu" and remote.board.state == "busy"
