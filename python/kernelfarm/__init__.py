@@ -31,9 +31,16 @@ from .measure import (
 )
 from .seeded import RandomFill, random_array
 from .session import FileInfo, FpgaProgrammed, RemoteArray, RemoteFunction, RemoteModule, Session, Stats
+from .summary import AgentInfo, BoardInfo, CanaryTiming, FarmSummary, HealthChange, QueueInfo
 from .tracker_client import ROUTES, TrackerClient, connect_tracker
 
 __all__ = [
+    "AgentInfo",
+    "BoardInfo",
+    "CanaryTiming",
+    "FarmSummary",
+    "HealthChange",
+    "QueueInfo",
     "BenchmarkResult",
     "CODES",
     "Candidate",

@@ -32,6 +32,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 #: Where a source checkout keeps the .proto files: the repository's protos/.
 CHECKOUT_PROTOS = HERE.parent.parent / "protos"
+#: Where setup.py copies them, so that an sdist (which has no ../protos) carries them.
+PACKAGED_PROTOS = HERE / "_protos"
 OUT = HERE / "_proto"
 PACKAGE = "kernelfarm._proto"
 #: Changing how stubs are made changes the digest too, so old stubs count as stale.
@@ -44,7 +46,9 @@ _OTHER_IMPORT = re.compile(r"^\s*(from|import) farm\b", re.MULTILINE)
 def proto_files(proto_dir: Path) -> list[Path]:
     files = sorted((proto_dir / "farm" / "v1").glob("*.proto"))
     if not files:
-        raise SystemExit(f"kernelfarm stubs: no .proto files under {proto_dir / 'farm' / 'v1'}; build from a kernelfarm checkout")
+        raise SystemExit(
+            f"kernelfarm stubs: no .proto files under {proto_dir / 'farm' / 'v1'}; build from a kernelfarm checkout or its sdist"
+        )
     return files
 
 

@@ -46,7 +46,10 @@ class BenchmarkResult:
 
     def __str__(self) -> str:
         """TVM's layout: "Execution time summary:" then mean / median / max / min / std in ms."""
-        ms = lambda s: f"{s * 1e3:12.4f}"  # noqa: E731
+
+        def ms(s: float) -> str:
+            return f"{s * 1e3:12.4f}"
+
         return "\n".join(
             [
                 "Execution time summary:",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
-import numpy as np
+from numpy.typing import NDArray
 
 from .seeded import RandomFill
 
@@ -15,7 +15,7 @@ from .seeded import RandomFill
 class Input:
     """An input sent from the host (its shape is the array's)."""
 
-    array: np.ndarray
+    array: NDArray[Any]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,13 +40,13 @@ class Output:
 
     shape: Sequence[int]
     dtype: str
-    expect: Optional[np.ndarray] = None
+    expect: Optional[NDArray[Any]] = None
 
 
 Arg = Union[Input, RandomInput, Output, int, float]
 #: The expected outputs, one per Output argument in order, from the candidate's inputs (host data as given,
 #: seeded inputs generated on the host as the board does). Called once per function and inputs in a batch.
-ReferenceFn = Callable[[list], Sequence[np.ndarray]]
+ReferenceFn = Callable[[list], Sequence[NDArray[Any]]]
 
 
 @dataclasses.dataclass

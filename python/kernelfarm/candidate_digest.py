@@ -21,6 +21,7 @@ import struct
 from typing import Any, Mapping, Optional
 
 import numpy as np
+from numpy.typing import NDArray
 
 from .candidate import Candidate, Input, Output, RandomInput, is_built
 from .dtypes import dtype_name, shape_of, wire_array
@@ -96,7 +97,9 @@ def _write(value: Any, out: list[str], depth: int) -> None:
         entries = []
         for k, v in value.items():
             if not isinstance(k, str):
-                raise FarmError("INVALID_ARGUMENT", f"candidate digest: an object key is a {type(k).__name__} ({k!r}); JSON keys are strings")
+                raise FarmError(
+                    "INVALID_ARGUMENT", f"candidate digest: an object key is a {type(k).__name__} ({k!r}); JSON keys are strings"
+                )
             if v is not None:
                 entries.append((k, v))
         entries.sort(key=lambda e: e[0].encode("utf-16-be", "surrogatepass"))
@@ -117,7 +120,9 @@ def _write(value: Any, out: list[str], depth: int) -> None:
             _write(v, out, depth + 1)
         out.append("]")
     else:
-        raise FarmError("INVALID_ARGUMENT", f"candidate digest: a {type(value).__name__} has no canonical form (a definition must be JSON data)")
+        raise FarmError(
+            "INVALID_ARGUMENT", f"candidate digest: a {type(value).__name__} has no canonical form (a definition must be JSON data)"
+        )
 
 
 def _number(x: Any) -> str:
@@ -176,7 +181,9 @@ def launch_doc(launch: Optional[Mapping[str, Any]], where: str) -> Optional[dict
     if isinstance(launch, Mapping):
         unknown = [k for k in launch if k not in _LAUNCH_KEYS]
         if unknown:
-            raise FarmError("INVALID_ARGUMENT", f"{where}: launch has {', '.join(map(repr, unknown))}; its keys are {', '.join(_LAUNCH_KEYS)}")
+            raise FarmError(
+                "INVALID_ARGUMENT", f"{where}: launch has {', '.join(map(repr, unknown))}; its keys are {', '.join(_LAUNCH_KEYS)}"
+            )
     try:
         proto = _launch(launch, where)
     except FarmError as err:
@@ -185,18 +192,18 @@ def launch_doc(launch: Optional[Mapping[str, Any]], where: str) -> Optional[dict
     return {"grid": list(proto.grid), "block": list(proto.block), "sharedMemBytes": proto.shared_mem_bytes}
 
 
-def _bytes_digest(a: np.ndarray, what: str) -> str:
+def _bytes_digest(a: NDArray[Any], what: str) -> str:
     wire = wire_array(a, what)
-    return hashlib.sha256(wire.reshape(-1).view(np.uint8)).hexdigest()
+    return hashlib.sha256(wire.reshape(-1).view(np.uint8).data).hexdigest()
 
 
 class _ArrayDigests:
     """SHA-256 of arrays' bytes, once per array object (a tuning batch shares its inputs between candidates)."""
 
     def __init__(self) -> None:
-        self._by_id: dict[int, tuple[np.ndarray, str]] = {}
+        self._by_id: dict[int, tuple[NDArray[Any], str]] = {}
 
-    def __call__(self, a: np.ndarray, what: str) -> str:
+    def __call__(self, a: NDArray[Any], what: str) -> str:
         known = self._by_id.get(id(a))
         if known is None or known[0] is not a:
             known = self._by_id[id(a)] = (a, _bytes_digest(a, what))

@@ -12,7 +12,7 @@ tracker's data port (relay).
 | `opening`    | granted; the lane is being opened (auto: direct, then relay)     |
 | `open`       | frames flow                                                      |
 | `closing`    | the lane closed without the worker's clean end: the tracker's end (why) is awaited (twice its grace, + 1 s) |
-| `draining`   | the tracker's end came while the lane was open: the frames the worker sent before it ended are read to the lane's close (at most LANE_DRAIN_S) |
+| `draining`   | the tracker's end came while the lane was open: what the worker sent first is read to the lane's close (≤ LANE_DRAIN_S) |
 | `closed`     | the worker's clean end and the lane's close, or the tracker's end, arrived (or the grace passed): `on_close` ran once |
 
 Threads: one reads the Session stream (and, on the grpc lane, its frames)
@@ -128,9 +128,9 @@ class SessionStream:
     def _dispatch(handlers, kind: str, value: object) -> None:
         on_message, on_status = handlers
         if kind == "message":
-            on_message(value)  # type: ignore[arg-type]
+            on_message(value)
         else:
-            on_status(value)  # type: ignore[arg-type]
+            on_status(value)
 
     def await_grant(self, timeout_s: Optional[float]) -> session_pb2.Grant:
         """The grant; the request's refusal or deadline arrives as the stream's status instead."""
@@ -139,7 +139,9 @@ class SessionStream:
             raise FarmError("DEADLINE_EXCEEDED", f"the tracker gave no grant nor refusal within {round((timeout_s or 0) * 1000)} ms")
         kind, value = self._first  # type: ignore[misc]
         if kind == "status":
-            raise value if value is not None else FarmError("PROTOCOL_ERROR", "the tracker ended a Session stream without a grant")
+            raise value if isinstance(value, BaseException) else FarmError(
+                "PROTOCOL_ERROR", "the tracker ended a Session stream without a grant"
+            )
         if not is_grant_frame(value):  # type: ignore[arg-type]
             self.cancel()
             raise FarmError("PROTOCOL_ERROR", "the tracker's first message on a Session stream was not a grant")
@@ -407,7 +409,8 @@ def open_lane(
             if not grant.direct_address:
                 raise FarmError(
                     "UNAVAILABLE",
-                    f"board {grant.board.id}'s agent serves no direct lane (started with --no-direct, or with TLS to its tracker and no --data-tls-cert)",
+                    f"board {grant.board.id}'s agent serves no direct lane "
+                    "(started with --no-direct, or with TLS to its tracker and no --data-tls-cert)",
                 )
             lane = _dial_direct(grant, security, direct_timeout_s if grant.route == "auto" else 10.0)
             return LaneChannel(stream, tracker, lane, "direct", grace_s), "direct", None
@@ -432,17 +435,25 @@ def _dial_direct(grant: session_pb2.Grant, security: ClientSecurity, timeout_s: 
     def agent() -> LaneSocket:
         host, port = split_host_port(grant.direct_address)
         left = max(0.001, timeout_s - (time.monotonic() - started))
-        return dial_lane(host, port, lane_security, left, f"the agent of board {grant.board.id} (direct lane)", "direct", grant.session_id, hello)
+        return dial_lane(
+            host, port, lane_security, left, f"the agent of board {grant.board.id} (direct lane)", "direct", grant.session_id, hello
+        )
 
     if not grant.worker_address:
         return agent()
     host, port = split_host_port(grant.worker_address)
     try:
         return dial_lane(
-            host, port, lane_security, timeout_s, f"the session worker of board {grant.board.id} (standby lane)", "direct", grant.session_id, hello
+            host,
+            port,
+            lane_security,
+            timeout_s,
+            f"the session worker of board {grant.board.id} (standby lane)",
+            "direct",
+            grant.session_id,
+            hello,
         )
     except FarmError as err:
         if err.code not in ("UNAVAILABLE", "NOT_FOUND"):
             raise
         return agent()
-

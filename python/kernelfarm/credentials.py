@@ -12,7 +12,7 @@ import re
 import socket
 import ssl
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Union
 
 import grpc
 
@@ -30,7 +30,7 @@ KEEPALIVE_TIMEOUT_MS = 5_000
 #: A client whose tracker went away re-dials within ~2 s of its return (host-sdk/tracker-client.ts).
 RECONNECT_MAX_MS = 2_000
 
-CHANNEL_OPTIONS: list[tuple[str, int]] = [
+CHANNEL_OPTIONS: list[tuple[str, Union[int, str]]] = [
     ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
     ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
     ("grpc.keepalive_time_ms", KEEPALIVE_TIME_MS),
@@ -99,7 +99,8 @@ def client_security(
     if bool(tls_cert) != bool(tls_key):
         raise FarmError(
             "INVALID_ARGUMENT",
-            f"{what}: tls_cert and tls_key go together (a client certificate and its key), got only {'tls_cert' if tls_cert else 'tls_key'}",
+            f"{what}: tls_cert and tls_key go together (a client certificate and its key), "
+            f"got only {'tls_cert' if tls_cert else 'tls_key'}",
         )
     if (tls_cert or tls_server_name) and not tls_ca:
         raise FarmError(
@@ -200,11 +201,16 @@ def diagnose_transport(host: str, port: int, used_tls: bool, timeout_s: float = 
     if speaks_tls and not used_tls:
         return f"{address} speaks TLS and this client spoke plaintext: pass tls_ca (the farm's ca.crt) to connect"
     if not speaks_tls and used_tls:
-        return f"{address} does not speak TLS (it answered a TLS hello with something else): drop tls_ca, or start that server with --tls-cert and --tls-key"
+        return (
+            f"{address} does not speak TLS (it answered a TLS hello with something else): "
+            "drop tls_ca, or start that server with --tls-cert and --tls-key"
+        )
     return None
 
 
-def env_security(token: Optional[str], tls_ca: Optional[str], tls_cert: Optional[str], tls_key: Optional[str], tls_server_name: Optional[str]) -> ClientSecurity:
+def env_security(
+    token: Optional[str], tls_ca: Optional[str], tls_cert: Optional[str], tls_key: Optional[str], tls_server_name: Optional[str]
+) -> ClientSecurity:
     """The arguments, with the TypeScript SDK's environment defaults: $KFARM_TOKEN,
     and $KFARM_TLS_CA (with $KFARM_TLS_CERT, $KFARM_TLS_KEY) when no tls_ca is given."""
     env = os.environ

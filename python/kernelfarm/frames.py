@@ -79,14 +79,23 @@ def chunk_frame_parts(frame_id: int, op: str, head: bytes, data: memoryview) -> 
     Protobuf reads fields in any order: `data` goes last."""
     data_tag = bytes([(3 << 3) | 2]) + _varint(len(data))
     inner_len = len(head) + len(data_tag) + len(data)
-    frame_head = (bytes([(1 << 3) | 0]) + _varint(frame_id) if frame_id else b"") + bytes([(_CHUNK_FIELDS[op] << 3) | 2]) + _varint(inner_len)
+    frame_head = (
+        (bytes([(1 << 3) | 0]) + _varint(frame_id) if frame_id else b"") + bytes([(_CHUNK_FIELDS[op] << 3) | 2]) + _varint(inner_len)
+    )
     if len(data) < SPLIT_MIN_BYTES:
         return [frame_head + head + data_tag + bytes(data)]
     return [frame_head + head + data_tag, data]
 
 
 def encode_session_request(
-    key: str, priority: int, labels: dict[str, str], deadline_ms: int, client_id: str, session_timeout_ms: int, route: str, board_id: str = ""
+    key: str,
+    priority: int,
+    labels: dict[str, str],
+    deadline_ms: int,
+    client_id: str,
+    session_timeout_ms: int,
+    route: str,
+    board_id: str = "",
 ) -> bytes:
     return host_pb2.SessionRequest(
         key=key,

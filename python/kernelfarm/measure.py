@@ -25,6 +25,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import dataclasses
+import functools
 import json
 import math
 import numbers
@@ -32,9 +33,10 @@ import os
 import sys
 import threading
 import time
-from typing import Any, Callable, Mapping, NamedTuple, Optional, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Optional, Sequence, Union
 
 import numpy as np
+from numpy.typing import NDArray
 
 from .backoff import Backoff
 from .candidate import Arg, Candidate, Input, Output, RandomInput, ReferenceFn, is_built
@@ -48,8 +50,22 @@ from .session import RemoteArray, RemoteModule, Session, TimeOptions, measured
 from .tracker_client import TrackerClient
 
 __all__ = [
-    "Arg", "Candidate", "DEFAULT_INFRA_DEADLINE_S", "DEFAULT_RETRIES", "FATAL_CODES", "Input", "MEASURE_OUTCOMES", "MeasureResult",
-    "Measurer", "Output", "RandomInput", "ReferenceFn", "candidate_digest", "canonical_json", "measure", "read_results",
+    "Arg",
+    "Candidate",
+    "DEFAULT_INFRA_DEADLINE_S",
+    "DEFAULT_RETRIES",
+    "FATAL_CODES",
+    "Input",
+    "MEASURE_OUTCOMES",
+    "MeasureResult",
+    "Measurer",
+    "Output",
+    "RandomInput",
+    "ReferenceFn",
+    "candidate_digest",
+    "canonical_json",
+    "measure",
+    "read_results",
 ]
 
 # INVALID_CONFIG: a launch the board cannot run (block size, registers, shared memory), refused by its launch check.
@@ -103,7 +119,8 @@ class MeasureResult:
     def from_json(cls, record: Mapping[str, Any]) -> "MeasureResult":
         fields = {f.name for f in dataclasses.fields(cls)}
         got = {_PY_NAMES.get(k, k): v for k, v in record.items()}
-        return cls(**{"index": 0, "attempts": 0, **{k: v for k, v in got.items() if k in fields}})
+        known: dict[str, Any] = {"index": 0, "attempts": 0, **{k: v for k, v in got.items() if k in fields}}
+        return cls(**known)
 
 
 def read_results(path: Optional[str]) -> dict[str, MeasureResult]:
@@ -169,7 +186,10 @@ def _check_args(c: Candidate, cid: str) -> None:
     if c.reference is not None and outputs == 0:
         raise refuse("a reference function, but no output arguments to check")
     if is_built(c.module) and not (hasattr(c.module, "bytes") and hasattr(c.module, "name")):
-        raise refuse(f"its module is a {type(c.module).__name__}; give a built module (.bytes, .name, as compile_cpu returns) or a function that builds one")
+        raise refuse(
+            f"its module is a {type(c.module).__name__}; "
+            "give a built module (.bytes, .name, as compile_cpu returns) or a function that builds one"
+        )
 
 
 class _References:
@@ -177,17 +197,17 @@ class _References:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._memo: dict[tuple, concurrent.futures.Future] = {}
+        self._memo: dict[tuple[Any, ...], concurrent.futures.Future[Any]] = {}
         # Host inputs by identity, kept alive so an id is never reused within the batch.
-        self._host_inputs: dict[int, np.ndarray] = {}
-        self._seeded: dict[tuple, np.ndarray] = {}
+        self._host_inputs: dict[int, NDArray[Any]] = {}
+        self._seeded: dict[tuple[Any, ...], NDArray[Any]] = {}
 
-    def expected(self, c: Candidate, cid: str) -> list[Optional[np.ndarray]]:
+    def expected(self, c: Candidate, cid: str) -> list[Optional[NDArray[Any]]]:
         """The expected contents per argument (None: not a checked output)."""
         if c.reference is None:
             return [a.expect if isinstance(a, Output) else None for a in c.args]
-        inputs: list[np.ndarray] = []
-        keys: list[tuple] = []
+        inputs: list[NDArray[Any]] = []
+        keys: list[tuple[Any, ...]] = []
         with self._lock:
             for a in c.args:
                 if isinstance(a, Input):
@@ -205,7 +225,7 @@ class _References:
             memo_key = (id(c.reference), tuple(keys))
             future = self._memo.get(memo_key)
             owner = future is None
-            if owner:
+            if future is None:
                 future = self._memo[memo_key] = concurrent.futures.Future()
         if owner:
             try:
@@ -219,13 +239,17 @@ class _References:
         outputs = [a for a in c.args if isinstance(a, Output)]
         if not isinstance(got, (list, tuple)) or len(got) != len(outputs):
             n = len(got) if isinstance(got, (list, tuple)) else type(got).__name__
-            raise FarmError("INVALID_ARGUMENT", f"measure: the reference function of candidate {cid} returned {n} array(s) for {len(outputs)} output(s)")
+            raise FarmError(
+                "INVALID_ARGUMENT", f"measure: the reference function of candidate {cid} returned {n} array(s) for {len(outputs)} output(s)"
+            )
         for k, (o, r) in enumerate(zip(outputs, got)):
             want = int(np.prod(o.shape, dtype=np.int64))
             if not isinstance(r, np.ndarray) or r.dtype != np.dtype(o.dtype) or r.size != want:
                 what = f"{r.size} {r.dtype}" if isinstance(r, np.ndarray) else type(r).__name__
                 raise FarmError(
-                    "INVALID_ARGUMENT", f"measure: the reference function of candidate {cid} returned {what} for output {k}, which is {want} {np.dtype(o.dtype).name}"
+                    "INVALID_ARGUMENT",
+                    f"measure: the reference function of candidate {cid} returned {what} for output {k}, "
+                    f"which is {want} {np.dtype(o.dtype).name}",
                 )
         it = iter(got)
         return [next(it) if isinstance(a, Output) else None for a in c.args]
@@ -241,7 +265,7 @@ class _BoardSession:
     def __init__(self, session: Session):
         self.session = session
         self._modules: dict[str, Callable[[], RemoteModule]] = {}
-        self._spare: dict[tuple, list[RemoteArray]] = collections.defaultdict(list)
+        self._spare: dict[tuple[Any, ...], list[RemoteArray]] = collections.defaultdict(list)
 
     def prefetch(self, module: Any) -> Callable[[], RemoteModule]:
         """Sends `module`'s upload and load now, unless already sent; returns what waits for the loaded module."""
@@ -265,10 +289,12 @@ class _BoardSession:
             self._modules[digest] = wait
         return self._modules[digest]
 
-    def run(self, module: Any, c: Candidate, expects: Sequence[Optional[np.ndarray]], options: TimeOptions, sent: Callable[[], None]) -> dict[str, Any]:
+    def run(
+        self, module: Any, c: Candidate, expects: Sequence[Optional[NDArray[Any]]], options: TimeOptions, sent: Callable[[], None]
+    ) -> dict[str, Any]:
         s = self.session
         loading = self.prefetch(module)
-        taken: list[tuple[tuple, RemoteArray]] = []
+        taken: list[tuple[tuple[Any, ...], RemoteArray]] = []
         pending = []
         args: list[Any] = []
         try:
@@ -310,8 +336,12 @@ class _BoardSession:
             if wrong:
                 return {"outcome": "WRONG_ANSWER", "message": wrong, "board": board, "timing": t}
             return {
-                "outcome": "OK", "timing": t, "stats": counters, "board": board,
-                "conditions": dict(timing.conditions) if timing else {}, "throttled": timing.throttled if timing else None,
+                "outcome": "OK",
+                "timing": t,
+                "stats": counters,
+                "board": board,
+                "conditions": dict(timing.conditions) if timing else {},
+                "throttled": timing.throttled if timing else None,
             }
         finally:
             for p in pending:
@@ -319,8 +349,8 @@ class _BoardSession:
                     p.result()
                 except FarmError:
                     pass
-            for key, array in taken:
-                self._spare[key].append(array)
+            for spare_key, array in taken:
+                self._spare[spare_key].append(array)
 
 
 class _Progress:
@@ -338,7 +368,10 @@ class _Progress:
         rate = self.done / s
         eta = (self.total - self.done) / rate if rate > 0 else 0
         waiting = f" · waiting for the farm ({self.waiting})" if self.waiting else ""
-        sys.stderr.write(f"\r measure: {self.done}/{self.total} done, {self.failed} failed, {self.running} running · {rate:.1f}/s · ETA {eta:.0f} s{waiting}   ")
+        sys.stderr.write(
+            f"\r measure: {self.done}/{self.total} done, {self.failed} failed, {self.running} running "
+            f"· {rate:.1f}/s · ETA {eta:.0f} s{waiting}   "
+        )
         sys.stderr.flush()
 
     def end(self) -> None:
@@ -347,7 +380,26 @@ class _Progress:
 
 
 _DEFAULT_TIME_EVALUATOR: Mapping[str, Any] = {"number": 10, "repeat": 3}
-_BATCH_OPTIONS = frozenset({"time_evaluator", "timeout", "retries", "infra_deadline", "results_file", "on_result", "progress"})
+ResultsPath = Union[str, "os.PathLike[str]"]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Given:
+    """A batch's options as given (None: not given, so the Measurer's or the default)."""
+
+    time_evaluator: Optional[Mapping[str, Any]] = None
+    timeout: Optional[float] = None
+    retries: Optional[int] = None
+    infra_deadline: Optional[float] = None
+    results_file: Optional[ResultsPath] = None
+    on_result: Optional[Callable[[MeasureResult], None]] = None
+    progress: Optional[bool] = None
+
+    def over(self, base: "_Given") -> "_Given":
+        """These options, and `base`'s where these are not given (a batch's over its Measurer's)."""
+        return _Given(
+            **{f.name: getattr(base, f.name) if getattr(self, f.name) is None else getattr(self, f.name) for f in dataclasses.fields(self)}
+        )
 
 
 class _Options(NamedTuple):
@@ -363,26 +415,38 @@ class _Options(NamedTuple):
     progress: bool
 
 
-def _resolve(o: Mapping[str, Any]) -> _Options:
-    given = {k: v for k, v in (o.get("time_evaluator") or {}).items() if v is not None}
+def _resolve(o: _Given) -> _Options:
+    given = {k: v for k, v in (o.time_evaluator or {}).items() if v is not None}
     te = {**_DEFAULT_TIME_EVALUATOR, **given}
     allowed = set(TimeOptions._fields) - {"timeout", "launch"}
     if set(te) - allowed:
-        raise FarmError("INVALID_ARGUMENT", f"measure: unknown time_evaluator option(s) {', '.join(sorted(set(te) - allowed))}; options: {', '.join(sorted(allowed))}")
-    timeout = o.get("timeout")
-    timeout = DEFAULT_TIMEOUT_S if timeout is None else timeout
-    retries = o.get("retries")
-    retries = DEFAULT_RETRIES if retries is None else retries
+        raise FarmError(
+            "INVALID_ARGUMENT",
+            f"measure: unknown time_evaluator option(s) {', '.join(sorted(set(te) - allowed))}; options: {', '.join(sorted(allowed))}",
+        )
+    timeout = DEFAULT_TIMEOUT_S if o.timeout is None else o.timeout
+    retries = DEFAULT_RETRIES if o.retries is None else o.retries
     if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
-        raise FarmError("INVALID_ARGUMENT", f"measure: retries must be an integer ≥ 0 (sessions that may fail under one candidate before it is INFRA_ERROR), got {retries!r}")
-    deadline = o.get("infra_deadline")
-    deadline = DEFAULT_INFRA_DEADLINE_S if deadline is None else deadline
+        raise FarmError(
+            "INVALID_ARGUMENT",
+            "measure: retries must be an integer ≥ 0 (sessions that may fail under one candidate before it is INFRA_ERROR), "
+            f"got {retries!r}",
+        )
+    deadline = DEFAULT_INFRA_DEADLINE_S if o.infra_deadline is None else o.infra_deadline
     if not isinstance(deadline, numbers.Real) or isinstance(deadline, bool) or not math.isfinite(deadline) or deadline < 0:
-        raise FarmError("INVALID_ARGUMENT", f"measure: infra_deadline must be a finite number of seconds ≥ 0 (how long a farm outage is waited out), got {deadline!r}")
-    results_file = o.get("results_file")
+        raise FarmError(
+            "INVALID_ARGUMENT",
+            f"measure: infra_deadline must be a finite number of seconds ≥ 0 (how long a farm outage is waited out), got {deadline!r}",
+        )
     return _Options(
-        te, TimeOptions(**te, timeout=timeout), timeout, retries, float(deadline),
-        os.fspath(results_file) if results_file is not None else None, o.get("on_result"), bool(o.get("progress", sys.stderr.isatty())),
+        te,
+        TimeOptions(**te, timeout=timeout),
+        timeout,
+        retries,
+        float(deadline),
+        os.fspath(o.results_file) if o.results_file is not None else None,
+        o.on_result,
+        sys.stderr.isatty() if o.progress is None else bool(o.progress),
     )
 
 
@@ -425,23 +489,23 @@ class Measurer:
         labels: Optional[Mapping[str, str]] = None,
         boards: Optional[int] = None,
         deadline: float = 60.0,
-        **batch_options: Any,
+        *,
+        time_evaluator: Optional[Mapping[str, Any]] = None,
+        timeout: Optional[float] = None,
+        retries: Optional[int] = None,
+        infra_deadline: Optional[float] = None,
+        results_file: Optional[ResultsPath] = None,
+        on_result: Optional[Callable[[MeasureResult], None]] = None,
+        progress: Optional[bool] = None,
     ):
         self._tracker = tracker
         self._key, self._labels, self._boards, self._deadline = key, dict(labels or {}), boards, deadline
-        self._options = self._batch_options(batch_options)
+        self._options = _Given(time_evaluator, timeout, retries, infra_deadline, results_file, on_result, progress)
         _resolve(self._options)
         self._idle: list[_BoardSession] = []
         self._lock = threading.Lock()
         self._running = False
         self._closed = False
-
-    @staticmethod
-    def _batch_options(o: Mapping[str, Any], base: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
-        unknown = set(o) - _BATCH_OPTIONS
-        if unknown:
-            raise FarmError("INVALID_ARGUMENT", f"measure: unknown option(s) {', '.join(sorted(unknown))}; options: {', '.join(sorted(_BATCH_OPTIONS))}")
-        return {**(base or {}), **o}
 
     def __enter__(self) -> "Measurer":
         return self
@@ -473,8 +537,21 @@ class Measurer:
         with self._lock:
             return sum(1 for b in self._idle if not b.session.is_closed)
 
-    def measure(self, candidates: Sequence[Candidate], **batch_options: Any) -> list[MeasureResult]:
-        """One batch: one result per candidate, in candidate order."""
+    def measure(
+        self,
+        candidates: Sequence[Candidate],
+        *,
+        time_evaluator: Optional[Mapping[str, Any]] = None,
+        timeout: Optional[float] = None,
+        retries: Optional[int] = None,
+        infra_deadline: Optional[float] = None,
+        results_file: Optional[ResultsPath] = None,
+        on_result: Optional[Callable[[MeasureResult], None]] = None,
+        progress: Optional[bool] = None,
+    ) -> list[MeasureResult]:
+        """One batch: one result per candidate, in candidate order. An option
+        given here is this batch's; one not given (None) is the Measurer's."""
+        given = _Given(time_evaluator, timeout, retries, infra_deadline, results_file, on_result, progress)
         if self._closed:
             raise FarmError("INVALID_ARGUMENT", "measure: this Measurer is closed")
         with self._lock:
@@ -488,7 +565,7 @@ class Measurer:
                 raise FarmError("INVALID_ARGUMENT", "measure: candidate ids must be unique")
             for c, cid in zip(candidates, ids):
                 _check_args(c, cid)
-            return _Batch(self, candidates, ids, _resolve(self._batch_options(batch_options, self._options))).run()
+            return _Batch(self, candidates, ids, _resolve(given.over(self._options))).run()
         finally:
             self._running = False
 
@@ -534,7 +611,7 @@ class _Batch:
         self.docs: list[CandidateDoc] = []
         self.digests: dict[int, str] = {}
         self.notes: dict[int, str] = {}
-        self.modules: dict[int, concurrent.futures.Future] = {}
+        self.modules: dict[int, concurrent.futures.Future[Any]] = {}
         self.queue: collections.deque[int] = collections.deque()
         self.attempts: dict[int, int] = {}
         self.first_infra: dict[int, float] = {}
@@ -566,7 +643,7 @@ class _Batch:
             self.progress = _Progress(len(todo), self.o.progress)
             self.queue.extend(todo)
             for i in todo:
-                self.modules[i].add_done_callback(lambda f, i=i: self._built(i, f))
+                self.modules[i].add_done_callback(functools.partial(self._built, i))
             slots = self._slots(len(self.queue)) if self.queue else 0
             threads = [threading.Thread(target=self._loop, name=f"kernelfarm-measure-{n}", daemon=True) for n in range(slots)]
             self.live = len(threads)
@@ -685,14 +762,21 @@ class _Batch:
                 try:
                     self.file.append(r.to_json())
                 except OSError as err:
-                    self._stop(FarmError("UNAVAILABLE", f"measure: cannot append to results_file {self.file.path}: {err}; the batch stopped (rerun it to resume)"))
+                    self._stop(
+                        FarmError(
+                            "UNAVAILABLE",
+                            f"measure: cannot append to results_file {self.file.path}: {err}; the batch stopped (rerun it to resume)",
+                        )
+                    )
                     return
             self.progress.draw()
             if self.o.on_result:
                 try:
                     self.o.on_result(r)
                 except Exception as err:  # noqa: BLE001 - the script's bug stops the batch, as a throwing reference does
-                    self._stop(FarmError("INVALID_ARGUMENT", f"measure: on_result raised for candidate {r.id}: {type(err).__name__}: {err}"))
+                    self._stop(
+                        FarmError("INVALID_ARGUMENT", f"measure: on_result raised for candidate {r.id}: {type(err).__name__}: {err}")
+                    )
 
     def _stop(self, err: BaseException) -> None:
         """Stops the batch: no more candidates are taken, and measure() raises `err`."""
@@ -701,7 +785,7 @@ class _Batch:
                 self.fatal = err
             self.lock.notify_all()
 
-    def _built(self, i: int, f: concurrent.futures.Future) -> None:
+    def _built(self, i: int, f: concurrent.futures.Future[Any]) -> None:
         """A build ended (on its compile thread): one that failed is the candidate's result now, session or not."""
         if f.cancelled() or f.exception() is None:
             return
@@ -711,7 +795,11 @@ class _Batch:
         if isinstance(err, FarmError) and err.code == "INVALID_ARGUMENT":
             self._stop(err)
             return
-        message = f"{err.code}: {err.message}" if isinstance(err, FarmError) else f"COMPILE_ERROR: the module function raised {type(err).__name__}: {err}"
+        message = (
+            f"{err.code}: {err.message}"
+            if isinstance(err, FarmError)
+            else f"COMPILE_ERROR: the module function raised {type(err).__name__}: {err}"
+        )
         with self.lock:
             if i in self.queue:
                 self.queue.remove(i)
@@ -768,10 +856,15 @@ class _Batch:
                 keep = board is not None and not board.session.is_closed and not self.m._closed and self.requesting == 0
             for i in left:
                 # No loop is left to measure these: the farm stayed away for infra_deadline.
-                self._record(MeasureResult(
-                    i, self.ids[i], "INFRA_ERROR", self.attempts.get(i, 0),
-                    f"{self.last_infra} (no session could be had for infra_deadline, {self.o.infra_deadline:g} s)",
-                ))
+                self._record(
+                    MeasureResult(
+                        i,
+                        self.ids[i],
+                        "INFRA_ERROR",
+                        self.attempts.get(i, 0),
+                        f"{self.last_infra} (no session could be had for infra_deadline, {self.o.infra_deadline:g} s)",
+                    )
+                )
             if keep:
                 self.m._keep(board)  # type: ignore[arg-type]
             else:
@@ -869,11 +962,38 @@ class _Batch:
         self._record(MeasureResult(index, self.ids[index], "INFRA_ERROR", attempt, why, board=board_id))
 
 
-def measure(tracker: TrackerClient, candidates: Sequence[Candidate], key: str, **options: Any) -> list[MeasureResult]:
+def measure(
+    tracker: TrackerClient,
+    candidates: Sequence[Candidate],
+    key: str,
+    *,
+    labels: Optional[Mapping[str, str]] = None,
+    boards: Optional[int] = None,
+    deadline: float = 60.0,
+    time_evaluator: Optional[Mapping[str, Any]] = None,
+    timeout: Optional[float] = None,
+    retries: Optional[int] = None,
+    infra_deadline: Optional[float] = None,
+    results_file: Optional[ResultsPath] = None,
+    on_result: Optional[Callable[[MeasureResult], None]] = None,
+    progress: Optional[bool] = None,
+) -> list[MeasureResult]:
     """Measures every candidate on the boards of `key` (see Measurer for the
     options); returns one result per candidate, in candidate order. Its
     sessions end with it: a search that measures batch after batch keeps them
     with a Measurer."""
-    measurer_options = {k: options.pop(k) for k in ("labels", "boards", "deadline") if k in options}
-    with Measurer(tracker, key, **measurer_options, **options) as m:
+    with Measurer(
+        tracker,
+        key,
+        labels,
+        boards,
+        deadline,
+        time_evaluator=time_evaluator,
+        timeout=timeout,
+        retries=retries,
+        infra_deadline=infra_deadline,
+        results_file=results_file,
+        on_result=on_result,
+        progress=progress,
+    ) as m:
         return m.measure(candidates)

@@ -47,7 +47,7 @@ class Pending:
         if self._error is not None:
             e = self._error
             raise FarmError(e.code, e.message, e.details)
-        return self._frame  # type: ignore[return-value]
+        return self._frame
 
 
 class Multiplexer:

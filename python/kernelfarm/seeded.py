@@ -11,9 +11,10 @@ low + ⌊h / 2^32 · (high − low + 1)⌋, in [low, high].
 from __future__ import annotations
 
 import math
-from typing import NamedTuple, Optional
+from typing import Any, NamedTuple, Optional
 
 import numpy as np
+from numpy.typing import NDArray
 
 from .dtypes import DTYPES, integer_range
 
@@ -59,7 +60,7 @@ def fill_problem(dtype: str, fill: RandomFill) -> Optional[str]:
     return None
 
 
-def _mix(x: np.ndarray) -> np.ndarray:
+def _mix(x: NDArray[Any]) -> NDArray[Any]:
     x = x ^ (x >> np.uint32(16))
     x = x * np.uint32(0x7FEB352D)
     x = x ^ (x >> np.uint32(15))
@@ -67,7 +68,7 @@ def _mix(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> np.uint32(16))
 
 
-def random_array(dtype: str, count: int, fill: RandomFill) -> np.ndarray:
+def random_array(dtype: str, count: int, fill: RandomFill) -> NDArray[Any]:
     """`count` elements of `dtype` from `fill`'s generator, as the board makes them."""
     problem = fill_problem(dtype, fill)
     if problem:

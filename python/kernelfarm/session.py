@@ -14,13 +14,15 @@ import re
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional, Sequence
 
 import numpy as np
+from numpy.typing import NDArray
 
 from .benchmark_result import BenchmarkResult
 from .dtypes import DTYPES, dtype_name, shape_of, wire_array
 from .errors import FarmError
 from .frames import CHUNK_BYTES
 from .multiplexer import Multiplexer, Pending
-from .protos import common_pb2, session_pb2
+from .protos import session_pb2
+from .summary import BoardInfo
 from .seeded import RandomFill, fill_problem, fill_range
 from .tree_digest import tree_digest
 
@@ -78,9 +80,10 @@ def _launch(decl: Optional[Mapping[str, Any]], where: str) -> Optional[session_p
         return None
     if not isinstance(decl, Mapping) or "grid" not in decl or "block" not in decl:
         raise FarmError("INVALID_ARGUMENT", f"{where}: launch must be a dict with grid and block (and shared_mem_bytes), got {decl!r}")
+    checked: Mapping[str, Any] = decl
 
     def dim3(name: str) -> list[int]:
-        v = decl[name]
+        v = checked[name]
         dims = [v] if isinstance(v, (int, np.integer)) else list(v)
         if not 1 <= len(dims) <= 3 or not all(isinstance(d, (int, np.integer)) and 1 <= d <= 0x7FFF_FFFF for d in dims):
             raise FarmError("INVALID_ARGUMENT", f"{where}: launch {name} is {v!r}, expected 1 to 3 positive integers")
@@ -108,23 +111,24 @@ class RemoteArray:
     def _describe(self) -> str:
         return f"array {self.id} ({list(self.shape)} {self.dtype})"
 
-    def _write(self, data: np.ndarray) -> Pending:
+    def _write(self, data: NDArray[Any]) -> Pending:
         """Sends the array's contents without waiting for the board's answer."""
-        view = memoryview(data).cast("B")
+        view = memoryview(data).cast("B")  # type: ignore[arg-type]  # numpy's buffer protocol is not in its annotations
         head = lambda offset, done: session_pb2.ArrayWrite(array=self.id, offset=offset, done=done).SerializeToString()  # noqa: E731
         return self._session._mux.send_chunked(view, "array_write", head)
 
-    def _checked(self, source: Any) -> np.ndarray:
+    def _checked(self, source: Any) -> NDArray[Any]:
         data = wire_array(source, f"copyfrom into {self._describe()}")
         if data.dtype.name != self.dtype:
             raise FarmError(
-                "BAD_ARGUMENTS", f"copyfrom: {self._describe()} holds {self.dtype}, got {data.dtype.name} (convert it with .astype(np.{self.dtype}))"
+                "BAD_ARGUMENTS",
+                f"copyfrom: {self._describe()} holds {self.dtype}, got {data.dtype.name} (convert it with .astype(np.{self.dtype}))",
             )
         if data.shape != self.shape:
             raise FarmError("BAD_ARGUMENTS", f"copyfrom: {self._describe()} has shape {list(self.shape)}, got {list(data.shape)}")
         return data
 
-    def copyfrom(self, source: np.ndarray) -> "RemoteArray":
+    def copyfrom(self, source: NDArray[Any]) -> "RemoteArray":
         """Copies a numpy array of the same shape and dtype into this one (a
         non-contiguous source is copied into contiguous form first)."""
         data = self._checked(source)
@@ -145,7 +149,7 @@ class RemoteArray:
         low, high = fill_range(self.dtype, fill)
         return session_pb2.ArrayFill(array=self.id, seed=fill.seed, low=low, high=high, integers=fill.integers)
 
-    def numpy(self) -> np.ndarray:
+    def numpy(self) -> NDArray[Any]:
         """The array's contents, as a (writable) numpy array of its shape and dtype."""
         data = self._session._mux.fetch_chunked(array_read=session_pb2.ArrayRead(array=self.id))
         return np.frombuffer(data, dtype=DTYPES[self.dtype]).reshape(self.shape)
@@ -192,14 +196,18 @@ class RemoteModule:
         for f in self.functions:
             if f.name == name:
                 return f
-        raise FarmError("UNKNOWN_FUNCTION", f'module {self.id} has no function "{name}"; it has: {", ".join(f.name for f in self.functions)}')
+        raise FarmError(
+            "UNKNOWN_FUNCTION", f'module {self.id} has no function "{name}"; it has: {", ".join(f.name for f in self.functions)}'
+        )
 
     def __getitem__(self, name: str) -> RemoteFunction:
         return RemoteFunction(self, self._info(name))
 
     get_function = __getitem__
 
-    def _call(self, info: session_pb2.FunctionInfo, args: Sequence[Any], timeout: Optional[float], launch: Optional[Mapping[str, Any]]) -> session_pb2.Call:
+    def _call(
+        self, info: session_pb2.FunctionInfo, args: Sequence[Any], timeout: Optional[float], launch: Optional[Mapping[str, Any]]
+    ) -> session_pb2.Call:
         return session_pb2.Call(
             module=self.id,
             function=info.name,
@@ -259,8 +267,19 @@ class RemoteModule:
         Default 0: exactly `repeat` repeats, as TVM."""
         info = self._info(name)
         options = TimeOptions(
-            number, repeat, min_repeat_ms, limit_zero_time_iterations, cooldown_interval_ms, repeats_to_cooldown, timeout, launch, flush_l2, graph, flush_cpu_cache,
-            target_rse, budget_ms,
+            number,
+            repeat,
+            min_repeat_ms,
+            limit_zero_time_iterations,
+            cooldown_interval_ms,
+            repeats_to_cooldown,
+            timeout,
+            launch,
+            flush_l2,
+            graph,
+            flush_cpu_cache,
+            target_rse,
+            budget_ms,
         )
 
         def evaluate(*args: Any) -> BenchmarkResult:
@@ -290,7 +309,7 @@ class TimeOptions(NamedTuple):
 
 
 def _target_rse(value: Any) -> float:
-    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not 0 <= value < 1:
+    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not 0 <= float(value) < 1:
         raise FarmError("BAD_ARGUMENTS", f"time_evaluator target_rse must be in [0, 1) (0.01: the median within ~1 %), got {value!r}")
     return float(value)
 
@@ -304,9 +323,9 @@ class Session:
     """A session on one board (TVM's `remote`). Use it as a context manager, or
     call close(): the board goes back to the farm."""
 
-    def __init__(self, session_id: str, board: common_pb2.BoardInfo, mux: Multiplexer, lane: str, lane_note: Optional[str] = None):
+    def __init__(self, session_id: str, board: BoardInfo, mux: Multiplexer, lane: str, lane_note: Optional[str] = None):
         self.id = session_id
-        #: The board (farm.v1.BoardInfo): id, key, kind, labels, capabilities, …
+        #: The board (kernelfarm.summary.BoardInfo): id, key, kind, labels, capabilities, …
         self.board = board
         self._mux = mux
         #: How the session's frames travel: direct | relay | grpc.
@@ -363,7 +382,9 @@ class Session:
             data, target = source.bytes, name if name is not None else source.name
             sha256 = getattr(source, "digest", None)
         else:
-            raise FarmError("INVALID_ARGUMENT", f"upload takes a path, bytes or a compiled module (.bytes and .name), got {type(source).__name__}")
+            raise FarmError(
+                "INVALID_ARGUMENT", f"upload takes a path, bytes or a compiled module (.bytes and .name), got {type(source).__name__}"
+            )
         if not isinstance(target, str):
             raise FarmError("INVALID_ARGUMENT", f"upload: the name must be a string, got {type(target).__name__}")
         _sendable_name(target)
@@ -382,7 +403,9 @@ class Session:
                     raise
 
         def head(offset: int, done: bool) -> bytes:
-            return session_pb2.Upload(name=target, total_bytes=total, done=done, **(digest if offset == 0 else {})).SerializeToString()
+            return bytes(
+                session_pb2.Upload(name=target, total_bytes=total, done=done, **(digest if offset == 0 else {})).SerializeToString()
+            )
 
         self._mux.send_chunked(view, "upload", head).result()
         return target
@@ -411,7 +434,9 @@ class Session:
                 raise FarmError("BAD_ARGUMENTS", f"{at} is {a!r}: an array of another session")
             return session_pb2.Arg(array=a.id)
         if isinstance(a, np.ndarray):
-            raise FarmError("BAD_ARGUMENTS", f"{at} is a numpy array: the board cannot read host memory; pass remote.array(x) (a RemoteArray) instead")
+            raise FarmError(
+                "BAD_ARGUMENTS", f"{at} is a numpy array: the board cannot read host memory; pass remote.array(x) (a RemoteArray) instead"
+            )
         param = info.params[i] if i < len(info.params) else None
         is_float = param is not None and param.dtype.startswith("float")
         if isinstance(a, (numbers.Integral, np.bool_)):
@@ -422,11 +447,11 @@ class Session:
                 raise FarmError("BAD_ARGUMENTS", f"{at} is {value}, outside the 64-bit integers a call carries")
             return session_pb2.Arg(int_value=value)
         if isinstance(a, numbers.Real):
-            value = float(a)
+            real = float(a)
             # As the TypeScript SDK sends it: a whole number for an integer parameter travels as an integer.
-            if not is_float and value.is_integer() and _INT64[0] <= value <= _INT64[1]:
-                return session_pb2.Arg(int_value=int(value))
-            return session_pb2.Arg(float_value=value)
+            if not is_float and real.is_integer() and _INT64[0] <= real <= _INT64[1]:
+                return session_pb2.Arg(int_value=int(real))
+            return session_pb2.Arg(float_value=real)
         raise FarmError("BAD_ARGUMENTS", f"{at} must be a RemoteArray or a number, got {type(a).__name__}")
 
     # --- arrays
@@ -437,7 +462,7 @@ class Session:
         reply = self._mux.request(array_alloc=session_pb2.ArrayAlloc(shape=dims, dtype=name))
         return RemoteArray(self, reply.array.array, dims, name, int(reply.array.nbytes))
 
-    def array(self, source: np.ndarray) -> RemoteArray:
+    def array(self, source: NDArray[Any]) -> RemoteArray:
         """A remote array holding a copy of a numpy array (its shape and dtype).
         A non-contiguous array (a slice, a transpose) is copied into contiguous
         form first, as `np.ascontiguousarray` does; the board gets its values
@@ -452,7 +477,9 @@ class Session:
         """An uninitialised remote array."""
         return self._alloc(shape, dtype, "empty()")
 
-    def random(self, shape: Any, dtype: Any, seed: int, low: Optional[float] = None, high: Optional[float] = None, integers: bool = False) -> RemoteArray:
+    def random(
+        self, shape: Any, dtype: Any, seed: int, low: Optional[float] = None, high: Optional[float] = None, integers: bool = False
+    ) -> RemoteArray:
         """A remote array filled on the board from a seed (see RemoteArray.fill)."""
         return self.empty(shape, dtype).fill(seed, low, high, integers)
 
@@ -475,7 +502,9 @@ class Session:
         `bitstream` label becomes its SHA-256, which this returns."""
         if config is None:
             if not isinstance(bitstream, (str, os.PathLike)):
-                raise FarmError("INVALID_ARGUMENT", "program_fpga(bytes) needs the configuration too: the bytes of its vta_config.json, or its path")
+                raise FarmError(
+                    "INVALID_ARGUMENT", "program_fpga(bytes) needs the configuration too: the bytes of its vta_config.json, or its path"
+                )
             config = re.sub(r"\.(bit|bin)$", "", os.fspath(bitstream)) + ".json"
         b = self.upload(bitstream, "kfarm-bitstream.bin")
         c = self.upload(config, "kfarm-bitstream.json")
@@ -497,7 +526,12 @@ class Session:
     # --- measure()'s board side (kernelfarm.measure)
 
     def _submit_measure(
-        self, module: RemoteModule, function: str, args: Sequence[Any], checks: Iterable[tuple[RemoteArray, np.ndarray, float, float]], options: TimeOptions
+        self,
+        module: RemoteModule,
+        function: str,
+        args: Sequence[Any],
+        checks: Iterable[tuple[RemoteArray, NDArray[Any], float, float]],
+        options: TimeOptions,
     ) -> Pending:
         """One Measure request (checks before and after a time evaluation), sent without waiting."""
         info = module._info(function)
@@ -525,5 +559,9 @@ def _sendable_name(name: str) -> str:
             name.encode("utf-8")
         except UnicodeEncodeError:
             shown = repr(name if len(name) <= 40 else name[:40] + "…")
-            raise FarmError("INVALID_NAME", f"file name {shown} holds a lone surrogate (half of a UTF-16 pair), which UTF-8 cannot carry; names must be well-formed Unicode") from None
+            raise FarmError(
+                "INVALID_NAME",
+                f"file name {shown} holds a lone surrogate (half of a UTF-16 pair), which UTF-8 cannot carry; "
+                "names must be well-formed Unicode",
+            ) from None
     return name

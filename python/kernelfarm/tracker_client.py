@@ -20,6 +20,7 @@ from .frames import encode_session_request
 from .multiplexer import Multiplexer
 from .protos import host_pb2, host_pb2_grpc
 from .session import Session
+from .summary import FarmSummary, board_info, farm_summary
 
 ROUTES = ("auto", "direct", "relay", "grpc")
 SESSION_REQUEST_HEADER = "farm-session-request-bin"
@@ -141,7 +142,9 @@ class TrackerClient:
         deadline_ms = _ms(deadline, "deadline")
         if board is not None and not isinstance(board, str):
             raise FarmError("INVALID_ARGUMENT", f"request(): board must be a board id string (AGENT/NAME), got {type(board).__name__}")
-        request = encode_session_request(key, priority, label_map, deadline_ms, self.client_id, _ms(session_timeout, "session_timeout"), chosen, board or "")
+        request = encode_session_request(
+            key, priority, label_map, deadline_ms, self.client_id, _ms(session_timeout, "session_timeout"), chosen, board or ""
+        )
         metadata = call_metadata(self._security) + [(SESSION_REQUEST_HEADER, request)]
         # No gRPC deadline: the stream lives as long as the lease. The tracker answers at the queue deadline; the
         # host's own limit only guards against a tracker that never does.
@@ -167,21 +170,23 @@ class TrackerClient:
         if ended:
             channel.abort()
             raise ended
-        return Session(grant.session_id, grant.board, Multiplexer(channel, grant.session_id), lane, note)
+        return Session(grant.session_id, board_info(grant.board), Multiplexer(channel, grant.session_id), lane, note)
 
-    def summary(self, key: Optional[str] = None, health_history: bool = False) -> host_pb2.SummaryReply:
+    def summary(self, key: Optional[str] = None, health_history: bool = False) -> FarmSummary:
         """The farm's state (TVM's query_rpc_tracker): `queues` per key, `boards`,
         `agents`; with `key`, that key's boards and queue only; with
-        `health_history`, each board's last health changes too."""
+        `health_history`, each board's last health changes and timed canaries
+        too. Python objects (kernelfarm.summary), not the wire's messages."""
         self._check_open()
         try:
-            return self._stub.Summary(
+            reply = self._stub.Summary(
                 host_pb2.SummaryRequest(key=key or "", health_history=health_history),
                 metadata=call_metadata(self._security),
                 timeout=self._rpc_timeout,
             )
         except grpc.RpcError as err:
             raise self._unreachable(err)
+        return farm_summary(reply)
 
     def close(self) -> None:
         """Closes the connection; the sessions it opened end with it (CANCELLED)."""

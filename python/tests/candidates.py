@@ -28,7 +28,12 @@ def describe(c: Candidate, **typescript: Any) -> dict[str, Any]:
             fill = {"seed": a.seed, "low": a.low, "high": a.high, "integers": a.integers}
             args.append({"random": {k: v for k, v in fill.items() if v is not None}, "shape": list(a.shape), "dtype": a.dtype})
         elif isinstance(a, Output):
-            args.append({"output": {"shape": list(a.shape), "dtype": a.dtype}, **({"expect": array_description(a.expect)} if a.expect is not None else {})})
+            args.append(
+                {
+                    "output": {"shape": list(a.shape), "dtype": a.dtype},
+                    **({"expect": array_description(a.expect)} if a.expect is not None else {}),
+                }
+            )
         else:
             args.append({"scalar": a})
     d: dict[str, Any] = {"function": c.function, "args": args, "atol": c.atol, "rtol": c.rtol, **typescript}

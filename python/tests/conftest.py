@@ -39,7 +39,8 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def farm():
-    """A tracker and one agent serving two CPU boards (key cpu), a VTA simulator (key vta) and a VTA board on the device model (key fpga)."""
+    """A tracker and one agent serving two CPU boards (key cpu), a VTA simulator (key vta)
+    and a VTA board on the device model (key fpga)."""
     tracker = TrackerProcess()
     agent = None
     try:

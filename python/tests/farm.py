@@ -15,7 +15,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, Callable, Optional, Sequence, TypeVar
 
 REPO = Path(__file__).resolve().parents[2]
 CLI = REPO / "cli" / "main.ts"
@@ -91,7 +91,7 @@ class FarmProcess:
 class TrackerProcess(FarmProcess):
     """`port`: 0 for any; a restarted tracker takes its predecessor's, so that its agents and hosts find it again."""
 
-    def __init__(self, args: list[str] = (), env: Optional[dict[str, str]] = None, port: int = 0):  # type: ignore[assignment]
+    def __init__(self, args: Sequence[str] = (), env: Optional[dict[str, str]] = None, port: int = 0):
         super().__init__(["tracker", "--port", str(port), *args], env)
         m = self.wait_for_line(r"listening on (\S+):(\d+)( \(TLS\))?\n.*data port (\d+)", "kfarm tracker")
         self.host, self.port, self.tls, self.data_port = m.group(1), int(m.group(2)), bool(m.group(3)), int(m.group(4))
@@ -99,7 +99,7 @@ class TrackerProcess(FarmProcess):
 
 
 class AgentProcess(FarmProcess):
-    def __init__(self, tracker: str, boards: list[str], args: list[str] = (), env: Optional[dict[str, str]] = None):  # type: ignore[assignment]
+    def __init__(self, tracker: str, boards: list[str], args: Sequence[str] = (), env: Optional[dict[str, str]] = None):
         super().__init__(["agent", "--tracker", tracker, *[a for b in boards for a in ("--board", b)], *args], env)
         self.wait_for_line(r"kfarm agent .* serving", "kfarm agent")
 
@@ -107,7 +107,11 @@ class AgentProcess(FarmProcess):
 def run_cli(args: list[str], timeout: float = 60.0) -> subprocess.CompletedProcess:
     """Runs a one-shot `kfarm` command (certs, token) to its end."""
     return subprocess.run(
-        [NODE or "node", "--import", "tsx", str(CLI), *args], cwd=REPO, capture_output=True, text=True, timeout=timeout,
+        [NODE or "node", "--import", "tsx", str(CLI), *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
         env={**os.environ, "KFARM_LOG": LOG_LEVEL},
     )
 
@@ -115,7 +119,12 @@ def run_cli(args: list[str], timeout: float = 60.0) -> subprocess.CompletedProce
 def run_ts(script: Path, args: list[str], timeout: float = 120.0, stdin: str = "") -> subprocess.CompletedProcess:
     """Runs a TypeScript script of python/tests/ts through node and tsx."""
     return subprocess.run(
-        [NODE or "node", "--import", "tsx", str(script), *args], cwd=REPO, input=stdin, capture_output=True, text=True, timeout=timeout,
+        [NODE or "node", "--import", "tsx", str(script), *args],
+        cwd=REPO,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
         env={**os.environ, "KFARM_LOG": LOG_LEVEL},
     )
 

@@ -62,5 +62,8 @@ BAD_FUNCTIONS = {
     "vadd_wrong": ["float32* a", "float32* b", "float32* c", "int32 n"],
     "segv": ["int32 n"],
     "spin": [],
-    "sum16": [{"name": "m", "kind": "buffer", "dtype": "int32", "shape": [4, 4]}, {"name": "out", "kind": "buffer", "dtype": "int32", "shape": [1]}],
+    "sum16": [
+        {"name": "m", "kind": "buffer", "dtype": "int32", "shape": [4, 4]},
+        {"name": "out", "kind": "buffer", "dtype": "int32", "shape": [1]},
+    ],
 }

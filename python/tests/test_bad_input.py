@@ -31,11 +31,29 @@ def loaded(remote, vadd_module):
 @pytest.mark.parametrize(
     "value, names",
     [
-        (np.zeros(4, np.complex64), "dtype complex64 is not supported; boards hold int8, uint8, int16, uint16, int32, uint32, int64, uint64, float32, float64 (pass the real and imaginary parts as two float arrays)"),
-        (np.zeros(4, np.float16), "dtype float16 is not supported; boards hold int8, uint8, int16, uint16, int32, uint32, int64, uint64, float32, float64 (convert it with .astype(np.float32))"),
-        (np.zeros(4, bool), "dtype bool is not supported; boards hold int8, uint8, int16, uint16, int32, uint32, int64, uint64, float32, float64 (convert it with .astype(np.uint8))"),
-        (np.array([{}, 1], dtype=object), "dtype object is not supported; boards hold int8, uint8, int16, uint16, int32, uint32, int64, uint64, float32, float64"),
-        (np.array(["a", "b"]), "dtype str32 is not supported; boards hold int8, uint8, int16, uint16, int32, uint32, int64, uint64, float32, float64"),
+        (
+            np.zeros(4, np.complex64),
+            "dtype complex64 is not supported; boards hold int8, uint8, int16, uint16, int32, uint32, int64, uint64, float32, float64 "
+            "(pass the real and imaginary parts as two float arrays)",
+        ),
+        (
+            np.zeros(4, np.float16),
+            "dtype float16 is not supported; boards hold int8, uint8, int16, uint16, int32, uint32, int64, uint64, float32, float64 "
+            "(convert it with .astype(np.float32))",
+        ),
+        (
+            np.zeros(4, bool),
+            "dtype bool is not supported; boards hold int8, uint8, int16, uint16, int32, uint32, int64, uint64, float32, float64 "
+            "(convert it with .astype(np.uint8))",
+        ),
+        (
+            np.array([{}, 1], dtype=object),
+            "dtype object is not supported; boards hold int8, uint8, int16, uint16, int32, uint32, int64, uint64, float32, float64",
+        ),
+        (
+            np.array(["a", "b"]),
+            "dtype str32 is not supported; boards hold int8, uint8, int16, uint16, int32, uint32, int64, uint64, float32, float64",
+        ),
     ],
 )
 def test_arrays_of_dtypes_boards_do_not_hold(remote, value, names):
@@ -44,12 +62,21 @@ def test_arrays_of_dtypes_boards_do_not_hold(remote, value, names):
 
 def test_arrays_that_are_not_numpy_arrays_or_have_bad_shapes(remote):
     assert refused("BAD_ARGUMENTS", remote.array, [1.0, 2.0]) == "array() must be a numpy array, got list"
-    assert refused("BAD_ARGUMENTS", remote.empty, (2, -1)) == "empty(): shape [2, -1]: -1 is not a dimension (integers 0 … 4294967295; split a larger one)"
+    assert (
+        refused("BAD_ARGUMENTS", remote.empty, (2, -1))
+        == "empty(): shape [2, -1]: -1 is not a dimension (integers 0 … 4294967295; split a larger one)"
+    )
     assert "is not a dimension" in refused("BAD_ARGUMENTS", remote.empty, (2**33,))
     assert "is not a dimension" in refused("BAD_ARGUMENTS", remote.empty, (1.5,))
-    assert refused("BAD_ARGUMENTS", remote.empty, "abc") == "empty(): shape ['a', 'b', 'c']: 'a' is not a dimension (integers 0 … 4294967295; split a larger one)"
+    assert (
+        refused("BAD_ARGUMENTS", remote.empty, "abc")
+        == "empty(): shape ['a', 'b', 'c']: 'a' is not a dimension (integers 0 … 4294967295; split a larger one)"
+    )
     assert refused("BAD_ARGUMENTS", remote.empty, 3, "complex128").startswith("empty(): dtype complex128 is not supported")
-    assert refused("BAD_ARGUMENTS", remote.empty, 3, "float8") == "empty(): 'float8' is not a dtype; boards hold int8, uint8, int16, uint16, int32, uint32, int64, uint64, float32, float64"
+    assert (
+        refused("BAD_ARGUMENTS", remote.empty, 3, "float8")
+        == "empty(): 'float8' is not a dtype; boards hold int8, uint8, int16, uint16, int32, uint32, int64, uint64, float32, float64"
+    )
 
 
 def test_copyfrom_and_fill_check_what_they_are_given(remote):
@@ -57,11 +84,16 @@ def test_copyfrom_and_fill_check_what_they_are_given(remote):
     assert refused("BAD_ARGUMENTS", a.copyfrom, np.zeros((2, 3))) == (
         f"copyfrom: array {a.id} ([2, 3] float32) holds float32, got float64 (convert it with .astype(np.float32))"
     )
-    assert refused("BAD_ARGUMENTS", a.copyfrom, np.zeros(6, np.float32)) == f"copyfrom: array {a.id} ([2, 3] float32) has shape [2, 3], got [6]"
+    assert (
+        refused("BAD_ARGUMENTS", a.copyfrom, np.zeros(6, np.float32))
+        == f"copyfrom: array {a.id} ([2, 3] float32) has shape [2, 3], got [6]"
+    )
     assert refused("BAD_ARGUMENTS", a.fill, -1) == f"fill: array {a.id} ([2, 3] float32): the seed must be an integer in [0, 2^32), got -1"
     i8 = remote.empty(4, "int8")
     assert refused("BAD_ARGUMENTS", i8.fill, 1, 0, 300) == f"fill: array {i8.id} ([4] int8): [0, 300] does not fit int8 ([-128, 127])"
-    assert refused("BAD_ARGUMENTS", a.fill, 1, 2.0, 1.0) == f"fill: array {a.id} ([2, 3] float32): the range [2.0, 1.0] is empty or not finite"
+    assert (
+        refused("BAD_ARGUMENTS", a.fill, 1, 2.0, 1.0) == f"fill: array {a.id} ([2, 3] float32): the range [2.0, 1.0] is empty or not finite"
+    )
 
 
 def test_calls_with_wrong_arguments(remote, loaded):
@@ -79,15 +111,24 @@ def test_calls_with_wrong_arguments(remote, loaded):
     assert refused("BAD_ARGUMENTS", vadd, a, b, 3, n) == f"argument 2 (c) of {sig} must be a float32 array, got a scalar"
     assert refused("BAD_ARGUMENTS", vadd, a, b, c, c) == f"argument 3 (n) of {sig} must be a int32 scalar, got an array"
     assert refused("BAD_ARGUMENTS", vadd, a, b, c, 2.5) == f"argument 3 (n) of {sig} must be an integer, got 2.5"
-    assert refused("BAD_ARGUMENTS", vadd, a, b, c, 2**40) == f"argument 3 (n) of {sig} must be a int32 in [-2147483648, 2147483647], got {2**40}"
+    assert (
+        refused("BAD_ARGUMENTS", vadd, a, b, c, 2**40)
+        == f"argument 3 (n) of {sig} must be a int32 in [-2147483648, 2147483647], got {2**40}"
+    )
     assert refused("BAD_ARGUMENTS", vadd, a, b, c, 2**70) == f"argument 3 of vadd is {2**70}, outside the 64-bit integers a call carries"
     assert refused("BAD_ARGUMENTS", vadd, a, b, c, "8") == "argument 3 of vadd must be a RemoteArray or a number, got str"
     assert refused("BAD_ARGUMENTS", vadd, a, b, c, n, timeout=0) == "timeout of vadd must be in (0, 4294967] seconds, got 0"
     assert refused("UNKNOWN_FUNCTION", lambda: loaded["vsub"]) == f'module {loaded.id} has no function "vsub"; it has: vadd, scale, nop'
     assert refused("UNKNOWN_FUNCTION", loaded.time_evaluator, "vsub").startswith(f'module {loaded.id} has no function "vsub"')
-    for bad, what in ((0, "number must be an integer in [1, 4294967295], got 0"), (-1, "number must be an integer in [1, 4294967295], got -1")):
+    for bad, what in (
+        (0, "number must be an integer in [1, 4294967295], got 0"),
+        (-1, "number must be an integer in [1, 4294967295], got -1"),
+    ):
         assert refused("BAD_ARGUMENTS", loaded.time_evaluator("vadd", number=bad), a, b, c, n) == f"time_evaluator {what}"
-    assert refused("BAD_ARGUMENTS", loaded.time_evaluator("vadd", min_repeat_ms=math.nan), a, b, c, n) == "time_evaluator min_repeat_ms must be a finite number ≥ 0, got nan"
+    assert (
+        refused("BAD_ARGUMENTS", loaded.time_evaluator("vadd", min_repeat_ms=math.nan), a, b, c, n)
+        == "time_evaluator min_repeat_ms must be a finite number ≥ 0, got nan"
+    )
     # The session served every refusal and still computes.
     vadd(a, b, c, n)
     np.testing.assert_array_equal(c.numpy(), np.full(n, 2, np.float32))
@@ -101,7 +142,9 @@ def test_a_fixed_shape_parameter_refuses_other_shapes(remote):
     out = remote.empty(1, "int32")
     sig = "sum16(int32* m, int32* out)"
     assert refused("BAD_ARGUMENTS", sum16, remote.array(m), out) == f"argument 0 (m) of {sig} must have shape [4, 4], got [16]"
-    assert refused("BAD_ARGUMENTS", sum16, remote.array(m.reshape(2, 8)), out) == f"argument 0 (m) of {sig} must have shape [4, 4], got [2, 8]"
+    assert (
+        refused("BAD_ARGUMENTS", sum16, remote.array(m.reshape(2, 8)), out) == f"argument 0 (m) of {sig} must have shape [4, 4], got [2, 8]"
+    )
     sum16(remote.array(m.reshape(4, 4)), out)
     assert out.numpy().tolist() == [120]
     # A transposed (non-contiguous) view of the right shape is copied in numpy's order.
@@ -124,10 +167,18 @@ def test_names_files_and_modules(remote, tmp_path):
 
 
 def test_requests_with_bad_options(tracker):
-    assert refused("INVALID_ARGUMENT", tracker.request, "cpu", route="fast") == "request(): route must be one of auto, direct, relay, grpc, got 'fast'"
-    assert refused("INVALID_ARGUMENT", tracker.request, "cpu", priority="high") == "request(): priority must be a 32-bit integer, got 'high'"
+    assert (
+        refused("INVALID_ARGUMENT", tracker.request, "cpu", route="fast")
+        == "request(): route must be one of auto, direct, relay, grpc, got 'fast'"
+    )
+    assert (
+        refused("INVALID_ARGUMENT", tracker.request, "cpu", priority="high") == "request(): priority must be a 32-bit integer, got 'high'"
+    )
     assert refused("INVALID_ARGUMENT", tracker.request, "cpu", deadline=-1) == "request(): deadline must be a number of seconds ≥ 0, got -1"
-    assert refused("INVALID_ARGUMENT", tracker.request, "cpu", labels={"n": 1}) == "request(): labels must map strings to strings, got {'n': 1}"
+    assert (
+        refused("INVALID_ARGUMENT", tracker.request, "cpu", labels={"n": 1})
+        == "request(): labels must map strings to strings, got {'n': 1}"
+    )
     assert refused("INVALID_ARGUMENT", tracker.request, 7) == "request(): key must be a string, got int"
     assert refused("NO_BOARD", tracker.request, "tpu")
 

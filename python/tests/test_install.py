@@ -10,27 +10,86 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import textwrap
+from pathlib import Path
 
 import pytest
 
 from farm import REPO
 
 
-def test_pip_install_builds_the_stubs_and_the_installed_package_runs_a_session(farm, tracker, vadd_module, tmp_path):
+def _checkout(tmp_path: Path) -> Path:
+    """A copy of the checkout's python/ and protos/farm, without generated stubs or build output."""
     if subprocess.run([sys.executable, "-c", "import ensurepip, venv, setuptools, wheel"], capture_output=True).returncode != 0:
-        pytest.skip(f"{sys.executable} cannot build a package offline into a venv (Debian: apt-get install python3-venv python3-setuptools python3-wheel)")
+        pytest.skip(
+            f"{sys.executable} cannot build a package offline into a venv "
+            "(Debian: apt-get install python3-venv python3-setuptools python3-wheel)"
+        )
     src = tmp_path / "checkout"
-    shutil.copytree(REPO / "python", src / "python", ignore=shutil.ignore_patterns("_proto", "__pycache__", "build", "*.egg-info", ".pytest_cache", "tests"))
+    shutil.copytree(
+        REPO / "python",
+        src / "python",
+        ignore=shutil.ignore_patterns("_proto", "_protos", "__pycache__", "build", "dist", "*.egg-info", ".pytest_cache", "tests"),
+    )
     shutil.copytree(REPO / "protos" / "farm", src / "protos" / "farm")
     assert not (src / "python" / "kernelfarm" / "_proto").exists()
+    return src
+
+
+def _pip_install(tmp_path: Path, what: Path) -> tuple[Path, dict[str, str]]:
+    """A fresh venv (over this Python's packages, offline) with `what` installed by pip; the venv and the env to run it."""
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, capture_output=True)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     pip = subprocess.run(
-        [str(venv / "bin" / "pip"), "install", "--no-build-isolation", "--no-index", str(src / "python")], capture_output=True, text=True, env=env
+        [str(venv / "bin" / "pip"), "install", "--no-build-isolation", "--no-index", str(what)], capture_output=True, text=True, env=env
     )
     assert pip.returncode == 0, pip.stdout + pip.stderr
+    return venv, env
+
+
+def test_an_sdist_carries_the_protos_and_installs_on_its_own(tmp_path):
+    """The sdist holds the .proto files (not stubs made from them), and pip builds it where no checkout is
+    (--skip-dependency-check: grpcio-tools is what an isolated build fetches; offline, Debian's protoc makes the stubs)."""
+    if subprocess.run([sys.executable, "-c", "import build"], capture_output=True).returncode != 0:
+        pytest.skip(f"{sys.executable} has no build module (Debian: apt-get install python3-build)")
+    src = _checkout(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = tmp_path / "dist"
+    made = subprocess.run(
+        [sys.executable, "-m", "build", "--sdist", "--no-isolation", "--skip-dependency-check", "--outdir", str(out), str(src / "python")],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert made.returncode == 0, made.stdout + made.stderr
+    (sdist,) = out.glob("kernelfarm-*.tar.gz")
+    with tarfile.open(sdist) as tar:
+        names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
+    protos = {p.name for p in (REPO / "protos" / "farm" / "v1").glob("*.proto")}
+    assert {n.rsplit("/", 1)[-1] for n in names if n.startswith("kernelfarm/_protos/farm/v1/")} == protos
+    assert "kernelfarm/py.typed" in names
+    assert not [n for n in names if n.startswith("kernelfarm/_proto/")], "stubs are made from the .proto files at install"
+    # Built away from the checkout: nothing but the tarball to build from.
+    shutil.rmtree(src)
+    venv, env = _pip_install(tmp_path, sdist)
+    run = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import kernelfarm, kernelfarm.protos; print(kernelfarm.__file__)"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert run.returncode == 0, run.stderr
+    where = Path(run.stdout.strip())
+    assert where.is_relative_to(venv), where
+    assert (where.parent / "py.typed").is_file() and (where.parent / "_proto" / "farm" / "v1" / "host_pb2.py").is_file()
+
+
+def test_pip_install_builds_the_stubs_and_the_installed_package_runs_a_session(farm, tracker, vadd_module, tmp_path):
+    src = _checkout(tmp_path)
+    venv, env = _pip_install(tmp_path, src / "python")
     module = tmp_path / "vadd.kfm"
     module.write_bytes(vadd_module.bytes)
     script = textwrap.dedent(

@@ -60,14 +60,27 @@ def test_a_batch_gets_one_result_per_candidate_with_measure_ts_outcomes(tracker,
     seen = []
     time_evaluator = {"number": 5, "repeat": 2}
     results = kernelfarm.measure(
-        tracker, candidates, key="cpu", results_file=str(results_file), timeout=2.0,
-        time_evaluator=time_evaluator, on_result=seen.append, progress=False,
+        tracker,
+        candidates,
+        key="cpu",
+        results_file=str(results_file),
+        timeout=2.0,
+        time_evaluator=time_evaluator,
+        on_result=seen.append,
+        progress=False,
     )
     by_id = {r.id: r for r in results}
     assert [r.id for r in results] == [c.id for c in candidates] and [r.index for r in results] == list(range(len(candidates)))
     assert {i: by_id[i].outcome for i in by_id} == {
-        "ok-host": "OK", "ok-seeded": "OK", "ok-expect": "OK", "wrong": "WRONG_ANSWER", "crash": "RUNTIME_ERROR",
-        "no-such-function": "LOAD_ERROR", "compile": "COMPILE_ERROR", "spin": "TIMEOUT", "after-all": "OK",
+        "ok-host": "OK",
+        "ok-seeded": "OK",
+        "ok-expect": "OK",
+        "wrong": "WRONG_ANSWER",
+        "crash": "RUNTIME_ERROR",
+        "no-such-function": "LOAD_ERROR",
+        "compile": "COMPILE_ERROR",
+        "spin": "TIMEOUT",
+        "after-all": "OK",
     }
     ok = by_id["ok-host"]
     assert ok.attempts == 1 and ok.board.startswith(tracker.summary().agents[0].name + "/")
@@ -75,7 +88,7 @@ def test_a_batch_gets_one_result_per_candidate_with_measure_ts_outcomes(tracker,
     assert ok.stats["calls"] >= 2 + 5 * 2, "checked before and after timing, timed number × repeat"
     assert "element 999" in by_id["wrong"].message
     assert by_id["crash"].message.startswith("RUNTIME_CRASH: ")
-    assert by_id["no-such-function"].message.startswith('UNKNOWN_FUNCTION: module ') and "vsub" in by_id["no-such-function"].message
+    assert by_id["no-such-function"].message.startswith("UNKNOWN_FUNCTION: module ") and "vsub" in by_id["no-such-function"].message
     assert by_id["compile"].message.startswith("COMPILE_ERROR: ") and by_id["compile"].attempts == 0
     assert by_id["spin"].message.startswith("TIMEOUT: ")
     boards = {b.id for b in tracker.summary().boards}
@@ -91,10 +104,14 @@ def test_a_batch_gets_one_result_per_candidate_with_measure_ts_outcomes(tracker,
 
     # The TypeScript measure() resumes from the Python file: every candidate comes from it (same id, same digest), none is built.
     batch = tmp_path / "batch.json"
-    batch.write_text(json.dumps({
-        "options": {"timeEvaluator": {"number": 5, "repeat": 2}, "timeoutMs": 2000},
-        "candidates": [describe(c) for c in candidates],
-    }))
+    batch.write_text(
+        json.dumps(
+            {
+                "options": {"timeEvaluator": {"number": 5, "repeat": 2}, "timeoutMs": 2000},
+                "candidates": [describe(c) for c in candidates],
+            }
+        )
+    )
     ts = run_ts(MEASURE_BATCH, ["resume", tracker.address, str(results_file), str(batch)])
     assert ts.returncode == 0, ts.stderr
     out = json.loads(ts.stdout)
@@ -120,20 +137,46 @@ def test_python_resumes_from_a_typescript_results_file(tracker, tmp_path):
     a, b = np.arange(N, dtype=np.float32), np.full(N, 0.5, np.float32)
     out = Output((N,), "float32")
     candidates = [
-        Candidate(never_built, "vadd", [RandomInput((N,), "float32", seed=11), RandomInput((N,), "float32", seed=12), out, N],
-                  id="ts-seeded", reference=vadd_reference, definition={"kernel": "vadd"}),
+        Candidate(
+            never_built,
+            "vadd",
+            [RandomInput((N,), "float32", seed=11), RandomInput((N,), "float32", seed=12), out, N],
+            id="ts-seeded",
+            reference=vadd_reference,
+            definition={"kernel": "vadd"},
+        ),
         Candidate(never_built, "vadd", [Input(a), Input(b), out, N], id="ts-ok", reference=vadd_reference, definition={"kernel": "vadd"}),
-        Candidate(never_built, "vadd_wrong", [Input(a), Input(b), out, N], id="ts-wrong", reference=vadd_reference, definition={"kernel": "vadd_wrong"}),
+        Candidate(
+            never_built,
+            "vadd_wrong",
+            [Input(a), Input(b), out, N],
+            id="ts-wrong",
+            reference=vadd_reference,
+            definition={"kernel": "vadd_wrong"},
+        ),
     ]
     seen = []
     results = kernelfarm.measure(
-        tracker, candidates, key="cpu", results_file=str(results_file), time_evaluator={"number": 5, "repeat": 2}, on_result=seen.append, progress=False,
+        tracker,
+        candidates,
+        key="cpu",
+        results_file=str(results_file),
+        time_evaluator={"number": 5, "repeat": 2},
+        on_result=seen.append,
+        progress=False,
     )
     assert [(r.index, r.id, r.outcome) for r in results] == [(0, "ts-seeded", "OK"), (1, "ts-ok", "OK"), (2, "ts-wrong", "WRONG_ANSWER")]
     assert seen == [], "nothing was measured again"
     for r in results:
         w = written[r.id]
-        assert (r.timing, r.stats, r.board, r.attempts, r.message, r.digest) == (w.get("timing"), w.get("stats"), w.get("board"), w["attempts"], w.get("message"), w["digest"])
+        assert (r.timing, r.stats, r.board, r.attempts, r.message, r.digest) == (
+            w.get("timing"),
+            w.get("stats"),
+            w.get("board"),
+            w["attempts"],
+            w.get("message"),
+            w["digest"],
+        )
 
 
 def test_a_measurer_keeps_its_sessions_between_batches(tracker, vadd_module):
@@ -161,15 +204,25 @@ def test_a_measurer_keeps_its_sessions_between_batches(tracker, vadd_module):
 @pytest.mark.parametrize(
     "candidate, message",
     [
-        (Candidate(None, "f", [Output((4,), "float32", np.zeros(4, np.float32))], reference=vadd_reference),
-         "measure: candidate c0: argument 0 has an expect and the candidate a reference function: give one"),
-        (Candidate(None, "f", [Input(np.zeros(4, np.float32))], reference=vadd_reference),
-         "measure: candidate c0: a reference function, but no output arguments to check"),
-        (Candidate(None, "f", [RandomInput((4,), "int8", seed=1, low=0, high=300)]),
-         "measure: candidate c0: argument 0, a random int8 input: [0, 300] does not fit int8 ([-128, 127])"),
+        (
+            Candidate(None, "f", [Output((4,), "float32", np.zeros(4, np.float32))], reference=vadd_reference),
+            "measure: candidate c0: argument 0 has an expect and the candidate a reference function: give one",
+        ),
+        (
+            Candidate(None, "f", [Input(np.zeros(4, np.float32))], reference=vadd_reference),
+            "measure: candidate c0: a reference function, but no output arguments to check",
+        ),
+        (
+            Candidate(None, "f", [RandomInput((4,), "int8", seed=1, low=0, high=300)]),
+            "measure: candidate c0: argument 0, a random int8 input: [0, 300] does not fit int8 ([-128, 127])",
+        ),
         (Candidate(None, "f", ["four"]), "measure: candidate c0: argument 0 is a str; arguments are Input, RandomInput, Output or numbers"),
-        (Candidate(None, "f", [Input(np.zeros(4, np.complex64))]),
-         "measure: candidate c0: argument 0, an input: dtype complex64 is not supported; boards hold int8, uint8, int16, uint16, int32, uint32, int64, uint64, float32, float64 (pass the real and imaginary parts as two float arrays)"),
+        (
+            Candidate(None, "f", [Input(np.zeros(4, np.complex64))]),
+            "measure: candidate c0: argument 0, an input: dtype complex64 is not supported; "
+            "boards hold int8, uint8, int16, uint16, int32, uint32, int64, uint64, float32, float64 "
+            "(pass the real and imaginary parts as two float arrays)",
+        ),
     ],
 )
 def test_candidates_that_cannot_be_measured_are_refused_before_anything_runs(tracker, candidate, message):
@@ -185,7 +238,11 @@ def test_bad_batches_and_reference_functions(tracker, vadd_module, tmp_path):
     assert e.value.message == "measure: candidate ids must be unique"
     with pytest.raises(FarmError) as e:
         kernelfarm.measure(tracker, [], key="cpu", time_evaluator={"numbr": 3})
-    assert e.value.message == "measure: unknown time_evaluator option(s) numbr; options: budget_ms, cooldown_interval_ms, flush_cpu_cache, flush_l2, graph, limit_zero_time_iterations, min_repeat_ms, number, repeat, repeats_to_cooldown, target_rse"
+    assert (
+        e.value.message
+        == "measure: unknown time_evaluator option(s) numbr; options: budget_ms, cooldown_interval_ms, flush_cpu_cache, flush_l2, graph, "
+        "limit_zero_time_iterations, min_repeat_ms, number, repeat, repeats_to_cooldown, target_rse"
+    )
 
     def wrong_count(inputs):
         return []
@@ -195,7 +252,10 @@ def test_bad_batches_and_reference_functions(tracker, vadd_module, tmp_path):
 
     for reference, message in (
         (wrong_count, "measure: the reference function of candidate c0 returned 0 array(s) for 1 output(s)"),
-        (lambda inputs: [np.zeros(N, np.float64)], f"measure: the reference function of candidate c0 returned {N} float64 for output 0, which is {N} float32"),
+        (
+            lambda inputs: [np.zeros(N, np.float64)],
+            f"measure: the reference function of candidate c0 returned {N} float64 for output 0, which is {N} float32",
+        ),
         (throws, "measure: the reference function of candidate c0 threw: my reference has a bug"),
     ):
         with pytest.raises(FarmError) as e:

@@ -45,7 +45,9 @@ def busy_module():
 
 
 def busy(cid: str, module, iters: int) -> Candidate:
-    return Candidate(module, "busy", [Output((N,), "float32", np.arange(N, dtype=np.float32)), N, iters], id=cid, definition={"kernel": "busy"})
+    return Candidate(
+        module, "busy", [Output((N,), "float32", np.arange(N, dtype=np.float32)), N, iters], id=cid, definition={"kernel": "busy"}
+    )
 
 
 def line_count(path: Path) -> int:
@@ -69,7 +71,12 @@ def test_a_batch_survives_its_agent_and_its_tracker_killed_mid_batch(tmp_path, b
         def batch() -> None:
             try:
                 ended["results"] = kernelfarm.measure(
-                    client, candidates, key="fault", results_file=str(path), time_evaluator={"number": 5, "repeat": 3}, progress=False,
+                    client,
+                    candidates,
+                    key="fault",
+                    results_file=str(path),
+                    time_evaluator={"number": 5, "repeat": 3},
+                    progress=False,
                 )
             except BaseException as err:  # noqa: BLE001 - reported by the assertion below
                 ended["error"] = err
@@ -104,7 +111,9 @@ def test_a_batch_survives_its_agent_and_its_tracker_killed_mid_batch(tmp_path, b
         written = [json.loads(line) for line in path.read_text().splitlines()]
         ids = [line["id"] for line in written]
         assert sorted(ids) == [c.id for c in candidates], "one line per candidate: none lost, none measured twice"
-        assert all(line["outcome"] == "OK" and line["digest"] == r.digest for line, r in zip(sorted(written, key=lambda w: w["id"]), results))
+        assert all(
+            line["outcome"] == "OK" and line["digest"] == r.digest for line, r in zip(sorted(written, key=lambda w: w["id"]), results)
+        )
         assert any(r.attempts > 1 for r in results), "a session was lost under some candidate (else the faults tested nothing)"
     finally:
         client.close()
@@ -157,7 +166,13 @@ def test_more_lost_sessions_than_retries_are_infra_error_and_a_rerun_measures_th
 
         def batch() -> None:
             ended["results"] = kernelfarm.measure(
-                client, candidates, key="fault", results_file=str(path), retries=0, time_evaluator={"number": 5, "repeat": 3}, progress=False,
+                client,
+                candidates,
+                key="fault",
+                results_file=str(path),
+                retries=0,
+                time_evaluator={"number": 5, "repeat": 3},
+                progress=False,
             )
 
         runner = threading.Thread(target=batch, daemon=True)
@@ -174,11 +189,17 @@ def test_more_lost_sessions_than_retries_are_infra_error_and_a_rerun_measures_th
         assert {r.outcome for r in results} == {"OK", "INFRA_ERROR"}
         for r in lost:
             assert r.attempts == 1 and r.board is not None
-            assert r.message.startswith("AGENT_LOST: ") and r.message.endswith("(1 session failed under this candidate; retries is 0)"), r.message
+            assert r.message.startswith("AGENT_LOST: ") and r.message.endswith(
+                "(1 session failed under this candidate; retries is 0)"
+            ), r.message
 
-        again = kernelfarm.measure(client, candidates, key="fault", results_file=str(path), time_evaluator={"number": 5, "repeat": 3}, progress=False)
+        again = kernelfarm.measure(
+            client, candidates, key="fault", results_file=str(path), time_evaluator={"number": 5, "repeat": 3}, progress=False
+        )
         assert [r.outcome for r in again] == ["OK"] * len(candidates)
-        assert {r.id: r.measured_again for r in again if r.measured_again} == {r.id: "the earlier result was INFRA_ERROR, which is never final" for r in lost}
+        assert {r.id: r.measured_again for r in again if r.measured_again} == {
+            r.id: "the earlier result was INFRA_ERROR, which is never final" for r in lost
+        }
     finally:
         client.close()
         agent.stop()
@@ -190,7 +211,10 @@ def test_a_key_no_board_serves_is_refused_after_the_deadline(tracker, vadd_modul
     with pytest.raises(FarmError) as e:
         kernelfarm.measure(tracker, [busy("k", vadd_module, 1)], key="no-such-key", deadline=0.5, progress=False)
     assert time.monotonic() - t0 >= 0.5
-    assert (e.value.code, e.value.message) == ("NO_BOARD", 'measure: no board serves key "no-such-key" (waited 0.5 s for one to attach); the farm serves keys cpu, fpga, vta')
+    assert (e.value.code, e.value.message) == (
+        "NO_BOARD",
+        'measure: no board serves key "no-such-key" (waited 0.5 s for one to attach); the farm serves keys cpu, fpga, vta',
+    )
 
 
 def test_backoff_is_exponential_with_full_jitter():
@@ -206,10 +230,22 @@ def test_backoff_is_exponential_with_full_jitter():
 @pytest.mark.parametrize(
     "options, message",
     [
-        ({"retries": -1}, "measure: retries must be an integer ≥ 0 (sessions that may fail under one candidate before it is INFRA_ERROR), got -1"),
-        ({"retries": 1.5}, "measure: retries must be an integer ≥ 0 (sessions that may fail under one candidate before it is INFRA_ERROR), got 1.5"),
-        ({"infra_deadline": float("inf")}, "measure: infra_deadline must be a finite number of seconds ≥ 0 (how long a farm outage is waited out), got inf"),
-        ({"infra_deadline": "10m"}, "measure: infra_deadline must be a finite number of seconds ≥ 0 (how long a farm outage is waited out), got '10m'"),
+        (
+            {"retries": -1},
+            "measure: retries must be an integer ≥ 0 (sessions that may fail under one candidate before it is INFRA_ERROR), got -1",
+        ),
+        (
+            {"retries": 1.5},
+            "measure: retries must be an integer ≥ 0 (sessions that may fail under one candidate before it is INFRA_ERROR), got 1.5",
+        ),
+        (
+            {"infra_deadline": float("inf")},
+            "measure: infra_deadline must be a finite number of seconds ≥ 0 (how long a farm outage is waited out), got inf",
+        ),
+        (
+            {"infra_deadline": "10m"},
+            "measure: infra_deadline must be a finite number of seconds ≥ 0 (how long a farm outage is waited out), got '10m'",
+        ),
     ],
 )
 def test_bad_infrastructure_options_are_refused(tracker, options, message):

@@ -53,7 +53,9 @@ class Builds:
 def run(tracker, candidates: list[Candidate], path: Path) -> tuple[list[kernelfarm.MeasureResult], list[str]]:
     """A batch on the shared farm's cpu boards; also what it measured (on_result), by id."""
     seen: list[kernelfarm.MeasureResult] = []
-    results = kernelfarm.measure(tracker, candidates, key="cpu", results_file=str(path), time_evaluator=FAST, on_result=seen.append, progress=False)
+    results = kernelfarm.measure(
+        tracker, candidates, key="cpu", results_file=str(path), time_evaluator=FAST, on_result=seen.append, progress=False
+    )
     return results, sorted(r.id for r in seen)
 
 
@@ -81,7 +83,10 @@ def test_every_line_carries_its_digest_and_a_rerun_measures_nothing(tracker, vad
         "function": candidate_digest(vadd("function", build_cpu(VADD_SOURCE, VADD_FUNCTIONS)), FAST),
         "broken-defined": candidate_digest(candidates[4], FAST),
     }
-    assert {line["id"]: line.get("digest") for line in lines(path)} == {**want, "broken": None}, "a module that did not build, without a definition, has no digest"
+    assert {line["id"]: line.get("digest") for line in lines(path)} == {
+        **want,
+        "broken": None,
+    }, "a module that did not build, without a definition, has no digest"
     assert want["built"] == want["function"] != want["defined"]
     assert builds.count == {VADD_SOURCE: 1, BROKEN: 1, BROKEN + " ": 1}
 
@@ -91,7 +96,14 @@ def test_every_line_carries_its_digest_and_a_rerun_measures_nothing(tracker, vad
     assert measured == ["broken"]
     assert again[3].measured_again == "the earlier line has no digest" and again[3].outcome == "COMPILE_ERROR"
     for r0, r1 in zip(first[:3] + first[4:], again[:3] + again[4:]):
-        assert (r1.index, r1.id, r1.outcome, r1.timing, r1.digest, r1.measured_again) == (r0.index, r0.id, r0.outcome, r0.timing, r0.digest, None)
+        assert (r1.index, r1.id, r1.outcome, r1.timing, r1.digest, r1.measured_again) == (
+            r0.index,
+            r0.id,
+            r0.outcome,
+            r0.timing,
+            r0.digest,
+            None,
+        )
     written = lines(path)
     assert len(written) == 6 and sorted(line["id"] for line in written[:5]) == sorted(c.id for c in candidates)
     assert written[-1] == {**written[-1], "id": "broken", "measuredAgain": "the earlier line has no digest"} and "digest" not in written[-1]
@@ -159,13 +171,31 @@ def test_infra_error_and_lines_without_a_digest_are_measured_again(tracker, vadd
     d = {"source": "vadd"}
     candidates = [vadd("infra", vadd_module, d), vadd("old", vadd_module, d), vadd("kept", vadd_module, d)]
     digest = candidate_digest(candidates[0], FAST)
-    path.write_text("".join(json.dumps(line) + "\n" for line in [
-        {"index": 0, "id": "infra", "outcome": "INFRA_ERROR", "attempts": 2, "message": "AGENT_LOST: board a/c0 was lost", "digest": digest},
-        {"index": 1, "id": "old", "outcome": "OK", "attempts": 1, "timing": {"results": [1.0], "mean": 1.0, "number": 1}},  # an SDK before digests
-        {"index": 2, "id": "kept", "outcome": "WRONG_ANSWER", "attempts": 1, "message": "an earlier answer", "digest": digest},
-        "not JSON at all",
-        {"index": 9, "id": "unknown-outcome", "outcome": "MAYBE", "attempts": 1},
-    ]))
+    path.write_text(
+        "".join(
+            json.dumps(line) + "\n"
+            for line in [
+                {
+                    "index": 0,
+                    "id": "infra",
+                    "outcome": "INFRA_ERROR",
+                    "attempts": 2,
+                    "message": "AGENT_LOST: board a/c0 was lost",
+                    "digest": digest,
+                },
+                {
+                    "index": 1,
+                    "id": "old",
+                    "outcome": "OK",
+                    "attempts": 1,
+                    "timing": {"results": [1.0], "mean": 1.0, "number": 1},
+                },  # an SDK before digests
+                {"index": 2, "id": "kept", "outcome": "WRONG_ANSWER", "attempts": 1, "message": "an earlier answer", "digest": digest},
+                "not JSON at all",
+                {"index": 9, "id": "unknown-outcome", "outcome": "MAYBE", "attempts": 1},
+            ]
+        )
+    )
     results, measured = run(tracker, candidates, path)
     assert measured == ["infra", "old"]
     assert [(r.outcome, r.measured_again) for r in results] == [
@@ -194,5 +224,6 @@ def test_a_results_file_that_cannot_be_written_is_refused_before_anything_runs(t
         with pytest.raises(FarmError) as e:
             run(tracker, [vadd("v", vadd_module)], bad)
         assert e.value.code == "INVALID_ARGUMENT" and e.value.message == (
-            f"measure: results_file {bad} cannot be written (is it a folder, or is its folder missing or read-only?): give a path in a folder this process may write"
+            f"measure: results_file {bad} cannot be written (is it a folder, or is its folder missing or read-only?): "
+            "give a path in a folder this process may write"
         )

@@ -120,7 +120,11 @@ def odd_boards(farm, tracker):
     try:
         agents.append(AgentProcess(farm.address, ["cpu:key=nodirect"], ["--no-direct", "--name", "nodirect-agent"]))
         agents.append(AgentProcess(farm.address, ["cpu:key=refused"], ["--data-advertise", "127.0.0.1:1", "--name", "refused-agent"]))
-        agents.append(AgentProcess(farm.address, ["cpu:key=holed"], ["--data-advertise", f"127.0.0.1:{hole.getsockname()[1]}", "--name", "holed-agent"]))
+        agents.append(
+            AgentProcess(
+                farm.address, ["cpu:key=holed"], ["--data-advertise", f"127.0.0.1:{hole.getsockname()[1]}", "--name", "holed-agent"]
+            )
+        )
         for key in ("nodirect", "refused", "holed"):
             wait_for_free_boards(tracker, 1, key)
         yield

@@ -83,7 +83,11 @@ def test_non_contiguous_arrays_are_copied_in_row_major_order(remote, vadd_module
 def test_empty_arrays_and_seeded_fills(remote):
     e = remote.empty((0,), "float64")
     assert e.nbytes == 0 and e.numpy().shape == (0,)
-    for dtype, fill in (("float32", kernelfarm.RandomFill(7)), ("int8", kernelfarm.RandomFill(9)), ("float64", kernelfarm.RandomFill(3, -5, 5, True))):
+    for dtype, fill in (
+        ("float32", kernelfarm.RandomFill(7)),
+        ("int8", kernelfarm.RandomFill(9)),
+        ("float64", kernelfarm.RandomFill(3, -5, 5, True)),
+    ):
         r = remote.random((4, 250), dtype, fill.seed, fill.low, fill.high, fill.integers)
         want = kernelfarm.random_array(dtype, 1000, fill).reshape(4, 250)
         np.testing.assert_array_equal(r.numpy(), want)
@@ -202,3 +206,12 @@ def test_summary_lists_queues_boards_and_agents(tracker):
     assert len(s.agents) == 1 and s.tracker_version
     only = tracker.summary(key="vta")
     assert [b.key for b in only.boards] == ["vta"]
+    # Python objects, not the wire's messages: a dataclass per item, dicts for maps, lists for repeated fields.
+    assert type(s) is kernelfarm.FarmSummary and type(s.boards) is list
+    board = next(b for b in s.boards if b.key == "cpu")
+    assert type(board) is kernelfarm.BoardInfo and type(board.labels) is dict and type(board.capabilities) is dict
+    assert board.agent_name == s.agents[0].name and board.id.startswith(board.agent_name + "/")
+    assert type(s.agents[0]) is kernelfarm.AgentInfo and type(s.queues[0]) is kernelfarm.QueueInfo
+    assert s.agents[0].boards == 4 and s.uptime_ms > 0
+    with tracker.request("cpu") as remote:
+        assert type(remote.board) is kernelfarm.BoardInfo and remote.board.key == "cpu" and remote.board.state == "busy"

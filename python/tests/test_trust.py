@@ -38,8 +38,16 @@ def secure_farm(tmp_path_factory):
         agent = AgentProcess(
             tracker.address,
             ["cpu:key=secure,name=s0"],
-            ["--tls-ca", str(certs / "ca.crt"), "--token", agent_token,
-             "--data-tls-cert", str(certs / "server.crt"), "--data-tls-key", str(certs / "server.key")],
+            [
+                "--tls-ca",
+                str(certs / "ca.crt"),
+                "--token",
+                agent_token,
+                "--data-tls-cert",
+                str(certs / "server.crt"),
+                "--data-tls-key",
+                str(certs / "server.key"),
+            ],
         )
         yield {"address": tracker.address, "ca": str(certs / "ca.crt"), "client": client_token, "other": other_token}
     finally:

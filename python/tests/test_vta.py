@@ -22,8 +22,13 @@ BATCH, BLOCK = 1, 16
 
 #: TVM's simulator statistics for the tutorial (docs/vta-isa.md §9.3; tests/vta-farm.test.ts).
 PUBLISHED = {
-    "inp_load_nbytes": 114688, "wgt_load_nbytes": 1179648, "acc_load_nbytes": 0, "uop_load_nbytes": 1144,
-    "out_store_nbytes": 50176, "gemm_counter": 451584, "alu_counter": 9408,
+    "inp_load_nbytes": 114688,
+    "wgt_load_nbytes": 1179648,
+    "acc_load_nbytes": 0,
+    "uop_load_nbytes": 1144,
+    "out_store_nbytes": 50176,
+    "gemm_counter": 451584,
+    "alu_counter": 9408,
 }
 
 
@@ -88,8 +93,17 @@ def test_vta_conv2d_equals_the_reference_and_tvms_statistics(tracker, conv2d):
 
 #: TVM's vta_config.json for the default configuration, as a Pynq bitstream's companion.
 TVM_CONFIG = {
-    "TARGET": "pynq", "HW_VER": "0.0.2", "LOG_INP_WIDTH": 3, "LOG_WGT_WIDTH": 3, "LOG_ACC_WIDTH": 5, "LOG_BATCH": 0, "LOG_BLOCK": 4,
-    "LOG_UOP_BUFF_SIZE": 15, "LOG_INP_BUFF_SIZE": 15, "LOG_WGT_BUFF_SIZE": 18, "LOG_ACC_BUFF_SIZE": 17,
+    "TARGET": "pynq",
+    "HW_VER": "0.0.2",
+    "LOG_INP_WIDTH": 3,
+    "LOG_WGT_WIDTH": 3,
+    "LOG_ACC_WIDTH": 5,
+    "LOG_BATCH": 0,
+    "LOG_BLOCK": 4,
+    "LOG_UOP_BUFF_SIZE": 15,
+    "LOG_INP_BUFF_SIZE": 15,
+    "LOG_WGT_BUFF_SIZE": 18,
+    "LOG_ACC_BUFF_SIZE": 17,
 }
 
 

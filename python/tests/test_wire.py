@@ -25,7 +25,11 @@ WIRE_FACTS = REPO / "python" / "tests" / "ts" / "wire_facts.ts"
 
 
 def _chunk(op: str, frame_id: int, data: bytes) -> bytes:
-    inner = session_pb2.Upload(name="m.kfm", total_bytes=len(data), done=True, sha256="ab") if op == "upload" else session_pb2.ArrayWrite(array=3, offset=4096, done=False)
+    inner = (
+        session_pb2.Upload(name="m.kfm", total_bytes=len(data), done=True, sha256="ab")
+        if op == "upload"
+        else session_pb2.ArrayWrite(array=3, offset=4096, done=False)
+    )
     return b"".join(bytes(p) for p in chunk_frame_parts(frame_id, op, inner.SerializeToString(), memoryview(data)))
 
 
@@ -46,18 +50,32 @@ def test_the_codes_are_the_typescript_ones_in_the_same_order(facts):
 
 def test_chunk_frames_without_a_copy_encode_as_protobuf_does(facts):
     for (op, frame_id, data), got in zip(CHUNKS, facts["decoded"]):
-        inner = session_pb2.Upload(name="m.kfm", total_bytes=len(data), done=True, sha256="ab", data=data) if op == "upload" else session_pb2.ArrayWrite(array=3, offset=4096, done=False, data=data)
+        inner = (
+            session_pb2.Upload(name="m.kfm", total_bytes=len(data), done=True, sha256="ab", data=data)
+            if op == "upload"
+            else session_pb2.ArrayWrite(array=3, offset=4096, done=False, data=data)
+        )
         # Field order differs (data goes last), the message does not.
         assert session_pb2.HostFrame.FromString(_chunk(op, frame_id, data)) == session_pb2.HostFrame(id=frame_id, **{op: inner})
         # And the TypeScript decoder reads the same frame.
-        fields = {"name": "m.kfm", "total_bytes": len(data), "done": True, "sha256": "ab"} if op == "upload" else {"array": 3, "offset": 4096, "done": False}
+        fields = (
+            {"name": "m.kfm", "total_bytes": len(data), "done": True, "sha256": "ab"}
+            if op == "upload"
+            else {"array": 3, "offset": 4096, "done": False}
+        )
         assert got == {"id": frame_id, "op": op, op: {**fields, "data": data.hex()}}
 
 
 def test_the_session_request_reads_the_same_in_typescript(facts):
     assert facts["decoded"][-1] == {
-        "key": "h100", "priority": 7, "labels": {"gpu": "h100", "rack": "a"}, "deadline_ms": 2500,
-        "client_id": "py-client", "session_timeout_ms": 60_000, "route": "relay", "board_id": "gpu-host/cuda1",
+        "key": "h100",
+        "priority": 7,
+        "labels": {"gpu": "h100", "rack": "a"},
+        "deadline_ms": 2500,
+        "client_id": "py-client",
+        "session_timeout_ms": 60_000,
+        "route": "relay",
+        "board_id": "gpu-host/cuda1",
     }
 
 
@@ -70,7 +88,13 @@ def test_ends_and_grants_are_recognised_by_their_first_byte(facts):
     assert is_grant_frame(grant) and not is_end_frame(grant)
     g = decode_grant(grant)
     assert (g.session_id, g.route, g.ticket, g.direct_address, g.worker_address, g.relay_port, g.end_grace_ms) == (
-        "s1-abc", "auto", "tkt", "127.0.0.1:5", "127.0.0.1:6", 7, 1000
+        "s1-abc",
+        "auto",
+        "tkt",
+        "127.0.0.1:5",
+        "127.0.0.1:6",
+        7,
+        1000,
     )
     # A reply never starts with either byte, whatever its id.
     for frame_id in (0, 1, 127, 128, 300):

@@ -1,0 +1,137 @@
+"""The farm's state as Python objects: what `TrackerClient.summary()` returns
+and what `Session.board` is (farm.v1.SummaryReply and BoardInfo, protos/farm/v1).
+
+Frozen dataclasses with the messages' field names, so code written against
+the protobuf reads the same (`summary.boards[0].labels["arch"]`); maps are
+dicts and repeated fields lists. `HealthChange.from_` is the wire's `from`,
+a Python keyword. tests/test_summary_types.py holds each class to its
+message: a field added to the contract fails it until it is added here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+
+@dataclasses.dataclass(frozen=True)
+class HealthChange:
+    """One move of a board's health (healthy | suspect | quarantined)."""
+
+    at_ms: float
+    from_: str
+    to: str
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True)
+class CanaryTiming:
+    """One timed canary run of a board, as the tracker received it."""
+
+    at_ms: float
+    kernel_ns: float
+
+
+@dataclasses.dataclass(frozen=True)
+class BoardInfo:
+    """A board as the tracker knows it; `id` is "<agent name>/<board name>".
+    `health_history` and `canary_timings` are filled only when
+    `summary(health_history=True)` asks."""
+
+    id: str
+    key: str
+    kind: str
+    labels: dict[str, str]
+    capabilities: dict[str, str]
+    agent_id: str
+    agent_name: str
+    state: str
+    session_id: str
+    client_id: str
+    health: str
+    health_reason: str
+    last_error: str
+    drained: bool
+    last_canary: str
+    last_canary_at_ms: float
+    session_lane: str
+    drain_reason: str
+    health_history: list[HealthChange]
+    canary_ns: float
+    canary_baseline_ns: float
+    canary_baseline_runs: int
+    canary_drift: float
+    canary_timings: list[CanaryTiming]
+
+
+@dataclasses.dataclass(frozen=True)
+class QueueInfo:
+    """A key's queue: its boards (`total`, `free`) and the requests waiting (`pending`)."""
+
+    key: str
+    total: int
+    free: int
+    pending: int
+
+
+@dataclasses.dataclass(frozen=True)
+class AgentInfo:
+    """An attached agent: `boards` is how many it serves."""
+
+    id: str
+    name: str
+    peer: str
+    attached_at_ms: float
+    boards: int
+
+
+@dataclasses.dataclass(frozen=True)
+class FarmSummary:
+    """The farm's state (TVM's query_rpc_tracker)."""
+
+    queues: list[QueueInfo]
+    boards: list[BoardInfo]
+    agents: list[AgentInfo]
+    tracker_version: str
+    uptime_ms: float
+
+
+def board_info(m: Any) -> BoardInfo:
+    """A farm.v1.BoardInfo message as a BoardInfo."""
+    return BoardInfo(
+        id=m.id,
+        key=m.key,
+        kind=m.kind,
+        labels=dict(m.labels),
+        capabilities=dict(m.capabilities),
+        agent_id=m.agent_id,
+        agent_name=m.agent_name,
+        state=m.state,
+        session_id=m.session_id,
+        client_id=m.client_id,
+        health=m.health,
+        health_reason=m.health_reason,
+        last_error=m.last_error,
+        drained=m.drained,
+        last_canary=m.last_canary,
+        last_canary_at_ms=m.last_canary_at_ms,
+        session_lane=m.session_lane,
+        drain_reason=m.drain_reason,
+        health_history=[HealthChange(h.at_ms, getattr(h, "from"), h.to, h.reason) for h in m.health_history],
+        canary_ns=m.canary_ns,
+        canary_baseline_ns=m.canary_baseline_ns,
+        canary_baseline_runs=m.canary_baseline_runs,
+        canary_drift=m.canary_drift,
+        canary_timings=[CanaryTiming(c.at_ms, c.kernel_ns) for c in m.canary_timings],
+    )
+
+
+def farm_summary(m: Any) -> FarmSummary:
+    """A farm.v1.SummaryReply message as a FarmSummary."""
+    return FarmSummary(
+        queues=[QueueInfo(q.key, q.total, q.free, q.pending) for q in m.queues],
+        boards=[board_info(b) for b in m.boards],
+        agents=[AgentInfo(a.id, a.name, a.peer, a.attached_at_ms, a.boards) for a in m.agents],
+        tracker_version=m.tracker_version,
+        uptime_ms=m.uptime_ms,
+    )

@@ -1,0 +1,63 @@
+"""summary() and Session.board hand out Python objects (kernelfarm/summary.py),
+each class the mirror of its farm.v1 message: the same fields, in the
+message's order, and every value carried over — so a field added to the
+contract fails here until the SDK carries it too."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+import kernelfarm
+from kernelfarm.protos import common_pb2, host_pb2
+from kernelfarm.summary import board_info, farm_summary
+
+MIRRORS = [
+    (kernelfarm.FarmSummary, host_pb2.SummaryReply),
+    (kernelfarm.QueueInfo, host_pb2.QueueInfo),
+    (kernelfarm.AgentInfo, host_pb2.AgentInfo),
+    (kernelfarm.BoardInfo, common_pb2.BoardInfo),
+    (kernelfarm.HealthChange, common_pb2.HealthChange),
+    (kernelfarm.CanaryTiming, common_pb2.CanaryTiming),
+]
+
+
+@pytest.mark.parametrize("cls, message", MIRRORS, ids=[m[1].DESCRIPTOR.name for m in MIRRORS])
+def test_each_class_has_its_message_fields(cls, message):
+    # `from` is a Python keyword: the attribute is from_.
+    wire = [f.name for f in message.DESCRIPTOR.fields]
+    assert [f.name.rstrip("_") for f in dataclasses.fields(cls)] == wire
+
+
+def test_every_value_is_carried_over_as_a_python_value():
+    board = common_pb2.BoardInfo(
+        id="a1/c0", key="cpu", kind="cpu", labels={"arch": "x86_64"}, capabilities={"cores": "2"}, agent_id="ag", agent_name="a1",
+        state="busy", session_id="s1", client_id="me", health="suspect", health_reason="slow canary", last_error="TIMEOUT",
+        drained=True, last_canary="passed: vadd", last_canary_at_ms=1.5, session_lane="direct", drain_reason="drained by alice",
+        canary_ns=120.0, canary_baseline_ns=100.0, canary_baseline_runs=5, canary_drift=1.2,
+    )  # fmt: skip
+    board.health_history.add(at_ms=2.0, to="suspect", reason="slow canary")
+    setattr(board.health_history[0], "from", "healthy")
+    board.canary_timings.add(at_ms=3.0, kernel_ns=120.0)
+    reply = host_pb2.SummaryReply(tracker_version="1.2.3", uptime_ms=42.0)
+    reply.boards.append(board)
+    reply.queues.add(key="cpu", total=2, free=1, pending=3)
+    reply.agents.add(id="ag", name="a1", peer="127.0.0.1:5", attached_at_ms=7.0, boards=2)
+
+    s = farm_summary(reply)
+    assert s == kernelfarm.FarmSummary(
+        queues=[kernelfarm.QueueInfo("cpu", 2, 1, 3)],
+        boards=[board_info(board)],
+        agents=[kernelfarm.AgentInfo("ag", "a1", "127.0.0.1:5", 7.0, 2)],
+        tracker_version="1.2.3",
+        uptime_ms=42.0,
+    )
+    b = s.boards[0]
+    for f in common_pb2.BoardInfo.DESCRIPTOR.fields:
+        if f.name not in ("labels", "capabilities", "health_history", "canary_timings"):
+            assert getattr(b, f.name) == getattr(board, f.name), f.name
+    assert type(b.labels) is dict and b.labels == {"arch": "x86_64"} and b.capabilities == {"cores": "2"}
+    assert b.health_history == [kernelfarm.HealthChange(at_ms=2.0, from_="healthy", to="suspect", reason="slow canary")]
+    assert b.canary_timings == [kernelfarm.CanaryTiming(at_ms=3.0, kernel_ns=120.0)]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        b.state = "free"  # type: ignore[misc]
