@@ -31,13 +31,14 @@ from .measure import (
 )
 from .seeded import RandomFill, random_array
 from .session import FileInfo, FpgaProgrammed, RemoteArray, RemoteFunction, RemoteModule, Session, Stats
-from .summary import AgentInfo, BoardInfo, CanaryTiming, FarmSummary, HealthChange, QueueInfo
+from .summary import AgentInfo, BoardInfo, CanaryTiming, CudaLaunchLimits, FarmSummary, HealthChange, QueueInfo
 from .tracker_client import ROUTES, TrackerClient, connect_tracker
 
 __all__ = [
     "AgentInfo",
     "BoardInfo",
     "CanaryTiming",
+    "CudaLaunchLimits",
     "FarmSummary",
     "HealthChange",
     "QueueInfo",

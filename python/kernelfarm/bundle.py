@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import platform
+import builtins
 import re
 import sys
 from collections.abc import Mapping
@@ -360,7 +361,7 @@ class CompiledModule:
     functions: list[dict[str, Any]]
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> "CompiledModule":
+    def from_bytes(cls, data: builtins.bytes) -> "CompiledModule":
         """A bundle file (from either SDK) read back; BAD_BUNDLE if it is not one."""
         bundle = decode_bundle(data)
         digest = bundle_digest(data)

@@ -21,7 +21,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Optional, Union
+from typing import Any, Literal, Optional, Union
 
 from ._compile_js import MISSING, is_number, js_json
 from .bundle import (
@@ -56,7 +56,7 @@ _SHARED_MEM_KEYS = ("shared_mem_bytes", "sharedMemBytes")
 _log = logging.getLogger("kernelfarm.cuda")
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class CudaCompiledModule(CompiledModule):
     """A CUDA bundle and what nvcc said about it."""
 
@@ -75,7 +75,8 @@ class _Options:
     ptx: bool
     nvcc: Optional[str]
     file_name: str
-    cache: Union[str, bool]
+    #: A directory, or False: no cache.
+    cache: Union[str, Literal[False]]
 
 
 def _resolve(functions: Any, arch: Any, flags: Any, ptx: Any, nvcc: Any, file_name: Any, cache: Any) -> _Options:
@@ -324,9 +325,11 @@ def _from_cache(data: Optional[bytes], o: _Options) -> Optional[CudaCompiledModu
         if bundle["target"] != "cuda" or bundle["targetDetails"].get("arch") != o.arch:
             return None
         report = json.loads(bundle.get("meta", {}).get("ptxas", ""))
-        resources = {name: KernelResources.from_json(r) for name, r in report.items()}
+        read = {name: KernelResources.from_json(r) for name, r in report.items()}
     except (FarmError, ValueError, AttributeError, TypeError):
         return None
-    if not all(resources.get(f["name"]) for f in o.functions):
+    # An entry whose report lacks a kernel it compiled, or holds a malformed one, is a miss.
+    resources = {name: r for name, r in read.items() if r is not None}
+    if len(resources) != len(read) or not all(f["name"] in resources for f in o.functions):
         return None
     return _module(data, bundle["functions"], o.arch, resources, cached=True)

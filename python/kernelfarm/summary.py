@@ -11,7 +11,7 @@ message: a field added to the contract fails it until it is added here.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Optional
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,6 +30,19 @@ class CanaryTiming:
 
     at_ms: float
     kernel_ns: float
+
+
+@dataclasses.dataclass(frozen=True)
+class CudaLaunchLimits:
+    """What a CUDA board's GPU allows one kernel launch, as its driver reports it (dimensions as (x, y, z))."""
+
+    max_threads_per_block: int
+    max_block: tuple[int, ...]
+    max_grid: tuple[int, ...]
+    max_shared_per_block: int
+    max_shared_per_block_optin: int
+    max_registers_per_block: int
+    warp_size: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,6 +75,8 @@ class BoardInfo:
     canary_baseline_runs: int
     canary_drift: float
     canary_timings: list[CanaryTiming]
+    #: A CUDA board's launch limits; None on other kinds of boards.
+    cuda_limits: Optional[CudaLaunchLimits]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,6 +138,20 @@ def board_info(m: Any) -> BoardInfo:
         canary_baseline_runs=m.canary_baseline_runs,
         canary_drift=m.canary_drift,
         canary_timings=[CanaryTiming(c.at_ms, c.kernel_ns) for c in m.canary_timings],
+        cuda_limits=cuda_limits(m.cuda_limits) if m.HasField("cuda_limits") else None,
+    )
+
+
+def cuda_limits(m: Any) -> CudaLaunchLimits:
+    """A farm.v1.CudaLaunchLimits message as a CudaLaunchLimits."""
+    return CudaLaunchLimits(
+        max_threads_per_block=m.max_threads_per_block,
+        max_block=tuple(m.max_block),
+        max_grid=tuple(m.max_grid),
+        max_shared_per_block=m.max_shared_per_block,
+        max_shared_per_block_optin=m.max_shared_per_block_optin,
+        max_registers_per_block=m.max_registers_per_block,
+        warp_size=m.warp_size,
     )
 
 

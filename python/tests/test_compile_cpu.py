@@ -50,21 +50,47 @@ SAXPY_FILL = {"saxpy": ["float32* y", "float32* x", "float32 a", "int32 n"], "fi
 # (name, source, functions, options as the Python call takes them)
 CASES = [
     ("buffers and scalars, default compiler", GOOD, SAXPY_FILL, {}),
-    ("fixed shapes as ParamSpec dicts, own key order kept", MATMUL, {
-        "matmul": [
-            {"name": "a", "kind": "buffer", "dtype": "float32", "shape": [4, 4]},
-            {"dtype": "float32", "kind": "buffer", "name": "b", "shape": [4, 4]},
-            {"name": "c", "kind": "buffer", "dtype": "float32", "shape": [4, 4]},
-        ],
-        "scale": ["float64 x", "int64 k"],
-    }, {}),
-    ("extra flags and a define, unnamed parameters", MATMUL, {"matmul": ["float32*", "float32*", "float32*"]}, {"flags": ["-O3", "-DSCALE=2", "-Wall"]}),
+    (
+        "fixed shapes as ParamSpec dicts, own key order kept",
+        MATMUL,
+        {
+            "matmul": [
+                {"name": "a", "kind": "buffer", "dtype": "float32", "shape": [4, 4]},
+                {"dtype": "float32", "kind": "buffer", "name": "b", "shape": [4, 4]},
+                {"name": "c", "kind": "buffer", "dtype": "float32", "shape": [4, 4]},
+            ],
+            "scale": ["float64 x", "int64 k"],
+        },
+        {},
+    ),
+    (
+        "extra flags and a define, unnamed parameters",
+        MATMUL,
+        {"matmul": ["float32*", "float32*", "float32*"]},
+        {"flags": ["-O3", "-DSCALE=2", "-Wall"]},
+    ),
     ("an explicit compiler and file name", GOOD, {"fill": ["int32* out", "int32 n", "int32 v"]}, {"cc": "gcc", "file_name": "gemm_tile.c"}),
     ("seventeen functions", MANY, {f"f{i}": ["float32* a"] for i in range(17)}, {}),
 ]
 
-PARAM_DECLS = ["float32* a", "float32 *a", "float32*a", "  uint8*  ", "int32 n", "float64", "int64 _len2",
-               "float a", "float32** a", "vec4 a", "int32 1a", "int32 a b", "", "Float32* a", "float32* a[4]", "int32 n\n"]
+PARAM_DECLS = [
+    "float32* a",
+    "float32 *a",
+    "float32*a",
+    "  uint8*  ",
+    "int32 n",
+    "float64",
+    "int64 _len2",
+    "float a",
+    "float32** a",
+    "vec4 a",
+    "int32 1a",
+    "int32 a b",
+    "",
+    "Float32* a",
+    "float32* a[4]",
+    "int32 n\n",
+]
 
 
 def ts_options(options: dict) -> dict:
@@ -88,7 +114,11 @@ def ts_compiled(compiler):
     jobs = [{"op": "compileCpu", "source": src, "options": {"functions": fns, **ts_options(opts)}} for _, src, fns, opts in CASES]
     jobs += [
         {"op": "compileCpu", "source": BROKEN, "options": {"functions": {"ok": ["float32* a"], "bad": ["float32* a"]}}},
-        {"op": "compileCpu", "source": "void f(void) { syntax error here }\n", "options": {"functions": {"f": []}, "fileName": "gemm_tile.c"}},
+        {
+            "op": "compileCpu",
+            "source": "void f(void) { syntax error here }\n",
+            "options": {"functions": {"f": []}, "fileName": "gemm_tile.c"},
+        },
     ]
     results = run_ts(jobs)
     return {"cases": results[: len(CASES)], "broken": results[-2], "file_name": results[-1]}
@@ -196,14 +226,34 @@ def test_parameter_declarations_read_as_parse_param_reads_them(ts_plain, index):
 NO_CC = "/nonexistent/cc"  # every refusal below happens before the compiler would run
 
 REFUSALS = [
-    ("functions as a list of records", dict(functions=[{"name": "fill", "params": ["int32* out"]}]), r"functions must be a dict of function name → parameter list, e\.g\. \{\"vadd\""),
+    (
+        "functions as a list of records",
+        dict(functions=[{"name": "fill", "params": ["int32* out"]}]),
+        r"functions must be a dict of function name → parameter list, e\.g\. \{\"vadd\"",
+    ),
     ("parameters as one string", dict(functions={"fill": "int32* out, int32 n"}), r"function fill: parameters must be a list such as"),
     ("a function name that is no C identifier", dict(functions={"my-fill": []}), r'function name "my-fill" is not a C identifier'),
-    ("a ParamSpec with a bad kind", dict(functions={"fill": [{"name": "out", "kind": "pointer", "dtype": "int32"}]}), r'function fill, parameter 0: ParamSpec\.kind is "pointer", expected "buffer" or "scalar"'),
-    ("a ParamSpec shape on a scalar", dict(functions={"fill": [{"name": "n", "kind": "scalar", "dtype": "int32", "shape": [2]}]}), r"parameter 0: ParamSpec\.shape is only allowed on buffers"),
+    (
+        "a ParamSpec with a bad kind",
+        dict(functions={"fill": [{"name": "out", "kind": "pointer", "dtype": "int32"}]}),
+        r'function fill, parameter 0: ParamSpec\.kind is "pointer", expected "buffer" or "scalar"',
+    ),
+    (
+        "a ParamSpec shape on a scalar",
+        dict(functions={"fill": [{"name": "n", "kind": "scalar", "dtype": "int32", "shape": [2]}]}),
+        r"parameter 0: ParamSpec\.shape is only allowed on buffers",
+    ),
     ("a parameter that is a number", dict(functions={"fill": [5]}), r'parameter 0: 5 is not "DTYPE\* name"'),
-    ("flags as one string", dict(functions={"f": []}, flags="-O3 -Wall"), r'flags must be a list of strings such as \["-O3", "-DN=4"\], got "-O3 -Wall"'),
-    ("a file name with a directory", dict(functions={"f": []}, file_name="../kernel.c"), r'file_name "\.\./kernel\.c" is not a plain file name'),
+    (
+        "flags as one string",
+        dict(functions={"f": []}, flags="-O3 -Wall"),
+        r'flags must be a list of strings such as \["-O3", "-DN=4"\], got "-O3 -Wall"',
+    ),
+    (
+        "a file name with a directory",
+        dict(functions={"f": []}, file_name="../kernel.c"),
+        r'file_name "\.\./kernel\.c" is not a plain file name',
+    ),
     ("a file name that reads as a flag", dict(functions={"f": []}, file_name="-o.c"), r'file_name "-o\.c" is not a plain file name'),
     ("an empty compiler", dict(functions={"f": []}, cc=""), r'cc must be a compiler\'s name or path, got ""'),
 ]

@@ -66,14 +66,32 @@ BROKEN = """extern "C" __global__ void saxpy(float a, const float* x, float* y, 
 CASES = [
     ("a fatbin, one kernel with a launch and one without", SAXPY, FUNCTIONS, {}),
     ("a cubin (ptx False)", SAXPY, {"saxpy": SAXPY_PARAMS}, {"ptx": False}),
-    ("templates and defines, a 2-D launch with dynamic shared memory", TEMPLATED, {
-        "sum_f": {"params": ["float32* x", "float32* y"], "launch": {"grid": [8, 8], "block": (16, 16), "shared_mem_bytes": 1024}},
-        "sum_d": {"params": ["float64* x", "float64* y"]},
-    }, {"flags": ["-DTILE=8", "-DSCALE=3"]}),
-    ("sm_80, a launch spelled as in the bundle", SAXPY, {"saxpy": {"params": SAXPY_PARAMS, "launch": {"grid": [4096, 1, 1], "block": 256.0, "sharedMemBytes": 0}}}, {"arch": "sm_80"}),
-    ("sm_90a, fixed shapes as ParamSpec dicts, own file name", SAXPY, {
-        "reverse": [{"name": "x", "kind": "buffer", "dtype": "float32", "shape": [1024]}, {"dtype": "float32", "kind": "buffer", "name": "y", "shape": [1024]}],
-    }, {"arch": "sm_90a", "file_name": "my_kernel.cu"}),
+    (
+        "templates and defines, a 2-D launch with dynamic shared memory",
+        TEMPLATED,
+        {
+            "sum_f": {"params": ["float32* x", "float32* y"], "launch": {"grid": [8, 8], "block": (16, 16), "shared_mem_bytes": 1024}},
+            "sum_d": {"params": ["float64* x", "float64* y"]},
+        },
+        {"flags": ["-DTILE=8", "-DSCALE=3"]},
+    ),
+    (
+        "sm_80, a launch spelled as in the bundle",
+        SAXPY,
+        {"saxpy": {"params": SAXPY_PARAMS, "launch": {"grid": [4096, 1, 1], "block": 256.0, "sharedMemBytes": 0}}},
+        {"arch": "sm_80"},
+    ),
+    (
+        "sm_90a, fixed shapes as ParamSpec dicts, own file name",
+        SAXPY,
+        {
+            "reverse": [
+                {"name": "x", "kind": "buffer", "dtype": "float32", "shape": [1024]},
+                {"dtype": "float32", "kind": "buffer", "name": "y", "shape": [1024]},
+            ],
+        },
+        {"arch": "sm_90a", "file_name": "my_kernel.cu"},
+    ),
 ]
 
 # The TypeScript spec's ptxas captures (nvcc 13.0.88), read by both parsers.
@@ -126,9 +144,21 @@ DIAGNOSTICS = (
 )
 
 CACHE_KEY_PARTS = [
-    {"nvcc": "Cuda compilation tools, release 13.0, V13.0.88", "arch": "sm_90", "ptx": True, "flags": ["-DN=4"], "fileName": "kernel.cu",
-     "functions": [{"name": "k", "params": [{"name": "x", "kind": "buffer", "dtype": "float32", "shape": [4, 4]}], "launch": {"grid": [1, 1, 1], "block": [32, 1, 1], "sharedMemBytes": 0}}],
-     "source": 'extern "C" __global__ void k(float* x) { /* é 😀 \t "q" \\ \x01 */ }\n'},
+    {
+        "nvcc": "Cuda compilation tools, release 13.0, V13.0.88",
+        "arch": "sm_90",
+        "ptx": True,
+        "flags": ["-DN=4"],
+        "fileName": "kernel.cu",
+        "functions": [
+            {
+                "name": "k",
+                "params": [{"name": "x", "kind": "buffer", "dtype": "float32", "shape": [4, 4]}],
+                "launch": {"grid": [1, 1, 1], "block": [32, 1, 1], "sharedMemBytes": 0},
+            }
+        ],
+        "source": 'extern "C" __global__ void k(float* x) { /* é 😀 \t "q" \\ \x01 */ }\n',
+    },
     {"zeta": False, "Alpha": None, "alpha": [1, 2.5, -3], "b": {"y": 1, "x": 2}},
 ]
 
@@ -163,8 +193,13 @@ def nvcc():
 
 
 MANY = [
-    {"source": f'extern "C" __global__ void k{i}(const float* x, float* y, int n) {{\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = y[i] {op} x[i];\n}}\n',
-     "functions": {f"k{i}": {"params": ["float32* x", "float32* y", "int32 n"], "launch": {"grid": [i + 1, 2], "block": 128}}}}
+    {
+        "source": (
+            f'extern "C" __global__ void k{i}(const float* x, float* y, int n) {{\n'
+            f"  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = y[i] {op} x[i];\n}}\n"
+        ),
+        "functions": {f"k{i}": {"params": ["float32* x", "float32* y", "int32 n"], "launch": {"grid": [i + 1, 2], "block": 128}}},
+    }
     for i, op in enumerate("+-*/")
 ]
 
@@ -242,7 +277,9 @@ def test_one_cache_serves_both_sdks(nvcc, tmp_path):
     made = compile_cuda(SAXPY, FUNCTIONS, cache=py_first)
     assert made.cached is False
     options = {"flags": ["-DUNUSED=1"]}
-    ts_made, ts_hit = run_ts([ts_compile_job(SAXPY, FUNCTIONS, options, cache=ts_first), ts_compile_job(SAXPY, FUNCTIONS, {}, cache=py_first)])
+    ts_made, ts_hit = run_ts(
+        [ts_compile_job(SAXPY, FUNCTIONS, options, cache=ts_first), ts_compile_job(SAXPY, FUNCTIONS, {}, cache=py_first)]
+    )
     # The TypeScript compiler finds the Python compiler's entry ...
     assert ts_value(ts_hit)["cached"] is True
     assert ts_value(ts_hit)["hex"] == made.bytes.hex()
@@ -287,7 +324,10 @@ def test_a_syntax_error_is_compile_error_with_the_typescript_message(ts_compiled
 
 def test_a_kernel_without_extern_c_or_not_in_the_source_is_compile_error_as_in_typescript(ts_compiled):
     mangled = SAXPY.replace('extern "C" __global__ void saxpy', "__global__ void saxpy")
-    for source, functions, expected in [(mangled, FUNCTIONS, ts_compiled["mangled"]), (SAXPY, {"saxpy": SAXPY_PARAMS, "gemm": ["float32* c"]}, ts_compiled["missing"])]:
+    for source, functions, expected in [
+        (mangled, FUNCTIONS, ts_compiled["mangled"]),
+        (SAXPY, {"saxpy": SAXPY_PARAMS, "gemm": ["float32* c"]}, ts_compiled["missing"]),
+    ]:
         with pytest.raises(FarmError) as info:
             compile_cuda(source, functions, cache=False)
         assert (info.value.code, info.value.message, info.value.details) == (expected["code"], expected["message"], expected["details"])
@@ -324,27 +364,74 @@ def test_nvcc_is_looked_for_in_the_option_kfarm_nvcc_cuda_home_then_path(tmp_pat
 NO_NVCC = "/nonexistent/nvcc"  # every refusal below happens before nvcc would be looked for
 
 REFUSALS = [
-    ("functions as a list of records", dict(functions=[{"name": "saxpy", "params": SAXPY_PARAMS}]), r"functions must be a dict of kernel name → parameters, e\.g\. \{\"saxpy\""),
+    (
+        "functions as a list of records",
+        dict(functions=[{"name": "saxpy", "params": SAXPY_PARAMS}]),
+        r"functions must be a dict of kernel name → parameters, e\.g\. \{\"saxpy\"",
+    ),
     ("a kernel name that is no C identifier", dict(functions={"my-kernel": []}), r'kernel name "my-kernel" is not a C identifier'),
     ("no kernels", dict(functions={}), r"declare at least one function"),
     ("a decl that is neither", dict(functions={"saxpy": "float32 a"}), r'function saxpy: expected a list of parameters or \{"params"'),
-    ("a misspelt launch key", dict(functions={"saxpy": {"params": SAXPY_PARAMS, "lanuch": {"grid": 1, "block": 1}}}), r'function saxpy: unknown key "lanuch"'),
+    (
+        "a misspelt launch key",
+        dict(functions={"saxpy": {"params": SAXPY_PARAMS, "lanuch": {"grid": 1, "block": 1}}}),
+        r'function saxpy: unknown key "lanuch"',
+    ),
     ("a bad parameter", dict(functions={"saxpy": ["float a"]}), r'function saxpy, parameter 0: "float a" is not'),
-    ("launch grid 0", dict(functions={"saxpy": {"params": SAXPY_PARAMS, "launch": {"grid": 0, "block": 256}}}), r"function saxpy: launch grid is \[0,1,1\], expected \[x, y, z\] of positive integers"),
-    ("launch block with a 0", dict(functions={"saxpy": {"params": SAXPY_PARAMS, "launch": {"grid": 8, "block": [256, 0]}}}), r"function saxpy: launch block"),
-    ("launch grid of 4", dict(functions={"saxpy": {"params": SAXPY_PARAMS, "launch": {"grid": [1, 2, 3, 4], "block": 1}}}), r"function saxpy: launch grid is \[1,2,3,4\], expected a number or"),
-    ("launch block a fraction", dict(functions={"saxpy": {"params": SAXPY_PARAMS, "launch": {"grid": 8, "block": 2.5}}}), r"function saxpy: launch block is \[2\.5,1,1\]"),
-    ("launch negative shared memory", dict(functions={"saxpy": {"params": SAXPY_PARAMS, "launch": {"grid": 8, "block": 32, "shared_mem_bytes": -1}}}), r"function saxpy: launch sharedMemBytes is -1"),
-    ("launch grid a string", dict(functions={"saxpy": {"params": SAXPY_PARAMS, "launch": {"grid": "8", "block": 32}}}), r'function saxpy: launch grid is "8"'),
+    (
+        "launch grid 0",
+        dict(functions={"saxpy": {"params": SAXPY_PARAMS, "launch": {"grid": 0, "block": 256}}}),
+        r"function saxpy: launch grid is \[0,1,1\], expected \[x, y, z\] of positive integers",
+    ),
+    (
+        "launch block with a 0",
+        dict(functions={"saxpy": {"params": SAXPY_PARAMS, "launch": {"grid": 8, "block": [256, 0]}}}),
+        r"function saxpy: launch block",
+    ),
+    (
+        "launch grid of 4",
+        dict(functions={"saxpy": {"params": SAXPY_PARAMS, "launch": {"grid": [1, 2, 3, 4], "block": 1}}}),
+        r"function saxpy: launch grid is \[1,2,3,4\], expected a number or",
+    ),
+    (
+        "launch block a fraction",
+        dict(functions={"saxpy": {"params": SAXPY_PARAMS, "launch": {"grid": 8, "block": 2.5}}}),
+        r"function saxpy: launch block is \[2\.5,1,1\]",
+    ),
+    (
+        "launch negative shared memory",
+        dict(functions={"saxpy": {"params": SAXPY_PARAMS, "launch": {"grid": 8, "block": 32, "shared_mem_bytes": -1}}}),
+        r"function saxpy: launch sharedMemBytes is -1",
+    ),
+    (
+        "launch grid a string",
+        dict(functions={"saxpy": {"params": SAXPY_PARAMS, "launch": {"grid": "8", "block": 32}}}),
+        r'function saxpy: launch grid is "8"',
+    ),
     ("launch not a record", dict(functions={"saxpy": {"params": SAXPY_PARAMS, "launch": 5}}), r"function saxpy: launch is not a record"),
-    ("launch with both spellings", dict(functions={"saxpy": {"params": SAXPY_PARAMS, "launch": {"grid": 1, "block": 1, "shared_mem_bytes": 0, "sharedMemBytes": 0}}}), r"both"),
-    ("launch with an unknown key", dict(functions={"saxpy": {"params": SAXPY_PARAMS, "launch": {"grid": 1, "block": 1, "smem": 0}}}), r'launch has an unknown key "smem"'),
-    ("a file name with a directory", dict(file_name="../kernel.cu"), r'file_name "\.\./kernel\.cu" is not a plain file name ending in \.cu'),
+    (
+        "launch with both spellings",
+        dict(functions={"saxpy": {"params": SAXPY_PARAMS, "launch": {"grid": 1, "block": 1, "shared_mem_bytes": 0, "sharedMemBytes": 0}}}),
+        r"both",
+    ),
+    (
+        "launch with an unknown key",
+        dict(functions={"saxpy": {"params": SAXPY_PARAMS, "launch": {"grid": 1, "block": 1, "smem": 0}}}),
+        r'launch has an unknown key "smem"',
+    ),
+    (
+        "a file name with a directory",
+        dict(file_name="../kernel.cu"),
+        r'file_name "\.\./kernel\.cu" is not a plain file name ending in \.cu',
+    ),
     ("a file name not .cu", dict(file_name="kernel.c"), r'file_name "kernel\.c" is not'),
     ("flags as one string", dict(flags="-DN=4"), r"flags must be a list of strings"),
     ("ptx not a bool", dict(ptx="yes"), r'ptx must be True \(a fatbin with PTX\) or False \(a cubin\), got "yes"'),
     ("cache True", dict(cache=True), r"cache must be a directory or False \(no cache\), got true"),
-] + [(f"arch {a!r}", dict(arch=a), rf'arch "{a}" is not a GPU architecture such as "sm_90"') for a in ["90", "sm90", "compute_90", "sm_90ab", "hopper"]]
+] + [
+    (f"arch {a!r}", dict(arch=a), rf'arch "{a}" is not a GPU architecture such as "sm_90"')
+    for a in ["90", "sm90", "compute_90", "sm_90ab", "hopper"]
+]
 
 
 @pytest.mark.parametrize("case", REFUSALS, ids=[r[0] for r in REFUSALS])

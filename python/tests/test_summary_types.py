@@ -19,6 +19,7 @@ MIRRORS = [
     (kernelfarm.BoardInfo, common_pb2.BoardInfo),
     (kernelfarm.HealthChange, common_pb2.HealthChange),
     (kernelfarm.CanaryTiming, common_pb2.CanaryTiming),
+    (kernelfarm.CudaLaunchLimits, common_pb2.CudaLaunchLimits),
 ]
 
 
@@ -39,6 +40,9 @@ def test_every_value_is_carried_over_as_a_python_value():
     board.health_history.add(at_ms=2.0, to="suspect", reason="slow canary")
     setattr(board.health_history[0], "from", "healthy")
     board.canary_timings.add(at_ms=3.0, kernel_ns=120.0)
+    board.cuda_limits.CopyFrom(
+        common_pb2.CudaLaunchLimits(max_threads_per_block=1024, max_block=[1024, 1024, 64], max_grid=[7, 8, 9], warp_size=32)
+    )
     reply = host_pb2.SummaryReply(tracker_version="1.2.3", uptime_ms=42.0)
     reply.boards.append(board)
     reply.queues.add(key="cpu", total=2, free=1, pending=3)
@@ -54,10 +58,12 @@ def test_every_value_is_carried_over_as_a_python_value():
     )
     b = s.boards[0]
     for f in common_pb2.BoardInfo.DESCRIPTOR.fields:
-        if f.name not in ("labels", "capabilities", "health_history", "canary_timings"):
+        if f.name not in ("labels", "capabilities", "health_history", "canary_timings", "cuda_limits"):
             assert getattr(b, f.name) == getattr(board, f.name), f.name
     assert type(b.labels) is dict and b.labels == {"arch": "x86_64"} and b.capabilities == {"cores": "2"}
     assert b.health_history == [kernelfarm.HealthChange(at_ms=2.0, from_="healthy", to="suspect", reason="slow canary")]
     assert b.canary_timings == [kernelfarm.CanaryTiming(at_ms=3.0, kernel_ns=120.0)]
+    assert b.cuda_limits == kernelfarm.CudaLaunchLimits(1024, (1024, 1024, 64), (7, 8, 9), 0, 0, 0, 32)
+    assert board_info(common_pb2.BoardInfo(id="a1/cpu0")).cuda_limits is None, "no limits on another kind of board"
     with pytest.raises(dataclasses.FrozenInstanceError):
         b.state = "free"  # type: ignore[misc]
