@@ -88,7 +88,7 @@ describe("agent bundle", { skip: refusal }, () => {
       // The launcher execs node: the agent's process is the bundled binary, and so are the workers it forks.
       assert.equal(exeOf(agent.pid!), bundledNode);
       // (The agent's other child is tsx's esbuild service.) Workers run the agent's
-      // worker bundle (device-agent/worker-entry.ts), written inside the bundle's app.
+      // worker bundle (device-agent/agent/worker-entry.ts), written inside the bundle's app.
       const workerBundle = join(realpathSync(stage), APP_DIR_NAME, "node_modules", ".cache", "kernelfarm", "worker-");
       const workers = await waitFor("a session worker", () => {
         const kids = childrenOf(agent!.pid!).filter((pid) => cmdlineOf(pid).includes("kernelfarm/worker-"));

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { freePort, startAgentProcess, startTrackerProcess, waitFor } from "./helpers/processes.ts";
-import { transportReason } from "../device-agent/tracker-link.ts";
+import { transportReason } from "../device-agent/agent/tracker-link.ts";
 
 function logLines(stderr: string): { level: number; msg: string }[] {
   return stderr.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as { level: number; msg: string });

@@ -125,6 +125,24 @@ describe("the architecture", () => {
     assert.deepEqual(violations, []);
   });
 
+  it("device-agent shows which process runs what: agent/ and worker/ never import each other; shared/ and backends/ import neither", () => {
+    // The agent process and its session workers (each its own process, maybe its own uid) share code only through shared/ and backends/.
+    const FORBIDDEN: Record<string, string[]> = {
+      "device-agent/agent": ["device-agent/worker"],
+      "device-agent/worker": ["device-agent/agent"],
+      "device-agent/shared": ["device-agent/agent", "device-agent/worker"],
+      "device-agent/backends": ["device-agent/agent", "device-agent/worker"],
+    };
+    const room = (path: string) => path.split("/").slice(0, 2).join("/");
+    const violations: string[] = [];
+    for (const [file, edges] of graph) {
+      const forbidden = FORBIDDEN[room(file)];
+      if (!forbidden) continue;
+      for (const { spec, target } of edges) if (spec.startsWith(".") && forbidden.includes(room(target))) violations.push(`${file} imports ${spec}`);
+    }
+    assert.deepEqual(violations, []);
+  });
+
   it(`no part imports the package by its own name ("${PACKAGE}")`, () => {
     const violations = [...graph].flatMap(([file, edges]) => edges.filter(({ spec }) => spec === PACKAGE || spec.startsWith(`${PACKAGE}/`)).map(({ spec }) => `${file} imports ${spec}`));
     assert.deepEqual(violations, []);

@@ -33,7 +33,7 @@ describe("uploads by digest (the agent's content store)", () => {
   before(async () => {
     blobName = `tree-${await treeDigest(blob)}`;
     farm = await startFarm(["cpu:key=cpu"]);
-    // The agent's scratch folder (device-agent/options.ts: tmpdir/kfarm-agent-PID).
+    // The agent's scratch folder (device-agent/agent/options.ts: tmpdir/kfarm-agent-PID).
     storeDir = join(tmpdir(), `kfarm-agent-${farm.agent.proc.pid}`, "store");
   });
   after(() => farm.stop());

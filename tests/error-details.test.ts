@@ -42,7 +42,7 @@ describe("error details from a board reach the host", () => {
     await s.upload(bad);
     const mod = await s.loadModule(bad.name);
     const crash = await refused(mod.getFunction("segv")(0), "RUNTIME_CRASH");
-    // Set by the agent when its worker died (device-agent/pool.ts), carried by the tracker's status trailer.
+    // Set by the agent when its worker died (device-agent/agent/pool.ts), carried by the tracker's status trailer.
     assert.deepEqual(crash.details, { signal: "SIGSEGV" });
     assert.deepEqual(s.closedReason?.details, { signal: "SIGSEGV" });
     const later = await refused(s.listdir(), "RUNTIME_CRASH");

@@ -59,7 +59,7 @@ export interface Backend {
    * True where load() runs a tenant's native code in this process (a shared
    * object's constructors, a CUDA module in this process's context): the
    * worker tells its agent before the first load, and from then on the agent
-   * believes nothing of it beyond its own session (device-agent/pool.ts).
+   * believes nothing of it beyond its own session (device-agent/agent/pool.ts).
    * False where a module is data an interpreter or a device runs (VTA).
    */
   readonly loadsNativeCode: boolean;

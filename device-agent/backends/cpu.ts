@@ -48,9 +48,9 @@ class HostArray implements DeviceArray {
 export interface CpuBackendOptions {
   /** Total bytes of arrays one session may hold; default a quarter of RAM. */
   memoryBytes?: number;
-  /** Shared object with `void kfarm_canary_vadd(const float*, const float*, float*, int32_t)` (device-agent/canary.ts builds it). */
+  /** Shared object with `void kfarm_canary_vadd(const float*, const float*, float*, int32_t)` (device-agent/agent/canary.ts builds it). */
   canaryLibrary?: string;
-  /** The helper library device-agent/canary.ts builds, for `int32_t kfarm_flush_range(const void*, size_t)`. */
+  /** The helper library device-agent/agent/canary.ts builds, for `int32_t kfarm_flush_range(const void*, size_t)`. */
   supportLibrary?: string;
 }
 

@@ -6,8 +6,9 @@ import { closeSync, lstatSync, openSync, readdirSync, readFileSync, renameSync, 
 import { promisify } from "node:util";
 import { join } from "node:path";
 import { FarmError } from "../../protos/index.ts";
-import { quotaError } from "../session-disk.ts";
+import { quotaError } from "../shared/session-disk.ts";
 import { fileError, MAX_NAME_BYTES } from "./file-errors.ts";
+import type { FileLimits } from "../shared/worker-spawn.ts";
 
 function closeUpload(upload: OpenUpload): void {
   if (upload.closed) return;
@@ -53,13 +54,6 @@ export function checkUploadName(name: string): string {
     throw new FarmError("INVALID_NAME", `file name ${quoted(name)} ${problem}; upload names must be plain file names`, { details: { bytes } });
   }
   return name;
-}
-
-export interface FileLimits {
-  maxUploadBytes: number;
-  maxSessionBytes: number;
-  /** The session's folder is a filesystem of this many bytes (device-agent/session-disk.ts): its ENOSPC means the quota. */
-  diskBytes?: number;
 }
 
 interface OpenUpload {

@@ -11,7 +11,7 @@ import { makeClient, componentLogger } from "../../runtime/index.ts";
 import { createBackend } from "../backends/index.ts";
 import type { AgentToWorker__Output, WorkerToAgent } from "../../protos/index.ts";
 import { AgentChannel, type FromAgent } from "./agent-channel.ts";
-import type { WorkerConfig } from "./config.ts";
+import type { WorkerConfig } from "../shared/worker-spawn.ts";
 import type { SessionStore } from "./files.ts";
 import { RequestCounters, SessionServer } from "./session-server.ts";
 import { grpcLane, socketLane, type WorkerLane } from "./lane.ts";
@@ -86,7 +86,7 @@ const programFpga =
       }
     : undefined;
 const watchdog = new Watchdog();
-// No credentials here, ever: with TLS the agent's forwarder (a unix socket, device-agent/worker-link.ts) holds them.
+// No credentials here, ever: with TLS the agent's forwarder (a unix socket, device-agent/agent/worker-link.ts) holds them.
 const connectTracker = () =>
   makeClient<AgentServiceClient>(AgentService, config.tracker, {}, {
     "grpc.initial_reconnect_backoff_ms": 100,
@@ -134,7 +134,7 @@ function fromAgent({ msg, socket, server }: FromAgent): void {
     if (current?.sessionId === msg.lane.session_id && socket) current.lane(socketLane(socket, Buffer.from(msg.lane.rest), kind));
     else socket?.destroy();
   } else if (msg.standby && server) {
-    // Sent once per worker (device-agent/pool.ts), when it is ready.
+    // Sent once per worker (device-agent/agent/pool.ts), when it is ready.
     standby = new StandbyLane(server, {
       serving: () => serving,
       open: (sessionId, laneSocket, rest) => {
@@ -188,7 +188,7 @@ const home = { HOME: process.env.HOME, TMPDIR: process.env.TMPDIR, cwd: process.
  * While it serves a session, the worker's HOME, TMPDIR and working directory
  * are the session's folder: what its kernels write without a path of their
  * own (temporary files, relative names) lands there and counts against the
- * session's disk quota (device-agent/session-disk.ts), and goes with it.
+ * session's disk quota (device-agent/shared/session-disk.ts), and goes with it.
  * process.env writes through to the C environment (setenv), which kernels
  * and their children read.
  */

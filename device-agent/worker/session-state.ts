@@ -5,14 +5,10 @@
  */
 import type { Dtype } from "../../protos/index.ts";
 import type { Backend, DeviceArray, LoadedModule } from "../backends/index.ts";
-import { SessionFiles, type FileLimits, type SessionStore } from "./files.ts";
-import { RequestCounters } from "./request-counters.ts";
+import { SessionFiles, type SessionStore } from "./files.ts";
+import type { SessionLimits } from "../shared/worker-spawn.ts";
+import { RequestCounters } from "../shared/request-counters.ts";
 import type { Watchdog } from "./watchdog.ts";
-
-export interface SessionLimits extends FileLimits {
-  /** Per-call timeout when the host gives none. */
-  callTimeoutMs: number;
-}
 
 /** Optional observers of a session: the call watchdog, and who wants to know when foreign code is loaded. */
 export interface SessionHooks {

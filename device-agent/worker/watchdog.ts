@@ -6,9 +6,8 @@
  * stderr and kills the process.
  */
 import { Worker } from "node:worker_threads";
+import { TIMEOUT_MARKER } from "../shared/worker-spawn.ts";
 
-/** The line the agent looks for on a dead worker's stderr. */
-export const TIMEOUT_MARKER = "KFARM-CALL-TIMEOUT";
 const POLL_MS = 20;
 
 const WATCHER = `

@@ -1,6 +1,6 @@
 /**
  * Fuzzing the agent's decoder of what its session workers say (protos/
- * worker-channel.ts, device-agent/worker-channel.ts), within a fixed budget.
+ * worker-channel.ts, device-agent/agent/worker-channel.ts), within a fixed budget.
  *
  * fast-check rather than Jazzer.js: it runs inside node's test runner with
  * no native build (CI installs nothing more), and shrinks a failure to a

@@ -14,7 +14,7 @@
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { SessionFile } from "../../session-file.ts";
+import type { SessionFile } from "../../shared/session-file.ts";
 import { FarmError } from "../../../protos/index.ts";
 import { parseTvmVtaConfig, vtaHardware, type VtaHardware } from "../../../vta/index.ts";
 
@@ -45,7 +45,7 @@ export class FpgaManager {
     return m;
   }
 
-  /** Loads `bitstream` after checking its companion `config` (both read by the caller: a session's files, device-agent/pool.ts). */
+  /** Loads `bitstream` after checking its companion `config` (both read by the caller: a session's files, device-agent/agent/pool.ts). */
   program(bitstream: SessionFile, config: SessionFile, hw: VtaHardware): ProgrammedBitstream {
     const theirs = vtaHardware(parseTvmVtaConfig(config.bytes.toString("utf8"), config.name)).name;
     if (theirs !== hw.name) {

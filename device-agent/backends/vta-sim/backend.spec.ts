@@ -7,7 +7,7 @@ import { describe, it } from "node:test";
 import { BUNDLE_FORMAT, BUNDLE_VERSION, FarmError, decodeBundle, encodeBundle, type ModuleBundle } from "../../../protos/index.ts";
 import { DEFAULT_VTA_HARDWARE as hw, encodeVtaBinary, vtaHardware, type VtaBinary } from "../../../vta/index.ts";
 import { createBackend, describeBoard, isBoardKind } from "../index.ts";
-import { parseBoardFlag } from "../../board-config.ts";
+import { parseBoardFlag } from "../../agent/board-config.ts";
 import { VtaSimBackend } from "./index.ts";
 import { matrixMultiplyProgram, randomInt8 } from "./test-programs.ts";
 

@@ -14,7 +14,7 @@ import { copyFile, mkdir, rename, writeFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import type { Logger } from "../runtime/index.ts";
+import type { Logger } from "../../runtime/index.ts";
 
 /** Canaries of idle boards run this often by default. */
 export const DEFAULT_CANARY_INTERVAL_MS = 10 * 60_000;

@@ -1,7 +1,7 @@
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
-import { FarmError } from "../protos/index.ts";
-import { componentLogger, isLoopbackHost, parseAddress, type ClientSecurity, type Logger, type ServerTls } from "../runtime/index.ts";
+import { FarmError } from "../../protos/index.ts";
+import { componentLogger, isLoopbackHost, parseAddress, type ClientSecurity, type Logger, type ServerTls } from "../../runtime/index.ts";
 import { DEFAULT_CANARY_INTERVAL_MS } from "./canary.ts";
 import type { BoardConfig } from "./board-config.ts";
 import { parseWorkerLimits, parseWorkerUids, type WorkerLimits, type WorkerNetwork } from "./sandbox.ts";

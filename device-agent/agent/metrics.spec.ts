@@ -1,10 +1,10 @@
 /** The agent's metrics: the worker's request counters, what boards report, and the /metrics server. */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { componentLogger } from "../runtime/index.ts";
-import { parseExposition, Scrape } from "../tests/helpers/metrics.ts";
+import { componentLogger } from "../../runtime/index.ts";
+import { parseExposition, Scrape } from "../../tests/helpers/metrics.ts";
 import { AgentMetrics } from "./metrics.ts";
-import { RequestCounters } from "./worker/session-server.ts";
+import { RequestCounters } from "../shared/request-counters.ts";
 
 const log = componentLogger("test");
 

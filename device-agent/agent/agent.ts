@@ -4,33 +4,33 @@
  */
 import { rmSync } from "node:fs";
 import { join } from "node:path";
-import { FarmError, type Lane } from "../protos/index.ts";
-import { cudaLaunchLimitsToWire } from "../domain/index.ts";
-import { parseAddress } from "../runtime/index.ts";
-import { DEFAULT_VTA_HARDWARE } from "../vta/index.ts";
-import type { BoardHealthReport } from "../protos/gen/farm/v1/BoardHealthReport.ts";
-import type { BoardSpec } from "../protos/gen/farm/v1/BoardSpec.ts";
-import { describeBoard } from "./backends/index.ts";
+import { FarmError, type Lane } from "../../protos/index.ts";
+import { cudaLaunchLimitsToWire } from "../../domain/index.ts";
+import { parseAddress } from "../../runtime/index.ts";
+import { DEFAULT_VTA_HARDWARE } from "../../vta/index.ts";
+import type { BoardHealthReport } from "../../protos/gen/farm/v1/BoardHealthReport.ts";
+import type { BoardSpec } from "../../protos/gen/farm/v1/BoardSpec.ts";
+import { describeBoard } from "../backends/index.ts";
 import { expandBoards, type BoardConfig } from "./board-config.ts";
 import { buildCpuSupport } from "./canary.ts";
 import { describeLeftovers, holdScratch, sweepLeftovers } from "./leftovers.ts";
 import { AgentMetrics } from "./metrics.ts";
 import { resolveAgentOptions, workerLimitsFor, type AgentOptions, type ResolvedAgentOptions } from "./options.ts";
 import { BoardPool, type HealthReport, type WorkerSandbox } from "./pool.ts";
-import type { SessionFile } from "./session-file.ts";
+import type { SessionFile } from "../shared/session-file.ts";
 import { checkReadableByWorkers, describeSandbox, resolveSandbox, UidAllocator, WorkerDirs } from "./sandbox.ts";
-import { SessionDisk } from "./session-disk.ts";
+import { SessionDisk } from "../shared/session-disk.ts";
 import { AgentLanes } from "./lanes.ts";
 import { TrackerLink, type DirectLane } from "./tracker-link.ts";
 import { workerEntry } from "./worker-entry.ts";
 import { WorkerLink } from "./worker-link.ts";
-import { ContentStore } from "./worker/content-store.ts";
+import { ContentStore } from "./content-store.ts";
 
 export class Agent {
   readonly options: ResolvedAgentOptions;
   private readonly pools = new Map<string, BoardPool>();
   private link: TrackerLink | undefined;
-  /** Direct and relay lanes (device-agent/lanes.ts). */
+  /** Direct and relay lanes (device-agent/agent/lanes.ts). */
   private lanes: AgentLanes | undefined;
   /** The workers' way to the tracker (worker-link.ts), when they do not dial it themselves. */
   private workerLink: WorkerLink | undefined;
@@ -244,7 +244,7 @@ export class Agent {
    * manager is a folder of this agent's (backends/vta-mmio/fpga-manager.ts).
    */
   private async programFpga(board: BoardConfig, spec: BoardSpec, bitstream: SessionFile, config: SessionFile): Promise<{ sha256: string; hardware: string }> {
-    const { FpgaManager } = await import("./backends/vta-mmio/fpga-manager.ts");
+    const { FpgaManager } = await import("../backends/vta-mmio/fpga-manager.ts");
     const manager = board.options.device === "model" ? FpgaManager.forModel(join(this.options.workRoot, "fpga", board.name)) : new FpgaManager("/");
     const loaded = manager.program(bitstream, config, DEFAULT_VTA_HARDWARE);
     spec.labels = { ...spec.labels, bitstream: loaded.sha256 };

@@ -28,19 +28,19 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { rmSync } from "node:fs";
 import { basename, join } from "node:path";
 import { createServer, type AddressInfo, type Socket } from "node:net";
-import { FarmError, SESSION_END_GRACE_MS, WORKER_MAX_PENDING_REQUESTS, workerProtocolError, type AgentToWorker, type WorkerMessage } from "../protos/index.ts";
-import { type Logger } from "../runtime/index.ts";
+import { FarmError, SESSION_END_GRACE_MS, WORKER_MAX_PENDING_REQUESTS, workerProtocolError, type AgentToWorker, type WorkerMessage } from "../../protos/index.ts";
+import { type Logger } from "../../runtime/index.ts";
 import type { BoardMetrics } from "./metrics.ts";
 import { effectiveLimits, workerCommand, workerEnv, type SandboxPlan, type UidAllocator, type WorkerDirs } from "./sandbox.ts";
-import { quotaError, type SessionDisk } from "./session-disk.ts";
-import { readSessionFile, type SessionFile } from "./session-file.ts";
+import { quotaError, type SessionDisk } from "../shared/session-disk.ts";
+import { readSessionFile, type SessionFile } from "../shared/session-file.ts";
 import { workerNode, type WorkerEntry } from "./worker-entry.ts";
-import type { ContentStore } from "./worker/content-store.ts";
-import type { WorkerConfig } from "./worker/config.ts";
-import { TIMEOUT_MARKER } from "./worker/watchdog.ts";
+import type { ContentStore } from "./content-store.ts";
+import type { WorkerConfig } from "../shared/worker-spawn.ts";
+import { TIMEOUT_MARKER } from "../shared/worker-spawn.ts";
 import { WORKER_STDIO, WorkerChannel } from "./worker-channel.ts";
 
-/** How the agent's workers are confined (device-agent/sandbox.ts), shared by its boards' pools. */
+/** How the agent's workers are confined (device-agent/agent/sandbox.ts), shared by its boards' pools. */
 export interface WorkerSandbox {
   readonly plan: SandboxPlan;
   readonly uids: UidAllocator;
@@ -582,7 +582,7 @@ export class BoardPool {
     }
     let dir: string;
     try {
-      // Made by the agent: the workers' root is closed to them (device-agent/sandbox.ts).
+      // Made by the agent: the workers' root is closed to them (device-agent/agent/sandbox.ts).
       dir = this.sandbox.dirs.session(sessionId, w.uid);
       // Its bounded filesystem, before the worker hears of it: every file the session writes counts.
       if (this.sandbox.disk && w.uid !== undefined) {

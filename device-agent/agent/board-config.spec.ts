@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { FarmError } from "../protos/index.ts";
+import { FarmError } from "../../protos/index.ts";
 import { expandBoards, parseBoardFlag, parseBytes } from "./board-config.ts";
 import { readAgentConfigFile } from "./config-file.ts";
 

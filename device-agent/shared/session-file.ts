@@ -10,7 +10,7 @@
 import { constants, type Stats } from "node:fs";
 import { open, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
-import { FarmError } from "../protos/index.ts";
+import { FarmError } from "../../protos/index.ts";
 
 /** A file of a session's folder as the agent read it: its plain name and its bytes. */
 export interface SessionFile {

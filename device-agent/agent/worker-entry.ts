@@ -22,10 +22,10 @@ import { existsSync, readFileSync } from "node:fs";
 import { mkdir, readdir, rename, rm, stat, symlink, utimes, writeFile } from "node:fs/promises";
 import { join, resolve, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import type { Logger } from "../runtime/index.ts";
+import type { Logger } from "../../runtime/index.ts";
 
-const WORKER_SOURCE = fileURLToPath(new URL("./worker/main.ts", import.meta.url));
-const PACKAGE_ROOT = fileURLToPath(new URL("../", import.meta.url));
+const WORKER_SOURCE = fileURLToPath(new URL("../worker/main.ts", import.meta.url));
+const PACKAGE_ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const PACKAGE_MODULES = join(PACKAGE_ROOT, "node_modules");
 /** Bundles of older sources no agent started from for this long are deleted. */
 const STALE_BUNDLE_MS = 7 * 24 * 3600_000;

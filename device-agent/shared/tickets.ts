@@ -1,16 +1,16 @@
 /**
  * Who may open a session's direct lane: the tickets of the sessions assigned
  * here, checked in constant time, each opening one lane once. The agent holds
- * one set (its data port, device-agent/lanes.ts) and each worker another (its
+ * one set (its data port, device-agent/agent/lanes.ts) and each worker another (its
  * standby lane, device-agent/worker/standby.ts): the grant and the
  * assignment race, so a host that arrives before its session's assignment is
  * waited for, briefly.
  */
 import { timingSafeEqual } from "node:crypto";
 import type { Socket } from "node:net";
-import { FarmError } from "../protos/index.ts";
-import { LaneSocket, acceptHello, refuse, type Logger } from "../runtime/index.ts";
-import type { LaneHello__Output } from "../protos/gen/farm/v1/LaneHello.ts";
+import { FarmError } from "../../protos/index.ts";
+import { LaneSocket, acceptHello, refuse, type Logger } from "../../runtime/index.ts";
+import type { LaneHello__Output } from "../../protos/gen/farm/v1/LaneHello.ts";
 
 /**
  * The grant reaches the host and the assignment the agent at about the same

@@ -4,8 +4,8 @@
  * the entries of an agent config file are read by config-file.ts and checked
  * here the same way.
  */
-import { FarmError } from "../protos/index.ts";
-import { deviceCount, isBoardKind, BOARD_KINDS, type BoardKind } from "./backends/index.ts";
+import { FarmError } from "../../protos/index.ts";
+import { deviceCount, isBoardKind, BOARD_KINDS, type BoardKind } from "../backends/index.ts";
 
 export interface BoardConfig {
   kind: BoardKind;
@@ -60,7 +60,7 @@ export function parseBoardFlag(flag: string, position: number): BoardConfig {
   const labels = Object.fromEntries(Object.entries(pairs).filter(([k]) => !RESERVED.has(k)));
   const options: Record<string, unknown> = {};
   if (pairs.memory !== undefined) options.memoryBytes = parseBytes(pairs.memory, flag);
-  // CPU boards: the canary's shared object (device-agent/canary.ts builds the default).
+  // CPU boards: the canary's shared object (device-agent/agent/canary.ts builds the default).
   if (pairs.canary !== undefined) options.canaryLibrary = pairs.canary;
   // VTA boards: the DMA allocator on hardware (auto, cma, or a u-dma-buf region's name), how long a run may take, and for the device model a hang to inject.
   if (pairs.dma !== undefined) options.dma = pairs.dma;

@@ -8,7 +8,7 @@ import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { FarmError } from "../protos/index.ts";
+import { FarmError } from "../../protos/index.ts";
 import { quotaError, SessionDisk } from "./session-disk.ts";
 
 const NOT_ROOT = SessionDisk.supported() ? false : "needs root on Linux: mount(2) of a tmpfs";

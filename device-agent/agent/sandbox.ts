@@ -30,10 +30,10 @@ import { createHash } from "node:crypto";
 import { accessSync, chmodSync, chownSync, constants, copyFileSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
-import { FarmError } from "../protos/index.ts";
+import { FarmError } from "../../protos/index.ts";
 import { isRunning, type Identity } from "./agent-identity.ts";
 import { parseBytes } from "./board-config.ts";
-import { SessionDisk } from "./session-disk.ts";
+import { SessionDisk } from "../shared/session-disk.ts";
 
 /** Resource limits of one worker process; 0 leaves a limit as the agent has it. */
 export interface WorkerLimits {
@@ -49,7 +49,7 @@ export interface WorkerLimits {
 
 export type WorkerNetwork = "isolated" | "shared";
 
-/** What the operator asked for (device-agent/options.ts resolves these). */
+/** What the operator asked for (device-agent/agent/options.ts resolves these). */
 export interface SandboxRequest {
   /** Uids for workers when the agent is root: [first, last], first being the workers' group; undefined: workers run as the agent's user. */
   workerUids: readonly [number, number] | undefined;

@@ -18,10 +18,10 @@
  */
 import { lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
-import { FarmError } from "../protos/index.ts";
+import { FarmError } from "../../protos/index.ts";
 import { isRunning, parseIdentity, selfIdentity, type Identity } from "./agent-identity.ts";
 import type { UidAllocator } from "./sandbox.ts";
-import { SessionDisk } from "./session-disk.ts";
+import { SessionDisk } from "../shared/session-disk.ts";
 
 /** An agent's default scratch folder is `<tmp>/kfarm-agent-PID` (options.ts). */
 const SCRATCH_NAME = /^kfarm-agent-(\d+)$/;

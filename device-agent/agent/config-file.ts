@@ -5,8 +5,8 @@
  */
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
-import { FarmError } from "../protos/index.ts";
-import { BOARD_KINDS, isBoardKind } from "./backends/index.ts";
+import { FarmError } from "../../protos/index.ts";
+import { BOARD_KINDS, isBoardKind } from "../backends/index.ts";
 import { checkBoard, parseBytes, type BoardConfig } from "./board-config.ts";
 import type { AgentOptions } from "./options.ts";
 
@@ -19,7 +19,7 @@ export type AgentFileSettings = Pick<
 
 const SIZE_SETTINGS = ["maxUploadBytes", "maxSessionBytes", "workerDiskBytes"] as const;
 const COUNT_SETTINGS = ["callTimeoutMs", "warmWorkers", "canaryIntervalMs", "metricsPort"] as const;
-/** Session workers' confinement (device-agent/sandbox.ts): the strings their flags take, checked when the agent resolves them. */
+/** Session workers' confinement (device-agent/agent/sandbox.ts): the strings their flags take, checked when the agent resolves them. */
 const SANDBOX_SETTINGS = ["workerUids", "workerNetwork", "workerLimits"] as const;
 
 function readSettings(raw: unknown, at: string): AgentFileSettings {

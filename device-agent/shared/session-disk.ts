@@ -13,7 +13,7 @@
 import { readFileSync, statfsSync } from "node:fs";
 import { basename } from "node:path";
 import koffi from "koffi";
-import { FarmError } from "../protos/index.ts";
+import { FarmError } from "../../protos/index.ts";
 
 const MS_NOSUID = 2;
 const MS_NODEV = 4;

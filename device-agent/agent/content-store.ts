@@ -39,7 +39,7 @@
  * One folder per agent (under its scratch folder), owned by the agent and
  * closed to workers (0700): the **agent** keeps and hands out files when a
  * worker asks over its channel (worker.proto store_keep, store_take), so
- * workers running as uids of their own (device-agent/sandbox.ts) can
+ * workers running as uids of their own (device-agent/agent/sandbox.ts) can
  * neither read the store nor change a stored file. Keeping copies the
  * session's file (a link would share an inode its kernel owns and could
  * rewrite under a later session); handing out links the stored file, which
@@ -56,7 +56,7 @@ import { chmodSync, constants, mkdirSync, readdirSync, rmSync, statSync, unlinkS
 import { chmod, copyFile, link, mkdir, open, rename, stat, symlink, unlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { treeDigestOfFile } from "../../domain/index.ts";
-import { openSessionFile } from "../session-file.ts";
+import { openSessionFile } from "../shared/session-file.ts";
 
 /** What the store keeps by default: enough for many modules and a few large inputs. */
 export const DEFAULT_STORE_BYTES = 1 << 30;

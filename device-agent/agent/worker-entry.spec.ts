@@ -7,7 +7,7 @@ import { after, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { bundleWorker } from "./worker-entry.ts";
 
-const PACKAGE_MODULES = fileURLToPath(new URL("../node_modules", import.meta.url));
+const PACKAGE_MODULES = fileURLToPath(new URL("../../node_modules", import.meta.url));
 
 /** Runs a worker script with plain node, outside any agent: it must load every import, then refuse to run by hand (exit 2). */
 function startByHand(script: string): { status: number | null; stderr: string } {

@@ -1,6 +1,6 @@
 /**
  * The session workers' way to the tracker when they have no network of their
- * own (device-agent/sandbox.ts): the agent listens on a unix socket in its
+ * own (device-agent/agent/sandbox.ts): the agent listens on a unix socket in its
  * scratch folder — a path, which a process in another network namespace can
  * still connect to — and for each connection opens one to the tracker and
  * pipes the bytes both ways, as the tracker's relay does (back-pressure
@@ -16,7 +16,7 @@
 import { chmodSync, chownSync, readFileSync, rmSync } from "node:fs";
 import { connect as netConnect, createServer, isIP, type Server, type Socket } from "node:net";
 import { connect as tlsConnect } from "node:tls";
-import { parseAddress, type Logger } from "../runtime/index.ts";
+import { parseAddress, type Logger } from "../../runtime/index.ts";
 
 /**
  * The part of the agent's ClientSecurity (runtime/credentials.ts) the

@@ -18,13 +18,13 @@
  */
 import { randomBytes } from "node:crypto";
 import type * as grpc from "@grpc/grpc-js";
-import { AgentService, FARM_VERSION, FarmError, type AgentServiceClient } from "../protos/index.ts";
-import { callMetadata, diagnoseTransport, makeClient, type ClientSecurity, type Logger } from "../runtime/index.ts";
-import type { AgentMessage } from "../protos/gen/farm/v1/AgentMessage.ts";
-import type { BoardSpec } from "../protos/gen/farm/v1/BoardSpec.ts";
-import type { TrackerMessage__Output } from "../protos/gen/farm/v1/TrackerMessage.ts";
-import type { AssignSession__Output } from "../protos/gen/farm/v1/AssignSession.ts";
-import type { Registered__Output } from "../protos/gen/farm/v1/Registered.ts";
+import { AgentService, FARM_VERSION, FarmError, type AgentServiceClient } from "../../protos/index.ts";
+import { callMetadata, diagnoseTransport, makeClient, type ClientSecurity, type Logger } from "../../runtime/index.ts";
+import type { AgentMessage } from "../../protos/gen/farm/v1/AgentMessage.ts";
+import type { BoardSpec } from "../../protos/gen/farm/v1/BoardSpec.ts";
+import type { TrackerMessage__Output } from "../../protos/gen/farm/v1/TrackerMessage.ts";
+import type { AssignSession__Output } from "../../protos/gen/farm/v1/AssignSession.ts";
+import type { Registered__Output } from "../../protos/gen/farm/v1/Registered.ts";
 
 export type LinkState = "connecting" | "attached" | "backoff" | "closed";
 
