@@ -3,7 +3,7 @@
  * — "shared net" (workers keep the host's network and dial the tracker
  * themselves: the data path before workers were sandboxed), "open" (the
  * default sandbox, workers reach the tracker through the agent's forwarder,
- * device-agent/worker-link.ts; plaintext, no tokens: the baseline for the
+ * device-agent/agent/worker-link.ts; plaintext, no tokens: the baseline for the
  * next two), "tokens" (every call carries a token the tracker verifies) and
  * "tls+tokens" — and each round measures all four in turn, so a drift of the
  * machine lands on all alike:

@@ -7,7 +7,7 @@
  * returns a message whose every field is in range, or throws a
  * PROTOCOL_ERROR naming what was wrong — never anything else. Whether a
  * well-formed message is in scope for the sending worker (its session, its
- * state) is the agent's to judge (device-agent/pool.ts).
+ * state) is the agent's to judge (device-agent/agent/pool.ts).
  */
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";

@@ -10,12 +10,12 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, it } from "node:test";
 import { vtaMatmul } from "../host-sdk/index.ts";
-import { VTA_CANARY_BUNDLE_BASE64 } from "../device-agent/backends/vta-sim/canary.ts";
+import { VTA_CANARY_BUNDLE_BASE64 } from "../device-agent/backends/vta-board/canary.ts";
 import { VtaSimBackend } from "../device-agent/backends/vta-sim/backend.ts";
 import { VtaMmioBackend } from "../device-agent/backends/vta-mmio/backend.ts";
 import { OPCODE } from "../vta/index.ts";
 
-const FIXTURE = fileURLToPath(new URL("../device-agent/backends/vta-sim/canary.ts", import.meta.url));
+const FIXTURE = fileURLToPath(new URL("../device-agent/backends/vta-board/canary.ts", import.meta.url));
 
 describe("vta-sim canary", () => {
   it("its module is what the compiler makes now", () => {

@@ -27,7 +27,7 @@ import { after, before, describe, it } from "node:test";
 import { FarmError, decodeBundle } from "../protos/index.ts";
 import { compileVta, vtaConv2d, vtaMatmul, VTA_TUTORIALS, type VtaCompiledModule, type VtaConv2dWorkload } from "../host-sdk/index.ts";
 import { runVtaFunction } from "../device-agent/backends/vta-sim/index.ts";
-import { TVM_COUNTERS } from "../device-agent/backends/vta-sim/stats.ts";
+import { TVM_COUNTERS } from "../device-agent/backends/vta-board/stats.ts";
 import { VtaMmioBackend } from "../device-agent/backends/vta-mmio/backend.ts";
 import type { RegisterBus } from "../device-agent/backends/vta-mmio/bus.ts";
 import { VtaMmioDriver } from "../device-agent/backends/vta-mmio/driver.ts";

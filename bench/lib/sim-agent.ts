@@ -5,14 +5,14 @@
  * machine put 10,000 boards in front of a real tracker (bench/farm-scale.ts)
  * where a real agent forks a worker per board.
  *
- * Real, as the device agent does it (device-agent/tracker-link.ts,
- * device-agent/agent.ts, device-agent/lanes.ts), every message through
+ * Real, as the device agent does it (device-agent/agent/tracker-link.ts,
+ * device-agent/agent/agent.ts, device-agent/agent/lanes.ts), every message through
  * protos/ (the generated AgentService client, the lane's framing and codecs):
  * - its own gRPC connection and Attach stream; Register with its boards and a
  *   random `instance`; a Heartbeat every `heartbeat_interval_ms` the tracker
  *   names, and at once when it Pings; BoardReady for each board that is free;
  * - AssignSession: the session's ticket is expected at the agent's direct-lane
- *   port (device-agent/tickets.ts, the agent's own door: admitHost, the
+ *   port (device-agent/shared/tickets.ts, the agent's own door: admitHost, the
  *   one-time ticket, the wait for an assignment a host outran); `relay`, or
  *   OpenRelay on an auto route: the board dials the tracker's data port with
  *   its ticket and reads the tracker's welcome;
@@ -49,7 +49,7 @@ import type { AgentMessage } from "../../protos/gen/farm/v1/AgentMessage.ts";
 import type { AssignSession__Output } from "../../protos/gen/farm/v1/AssignSession.ts";
 import type { BoardSpec } from "../../protos/gen/farm/v1/BoardSpec.ts";
 import type { TrackerMessage__Output } from "../../protos/gen/farm/v1/TrackerMessage.ts";
-import { Tickets, admitHost } from "../../device-agent/tickets.ts";
+import { Tickets, admitHost } from "../../device-agent/shared/tickets.ts";
 
 export interface SimAgentOptions {
   tracker: string;
@@ -221,7 +221,7 @@ export class SimAgent {
     if (a.route === "relay") void this.dialRelay(a.session_id);
   }
 
-  /** A host at the direct-lane port: its hello and ticket are checked by the agent's own door (device-agent/tickets.ts). */
+  /** A host at the direct-lane port: its hello and ticket are checked by the agent's own door (device-agent/shared/tickets.ts). */
   private accept(socket: Socket): void {
     this.open.add(socket);
     socket.once("close", () => this.open.delete(socket));

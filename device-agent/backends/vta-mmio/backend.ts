@@ -16,11 +16,11 @@
 import { FarmError, type FunctionSpec, type ModuleBundle } from "../../../protos/index.ts";
 import { DEFAULT_VTA_HARDWARE, type VtaHardware } from "../../../vta/index.ts";
 import type { ArgValue, Backend, BackendStats, BoardFacts, CanaryResult, DeviceArray, LoadedFunction, LoadedModule } from "../backend.ts";
-import { vtaCapabilities } from "../vta-sim/backend.ts";
-import { runVtaCanary } from "../vta-sim/canary.ts";
-import { checkArgumentSizes, vtaBinaryOf } from "../vta-sim/decode.ts";
-import { VtaCounters } from "../vta-sim/stats.ts";
-import { resolveTiming } from "../vta-sim/timing.ts";
+import { vtaCapabilities } from "../vta-board/capabilities.ts";
+import { runVtaCanary } from "../vta-board/canary.ts";
+import { checkArgumentSizes, vtaBinaryOf } from "../vta-board/decode.ts";
+import { VtaCounters } from "../vta-board/stats.ts";
+import { resolveTiming } from "../vta-board/timing.ts";
 import type { DmaBuffer, DmaMemory, RegisterBus } from "./bus.ts";
 import { VtaMmioDriver } from "./driver.ts";
 import { VtaDeviceModel } from "./model.ts";

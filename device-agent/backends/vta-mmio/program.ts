@@ -9,11 +9,11 @@
  */
 import { FarmError } from "../../../protos/index.ts";
 import { UOP_BUFFER, insnLayouts, type VtaBinary, type VtaHardware } from "../../../vta/index.ts";
-import { ABSOLUTE, KIND, checkRunShape, runLabel, decodeRun, type BufferNeed, type ParamInfo } from "../vta-sim/decode.ts";
+import { ABSOLUTE, KIND, checkRunShape, runLabel, decodeRun, type BufferNeed, type ParamInfo } from "../vta-board/decode.ts";
 import { tokensLeftError } from "../vta-sim/simulator.ts";
-import { VtaCounters, countStatically } from "../vta-sim/stats.ts";
-import type { TimingModel } from "../vta-sim/timing.ts";
-import { QUEUE_NAMES } from "../vta-sim/tokens.ts";
+import { VtaCounters, countStatically } from "../vta-board/stats.ts";
+import type { TimingModel } from "../vta-board/timing.ts";
+import { QUEUE_NAMES } from "../vta-board/tokens.ts";
 import type { DmaBuffer, DmaMemory } from "./bus.ts";
 
 /** An instruction whose dram_base becomes `dramBase + phys / elemBytes` of argument `param`. */

@@ -8,28 +8,15 @@
  */
 import { FarmError, type FunctionSpec, type ModuleBundle } from "../../../protos/index.ts";
 import { DEFAULT_VTA_HARDWARE, type VtaHardware } from "../../../vta/index.ts";
+import { vtaCapabilities } from "../vta-board/capabilities.ts";
 import type { ArgValue, Backend, BackendStats, BoardFacts, CanaryResult, DeviceArray, LoadedFunction, LoadedModule } from "../backend.ts";
-import { runVtaCanary } from "./canary.ts";
-import { vtaBinaryOf } from "./decode.ts";
+import { runVtaCanary } from "../vta-board/canary.ts";
+import { vtaBinaryOf } from "../vta-board/decode.ts";
 import { DramBuffer } from "./dram.ts";
 import { VtaSimulator, type VtaProgram, type VtaSimulatorOptions } from "./simulator.ts";
-import { busBytesPerCycle, resolveTiming } from "./timing.ts";
+import { busBytesPerCycle, resolveTiming } from "../vta-board/timing.ts";
 
 export const VTA_SIM_KIND = "vta-sim";
-
-/** A VTA board's configuration as capabilities: its name, GEMM shape and buffer sizes (every VTA board registers them). */
-export function vtaCapabilities(hw: VtaHardware): Record<string, string> {
-  return {
-    hardware: hw.name,
-    batch: String(hw.batch),
-    block_in: String(hw.blockIn),
-    block_out: String(hw.blockOut),
-    inp_buffer_bytes: String(hw.inpDepth * hw.inpElemBytes),
-    wgt_buffer_bytes: String(hw.wgtDepth * hw.wgtElemBytes),
-    acc_buffer_bytes: String(hw.accDepth * hw.accElemBytes),
-    uop_buffer_bytes: String(hw.uopDepth * hw.uopElemBytes),
-  };
-}
 
 /** Registration facts: the hardware name as label `vta`, buffer sizes as capabilities. */
 export function describeVtaSimBoard(hw: VtaHardware = DEFAULT_VTA_HARDWARE): BoardFacts {

@@ -17,8 +17,8 @@ import { FarmError } from "../../../protos/index.ts";
 import type { VtaHardware } from "../../../vta/index.ts";
 import type { Core } from "./core.ts";
 import type { DramBuffer } from "./dram.ts";
-import { KIND, type DecodedInsn } from "./decode.ts";
-import type { VtaCounters } from "./stats.ts";
+import { KIND, type DecodedInsn } from "../vta-board/decode.ts";
+import type { VtaCounters } from "../vta-board/stats.ts";
 
 export class Executor {
   private readonly inpLanes: number;

@@ -6,16 +6,16 @@
 import { FarmError } from "../../../protos/index.ts";
 import type { VtaBinary } from "../../../vta/index.ts";
 import type { DramBuffer } from "./dram.ts";
-import type { ParamInfo } from "./decode.ts";
+import type { ParamInfo } from "../vta-board/decode.ts";
 import { VtaSimulator, type VtaSimulatorOptions } from "./simulator.ts";
 
 export { VtaSimBackend, VTA_SIM_KIND, describeVtaSimBoard, type VtaSimBackendOptions } from "./backend.ts";
 export { VtaSimulator, DEFAULT_VTA_SIM_MEMORY_BYTES, type VtaSimulatorOptions, type VtaProgram, type CallReport } from "./simulator.ts";
 export { Dram, DramBuffer, PAGE_BYTES } from "./dram.ts";
-export { TVM_COUNTERS, VtaCounters } from "./stats.ts";
-export { DEFAULT_TIMING, resolveTiming, type TimingModel } from "./timing.ts";
+export { TVM_COUNTERS, VtaCounters } from "../vta-board/stats.ts";
+export { DEFAULT_TIMING, resolveTiming, type TimingModel } from "../vta-board/timing.ts";
 export { wasmGemmSupported, type GemmEngine } from "./core.ts";
-export type { ParamInfo } from "./decode.ts";
+export type { ParamInfo } from "../vta-board/decode.ts";
 
 export interface RunVtaFunctionOptions extends VtaSimulatorOptions {
   /** Run on this simulator (its SRAMs, tokens and counters carry over) instead of a fresh one. */

@@ -26,12 +26,12 @@ import { Dram, type DramBuffer } from "./dram.ts";
 import {
   ABSOLUTE, KIND, MODULE_NAMES, checkArgumentSizes, checkRunShape, decodeRun, popFlagName, runLabel,
   type BufferNeed, type DecodedInsn, type DecodedRun, type ParamInfo,
-} from "./decode.ts";
+} from "../vta-board/decode.ts";
 import { Executor } from "./execute.ts";
 import { createCore, type Core, type GemmEngine } from "./core.ts";
-import { VtaCounters } from "./stats.ts";
-import { resolveTiming, type TimingModel } from "./timing.ts";
-import { QUEUE_NAMES, QUEUE_ROUTES, TokenQueues } from "./tokens.ts";
+import { VtaCounters } from "../vta-board/stats.ts";
+import { resolveTiming, type TimingModel } from "../vta-board/timing.ts";
+import { QUEUE_NAMES, QUEUE_ROUTES, TokenQueues } from "../vta-board/tokens.ts";
 
 /** Default simulated DRAM: 1 GiB (the Pynq board has 512 MiB). */
 export const DEFAULT_VTA_SIM_MEMORY_BYTES = 1 << 30;

@@ -8,8 +8,8 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { DEFAULT_VTA_HARDWARE as hw, MEM, UOP_BUFFER } from "../../../vta/index.ts";
 import { FarmError } from "../../../protos/index.ts";
-import { VtaSimulator, runVtaFunction } from "./index.ts";
-import { binaryOf, insn, randomInt8, rawRun } from "./test-programs.ts";
+import { VtaSimulator, runVtaFunction } from "../vta-sim/index.ts";
+import { binaryOf, insn, randomInt8, rawRun } from "../vta-sim/test-programs.ts";
 
 function rejects(fn: () => unknown, ...patterns: RegExp[]): FarmError {
   let err: unknown;

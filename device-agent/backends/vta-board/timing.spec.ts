@@ -6,9 +6,9 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { DEFAULT_VTA_HARDWARE as hw, MEM, UOP_BUFFER } from "../../../vta/index.ts";
-import { DEFAULT_TIMING, runVtaFunction } from "./index.ts";
+import { DEFAULT_TIMING, runVtaFunction } from "../vta-sim/index.ts";
 import { aluCycles, dmaCycles, gemmCycles } from "./timing.ts";
-import { binaryOf, insn, rawRun } from "./test-programs.ts";
+import { binaryOf, insn, rawRun } from "../vta-sim/test-programs.ts";
 
 const t = DEFAULT_TIMING;
 
