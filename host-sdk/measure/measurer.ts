@@ -2,7 +2,7 @@
  * measure(): the farm as a measurement service for auto-tuners. Many
  * candidates, one result each — never fewer — with a closed set of outcomes
  * (autotvm's MeasureErrorNo): built on the host ahead of the boards, measured
- * on every matching board at once as a pipeline (host-sdk/measure-pipeline.ts:
+ * on every matching board at once as a pipeline (host-sdk/measure/pipeline.ts:
  * each board takes the next candidate the moment it can), checked against a
  * reference before and after timing with poisoned outputs, infrastructure
  * failures waited out and measured again, results appended as JSON lines so a
@@ -10,14 +10,14 @@
  * request, a result measured while the GPU was throttled (or flagged by the
  * caller's own test) is measured again on the same session.
  */
-import { FarmError } from "../protos/index.ts";
+import { FarmError } from "../../protos/index.ts";
 import type { BoardSession } from "./board-session.ts";
-import { backoff, checkCandidate, HOPELESS, Pipeline } from "./measure-pipeline.ts";
-import type { Candidate, CandidateSource, MeasureOptions, MeasureReport, MeasureResult, RemeasureOptions } from "./measure-types.ts";
-import { DEFAULT_INFRA_DEADLINE_MS, DEFAULT_REMEASURE_TIMES } from "./measure-types.ts";
+import { backoff, checkCandidate, HOPELESS, Pipeline } from "./pipeline.ts";
+import type { Candidate, CandidateSource, MeasureOptions, MeasureReport, MeasureResult, RemeasureOptions } from "./types.ts";
+import { DEFAULT_INFRA_DEADLINE_MS, DEFAULT_REMEASURE_TIMES } from "./types.ts";
 import { References } from "./references.ts";
 import { ResultsFile } from "./results-file.ts";
-import type { TrackerClient } from "./tracker-client.ts";
+import type { TrackerClient } from "../tracker-client.ts";
 
 /** remeasure's default test. */
 function measuredWhileThrottled(r: MeasureResult): boolean {

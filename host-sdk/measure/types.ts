@@ -1,8 +1,8 @@
 /** What measure() takes and gives: candidates, options, results, and the closed set of outcomes. */
-import type { AnyTypedArray, Dtype, LaunchDecl } from "../protos/index.ts";
-import type { RandomFill } from "../domain/index.ts";
-import type { CompiledModule } from "./compiled-module.ts";
-import type { TimeEvaluatorOptions } from "./session.ts";
+import type { AnyTypedArray, Dtype, LaunchDecl } from "../../protos/index.ts";
+import type { RandomFill } from "../../domain/index.ts";
+import type { CompiledModule } from "../compiled-module.ts";
+import type { TimeEvaluatorOptions } from "../session.ts";
 
 /**
  * INVALID_CONFIG: a configuration that cannot launch on the board (block size, registers, shared memory), told on the

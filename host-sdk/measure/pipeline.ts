@@ -15,17 +15,17 @@
  */
 import { setMaxListeners } from "node:events";
 import { availableParallelism } from "node:os";
-import { FarmError, type AnyTypedArray } from "../protos/index.ts";
-import { fillProblem } from "../domain/index.ts";
+import { FarmError, type AnyTypedArray } from "../../protos/index.ts";
+import { fillProblem } from "../../domain/index.ts";
 import { BoardClock } from "./board-clock.ts";
 import { BoardSession, type Measured } from "./board-session.ts";
 import { candidateDigest } from "./candidate-digest.ts";
-import type { CompiledModule } from "./compiled-module.ts";
-import { Limiter } from "./limiter.ts";
-import { DEFAULT_INFRA_DEADLINE_MS, type BoardReport, type Candidate, type CandidateSource, type MeasureOptions, type MeasureOutcome, type MeasureReport, type MeasureResult, type RemeasureOptions } from "./measure-types.ts";
+import type { CompiledModule } from "../compiled-module.ts";
+import { Limiter } from "../limiter.ts";
+import { DEFAULT_INFRA_DEADLINE_MS, type BoardReport, type Candidate, type CandidateSource, type MeasureOptions, type MeasureOutcome, type MeasureReport, type MeasureResult, type RemeasureOptions } from "./types.ts";
 import type { References } from "./references.ts";
 import type { ResultsFile } from "./results-file.ts";
-import type { TrackerClient } from "./tracker-client.ts";
+import type { TrackerClient } from "../tracker-client.ts";
 
 /** Default `retries`: sessions that may fail under one candidate before it is INFRA_ERROR. */
 export const DEFAULT_RETRIES = 3;
