@@ -6,10 +6,9 @@
  */
 export { measure, Measurer, type BatchOptions } from "./measurer.ts";
 export {
-  MEASURE_OUTCOMES, DEFAULT_REMEASURE_TIMES, DEFAULT_INFRA_DEADLINE_MS,
+  MEASURE_OUTCOMES, DEFAULT_REMEASURE_TIMES, DEFAULT_INFRA_DEADLINE_MS, DEFAULT_RETRIES, DEFAULT_IN_FLIGHT_PER_BOARD,
   type Candidate, type CandidateSource, type MeasureArg, type MeasureOptions, type MeasureResult, type MeasureOutcome, type ReferenceFn, type RemeasureOptions,
   type MeasureReport, type BoardReport, type IdleTime,
 } from "./types.ts";
-export { DEFAULT_RETRIES, DEFAULT_IN_FLIGHT_PER_BOARD } from "./pipeline.ts";
 export { formatReport } from "./format-report.ts";
 export { candidateDigest } from "./candidate-digest.ts";
