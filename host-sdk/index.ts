@@ -17,12 +17,8 @@ export {
   type VtaConv2dWorkload, type VtaConv2dSchedule, type VtaMatmulWorkload, type VtaMatmulSchedule,
   type VtaElementwiseWorkload, type VtaElementwiseSchedule, type VtaAluStep, type VtaEpilogue,
 } from "./vta/index.ts";
-export { measure, Measurer, type BatchOptions } from "./measure.ts";
 export {
-  MEASURE_OUTCOMES, DEFAULT_REMEASURE_TIMES, DEFAULT_INFRA_DEADLINE_MS,
-  type Candidate, type CandidateSource, type MeasureArg, type MeasureOptions, type MeasureResult, type MeasureOutcome, type ReferenceFn, type RemeasureOptions,
+  measure, Measurer, MEASURE_OUTCOMES, DEFAULT_REMEASURE_TIMES, DEFAULT_INFRA_DEADLINE_MS, DEFAULT_RETRIES, DEFAULT_IN_FLIGHT_PER_BOARD, formatReport, candidateDigest,
+  type BatchOptions, type Candidate, type CandidateSource, type MeasureArg, type MeasureOptions, type MeasureResult, type MeasureOutcome, type ReferenceFn, type RemeasureOptions,
   type MeasureReport, type BoardReport, type IdleTime,
-} from "./measure-types.ts";
-export { DEFAULT_RETRIES, DEFAULT_IN_FLIGHT_PER_BOARD } from "./measure-pipeline.ts";
-export { formatReport } from "./measure-report.ts";
-export { candidateDigest } from "./candidate-digest.ts";
+} from "./measure/index.ts";

@@ -324,7 +324,7 @@ export class Session {
   }
 
   /**
-   * measure()'s board side in one request (see host-sdk/measure.ts): checks
+   * measure()'s board side in one request (see host-sdk/measure/board-session.ts): checks
    * before and after a time evaluation; `wrong` names the first mismatch.
    * @internal
    */

@@ -67,7 +67,7 @@ export const DEFAULT_HEARTBEAT_INTERVAL_MS = 500;
 export const DEFAULT_MAX_MISSED_HEARTBEATS = 3;
 export const DEFAULT_DEADLINE_MS = 60_000;
 export const DEFAULT_OPEN_TIMEOUT_MS = 10_000;
-/** A day: a tuning run keeps its sessions across batches, and a lost one costs no candidate (host-sdk/measure.ts). */
+/** A day: a tuning run keeps its sessions across batches, and a lost one costs no candidate (host-sdk/measure/measurer.ts). */
 export const DEFAULT_MAX_SESSION_TIMEOUT_MS = 24 * 3600_000;
 
 export function resolveTrackerOptions(opts: TrackerOptions = {}): ResolvedTrackerOptions {

@@ -1,4 +1,4 @@
-"""What measure() takes: a Candidate and its arguments (host-sdk/measure-types.ts,
+"""What measure() takes: a Candidate and its arguments (host-sdk/measure/types.ts,
 docs/measure.md). Kept apart from measure.py so that the candidate digest
 (candidate_digest.py) reads the same types without importing the batch."""
 from __future__ import annotations

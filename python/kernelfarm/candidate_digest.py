@@ -1,5 +1,5 @@
 """The candidate digest (docs/measure.md, "Resuming a batch: the candidate
-digest"; host-sdk/candidate-digest.ts): SHA-256 of the canonical JSON of what
+digest"; host-sdk/measure/candidate-digest.ts): SHA-256 of the canonical JSON of what
 defines a candidate's result. A results file's line is reused only for the
 candidate with the same id *and* digest, so new source under an old id, other
 inputs or other timing options are measured again instead of inheriting a
@@ -70,7 +70,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def canonical_json(value: Any) -> str:
     """JSON that Python and TypeScript write byte for byte alike (canonicalJson
-    of host-sdk/candidate-digest.ts): object keys sorted (as JavaScript sorts
+    of host-sdk/measure/candidate-digest.ts): object keys sorted (as JavaScript sorts
     them: by UTF-16 code units), no whitespace, keys whose value is None left
     out, an integral number below 2^53 as an integer (`1.0` is `1`, `-0.0`
     is `0`), any other finite number as the string "f64:" and its 16

@@ -1,4 +1,4 @@
-"""measure(): the farm as a measurement service for auto-tuners (host-sdk/measure.ts,
+"""measure(): the farm as a measurement service for auto-tuners (host-sdk/measure/,
 docs/measure.md). Many candidates, one result each — never fewer — with a
 closed set of outcomes (autotvm's MeasureErrorNo): compiled on the host in
 parallel, measured on every matching board at once with one session per

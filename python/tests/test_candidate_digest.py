@@ -1,5 +1,5 @@
 """The candidate digest (docs/measure.md, "Resuming a batch: the candidate
-digest") from Python equals the TypeScript SDK's (host-sdk/candidate-digest.ts),
+digest") from Python equals the TypeScript SDK's (host-sdk/measure/candidate-digest.ts),
 byte for byte, for candidates of every kind of argument, numbers JSON writes
 differently in the two languages, unicode, nesting, launches and timing
 options: a batch started from one SDK resumes from the other only if it does.

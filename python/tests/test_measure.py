@@ -1,5 +1,5 @@
 """measure() from Python on the farm's CPU boards: one result per candidate with
-the outcomes host-sdk/measure.ts defines, and a results file that the
+the outcomes host-sdk/measure/ defines, and a results file that the
 TypeScript measure() resumes from — and the other way round."""
 from __future__ import annotations
 

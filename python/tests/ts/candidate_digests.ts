@@ -9,7 +9,7 @@
  * the canonical JSON of its definition (to show where two digests part).
  */
 import { readFileSync } from "node:fs";
-import { candidateDigest, canonicalJson } from "../../../host-sdk/candidate-digest.ts";
+import { candidateDigest, canonicalJson } from "../../../host-sdk/measure/candidate-digest.ts";
 import { argOf, type CandidateDescription } from "./candidates.ts";
 
 const described = JSON.parse(readFileSync(0, "utf8")) as CandidateDescription[];

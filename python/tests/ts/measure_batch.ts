@@ -12,7 +12,7 @@
  *     WRONG_ANSWER), with definitions, its results appended to FILE for the
  *     Python SDK to read.
  *
- * Prints one JSON object: the outcomes measure.ts defines and the results.
+ * Prints one JSON object: the outcomes host-sdk/measure/types.ts defines and the results.
  */
 import { readFileSync } from "node:fs";
 import { connectTracker, compileCpu, measure, MEASURE_OUTCOMES, type Candidate } from "../../../host-sdk/index.ts";

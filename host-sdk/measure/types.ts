@@ -1,8 +1,8 @@
 /** What measure() takes and gives: candidates, options, results, and the closed set of outcomes. */
-import type { AnyTypedArray, Dtype, LaunchDecl } from "../protos/index.ts";
-import type { RandomFill } from "../domain/index.ts";
-import type { CompiledModule } from "./compiled-module.ts";
-import type { TimeEvaluatorOptions } from "./session.ts";
+import type { AnyTypedArray, Dtype, LaunchDecl } from "../../protos/index.ts";
+import type { RandomFill } from "../../domain/index.ts";
+import type { CompiledModule } from "../compiled-module.ts";
+import type { TimeEvaluatorOptions } from "../session.ts";
 
 /**
  * INVALID_CONFIG: a configuration that cannot launch on the board (block size, registers, shared memory), told on the
@@ -157,6 +157,18 @@ export interface MeasureResult {
 
 /** Default `infraDeadlineMs`. */
 export const DEFAULT_INFRA_DEADLINE_MS = 600_000;
+
+/** Default `retries`: sessions that may fail under one candidate before it is INFRA_ERROR. */
+export const DEFAULT_RETRIES = 3;
+/**
+ * Default `inFlightPerBoard`: 1. With two, the good candidate before a
+ * crashing or hanging one was charged with its failure in 2 of 3 full
+ * `npm test` runs (tests/measure.test.ts, a `todo`), though the worker's
+ * answers now leave it before it runs the next tenant code and the host
+ * reads a lane to its close before taking the tracker's end. A second slot
+ * is opt-in until the cause is found.
+ */
+export const DEFAULT_IN_FLIGHT_PER_BOARD = 1;
 
 /**
  * Candidates pulled one at a time, as the pipeline has room: a search

@@ -9,9 +9,9 @@
  * differently: numbers that are not integers travel as their IEEE-754 bits.
  */
 import { createHash } from "node:crypto";
-import { FarmError, dtypeOf, toLaunchConfig, type AnyTypedArray } from "../protos/index.ts";
-import type { MeasureArg } from "./measure-types.ts";
-import type { TimeEvaluatorOptions } from "./session.ts";
+import { FarmError, dtypeOf, toLaunchConfig, type AnyTypedArray } from "../../protos/index.ts";
+import type { MeasureArg } from "./types.ts";
+import type { TimeEvaluatorOptions } from "../session.ts";
 
 /** The timing options a digest covers, with the defaults measure() applies. */
 const TIMING_DEFAULTS = {

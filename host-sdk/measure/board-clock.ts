@@ -5,7 +5,7 @@
  * the host, for a compile, for a session, or for the batch's last
  * candidates on other boards.
  */
-import type { IdleTime } from "./measure-types.ts";
+import type { IdleTime } from "./types.ts";
 
 /** What a slot of a board is doing. `wait`: waiting for a candidate, for the pipeline's reason of the moment. */
 export type SlotActivity = "transfer" | "host" | "wait" | "session" | "tail";

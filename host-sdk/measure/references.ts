@@ -1,7 +1,7 @@
 /** The expected outputs of measure()'s candidates, from their reference functions. */
-import { FarmError, dtypeOf, elementCount, type AnyTypedArray } from "../protos/index.ts";
-import { fillRange, randomArray } from "../domain/index.ts";
-import type { Candidate, ReferenceFn } from "./measure-types.ts";
+import { FarmError, dtypeOf, elementCount, type AnyTypedArray } from "../../protos/index.ts";
+import { fillRange, randomArray } from "../../domain/index.ts";
+import type { Candidate, ReferenceFn } from "./types.ts";
 
 /** Each reference function's outputs, per distinct inputs, computed once a batch. */
 export class References {

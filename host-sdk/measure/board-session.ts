@@ -2,12 +2,12 @@
  * One board's session for a measure() batch: what it has uploaded and the
  * arrays it keeps between candidates.
  */
-import { CHUNK_BYTES, dtypeOf, toLaunchConfig, type AnyTypedArray } from "../protos/index.ts";
-import { cudaLaunchLimitsFromWire, cudaLaunchProblem, type CudaLaunchLimits } from "../domain/index.ts";
-import type { CompiledModule } from "./compiled-module.ts";
-import type { KernelResources } from "./cuda/index.ts";
-import type { Candidate, MeasureOptions, MeasureResult } from "./measure-types.ts";
-import type { RemoteArray, RemoteModule, Session, TimeEvaluatorOptions } from "./session.ts";
+import { CHUNK_BYTES, dtypeOf, toLaunchConfig, type AnyTypedArray } from "../../protos/index.ts";
+import { cudaLaunchLimitsFromWire, cudaLaunchProblem, type CudaLaunchLimits } from "../../domain/index.ts";
+import type { CompiledModule } from "../compiled-module.ts";
+import type { KernelResources } from "../cuda/index.ts";
+import type { Candidate, MeasureOptions, MeasureResult } from "./types.ts";
+import type { RemoteArray, RemoteModule, Session, TimeEvaluatorOptions } from "../session.ts";
 
 /** Awaits every promise (so none is left to reject unhandled) and throws the first failure. */
 async function allOrFirstError<T>(promises: readonly Promise<T>[]): Promise<T[]> {

@@ -11,39 +11,25 @@
  * another, waiting out a tracker restart or an agent's with backoff; only
  * `infraDeadlineMs` of failure makes INFRA_ERROR a result. A slot whose
  * candidate was merely queued behind the one that crashed the session is
- * not blamed for it.
+ * not blamed for it (board-loop.ts says which one is).
  */
 import { setMaxListeners } from "node:events";
 import { availableParallelism } from "node:os";
-import { FarmError, type AnyTypedArray } from "../protos/index.ts";
-import { fillProblem } from "../domain/index.ts";
+import { FarmError, type AnyTypedArray } from "../../protos/index.ts";
+import type { CompiledModule } from "../compiled-module.ts";
+import { Limiter } from "../limiter.ts";
+import type { TrackerClient } from "../tracker-client.ts";
+import { backoff } from "./backoff.ts";
 import { BoardClock } from "./board-clock.ts";
+import { BoardLoop } from "./board-loop.ts";
 import { BoardSession, type Measured } from "./board-session.ts";
 import { candidateDigest } from "./candidate-digest.ts";
-import type { CompiledModule } from "./compiled-module.ts";
-import { Limiter } from "./limiter.ts";
-import { DEFAULT_INFRA_DEADLINE_MS, type BoardReport, type Candidate, type CandidateSource, type MeasureOptions, type MeasureOutcome, type MeasureReport, type MeasureResult, type RemeasureOptions } from "./measure-types.ts";
+import { checkCandidate, HOPELESS, outcomeFields, outcomeOf } from "./outcomes.ts";
+import { adaptedQueueDepth, initialQueueDepth } from "./queue-depth.ts";
 import type { References } from "./references.ts";
+import { buildReport } from "./report.ts";
 import type { ResultsFile } from "./results-file.ts";
-import type { TrackerClient } from "./tracker-client.ts";
-
-/** Default `retries`: sessions that may fail under one candidate before it is INFRA_ERROR. */
-export const DEFAULT_RETRIES = 3;
-/**
- * Default `inFlightPerBoard`: 1. With two, the good candidate before a
- * crashing or hanging one was charged with its failure in 2 of 3 full
- * `npm test` runs (tests/measure.test.ts, a `todo`), though the worker's
- * answers now leave it before it runs the next tenant code and the host
- * reads a lane to its close before taking the tracker's end. A second slot
- * is opt-in until the cause is found.
- */
-export const DEFAULT_IN_FLIGHT_PER_BOARD = 1;
-/** Backoff between session requests while the farm is unreachable: full jitter up to this, doubling from the first. */
-const BACKOFF_FIRST_MS = 250;
-const BACKOFF_MAX_MS = 8000;
-
-/** Request failures that no waiting heals: the batch stops with them. */
-export const HOPELESS = new Set(["UNAUTHENTICATED", "PERMISSION_DENIED", "INVALID_ARGUMENT"]);
+import { DEFAULT_IN_FLIGHT_PER_BOARD, DEFAULT_INFRA_DEADLINE_MS, DEFAULT_RETRIES, type Candidate, type CandidateSource, type MeasureOptions, type MeasureReport, type MeasureResult, type RemeasureOptions } from "./types.ts";
 
 /** A pulled candidate on its way through the pipeline. */
 interface Entry {
@@ -61,56 +47,6 @@ interface Entry {
   firstInfraAt?: number;
 }
 
-/** A board's failure or a kernel's, by the farm's error code. */
-export function outcomeOf(err: unknown): { outcome: MeasureOutcome; message: string; sessionLost: boolean } {
-  const e = FarmError.from(err);
-  const message = `${e.code}: ${e.message}`;
-  switch (e.code) {
-    case "COMPILE_ERROR":
-    case "TOOLCHAIN_MISSING":
-      return { outcome: "COMPILE_ERROR", message, sessionLost: false };
-    case "BAD_BUNDLE":
-    case "TARGET_MISMATCH":
-    case "LOAD_ERROR":
-    case "UNKNOWN_FUNCTION":
-      return { outcome: "LOAD_ERROR", message, sessionLost: false };
-    case "TIMEOUT":
-      return { outcome: "TIMEOUT", message, sessionLost: true };
-    case "RUNTIME_CRASH":
-      return { outcome: "RUNTIME_ERROR", message, sessionLost: true };
-    case "DEVICE_ERROR":
-      // A sticky device error loses the context: the session can do nothing more.
-      return { outcome: "RUNTIME_ERROR", message, sessionLost: e.details?.sticky === true };
-    case "LAUNCH_ERROR":
-      return { outcome: "INVALID_CONFIG", message, sessionLost: false };
-    case "RUNTIME_ERROR":
-    case "BAD_ARGUMENTS":
-    case "OUT_OF_MEMORY":
-    case "TOO_LARGE":
-      return { outcome: "RUNTIME_ERROR", message, sessionLost: false };
-    default:
-      return { outcome: "INFRA_ERROR", message, sessionLost: true };
-  }
-}
-
-/** A candidate that cannot be measured as written (the script's bug): refused before anything runs. */
-export function checkCandidate(c: Candidate, id: string): void {
-  const refuse = (what: string) => {
-    throw new FarmError("INVALID_ARGUMENT", `measure: candidate ${id}: ${what}`);
-  };
-  let outputs = 0;
-  c.args.forEach((a, i) => {
-    if ("random" in a) {
-      const problem = fillProblem(a.dtype, a.random);
-      if (problem) refuse(`argument ${i}, a random ${a.dtype} input: ${problem}`);
-    } else if ("output" in a) {
-      outputs++;
-      if (a.expect && c.reference) refuse(`argument ${i} has an expect and the candidate a reference function: give one`);
-    }
-  });
-  if (c.reference && outputs === 0) refuse("a reference function, but no output arguments to check");
-}
-
 /** What the pipeline needs from its Measurer: sessions kept from the last batch, and where to put them back. */
 export interface SessionPool {
   take(): BoardSession | undefined;
@@ -122,76 +58,6 @@ export interface PipelineHooks {
   record(r: MeasureResult, reused: boolean): void;
   /** A slot started or finished a candidate on a board (for the progress line). */
   running(delta: number): void;
-}
-
-/** One board: a session shared by its slots, replaced when lost. */
-class BoardLoop {
-  session?: BoardSession;
-  private acquiring?: Promise<BoardSession | undefined>;
-  readonly boards: string[] = [];
-  candidates = 0;
-  /** When this board's session requests began to fail, if they are failing: its outage clock. */
-  outageSince?: number;
-  /**
-   * Per session, its Measure requests in the order they went out from the
-   * first the board has not answered well (those before it can be no
-   * culprit), and whether the board answered each. Weak: a session dropped
-   * and let go takes its entries with it.
-   */
-  private readonly sent = new WeakMap<BoardSession, { index: number; ok?: boolean }[]>();
-  /** Per lost session: the candidate whose run it died in. */
-  private readonly culprit = new WeakMap<BoardSession, number>();
-
-  constructor(
-    readonly clock: BoardClock,
-    private readonly obtain: () => Promise<BoardSession | undefined>,
-  ) {}
-
-  /** The board's session, asking for one (once, for all its slots) when it has none. Undefined: none can be had. */
-  async acquire(): Promise<BoardSession | undefined> {
-    if (this.session && !this.session.session.isClosed) return this.session;
-    this.acquiring ??= this.obtain().then((s) => {
-      this.acquiring = undefined;
-      if (s) {
-        this.session = s;
-        if (this.boards.at(-1) !== s.session.board.id) this.boards.push(s.session.board.id);
-      }
-      return s;
-    });
-    return this.acquiring;
-  }
-
-  /** Forgets a lost session (unless already replaced) and closes it. */
-  drop(s: BoardSession): void {
-    if (this.session === s) this.session = undefined;
-    s.session.close().catch(() => {});
-  }
-
-  measureSent(s: BoardSession, index: number): void {
-    if (!this.sent.has(s)) this.sent.set(s, []);
-    this.sent.get(s)!.push({ index });
-    this.clock.measureSent();
-  }
-
-  measureSettled(s: BoardSession, index: number, ok: boolean): void {
-    const sent = this.sent.get(s);
-    const entry = sent?.find((e) => e.index === index && e.ok === undefined);
-    if (entry) entry.ok = ok;
-    while (sent?.[0]?.ok === true) sent.shift();
-    this.clock.measureDone();
-  }
-
-  /**
-   * Whether candidate `index` is the one its lost session died under: the
-   * board serves a session's requests in order, so it is the first request
-   * sent that the board did not answer — the ones behind it failed because
-   * of it. A candidate that failed before its request went out (an upload)
-   * is the culprit only if no request was outstanding.
-   */
-  blame(s: BoardSession, index: number): boolean {
-    if (!this.culprit.has(s)) this.culprit.set(s, this.sent.get(s)?.find((e) => e.ok !== true)?.index ?? index);
-    return this.culprit.get(s) === index;
-  }
 }
 
 export class Pipeline {
@@ -242,7 +108,7 @@ export class Pipeline {
     setMaxListeners(0, this.finished.signal);
     this.compileParallelism = positive(opts.compileParallelism, "compileParallelism") ?? availableParallelism();
     this.inFlight = positive(opts.inFlightPerBoard, "inFlightPerBoard") ?? DEFAULT_IN_FLIGHT_PER_BOARD;
-    this.depth = positive(opts.queueDepth, "queueDepth") ?? this.compileParallelism + slots * this.inFlight;
+    this.depth = positive(opts.queueDepth, "queueDepth") ?? initialQueueDepth(this.compileParallelism, slots, this.inFlight);
     this.retries = opts.retries ?? DEFAULT_RETRIES;
     if (!Number.isInteger(this.retries) || this.retries < 0) throw new FarmError("INVALID_ARGUMENT", `measure: retries must be an integer ≥ 0, got ${opts.retries}`);
     this.infraDeadlineMs = opts.infraDeadlineMs ?? DEFAULT_INFRA_DEADLINE_MS;
@@ -334,7 +200,7 @@ export class Pipeline {
         e.module = await this.compiles.run(m as () => Promise<CompiledModule>);
       } catch (err) {
         if (e.c.definition === undefined && this.resumed(e, undefined)) return;
-        this.record(e, { ...pick(outcomeOf(err)) }, 0);
+        this.record(e, { ...outcomeFields(outcomeOf(err)) }, 0);
         return;
       } finally {
         this.compileSeconds.push((performance.now() - t) / 1e3);
@@ -459,7 +325,7 @@ export class Pipeline {
       const again = this.remeasure && this.againFor(e);
       const events = { sent: () => loop.measureSent(board, e.index), settled: (ok: boolean) => loop.measureSettled(board, e.index, ok) };
       const r = await board.run(e.module!, e.c, expects, this.opts, events, again);
-        const wall = r.stats?.measure_wall_ns;
+      const wall = r.stats?.measure_wall_ns;
       if (wall) this.boardSeconds.push(wall / 1e9);
       loop.candidates++;
       this.record(e, r, e.attempts);
@@ -475,13 +341,13 @@ export class Pipeline {
         }
       }
       if (o.outcome !== "INFRA_ERROR") {
-        this.record(e, { board: board.session.board.id, ...pick(o) }, e.attempts);
+        this.record(e, { board: board.session.board.id, ...outcomeFields(o) }, e.attempts);
         return;
       }
       e.sessionFailures++;
       e.firstInfraAt ??= Date.now();
       this.lastInfra = o.message;
-      if (e.sessionFailures > this.retries || Date.now() - e.firstInfraAt > this.infraDeadlineMs) this.record(e, { board: board.session.board.id, ...pick(o) }, e.attempts);
+      if (e.sessionFailures > this.retries || Date.now() - e.firstInfraAt > this.infraDeadlineMs) this.record(e, { board: board.session.board.id, ...outcomeFields(o) }, e.attempts);
       else this.requeue(e); // transparently again, on a fresh session (the board may be gone: the tracker picks another)
     } finally {
       this.hooks.running(-1);
@@ -563,23 +429,12 @@ export class Pipeline {
     this.adaptDepth();
   }
 
-  /**
-   * The queue depth that covers a slow compile (the 90th percentile seen)
-   * at the boards' capacity — their count over the median of their own time
-   * per candidate — with half again for luck: by Little's law, that many
-   * candidates must be building for the boards never to wait for the
-   * compiler. No deeper, since a search proposes everything in the queue
-   * without the results still to come; and never from the achieved rate,
-   * which a compiler that falls behind would drag down with it.
-   */
+  /** A fixed `queueDepth` stays; otherwise the depth follows what the batch has seen (queue-depth.ts). */
   private adaptDepth(): void {
-    if (this.opts.queueDepth !== undefined || this.boardSeconds.length < this.slots || this.compileSeconds.length < 4) return;
-    const capacity = this.slots / Math.max(percentile(this.boardSeconds, 0.5), 1e-3);
-    const slow = percentile(this.compileSeconds, 0.9);
-    const base = this.slots * this.inFlight;
-    this.depth = Math.min(this.compileParallelism + 2 * base, base + Math.ceil(1.5 * capacity * slow));
+    if (this.opts.queueDepth !== undefined) return;
+    const depth = adaptedQueueDepth({ slots: this.slots, inFlight: this.inFlight, compileParallelism: this.compileParallelism, boardSeconds: this.boardSeconds, compileSeconds: this.compileSeconds });
+    if (depth !== undefined) this.depth = depth;
   }
-
 
   /** Stops the batch: no more candidates are taken, and measure() rejects with `err`. */
   private stop(err: unknown): void {
@@ -589,55 +444,21 @@ export class Pipeline {
   }
 
   private report(): MeasureReport {
-    const seconds = (performance.now() - this.t0) / 1e3;
-    const boards: BoardReport[] = this.loops.map((l) => ({
-      boards: l.boards,
-      candidates: l.candidates,
-      busy: seconds > 0 ? l.clock.busySeconds / seconds : 0,
-      idle: { ...l.clock.idle },
-      candidatesPerSecond: seconds > 0 ? l.candidates / seconds : 0,
-    }));
-    const sorted = [...this.compileSeconds].sort((a, b) => a - b);
-    return {
-      seconds,
-      candidates: this.recorded,
+    return buildReport({
+      seconds: (performance.now() - this.t0) / 1e3,
+      loops: this.loops,
+      recorded: this.recorded,
       reused: this.reused,
-      candidatesPerSecond: seconds > 0 ? this.recorded / seconds : 0,
-      busy: boards.length ? boards.reduce((s, b) => s + b.busy, 0) / boards.length : 0,
+      compileSeconds: this.compileSeconds,
       compileParallelism: this.compileParallelism,
       queueDepth: this.depth,
-      inFlightPerBoard: this.inFlight,
-      compiles: { count: sorted.length, medianSeconds: sorted[Math.floor(sorted.length / 2)] ?? 0, maxSeconds: sorted.at(-1) ?? 0 },
-      boards,
-    };
+      inFlight: this.inFlight,
+    });
   }
-}
-
-function percentile(xs: readonly number[], q: number): number {
-  const sorted = [...xs].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
-}
-
-function pick(o: { outcome: MeasureOutcome; message: string }): { outcome: MeasureOutcome; message: string } {
-  return { outcome: o.outcome, message: o.message };
 }
 
 function positive(v: number | undefined, name: string): number | undefined {
   if (v === undefined) return undefined;
   if (!Number.isInteger(v) || v < 1) throw new FarmError("INVALID_ARGUMENT", `measure: ${name} must be an integer ≥ 1, got ${v}`);
   return v;
-}
-
-/** Full jitter: a uniform wait up to a cap that doubles per failure, so restarted clients do not come back in step. */
-export function backoff(failures: number, signal?: AbortSignal): Promise<void> {
-  const cap = Math.min(BACKOFF_MAX_MS, BACKOFF_FIRST_MS * 2 ** failures);
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, Math.random() * cap);
-    signal?.addEventListener("abort", done, { once: true });
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    }
-  });
 }

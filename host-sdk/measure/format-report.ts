@@ -1,5 +1,5 @@
 /** A batch's MeasureReport as the text a tuning script prints: one line for the batch, one per board. */
-import type { MeasureReport } from "./measure-types.ts";
+import type { MeasureReport } from "./types.ts";
 
 const pct = (x: number) => `${(100 * x).toFixed(0)} %`;
 const sec = (x: number) => `${x.toFixed(1)} s`;

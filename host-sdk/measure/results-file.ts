@@ -1,13 +1,13 @@
 /**
  * measure()'s results file: one JSON line per candidate, appended as each
  * finishes, read back on resume. A line is reused only for the candidate it
- * describes (its id and its digest, host-sdk/candidate-digest.ts) and only
+ * describes (its id and its digest, host-sdk/measure/candidate-digest.ts) and only
  * when final; the rules are docs/measure.md's "Resuming a batch", shared
  * with the Python SDK.
  */
 import { appendFileSync, existsSync, readFileSync, truncateSync } from "node:fs";
-import { throttledOf } from "../domain/index.ts";
-import { MEASURE_OUTCOMES, type MeasureResult } from "./measure-types.ts";
+import { throttledOf } from "../../domain/index.ts";
+import { MEASURE_OUTCOMES, type MeasureResult } from "./types.ts";
 
 /** What a resume does with a candidate: reuse its line, or measure it (saying why, when it had a line). */
 export type Resumption = { reuse: MeasureResult } | { measuredAgain?: string };

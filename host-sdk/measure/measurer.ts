@@ -2,7 +2,7 @@
  * measure(): the farm as a measurement service for auto-tuners. Many
  * candidates, one result each — never fewer — with a closed set of outcomes
  * (autotvm's MeasureErrorNo): built on the host ahead of the boards, measured
- * on every matching board at once as a pipeline (host-sdk/measure-pipeline.ts:
+ * on every matching board at once as a pipeline (host-sdk/measure/pipeline.ts:
  * each board takes the next candidate the moment it can), checked against a
  * reference before and after timing with poisoned outputs, infrastructure
  * failures waited out and measured again, results appended as JSON lines so a
@@ -10,49 +10,17 @@
  * request, a result measured while the GPU was throttled (or flagged by the
  * caller's own test) is measured again on the same session.
  */
-import { FarmError } from "../protos/index.ts";
+import { FarmError } from "../../protos/index.ts";
+import type { TrackerClient } from "../tracker-client.ts";
+import { boardCount } from "./board-count.ts";
 import type { BoardSession } from "./board-session.ts";
-import { backoff, checkCandidate, HOPELESS, Pipeline } from "./measure-pipeline.ts";
-import type { Candidate, CandidateSource, MeasureOptions, MeasureReport, MeasureResult, RemeasureOptions } from "./measure-types.ts";
-import { DEFAULT_INFRA_DEADLINE_MS, DEFAULT_REMEASURE_TIMES } from "./measure-types.ts";
+import { checkCandidate } from "./outcomes.ts";
+import { Pipeline } from "./pipeline.ts";
+import { Progress } from "./progress.ts";
 import { References } from "./references.ts";
+import { resolveRemeasure } from "./remeasure.ts";
 import { ResultsFile } from "./results-file.ts";
-import type { TrackerClient } from "./tracker-client.ts";
-
-/** remeasure's default test. */
-function measuredWhileThrottled(r: MeasureResult): boolean {
-  return r.throttled === true;
-}
-
-/** `remeasure` with its defaults, or undefined when off. */
-function resolveRemeasure(o: MeasureOptions["remeasure"]): Required<RemeasureOptions> | undefined {
-  if (!o) return undefined;
-  const { when = measuredWhileThrottled, times = DEFAULT_REMEASURE_TIMES } = o === true ? {} : o;
-  if (!Number.isInteger(times) || times < 0) throw new FarmError("INVALID_ARGUMENT", `measure: remeasure.times must be an integer ≥ 0, got ${times}`);
-  if (typeof when !== "function") throw new FarmError("INVALID_ARGUMENT", "measure: remeasure.when must be a function of a result");
-  return { when, times };
-}
-
-class Progress {
-  private readonly t0 = Date.now();
-  done = 0;
-  failed = 0;
-  running = 0;
-  constructor(
-    private readonly total: number | undefined,
-    private readonly on: boolean,
-  ) {}
-  draw(): void {
-    if (!this.on) return;
-    const s = (Date.now() - this.t0) / 1e3;
-    const rate = this.done / Math.max(s, 1e-3);
-    const eta = this.total === undefined ? "" : ` · ETA ${(rate > 0 ? (this.total - this.done) / rate : 0).toFixed(0)} s`;
-    process.stderr.write(`\r measure: ${this.done}${this.total !== undefined ? `/${this.total}` : ""} done, ${this.failed} failed, ${this.running} running · ${rate.toFixed(1)}/s${eta}   `);
-  }
-  end(): void {
-    if (this.on) process.stderr.write("\n");
-  }
-}
+import type { Candidate, CandidateSource, MeasureOptions, MeasureReport, MeasureResult } from "./types.ts";
 
 /**
  * Measures every candidate on the boards of `opts.key`; resolves with one
@@ -126,7 +94,8 @@ export class Measurer {
     const file = ResultsFile.open(opts.resultsFile);
     const total = list?.length ?? (candidates as CandidateSource).total;
     const progress = new Progress(total, opts.progress ?? process.stderr.isTTY === true);
-    const slots = await this.boardCount(opts, list?.length);
+    // Sessions kept from the last batch that are still open count among the key's boards.
+    const slots = await boardCount(this.client, opts, list?.length, this.idle.filter((s) => !s.session.isClosed).length);
     let at = 0;
     const source: CandidateSource = list ? { next: () => list[at++], total: list.length } : (candidates as CandidateSource);
     const pipeline = new Pipeline(
@@ -135,7 +104,14 @@ export class Measurer {
       opts,
       file,
       this.references,
-      { take: () => this.takeIdle(), keep: (s) => (this.closed ? s.session.close().catch(() => {}) : this.idle.push(s)) },
+      {
+        take: () => this.takeIdle(),
+        keep: (s) => {
+          // A Measurer closed while its batch ran keeps nothing: the board goes back at once.
+          if (this.closed) void s.session.close().catch(() => {});
+          else this.idle.push(s);
+        },
+      },
       {
         record: (r) => {
           progress.done++;
@@ -162,56 +138,6 @@ export class Measurer {
     opts.onReport?.(report);
     const n = list?.length ?? pipeline.results.length;
     return Array.from({ length: n }, (_, i) => pipeline.results[i] ?? { index: i, id: list?.[i]?.id ?? `c${i}`, outcome: "INFRA_ERROR", message: "INTERNAL: not measured", attempts: 0 });
-  }
-
-  /**
-   * How many boards the batch will use: those of the key (and labels) the
-   * tracker lists, at most `boards` and one per candidate. A key no board
-   * serves is waited for up to `deadlineMs` of the tracker answering (its
-   * agents may be restarting), then refused with NO_BOARD; a tracker that
-   * does not answer is waited out with backoff like any outage, up to
-   * `infraDeadlineMs`, after which the batch goes on with one board's worth
-   * of sessions and the pipeline records what it cannot measure.
-   */
-  private async boardCount(opts: MeasureOptions, candidates: number | undefined): Promise<number> {
-    const limit = Math.max(1, Math.min(opts.boards ?? Infinity, candidates ?? Infinity));
-    // Boards kept from the last batch count once: they are among the key's boards.
-    const kept = this.idle.filter((s) => !s.session.isClosed).length;
-    if (kept > 0) return Math.min(limit, Math.max(kept, await this.matching(opts).catch(() => kept)));
-    const waitMs = opts.deadlineMs ?? 60_000;
-    let noBoardSince: number | undefined;
-    let outageSince: number | undefined;
-    for (let failures = 0; ; failures++) {
-      let n: number;
-      try {
-        n = await this.matching(opts);
-        outageSince = undefined;
-      } catch (err) {
-        const e = FarmError.from(err);
-        if (HOPELESS.has(e.code)) throw e;
-        outageSince ??= Date.now();
-        if (Date.now() - outageSince > (opts.infraDeadlineMs ?? DEFAULT_INFRA_DEADLINE_MS)) return Math.min(limit, opts.boards ?? 1);
-        await backoff(failures);
-        continue;
-      }
-      if (n > 0) return Math.min(limit, n);
-      noBoardSince ??= Date.now();
-      if (Date.now() - noBoardSince >= waitMs) {
-        const keys = [...new Set((await this.client.summary()).boards.map((b) => b.key))].sort();
-        const selector = opts.labels && Object.keys(opts.labels).length ? ` with labels ${JSON.stringify(opts.labels)}` : "";
-        throw new FarmError(
-          "NO_BOARD",
-          `measure: no board serves key "${opts.key}"${selector} (waited ${waitMs} ms for one to attach); the farm serves ${keys.length ? `keys ${keys.join(", ")}` : "no boards at all"}`,
-        );
-      }
-      // Looked again at most 2 s apart: a board that attaches is used within that.
-      await backoff(Math.min(failures, 3));
-    }
-  }
-
-  private async matching(opts: MeasureOptions): Promise<number> {
-    const summary = await this.client.summary({ key: opts.key });
-    return summary.boards.filter((b) => b.key === opts.key && Object.entries(opts.labels ?? {}).every(([k, v]) => b.labels[k] === v)).length;
   }
 
   /** A session kept from an earlier batch that is still open, if any. */

@@ -1,0 +1,21 @@
+/**
+ * measure()'s `remeasure` option resolved once per batch: which OK results
+ * are measured again on the same session, and how often at most. Checked
+ * before anything runs, so a script's mistake costs no board time.
+ */
+import { FarmError } from "../../protos/index.ts";
+import { DEFAULT_REMEASURE_TIMES, type MeasureOptions, type MeasureResult, type RemeasureOptions } from "./types.ts";
+
+/** remeasure's default test. */
+export function measuredWhileThrottled(r: MeasureResult): boolean {
+  return r.throttled === true;
+}
+
+/** `remeasure` with its defaults, or undefined when off. */
+export function resolveRemeasure(o: MeasureOptions["remeasure"]): Required<RemeasureOptions> | undefined {
+  if (!o) return undefined;
+  const { when = measuredWhileThrottled, times = DEFAULT_REMEASURE_TIMES } = o === true ? {} : o;
+  if (!Number.isInteger(times) || times < 0) throw new FarmError("INVALID_ARGUMENT", `measure: remeasure.times must be an integer ≥ 0, got ${times}`);
+  if (typeof when !== "function") throw new FarmError("INVALID_ARGUMENT", "measure: remeasure.when must be a function of a result");
+  return { when, times };
+}
