@@ -18,7 +18,9 @@ from .benchmark_result import BenchmarkResult
 from .bundle import DTYPES, CompiledModule, bundle_digest, decode_bundle, encode_bundle, validate_bundle
 from .compile_cpu import compile_cpu
 from .compile_cuda import CudaCompiledModule, KernelResources, compile_cuda, compile_cuda_many
-from .errors import CODES, FarmError
+from . import _error_types
+from ._error_types import *  # noqa: F401,F403 - a FarmError subclass per code (NoBoard, ...), generated with the codes
+from .errors import CODES, ErrorCode, FarmError
 from .measure import (
     MEASURE_OUTCOMES,
     Candidate,
@@ -40,6 +42,7 @@ __all__ = [
     "CompiledModule",
     "CudaCompiledModule",
     "DTYPES",
+    "ErrorCode",
     "FarmError",
     "FileInfo",
     "FpgaProgrammed",
@@ -68,4 +71,5 @@ __all__ = [
     "measure",
     "random_array",
     "validate_bundle",
+    *_error_types.__all__,
 ]
