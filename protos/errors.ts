@@ -15,60 +15,29 @@
  * details never turn an error into another error.
  */
 import { status as GrpcStatus, Metadata, type ServiceError } from "@grpc/grpc-js";
+import { CODE_TRAILER, DETAILS_MAX_BYTES, DETAILS_TRAILER, ERROR_CODES, GRPC_STATUS_TO_ERROR_CODE } from "./gen/contract.ts";
 
-/** code → gRPC status at the edge, and what the code means. */
-const CODES = {
-  INVALID_ARGUMENT: { grpc: GrpcStatus.INVALID_ARGUMENT, doc: "a request field is malformed" },
-  NO_BOARD: { grpc: GrpcStatus.NOT_FOUND, doc: "no board serves the key (or label selector)" },
-  DEADLINE_EXCEEDED: { grpc: GrpcStatus.DEADLINE_EXCEEDED, doc: "no board became free before the request's deadline" },
-  UNAVAILABLE: { grpc: GrpcStatus.UNAVAILABLE, doc: "the tracker (or agent) cannot be reached" },
-  NOT_FOUND: { grpc: GrpcStatus.NOT_FOUND, doc: "no such file, module, array or session" },
-  INVALID_NAME: { grpc: GrpcStatus.INVALID_ARGUMENT, doc: "an upload name is not a plain file name" },
-  TOO_LARGE: { grpc: GrpcStatus.RESOURCE_EXHAUSTED, doc: "a file, session quota or array exceeds its cap" },
-  OUT_OF_MEMORY: { grpc: GrpcStatus.RESOURCE_EXHAUSTED, doc: "the board has no memory for the array" },
-  BAD_BUNDLE: { grpc: GrpcStatus.INVALID_ARGUMENT, doc: "the module bundle failed validation" },
-  TARGET_MISMATCH: { grpc: GrpcStatus.FAILED_PRECONDITION, doc: "the bundle was built for another target" },
-  LOAD_ERROR: { grpc: GrpcStatus.FAILED_PRECONDITION, doc: "the board could not load the module" },
-  UNKNOWN_FUNCTION: { grpc: GrpcStatus.NOT_FOUND, doc: "the module has no such function" },
-  BAD_ARGUMENTS: { grpc: GrpcStatus.INVALID_ARGUMENT, doc: "wrong argument count, dtype or shape" },
-  COMPILE_ERROR: { grpc: GrpcStatus.INVALID_ARGUMENT, doc: "the host compiler rejected the source" },
-  TOOLCHAIN_MISSING: { grpc: GrpcStatus.FAILED_PRECONDITION, doc: "a host compiler (nvcc, cc) is not installed" },
-  LAUNCH_ERROR: { grpc: GrpcStatus.INVALID_ARGUMENT, doc: "a launch configuration the device cannot run (block size, shared memory)" },
-  DEVICE_ERROR: { grpc: GrpcStatus.INTERNAL, doc: "the device driver reported an error; its own name for it is in the message" },
-  RUNTIME_ERROR: { grpc: GrpcStatus.INTERNAL, doc: "the kernel failed while running" },
-  RUNTIME_CRASH: { grpc: GrpcStatus.ABORTED, doc: "the session worker died (segfault, abort, kill)" },
-  TIMEOUT: { grpc: GrpcStatus.DEADLINE_EXCEEDED, doc: "a call ran past its timeout; its worker was killed" },
-  SESSION_TIMEOUT: { grpc: GrpcStatus.DEADLINE_EXCEEDED, doc: "the session outlived its session timeout" },
-  SESSION_CLOSED: { grpc: GrpcStatus.FAILED_PRECONDITION, doc: "the session is closed" },
-  AGENT_LOST: { grpc: GrpcStatus.UNAVAILABLE, doc: "the board's agent died or stopped answering" },
-  DRAINED: { grpc: GrpcStatus.UNAVAILABLE, doc: "the board or tracker is shutting down" },
-  UNAUTHENTICATED: { grpc: GrpcStatus.UNAUTHENTICATED, doc: "no token, or one the tracker does not know (malformed, revoked, expired)" },
-  PERMISSION_DENIED: { grpc: GrpcStatus.PERMISSION_DENIED, doc: "the caller's token or session ticket does not allow this" },
-  NAME_IN_USE: { grpc: GrpcStatus.ALREADY_EXISTS, doc: "another live agent is attached under this agent name" },
-  PROTOCOL_ERROR: { grpc: GrpcStatus.INTERNAL, doc: "a peer sent a frame that breaks the protocol" },
-  CANCELLED: { grpc: GrpcStatus.CANCELLED, doc: "the caller gave up" },
-  INTERNAL: { grpc: GrpcStatus.INTERNAL, doc: "a bug in kernelfarm" },
-} as const;
+/**
+ * CODE_TRAILER: metadata key of the trailer that carries a FarmError code over gRPC.
+ * DETAILS_TRAILER: the one that carries its details (binary: `-bin`, base64 on the wire,
+ * since text trailers must be printable ASCII).
+ * DETAILS_MAX_BYTES: most bytes of details' JSON on the wire. Small: in a gRPC status
+ * they share the HTTP/2 header-list limit (64 KiB in Node) with the message, which can
+ * hold a crash's output; details are facts for code to act on (a flag, a name, a
+ * number), the prose belongs in the message.
+ */
+export { CODE_TRAILER, DETAILS_MAX_BYTES, DETAILS_TRAILER };
+
+/**
+ * code → gRPC status at the edge, and what the code means: declared once, in
+ * protos/farm/v1/contract.json, for both SDKs (npm run gen:contract).
+ */
+const CODES = ERROR_CODES;
 
 export type FarmErrorCode = keyof typeof CODES;
 export const FARM_ERROR_CODES = Object.keys(CODES) as FarmErrorCode[];
 
 const BRAND = Symbol.for("kernelfarm.FarmError");
-
-/** Metadata key of the trailer that carries a FarmError code over gRPC. */
-export const CODE_TRAILER = "farm-code";
-/**
- * Metadata key of the trailer that carries a FarmError's details over gRPC:
- * binary (`-bin`, base64 on the wire), since text trailers must be printable ASCII.
- */
-export const DETAILS_TRAILER = "farm-details-bin";
-/**
- * Most bytes of details' JSON on the wire. Small: in a gRPC status they share
- * the HTTP/2 header-list limit (64 KiB in Node) with the message, which can
- * hold a crash's output; details are facts for code to act on (a flag, a
- * name, a number), the prose belongs in the message.
- */
-export const DETAILS_MAX_BYTES = 2048;
 
 /** A FarmError as the Error message (common.proto) and the worker's IPC carry it. */
 export interface WireError {
@@ -120,7 +89,7 @@ export class FarmError extends Error {
     metadata.set(CODE_TRAILER, this.code);
     const json = encodeDetails(this.details);
     if (json) metadata.set(DETAILS_TRAILER, Buffer.from(json));
-    return { code: CODES[this.code].grpc, details: this.message, metadata };
+    return { code: GrpcStatus[CODES[this.code].grpc], details: this.message, metadata };
   }
 
   toWire(): WireError {
@@ -135,16 +104,10 @@ export class FarmError extends Error {
 }
 Object.defineProperty(FarmError.prototype, BRAND, { value: true });
 
-const GRPC_TO_FARM: Partial<Record<number, FarmErrorCode>> = {
-  [GrpcStatus.UNAVAILABLE]: "UNAVAILABLE",
-  [GrpcStatus.DEADLINE_EXCEEDED]: "DEADLINE_EXCEEDED",
-  [GrpcStatus.CANCELLED]: "CANCELLED",
-  [GrpcStatus.INVALID_ARGUMENT]: "INVALID_ARGUMENT",
-  [GrpcStatus.NOT_FOUND]: "NOT_FOUND",
-  [GrpcStatus.PERMISSION_DENIED]: "PERMISSION_DENIED",
-  [GrpcStatus.UNAUTHENTICATED]: "UNAUTHENTICATED",
-  [GrpcStatus.RESOURCE_EXHAUSTED]: "TOO_LARGE",
-};
+/** gRPC status → code, for a status without a farm-code trailer (grpc-js's own, a proxy's); any other is INTERNAL. */
+const GRPC_TO_FARM: Partial<Record<number, FarmErrorCode>> = Object.fromEntries(
+  Object.entries(GRPC_STATUS_TO_ERROR_CODE).map(([status, code]) => [GrpcStatus[status as keyof typeof GRPC_STATUS_TO_ERROR_CODE], code]),
+);
 
 function fromGrpcError(err: unknown): FarmError | undefined {
   if (typeof err !== "object" || err === null || !("code" in err) || !("metadata" in err)) return undefined;

@@ -10,15 +10,19 @@
 import { fileURLToPath } from "node:url";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
+import { CHUNK_BYTES, KEEPALIVE_TIME_MS, KEEPALIVE_TIMEOUT_MS, MAX_MESSAGE_BYTES } from "./gen/contract.ts";
 import type { ProtoGrpcType as AgentProto } from "./gen/agent.ts";
 import type { ProtoGrpcType as HostProto } from "./gen/host.ts";
 
 export const PROTO_DIR = fileURLToPath(new URL(".", import.meta.url));
 
-/** Session data is chunked to this size (1 MiB was best in every measurement). */
-export const CHUNK_BYTES = 1 << 20;
-/** Largest gRPC message any part accepts: a chunk plus generous framing. */
-export const MAX_MESSAGE_BYTES = 16 << 20;
+/**
+ * CHUNK_BYTES: session data is chunked to this size (1 MiB was best in every
+ * measurement). MAX_MESSAGE_BYTES: the largest gRPC message any part accepts,
+ * a chunk plus generous framing. Declared once for both SDKs, with the
+ * keepalive below, in protos/farm/v1/contract.json.
+ */
+export { CHUNK_BYTES, MAX_MESSAGE_BYTES };
 
 /** Metadata keys on the session streams. */
 export const SESSION_ID_HEADER = "farm-session-id";
@@ -35,8 +39,7 @@ export const SESSION_TOKEN_HEADER = "farm-session-token";
  * the interval (the server allows one ping per 5 s), so a host waiting on a
  * tracker that vanished learns it within about 15 s rather than never.
  */
-export const KEEPALIVE_TIME_MS = 5000;
-export const KEEPALIVE_TIMEOUT_MS = 5000;
+export { KEEPALIVE_TIME_MS, KEEPALIVE_TIMEOUT_MS };
 export const LIVENESS_MS = KEEPALIVE_TIME_MS + KEEPALIVE_TIMEOUT_MS;
 
 const packageDefinition = protoLoader.loadSync(

@@ -9,29 +9,28 @@
  *   ServeSession stream, relayed by the tracker (for networks where only the
  *   gRPC port is reachable);
  * * `auto`: direct, falling back to relay within a bounded time.
+ *
+ * The lanes, the routes, SESSION_REQUEST_HEADER (metadata of
+ * HostService.Session: the encoded SessionRequest) and SESSION_END_GRACE_MS
+ * are declared once for both SDKs, in protos/farm/v1/contract.json.
+ *
+ * SESSION_END_GRACE_MS is the one grace of a session's end: how long a side
+ * that saw a lane or stream close waits for whoever knows why (the agent's
+ * report at the tracker, the tracker's end at the host, a worker's own report
+ * at the agent) before it settles for a generic reason. Trackers send theirs
+ * to agents (Registered) and hosts (Grant).
  */
 import { FarmError } from "./errors.ts";
+import { AUTO_ROUTE, LANES, SESSION_END_GRACE_MS, SESSION_REQUEST_HEADER } from "./gen/contract.ts";
 
-export const LANES = ["direct", "relay", "grpc"] as const;
+export { LANES, SESSION_END_GRACE_MS, SESSION_REQUEST_HEADER };
 export type Lane = (typeof LANES)[number];
-export const ROUTES = ["auto", ...LANES] as const;
+export const ROUTES = [AUTO_ROUTE, ...LANES] as const;
 export type Route = (typeof ROUTES)[number];
-
-/** Metadata of HostService.Session: the encoded SessionRequest. */
-export const SESSION_REQUEST_HEADER = "farm-session-request-bin";
-
-/**
- * The one grace of a session's end: how long a side that saw a lane or
- * stream close waits for whoever knows why (the agent's report at the
- * tracker, the tracker's end at the host, a worker's own report at the agent)
- * before it settles for a generic reason. Trackers send theirs to agents
- * (Registered) and hosts (Grant).
- */
-export const SESSION_END_GRACE_MS = 1000;
 
 /** A route from a request or the environment (empty: auto); anything else is refused naming the choices. */
 export function parseRoute(value: string | undefined, what: string): Route {
-  if (value === undefined || value === "") return "auto";
+  if (value === undefined || value === "") return AUTO_ROUTE;
   if ((ROUTES as readonly string[]).includes(value)) return value as Route;
   throw new FarmError("INVALID_ARGUMENT", `${what}: route must be one of ${ROUTES.join(", ")}, got ${JSON.stringify(value)}`);
 }

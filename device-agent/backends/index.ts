@@ -1,8 +1,10 @@
 /** Board kinds this agent can serve, by name. */
 import { FarmError } from "../../protos/index.ts";
+import { BOARD_KINDS } from "../../protos/gen/contract.ts";
 import type { Backend, BoardFacts } from "./backend.ts";
 
-export const BOARD_KINDS = ["cpu", "cuda", "vta-sim", "vta"] as const;
+/** Declared once, with what each kind is, in protos/farm/v1/contract.json; the switches below serve each one. */
+export { BOARD_KINDS };
 export type BoardKind = (typeof BOARD_KINDS)[number];
 
 export function isBoardKind(kind: string): kind is BoardKind {

@@ -1,14 +1,12 @@
 /** What measure() takes and gives: candidates, options, results, and the closed set of outcomes. */
+import { MEASURE_OUTCOMES } from "../../protos/gen/contract.ts";
 import type { AnyTypedArray, Dtype, LaunchDecl } from "../../protos/index.ts";
 import type { RandomFill } from "../../domain/index.ts";
 import type { CompiledModule } from "../compiled-module.ts";
 import type { TimeEvaluatorOptions } from "../session.ts";
 
-/**
- * INVALID_CONFIG: a configuration that cannot launch on the board (block size, registers, shared memory), told on the
- * host from ptxas's report and the board's registered limits before anything is uploaded, or by the board's own launch check.
- */
-export const MEASURE_OUTCOMES = ["OK", "INVALID_CONFIG", "COMPILE_ERROR", "LOAD_ERROR", "RUNTIME_ERROR", "WRONG_ANSWER", "TIMEOUT", "INFRA_ERROR"] as const;
+/** The closed set of outcomes, each with what it means: declared once for both SDKs, in protos/farm/v1/contract.json. */
+export { MEASURE_OUTCOMES };
 export type MeasureOutcome = (typeof MEASURE_OUTCOMES)[number];
 
 /**

@@ -18,7 +18,9 @@ from .benchmark_result import BenchmarkResult
 from .bundle import DTYPES, CompiledModule, bundle_digest, decode_bundle, encode_bundle, validate_bundle
 from .compile_cpu import compile_cpu
 from .compile_cuda import CudaCompiledModule, KernelResources, compile_cuda, compile_cuda_many
-from .errors import CODES, FarmError
+from . import _error_types
+from ._error_types import *  # noqa: F401,F403 - a FarmError subclass per code (NoBoard, ...), generated with the codes
+from .errors import CODES, ErrorCode, FarmError
 from .measure import (
     MEASURE_OUTCOMES,
     Candidate,
@@ -32,7 +34,8 @@ from .measure import (
 from .seeded import RandomFill, random_array
 from .session import FileInfo, FpgaProgrammed, RemoteArray, RemoteFunction, RemoteModule, Session, Stats
 from .summary import AgentInfo, BoardInfo, CanaryTiming, CudaLaunchLimits, FarmSummary, HealthChange, QueueInfo
-from .tracker_client import ROUTES, TrackerClient, connect_tracker
+from ._contract import ROUTES
+from .tracker_client import TrackerClient, connect_tracker
 
 __all__ = [
     "AgentInfo",
@@ -48,6 +51,7 @@ __all__ = [
     "CompiledModule",
     "CudaCompiledModule",
     "DTYPES",
+    "ErrorCode",
     "FarmError",
     "FileInfo",
     "FpgaProgrammed",
@@ -76,4 +80,5 @@ __all__ = [
     "measure",
     "random_array",
     "validate_bundle",
+    *_error_types.__all__,
 ]

@@ -32,6 +32,7 @@ from typing import Callable, Optional, Sequence
 
 import grpc
 
+from ._contract import SESSION_END_GRACE_MS
 from .credentials import ClientSecurity
 from .errors import FarmError, grpc_farm_code
 from .frames import decode_end, decode_grant, encode_lane_hello, is_end_frame, is_grant_frame
@@ -39,8 +40,6 @@ from .lane import LaneSocket, dial_lane
 from .protos import session_pb2
 
 SESSION_METHOD = "/farm.v1.HostService/Session"
-#: The grace a tracker gives a session's end when its grant names none (protos/routes.ts).
-SESSION_END_GRACE_MS = 1000
 #: How long a lane is read after the tracker's end came, for frames the worker sent before it ended (frame-channel.ts).
 LANE_DRAIN_S = 1.0
 #: Frames queued for the grpc lane before a sender waits: its back-pressure.

@@ -16,6 +16,7 @@ from typing import Optional, Union
 
 import grpc
 
+from . import _contract
 from .errors import FarmError
 from .frames import MAX_MESSAGE_BYTES
 
@@ -24,9 +25,9 @@ AUTHORIZATION_HEADER = "authorization"
 MAX_TOKEN_CHARS = 512
 _PRINTABLE = re.compile(r"^[\x21-\x7e]*$")
 
-#: Liveness: ping the tracker every 10 s and give up on it after 5 s without an answer (protos/grpc.ts).
-KEEPALIVE_TIME_MS = 10_000
-KEEPALIVE_TIMEOUT_MS = 5_000
+#: Liveness: ping the tracker every 10 s (twice the tracker's interval) and give up on it after 5 s without an answer.
+KEEPALIVE_TIME_MS = 2 * _contract.KEEPALIVE_TIME_MS
+KEEPALIVE_TIMEOUT_MS = _contract.KEEPALIVE_TIMEOUT_MS
 #: A client whose tracker went away re-dials within ~2 s of its return (host-sdk/tracker-client.ts).
 RECONNECT_MAX_MS = 2_000
 

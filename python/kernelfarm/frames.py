@@ -6,13 +6,10 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
+from ._contract import CHUNK_BYTES, MAX_MESSAGE_BYTES  # noqa: F401 - the SDK's modules take the frame sizes from here
 from .errors import FarmError
 from .protos import common_pb2, host_pb2, session_pb2
 
-#: Session data is chunked to this size (protos/grpc.ts CHUNK_BYTES).
-CHUNK_BYTES = 1 << 20
-#: The largest frame any part accepts (protos/grpc.ts MAX_MESSAGE_BYTES).
-MAX_MESSAGE_BYTES = 16 << 20
 #: Below this, one buffer is cheaper than two sends (protos/frames.ts).
 SPLIT_MIN_BYTES = 64 << 10
 

@@ -44,7 +44,8 @@ from .candidate_digest import DEFAULT_TIMEOUT_S, CandidateDoc, _ArrayDigests, ca
 from .dtypes import dtype_name, shape_of, wire_array
 from .errors import FarmError
 from .protos import session_pb2
-from .results_file import OUTCOMES, ResultsFile, remeasure_reason
+from ._contract import MEASURE_OUTCOMES as OUTCOMES
+from .results_file import ResultsFile, remeasure_reason
 from .seeded import fill_problem, fill_range, random_array
 from .session import RemoteArray, RemoteModule, Session, TimeOptions, measured
 from .tracker_client import TrackerClient

@@ -15,9 +15,8 @@ import os
 import threading
 from typing import Any, Optional
 
+from ._contract import MEASURE_OUTCOMES as OUTCOMES
 from .errors import FarmError
-
-OUTCOMES = ("OK", "INVALID_CONFIG", "COMPILE_ERROR", "LOAD_ERROR", "RUNTIME_ERROR", "WRONG_ANSWER", "TIMEOUT", "INFRA_ERROR")
 
 #: `measuredAgain` on the new line, per reason (the spec's words).
 AGAIN_INFRA = "the earlier result was INFRA_ERROR, which is never final"

@@ -13,6 +13,7 @@ from typing import Mapping, Optional
 
 import grpc
 
+from ._contract import ROUTES, SESSION_REQUEST_HEADER
 from .channel import SessionStream, connection_failed, open_lane
 from .credentials import ClientSecurity, call_metadata, diagnose_transport, env_security, grpc_channel
 from .errors import FarmError
@@ -22,8 +23,6 @@ from .protos import host_pb2, host_pb2_grpc
 from .session import Session
 from .summary import FarmSummary, board_info, farm_summary
 
-ROUTES = ("auto", "direct", "relay", "grpc")
-SESSION_REQUEST_HEADER = "farm-session-request-bin"
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
 DEFAULT_RPC_TIMEOUT_S = 10.0
 #: auto: how long the direct lane may take before the relay is tried.

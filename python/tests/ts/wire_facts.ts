@@ -1,6 +1,6 @@
 /**
  * The TypeScript side's word on the wire, for python/tests/test_wire.py: the
- * error codes, frames it encodes (ends, a grant, a session request), the
+ * frames it encodes (ends, a grant, a session request), the
  * seeded generator's output, and its decoding of what the Python side encoded:
  * HostFrames, and SessionRequests (prefixed `sr:`), given as hex lines on
  * stdin. One JSON object on stdout.
@@ -9,7 +9,7 @@
  */
 import { readFileSync } from "node:fs";
 import {
-  CLEAN_END_FRAME, FARM_ERROR_CODES, decodeHostFrame, decodeSessionRequest, encodeEndFrame, encodeGrantFrame, type Dtype,
+  CLEAN_END_FRAME, decodeHostFrame, decodeSessionRequest, encodeEndFrame, encodeGrantFrame, type Dtype,
 } from "../../../protos/index.ts";
 import { randomArray, type RandomFill } from "../../../domain/index.ts";
 
@@ -38,7 +38,6 @@ function chunkFrame(bytes: Buffer): unknown {
 const decoded = lines.map((arg) => (arg.startsWith("sr:") ? decodeSessionRequest(Buffer.from(arg.slice(3), "hex")) : chunkFrame(Buffer.from(arg, "hex"))));
 
 console.log(JSON.stringify({
-  codes: FARM_ERROR_CODES,
   cleanEnd: hex(CLEAN_END_FRAME),
   errorEnd: hex(encodeEndFrame({ code: "RUNTIME_CRASH", message: "the worker died (SIGSEGV)", details_json: '{"signal":"SIGSEGV"}' })),
   grant: hex(encodeGrantFrame({ session_id: "s1-abc", route: "auto", ticket: "tkt", direct_address: "127.0.0.1:5", relay_port: 7, worker_address: "127.0.0.1:6", end_grace_ms: 1000 })),

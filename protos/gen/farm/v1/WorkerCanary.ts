@@ -2,7 +2,7 @@
 
 
 /**
- * The board's canary (device-agent/canary.ts). `ran` false: the board has
+ * The board's canary (device-agent/agent/canary.ts). `ran` false: the board has
  * none. `kernel_ns`: its kernel's time per run, when it passed and was timed.
  */
 export interface WorkerCanary {
@@ -14,7 +14,7 @@ export interface WorkerCanary {
 }
 
 /**
- * The board's canary (device-agent/canary.ts). `ran` false: the board has
+ * The board's canary (device-agent/agent/canary.ts). `ran` false: the board has
  * none. `kernel_ns`: its kernel's time per run, when it passed and was timed.
  */
 export interface WorkerCanary__Output {
