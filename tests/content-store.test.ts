@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { Session } from "../host-sdk/index.ts";
 import { dedupePlan, noteHash, noteTransfer, resetDedupeRates } from "../host-sdk/dedupe-plan.ts";
-import { FarmError } from "../protos/index.ts";
+import { CHUNK_BYTES, FarmError } from "../protos/index.ts";
 import { treeDigest } from "../domain/index.ts";
 import { compileVadd } from "./helpers/kernels.ts";
 import { startFarm, waitFor } from "./helpers/processes.ts";
@@ -164,7 +164,8 @@ describe("uploads by digest (the agent's content store)", () => {
   it("a burst of uploads by digest keeps every one: the worker queues its requests to the agent past the agent's limit", async () => {
     // Each upload with a digest asks the agent to keep the bytes, without waiting; the agent ends a worker with more
     // than WORKER_MAX_PENDING_REQUESTS of them unanswered (a broken or hostile one): an honest worker must queue.
-    const blobs = Array.from({ length: 24 }, (_, i) => Buffer.alloc(64 << 10, i + 1));
+    // Over one frame each: every route sends them with their digest (a smaller one may travel without it).
+    const blobs = Array.from({ length: 24 }, (_, i) => Buffer.alloc(CHUNK_BYTES + 1, i + 1));
     await withSession(async (s) => {
       await Promise.all(blobs.map((b, i) => s.upload(b, `burst-${i}.bin`, { dedupe: true })));
       assert.equal((await s.listdir()).length, blobs.length, "the session lived through the burst");

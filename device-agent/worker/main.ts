@@ -50,6 +50,25 @@ process.umask(0o077);
 const asked = new Map<number, (msg: AgentToWorker__Output) => void>();
 /** Requests past the agent's limit (uploads keep their bytes without waiting), sent as answers come. */
 const toAsk: (() => void)[] = [];
+/** Called once no request to the agent is unanswered or waiting. */
+let asksDone: (() => void)[] = [];
+/**
+ * A session's end waits this long at most for its requests to the agent: a
+ * keep copies a file of the session's folder, which the end empties, and a
+ * worker told "ended" may ask nothing more.
+ */
+const ASKS_AT_END_MS = 2000;
+
+function asksSettled(): Promise<void> {
+  if (asked.size === 0 && toAsk.length === 0) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ASKS_AT_END_MS);
+    asksDone.push(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
 let nextAsk = 0;
 function ask(msg: (id: number) => WorkerToAgent): Promise<AgentToWorker__Output> {
   return new Promise((resolve) => {
@@ -156,6 +175,10 @@ function fromAgent({ msg, socket, server }: FromAgent): void {
       toAsk.shift()?.();
     }
     answer?.(msg);
+    if (asked.size === 0 && toAsk.length === 0) {
+      for (const done of asksDone) done();
+      asksDone = [];
+    }
   }
 }
 
@@ -255,6 +278,8 @@ async function serve(sessionId: string, token: string, workdir: string, route: s
 async function finishSession(sessionId: string, workdir: string, error: FarmError | undefined): Promise<void> {
   current = undefined;
   standby?.tickets.forget(sessionId);
+  // Uploads asked the agent to keep their bytes without waiting: those keeps finish before the folder is emptied.
+  await asksSettled();
   // The channel keeps order: the agent has the session's last counts before it hears "ended".
   reportCounters();
   emptyFolder(workdir);
