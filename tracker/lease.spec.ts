@@ -36,8 +36,13 @@ class FakeStream extends EventEmitter {
     this.writableEnded = true;
   }
 
-  pause(): void {}
-  resume(): void {}
+  // The relay pauses a side whose peer is full; the fakes never are.
+  pause(): void {
+    // nothing to pause
+  }
+  resume(): void {
+    // nothing to resume
+  }
 
   get asStream(): SessionStream {
     return this as unknown as SessionStream;
