@@ -11,32 +11,27 @@
  * |           | (tracker/tvm/), the server stopped polling: its client connected        |
  * | `ended`   | over; `reason` says why (null: closed cleanly by the host)              |
  *
+ * Which event moves it where, and what is done on the way, is decided by a
+ * pure machine (tracker/lease-machine.ts, whose TSDoc holds the transition
+ * table and whose specs cover it); this class is its shell: it owns the
+ * timers, the host's Session stream, the worker's stream and the relay
+ * sockets, turns what they do into the machine's events and performs the
+ * effects that come back.
+ *
  * The host's Session stream lives as long as the lease: its first message is
- * the grant, its last the end (BoardFrame.end). Every way a lease ends goes
- * through `end()`, which tells the host, closes the lane, stops timers and
- * hands the board back through `onEnded` (which tells the agent).
+ * the grant, its last the end (BoardFrame.end). Every way a lease ends is one
+ * list of effects: tell the host, close the lane, stop timers and hand the
+ * board back through `onEnded` (which tells the agent).
  */
 import type { ServerDuplexStream } from "@grpc/grpc-js";
 import type { Socket } from "node:net";
-import { FarmError, encodeEndFrame, encodeGrantFrame, type Lane, type Route } from "../protos/index.ts";
+import { encodeEndFrame, encodeGrantFrame, type FarmError, type Route } from "../protos/index.ts";
 import type { Grant } from "../protos/gen/farm/v1/Grant.ts";
+import { begin, checkSocket, step, type LeaseEffect, type LeaseEvent, type LeaseLane, type LeaseMachineState, type LeaseState, type LeaseTimeouts, type SocketRole, type TimerName } from "./lease-machine.ts";
 import { Relay } from "./relay.ts";
 
+export type { LeaseLane, LeaseState, LeaseTimeouts } from "./lease-machine.ts";
 export type SessionStream = ServerDuplexStream<Buffer, Buffer>;
-export type LeaseState = "granted" | "active" | "ended";
-/**
- * The lane a session got: one of kernelfarm's (protos/routes.ts), or `tvm`:
- * a TVM client connected to a TVM server itself, on TVM's own protocol
- * (tracker/tvm/), which the tracker never sees.
- */
-export type LeaseLane = Lane | "tvm";
-
-export interface LeaseTimeouts {
-  openTimeoutMs: number;
-  sessionTimeoutMs: number;
-  /** The session end grace (protos/routes.ts): how long to wait for the agent to say why a lane closed. */
-  endGraceMs: number;
-}
 
 /** After a clean end, how long a relay lane's socket may take to finish its last writes and see its peer's end before it is cut. */
 export const LANE_LINGER_MS = 2000;
@@ -59,21 +54,20 @@ export interface LeasedBoard {
 }
 
 export class Lease<B extends LeasedBoard = LeasedBoard> {
-  state: LeaseState = "granted";
-  reason: FarmError | null = null;
   readonly grantedAt = Date.now();
-  /** The lane the session got, once open. */
-  lane: LeaseLane | undefined;
   /** The standby lane the grant named (a worker's own port on the agent's direct-lane host); 0: none. */
   lanePort = 0;
+  /** When it ended (ms since the epoch). */
+  endedAt = 0;
+  private machine: LeaseMachineState;
   private host: SessionStream | undefined;
+  private grantFrame: Grant | undefined;
   private workerStream: SessionStream | undefined;
   private relay: Relay | undefined;
   private readonly sockets: { host?: LaneEnd; worker?: LaneEnd } = {};
-  /** When it ended (ms since the epoch). */
-  endedAt = 0;
-  private readonly timers = new Set<NodeJS.Timeout>();
-  private awaitingReport = false;
+  private readonly timers = new Map<TimerName, NodeJS.Timeout>();
+  private readonly activeListeners: Array<() => void> = [];
+  private readonly endListeners: Array<() => void> = [];
 
   constructor(
     readonly id: string,
@@ -88,123 +82,74 @@ export class Lease<B extends LeasedBoard = LeasedBoard> {
     readonly timeouts: LeaseTimeouts,
     private readonly onEnded: (lease: Lease<B>) => void,
   ) {
-    this.after(timeouts.openTimeoutMs, () => {
-      if (this.state === "granted") this.end(new FarmError("CANCELLED", `session ${id} was released: its lane did not open within ${timeouts.openTimeoutMs} ms (${this.missing()})`));
-    });
-    if (timeouts.sessionTimeoutMs > 0) {
-      this.after(timeouts.sessionTimeoutMs, () =>
-        this.end(new FarmError("SESSION_TIMEOUT", `session ${id} exceeded its session timeout of ${timeouts.sessionTimeoutMs} ms; request a longer sessionTimeoutMs`)),
-      );
-    }
+    const { state, effects } = begin({ id, boardId: board.id, laneMissing: board.agent.control.laneMissing, route, timeouts });
+    this.machine = state;
+    this.perform(effects);
   }
 
-  private missing(): string {
-    if (this.board.agent.control.laneMissing) return this.board.agent.control.laneMissing;
-    if (this.route === "grpc") return this.workerStream ? "the host sent nothing" : "the board's worker did not open its stream";
-    if (this.route === "relay" || this.sockets.host || this.sockets.worker) return this.sockets.host ? "the board's worker did not reach the data port" : "the host did not reach the data port";
-    return "the host did not reach the board's agent";
+  get state(): LeaseState {
+    return this.machine.phase;
+  }
+
+  /** Why it ended; null: cleanly, or not yet. */
+  get reason(): FarmError | null {
+    return this.machine.reason;
+  }
+
+  /** The lane the session got, once open. */
+  get lane(): LeaseLane | undefined {
+    return this.machine.lane;
   }
 
   /** The host's Session stream: the grant goes out on it now, the end later. */
   grant(host: SessionStream, grant: Grant): void {
-    this.host = host;
-    host.write(Buffer.from(encodeGrantFrame(grant)));
-    // A stream that breaks (the host process died, its network went) is the host leaving. It also says so after
-    // a clean end: no error is made then (one per session, with its stack, at 100 grants/s).
-    const left = () => {
-      if (this.state !== "ended") this.end(new FarmError("CANCELLED", `the host left session ${this.id}`));
-    };
-    host.on("cancelled", left);
-    host.on("error", left);
-    this.maybeStart();
+    this.feed({ kind: "hostAttached" }, () => {
+      this.host = host;
+      this.grantFrame = grant;
+      // A stream that breaks (the host process died, its network went) is the host leaving. It also says so after
+      // a clean end, which the machine ignores: no error is made then (one per session, with its stack, at 100 grants/s).
+      const left = () => this.feed({ kind: "hostLeft" });
+      host.on("cancelled", left);
+      host.on("error", left);
+    });
   }
 
-  /** grpc lane: the worker's ServeSession stream. */
+  /** grpc lane: the worker's ServeSession stream. Throws (PROTOCOL_ERROR) off the grpc route or for a second one. */
   attachWorkerStream(call: SessionStream): void {
-    if (this.route !== "grpc") throw new FarmError("PROTOCOL_ERROR", `session ${this.id} travels on the ${this.route} route, not on gRPC streams`);
-    if (this.workerStream) throw new FarmError("PROTOCOL_ERROR", `session ${this.id} already has a worker stream`);
-    this.workerStream = call;
-    const broken = () => this.awaitAgentReport();
-    call.on("cancelled", broken);
-    call.on("error", broken);
-    this.maybeStart();
+    this.feed({ kind: "workerStreamAttached" }, () => {
+      this.workerStream = call;
+      const broken = () => this.feed({ kind: "laneClosed" });
+      call.on("cancelled", broken);
+      call.on("error", broken);
+    });
   }
 
   /** relay lane: one side's socket, after its hello; the ticket was checked. */
-  attachSocket(role: "host" | "worker", end: LaneEnd): void {
-    this.checkSocket(role);
-    this.sockets[role] = end;
-    // Either side's socket closing ends the lane; only the agent knows whether the session ended well.
-    end.socket.on("close", () => this.awaitAgentReport());
-    end.socket.on("error", () => this.awaitAgentReport());
-    this.maybeStart();
+  attachSocket(role: SocketRole, end: LaneEnd): void {
+    this.feed({ kind: "socketArrived", role }, () => {
+      this.sockets[role] = end;
+      // Either side's socket closing ends the lane; only the agent knows whether the session ended well.
+      const closed = () => this.feed({ kind: "laneClosed" });
+      end.socket.on("close", closed);
+      end.socket.on("error", closed);
+    });
   }
 
   /** Throws unless `role`'s socket may join this session now. */
-  checkSocket(role: "host" | "worker"): void {
-    if (this.state === "ended") throw new FarmError("NOT_FOUND", `session ${this.id} has ended`);
-    if (this.route !== "relay" && this.route !== "auto") throw new FarmError("PROTOCOL_ERROR", `session ${this.id} travels on the ${this.route} route, not through the data port`);
-    if (this.lane === "direct") throw new FarmError("PERMISSION_DENIED", `session ${this.id} is open on its direct lane; its ticket is used`);
-    if (this.sockets[role]) throw new FarmError("PERMISSION_DENIED", `session ${this.id} already has its ${role} lane; the ticket is used`);
+  checkSocket(role: SocketRole): void {
+    const refusal = checkSocket(this.machine, role);
+    if (refusal) throw refusal;
   }
 
   /** A lane the tracker does not carry opened: the agent says the host reached the worker (direct), or a TVM server stopped polling for its client (tvm). */
   opened(lane: "direct" | "tvm"): void {
-    if (this.state !== "granted") return;
-    this.lane = lane;
-    this.activate();
+    this.feed({ kind: "laneOpened", lane });
   }
-
-  private maybeStart(): void {
-    if (this.state !== "granted" || !this.host) return;
-    if (this.workerStream) {
-      this.lane = "grpc";
-      this.relay = new Relay(
-        this.host,
-        this.workerStream,
-        () => this.awaitAgentReport(),
-        () => this.end(null),
-      );
-      this.activate();
-    } else if (this.sockets.host && this.sockets.worker) {
-      const { host, worker } = this.sockets;
-      this.lane = "relay";
-      // What each side sent right after its hello goes first; then the sockets are joined, bytes undecoded.
-      if (host.rest.length) worker.socket.write(host.rest);
-      if (worker.rest.length) host.socket.write(worker.rest);
-      host.socket.pipe(worker.socket);
-      worker.socket.pipe(host.socket);
-      this.activate();
-    }
-  }
-
-  private readonly activeListeners: Array<() => void> = [];
 
   /** Runs `fn` when the lane opens. */
   whenActive(fn: () => void): void {
     this.activeListeners.push(fn);
   }
-
-  private activate(): void {
-    this.state = "active";
-    for (const fn of this.activeListeners.splice(0)) fn();
-  }
-
-  /**
-   * The lane closed, or the worker's stream ended, without an end the tracker
-   * saw. Only the board's agent knows why (crash, call timeout, clean close on
-   * a lane the tracker does not read), and it reports either way
-   * (session_ended); give the report the grace before settling.
-   */
-  awaitAgentReport(): void {
-    if (this.state === "ended" || this.awaitingReport) return;
-    this.awaitingReport = true;
-    this.after(this.timeouts.endGraceMs, () =>
-      this.end(new FarmError("RUNTIME_CRASH", `the session worker of board ${this.board.id} went away and its agent did not say why within ${this.timeouts.endGraceMs} ms`)),
-    );
-  }
-
-  private readonly endListeners: Array<() => void> = [];
 
   /** Runs `fn` when the lease ends (at once if it has). */
   whenEnded(fn: () => void): void {
@@ -214,18 +159,7 @@ export class Lease<B extends LeasedBoard = LeasedBoard> {
 
   /** Ends the lease once; `reason` null means a clean close. */
   end(reason: FarmError | null): void {
-    if (this.state === "ended") return;
-    this.state = "ended";
-    this.reason = reason;
-    this.endedAt = Date.now();
-    for (const fn of this.endListeners.splice(0)) fn();
-    for (const t of this.timers) clearTimeout(t);
-    this.timers.clear();
-    this.relay?.stop();
-    if (this.host) finishHost(this.host, reason);
-    if (this.workerStream) finishStream(this.workerStream, reason);
-    for (const end of [this.sockets.host, this.sockets.worker]) if (end) closeLaneSocket(end.socket, reason === null);
-    this.onEnded(this);
+    this.feed({ kind: "end", reason });
   }
 
   /** Bytes relayed so far, host → board and board → host (relay and grpc lanes; a direct lane's bytes never reach the tracker). */
@@ -235,13 +169,82 @@ export class Lease<B extends LeasedBoard = LeasedBoard> {
     return { toBoard: host?.socket.bytesRead ?? 0, fromBoard: worker?.socket.bytesRead ?? 0 };
   }
 
-  private after(ms: number, fn: () => void): void {
-    const t = setTimeout(() => {
-      this.timers.delete(t);
-      fn();
-    }, ms);
-    this.timers.add(t);
+  /**
+   * Steps the machine: a refusal is thrown to the caller, an ignored event
+   * changes nothing, an applied one first runs `accepted` (which keeps what
+   * the event brought: a stream, a socket), then the effects. The new state
+   * is in place before any effect runs, so an event an effect causes (a
+   * stream that errors as it is ended) meets the state it should.
+   */
+  private feed(event: LeaseEvent, accepted?: () => void): void {
+    const result = step(this.machine, event);
+    if (result.outcome === "refused") throw result.error;
+    if (result.outcome === "ignored") return;
+    accepted?.();
+    const ending = result.state.phase === "ended" && this.machine.phase !== "ended";
+    this.machine = result.state;
+    if (ending) this.endedAt = Date.now();
+    this.perform(result.effects);
   }
+
+  private perform(effects: readonly LeaseEffect[]): void {
+    for (const effect of effects) {
+      switch (effect.kind) {
+        case "startTimer":
+          this.timers.set(effect.name, setTimeout(() => {
+            this.timers.delete(effect.name);
+            this.feed({ kind: "timerFired", name: effect.name });
+          }, effect.ms));
+          break;
+        case "cancelTimer":
+          clearTimeout(this.timers.get(effect.name));
+          this.timers.delete(effect.name);
+          break;
+        case "sendGrant":
+          if (this.host && this.grantFrame) this.host.write(Buffer.from(encodeGrantFrame(this.grantFrame)));
+          break;
+        case "startRelay":
+          if (this.host && this.workerStream) {
+            this.relay = new Relay(this.host, this.workerStream, () => this.feed({ kind: "laneClosed" }), () => this.feed({ kind: "workerGoodbye" }));
+          }
+          break;
+        case "joinSockets":
+          if (this.sockets.host && this.sockets.worker) joinSockets(this.sockets.host, this.sockets.worker);
+          break;
+        case "notifyActive":
+          for (const fn of this.activeListeners.splice(0)) fn();
+          break;
+        case "notifyEnded":
+          for (const fn of this.endListeners.splice(0)) fn();
+          break;
+        case "stopRelay":
+          this.relay?.stop();
+          break;
+        case "sendEnd":
+          if (this.host) finishHost(this.host, effect.reason);
+          break;
+        case "finishWorkerStream":
+          if (this.workerStream) finishStream(this.workerStream, effect.reason);
+          break;
+        case "closeSocket": {
+          const end = this.sockets[effect.role];
+          if (end) closeLaneSocket(end.socket, effect.clean);
+          break;
+        }
+        case "handBack":
+          this.onEnded(this);
+          break;
+      }
+    }
+  }
+}
+
+/** What each side sent right after its hello goes first; then the sockets are joined, bytes undecoded. */
+function joinSockets(host: LaneEnd, worker: LaneEnd): void {
+  if (host.rest.length) worker.socket.write(host.rest);
+  if (worker.rest.length) host.socket.write(worker.rest);
+  host.socket.pipe(worker.socket);
+  worker.socket.pipe(host.socket);
 }
 
 /** The host's last message is the end, with its reason; then its stream ends (with the reason as its status too). */
