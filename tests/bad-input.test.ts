@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { pack } from "msgpackr";
-import { decodeBundle, encodeBundle, FarmError, type FarmErrorCode, type ModuleBundle } from "../protos/index.ts";
+import { decodeBundle, encodeBundle, type ModuleBundle } from "../protos/index.ts";
 import { hostCpuTarget } from "../domain/index.ts";
 import { compileCpu, connectTracker, type CompiledModule, type Session, type TrackerClient } from "../host-sdk/index.ts";
 import { compileVadd } from "./helpers/kernels.ts";
