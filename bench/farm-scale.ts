@@ -55,7 +55,7 @@ import { setPriority } from "node:os";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as grpc from "@grpc/grpc-js";
-import { connectTracker, type TrackerClient } from "../host-sdk/index.ts";
+import { connectTracker } from "../host-sdk/index.ts";
 import { HostService } from "../protos/index.ts";
 import { makeClient } from "../runtime/index.ts";
 import { statusKiB } from "../tests/helpers/procfs.ts";
@@ -319,7 +319,7 @@ export async function runFarmScale(opts: FarmScaleOptions): Promise<FarmScaleRes
       });
     });
     // Their stats are read after the run; a process that dies early fails it there (and its boards leave the tracker).
-    statsLines.forEach((p) => p.catch(() => {}));
+    for (const p of statsLines) p.catch(() => {});
     await Promise.all(attached);
     let boardsListed = 0;
     await waitFor(`${total} free boards`, async () => {
@@ -350,7 +350,7 @@ export async function runFarmScale(opts: FarmScaleOptions): Promise<FarmScaleRes
       ready.push(child.line("ready"));
       hostLines.push(child.line("result"));
     }
-    hostLines.forEach((p) => p.catch(() => {}));
+    for (const p of hostLines) p.catch(() => {});
     await Promise.all(ready);
     say(`${opts.hosts} hosts connected; go (warm-up ${opts.warmupS} s, then ${opts.durationS} s)`);
 

@@ -18,7 +18,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { connect } from "node:net";
 import { startTrackerProcess, waitFor } from "../tests/helpers/processes.ts";
-import { CODES, FakeRpcServer, SocketReader, TrackerConn, frame, rpcConnect, splitAddress } from "../tests/tvm/fake-tvm.ts";
+import { CODES, FakeRpcServer, SocketReader, TrackerConn, frame, rpcConnect } from "../tests/tvm/fake-tvm.ts";
 import { TVM_GRANT_MS } from "./grant.ts";
 import { fmtMs, fmtRatio, nowMs, percentile, printTable, verdict } from "./lib/stats.ts";
 

@@ -103,8 +103,8 @@ export async function benchVtaSim(): Promise<void> {
   const farm = await startFarm(["vta-sim:key=vta"]);
   let farmMedianMs: number;
   let farmCorrect: boolean;
-  let farmEngine = "";
-  let farmRepeats: readonly number[] = [];
+  let farmEngine: string;
+  let farmRepeats: readonly number[];
   try {
     const s = await farm.client.request("vta");
     try {

@@ -48,7 +48,10 @@ function untilSignal(stop: () => Promise<void> | void): void {
     process.on(sig, () => {
       if (stopping) process.exit(1);
       stopping = true;
-      void Promise.resolve(stop()).finally(() => process.exit(0));
+      // A failed stop is said, not left as a rejection nobody handles; the exit is what it was.
+      void Promise.resolve(stop())
+        .catch((err: unknown) => console.error(`kfarm: stopping failed: ${(err as Error).message}`))
+        .finally(() => process.exit(0));
     });
   }
 }

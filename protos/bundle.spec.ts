@@ -6,9 +6,10 @@ import { BUNDLE_FORMAT, BUNDLE_VERSION, bundleDigest, decodeBundle, encodeBundle
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import { FarmError } from "./errors.ts";
+import type * as Protobuf from "protobufjs";
 
 /** bundle.proto read by protobufjs with none of bundle.ts's canonical rules: to write bytes the encoder never writes. */
-const protobuf = createRequire(import.meta.url)("protobufjs") as typeof import("protobufjs");
+const protobuf = createRequire(import.meta.url)("protobufjs") as typeof Protobuf;
 const rawRoot = new protobuf.Root();
 rawRoot.resolvePath = (_origin, target) => (target.startsWith("farm/") ? fileURLToPath(new URL(target, import.meta.url)) : target);
 rawRoot.loadSync(["farm/v1/bundle.proto"], { keepCase: true });
@@ -68,7 +69,9 @@ function goodBundle(): ModuleBundle {
 }
 
 /** A copy of the good bundle with `mutate` applied, as a loose record. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- mutations reach deep into the copy (b.functions[1].launch): any keeps them one line each
 function broken(mutate: (b: Record<string, any>) => void): Record<string, unknown> {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- as above
   const b = structuredClone(goodBundle()) as Record<string, any>;
   mutate(b);
   return b;
@@ -91,13 +94,16 @@ function assertBad(value: unknown, field: string, alsoMatch?: RegExp): void {
 
 /** Whether bundle.proto can carry `value`'s mistake: every field of the type its message field has. */
 function onTheWire(value: unknown): boolean {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the fuzzer's values are of no type: each field is looked at as it is
   const b = value as Record<string, any>;
   const strings = (...v: unknown[]) => v.every((x) => typeof x === "string");
   const record = (r: unknown) => typeof r === "object" && r !== null && Object.values(r).every((x) => typeof x === "string");
   const ints = (a: unknown) => Array.isArray(a) && a.every((d) => Number.isSafeInteger(d) && d >= 0);
   return typeof b === "object" && b !== null && !Array.isArray(b) && strings(b.format, b.target) && Number.isSafeInteger(b.version) && record(b.targetDetails) && b.binary instanceof Uint8Array
     && (b.meta === undefined || record(b.meta)) && Array.isArray(b.functions)
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- as above
     && b.functions.every((f: any) => typeof f === "object" && f !== null && typeof f.name === "string" && Array.isArray(f.params)
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any -- as above
       && f.params.every((p: any) => strings(p.name, p.kind, p.dtype) && (p.shape === undefined || ints(p.shape)))
       && (f.launch === undefined || (ints(f.launch.grid) && ints(f.launch.block) && Number.isSafeInteger(f.launch.sharedMemBytes) && f.launch.sharedMemBytes >= 0)));
 }
@@ -206,6 +212,7 @@ describe("module bundle", () => {
   });
 
   describe("CUDA bundles", () => {
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- as broken()'s
     const cuda = (mutate: (b: Record<string, any>) => void = () => {}) =>
       broken((b) => {
         b.target = "cuda";

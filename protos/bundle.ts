@@ -16,9 +16,10 @@ import { FarmError } from "./errors.ts";
 import { isDtype, type Dtype } from "./dtype.ts";
 import type { ModuleBundle as ModuleBundleMessage, ModuleBundle__Output as ModuleBundleRead } from "./gen/farm/v1/ModuleBundle.ts";
 import type { BundleEntry } from "./gen/farm/v1/BundleEntry.ts";
+import type * as Protobuf from "protobufjs";
 
 const require = createRequire(import.meta.url);
-const protobuf = require("protobufjs") as typeof import("protobufjs");
+const protobuf = require("protobufjs") as typeof Protobuf;
 
 // 64-bit fields (shape dims, shared memory) decode as JS numbers, as frames.ts has them.
 protobuf.util.Long = undefined as never;

@@ -5,6 +5,7 @@
  * inside a frame; the tracker relays the encoded bytes untouched.
  */
 import { createRequire } from "node:module";
+import type * as Protobuf from "protobufjs";
 import { fileURLToPath } from "node:url";
 import type { HostFrame, HostFrame__Output } from "./gen/farm/v1/HostFrame.ts";
 import type { BoardFrame, BoardFrame__Output } from "./gen/farm/v1/BoardFrame.ts";
@@ -15,7 +16,7 @@ import type { LaneWelcome, LaneWelcome__Output } from "./gen/farm/v1/LaneWelcome
 import type { SessionRequest, SessionRequest__Output } from "./gen/farm/v1/SessionRequest.ts";
 
 const require = createRequire(import.meta.url);
-const protobuf = require("protobufjs") as typeof import("protobufjs");
+const protobuf = require("protobufjs") as typeof Protobuf;
 
 // 64-bit integers decode as JS numbers: frame fields that are 64-bit hold
 // kernel scalar arguments, and sizes are doubles (exact to 2^53).

@@ -12,12 +12,13 @@
  * Summary serializer passes a Buffer as it is (protos/grpc.ts).
  */
 import { createRequire } from "node:module";
+import type * as Protobuf from "protobufjs";
 import { fileURLToPath } from "node:url";
 import type { BoardInfo } from "./gen/farm/v1/BoardInfo.ts";
 import type { SummaryReply } from "./gen/farm/v1/SummaryReply.ts";
 
 const require = createRequire(import.meta.url);
-const protobuf = require("protobufjs") as typeof import("protobufjs");
+const protobuf = require("protobufjs") as typeof Protobuf;
 
 const root = new protobuf.Root();
 root.resolvePath = (_origin, target) => (target.startsWith("farm/") ? fileURLToPath(new URL(target, import.meta.url)) : target);

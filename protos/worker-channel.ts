@@ -10,13 +10,14 @@
  * state) is the agent's to judge (device-agent/agent/pool.ts).
  */
 import { createRequire } from "node:module";
+import type * as Protobuf from "protobufjs";
 import { fileURLToPath } from "node:url";
 import { FarmError, type WireError } from "./errors.ts";
 import type { AgentToWorker, AgentToWorker__Output } from "./gen/farm/v1/AgentToWorker.ts";
 import type { WorkerToAgent, WorkerToAgent__Output } from "./gen/farm/v1/WorkerToAgent.ts";
 
 const require = createRequire(import.meta.url);
-const protobuf = require("protobufjs") as typeof import("protobufjs");
+const protobuf = require("protobufjs") as typeof Protobuf;
 
 const root = new protobuf.Root();
 root.resolvePath = (_origin, target) => (target.startsWith("farm/") ? fileURLToPath(new URL(target, import.meta.url)) : target);

@@ -402,17 +402,23 @@ export function isLoopbackHost(host: string): boolean {
  * `used` is the client's TLS settings, what the certificate check said (the
  * tracker's certificate not signed by the client's CA, or not naming the
  * address; the tracker refusing the client's certificate, or wanting one).
- * Undefined when that is not it (or nothing answers at all).
+ * Undefined when that is not it (or nothing answers at all). Never rejects:
+ * its callers run it fire-and-forget, and a throw (tls.connect's, for a port
+ * out of range) would be a rejection nobody handles; that is undefined too.
  */
 export async function diagnoseTransport(address: string, used: boolean | ClientTls, timeoutMs = 2000): Promise<string | undefined> {
   const i = address.lastIndexOf(":");
   const host = address.slice(0, i).replace(/^\[(.*)\]$/, "$1");
   const port = Number(address.slice(i + 1));
-  const tls = await speaksTls(host, port, timeoutMs);
-  if (tls === true && !used) return `${address} speaks TLS and this client spoke plaintext: pass --tls-ca (the farm's ca.crt) to connect`;
-  if (tls === false && used) return `${address} does not speak TLS (it answered a TLS hello with something else): drop --tls-ca, or start that server with --tls-cert and --tls-key`;
-  if (tls === true && typeof used === "object") return certificateProblem(address, host, port, used, timeoutMs);
-  return undefined;
+  try {
+    const tls = await speaksTls(host, port, timeoutMs);
+    if (tls === true && !used) return `${address} speaks TLS and this client spoke plaintext: pass --tls-ca (the farm's ca.crt) to connect`;
+    if (tls === false && used) return `${address} does not speak TLS (it answered a TLS hello with something else): drop --tls-ca, or start that server with --tls-cert and --tls-key`;
+    if (tls === true && typeof used === "object") return await certificateProblem(address, host, port, used, timeoutMs);
+    return undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** true: a TLS handshake completes (whatever the certificate); false: the peer answered, not in TLS; undefined: no answer. */

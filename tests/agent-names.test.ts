@@ -67,7 +67,7 @@ describe("two agents of one name", () => {
   });
 
   it("lets a newcomer replace an agent that no longer answers, which is then refused in turn", async () => {
-    const [first, second] = agents as [AgentProcess, AgentProcess];
+    const [first] = agents as [AgentProcess, AgentProcess];
     // Frozen: its connection stays open, it answers nothing (a hung host, a partition).
     first.proc.kill("SIGSTOP");
     await waitFor("the second agent taking the name", async () => {

@@ -9,7 +9,7 @@ import { spawnSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { decodeBundle, encodeBundle, FarmError, type FarmErrorCode, type ModuleBundle } from "../protos/index.ts";
+import { decodeBundle, encodeBundle, type ModuleBundle } from "../protos/index.ts";
 import { encodeBundleUnchecked } from "../protos/bundle.ts";
 import { hostCpuTarget } from "../domain/index.ts";
 import { compileCpu, connectTracker, type CompiledModule, type Session, type TrackerClient } from "../host-sdk/index.ts";

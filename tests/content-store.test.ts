@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { Session } from "../host-sdk/index.ts";
 import { dedupePlan, noteHash, noteTransfer, resetDedupeRates } from "../host-sdk/dedupe-plan.ts";
-import { CHUNK_BYTES, FarmError } from "../protos/index.ts";
+import { CHUNK_BYTES, type FarmError } from "../protos/index.ts";
 import { treeDigest } from "../domain/index.ts";
 import { compileVadd } from "./helpers/kernels.ts";
 import { startFarm, waitFor } from "./helpers/processes.ts";

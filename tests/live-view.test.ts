@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "./helpers/suites.ts";
-import * as grpc from "@grpc/grpc-js";
+import type * as grpc from "@grpc/grpc-js";
 import { Packr, unpack } from "msgpackr";
 import WebSocket from "ws";
 import { AgentService, FARM_VERSION, type AgentServiceClient } from "../protos/index.ts";

@@ -1,7 +1,7 @@
 /** LocalSession: the same API on an in-process board (TVM's rpc.LocalSession). */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { LocalSession, compileCpu, FarmError } from "../index.ts";
+import { LocalSession, compileCpu, type FarmError } from "../index.ts";
 import { VADD_SOURCE } from "./helpers/kernels.ts";
 
 describe("LocalSession", () => {

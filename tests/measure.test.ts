@@ -11,8 +11,8 @@ import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from "n
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { DEFAULT_REMEASURE_TIMES, Measurer, RemoteArray, compileCpu, connectTracker, measure, type Candidate, type CompiledModule, type MeasureResult, type TrackerClient } from "../host-sdk/index.ts";
-import { FarmError, type AnyTypedArray } from "../protos/index.ts";
+import { DEFAULT_REMEASURE_TIMES, Measurer, RemoteArray, compileCpu, connectTracker, measure, type Candidate, type CompiledModule, type MeasureReport, type MeasureResult, type TrackerClient } from "../host-sdk/index.ts";
+import type { AnyTypedArray, FarmError } from "../protos/index.ts";
 import { randomArray } from "../domain/index.ts";
 import { names, refused } from "./helpers/assertions.ts";
 import { startAgentProcess, startTrackerProcess, waitFor, waitForFreeBoards } from "./helpers/processes.ts";
@@ -356,7 +356,7 @@ describe("measure()", () => {
         return { ...candidate("good", i === 0 ? async () => (await held, module) : module, `p${i}`) };
       },
     };
-    let report: import("../host-sdk/index.ts").MeasureReport | undefined;
+    let report: MeasureReport | undefined;
     const got = await measure(client, source, {
       key: "cpu", progress: false, timeEvaluator: { number: 2, repeat: 1 }, queueDepth: 3,
       onResult: () => {

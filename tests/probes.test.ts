@@ -68,6 +68,13 @@ describe("probes of an agent", () => {
     assert.equal((await get(http, "/readyz")).body, "ready\n");
   });
 
+  it("answers a target with an empty authority (`//`) with a 404 and lives on", async () => {
+    const http = agent.metricsAddress!;
+    for (const target of ["//", "//:99999", "//a"]) assert.equal((await get(http, target)).status, 404, target);
+    assert.deepEqual(await get(http, "/healthz"), { status: 200, body: "ok\n" });
+    assert.equal(agent.proc.exitCode, null);
+  });
+
   it("says 503 naming its tracker while the tracker is gone, and 200 once it is back", async () => {
     const http = agent.metricsAddress!;
     const port = tracker.port;

@@ -114,7 +114,7 @@ describe("Prometheus scrapes the farm", { skip }, () => {
       }, QUERY_TIMEOUT_MS, 250);
     } catch (err) {
       const targets = await fetch(`${api}/api/v1/targets`).then((r) => r.text()).catch((e: Error) => e.message);
-      throw new Error(`${(err as Error).message}\ntargets: ${targets}\nprometheus said:\n${promOutput}`);
+      throw new Error(`${(err as Error).message}\ntargets: ${targets}\nprometheus said:\n${promOutput}`, { cause: err });
     }
   }
 

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "node:test";
-import { FarmError } from "../protos/index.ts";
+import type { FarmError } from "../protos/index.ts";
 import { connectTracker, type CompiledModule, type RemoteModule, type Session } from "../host-sdk/index.ts";
 import { compileBad, compileVadd } from "./helpers/kernels.ts";
 import { startAgentProcess, startFarm, startTrackerProcess, waitFor, waitForFreeBoards } from "./helpers/processes.ts";

@@ -16,7 +16,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { compileCpu, type CompiledModule, type RemoteModule, type Session } from "../host-sdk/index.ts";
-import { FarmError } from "../protos/index.ts";
+import type { FarmError } from "../protos/index.ts";
 import { compileVadd } from "./helpers/kernels.ts";
 import { startFarm, waitFor, waitForFreeBoards } from "./helpers/processes.ts";
 

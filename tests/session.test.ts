@@ -7,7 +7,7 @@ import { after, before, describe, it } from "node:test";
 import { writeFile, mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { FarmError } from "../protos/index.ts";
+import type { FarmError } from "../protos/index.ts";
 import { compileCpu, type CompiledModule } from "../host-sdk/index.ts";
 import { compileVadd } from "./helpers/kernels.ts";
 import { startFarm, waitForFreeBoards } from "./helpers/processes.ts";

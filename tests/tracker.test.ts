@@ -13,7 +13,7 @@ import { promisify } from "node:util";
 import { after, before, describe, it } from "node:test";
 import * as grpc from "@grpc/grpc-js";
 import {
-  AgentService, FarmError, HostService, SESSION_ID_HEADER, SESSION_REQUEST_HEADER, SESSION_TOKEN_HEADER, decodeBoardFrame, encodeSessionRequest, type AgentServiceClient, type HostServiceClient,
+  AgentService, type FarmError, HostService, SESSION_ID_HEADER, SESSION_REQUEST_HEADER, SESSION_TOKEN_HEADER, decodeBoardFrame, encodeSessionRequest, type AgentServiceClient, type HostServiceClient,
 } from "../protos/index.ts";
 import { makeClient } from "../runtime/index.ts";
 import { rawSession } from "./helpers/raw-session.ts";

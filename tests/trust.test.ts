@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import * as grpc from "@grpc/grpc-js";
+import type * as grpc from "@grpc/grpc-js";
 import { FarmError, HostService, type HostServiceClient } from "../protos/index.ts";
 import { callMetadata, makeClient, parseAddress } from "../runtime/index.ts";
 import { rawHello, rawSession } from "./helpers/raw-session.ts";

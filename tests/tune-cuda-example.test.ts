@@ -13,7 +13,7 @@ import {
   GEMM_FUNCTION, GEMM_SPACE, MAX_STATIC_SHARED_BYTES, NAIVE_GEMM_SOURCE, compileGemm, gemmConfigProblem, gemmLaunch, gemmOperands,
   gemmSharedBytes, gemmSource, gemmThreads, gemmWarpTile, hostGemm, hostGemmParallel, type GemmConfig,
 } from "../examples/lib/cuda-gemm-template.ts";
-import { configKey, search, seededRandom } from "../examples/lib/search.ts";
+import { configKey, search } from "../examples/lib/search.ts";
 import { locateNvcc, nvccVersion } from "../host-sdk/cuda/index.ts";
 import { randomArray } from "../domain/index.ts";
 

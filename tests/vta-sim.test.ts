@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { BUNDLE_FORMAT, BUNDLE_VERSION, FarmError, encodeBundle, type FunctionSpec } from "../protos/index.ts";
+import { BUNDLE_FORMAT, BUNDLE_VERSION, type FarmError, encodeBundle, type FunctionSpec } from "../protos/index.ts";
 import { DEFAULT_VTA_HARDWARE as hw, encodeVtaBinary, type VtaBinary } from "../vta/index.ts";
 import { matrixMultiplyProgram, randomInt8 } from "../device-agent/backends/vta-sim/test-programs.ts";
 import { matmulReference, unpackMatrix } from "../host-sdk/index.ts";

@@ -14,7 +14,7 @@ import type { AuditLog } from "./audit.ts";
 import type { Authorizer, Caller } from "./auth.ts";
 import type { FarmEvents } from "./events.ts";
 import type { BoardMemory } from "./board-memory.ts";
-import { TVM_AGENT_PREFIX, describeBoard, joinHostPort, newBoard, peerHost, type AgentControl, type AttachCall, type BoardLease, type FarmAgent, type Registry } from "./registry.ts";
+import { TVM_AGENT_PREFIX, describeBoard, joinHostPort, newBoard, peerHost, type AgentControl, type AttachCall, type FarmAgent, type Registry } from "./registry.ts";
 import type { Scheduler } from "./scheduler.ts";
 
 export interface AgentLinkOptions {

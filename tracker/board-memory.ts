@@ -23,7 +23,7 @@ import type { BoardInfo } from "../protos/gen/farm/v1/BoardInfo.ts";
 import { CanaryDrift, type CanaryRecord } from "./canary-drift.ts";
 import { BoardHealth, HEALTH_STATES, type HealthChange, type HealthRecord } from "./health.ts";
 import { TVM_BOARD_KIND, standingInfo, type Board } from "./registry.ts";
-import { StateStore } from "./state-store.ts";
+import type { StateStore } from "./state-store.ts";
 
 /** A board that left this long ago is forgotten, unless an operator's command holds it. */
 export const FORGET_AFTER_MS = 30 * 24 * 3600_000;

@@ -30,7 +30,8 @@ export class DataPort {
   private readonly open = new Set<Socket>();
 
   constructor(tls: ServerTls | undefined, private readonly hooks: DataPortHooks, private readonly log: Logger) {
-    const made = socketServer(tls, (socket) => this.accept(socket));
+    // accept() answers its own failures (a refusal on the lane, a log line): nothing to handle here.
+    const made = socketServer(tls, (socket) => void this.accept(socket));
     this.server = made.server;
     this.stopWatching = made.stopWatching;
   }

@@ -111,6 +111,7 @@ export class TrackerMetrics {
 
   constructor(private readonly sources: MetricsSources, opts: MetricsOptions = {}) {
     const registers = [this.register];
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- prom-client calls collect() with the metric as `this`
     const metrics = this;
 
     // ── From the registry, at scrape time ──────────────────────────────────

@@ -3,7 +3,7 @@ import { describe, it } from "node:test";
 import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { FarmError } from "../protos/index.ts";
+import type { FarmError } from "../protos/index.ts";
 import { AuditLog } from "./audit.ts";
 import { keyAllowed, TokenFile, TokenStore, type Identity } from "./tokens.ts";
 import { componentLogger } from "../runtime/index.ts";

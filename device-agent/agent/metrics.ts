@@ -148,7 +148,9 @@ export class AgentMetrics {
 
   /** Serves `GET /metrics` and the probes on `host:port` (0: any free port); resolves with the bound port. */
   async listen(host: string, port: number): Promise<number> {
-    const { server, stopWatching } = httpServer(this.opts.tls, (req, res) => void this.handle(req, res));
+    // handle() answers its own failures; a throw it did not foresee still answers 500 here rather than
+    // leaving a rejection nobody handles, which would end the agent.
+    const { server, stopWatching } = httpServer(this.opts.tls, (req, res) => void this.handle(req, res).catch((err: unknown) => this.failed(res, err)));
     this.stopWatching = stopWatching;
     server.headersTimeout = 10_000;
     server.requestTimeout = 30_000;
@@ -174,8 +176,21 @@ export class AgentMetrics {
     await new Promise<void>((resolve) => server.close(() => resolve()));
   }
 
+  private failed(res: ServerResponse, err: unknown): void {
+    this.log.error({ err: (err as Error).message }, "metrics request failed");
+    if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain" });
+    res.end(`internal error: ${(err as Error).message}\n`);
+  }
+
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const path = new URL(req.url ?? "/", "http://agent").pathname;
+    // A target such as `//` or `//:99999` is an authority without a host to `new URL`, which throws:
+    // no page has that path (tracker/http-server.ts's pathOf says the same).
+    let path: string;
+    try {
+      path = new URL(req.url ?? "/", "http://agent").pathname;
+    } catch {
+      path = req.url ?? "";
+    }
     if (req.method !== "GET" && req.method !== "HEAD") {
       res.writeHead(405, { allow: "GET, HEAD", "content-type": "text/plain" }).end("only GET and HEAD\n");
       return;

@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSyn
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { FarmError } from "../../protos/index.ts";
+import type { FarmError } from "../../protos/index.ts";
 import { resolveAgentOptions, workerLimitsFor } from "./options.ts";
 import { describeSandbox, effectiveLimits, parseWorkerLimits, parseWorkerUids, resolveSandbox, UidAllocator, workerCommand, workerEnv, type SandboxPlan, type WorkerLimits } from "./sandbox.ts";
 

@@ -50,9 +50,9 @@ export class WorkerLink {
     if (Buffer.byteLength(path) > MAX_SOCKET_PATH) throw new Error(`the workers' socket path ${path} is longer than ${MAX_SOCKET_PATH} bytes; give the agent a shorter --work-root`);
     const { host, port } = parseAddress(tracker);
     rmSync(path, { force: true });
-    let link: WorkerLink | undefined;
-    const server = createServer((worker) => link!.forward(worker, host, port, security, log));
-    link = new WorkerLink(server, path);
+    // Connections come once it listens, below: `link` is set by then.
+    const server = createServer((worker) => link.forward(worker, host, port, security, log));
+    const link = new WorkerLink(server, path);
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
       server.listen(path, () => resolve());

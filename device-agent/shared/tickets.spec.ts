@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { FarmError } from "../../protos/index.ts";
+import type { FarmError } from "../../protos/index.ts";
 import { ARRIVAL_WAIT_MS, Tickets } from "./tickets.ts";
 
 const hello = (session_id: string, ticket: string, role = "host") => ({ session_id, ticket, role, token: "" });

@@ -9,7 +9,7 @@
  */
 import { writeSync } from "node:fs";
 import { Socket, createServer, type Server } from "node:net";
-import { FarmError, WORKER_MESSAGE_MAX_BYTES, decodeToWorker, encodeToAgent, type AgentToWorker__Output, type WorkerToAgent } from "../../protos/index.ts";
+import { type FarmError, WORKER_MESSAGE_MAX_BYTES, decodeToWorker, encodeToAgent, type AgentToWorker__Output, type WorkerToAgent } from "../../protos/index.ts";
 import { LaneSocket, framed } from "../../runtime/index.ts";
 import { receiveDescriptor } from "../shared/handle-passing.ts";
 

@@ -31,6 +31,16 @@ function tell(msg: WorkerToAgent): void {
   channel.tell(msg);
 }
 
+/**
+ * Serving failed outside what a session answers (the channel to the agent
+ * broke, say): the worker ends, as an unhandled rejection would end it, with
+ * the error on stderr for the agent's report of its exit (device-agent/pool.ts).
+ */
+function die(err: unknown): never {
+  console.error(err);
+  process.exit(1);
+}
+
 /** How often a serving worker reports its request counters to the agent (and once more at each session's end). */
 const COUNTERS_REPORT_MS = 1000;
 const counters = new RequestCounters();
@@ -147,7 +157,7 @@ function fromAgent({ msg, socket, server }: FromAgent): void {
     }
     serving = a.session_id;
     standby?.tickets.expect(a.session_id, a.token, a.route);
-    void serve(a.session_id, a.token, a.dir, a.route);
+    serve(a.session_id, a.token, a.dir, a.route).catch(die);
   } else if (msg.lane) {
     const kind = msg.lane.kind === "relay" ? "relay" : "direct";
     if (current?.sessionId === msg.lane.session_id && socket) current.lane(socketLane(socket, Buffer.from(msg.lane.rest), kind));
@@ -166,7 +176,7 @@ function fromAgent({ msg, socket, server }: FromAgent): void {
   } else if (msg.end) {
     if (current?.sessionId === msg.end.session_id) current.end();
   } else if (msg.run_canary) {
-    void canary();
+    canary().catch(die);
   } else {
     const id = msg.store_took?.id ?? msg.store_kept?.id ?? msg.fpga_programmed?.id;
     const answer = id === undefined ? undefined : asked.get(id);

@@ -9,8 +9,9 @@ import { createRequire } from "node:module";
 import fc from "fast-check";
 import { FarmError } from "../../protos/index.ts";
 import { decodeBundle, encodeBundleUnchecked, type ModuleBundle } from "../../protos/bundle.ts";
+import type * as Protobuf from "protobufjs";
 
-const protobuf = createRequire(import.meta.url)("protobufjs") as typeof import("protobufjs");
+const protobuf = createRequire(import.meta.url)("protobufjs") as typeof Protobuf;
 
 /** A string a bundle field could hold, or any string. */
 const anyString = fc.oneof(fc.string(), fc.constantFrom("kernelfarm.bundle", "cpu", "cuda", "vta", "sm_90", "cubin", "x86_64", "linux", "float32", "buffer", "scalar", "", "__proto__"));

@@ -37,7 +37,7 @@ export async function fuzz<T>(name: string, limits: FuzzBudget, arbitrary: fc.Ar
   } catch (err) {
     // fast-check's report holds the shrunk input, which may be megabytes of bytes: its head says enough.
     const report = (err as Error).message;
-    throw new Error(`fuzz ${name} failed (replay: FUZZ_SEED=${seed}):\n${report.length > 4000 ? `${report.slice(0, 4000)}…` : report}`);
+    throw new Error(`fuzz ${name} failed (replay: FUZZ_SEED=${seed}):\n${report.length > 4000 ? `${report.slice(0, 4000)}…` : report}`, { cause: err });
   } finally {
     console.log(`fuzz ${name}: ${executions} executions (seed ${seed})`);
   }

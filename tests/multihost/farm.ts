@@ -25,6 +25,7 @@ export class DriverError extends FarmError {
 /** A driver process on one host: `do(op, args)` runs one command there. */
 export class Driver {
   private nextId = 1;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a driver's answer is JSON the tests read field by field (see do())
   private readonly waiting = new Map<number, { resolve: (v: any) => void; reject: (e: Error) => void }>();
   private stderr = "";
 
@@ -55,6 +56,7 @@ export class Driver {
     return d;
   }
 
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the answer is JSON of the op's own shape, read by the tests field by field
   do(op: string, args: Record<string, unknown> = {}): Promise<any> {
     const id = this.nextId++;
     return new Promise((resolve, reject) => {

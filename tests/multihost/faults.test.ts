@@ -16,7 +16,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "../helpers/suites.ts";
 import { LIVENESS_MS } from "../../protos/index.ts";
 import { waitFor } from "../helpers/processes.ts";
-import { DriverError, startBedFarm, type BedFarm } from "./farm.ts";
+import { type DriverError, startBedFarm, type BedFarm } from "./farm.ts";
 import { netBedUnavailable } from "./netbed.ts";
 
 const skip = netBedUnavailable();

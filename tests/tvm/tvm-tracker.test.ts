@@ -30,7 +30,10 @@ describe("TVM's tracker protocol on kernelfarm's tracker", () => {
     client = await connectTracker(tracker.address);
   });
   after(async () => {
-    for (const o of open) ("stop" in o ? o.stop() : o.close());
+    for (const o of open) {
+      if ("stop" in o) o.stop();
+      else o.close();
+    }
     client?.close();
     await tracker?.stop();
   });

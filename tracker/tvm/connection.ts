@@ -228,6 +228,7 @@ export class TvmConnection implements TvmServerLink {
     const { farm, maxSessionTimeoutMs } = this.ctx;
     let waiter: Waiter | undefined;
     let settled = false;
+    // eslint-disable-next-line prefer-const -- a grant may come inside request(), before this assignment: `waiter` is read there
     waiter = farm.scheduler.request(
       { key: k, priority, labels: {}, deadline_ms: 0, client_id: clientId, session_timeout_ms: maxSessionTimeoutMs, route: "direct", board_id: "" },
       {

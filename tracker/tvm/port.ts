@@ -14,7 +14,7 @@
  */
 import { createServer, type Server } from "node:net";
 import { FarmError } from "../../protos/index.ts";
-import { boardState, type BoardLease } from "../registry.ts";
+import { boardState } from "../registry.ts";
 import { TvmAdmission } from "./admission.ts";
 import { TvmConnection, type RefusalReason, type TvmPortContext } from "./connection.ts";
 import type { TvmFarm, TvmServer } from "./server.ts";

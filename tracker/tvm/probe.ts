@@ -12,7 +12,7 @@
  * `recvall` raises IOError), which a probe must never cause. Each probe costs
  * the server one "mismatch key" line in its log.
  */
-import { connect } from "node:net";
+import { connect, type Socket } from "node:net";
 import { randomBytes } from "node:crypto";
 import { RPC_CODE_MISMATCH, RPC_MAGIC, int32 } from "./wire.ts";
 
@@ -24,7 +24,14 @@ export function probeTvmServer(host: string, port: number, timeoutMs = PROBE_TIM
   return new Promise((resolve) => {
     const key = Buffer.from(`client:kernelfarm-probe:${randomBytes(6).toString("hex")}`, "utf8");
     const where = `${host.includes(":") ? `[${host}]` : host}:${port}`;
-    const socket = connect({ host, port, noDelay: true });
+    let socket: Socket;
+    try {
+      socket = connect({ host, port, noDelay: true });
+    } catch (err) {
+      // A port out of range throws here; probe() runs without a catch (its callers start it with `void`).
+      resolve(`its RPC port ${where} cannot be probed: ${(err as Error).message}`);
+      return;
+    }
     let answer = Buffer.alloc(0);
     let settled = false;
     const settle = (why: string | undefined) => {

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ALU_OP, DEFAULT_VTA_HARDWARE as hw, MEM, UOP_BUFFER, type AluOpcode, type Uop } from "../../../vta/index.ts";
-import { FarmError } from "../../../protos/index.ts";
+import type { FarmError } from "../../../protos/index.ts";
 import { VtaSimulator, runVtaFunction, wasmGemmSupported, type GemmEngine } from "./index.ts";
 import { binaryOf, insn, rawRun } from "./test-programs.ts";
 

@@ -30,7 +30,7 @@ interface VtaLoadedFunction extends LoadedFunction {
   readonly program: VtaProgram;
 }
 
-export interface VtaSimBackendOptions extends VtaSimulatorOptions {}
+export type VtaSimBackendOptions = VtaSimulatorOptions;
 
 export class VtaSimBackend implements Backend {
   readonly loadsNativeCode = false;
@@ -93,7 +93,7 @@ export class VtaSimBackend implements Backend {
     const buffers = this.buffers(fn.spec, args);
     const t0 = process.hrtime.bigint();
     let done = 0;
-    let ns = 0;
+    let ns: number;
     try {
       for (; done < number; done++) this.sim.call(program, buffers);
     } finally {

@@ -1,7 +1,7 @@
 /** The paged DRAM: placement at (page + 1) << 12, first fit, reuse, capacity. */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { FarmError } from "../../../protos/index.ts";
+import type { FarmError } from "../../../protos/index.ts";
 import { Dram, PAGE_BYTES } from "./dram.ts";
 
 describe("VTA DRAM", () => {
