@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { describe, it } from "node:test";
-import { BUNDLE_FORMAT, BUNDLE_VERSION, bundleDigest, decodeBundle, encodeBundle, encodeBundleUnchecked, toLaunchConfig, validateBundle, type ModuleBundle } from "./bundle.ts";
+import { BUNDLE_FORMAT, BUNDLE_VERSION, bundleDigest, decodeBundle, encodeBundle, encodeBundleUnchecked, toLaunchConfig, validateBundle, warmBundleCodec, type ModuleBundle } from "./bundle.ts";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import { FarmError } from "./errors.ts";
@@ -121,6 +121,10 @@ describe("module bundle", () => {
     assert.deepEqual([...back.binary], [...b.binary]);
     assert.deepEqual(back.functions, b.functions);
     assert.deepEqual(back.meta, b.meta);
+  });
+
+  it("warms its codec on a bundle it accepts: every session worker runs it before it says ready", () => {
+    assert.doesNotThrow(() => warmBundleCodec());
   });
 
   it("is content-addressed: same bundle same digest, different binary different digest", () => {

@@ -75,6 +75,26 @@ export interface ModuleBundle {
   meta?: Record<string, string>;
 }
 
+/**
+ * Runs the codec once on a bundle with every kind of field (a CUDA launch, a
+ * fixed shape, meta): protobufjs builds each message type's encoder and
+ * decoder on its first use, ~5 ms each way, which a session worker pays at
+ * its start instead of in its first session's load_module (BENCHMARKS §1,
+ * "grant → upload+load+nop call").
+ */
+export function warmBundleCodec(): void {
+  const warm: ModuleBundle = {
+    format: BUNDLE_FORMAT,
+    version: BUNDLE_VERSION,
+    target: "cuda",
+    targetDetails: { arch: "sm_90", format: "cubin" },
+    binary: new Uint8Array(1),
+    functions: [{ name: "k", params: [{ name: "x", kind: "buffer", dtype: "float32", shape: [1] }], launch: { grid: [1, 1, 1], block: [1, 1, 1], sharedMemBytes: 1 } }],
+    meta: { warm: "1" },
+  };
+  decodeBundle(encodeBundle(warm));
+}
+
 export function encodeBundle(bundle: ModuleBundle): Uint8Array {
   validateBundle(bundle);
   return encodeBundleUnchecked(bundle);

@@ -8,7 +8,7 @@
 export { FarmError, FARM_ERROR_CODES, CODE_TRAILER, type FarmErrorCode, type WireError } from "./errors.ts";
 export { DTYPES, isDtype, dtypeBytes, dtypeOf, elementCount, integerRange, viewAs, type Dtype, type AnyTypedArray, type TypedArrayOf } from "./dtype.ts";
 export {
-  BUNDLE_FORMAT, BUNDLE_VERSION, BUNDLE_TARGETS, encodeBundle, decodeBundle, validateBundle, bundleDigest, launchProblem, paramProblem, toLaunchConfig,
+  BUNDLE_FORMAT, BUNDLE_VERSION, BUNDLE_TARGETS, encodeBundle, decodeBundle, validateBundle, warmBundleCodec, bundleDigest, launchProblem, paramProblem, toLaunchConfig,
   type ModuleBundle, type LaunchConfig, type LaunchDecl, type Dim3, type BundleTarget, type FunctionSpec, type ParamSpec,
 } from "./bundle.ts";
 export {

@@ -6,7 +6,7 @@
  */
 import { readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { AgentService, FarmError, WORKER_MAX_PENDING_REQUESTS, type AgentServiceClient } from "../../protos/index.ts";
+import { AgentService, FarmError, WORKER_MAX_PENDING_REQUESTS, warmBundleCodec, type AgentServiceClient } from "../../protos/index.ts";
 import { makeClient, componentLogger } from "../../runtime/index.ts";
 import { createBackend } from "../backends/index.ts";
 import type { AgentToWorker__Output, WorkerToAgent } from "../../protos/index.ts";
@@ -210,6 +210,8 @@ async function canary(): Promise<void> {
 
 // A new worker checks its board first: at registration, and after any worker death.
 await canary();
+// What the first session's load_module would otherwise pay: the bundle codec's first run.
+warmBundleCodec();
 
 // Listening already: an assignment can follow "ready" at once.
 tell({ ready: {} });
