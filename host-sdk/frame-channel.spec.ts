@@ -9,9 +9,10 @@ import { createServer, connect, type Socket } from "node:net";
 import { PassThrough } from "node:stream";
 import { once } from "node:events";
 import { Metadata, status } from "@grpc/grpc-js";
-import { FarmError, encodeEndFrame } from "../protos/index.ts";
+import { FarmError, encodeBoardFrame, encodeEndFrame } from "../protos/index.ts";
 import { LaneSocket, framed } from "../runtime/index.ts";
 import { LaneChannel, type SessionStream } from "./frame-channel.ts";
+import { Multiplexer } from "./multiplexer.ts";
 
 async function socketPair(): Promise<[Socket, Socket]> {
   const server = createServer();
@@ -55,5 +56,20 @@ describe("LaneChannel", () => {
     assert.equal((await closed)?.code, "TIMEOUT");
     await once(worker.resume(), "end");
     worker.destroy();
+  });
+
+  it("once the tracker's end came, a session takes no new request, while the answer already on its way still arrives", async () => {
+    const [host, worker] = await socketPair();
+    const stream = new PassThrough() as unknown as SessionStream;
+    const mux = new Multiplexer(new LaneChannel(stream, "127.0.0.1:1", new LaneSocket(host, "a test lane"), "direct", 5000), "s1");
+    const waiting = mux.request({ listdir: {} });
+    // The worker has not answered yet when its agent is lost: a kept session must not be handed a new candidate now.
+    (stream as unknown as PassThrough).write(encodeEndFrame(new FarmError("AGENT_LOST", "board b1 was lost").toWire()));
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    assert.equal(mux.endReason?.code, "AGENT_LOST", "the session counts as ended");
+    await assert.rejects(mux.request({ listdir: {} }), (e: FarmError) => e.code === "AGENT_LOST");
+    worker.write(framed(encodeBoardFrame({ id: 1, listing: { entries: [] } })));
+    worker.destroy();
+    assert.deepEqual((await waiting).listing?.entries, [], "the answer sent before the end reached its request");
   });
 });

@@ -38,6 +38,8 @@ export interface FrameChannel {
   end(): void;
   /** Drops the channel now. */
   abort(): void;
+  /** The tracker's end, once it came while the lane still drains: no new request may go out (`draining`). */
+  ending?(): { reason: FarmError | null } | undefined;
 }
 
 export type SessionStream = grpc.ClientDuplexStream<Uint8Array, Buffer>;
@@ -246,6 +248,10 @@ export class LaneChannel extends SessionChannelBase {
 
   end(): void {
     this.lane.end();
+  }
+
+  ending(): { reason: FarmError | null } | undefined {
+    return this.trackerEnd === undefined ? undefined : { reason: this.trackerEnd };
   }
 
   /** While the lane drains, the status that follows the tracker's end changes nothing: the end said why. */

@@ -46,9 +46,19 @@ export class Multiplexer {
     channel.onClose((reason) => this.onClose(reason));
   }
 
-  /** Why the channel closed, once it has. */
+  /**
+   * Why the channel closed, once it has — or is closing: once the tracker's
+   * end came, the session takes no new request even while the answers sent
+   * before it are still read (frame-channel.ts, `draining`).
+   */
   get endReason(): FarmError | undefined {
-    return this.reason;
+    if (this.reason) return this.reason;
+    const ending = this.channel.ending?.();
+    return ending && (ending.reason ?? this.closedCleanly());
+  }
+
+  private closedCleanly(): FarmError {
+    return new FarmError("SESSION_CLOSED", `session ${this.sessionId} is closed`);
   }
 
   /** One request, one reply. */
@@ -99,7 +109,7 @@ export class Multiplexer {
   }
 
   private checkOpen(): void {
-    const e = this.reason;
+    const e = this.endReason;
     if (!e) return;
     if (e.code === "SESSION_CLOSED") throw new FarmError("SESSION_CLOSED", e.message);
     // The end's details hold for every later request too (a lost device context stays lost).
@@ -130,7 +140,7 @@ export class Multiplexer {
 
   private onClose(reason: FarmError | null): void {
     if (this.reason) return;
-    this.reason = reason ?? new FarmError("SESSION_CLOSED", `session ${this.sessionId} is closed`);
+    this.reason = reason ?? this.closedCleanly();
     for (const w of this.waiting.values()) w.reject(this.reason);
     this.waiting.clear();
     this.resolveEnded();
