@@ -126,12 +126,12 @@ describe("the architecture", () => {
     assert.deepEqual(violations, []);
   });
 
-  it("device-agent shows which process runs what: agent/ and worker/ never import each other; shared/ and backends/ import neither", () => {
-    // The agent process and its session workers (each its own process, maybe its own uid) share code only through shared/ and backends/.
+  it("device-agent shows which process runs what: agent/ and worker/ never import each other; common/ and backends/ import neither", () => {
+    // The agent process and its session workers (each its own process, maybe its own uid) share code only through common/ and backends/.
     const FORBIDDEN: Record<string, string[]> = {
       "device-agent/agent": ["device-agent/worker"],
       "device-agent/worker": ["device-agent/agent"],
-      "device-agent/shared": ["device-agent/agent", "device-agent/worker"],
+      "device-agent/common": ["device-agent/agent", "device-agent/worker"],
       "device-agent/backends": ["device-agent/agent", "device-agent/worker"],
     };
     const room = (path: string) => path.split("/").slice(0, 2).join("/");

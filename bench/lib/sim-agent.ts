@@ -12,7 +12,7 @@
  *   random `instance`; a Heartbeat every `heartbeat_interval_ms` the tracker
  *   names, and at once when it Pings; BoardReady for each board that is free;
  * - AssignSession: the session's ticket is expected at the agent's direct-lane
- *   port (device-agent/shared/tickets.ts, the agent's own door: admitHost, the
+ *   port (device-agent/common/tickets.ts, the agent's own door: admitHost, the
  *   one-time ticket, the wait for an assignment a host outran); `relay`, or
  *   OpenRelay on an auto route: the board dials the tracker's data port with
  *   its ticket and reads the tracker's welcome;
@@ -49,7 +49,7 @@ import type { AgentMessage } from "../../protos/gen/farm/v1/AgentMessage.ts";
 import type { AssignSession__Output } from "../../protos/gen/farm/v1/AssignSession.ts";
 import type { BoardSpec } from "../../protos/gen/farm/v1/BoardSpec.ts";
 import type { TrackerMessage__Output } from "../../protos/gen/farm/v1/TrackerMessage.ts";
-import { Tickets, admitHost } from "../../device-agent/shared/tickets.ts";
+import { Tickets, admitHost } from "../../device-agent/common/tickets.ts";
 
 export interface SimAgentOptions {
   tracker: string;
@@ -221,7 +221,7 @@ export class SimAgent {
     if (a.route === "relay") void this.dialRelay(a.session_id);
   }
 
-  /** A host at the direct-lane port: its hello and ticket are checked by the agent's own door (device-agent/shared/tickets.ts). */
+  /** A host at the direct-lane port: its hello and ticket are checked by the agent's own door (device-agent/common/tickets.ts). */
   private accept(socket: Socket): void {
     this.open.add(socket);
     socket.once("close", () => this.open.delete(socket));

@@ -56,7 +56,7 @@ import { chmodSync, constants, mkdirSync, readdirSync, rmSync, statSync, unlinkS
 import { chmod, copyFile, link, mkdir, open, rename, stat, symlink, unlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { treeDigestOfFile } from "../../domain/index.ts";
-import { openSessionFile } from "../shared/session-file.ts";
+import { openSessionFile } from "../common/session-file.ts";
 
 /** What the store keeps by default: enough for many modules and a few large inputs. */
 export const DEFAULT_STORE_BYTES = 1 << 30;

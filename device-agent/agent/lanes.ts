@@ -3,12 +3,12 @@
  * "Lanes"): its direct-lane port, where hosts connect with their session's
  * ticket, and its dialling of the tracker's data port for relay lanes. Either
  * way the socket ends up in the session's worker, passed on its channel
- * (SCM_RIGHTS, device-agent/shared/handle-passing.ts), so that
+ * (SCM_RIGHTS, device-agent/common/handle-passing.ts), so that
  * after the handshake no other process touches the bytes — except with TLS,
  * which the agent terminates (workers hold no key) and pipes to the worker
  * through a unix socket pair.
  *
- * A ticket opens one lane, once (device-agent/shared/tickets.ts). A host may also
+ * A ticket opens one lane, once (device-agent/common/tickets.ts). A host may also
  * reach the worker without the agent: at the worker's own standby lane
  * (device-agent/worker/standby.ts), which the grant names first.
  *
@@ -24,7 +24,7 @@ import { rmSync } from "node:fs";
 import type { TLSSocket } from "node:tls";
 import { FarmError, encodeLaneHello, type Lane } from "../../protos/index.ts";
 import { HELLO_TIMEOUT_MS, connectSocket, framed, socketServer, type ClientSecurity, type Logger, type ServerTls } from "../../runtime/index.ts";
-import { Tickets, admitHost } from "../shared/tickets.ts";
+import { Tickets, admitHost } from "../common/tickets.ts";
 
 export interface LaneHooks {
   /** Gives the session's worker its lane; false when no worker serves the session (any more). */

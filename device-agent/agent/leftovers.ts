@@ -21,7 +21,7 @@ import { basename, dirname, join } from "node:path";
 import { FarmError } from "../../protos/index.ts";
 import { isRunning, parseIdentity, selfIdentity, type Identity } from "./agent-identity.ts";
 import type { UidAllocator } from "./sandbox.ts";
-import { SessionDisk } from "../shared/session-disk.ts";
+import { SessionDisk } from "../common/session-disk.ts";
 
 /** An agent's default scratch folder is `<tmp>/kfarm-agent-PID` (options.ts). */
 const SCRATCH_NAME = /^kfarm-agent-(\d+)$/;

@@ -4,7 +4,7 @@ import { describe, it } from "node:test";
 import { componentLogger } from "../../runtime/index.ts";
 import { parseExposition, Scrape } from "../../tests/helpers/metrics.ts";
 import { AgentMetrics } from "./metrics.ts";
-import { RequestCounters } from "../shared/request-counters.ts";
+import { RequestCounters } from "../common/request-counters.ts";
 
 const log = componentLogger("test");
 

@@ -19,7 +19,7 @@ import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import { FarmError } from "../../protos/index.ts";
 import { answerProbe, httpServer, isProbePath, type Logger, type Readiness, type ServerTls } from "../../runtime/index.ts";
-import type { RequestCounts } from "../shared/request-counters.ts";
+import type { RequestCounts } from "../common/request-counters.ts";
 
 /** Worker starts: a CPU worker takes ~0.3 s, a CUDA one ~1 s (its context). */
 export const WORKER_START_BUCKETS_S = [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30];

@@ -32,12 +32,12 @@ import { FarmError, SESSION_END_GRACE_MS, WORKER_MAX_PENDING_REQUESTS, workerPro
 import { type Logger } from "../../runtime/index.ts";
 import type { BoardMetrics } from "./metrics.ts";
 import { effectiveLimits, workerCommand, workerEnv, type SandboxPlan, type UidAllocator, type WorkerDirs } from "./sandbox.ts";
-import { quotaError, type SessionDisk } from "../shared/session-disk.ts";
-import { readSessionFile, type SessionFile } from "../shared/session-file.ts";
+import { quotaError, type SessionDisk } from "../common/session-disk.ts";
+import { readSessionFile, type SessionFile } from "../common/session-file.ts";
 import { workerNode, type WorkerEntry } from "./worker-entry.ts";
 import type { ContentStore } from "./content-store.ts";
-import type { WorkerConfig } from "../shared/worker-spawn.ts";
-import { TIMEOUT_MARKER } from "../shared/worker-spawn.ts";
+import type { WorkerConfig } from "../common/worker-spawn.ts";
+import { TIMEOUT_MARKER } from "../common/worker-spawn.ts";
 import { WORKER_STDIO, WorkerChannel } from "./worker-channel.ts";
 
 /** How the agent's workers are confined (device-agent/agent/sandbox.ts), shared by its boards' pools. */

@@ -33,7 +33,7 @@ import { basename, dirname, join, resolve } from "node:path";
 import { FarmError } from "../../protos/index.ts";
 import { isRunning, type Identity } from "./agent-identity.ts";
 import { parseBytes } from "./board-config.ts";
-import { SessionDisk } from "../shared/session-disk.ts";
+import { SessionDisk } from "../common/session-disk.ts";
 
 /** Resource limits of one worker process; 0 leaves a limit as the agent has it. */
 export interface WorkerLimits {

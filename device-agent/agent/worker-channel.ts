@@ -15,7 +15,7 @@ import {
   FarmError, WORKER_MESSAGE_MAX_BYTES, decodeToAgent, encodeToWorker, workerProtocolError, type AgentToWorker, type WorkerMessage,
 } from "../../protos/index.ts";
 import { LaneSocket, framed } from "../../runtime/index.ts";
-import { descriptorOf, sendDescriptor } from "../shared/handle-passing.ts";
+import { descriptorOf, sendDescriptor } from "../common/handle-passing.ts";
 
 /** A worker's stdio: no stdin, stdout and stderr to the agent, then fds 3, 4 and 5 (worker/agent-channel.ts). */
 export const WORKER_STDIO: StdioOptions = ["ignore", "pipe", "pipe", "pipe", "pipe", "pipe"];

@@ -11,7 +11,7 @@ import { writeSync } from "node:fs";
 import { Socket, createServer, type Server } from "node:net";
 import { type FarmError, WORKER_MESSAGE_MAX_BYTES, decodeToWorker, encodeToAgent, type AgentToWorker__Output, type WorkerToAgent } from "../../protos/index.ts";
 import { LaneSocket, framed } from "../../runtime/index.ts";
-import { receiveDescriptor } from "../shared/handle-passing.ts";
+import { receiveDescriptor } from "../common/handle-passing.ts";
 
 /** The worker's descriptors of the channel, as the agent lays them out (device-agent/agent/worker-channel.ts). */
 const FROM_AGENT_FD = 3;

@@ -6,9 +6,9 @@ import { closeSync, lstatSync, openSync, readdirSync, readFileSync, renameSync, 
 import { promisify } from "node:util";
 import { join } from "node:path";
 import { FarmError } from "../../protos/index.ts";
-import { quotaError } from "../shared/session-disk.ts";
+import { quotaError } from "../common/session-disk.ts";
 import { fileError, MAX_NAME_BYTES } from "./file-errors.ts";
-import type { FileLimits } from "../shared/worker-spawn.ts";
+import type { FileLimits } from "../common/worker-spawn.ts";
 
 function closeUpload(upload: OpenUpload): void {
   if (upload.closed) return;

@@ -11,7 +11,7 @@ import { makeClient, componentLogger } from "../../runtime/index.ts";
 import { createBackend } from "../backends/index.ts";
 import type { AgentToWorker__Output, WorkerToAgent } from "../../protos/index.ts";
 import { AgentChannel, type FromAgent } from "./agent-channel.ts";
-import type { WorkerConfig } from "../shared/worker-spawn.ts";
+import type { WorkerConfig } from "../common/worker-spawn.ts";
 import type { SessionStore } from "./files.ts";
 import { RequestCounters, SessionServer } from "./session-server.ts";
 import { grpcLane, socketLane, type WorkerLane } from "./lane.ts";
@@ -223,7 +223,7 @@ const home = { HOME: process.env.HOME, TMPDIR: process.env.TMPDIR, cwd: process.
  * While it serves a session, the worker's HOME, TMPDIR and working directory
  * are the session's folder: what its kernels write without a path of their
  * own (temporary files, relative names) lands there and counts against the
- * session's disk quota (device-agent/shared/session-disk.ts), and goes with it.
+ * session's disk quota (device-agent/common/session-disk.ts), and goes with it.
  * process.env writes through to the C environment (setenv), which kernels
  * and their children read.
  */

@@ -13,11 +13,11 @@ import type { Backend } from "../backends/index.ts";
 import { withoutAgentPaths } from "./file-errors.ts";
 import { OPERATIONS, type Assembly, type Chunk, type Multiplexer, type Op } from "./ops/index.ts";
 import { SessionState, type SessionHooks } from "./session-state.ts";
-import type { SessionLimits } from "../shared/worker-spawn.ts";
+import type { SessionLimits } from "../common/worker-spawn.ts";
 
-export { RequestCounters, type RequestCounts } from "../shared/request-counters.ts";
+export { RequestCounters, type RequestCounts } from "../common/request-counters.ts";
 export type { SessionHooks } from "./session-state.ts";
-export type { SessionLimits } from "../shared/worker-spawn.ts";
+export type { SessionLimits } from "../common/worker-spawn.ts";
 
 /** Frames waiting to be handled, at most (8 MiB of upload chunks) before the lane stops reading. */
 const MAX_QUEUED_FRAMES = 8;

@@ -6,8 +6,8 @@
 import type { Dtype } from "../../protos/index.ts";
 import type { Backend, DeviceArray, LoadedModule } from "../backends/index.ts";
 import { SessionFiles, type SessionStore } from "./files.ts";
-import type { SessionLimits } from "../shared/worker-spawn.ts";
-import { RequestCounters } from "../shared/request-counters.ts";
+import type { SessionLimits } from "../common/worker-spawn.ts";
+import { RequestCounters } from "../common/request-counters.ts";
 import type { Watchdog } from "./watchdog.ts";
 
 /** Optional observers of a session: the call watchdog, and who wants to know when foreign code is loaded. */

@@ -6,7 +6,7 @@
  * and the host of the session this worker takes connects straight here: no
  * process but this one touches the lane, not even for the handshake. The
  * worker checks the ticket itself, against its assignment (which may arrive
- * just after the host: device-agent/shared/tickets.ts waits for it).
+ * just after the host: device-agent/common/tickets.ts waits for it).
  *
  * A host that reaches a worker busy with another session (a grant that named
  * a port whose worker moved on) is refused at once, and tries the agent's
@@ -15,7 +15,7 @@
 import type { Server, Socket } from "node:net";
 import { FarmError } from "../../protos/index.ts";
 import { type Logger } from "../../runtime/index.ts";
-import { Tickets, admitHost } from "../shared/tickets.ts";
+import { Tickets, admitHost } from "../common/tickets.ts";
 
 export interface StandbyHooks {
   /** The session this worker serves now, if any. */

@@ -6,7 +6,7 @@
  * stderr and kills the process.
  */
 import { Worker } from "node:worker_threads";
-import { TIMEOUT_MARKER } from "../shared/worker-spawn.ts";
+import { TIMEOUT_MARKER } from "../common/worker-spawn.ts";
 
 const POLL_MS = 20;
 

@@ -14,7 +14,7 @@
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { SessionFile } from "../../shared/session-file.ts";
+import type { SessionFile } from "../../common/session-file.ts";
 import { FarmError } from "../../../protos/index.ts";
 import { parseTvmVtaConfig, vtaHardware, type VtaHardware } from "../../../vta/index.ts";
 

@@ -10,7 +10,7 @@ export const TIMEOUT_MARKER = "KFARM-CALL-TIMEOUT";
 export interface FileLimits {
   maxUploadBytes: number;
   maxSessionBytes: number;
-  /** The session's folder is a filesystem of this many bytes (device-agent/shared/session-disk.ts): its ENOSPC means the quota. */
+  /** The session's folder is a filesystem of this many bytes (device-agent/common/session-disk.ts): its ENOSPC means the quota. */
   diskBytes?: number;
 }
 
