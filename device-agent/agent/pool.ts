@@ -498,7 +498,7 @@ export class BoardPool {
     rmSync(dir, { recursive: true, force: true });
   }
 
-  /** A worker asks for a stored file in its session's folder (worker/content-store.ts), under a name the agent picks. */
+  /** A worker asks for a stored file in its session's folder (agent/content-store.ts), under a name the agent picks. */
   private async storeTake(w: WorkerHandle, id: number, sha256: string, size: number): Promise<void> {
     const dir = w.sessionDir;
     // Starts with ".module": hidden from the session's listing until the worker renames it. Made exclusively

@@ -19,7 +19,7 @@ function closeUpload(upload: OpenUpload): void {
 const writeAsync = promisify(write) as (fd: number, data: Uint8Array, offset: number, length: number) => Promise<{ bytesWritten: number }>;
 
 /**
- * The agent's content store as a worker sees it (worker/content-store.ts runs
+ * The agent's content store as a worker sees it (agent/content-store.ts runs
  * in the agent; main.ts asks it over its channel).
  */
 export interface SessionStore {

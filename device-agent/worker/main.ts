@@ -34,7 +34,7 @@ function tell(msg: WorkerToAgent): void {
 /**
  * Serving failed outside what a session answers (the channel to the agent
  * broke, say): the worker ends, as an unhandled rejection would end it, with
- * the error on stderr for the agent's report of its exit (device-agent/pool.ts).
+ * the error on stderr for the agent's report of its exit (device-agent/agent/pool.ts).
  */
 function die(err: unknown): never {
   console.error(err);
@@ -93,7 +93,7 @@ function ask(msg: (id: number) => WorkerToAgent): Promise<AgentToWorker__Output>
 }
 
 const backend = await createBackend(config.kind, config.backendOptions);
-// The agent holds the store shared by the workers of all its boards (worker/content-store.ts): workers may run as
+// The agent holds the store shared by the workers of all its boards (agent/content-store.ts): workers may run as
 // uids of their own, which must not read or change one another's files.
 const store: SessionStore = {
   take: async (sha256, size) => {

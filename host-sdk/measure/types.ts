@@ -160,11 +160,11 @@ export const DEFAULT_INFRA_DEADLINE_MS = 600_000;
 export const DEFAULT_RETRIES = 3;
 /**
  * Default `inFlightPerBoard`: 1. With two, the good candidate before a
- * crashing or hanging one was charged with its failure in 2 of 3 full
- * `npm test` runs (tests/measure.test.ts, a `todo`), though the worker's
- * answers now leave it before it runs the next tenant code and the host
- * reads a lane to its close before taking the tracker's end. A second slot
- * is opt-in until the cause is found.
+ * crashing or hanging one was charged with its failure on the grpc route in
+ * full `npm test` runs (tests/measure.test.ts, a `todo`): its answer never
+ * left the worker, which waits for grpc-js's write callback before it runs
+ * the next tenant code, but http2 may hold the bytes past that callback.
+ * Never seen on the direct lane. A second slot is opt-in until then.
  */
 export const DEFAULT_IN_FLIGHT_PER_BOARD = 1;
 
