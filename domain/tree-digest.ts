@@ -13,8 +13,10 @@
  */
 import { createHash } from "node:crypto";
 import { open } from "node:fs/promises";
+import { TREE_LEAF_BYTES } from "../protos/gen/contract.ts";
 
-export const TREE_LEAF_BYTES = 1 << 20;
+/** Declared for both SDKs in contract.json. */
+export { TREE_LEAF_BYTES };
 const TAG = Buffer.from("kfarm-tree-sha256-v1\0");
 
 /** The digest of a file of `size` bytes from its leaves' sha256 digests, in order. */

@@ -23,11 +23,12 @@ import { checkServerIdentity, connect as tlsConnect, createSecureContext, create
 import * as grpc from "@grpc/grpc-js";
 import { FarmError } from "../protos/errors.ts";
 import { CHANNEL_OPTIONS } from "./grpc-options.ts";
+import { MAX_TOKEN_CHARS } from "../protos/gen/contract.ts";
 
 /** Metadata key (gRPC) and header (HTTP) that carry a token. */
 export const AUTHORIZATION_HEADER = "authorization";
-/** The longest token any part accepts; a longer one is refused before it is parsed. */
-export const MAX_TOKEN_CHARS = 512;
+/** The longest token any part accepts; a longer one is refused before it is parsed (declared for both SDKs in contract.json). */
+export { MAX_TOKEN_CHARS };
 /** How often servers look at their certificate files for a rotation. */
 export const CERT_RELOAD_INTERVAL_MS = 1000;
 

@@ -12,14 +12,15 @@ import type { Socket } from "node:net";
 import { FarmError } from "../protos/errors.ts";
 import { decodeLaneHello, decodeLaneWelcome, encodeLaneWelcome } from "../protos/frames.ts";
 import { MAX_MESSAGE_BYTES } from "../protos/grpc.ts";
+import { HELLO_TIMEOUT_MS } from "../protos/gen/contract.ts";
 import type { LaneHello__Output } from "../protos/gen/farm/v1/LaneHello.ts";
 
 const HEADER_BYTES = 4;
 /** Frames up to this size are copied behind their header into one write; larger ones go as two (corked). */
 const COPY_LIMIT = 64 << 10;
 const EMPTY = Buffer.alloc(0);
-/** How long an accepted connection may take to say who it is. */
-export const HELLO_TIMEOUT_MS = 5000;
+/** How long an accepted connection may take to say who it is (declared for both SDKs in contract.json). */
+export { HELLO_TIMEOUT_MS };
 /** A hello is a session id, a ticket, a role and at most a token: anything larger is not one. */
 const MAX_HELLO_BYTES = 4096;
 

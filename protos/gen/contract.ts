@@ -104,3 +104,12 @@ export const DETAILS_TRAILER = "farm-details-bin";
 
 /** Metadata of HostService.Session: the encoded SessionRequest. */
 export const SESSION_REQUEST_HEADER = "farm-session-request-bin";
+
+/** How long an accepted lane connection may take to say who it is (its hello), and a host to be welcomed on it. */
+export const HELLO_TIMEOUT_MS = 5000;
+
+/** The longest token any part accepts; a longer one is refused before it is parsed. */
+export const MAX_TOKEN_CHARS = 512;
+
+/** The leaf of the tree digest that names large uploads by content (domain/tree-digest.ts): both SDKs cut the same leaves. */
+export const TREE_LEAF_BYTES = 1048576;

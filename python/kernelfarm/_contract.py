@@ -218,3 +218,12 @@ DETAILS_TRAILER: Final = "farm-details-bin"
 
 #: Metadata of HostService.Session: the encoded SessionRequest.
 SESSION_REQUEST_HEADER: Final = "farm-session-request-bin"
+
+#: How long an accepted lane connection may take to say who it is (its hello), and a host to be welcomed on it.
+HELLO_TIMEOUT_MS: Final = 5000
+
+#: The longest token any part accepts; a longer one is refused before it is parsed.
+MAX_TOKEN_CHARS: Final = 512
+
+#: The leaf of the tree digest that names large uploads by content (domain/tree-digest.ts): both SDKs cut the same leaves.
+TREE_LEAF_BYTES: Final = 1048576

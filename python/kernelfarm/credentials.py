@@ -17,12 +17,11 @@ from typing import Optional, Union
 import grpc
 
 from . import _contract
+from ._contract import MAX_TOKEN_CHARS
 from .errors import FarmError
 from .frames import MAX_MESSAGE_BYTES
 
 AUTHORIZATION_HEADER = "authorization"
-#: The longest token any part accepts (runtime/credentials.ts MAX_TOKEN_CHARS).
-MAX_TOKEN_CHARS = 512
 _PRINTABLE = re.compile(r"^[\x21-\x7e]*$")
 
 #: Liveness: ping the tracker every 10 s (twice the tracker's interval) and give up on it after 5 s without an answer.

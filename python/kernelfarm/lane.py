@@ -11,6 +11,7 @@ import struct
 import threading
 from typing import Optional, Sequence
 
+from ._contract import HELLO_TIMEOUT_MS
 from .credentials import ClientSecurity, connect_socket
 from .errors import FarmError
 from .frames import MAX_MESSAGE_BYTES, decode_lane_welcome
@@ -18,8 +19,8 @@ from .frames import MAX_MESSAGE_BYTES, decode_lane_welcome
 _HEADER = struct.Struct(">I")
 #: Frames up to this size go as one send with their header; larger ones as header and parts.
 _COPY_LIMIT = 64 << 10
-#: How long a connection may take to welcome the host (runtime/lane.ts HELLO_TIMEOUT_MS).
-HELLO_TIMEOUT_S = 5.0
+#: How long a connection may take to welcome the host (HELLO_TIMEOUT_MS, declared in contract.json).
+HELLO_TIMEOUT_S = HELLO_TIMEOUT_MS / 1000
 #: A welcome is an error at most: anything larger is not one.
 _MAX_HELLO_BYTES = 4096
 _READ_BUFFER = 256 << 10

@@ -12,7 +12,8 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Optional
 
-TREE_LEAF_BYTES = 1 << 20
+from ._contract import TREE_LEAF_BYTES
+
 _TAG = b"kfarm-tree-sha256-v1\0"
 _pool: Optional[ThreadPoolExecutor] = None
 
