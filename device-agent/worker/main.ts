@@ -6,11 +6,12 @@
  */
 import { readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { AgentService, FarmError, WORKER_MAX_PENDING_REQUESTS, warmBundleCodec, type AgentServiceClient } from "../../protos/index.ts";
+import { AgentService, FarmError, warmBundleCodec, type AgentServiceClient } from "../../protos/index.ts";
 import { makeClient, componentLogger } from "../../runtime/index.ts";
 import { createBackend } from "../backends/index.ts";
-import type { AgentToWorker__Output, WorkerToAgent } from "../../protos/index.ts";
+import type { WorkerToAgent } from "../../protos/index.ts";
 import { AgentChannel, type FromAgent } from "./agent-channel.ts";
+import { AgentRequests } from "./agent-requests.ts";
 import type { WorkerConfig } from "../common/worker-spawn.ts";
 import type { SessionStore } from "./files.ts";
 import { RequestCounters, SessionServer } from "./session-server.ts";
@@ -56,41 +57,15 @@ dieWithParent(config.agentPid);
 // What a kernel creates (files in /tmp, say) is its own: no other worker may read it.
 process.umask(0o077);
 
-/** Requests to the agent awaiting their answer, by id. */
-const asked = new Map<number, (msg: AgentToWorker__Output) => void>();
-/** Requests past the agent's limit (uploads keep their bytes without waiting), sent as answers come. */
-const toAsk: (() => void)[] = [];
-/** Called once no request to the agent is unanswered or waiting. */
-let asksDone: (() => void)[] = [];
+/** Requests to the agent: answered by id, at most WORKER_MAX_PENDING_REQUESTS at once. */
+const requests = new AgentRequests(tell);
+const ask = (msg: (id: number) => WorkerToAgent) => requests.ask(msg);
 /**
  * A session's end waits this long at most for its requests to the agent: a
  * keep copies a file of the session's folder, which the end empties, and a
  * worker told "ended" may ask nothing more.
  */
 const ASKS_AT_END_MS = 2000;
-
-function asksSettled(): Promise<void> {
-  if (asked.size === 0 && toAsk.length === 0) return Promise.resolve();
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ASKS_AT_END_MS);
-    asksDone.push(() => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
-}
-let nextAsk = 0;
-function ask(msg: (id: number) => WorkerToAgent): Promise<AgentToWorker__Output> {
-  return new Promise((resolve) => {
-    const send = () => {
-      const id = nextAsk++ >>> 0;
-      asked.set(id, resolve);
-      tell(msg(id));
-    };
-    if (asked.size < WORKER_MAX_PENDING_REQUESTS) send();
-    else toAsk.push(send);
-  });
-}
 
 const backend = await createBackend(config.kind, config.backendOptions);
 // The agent holds the store shared by the workers of all its boards (agent/content-store.ts): workers may run as
@@ -179,16 +154,7 @@ function fromAgent({ msg, socket, server }: FromAgent): void {
     canary().catch(die);
   } else {
     const id = msg.store_took?.id ?? msg.store_kept?.id ?? msg.fpga_programmed?.id;
-    const answer = id === undefined ? undefined : asked.get(id);
-    if (answer) {
-      asked.delete(id!);
-      toAsk.shift()?.();
-    }
-    answer?.(msg);
-    if (asked.size === 0 && toAsk.length === 0) {
-      for (const done of asksDone) done();
-      asksDone = [];
-    }
+    if (id !== undefined) requests.answered(id, msg);
   }
 }
 
@@ -291,7 +257,7 @@ async function finishSession(sessionId: string, workdir: string, error: FarmErro
   current = undefined;
   standby?.tickets.forget(sessionId);
   // Uploads asked the agent to keep their bytes without waiting: those keeps finish before the folder is emptied.
-  await asksSettled();
+  await requests.settled(ASKS_AT_END_MS);
   // The channel keeps order: the agent has the session's last counts before it hears "ended".
   reportCounters();
   emptyFolder(workdir);
