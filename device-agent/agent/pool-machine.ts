@@ -31,7 +31,7 @@
  * | `starting`          | says "ready"                                   | `starting`     | count its start time; `openStandby` where workers have standby lanes, else as `standbyOpened` |
  * | `starting`          | `standbyOpened` (its port; 0: none)            | `idle`         | a waiting session takes it (as `assign`); else `boardReady` unless a session runs |
  * | `idle`              | `assign` (the grant named its standby lane, or it is the first idle one) | `serving` | `makeSessionFolder` |
- * | (none idle)         | `assign`                                       | —              | the session waits, its lanes with it; fill (closed: ended INTERNAL, counted) |
+ * | (none idle)         | `assign`                                       | —              | the session waits, its lanes with it (replacing one that waited: its lanes dropped); fill (closed: ended INTERNAL, counted) |
  * | `serving` (folder)  | `folderMade`                                   | `serving`      | `sendAssign` |
  * | `serving` (folder)  | `folderFailed`                                 | `idle`         | count INTERNAL, `sessionEnded` with the error, drop its lanes; `boardReady` unless another session runs |
  * | `serving` (message) | `assignSent`, delivered                        | `serving`      | `boardReady` if another worker is idle; hand it the lanes that came meanwhile |
@@ -50,6 +50,7 @@
  * | `serving`           | `endSession` clean                             | `serving`      | send "end"; arm `grace` |
  * | `serving`           | `timerFired` `grace`                           | `exiting`      | count OK, kill |
  * | —                   | `endSession` of the waiting session            | —              | it waits no more; drop its lanes |
+ * | `serving` (folder/message) | `endSession` (any)                      | `exiting`      | count (the reason's code, or OK), kill, drop its lanes: it half knows a session that is over |
  * | `idle`              | `timerFired` `canary` (first idle worker that never loaded native code nor was asked) | `idle` | send run_canary; arm `canary` again |
  * | `starting`/`idle`   | says "canary", asked, no native code           | same           | `health` (the canary's verdict) if it ran |
  * | any but `exiting`   | says anything out of its scope, or `channelBroken` | `exiting`  | cut it off (stop its channel, log); count the error; kill its group; `sessionEnded` PROTOCOL_ERROR if it served |
