@@ -393,7 +393,7 @@ export function step(state: PoolMachineState, event: PoolEvent): PoolStep {
       return applied({ ...state, endGraceMs: event.ms }, []);
     case "trackerLost": {
       const c = new Change(state);
-      for (const w of state.workers) if (w.state === "serving") abandon(c, w, "AGENT_LOST");
+      for (const w of state.workers) if (w.state === "serving") kill(c, w, "SIGKILL", "AGENT_LOST");
       return applied(...c.done());
     }
     case "close": {
@@ -510,7 +510,7 @@ function endSession(state: PoolMachineState, sessionId: string, reason: FarmErro
   // Any end of a session its worker has not taken yet leaves a worker that half knows it: it goes.
   if (reason || w.assigning) {
     for (const lane of w.assigning?.lanes ?? []) c.effect({ kind: "dropLane", lane });
-    abandon(c, c.update(w, { assigning: undefined }).get(w.id)!, reason?.code ?? "OK");
+    kill(c, c.update(w, { assigning: undefined }).get(w.id)!, "SIGKILL", reason?.code ?? "OK");
     return applied(...c.done());
   }
   if (w.graceArmed) return ignored(state, `session ${sessionId} is ending already: its worker's report is awaited`);
@@ -533,7 +533,7 @@ function timerFired(state: PoolMachineState, timer: PoolTimer): PoolStep {
   const w = find(state, timer.worker);
   if (!w?.graceArmed) return ignored(state, `worker ${timer.worker}'s grace timer is not armed`);
   const c = new Change(state).update(w, { graceArmed: false });
-  abandon(c, c.get(w.id)!, "OK");
+  kill(c, c.get(w.id)!, "SIGKILL", "OK");
   return applied(...c.done());
 }
 
@@ -624,11 +624,6 @@ function breach(c: Change, w: WorkerRecord, error: FarmError): [PoolMachineState
   kill(c, c.update(w, { assigning: undefined }).get(w.id)!, "SIGKILL", sessionId ? error.code : undefined, true);
   if (sessionId) c.effect({ kind: "sessionEnded", sessionId, reason: error });
   return c.done();
-}
-
-/** A serving worker's session is over without its report (the tracker ended it, or its grace ran out): counted, killed. */
-function abandon(c: Change, w: WorkerRecord, reason: string): void {
-  kill(c, w, "SIGKILL", reason);
 }
 
 /** `w` goes: counted first (once a session) with `reason` when given, its grace disarmed; its exit is not news. */
