@@ -149,7 +149,9 @@ export class SessionChannel implements FrameChannel {
     this.opened = new Promise((resolve, reject) => (this.openSettled = { resolve, reject }));
     // A request that fails fails both; its caller awaits the grant first and never sees the second.
     this.opened.catch(() => {});
-    this.machine = begin({ tracker: opts.tracker, directTimeoutMs: opts.directTimeoutMs }).state;
+    const { state, effects } = begin({ tracker: opts.tracker, directTimeoutMs: opts.directTimeoutMs });
+    this.machine = state;
+    this.perform(effects);
     // From the grant until the lane opens the stream is paused: only its breaking is heard (the lease ended).
     stream.on("error", (err) => this.streamEnded(FarmError.from(err)));
     void awaitGrant(stream, opts.grantTimeoutMs).then(
