@@ -1,12 +1,12 @@
 /**
- * How a Session reaches its board: a duplex of encoded frames, and the host's
- * side of the session lifecycle (docs/architecture.md, "One session
- * lifecycle"). Over the network the session has two parts: its Session stream
- * at the tracker, whose first message is the grant and whose last is the end
- * (it lives as long as the lease), and its lane, which carries the frames —
- * that same stream (grpc route), or a socket to the agent (direct) or through
- * the tracker's data port (relay). LocalSession plugs an in-process board
- * into the same interface.
+ * How a Session reaches its board: a duplex of encoded frames, and the shell
+ * of the host's side of the session lifecycle (docs/architecture.md, "One
+ * session lifecycle"). Over the network the session has two parts: its
+ * Session stream at the tracker, whose first message is the grant and whose
+ * last is the end (it lives as long as the lease), and its lane, which
+ * carries the frames — that same stream (grpc route), or a socket to the
+ * agent (direct) or through the tracker's data port (relay). LocalSession
+ * plugs an in-process board into the same interface.
  *
  * | host side      | meaning                                                         |
  * |----------------|-----------------------------------------------------------------|
@@ -15,15 +15,22 @@
  * | `open`         | frames flow                                                     |
  * | `closing`      | the lane closed without the worker's clean end: the tracker's end (why) is awaited (twice its grace, + 1 s) |
  * | `draining`     | the tracker's end came while the lane was open: the frames the worker sent before it ended are read to the lane's close (at most LANE_DRAIN_MS) |
- * | `closed`       | the worker's clean end and the lane's close, or the tracker's end, arrived (or the grace passed): `onClose` ran once |
+ * | `closed`       | the worker's clean end and the lane's close, or the tracker's end, arrived (or the wait passed): `onClose` ran once |
+ *
+ * Which event moves it where, and what is done on the way, is decided by a
+ * pure machine (host-sdk/channel-machine.ts, whose TSDoc holds the
+ * transition table and whose specs cover it); SessionChannel is its shell: it
+ * owns the timers, the Session stream and the lane socket, turns what they do
+ * into the machine's events and performs the effects that come back.
  */
 import type * as grpc from "@grpc/grpc-js";
 import { Metadata } from "@grpc/grpc-js";
 import {
-  CODE_TRAILER, FarmError, SESSION_END_GRACE_MS, decodeEndFrame, decodeGrantFrame, encodeLaneHello, isEndFrame, isGrantFrame, type Grant__Output, type Lane,
+  CODE_TRAILER, FarmError, decodeEndFrame, decodeGrantFrame, encodeLaneHello, isEndFrame, isGrantFrame, type Grant__Output, type Lane, type Route,
 } from "../protos/index.ts";
 import { LaneSocket, awaitWelcome, connectSocket, framed, parseAddress, type ClientSecurity } from "../runtime/index.ts";
 import { status as grpcStatus } from "@grpc/grpc-js";
+import { begin, ending, step, type ChannelEffect, type ChannelEvent, type ChannelMachineState, type ChannelPhase, type DialedLane, type TimerName } from "./channel-machine.ts";
 
 export interface FrameChannel {
   /** false: the send buffer is full, wait for drained() before sending more. */
@@ -103,170 +110,6 @@ export function connectionFailed(err: FarmError): boolean {
   return err.code === "UNAVAILABLE" && status?.metadata instanceof Metadata && status.metadata.get(CODE_TRAILER).length === 0;
 }
 
-/** What both channels share: the tracker's Session stream, whose end is the session's end. */
-abstract class SessionChannelBase implements FrameChannel {
-  protected frameHandler: ((frame: Uint8Array) => void) | undefined;
-  private closeHandler: ((reason: FarmError | null) => void) | undefined;
-  private closedWith: { reason: FarmError | null } | undefined;
-
-  constructor(protected readonly stream: SessionStream, private readonly tracker: string) {
-    stream.on("status", (s: grpc.StatusObject) => this.streamEnded(s.code === grpcStatus.OK ? null : this.broken(FarmError.from({ ...s, message: s.details }))));
-    stream.on("error", (err) => this.streamEnded(this.broken(FarmError.from(err))));
-  }
-
-  /** The Session stream ended (its status follows the tracker's end frame, or the tracker went away). */
-  protected streamEnded(reason: FarmError | null): void {
-    this.close(reason);
-  }
-
-  /** The Session stream's end, saying so when the tracker went away: the session cannot outlive its lease, which lived there. */
-  private broken(err: FarmError): FarmError {
-    if (!connectionFailed(err)) return err;
-    return new FarmError(
-      "UNAVAILABLE",
-      `the tracker at ${this.tracker} went away (${err.message}) and its lease on this board with it: the board's agent ends the session too. Request a new session; a restarted tracker takes requests as soon as it listens`,
-      { cause: err },
-    );
-  }
-
-  protected close(reason: FarmError | null): void {
-    if (this.closedWith) return;
-    this.closedWith = { reason };
-    this.closed();
-    this.closeHandler?.(reason);
-  }
-
-  /** Frees what the lane holds once the session is over. */
-  protected abstract closed(): void;
-
-  abstract send(frame: Uint8Array): boolean;
-
-  sendParts(parts: readonly Uint8Array[]): boolean {
-    return this.send(parts.length === 1 ? parts[0]! : Buffer.concat(parts));
-  }
-  abstract drained(): Promise<void>;
-  abstract end(): void;
-
-  onFrame(handler: (frame: Uint8Array) => void): void {
-    this.frameHandler = handler;
-  }
-
-  onClose(handler: (reason: FarmError | null) => void): void {
-    this.closeHandler = handler;
-    if (this.closedWith) handler(this.closedWith.reason);
-  }
-
-  abort(): void {
-    this.stream.cancel();
-    this.close(new FarmError("CANCELLED", "the session was dropped by this host"));
-  }
-}
-
-/** The grpc lane: frames ride the Session stream itself, after the grant. */
-export class StreamChannel extends SessionChannelBase {
-  constructor(stream: SessionStream, tracker: string) {
-    super(stream, tracker);
-    stream.on("data", (frame: Buffer) => {
-      if (isEndFrame(frame)) this.close(endOf(frame));
-      else this.frameHandler?.(frame);
-    });
-    stream.resume();
-  }
-
-  send(frame: Uint8Array): boolean {
-    return this.stream.write(frame);
-  }
-
-  drained(): Promise<void> {
-    return new Promise((resolve) => this.stream.once("drain", resolve));
-  }
-
-  end(): void {
-    if (!this.stream.writableEnded) this.stream.end();
-  }
-
-  protected closed(): void {}
-}
-
-/** How long the lane is read after the tracker's end came, for frames the worker sent before it ended. */
-export const LANE_DRAIN_MS = 1000;
-
-/**
- * A socket lane (direct or relay). The lane carries the frames and, on a
- * clean close, the worker's end frame; the Session stream carries the
- * tracker's end, which says the lease is over (and why, when the lane just
- * broke). A lane that closes first waits the grace for it.
- */
-export class LaneChannel extends SessionChannelBase {
-  private laneEnd: FarmError | null | undefined;
-  /** The tracker's end, while the lane is drained. */
-  private trackerEnd: FarmError | null | undefined;
-  private grace: NodeJS.Timeout | undefined;
-
-  constructor(stream: SessionStream, tracker: string, private readonly lane: LaneSocket, readonly kind: Lane, private readonly graceMs: number) {
-    super(stream, tracker);
-    stream.on("data", (frame: Buffer) => {
-      if (!isEndFrame(frame)) return;
-      const end = endOf(frame);
-      if (lane.isClosed) return this.close(end);
-      // The lane and the Session stream are two connections: the end of a worker that crashed can overtake the
-      // answer it sent just before, which this host has not read yet. That answer belongs to its request, not to
-      // the crash: read the lane to its close (the worker is gone, or its agent ends it) before ending.
-      this.trackerEnd = end;
-      this.grace = setTimeout(() => this.close(end), LANE_DRAIN_MS);
-    });
-    stream.resume();
-    lane.onFrame((frame) => {
-      if (isEndFrame(frame)) this.laneEnd = endOf(frame);
-      else this.frameHandler?.(frame);
-    });
-    lane.onClose((err) => {
-      // The worker ended the lane with its clean end: the session is over, and the host knows how. The tracker's
-      // end (which follows the agent's report) would add only a round trip to the host's next request.
-      if (this.laneEnd === null) return this.close(null);
-      if (this.trackerEnd !== undefined) return this.close(this.trackerEnd);
-      this.grace = setTimeout(() => {
-        // A reachable tracker settles every end within its grace (a silent agent is its RUNTIME_CRASH): silence past
-        // twice that means this host cannot hear the tracker, which is no fault of the kernel (measure() retries it).
-        const lost = err ?? new FarmError("UNAVAILABLE", `the session's ${kind} lane closed and the tracker did not say why within ${graceMs} ms: it may be unreachable from this host (a network partition?)`);
-        this.close(this.laneEnd !== undefined ? this.laneEnd : lost);
-      }, this.graceMs);
-    });
-  }
-
-  send(frame: Uint8Array): boolean {
-    return this.lane.send(frame);
-  }
-
-  override sendParts(parts: readonly Uint8Array[]): boolean {
-    return this.lane.sendParts(parts);
-  }
-
-  drained(): Promise<void> {
-    return this.lane.drained();
-  }
-
-  end(): void {
-    this.lane.end();
-  }
-
-  ending(): { reason: FarmError | null } | undefined {
-    return this.trackerEnd === undefined ? undefined : { reason: this.trackerEnd };
-  }
-
-  /** While the lane drains, the status that follows the tracker's end changes nothing: the end said why. */
-  protected override streamEnded(reason: FarmError | null): void {
-    if (this.trackerEnd === undefined) this.close(reason);
-  }
-
-  protected closed(): void {
-    clearTimeout(this.grace);
-    if (!this.lane.isClosed) this.lane.end();
-    // The lease is over: nothing more comes on the stream.
-    if (!this.stream.writableEnded) this.stream.end();
-  }
-}
-
 export interface LaneOptions {
   /** The tracker's address (HOST:PORT): its data port is on that host. */
   tracker: string;
@@ -275,25 +118,201 @@ export interface LaneOptions {
   directTimeoutMs: number;
 }
 
-/** Opens the lane a grant offers, falling back from direct to relay on the auto route; `note` says why it fell back. */
-export async function openLane(grant: Grant__Output, stream: SessionStream, opts: LaneOptions): Promise<{ channel: FrameChannel; lane: Lane; note?: string }> {
-  // The tracker settles a lane's end within its grace (the agent's report, or "did not say why"), and the end
-  // then travels to here: wait for that, twice over, before deciding without it (a tracker that is gone).
-  const graceMs = 2 * (grant.end_grace_ms || SESSION_END_GRACE_MS) + 1000;
-  if (grant.route === "grpc") return { channel: new StreamChannel(stream, opts.tracker), lane: "grpc" };
-  let note: string | undefined;
-  if (grant.route === "direct" || grant.route === "auto") {
-    try {
-      if (!grant.direct_address) throw new FarmError("UNAVAILABLE", `board ${grant.board?.id}'s agent serves no direct lane (started with --no-direct, or with TLS to its tracker and no --data-tls-cert)`);
-      const lane = await dialDirect(grant, opts, grant.route === "auto" ? opts.directTimeoutMs : 10_000);
-      return { channel: new LaneChannel(stream, opts.tracker, lane, "direct", graceMs), lane: "direct" };
-    } catch (err) {
-      if (grant.route === "direct") throw err;
-      note = `the direct lane to ${grant.direct_address} failed (${(err as Error).message}); fell back to the tracker's relay`;
+export interface ChannelOptions extends LaneOptions {
+  /** How long to wait for the grant (or the tracker's refusal); undefined: as long as the tracker takes. */
+  grantTimeoutMs?: number;
+}
+
+/**
+ * One session from its request on: `granted` resolves with the grant (or
+ * rejects with the request's failure, as awaitGrant does), `opened` with the
+ * lane once it is open (auto: direct, falling back to relay; `note` says why
+ * it fell back); a lease that ended while its lane was being opened fails
+ * `opened` with why, and a lane that failed cancels the Session stream, so
+ * that the lease goes back at once rather than at the tracker's open timeout.
+ * Then it is the FrameChannel the Session runs on.
+ */
+export class SessionChannel implements FrameChannel {
+  readonly granted: Promise<Grant__Output>;
+  readonly opened: Promise<{ lane: Lane; note?: string }>;
+  private machine: ChannelMachineState;
+  private grant: Grant__Output | undefined;
+  private lane: LaneSocket | undefined;
+  private frameHandler: ((frame: Uint8Array) => void) | undefined;
+  private closeHandler: ((reason: FarmError | null) => void) | undefined;
+  private readonly timers = new Map<TimerName, NodeJS.Timeout>();
+  private grantSettled!: { resolve(grant: Grant__Output): void; reject(err: FarmError): void };
+  private openSettled!: { resolve(opened: { lane: Lane; note?: string }): void; reject(err: FarmError): void };
+
+  constructor(private readonly stream: SessionStream, private readonly opts: ChannelOptions) {
+    this.granted = new Promise((resolve, reject) => (this.grantSettled = { resolve, reject }));
+    this.opened = new Promise((resolve, reject) => (this.openSettled = { resolve, reject }));
+    // A request that fails fails both; its caller awaits the grant first and never sees the second.
+    this.opened.catch(() => {});
+    const { state, effects } = begin({ tracker: opts.tracker, directTimeoutMs: opts.directTimeoutMs });
+    this.machine = state;
+    this.perform(effects);
+    // From the grant until the lane opens the stream is paused: only its breaking is heard (the lease ended).
+    stream.on("error", (err) => this.streamEnded(FarmError.from(err)));
+    void awaitGrant(stream, opts.grantTimeoutMs).then(
+      (grant) => this.feed({ kind: "granted", grant: { route: grant.route as Route, boardId: grant.board?.id ?? "", directAddress: grant.direct_address, endGraceMs: grant.end_grace_ms } }, () => (this.grant = grant)),
+      (err: unknown) => this.feed({ kind: "requestFailed", error: FarmError.from(err) }),
+    );
+  }
+
+  /** Where the lifecycle is (channel-machine.ts). */
+  get phase(): ChannelPhase {
+    return this.machine.phase;
+  }
+
+  send(frame: Uint8Array): boolean {
+    return this.lane ? this.lane.send(frame) : this.stream.write(frame);
+  }
+
+  sendParts(parts: readonly Uint8Array[]): boolean {
+    if (this.lane) return this.lane.sendParts(parts);
+    return this.stream.write(parts.length === 1 ? parts[0]! : Buffer.concat(parts));
+  }
+
+  drained(): Promise<void> {
+    if (this.lane) return this.lane.drained();
+    return new Promise((resolve) => this.stream.once("drain", resolve));
+  }
+
+  onFrame(handler: (frame: Uint8Array) => void): void {
+    this.frameHandler = handler;
+  }
+
+  onClose(handler: (reason: FarmError | null) => void): void {
+    this.closeHandler = handler;
+    const { phase, reason } = this.machine;
+    if (phase === "closed" && reason !== undefined) handler(reason);
+  }
+
+  end(): void {
+    this.feed({ kind: "hostEnd" });
+  }
+
+  abort(): void {
+    this.feed({ kind: "abort" });
+  }
+
+  ending(): { reason: FarmError | null } | undefined {
+    return ending(this.machine);
+  }
+
+  /** The Session stream's status or error: the end of the lease, saying so when the tracker went away. */
+  private streamEnded(error: FarmError | null): void {
+    this.feed({ kind: "streamEnded", error, trackerGone: error !== null && connectionFailed(error) });
+  }
+
+  /**
+   * Steps the machine: a refusal is thrown to the caller, an ignored event
+   * changes nothing, an applied one first runs `accepted` (which keeps what
+   * the event brought: the grant, the lane), then the effects. The new state
+   * is in place before any effect runs, so an event an effect causes (a
+   * stream that errors as it is cancelled) meets the state it should.
+   */
+  private feed(event: ChannelEvent, accepted?: () => void): void {
+    const result = step(this.machine, event);
+    if (result.outcome === "refused") throw result.error;
+    if (result.outcome === "ignored") return;
+    accepted?.();
+    this.machine = result.state;
+    this.perform(result.effects);
+  }
+
+  private perform(effects: readonly ChannelEffect[]): void {
+    for (const effect of effects) {
+      switch (effect.kind) {
+        case "startTimer":
+          this.timers.set(effect.name, setTimeout(() => {
+            this.timers.delete(effect.name);
+            this.feed({ kind: "timerFired", name: effect.name });
+          }, effect.ms));
+          break;
+        case "cancelTimer":
+          clearTimeout(this.timers.get(effect.name));
+          this.timers.delete(effect.name);
+          break;
+        case "deliverGrant":
+          this.grantSettled.resolve(this.grant!);
+          break;
+        case "failRequest":
+          this.grantSettled.reject(effect.error);
+          this.openSettled.reject(effect.error);
+          break;
+        case "dial":
+          void this.dial(effect.lane, effect.timeoutMs);
+          break;
+        case "readStream":
+          this.readStream();
+          break;
+        case "readLane":
+          this.readLane();
+          break;
+        case "deliverLane":
+          this.openSettled.resolve({ lane: effect.lane, ...(effect.note ? { note: effect.note } : {}) });
+          break;
+        case "failOpen":
+          this.openSettled.reject(effect.error);
+          break;
+        case "cancelStream":
+          this.stream.cancel();
+          break;
+        case "endOutput":
+          if (this.lane) this.lane.end();
+          else if (!this.stream.writableEnded) this.stream.end();
+          break;
+        case "closeLane":
+          this.lane?.end();
+          break;
+        case "endStream":
+          if (!this.stream.writableEnded) this.stream.end();
+          break;
+        case "settle":
+          this.closeHandler?.(effect.reason);
+          break;
+      }
     }
   }
-  const lane = await dial(grant, "relay", [parseAddress(opts.tracker).host, grant.relay_port], "the tracker's data port (relay lane)", opts, 10_000);
-  return { channel: new LaneChannel(stream, opts.tracker, lane, "relay", graceMs), lane: "relay", ...(note ? { note } : {}) };
+
+  /** Opens one lane; what came of it is the machine's next event. */
+  private async dial(kind: DialedLane, timeoutMs: number): Promise<void> {
+    const grant = this.grant!;
+    let lane: LaneSocket;
+    try {
+      lane = kind === "direct"
+        ? await dialDirect(grant, this.opts, timeoutMs)
+        : await dial(grant, "relay", [parseAddress(this.opts.tracker).host, grant.relay_port], "the tracker's data port (relay lane)", this.opts, timeoutMs);
+    } catch (err) {
+      this.feed({ kind: "dialFailed", lane: kind, error: FarmError.from(err) });
+      return;
+    }
+    this.feed({ kind: "dialed", lane: kind }, () => (this.lane = lane));
+  }
+
+  /** The Session stream after the grant: the frames (grpc lane) and the tracker's end, then its status. */
+  private readStream(): void {
+    const { stream } = this;
+    stream.on("status", (s: grpc.StatusObject) => this.streamEnded(s.code === grpcStatus.OK ? null : FarmError.from({ ...s, message: s.details })));
+    const grpcLane = this.lane === undefined;
+    stream.on("data", (frame: Buffer) => {
+      if (isEndFrame(frame)) this.feed({ kind: "trackerEnd", reason: endOf(frame) });
+      else if (grpcLane) this.frameHandler?.(frame);
+    });
+    stream.resume();
+  }
+
+  /** A socket lane: its frames, the worker's end frame (on a clean close) and its close. */
+  private readLane(): void {
+    const lane = this.lane!;
+    lane.onFrame((frame) => {
+      if (isEndFrame(frame)) this.feed({ kind: "workerEnd", reason: endOf(frame) });
+      else this.frameHandler?.(frame);
+    });
+    lane.onClose((error) => this.feed({ kind: "laneClosed", error }));
+  }
 }
 
 /**

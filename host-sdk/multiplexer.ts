@@ -66,7 +66,12 @@ export class Multiplexer {
     this.checkOpen();
     const id = this.nextId++;
     const reply = this.expect(id);
-    if (!this.channel.send(encodeHostFrame({ id, ...op }))) await this.channel.drained();
+    if (!this.channel.send(encodeHostFrame({ id, ...op }))) {
+      // The caller waits for room before it sends more; but a channel that closes while its buffer is full may never
+      // drain (a gRPC stream), and the close fails the reply: that ends the wait.
+      const drained = this.channel.drained();
+      await Promise.race([drained, reply.then(() => drained, () => {})]);
+    }
     return (await reply).frame;
   }
 
@@ -81,10 +86,12 @@ export class Multiplexer {
       // Awaited only when `op` is asynchronous: a synchronous first frame goes out before this call returns, so a
       // request made right after it (a module's load after its upload) follows it on the lane.
       const made = op(bytes.subarray(offset, end), offset, end === bytes.byteLength);
-      const ok = this.channel.sendParts(encodeHostFrameParts({ id, ...(made instanceof Promise ? await made : made) }));
-      offset = end;
-      // Stop early when the board already answered (it refused the transfer).
+      const frame = made instanceof Promise ? await made : made;
+      // Stop early when the board already answered (it refused the transfer) while this side waited for room or for
+      // `op`: no piece goes out after the refusal.
       if (!this.waiting.has(id)) break;
+      const ok = this.channel.sendParts(encodeHostFrameParts({ id, ...frame }));
+      offset = end;
       if (!ok) await Promise.race([this.channel.drained(), reply.catch(() => {})]);
     } while (offset < bytes.byteLength);
     return (await reply).frame;
@@ -104,8 +111,16 @@ export class Multiplexer {
     this.channel.end();
   }
 
+  /**
+   * The reply to `id`. It may fail (the board's refusal, the channel's close)
+   * while its request still waits for room or for its next piece, before
+   * anyone awaits it: that is not an unhandled rejection, its request throws
+   * it when it gets there.
+   */
   private expect(id: number): Promise<Reply> {
-    return new Promise((resolve, reject) => this.waiting.set(id, { resolve, reject }));
+    const reply = new Promise<Reply>((resolve, reject) => this.waiting.set(id, { resolve, reject }));
+    reply.catch(() => {});
+    return reply;
   }
 
   private checkOpen(): void {

@@ -12,7 +12,7 @@ import { callMetadata, clientSecurity, diagnoseTransport, makeClient, parseAddre
 import type { TokensReply__Output } from "../protos/gen/farm/v1/TokensReply.ts";
 import type { TokensRequest } from "../protos/gen/farm/v1/TokensRequest.ts";
 import type { SummaryReply__Output } from "../protos/gen/farm/v1/SummaryReply.ts";
-import { awaitGrant, connectionFailed, openLane, type SessionStream } from "./frame-channel.ts";
+import { SessionChannel, connectionFailed, type SessionStream } from "./frame-channel.ts";
 import { Session } from "./session.ts";
 
 export interface ConnectOptions {
@@ -117,6 +117,12 @@ export class TrackerClient {
     // host's own limit only guards against a tracker that never does.
     if (opts.signal?.aborted) throw new FarmError("CANCELLED", `request for key "${key}": cancelled by the caller before it was sent`);
     const stream = this.client.Session(metadata) as unknown as SessionStream;
+    const channel = new SessionChannel(stream, {
+      tracker: this.address,
+      security: this.security,
+      directTimeoutMs: opts.directTimeoutMs ?? DEFAULT_DIRECT_TIMEOUT_MS,
+      ...(opts.deadlineMs ? { grantTimeoutMs: opts.deadlineMs + REQUEST_DEADLINE_SLACK_MS } : {}),
+    });
     const abort = () => stream.cancel();
     opts.signal?.addEventListener("abort", abort, { once: true });
     // The tracker sends its response headers once the request waits in the queue (tracker/tracker.ts).
@@ -124,7 +130,7 @@ export class TrackerClient {
     stream.once("metadata", () => (queuedAt = Date.now()));
     let grant;
     try {
-      grant = await awaitGrant(stream, opts.deadlineMs ? opts.deadlineMs + REQUEST_DEADLINE_SLACK_MS : undefined);
+      grant = await channel.granted;
     } catch (err) {
       opts.signal?.removeEventListener("abort", abort);
       if (opts.signal?.aborted) throw new FarmError("CANCELLED", `request for key "${key}": cancelled by the caller while it waited`, { cause: err });
@@ -138,29 +144,13 @@ export class TrackerClient {
       }
       throw this.unreachable(e);
     }
-    // Until a channel takes the stream over, its end (the lease ended while the lane was being opened) is kept here.
-    let ended: FarmError | undefined;
-    const early = (err: unknown) => (ended ??= FarmError.from(err));
-    stream.on("error", early);
+    // A lease that ended while its lane opened fails the open with why; a lane that failed gives the lease back at
+    // once (the channel cancels the Session stream) rather than at the tracker's open timeout.
     try {
-      const { channel, lane, note } = await openLane(grant, stream, {
-        tracker: this.address,
-        security: this.security,
-        directTimeoutMs: opts.directTimeoutMs ?? DEFAULT_DIRECT_TIMEOUT_MS,
-      });
-      stream.off("error", early);
-      opts.signal?.removeEventListener("abort", abort);
-      // Ended while its lane opened: the request fails with why.
-      if (ended) {
-        channel.abort();
-        throw ended;
-      }
+      const { lane, note } = await channel.opened;
       return new Session(grant.session_id, grant.board!, channel, { lane, ...(note ? { laneNote: note } : {}) });
-    } catch (err) {
-      // The lease goes back at once rather than at the open timeout; a lease that ended meanwhile says why.
+    } finally {
       opts.signal?.removeEventListener("abort", abort);
-      stream.cancel();
-      throw ended ?? FarmError.from(err);
     }
   }
 
