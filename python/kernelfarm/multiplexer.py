@@ -115,10 +115,14 @@ class Multiplexer:
         while True:
             end = min(len(data), offset + CHUNK_BYTES)
             done = end == len(data)
-            self._send(chunk_frame_parts(frame_id, op, head(offset, done), data[offset:end]))
+            inner = head(offset, done)
+            # Stop early when the board already answered (it refused the transfer) or the session ended, also while
+            # `head` ran (it may hash): no piece goes out after the refusal.
+            if pending.done:
+                return pending
+            self._send(chunk_frame_parts(frame_id, op, inner, data[offset:end]))
             offset = end
-            # Stop early when the board already answered (it refused the transfer) or the session ended.
-            if done or pending.done:
+            if done:
                 return pending
 
     def fetch_chunked(self, **op: Any) -> bytearray:
