@@ -152,7 +152,7 @@ export interface PoolEvents {
 export class BoardPool {
   private readonly workers = new Set<WorkerHandle>();
   /** A session assigned while no worker was idle, and the lanes that came for it meanwhile. */
-  private waiting: { sessionId: string; token: string; route: string; lanes: Array<{ socket: Socket; rest: Buffer; kind: "direct" | "relay" }> } | undefined;
+  private waiting: { sessionId: string; token: string; route: string; lanes: Array<{ socket: Socket; rest: Buffer; kind: "direct" | "relay" | "grpc" }> } | undefined;
   private closed = false;
   /** Workers started, for names of homes where workers have no uid of their own. */
   private started = 0;
@@ -615,7 +615,7 @@ export class BoardPool {
   }
 
   /** Gives the worker serving `sessionId` its lane (or keeps it for the worker it waits for); false when none does. */
-  giveLane(sessionId: string, socket: Socket, rest: Buffer, kind: "direct" | "relay"): boolean {
+  giveLane(sessionId: string, socket: Socket, rest: Buffer, kind: "direct" | "relay" | "grpc"): boolean {
     if (this.waiting?.sessionId === sessionId) {
       this.waiting.lanes.push({ socket, rest, kind });
       return true;
