@@ -23,17 +23,14 @@ import { SessionDisk } from "../common/session-disk.ts";
 import { AgentLanes } from "./lanes.ts";
 import { TrackerLink, type DirectLane } from "./tracker-link.ts";
 import { workerEntry } from "./worker-entry.ts";
-import { WorkerLink } from "./worker-link.ts";
 import { ContentStore } from "./content-store.ts";
 
 export class Agent {
   readonly options: ResolvedAgentOptions;
   private readonly pools = new Map<string, BoardPool>();
   private link: TrackerLink | undefined;
-  /** Direct and relay lanes (device-agent/agent/lanes.ts). */
+  /** Every session's lane (device-agent/agent/lanes.ts). */
   private lanes: AgentLanes | undefined;
-  /** The workers' way to the tracker (worker-link.ts), when they do not dial it themselves. */
-  private workerLink: WorkerLink | undefined;
   private draining = new Set<string>();
   /** Why the link to the tracker last broke, for `/readyz`. */
   private detachedWhy = "";
@@ -90,10 +87,6 @@ export class Agent {
     const entry = await workerEntry(o.logger, o.workRoot);
     checkReadableByWorkers(plan, entry.script, "the session worker's code");
     for (const kind of new Set(boards.map((b) => b.kind))) o.logger.info({ kind, notes: plan.notes }, `session workers (${kind}): ${describeSandbox(plan, kind)}`);
-    // Workers in a namespace of their own have no route to the tracker; with TLS, only the agent may hold its keys.
-    if (plan.network !== "shared" || o.security.tls) {
-      this.workerLink = await WorkerLink.listen(join(o.workRoot, "link.sock"), o.tracker, o.security, plan.users?.group, o.logger);
-    }
     const sandbox: WorkerSandbox = { plan, uids, dirs, store: new ContentStore(join(o.workRoot, "store"), { workers: plan.users ? "own-uids" : process.getuid?.() === 0 ? "root" : "agent-user" }), ...(plan.diskBytes > 0 ? { disk: new SessionDisk(plan.diskBytes) } : {}) };
     const standbyHost = this.standbyHost();
     const built = boards.some((b) => b.kind === "cpu") ? await buildCpuSupport(o.workRoot, o.logger) : undefined;
@@ -119,7 +112,6 @@ export class Agent {
       specs.push(spec);
       const pool = new BoardPool(
         {
-          tracker: this.workerLink?.address ?? o.tracker,
           agentPid: process.pid,
           boardName: board.name,
           kind: board.kind,
@@ -159,6 +151,7 @@ export class Agent {
       attached: (registered) => {
         this.metrics?.trackerConnected(true);
         if (this.lanes) this.lanes.relayPort = registered.relay_port;
+        this.lanes?.trackerAttached();
         for (const pool of this.pools.values()) pool.endGraceMs = registered.end_grace_ms || pool.endGraceMs;
         // A tracker without memory of these boards starts them healthy: tell it what the canaries last saw (one that remembers knows the result by its time).
         for (const [name, r] of this.lastCanary) {
@@ -213,7 +206,7 @@ export class Agent {
   private async openLanes(): Promise<DirectLane | undefined> {
     const o = this.options;
     this.lanes = new AgentLanes(
-      { tls: o.dataTls, security: o.security, trackerHost: parseAddress(o.tracker).host, workRoot: o.workRoot },
+      { tls: o.dataTls, security: o.security, tracker: o.tracker, workRoot: o.workRoot },
       {
         hand: (sessionId, socket, rest, kind) => [...this.pools.values()].some((p) => p.giveLane(sessionId, socket, rest, kind)),
         opened: (sessionId, lane) => this.laneOpened(sessionId, lane),
@@ -257,7 +250,6 @@ export class Agent {
     this.link?.close();
     this.lanes?.close();
     for (const pool of this.pools.values()) pool.close();
-    this.workerLink?.close();
     void this.metrics?.close();
     rmSync(this.options.workRoot, { recursive: true, force: true });
   }

@@ -1,12 +1,15 @@
 /**
  * The agent's side of session lanes (runtime/lane.ts, docs/architecture.md
  * "Lanes"): its direct-lane port, where hosts connect with their session's
- * ticket, and its dialling of the tracker's data port for relay lanes. Either
- * way the socket ends up in the session's worker, passed on its channel
- * (SCM_RIGHTS, device-agent/common/handle-passing.ts), so that
- * after the handshake no other process touches the bytes — except with TLS,
- * which the agent terminates (workers hold no key) and pipes to the worker
- * through a unix socket pair.
+ * ticket; its dialling of the tracker's data port for relay lanes; and its
+ * ServeSession streams to the tracker for grpc lanes. Whatever the route, the
+ * session's worker gets a socket, passed on its channel (SCM_RIGHTS,
+ * device-agent/common/handle-passing.ts): the lane's own socket, so that after
+ * the handshake no other process touches the bytes — or, where the agent must
+ * stay in the middle, one end of a unix socket pair whose other end the agent
+ * moves on (device-agent/agent/lane-pair.ts): TLS, which the agent terminates
+ * (workers hold no key), and the grpc route, whose stream the agent holds
+ * (workers have no way to the tracker).
  *
  * A ticket opens one lane, once (device-agent/common/tickets.ts). A host may also
  * reach the worker without the agent: at the worker's own standby lane
@@ -15,20 +18,21 @@
  * The agent reads no byte past a hello: the welcome comes from the worker
  * (direct lane) or is read by it (relay lane), so the host sends its frames
  * only once the socket is in the worker. (Bytes the agent read and had not
- * handed on would be lost with the hand-over.)
+ * handed on would be lost with the hand-over.) A grpc lane has no hello and
+ * no welcome: the stream's metadata carries the ticket, and the tracker
+ * relays the host's frames once both streams are there.
  */
-import { randomBytes } from "node:crypto";
-import { createServer, connect as netConnect, type Server, type Socket } from "node:net";
-import { join } from "node:path";
-import { rmSync } from "node:fs";
+import type { Server, Socket } from "node:net";
 import type { TLSSocket } from "node:tls";
-import { FarmError, encodeLaneHello, type Lane } from "../../protos/index.ts";
-import { HELLO_TIMEOUT_MS, connectSocket, framed, socketServer, type ClientSecurity, type Logger, type ServerTls } from "../../runtime/index.ts";
+import * as grpc from "@grpc/grpc-js";
+import { AgentService, FarmError, SESSION_ID_HEADER, SESSION_TOKEN_HEADER, encodeLaneHello, type AgentServiceClient, type Lane } from "../../protos/index.ts";
+import { HELLO_TIMEOUT_MS, connectSocket, framed, makeClient, parseAddress, socketServer, type ClientSecurity, type Logger, type ServerTls } from "../../runtime/index.ts";
 import { Tickets, admitHost } from "../common/tickets.ts";
+import { bridgeStream, pipeSockets, socketPair, type ServeStream } from "./lane-pair.ts";
 
 export interface LaneHooks {
   /** Gives the session's worker its lane; false when no worker serves the session (any more). */
-  hand(sessionId: string, socket: Socket, rest: Buffer, kind: "direct" | "relay"): boolean;
+  hand(sessionId: string, socket: Socket, rest: Buffer, kind: Lane): boolean;
   /** The host reached the worker directly (the tracker is told). */
   opened(sessionId: string, lane: Lane): void;
 }
@@ -36,11 +40,11 @@ export interface LaneHooks {
 export interface AgentLanesOptions {
   /** TLS for the direct lane; without it the lane is plaintext. */
   tls?: ServerTls;
-  /** How the agent reaches the tracker (for relay lanes). */
+  /** How the agent reaches the tracker (relay lanes and grpc lanes). */
   security: ClientSecurity;
-  /** The tracker's host (its data port is on it). */
-  trackerHost: string;
-  /** Where socket pairs (TLS lanes) are made: the agent's private scratch folder. */
+  /** The tracker's gRPC address, HOST:PORT (its data port is on the same host). */
+  tracker: string;
+  /** Where socket pairs (TLS and grpc lanes) are made: the agent's private scratch folder. */
   workRoot: string;
 }
 
@@ -49,6 +53,10 @@ export class AgentLanes {
   private server: Server | undefined;
   private stopWatching = () => {};
   private readonly open = new Set<Socket>();
+  /** The agent's ends of the pairs of grpc lanes: their streams end with them. */
+  private readonly bridged = new Set<Socket>();
+  /** The grpc lanes' connection to the tracker: not the Attach stream's, whose heartbeats must not queue behind a session's bulk data. */
+  private sessions: AgentServiceClient | undefined;
   /** The tracker's data port, from its Registered message. */
   relayPort = 0;
 
@@ -69,10 +77,26 @@ export class AgentLanes {
     return !!this.opts.tls;
   }
 
+  /**
+   * The agent (re)attached to the tracker: grpc lanes take a new connection,
+   * dialled now so that a grant does not wait for its handshake. The old one
+   * may be dead without knowing it (a partition: tracker-link.ts), and its
+   * sessions were abandoned with the link.
+   */
+  trackerAttached(): void {
+    this.sessions?.close();
+    this.sessions = makeClient<AgentServiceClient>(AgentService, this.opts.tracker, this.opts.security, {
+      "grpc.initial_reconnect_backoff_ms": 100,
+      "grpc.max_reconnect_backoff_ms": 500,
+    }, { reloadCertificates: true });
+    this.sessions.getChannel().getConnectivityState(true);
+  }
+
   /** A session was assigned to one of this agent's boards: its ticket will open its lane. */
   expect(sessionId: string, ticket: string, route: string): void {
     this.tickets.expect(sessionId, ticket, route);
     if (route === "relay") void this.dialRelay(sessionId);
+    else if (route === "grpc") void this.serveSession(sessionId);
   }
 
   /** The session ended: its ticket opens nothing any more. */
@@ -85,10 +109,13 @@ export class AgentLanes {
     socket.once("close", () => this.open.delete(socket));
     await admitHost(socket, this.tickets, "direct lane", this.log, async (sessionId, lane) => {
       // A TLS socket stays here (piped to the worker through a pair); a plain one goes to the worker.
-      const { socket: raw, rest } = lane.detach({ toAnotherProcess: !(socket as TLSSocket).encrypted });
+      const encrypted = !!(socket as TLSSocket).encrypted;
+      const { socket: raw, rest } = lane.detach({ toAnotherProcess: !encrypted });
       // Handed on (a plain socket is closed here once sent) or piped (TLS, closed with its pair): not ours to close.
       this.open.delete(socket);
-      if (!(await this.handOver(sessionId, raw, rest, "direct"))) throw new FarmError("NOT_FOUND", `session ${sessionId} has no worker any more`);
+      const handed = encrypted ? await this.throughPair(sessionId, "direct", (mine) => pipeSockets(raw, mine, rest)) : this.hooks.hand(sessionId, raw, rest, "direct");
+      // Refused on the lane's socket, which is still the agent's.
+      if (!handed) throw new FarmError("NOT_FOUND", `session ${sessionId} has no worker any more`);
       this.hooks.opened(sessionId, "direct");
     });
   }
@@ -100,61 +127,71 @@ export class AgentLanes {
     try {
       if (!this.relayPort) throw new FarmError("UNAVAILABLE", "the tracker named no data port");
       // Unread: the tracker's welcome (or refusal) is the worker's to read, and nothing the agent read could be handed on.
-      const socket = await connectSocket(this.opts.trackerHost, this.relayPort, this.opts.security, HELLO_TIMEOUT_MS, "the tracker's data port", { unread: true });
+      const socket = await connectSocket(this.trackerHost, this.relayPort, this.opts.security, HELLO_TIMEOUT_MS, "the tracker's data port", { unread: true });
       socket.write(framed(encodeLaneHello({ session_id: sessionId, ticket, role: "worker" })));
-      if (!(await this.handOver(sessionId, socket, Buffer.alloc(0), "relay"))) socket.destroy();
+      const handed = (socket as TLSSocket).encrypted ? await this.throughPair(sessionId, "relay", (mine) => pipeSockets(socket, mine, Buffer.alloc(0))) : this.hooks.hand(sessionId, socket, Buffer.alloc(0), "relay");
+      if (!handed) socket.destroy();
     } catch (err) {
       // The tracker ends the lease when its lane does not open; say why here.
       this.log.warn({ session: sessionId, err: (err as Error).message }, "cannot open the relay lane for a session");
     }
   }
 
-  /** The lane's socket to the worker: as it is, or through a pipe when TLS ends here. */
-  private async handOver(sessionId: string, socket: Socket, rest: Buffer, kind: "direct" | "relay"): Promise<boolean> {
-    if (!(socket as TLSSocket).encrypted) return this.hooks.hand(sessionId, socket, rest, kind);
+  /**
+   * grpc route: the session's ServeSession stream, opened by the agent with
+   * the session's ticket alone (as the tracker authorises it: no token),
+   * bridged to the worker's socket. The worker reads no welcome and sends
+   * none: on this route the tracker expects neither.
+   */
+  private async serveSession(sessionId: string): Promise<void> {
+    const ticket = this.tickets.take(sessionId);
+    if (!ticket) return;
+    try {
+      if (!this.sessions) throw new FarmError("UNAVAILABLE", "the agent is not attached to the tracker");
+      const client = this.sessions;
+      await this.throughPair(sessionId, "grpc", (mine) => {
+        const metadata = new grpc.Metadata();
+        metadata.set(SESSION_ID_HEADER, sessionId);
+        metadata.set(SESSION_TOKEN_HEADER, ticket);
+        const stream = client.ServeSession(metadata) as unknown as ServeStream;
+        this.bridged.add(mine);
+        mine.once("close", () => this.bridged.delete(mine));
+        bridgeStream(stream, mine, (code) => {
+          // The tracker ends a session's stream with the session's reason, which it logs and tells the host.
+          if (code !== grpc.status.OK) this.log.debug({ session: sessionId, code: grpc.status[code] }, "a grpc lane's stream ended");
+        });
+      });
+    } catch (err) {
+      // The tracker ends the lease when its lane does not open; say why here.
+      this.log.warn({ session: sessionId, err: (err as Error).message }, "cannot open the grpc lane for a session");
+    }
+  }
+
+  /**
+   * A lane the agent stays in the middle of: the worker gets one end of a
+   * socket pair, `connect` joins the other to where the lane goes once the
+   * worker has it. False when no worker serves the session (any more).
+   */
+  private async throughPair(sessionId: string, kind: Lane, connect: (mine: Socket) => void): Promise<boolean> {
     const [mine, theirs] = await socketPair(this.opts.workRoot);
     if (!this.hooks.hand(sessionId, theirs, Buffer.alloc(0), kind)) {
       mine.destroy();
-      socket.destroy();
+      theirs.destroy();
       return false;
     }
-    if (rest.length) mine.write(rest);
-    socket.pipe(mine);
-    mine.pipe(socket);
-    const drop = () => {
-      socket.destroy();
-      mine.destroy();
-    };
-    socket.once("close", drop);
-    mine.once("close", drop);
-    socket.on("error", drop);
-    mine.on("error", drop);
+    connect(mine);
     return true;
+  }
+
+  private get trackerHost(): string {
+    return parseAddress(this.opts.tracker).host;
   }
 
   close(): void {
     this.stopWatching();
     this.server?.close();
     for (const s of this.open) s.destroy();
-  }
-}
-
-/** Two connected unix sockets (Node has no socketpair): through a listener that lives for one connection. */
-async function socketPair(dir: string): Promise<[Socket, Socket]> {
-  const path = join(dir, `pair-${randomBytes(6).toString("hex")}.sock`);
-  // Paused on connect: the accepted end never reads here, so nothing is lost when it is handed to the worker.
-  const server = createServer({ pauseOnConnect: true });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(path, resolve);
-  });
-  try {
-    const accepted = new Promise<Socket>((resolve) => server.once("connection", resolve));
-    const mine = netConnect(path);
-    const theirs = await accepted;
-    return [mine, theirs];
-  } finally {
-    server.close();
-    rmSync(path, { force: true });
+    for (const s of this.bridged) s.destroy();
+    this.sessions?.close();
   }
 }

@@ -132,7 +132,7 @@ interface WorkerProcess {
 interface HeldLane {
   readonly socket: Socket;
   readonly rest: Buffer;
-  readonly kind: "direct" | "relay";
+  readonly kind: "direct" | "relay" | "grpc";
 }
 
 /**
@@ -219,7 +219,7 @@ export class BoardPool {
   }
 
   /** Gives the worker serving `sessionId` its lane (or keeps it for the worker it waits for); false when none does. */
-  giveLane(sessionId: string, socket: Socket, rest: Buffer, kind: "direct" | "relay"): boolean {
+  giveLane(sessionId: string, socket: Socket, rest: Buffer, kind: "direct" | "relay" | "grpc"): boolean {
     const lane = this.nextLane++;
     this.lanes.set(lane, { socket, rest, kind });
     this.lastHanded = undefined;

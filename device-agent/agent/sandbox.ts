@@ -8,12 +8,12 @@
  *   session directory (0700, owned by U) is unreadable to every other worker,
  *   the agent's /proc entries are unreadable to it, and RLIMIT_NPROC (counted
  *   per uid) bounds this worker alone. The range's first id G is the workers'
- *   group: it may connect to the agent's link socket (worker-link.ts), nothing
- *   else. Not root: workers run as the agent's user.
+ *   group, which every worker has: nothing of the agent's is open to it. Not
+ *   root: workers run as the agent's user.
  * * **no network** — a fresh network namespace (`unshare --net`; not root:
  *   `unshare --user --map-root-user --net` where user namespaces work): only a
- *   loopback that is down. The worker reaches the tracker through the agent's
- *   unix socket, which path-based sockets allow across namespaces.
+ *   loopback that is down. A worker needs none: its session's lane comes as a
+ *   socket on its channel, whatever the route (lanes.ts).
  * * **resource limits** — `prlimit`: open files, processes, file size,
  *   address space (0: not set).
  * * **a clean environment** — only the variables in `WORKER_ENV` (never the

@@ -21,8 +21,6 @@ export interface SessionLimits extends FileLimits {
 
 /** Given to a worker at spawn, in the KFARM_WORKER env variable. */
 export interface WorkerConfig {
-  /** Where the worker dials the tracker: HOST:PORT, or `unix:PATH` (the agent's forwarder, device-agent/agent/worker-link.ts). */
-  tracker: string;
   /** The agent's pid: the worker dies with it. */
   agentPid: number;
   boardName: string;

@@ -1,13 +1,14 @@
 /**
- * A session worker process. It warms up (backend, gRPC connection to the
- * tracker), says "ready", and then serves the sessions the agent assigns to
- * it, one at a time, each in its own working directory. A worker that loaded
- * foreign code serves no further session: it exits after that one.
+ * A session worker process. It warms up (its backend), says "ready", and then
+ * serves the sessions the agent assigns to it, one at a time, each in its own
+ * working directory, on the lane socket the agent hands it (it has no way to
+ * the tracker of its own). A worker that loaded foreign code serves no
+ * further session: it exits after that one.
  */
 import { readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { AgentService, FarmError, warmBundleCodec, type AgentServiceClient } from "../../protos/index.ts";
-import { makeClient, componentLogger } from "../../runtime/index.ts";
+import { FarmError, LANES, warmBundleCodec, type Lane } from "../../protos/index.ts";
+import { componentLogger } from "../../runtime/index.ts";
 import { createBackend } from "../backends/index.ts";
 import type { WorkerToAgent } from "../../protos/index.ts";
 import { AgentChannel, type FromAgent } from "./agent-channel.ts";
@@ -15,7 +16,7 @@ import { AgentRequests } from "./agent-requests.ts";
 import type { WorkerConfig } from "../common/worker-spawn.ts";
 import type { SessionStore } from "./files.ts";
 import { RequestCounters, SessionServer } from "./session-server.ts";
-import { grpcLane, socketLane, type WorkerLane } from "./lane.ts";
+import { socketLane, type WorkerLane } from "./lane.ts";
 import { dieWithParent } from "./parent-death.ts";
 import { StandbyLane } from "./standby.ts";
 import { Watchdog } from "./watchdog.ts";
@@ -90,34 +91,11 @@ const programFpga =
       }
     : undefined;
 const watchdog = new Watchdog();
-// No credentials here, ever: with TLS the agent's forwarder (a unix socket, device-agent/agent/worker-link.ts) holds them.
-const connectTracker = () =>
-  makeClient<AgentServiceClient>(AgentService, config.tracker, {}, {
-    "grpc.initial_reconnect_backoff_ms": 100,
-    "grpc.max_reconnect_backoff_ms": 500,
-  });
-let client = connectTracker();
-
-// Connect before saying ready, so a grant never waits for a TCP handshake. An attempt not through within
-// CONNECT_ATTEMPT_MS is abandoned for a new channel: a worker started while its tracker was out of reach (a
-// partition) would otherwise wait on TCP's SYN backoff, seconds after the network is back
-// (tests/multihost/faults.test.ts).
-const CONNECT_ATTEMPT_MS = 2000;
-await new Promise<void>((resolve) => {
-  const attempt = () =>
-    client.waitForReady(Date.now() + CONNECT_ATTEMPT_MS, (err) => {
-      if (!err) return resolve();
-      client.close();
-      client = connectTracker();
-      attempt();
-    });
-  attempt();
-});
 let serving: string | undefined;
-// From process start to ready: runtime, backend (a CUDA context) and tracker connection.
+// From process start to ready: runtime and backend (a CUDA context).
 const startMs = performance.now().toFixed(1);
 
-/** The session being served: its lane arrives (socket routes) and its end may be asked for (a release). */
+/** The session being served: its lane arrives and its end may be asked for (a release). */
 let current: { sessionId: string; lane: (lane: WorkerLane) => void; end: () => void } | undefined;
 /** This worker's own port, where its sessions' hosts connect straight to it (direct lanes). */
 let standby: StandbyLane | undefined;
@@ -132,9 +110,9 @@ function fromAgent({ msg, socket, server }: FromAgent): void {
     }
     serving = a.session_id;
     standby?.tickets.expect(a.session_id, a.token, a.route);
-    serve(a.session_id, a.token, a.dir, a.route).catch(die);
+    serve(a.session_id, a.dir).catch(die);
   } else if (msg.lane) {
-    const kind = msg.lane.kind === "relay" ? "relay" : "direct";
+    const kind = (LANES as readonly string[]).includes(msg.lane.kind) ? (msg.lane.kind as Lane) : "direct";
     if (current?.sessionId === msg.lane.session_id && socket) current.lane(socketLane(socket, Buffer.from(msg.lane.rest), kind));
     else socket?.destroy();
   } else if (msg.standby && server) {
@@ -208,14 +186,13 @@ function enter(dir: string | undefined): void {
   }
 }
 
-async function serve(sessionId: string, token: string, workdir: string, route: string): Promise<void> {
+async function serve(sessionId: string, workdir: string): Promise<void> {
   // The folder is the agent's to make and remove (its parent is closed to workers); the worker empties it.
   enter(workdir);
   let ended = false;
   const lane = await new Promise<WorkerLane | undefined>((resolve) => {
+    // The agent hands the lane over when the host (or the relay, or the agent's stream) is there.
     current = { sessionId, lane: resolve, end: () => resolve(undefined) };
-    // grpc: the worker dials; otherwise the agent hands the lane over when the host (or the relay) is there.
-    if (route === "grpc") resolve(grpcLane(client, sessionId, token));
   });
   if (!lane) {
     // Released before its lane opened.
