@@ -17,8 +17,11 @@ export interface WorkerLane extends FrameSink {
   onFrame(handler: (frame: Uint8Array) => void): void;
   /** Settles once the lane is over: undefined when the other side ended it in order, else why it broke. */
   readonly over: Promise<FarmError | undefined>;
-  /** The session closed cleanly: the end frame goes out last, then the lane closes. */
-  finish(): void;
+  /**
+   * The session closed cleanly: the end frame goes out last, then the lane's
+   * end. Resolves once both have left this process (or the socket is gone).
+   */
+  finish(): Promise<void>;
 }
 
 /**
@@ -66,7 +69,12 @@ export function socketLane(socket: Socket, rest: Buffer, kind: Lane): WorkerLane
     finish: () => {
       finished = true;
       lane.send(CLEAN_END_FRAME);
+      const sent = socket.destroyed || socket.writableFinished ? Promise.resolve() : new Promise<void>((resolve) => {
+        socket.once("finish", resolve);
+        socket.once("close", resolve);
+      });
       lane.end();
+      return sent;
     },
   };
 }

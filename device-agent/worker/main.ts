@@ -67,6 +67,15 @@ const ask = (msg: (id: number) => WorkerToAgent) => requests.ask(msg);
  * worker told "ended" may ask nothing more.
  */
 const ASKS_AT_END_MS = 2000;
+/**
+ * How long a clean end waits for its end frame and the lane's end to leave
+ * this process (a host that stopped reading holds them back) before the
+ * worker tells its agent and, tainted, exits. Without the wait a tainted
+ * worker exits before the lane's end is written: the host then hears of the
+ * end from the tracker first, and reads its lane to the close that the exit
+ * gives later — 10–30 ms more per session that loaded a module.
+ */
+const LANE_END_MS = 1000;
 
 const backend = await createBackend(config.kind, config.backendOptions);
 // The agent holds the store shared by the workers of all its boards (agent/content-store.ts): workers may run as
@@ -216,16 +225,18 @@ async function serve(sessionId: string, workdir: string): Promise<void> {
   // Over when the host closed (Close answered), when the tracker released the
   // session (the agent says "end"), or when the lane ended or broke (the host
   // left, the lease ended: the tracker knows why).
+  let laneEnded: Promise<void> | undefined;
   const finish = () => {
     if (ended) return;
     ended = true;
-    lane.finish();
+    laneEnded = lane.finish();
   };
   current = { sessionId, lane: (extra) => void extra.finish(), end: finish };
   void server.closed.then(finish);
   const error = await Promise.race([lane.over, server.closed.then(() => undefined)]);
   clearInterval(reporter);
   server.dispose();
+  if (laneEnded) await within(laneEnded, LANE_END_MS);
   await finishSession(sessionId, workdir, error);
 }
 
@@ -243,6 +254,12 @@ async function finishSession(sessionId: string, workdir: string, error: FarmErro
   const reusable = !backend.tainted;
   tell({ ended: { session_id: sessionId, reusable, ...(error ? { error: error.toWire() } : {}) } });
   if (!reusable) process.exit(0);
+}
+
+/** `promise`, or `ms` later if it has not settled by then. */
+function within(promise: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([promise, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]).finally(() => clearTimeout(timer));
 }
 
 /** Removes what a session left in its folder (the folder itself is the agent's to remove). */
