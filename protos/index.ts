@@ -15,8 +15,9 @@ export {
   encodeHostFrame, encodeHostFrameParts, decodeHostFrame, encodeBoardFrame, encodeBoardFrameParts, decodeBoardFrame,
   isGrantFrame, isEndFrame, encodeGrantFrame, encodeEndFrame, decodeGrantFrame, decodeEndFrame, CLEAN_END_FRAME,
   encodeSessionRequest, decodeSessionRequest, encodeLaneHello, decodeLaneWelcome,
-  type HostFrame, type HostFrame__Output, type BoardFrame, type BoardFrame__Output, type Grant__Output, type SessionRequest__Output,
+  type HostFrame, type HostFrame__Output, type BoardFrame, type BoardFrame__Output, type Grant, type Grant__Output, type SessionRequest, type SessionRequest__Output,
 } from "./frames.ts";
+export { EnumCodec, ROUTE, LANE, type EnumName } from "./enums.ts";
 export { encodeBoardEntry, encodeSummaryReply } from "./summary-reply.ts";
 export {
   WORKER_MESSAGE_MAX_BYTES, WORKER_MAX_PENDING_REQUESTS, decodeToAgent, decodeToWorker, encodeToAgent, encodeToWorker, workerProtocolError,

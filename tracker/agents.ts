@@ -5,7 +5,7 @@
  * like one whose stream closes: its boards leave the pool and its sessions
  * end with AGENT_LOST.
  */
-import { FarmError, type WireError } from "../protos/index.ts";
+import { FarmError, ROUTE, type WireError } from "../protos/index.ts";
 import { type Logger } from "../runtime/index.ts";
 import type { AgentMessage__Output } from "../protos/gen/farm/v1/AgentMessage.ts";
 import type { Register__Output } from "../protos/gen/farm/v1/Register.ts";
@@ -285,7 +285,7 @@ export class AgentLinks {
     return {
       assign: (lease) =>
         call.write({
-          assign: { session_id: lease.id, board_name: lease.board.name, token: lease.token, client_id: lease.clientId, route: lease.route, lane_port: lease.lanePort },
+          assign: { session_id: lease.id, board_name: lease.board.name, token: lease.token, client_id: lease.clientId, route: ROUTE.toWire(lease.route), lane_port: lease.lanePort },
         }),
       // An auto-routed host fell back to the data port: the agent dials it for the session's worker.
       openRelay: (lease) => {

@@ -6,7 +6,7 @@
 import * as grpc from "@grpc/grpc-js";
 import { join } from "node:path";
 import {
-  AgentService, FarmError, HostService, MAX_MESSAGE_BYTES, SESSION_ID_HEADER, SESSION_REQUEST_HEADER, SESSION_TOKEN_HEADER, decodeSessionRequest, parseRoute, type AgentServiceHandlers, type HostServiceHandlers, type Route, type SessionRequest__Output,
+  AgentService, FarmError, HostService, MAX_MESSAGE_BYTES, SESSION_ID_HEADER, SESSION_REQUEST_HEADER, SESSION_TOKEN_HEADER, decodeSessionRequest, type AgentServiceHandlers, type HostServiceHandlers, type Route, type SessionRequest__Output,
 } from "../protos/index.ts";
 import { SERVER_OPTIONS, grpcServerCredentials, isLoopbackHost } from "../runtime/index.ts";
 import type { TokensRequest__Output } from "../protos/gen/farm/v1/TokensRequest.ts";
@@ -306,9 +306,10 @@ export class Tracker {
       try {
         decoded = decodeSessionRequest(encoded);
       } catch (err) {
+        if (err instanceof FarmError) throw err;
         throw new FarmError("INVALID_ARGUMENT", `the ${SESSION_REQUEST_HEADER} metadata is not a SessionRequest: ${(err as Error).message}`);
       }
-      route = parseRoute(decoded.route, "the session request");
+      route = decoded.route;
       req = this.auth.sessionRequest(caller, decoded, this.options.maxSessionTimeoutMs);
     } catch (err) {
       refuse(err);

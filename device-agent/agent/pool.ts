@@ -28,7 +28,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { rmSync } from "node:fs";
 import { basename, join } from "node:path";
 import { createServer, type AddressInfo, type Socket } from "node:net";
-import { FarmError, SESSION_END_GRACE_MS, WORKER_MAX_PENDING_REQUESTS, workerProtocolError, type AgentToWorker, type WorkerMessage } from "../../protos/index.ts";
+import { FarmError, SESSION_END_GRACE_MS, WORKER_MAX_PENDING_REQUESTS, workerProtocolError, type AgentToWorker, type Route, type WorkerMessage } from "../../protos/index.ts";
 import { type Logger } from "../../runtime/index.ts";
 import type { BoardMetrics } from "./metrics.ts";
 import { effectiveLimits, workerCommand, workerEnv, type SandboxPlan, type UidAllocator, type WorkerDirs } from "./sandbox.ts";
@@ -152,7 +152,7 @@ export interface PoolEvents {
 export class BoardPool {
   private readonly workers = new Set<WorkerHandle>();
   /** A session assigned while no worker was idle, and the lanes that came for it meanwhile. */
-  private waiting: { sessionId: string; token: string; route: string; lanes: Array<{ socket: Socket; rest: Buffer; kind: "direct" | "relay" }> } | undefined;
+  private waiting: { sessionId: string; token: string; route: Route; lanes: Array<{ socket: Socket; rest: Buffer; kind: "direct" | "relay" }> } | undefined;
   private closed = false;
   /** Workers started, for names of homes where workers have no uid of their own. */
   private started = 0;
@@ -564,7 +564,7 @@ export class BoardPool {
   }
 
   /** `lanePort`: the standby lane the grant named; its worker takes the session if it is idle. */
-  assign(sessionId: string, token: string, route: string, lanePort = 0): void {
+  assign(sessionId: string, token: string, route: Route, lanePort = 0): void {
     const w = this.nextIdle(lanePort);
     if (!w) {
       if (this.closed) {

@@ -1,5 +1,5 @@
 import type * as grpc from '@grpc/grpc-js';
-import type { MessageTypeDefinition } from '@grpc/proto-loader';
+import type { EnumTypeDefinition, MessageTypeDefinition } from '@grpc/proto-loader';
 
 import type { AgentMessage as _farm_v1_AgentMessage, AgentMessage__Output as _farm_v1_AgentMessage__Output } from './farm/v1/AgentMessage';
 import type { AgentServiceClient as _farm_v1_AgentServiceClient, AgentServiceDefinition as _farm_v1_AgentServiceDefinition } from './farm/v1/AgentService';
@@ -108,6 +108,7 @@ export interface ProtoGrpcType {
       Heartbeat: MessageTypeDefinition<_farm_v1_Heartbeat, _farm_v1_Heartbeat__Output>
       HeartbeatAck: MessageTypeDefinition<_farm_v1_HeartbeatAck, _farm_v1_HeartbeatAck__Output>
       HostFrame: MessageTypeDefinition<_farm_v1_HostFrame, _farm_v1_HostFrame__Output>
+      Lane: EnumTypeDefinition
       LaneHello: MessageTypeDefinition<_farm_v1_LaneHello, _farm_v1_LaneHello__Output>
       LaneOpened: MessageTypeDefinition<_farm_v1_LaneOpened, _farm_v1_LaneOpened__Output>
       LaneWelcome: MessageTypeDefinition<_farm_v1_LaneWelcome, _farm_v1_LaneWelcome__Output>
@@ -126,6 +127,7 @@ export interface ProtoGrpcType {
       Register: MessageTypeDefinition<_farm_v1_Register, _farm_v1_Register__Output>
       Registered: MessageTypeDefinition<_farm_v1_Registered, _farm_v1_Registered__Output>
       Remove: MessageTypeDefinition<_farm_v1_Remove, _farm_v1_Remove__Output>
+      Route: EnumTypeDefinition
       SessionEnd: MessageTypeDefinition<_farm_v1_SessionEnd, _farm_v1_SessionEnd__Output>
       Stats: MessageTypeDefinition<_farm_v1_Stats, _farm_v1_Stats__Output>
       StatsResult: MessageTypeDefinition<_farm_v1_StatsResult, _farm_v1_StatsResult__Output>

@@ -1,5 +1,5 @@
 import type * as grpc from '@grpc/grpc-js';
-import type { MessageTypeDefinition } from '@grpc/proto-loader';
+import type { EnumTypeDefinition, MessageTypeDefinition } from '@grpc/proto-loader';
 
 import type { AgentInfo as _farm_v1_AgentInfo, AgentInfo__Output as _farm_v1_AgentInfo__Output } from './farm/v1/AgentInfo';
 import type { Arg as _farm_v1_Arg, Arg__Output as _farm_v1_Arg__Output } from './farm/v1/Arg';
@@ -98,6 +98,7 @@ export interface ProtoGrpcType {
        * The host side of the tracker: what the host SDK and `kfarm status` call.
        */
       HostService: SubtypeConstructor<typeof grpc.Client, _farm_v1_HostServiceClient> & { service: _farm_v1_HostServiceDefinition }
+      Lane: EnumTypeDefinition
       LaneHello: MessageTypeDefinition<_farm_v1_LaneHello, _farm_v1_LaneHello__Output>
       LaneWelcome: MessageTypeDefinition<_farm_v1_LaneWelcome, _farm_v1_LaneWelcome__Output>
       Launch: MessageTypeDefinition<_farm_v1_Launch, _farm_v1_Launch__Output>
@@ -114,6 +115,7 @@ export interface ProtoGrpcType {
       ReleaseReply: MessageTypeDefinition<_farm_v1_ReleaseReply, _farm_v1_ReleaseReply__Output>
       ReleaseRequest: MessageTypeDefinition<_farm_v1_ReleaseRequest, _farm_v1_ReleaseRequest__Output>
       Remove: MessageTypeDefinition<_farm_v1_Remove, _farm_v1_Remove__Output>
+      Route: EnumTypeDefinition
       SessionEnd: MessageTypeDefinition<_farm_v1_SessionEnd, _farm_v1_SessionEnd__Output>
       SessionRequest: MessageTypeDefinition<_farm_v1_SessionRequest, _farm_v1_SessionRequest__Output>
       Stats: MessageTypeDefinition<_farm_v1_Stats, _farm_v1_Stats__Output>

@@ -1,0 +1,60 @@
+/**
+ * The enum codec: one rule maps every enum's wire values to the names users
+ * see, both ways, and anything outside the enum is refused naming the choices.
+ */
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { EnumCodec, LANE, ROUTE } from "./enums.ts";
+import { FarmError } from "./errors.ts";
+import { decodeGrantFrame, decodeSessionRequest, encodeGrantFrame, encodeSessionRequest } from "./frames.ts";
+import { ROUTES } from "./routes.ts";
+import { decodeToWorker, encodeToWorker } from "./worker-channel.ts";
+
+const refused = (code: string, pattern: RegExp) => (e: unknown) => e instanceof FarmError && e.code === code && pattern.test(e.message);
+
+describe("enum codecs", () => {
+  it("name each wire value by the enum's rule, in the enum's order, as contract.json declares them", () => {
+    assert.deepEqual(ROUTE.names, ROUTES);
+    assert.deepEqual(LANE.names, ["", "direct", "relay", "grpc", "tvm"]);
+    assert.equal(ROUTE.toWire("direct"), "ROUTE_DIRECT");
+    assert.equal(LANE.toWire(""), "LANE_NONE");
+    assert.equal(ROUTE.fromWire("ROUTE_GRPC", "x"), "grpc");
+    assert.equal(ROUTE.fromWire(2, "x"), "relay", "a protobufjs decoder gives the number");
+    assert.equal(LANE.fromWire(0, "x"), "");
+  });
+
+  it("refuse a value outside the enum with the caller's code, naming the choices", () => {
+    assert.throws(() => ROUTE.fromWire(9, "the session request"), refused("INVALID_ARGUMENT", /^the session request: route must be one of auto, direct, relay, grpc, got 9$/));
+    assert.throws(() => ROUTE.fromWire("ROUTE_TELEPORT", "a grant", "PROTOCOL_ERROR"), refused("PROTOCOL_ERROR", /got "ROUTE_TELEPORT"/));
+    assert.throws(() => ROUTE.fromWire(undefined, "a grant"), refused("INVALID_ARGUMENT", /got undefined/));
+    assert.throws(() => ROUTE.parse("ROUTE_DIRECT", "--route"), refused("INVALID_ARGUMENT", /^--route: route must be one of/), "a wire name is not a user's name");
+    assert.throws(() => LANE.parse("none", "x"), refused("INVALID_ARGUMENT", /"" \(none\), direct/));
+    assert.throws(() => ROUTE.toWire("teleport" as never), refused("INTERNAL", /teleport/));
+  });
+
+  it("refuse to load an enum whose values break the naming rule", () => {
+    assert.throws(() => new EnumCodec("farm.v1.Route", "route", "LANE_NONE"), /farm.v1.Route has no value LANE_NONE/);
+  });
+});
+
+describe("the codecs of messages with enums", () => {
+  it("carry a session request's and a grant's route by name, and the worker's assignment", () => {
+    for (const route of ROUTES) {
+      assert.equal(decodeSessionRequest(encodeSessionRequest({ key: "cpu", route })).route, route);
+      assert.equal(decodeGrantFrame(encodeGrantFrame({ session_id: "s", route, ticket: "t" })).route, route);
+      const assign = decodeToWorker(encodeToWorker({ assign: { session_id: "s", token: "t", dir: "/d", route } })).assign;
+      assert.equal(assign?.route, route);
+    }
+    assert.equal(decodeSessionRequest(encodeSessionRequest({ key: "cpu" })).route, "auto", "absent: auto, the enum's 0");
+  });
+
+  it("refuse a route the enum does not have (a newer peer's): field 9 of a SessionRequest, 12 of a Grant", () => {
+    const request = Buffer.concat([encodeSessionRequest({ key: "cpu" }), Buffer.from([(9 << 3) | 0, 7])]);
+    assert.throws(() => decodeSessionRequest(request), refused("INVALID_ARGUMENT", /route must be one of auto, direct, relay, grpc, got 7/));
+    const grant = encodeGrantFrame({ session_id: "s", ticket: "t" });
+    // The grant is the frame's field 12: its length byte grows by the two bytes appended.
+    const bent = Buffer.concat([grant, Buffer.from([(12 << 3) | 0, 7])]);
+    bent[1]! += 2;
+    assert.throws(() => decodeGrantFrame(bent), refused("PROTOCOL_ERROR", /the tracker's grant: route must be one of/));
+  });
+});
