@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { EnumCodec, LANE, ROUTE } from "./enums.ts";
+import { BOARD_STATE, EnumCodec, LANE, ROUTE, fromWireMessage, toWireMessage } from "./enums.ts";
 import { FarmError } from "./errors.ts";
 import { decodeGrantFrame, decodeSessionRequest, encodeGrantFrame, encodeSessionRequest } from "./frames.ts";
 import { ROUTES } from "./routes.ts";
@@ -21,6 +21,8 @@ describe("enum codecs", () => {
     assert.equal(ROUTE.fromWire("ROUTE_GRPC", "x"), "grpc");
     assert.equal(ROUTE.fromWire(2, "x"), "relay", "a protobufjs decoder gives the number");
     assert.equal(LANE.fromWire(0, "x"), "");
+    assert.deepEqual(BOARD_STATE.names, ["absent", "starting", "free", "busy", "draining", "quarantined"]);
+    assert.equal(BOARD_STATE.fromWire(0, "x"), "absent", "the enum's 0: a board that is not attached");
   });
 
   it("refuse a value outside the enum with the caller's code, naming the choices", () => {
@@ -38,6 +40,18 @@ describe("enum codecs", () => {
 });
 
 describe("the codecs of messages with enums", () => {
+  it("convert every enum field of a message, in the messages it holds too, and share the rest", () => {
+    const labels = { rack: "r1" };
+    const board = { id: "a/b", state: "busy" as const, session_lane: "relay" as const, labels };
+    const reply = { boards: [board], tracker_version: "v" };
+    const wire = toWireMessage<{ boards: Array<Record<string, unknown>> }>("farm.v1.SummaryReply", reply);
+    assert.deepEqual(wire.boards[0], { id: "a/b", state: "BOARD_STATE_BUSY", session_lane: "LANE_RELAY", labels });
+    assert.equal(wire.boards[0]!.labels, labels);
+    assert.deepEqual(fromWireMessage("farm.v1.SummaryReply", wire, "x"), reply);
+    assert.equal(reply.boards[0]!.state, "busy", "the message given is not changed");
+    assert.throws(() => fromWireMessage("farm.v1.SummaryReply", { boards: [{ id: "a/b", state: 42 }] }, "the tracker's summary", "PROTOCOL_ERROR"), refused("PROTOCOL_ERROR", /^the tracker's summary: board state must be one of absent, starting, free, busy, draining, quarantined, got 42$/));
+  });
+
   it("carry a session request's and a grant's route by name, and the worker's assignment", () => {
     for (const route of ROUTES) {
       assert.equal(decodeSessionRequest(encodeSessionRequest({ key: "cpu", route })).route, route);
@@ -46,6 +60,8 @@ describe("the codecs of messages with enums", () => {
       assert.equal(assign?.route, route);
     }
     assert.equal(decodeSessionRequest(encodeSessionRequest({ key: "cpu" })).route, "auto", "absent: auto, the enum's 0");
+    const board = decodeGrantFrame(encodeGrantFrame({ session_id: "s", route: "grpc", board: { id: "a/b", state: "busy", session_lane: "grpc" } })).board;
+    assert.deepEqual([board?.state, board?.session_lane], ["busy", "grpc"]);
   });
 
   it("refuse a route the enum does not have (a newer peer's): field 9 of a SessionRequest, 12 of a Grant", () => {

@@ -14,12 +14,18 @@
  * contract.json declares the names too (the lanes, the auto route), the
  * codec refuses to load when the two disagree. python/kernelfarm/enums.py
  * applies the same rule.
+ *
+ * toWireMessage and fromWireMessage convert every enum field of a message,
+ * nested messages included, by the message's reflection: the codecs of
+ * protos/ call them where messages are encoded and decoded, and a part that
+ * builds or reads a gRPC message itself calls them at that point.
  */
 import { createRequire } from "node:module";
 import type * as Protobuf from "protobufjs";
 import { fileURLToPath } from "node:url";
 import { FarmError, type FarmErrorCode } from "./errors.ts";
 import { AUTO_ROUTE, LANES } from "./gen/contract.ts";
+import type { BoardState__Output } from "./gen/farm/v1/BoardState.ts";
 import type { Lane__Output } from "./gen/farm/v1/Lane.ts";
 import type { Route__Output } from "./gen/farm/v1/Route.ts";
 
@@ -60,6 +66,7 @@ export class EnumCodec<W extends string, N extends string> {
     }
     if (empty !== undefined && !this.wireOf.has("" as N)) throw new Error(`${type} has no value ${empty}`);
     this.names = names;
+    CODECS.set(e.fullName, this);
   }
 
   /** "direct" → "ROUTE_DIRECT", for a message being built. */
@@ -83,6 +90,59 @@ export class EnumCodec<W extends string, N extends string> {
   }
 }
 
+/** Every codec, by its enum's reflected full name (".farm.v1.Route"). */
+const CODECS = new Map<string, EnumCodec<string, string>>();
+
+/** Whether a message type has an enum field with a codec, itself or in a message it holds. */
+const hasEnums = new Map<Protobuf.Type, boolean>();
+function needsConversion(type: Protobuf.Type): boolean {
+  let known = hasEnums.get(type);
+  if (known === undefined) {
+    hasEnums.set(type, false); // a recursive message: what it holds is decided below
+    type.resolveAll();
+    known = type.fieldsArray.some((f) => (f.resolvedType instanceof protobuf.Enum ? CODECS.has(f.resolvedType.fullName) : f.resolvedType instanceof protobuf.Type && needsConversion(f.resolvedType)));
+    hasEnums.set(type, known);
+  }
+  return known;
+}
+
+/** A copy of `value` (a plain object, as grpc-js and toObject give) with its enum fields converted; fields without enums are shared, not copied. */
+function convertMessage(type: Protobuf.Type, value: Record<string, unknown>, one: (codec: EnumCodec<string, string>, v: unknown) => unknown): Record<string, unknown> {
+  if (!needsConversion(type)) return value;
+  const out: Record<string, unknown> = { ...value };
+  for (const f of type.fieldsArray) {
+    const v = value[f.name];
+    if (v === undefined || v === null) continue;
+    let each: ((x: unknown) => unknown) | undefined;
+    if (f.resolvedType instanceof protobuf.Enum) {
+      const codec = CODECS.get(f.resolvedType.fullName);
+      if (codec) each = (x) => one(codec, x);
+    } else if (f.resolvedType instanceof protobuf.Type && needsConversion(f.resolvedType)) {
+      const inner = f.resolvedType;
+      each = (x) => convertMessage(inner, x as Record<string, unknown>, one);
+    }
+    if (!each) continue;
+    if (f.map) out[f.name] = Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([k, x]) => [k, each(x)]));
+    else if (f.repeated) out[f.name] = (v as unknown[]).map(each);
+    else out[f.name] = each(v);
+  }
+  return out;
+}
+
+/** `value` as a message of `type` ("farm.v1.BoardInfo") with every enum field's name ("free") as its wire value ("BOARD_STATE_FREE"). */
+export function toWireMessage<T>(type: string, value: object): T {
+  return convertMessage(root.lookupType(type), value as Record<string, unknown>, (codec, v) => codec.toWire(v as string)) as T;
+}
+
+/**
+ * A decoded message of `type` (a plain object, enums as names or numbers)
+ * with every enum field as the name users see; a value outside its enum is
+ * refused with `code`, `what` saying whose message it was.
+ */
+export function fromWireMessage<T>(type: string, value: object, what: string, code: FarmErrorCode = "INVALID_ARGUMENT"): T {
+  return convertMessage(root.lookupType(type), value as Record<string, unknown>, (codec, v) => codec.fromWire(v as string | number, what, code)) as T;
+}
+
 /** Checks, as this module loads, that an enum has exactly the names another declaration gives it (contract.json). */
 function agree<N extends string>(codec: EnumCodec<string, N>, declared: readonly string[], where: string): void {
   const missing = declared.filter((n) => !(codec.names as readonly string[]).includes(n));
@@ -94,6 +154,13 @@ function agree<N extends string>(codec: EnumCodec<string, N>, declared: readonly
 export const ROUTE = new EnumCodec<Route__Output, EnumName<Route__Output, "ROUTE_">>("farm.v1.Route", "route");
 /** How a session's frames do travel; "" until its lane opens; "tvm": a TVM server's board, reached by the TVM client itself. */
 export const LANE = new EnumCodec<Lane__Output, EnumName<Lane__Output, "LANE_", "LANE_NONE">>("farm.v1.Lane", "lane", "LANE_NONE");
+
+/** Where a board stands with the tracker; "absent": not attached (a remembered board, in BoardCommand replies). */
+export const BOARD_STATE = new EnumCodec<BoardState__Output, EnumName<BoardState__Output, "BOARD_STATE_">>("farm.v1.BoardState", "board state");
+
+export type BoardStateName = (typeof BOARD_STATE.names)[number];
+/** A busy board's session's lane ("" until it opens). */
+export type SessionLane = (typeof LANE.names)[number];
 
 agree(ROUTE, [AUTO_ROUTE, ...LANES], "contract.json's autoRoute and lanes");
 agree(LANE, ["", ...LANES, "tvm"], `contract.json's lanes (with "" and tvm)`);

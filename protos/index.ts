@@ -17,8 +17,8 @@ export {
   encodeSessionRequest, decodeSessionRequest, encodeLaneHello, decodeLaneWelcome,
   type HostFrame, type HostFrame__Output, type BoardFrame, type BoardFrame__Output, type Grant, type Grant__Output, type SessionRequest, type SessionRequest__Output,
 } from "./frames.ts";
-export { EnumCodec, ROUTE, LANE, type EnumName } from "./enums.ts";
-export { encodeBoardEntry, encodeSummaryReply } from "./summary-reply.ts";
+export { EnumCodec, ROUTE, LANE, BOARD_STATE, toWireMessage, fromWireMessage, type EnumName, type BoardStateName, type SessionLane } from "./enums.ts";
+export { encodeBoardEntry, encodeSummaryReply, type BoardInfo, type BoardInfo__Output, type SummaryReply, type SummaryReply__Output } from "./summary-reply.ts";
 export {
   WORKER_MESSAGE_MAX_BYTES, WORKER_MAX_PENDING_REQUESTS, decodeToAgent, decodeToWorker, encodeToAgent, encodeToWorker, workerProtocolError,
   type AgentToWorker, type AgentToWorker__Output, type WorkerMessage, type WorkerToAgent,

@@ -11,7 +11,7 @@ import {
 import { SERVER_OPTIONS, grpcServerCredentials, isLoopbackHost } from "../runtime/index.ts";
 import type { TokensRequest__Output } from "../protos/gen/farm/v1/TokensRequest.ts";
 import type { TokensReply } from "../protos/gen/farm/v1/TokensReply.ts";
-import type { BoardInfo } from "../protos/gen/farm/v1/BoardInfo.ts";
+import { toWireMessage, type BoardInfo } from "../protos/index.ts";
 import { AgentLinks } from "./agents.ts";
 import { AuditLog } from "./audit.ts";
 import { BoardMemory, emptyState, parseTrackerState, type BoardStanding, type TrackerState } from "./board-memory.ts";
@@ -28,7 +28,7 @@ import { Registry, describeBoard, joinHostPort, type BoardLease } from "./regist
 import { widenConnectionWindow, widenStreamWindow } from "./receive-window.ts";
 import { Scheduler } from "./scheduler.ts";
 import { StateStore, STATE_FILE_NAME } from "./state-store.ts";
-import { SummaryEncoder, buildSummary } from "./summary.ts";
+import { SummaryEncoder, buildSummary, encodeWholeSummary } from "./summary.ts";
 import { TOKEN_KINDS, type Identity, type TokenKind } from "./tokens.ts";
 import { TvmPort } from "./tvm/port.ts";
 
@@ -249,7 +249,7 @@ export class Tracker {
         try {
           this.auth.caller(call.metadata, call.getPeer(), "read the summary");
           const { key, health_history: history } = call.request;
-          callback(null, history ? buildSummary(this.registry, this.scheduler, this.startedAt, key, true) : this.summaries.encode(this.registry, this.scheduler, this.startedAt, key));
+          callback(null, history ? encodeWholeSummary(buildSummary(this.registry, this.scheduler, this.startedAt, key, true)) : this.summaries.encode(this.registry, this.scheduler, this.startedAt, key));
         } catch (err) {
           callback(FarmError.from(err).toGrpc());
         }
@@ -265,7 +265,7 @@ export class Tracker {
           this.audit.record({ event: "board_command", who: caller.name, kind: caller.kind, peer: caller.peer, board: id, action, ...(reason ? { reason } : {}) });
           // Answered once it is in the state file: a command that was answered survives a restart, even a crash.
           this.memory.flush().then(
-            () => callback(null, { board }),
+            () => callback(null, { board: toWireMessage("farm.v1.BoardInfo", board) }),
             (err) => {
               const e = FarmError.from(err);
               callback(new FarmError(e.code, `board ${id}: the ${action} took effect, but ${e.message}`).toGrpc());

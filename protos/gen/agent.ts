@@ -89,6 +89,7 @@ export interface ProtoGrpcType {
       BoardLabels: MessageTypeDefinition<_farm_v1_BoardLabels, _farm_v1_BoardLabels__Output>
       BoardReady: MessageTypeDefinition<_farm_v1_BoardReady, _farm_v1_BoardReady__Output>
       BoardSpec: MessageTypeDefinition<_farm_v1_BoardSpec, _farm_v1_BoardSpec__Output>
+      BoardState: EnumTypeDefinition
       Call: MessageTypeDefinition<_farm_v1_Call, _farm_v1_Call__Output>
       CallResult: MessageTypeDefinition<_farm_v1_CallResult, _farm_v1_CallResult__Output>
       CanaryTiming: MessageTypeDefinition<_farm_v1_CanaryTiming, _farm_v1_CanaryTiming__Output>

@@ -15,6 +15,7 @@ export interface ProtoGrpcType {
   farm: {
     v1: {
       BoardInfo: MessageTypeDefinition<_farm_v1_BoardInfo, _farm_v1_BoardInfo__Output>
+      BoardState: EnumTypeDefinition
       CanaryTiming: MessageTypeDefinition<_farm_v1_CanaryTiming, _farm_v1_CanaryTiming__Output>
       CudaLaunchLimits: MessageTypeDefinition<_farm_v1_CudaLaunchLimits, _farm_v1_CudaLaunchLimits__Output>
       Error: MessageTypeDefinition<_farm_v1_Error, _farm_v1_Error__Output>

@@ -35,6 +35,7 @@ export interface ProtoGrpcType {
     v1: {
       AgentToWorker: MessageTypeDefinition<_farm_v1_AgentToWorker, _farm_v1_AgentToWorker__Output>
       BoardInfo: MessageTypeDefinition<_farm_v1_BoardInfo, _farm_v1_BoardInfo__Output>
+      BoardState: EnumTypeDefinition
       CanaryTiming: MessageTypeDefinition<_farm_v1_CanaryTiming, _farm_v1_CanaryTiming__Output>
       CudaLaunchLimits: MessageTypeDefinition<_farm_v1_CudaLaunchLimits, _farm_v1_CudaLaunchLimits__Output>
       Error: MessageTypeDefinition<_farm_v1_Error, _farm_v1_Error__Output>

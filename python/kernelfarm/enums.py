@@ -67,3 +67,5 @@ class EnumCodec:
 ROUTE = EnumCodec(common_pb2.Route, "route")
 #: How a session's frames do travel; "" until its lane opens; "tvm": a TVM server's board.
 LANE = EnumCodec(common_pb2.Lane, "lane", empty="LANE_NONE")
+#: Where a board stands with the tracker; "absent": not attached (a remembered board).
+BOARD_STATE = EnumCodec(common_pb2.BoardState, "board state")

@@ -13,6 +13,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Optional
 
+from .enums import BOARD_STATE, LANE
+
 
 @dataclasses.dataclass(frozen=True)
 class HealthChange:
@@ -112,7 +114,8 @@ class FarmSummary:
 
 
 def board_info(m: Any) -> BoardInfo:
-    """A farm.v1.BoardInfo message as a BoardInfo."""
+    """A farm.v1.BoardInfo message as a BoardInfo, its enums by name ("free"); a value this SDK does not know is a PROTOCOL_ERROR."""
+    what = f"the tracker's board {m.id}"
     return BoardInfo(
         id=m.id,
         key=m.key,
@@ -121,7 +124,7 @@ def board_info(m: Any) -> BoardInfo:
         capabilities=dict(m.capabilities),
         agent_id=m.agent_id,
         agent_name=m.agent_name,
-        state=m.state,
+        state=BOARD_STATE.from_wire(m.state, what, "PROTOCOL_ERROR"),
         session_id=m.session_id,
         client_id=m.client_id,
         health=m.health,
@@ -130,7 +133,7 @@ def board_info(m: Any) -> BoardInfo:
         drained=m.drained,
         last_canary=m.last_canary,
         last_canary_at_ms=m.last_canary_at_ms,
-        session_lane=m.session_lane,
+        session_lane=LANE.from_wire(m.session_lane, what, "PROTOCOL_ERROR"),
         drain_reason=m.drain_reason,
         health_history=[HealthChange(h.at_ms, getattr(h, "from"), h.to, h.reason) for h in m.health_history],
         canary_ns=m.canary_ns,

@@ -3,6 +3,8 @@
 import type { HealthChange as _farm_v1_HealthChange, HealthChange__Output as _farm_v1_HealthChange__Output } from '../../farm/v1/HealthChange';
 import type { CanaryTiming as _farm_v1_CanaryTiming, CanaryTiming__Output as _farm_v1_CanaryTiming__Output } from '../../farm/v1/CanaryTiming';
 import type { CudaLaunchLimits as _farm_v1_CudaLaunchLimits, CudaLaunchLimits__Output as _farm_v1_CudaLaunchLimits__Output } from '../../farm/v1/CudaLaunchLimits';
+import type { Lane as _farm_v1_Lane, Lane__Output as _farm_v1_Lane__Output } from '../../farm/v1/Lane';
+import type { BoardState as _farm_v1_BoardState, BoardState__Output as _farm_v1_BoardState__Output } from '../../farm/v1/BoardState';
 
 /**
  * A board as the tracker knows it. `kind` names the backend (cpu, cuda, vta-sim);
@@ -20,10 +22,6 @@ export interface BoardInfo {
   'capabilities'?: ({[key: string]: string});
   'agent_id'?: (string);
   'agent_name'?: (string);
-  /**
-   * starting | free | busy | draining | quarantined; absent (BoardCommand replies only): not attached, a board the tracker remembers
-   */
-  'state'?: (string);
   /**
    * set while busy
    */
@@ -56,10 +54,6 @@ export interface BoardInfo {
    * when it ran (ms since the epoch)
    */
   'last_canary_at_ms'?: (number | string);
-  /**
-   * while busy: how the session's frames travel (direct | relay | grpc; empty until its lane opens)
-   */
-  'session_lane'?: (string);
   /**
    * while drained: who drained it and why ("drained by alice: new fan"); empty otherwise
    */
@@ -95,6 +89,11 @@ export interface BoardInfo {
    * a CUDA board's: what one launch may ask of its GPU; absent on other kinds
    */
   'cuda_limits'?: (_farm_v1_CudaLaunchLimits | null);
+  /**
+   * while busy: how the session's frames travel; LANE_NONE until its lane opens
+   */
+  'session_lane'?: (_farm_v1_Lane);
+  'state'?: (_farm_v1_BoardState);
 }
 
 /**
@@ -113,10 +112,6 @@ export interface BoardInfo__Output {
   'capabilities': ({[key: string]: string});
   'agent_id': (string);
   'agent_name': (string);
-  /**
-   * starting | free | busy | draining | quarantined; absent (BoardCommand replies only): not attached, a board the tracker remembers
-   */
-  'state': (string);
   /**
    * set while busy
    */
@@ -149,10 +144,6 @@ export interface BoardInfo__Output {
    * when it ran (ms since the epoch)
    */
   'last_canary_at_ms': (number);
-  /**
-   * while busy: how the session's frames travel (direct | relay | grpc; empty until its lane opens)
-   */
-  'session_lane': (string);
   /**
    * while drained: who drained it and why ("drained by alice: new fan"); empty otherwise
    */
@@ -188,4 +179,9 @@ export interface BoardInfo__Output {
    * a CUDA board's: what one launch may ask of its GPU; absent on other kinds
    */
   'cuda_limits': (_farm_v1_CudaLaunchLimits__Output | null);
+  /**
+   * while busy: how the session's frames travel; LANE_NONE until its lane opens
+   */
+  'session_lane': (_farm_v1_Lane__Output);
+  'state': (_farm_v1_BoardState__Output);
 }
