@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { BOARD_STATE, EnumCodec, LANE, ROUTE, fromWireMessage, toWireMessage } from "./enums.ts";
+import { BOARD_ACTION, BOARD_STATE, EnumCodec, LANE, ROUTE, TOKEN_KIND, fromWireMessage, toWireMessage } from "./enums.ts";
 import { FarmError } from "./errors.ts";
 import { decodeGrantFrame, decodeSessionRequest, encodeGrantFrame, encodeSessionRequest } from "./frames.ts";
 import { ROUTES } from "./routes.ts";
@@ -23,6 +23,16 @@ describe("enum codecs", () => {
     assert.equal(LANE.fromWire(0, "x"), "");
     assert.deepEqual(BOARD_STATE.names, ["absent", "starting", "free", "busy", "draining", "quarantined"]);
     assert.equal(BOARD_STATE.fromWire(0, "x"), "absent", "the enum's 0: a board that is not attached");
+    assert.deepEqual(TOKEN_KIND.names, ["agent", "client", "operator"]);
+  });
+
+  it(`read an UNSPECIFIED 0 as unset, "", as the string field it replaced was, and never offer it as a choice`, () => {
+    assert.equal(TOKEN_KIND.fromWire(0, "x"), "");
+    assert.equal(TOKEN_KIND.fromWire("TOKEN_KIND_UNSPECIFIED", "x"), "");
+    assert.equal(TOKEN_KIND.toWire(""), "TOKEN_KIND_UNSPECIFIED");
+    assert.throws(() => BOARD_ACTION.parse("", "boardCommand()"), refused("INVALID_ARGUMENT", /^boardCommand\(\): board command must be one of drain, quarantine, restore, got ""$/));
+    const request = fromWireMessage<{ action: string; kind: string }>("farm.v1.TokensRequest", { action: "TOKEN_ACTION_LIST", kind: "TOKEN_KIND_UNSPECIFIED", name: "" }, "x");
+    assert.deepEqual([request.action, request.kind], ["list", ""]);
   });
 
   it("refuse a value outside the enum with the caller's code, naming the choices", () => {

@@ -7,8 +7,10 @@
  *
  * One rule maps the two, for every enum: the value without the enum's
  * prefix, lowercased, `_` as `-` (ROUTE_DIRECT ↔ "direct"). A 0 value named
- * `<PREFIX>UNSPECIFIED` has no name (unset: refused on read, never written);
- * a codec's `empty` value stands for the empty string (LANE_NONE ↔ "").
+ * `<PREFIX>UNSPECIFIED` is "", unset, as the string field it replaced was
+ * (its reader says whether unset is allowed), and not one of the choices an
+ * error names; a codec's `empty` value is "" too, and one of the choices
+ * (LANE_NONE: no lane yet).
  * The names' types come from the generated enum types, so a value added to
  * a .proto file is a name here without another declaration. Where
  * contract.json declares the names too (the lanes, the auto route), the
@@ -25,7 +27,11 @@ import type * as Protobuf from "protobufjs";
 import { fileURLToPath } from "node:url";
 import { FarmError, type FarmErrorCode } from "./errors.ts";
 import { AUTO_ROUTE, LANES } from "./gen/contract.ts";
+import type { BoardAction__Output } from "./gen/farm/v1/BoardAction.ts";
 import type { BoardState__Output } from "./gen/farm/v1/BoardState.ts";
+import type { HealthReportKind__Output } from "./gen/farm/v1/HealthReportKind.ts";
+import type { TokenAction__Output } from "./gen/farm/v1/TokenAction.ts";
+import type { TokenKind__Output } from "./gen/farm/v1/TokenKind.ts";
 import type { Lane__Output } from "./gen/farm/v1/Lane.ts";
 import type { Route__Output } from "./gen/farm/v1/Route.ts";
 
@@ -39,13 +45,15 @@ root.loadSync(["farm/v1/common.proto", "farm/v1/agent.proto", "farm/v1/host.prot
 type Kebab<S extends string> = S extends `${infer A}_${infer B}` ? `${A}-${Kebab<B>}` : S;
 /** The name users see of wire value `W` of the enum whose values start with `P`; `E`: the value that stands for "". */
 export type EnumName<W extends string, P extends string, E extends string = never> = W extends E ? "" : W extends `${P}UNSPECIFIED` ? never : W extends `${P}${infer R}` ? Kebab<Lowercase<R>> : never;
+/** "" where the enum has an UNSPECIFIED value: what an unset field reads as, and is written from. */
+export type Unset<W extends string> = [Extract<W, `${string}_UNSPECIFIED`>] extends [never] ? never : "";
 
 /** One enum's names, both ways. `what` in the methods says whose value it is, for the error. */
 export class EnumCodec<W extends string, N extends string> {
-  /** The names users see, in the enum's order. */
+  /** The choices, as users see them, in the enum's order ("" only where it means something: `empty`). */
   readonly names: readonly N[];
   private readonly wireOf = new Map<string, W>();
-  private readonly nameOf = new Map<string | number, N>();
+  private readonly nameOf = new Map<string | number, N | Unset<W>>();
 
   /** `type`: the enum's full name ("farm.v1.Route"); `label`: what its values are, in errors ("route"). */
   constructor(
@@ -58,30 +66,30 @@ export class EnumCodec<W extends string, N extends string> {
     const names: N[] = [];
     for (const [wire, num] of Object.entries(e.values)) {
       if (!wire.startsWith(prefix)) throw new Error(`${type}: ${wire} does not start with ${prefix}`);
-      if (wire === `${prefix}UNSPECIFIED`) continue;
-      const name = (wire === empty ? "" : wire.slice(prefix.length).toLowerCase().replaceAll("_", "-")) as N;
-      names.push(name);
+      const unset = wire === `${prefix}UNSPECIFIED`;
+      const name = (unset || wire === empty ? "" : wire.slice(prefix.length).toLowerCase().replaceAll("_", "-")) as N;
+      if (!unset) names.push(name);
       this.wireOf.set(name, wire as W);
       this.nameOf.set(wire, name).set(num, name);
     }
-    if (empty !== undefined && !this.wireOf.has("" as N)) throw new Error(`${type} has no value ${empty}`);
+    if (empty !== undefined && !names.includes("" as N)) throw new Error(`${type} has no value ${empty}`);
     this.names = names;
     CODECS.set(e.fullName, this);
   }
 
   /** "direct" → "ROUTE_DIRECT", for a message being built. */
-  toWire(name: N): W {
+  toWire(name: N | Unset<W>): W {
     return this.wireOf.get(name) ?? this.refuse(name, "a message being built", "INTERNAL");
   }
 
-  /** "ROUTE_DIRECT", or its number, from a decoded message → "direct"; an unknown or unset value is refused with `code`. */
-  fromWire(value: string | number | null | undefined, what: string, code: FarmErrorCode = "INVALID_ARGUMENT"): N {
+  /** "ROUTE_DIRECT", or its number, from a decoded message → "direct"; a value outside the enum is refused with `code`. */
+  fromWire(value: string | number | null | undefined, what: string, code: FarmErrorCode = "INVALID_ARGUMENT"): N | Unset<W> {
     return (value === null || value === undefined ? undefined : this.nameOf.get(value)) ?? this.refuse(value, what, code);
   }
 
-  /** A name as a user or a caller gave it ("direct") → the same, typed; anything else is refused naming the choices. */
+  /** A name as a user or a caller gave it ("direct") → the same, typed; anything else, unset included, is refused naming the choices. */
   parse(value: string, what: string): N {
-    return this.wireOf.has(value) ? (value as N) : this.refuse(value, what, "INVALID_ARGUMENT");
+    return (this.names as readonly string[]).includes(value) ? (value as N) : this.refuse(value, what, "INVALID_ARGUMENT");
   }
 
   private refuse(value: unknown, what: string, code: FarmErrorCode): never {
@@ -159,6 +167,14 @@ export const LANE = new EnumCodec<Lane__Output, EnumName<Lane__Output, "LANE_", 
 export const BOARD_STATE = new EnumCodec<BoardState__Output, EnumName<BoardState__Output, "BOARD_STATE_">>("farm.v1.BoardState", "board state");
 
 export type BoardStateName = (typeof BOARD_STATE.names)[number];
+/** What an agent's BoardHealthReport tells: a canary's result, or an infrastructure error. */
+export const HEALTH_REPORT_KIND = new EnumCodec<HealthReportKind__Output, EnumName<HealthReportKind__Output, "HEALTH_REPORT_KIND_">>("farm.v1.HealthReportKind", "health report kind");
+/** An operator's command on one board (HostService.BoardCommand). */
+export const BOARD_ACTION = new EnumCodec<BoardAction__Output, EnumName<BoardAction__Output, "BOARD_ACTION_">>("farm.v1.BoardAction", "board command");
+/** What HostService.Tokens is asked to do. */
+export const TOKEN_ACTION = new EnumCodec<TokenAction__Output, EnumName<TokenAction__Output, "TOKEN_ACTION_">>("farm.v1.TokenAction", "token action");
+/** Who a token speaks for (tracker/tokens.ts takes its TOKEN_KINDS from here). */
+export const TOKEN_KIND = new EnumCodec<TokenKind__Output, EnumName<TokenKind__Output, "TOKEN_KIND_">>("farm.v1.TokenKind", "token kind");
 /** A busy board's session's lane ("" until it opens). */
 export type SessionLane = (typeof LANE.names)[number];
 

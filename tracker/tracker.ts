@@ -9,9 +9,7 @@ import {
   AgentService, FarmError, HostService, MAX_MESSAGE_BYTES, SESSION_ID_HEADER, SESSION_REQUEST_HEADER, SESSION_TOKEN_HEADER, decodeSessionRequest, type AgentServiceHandlers, type HostServiceHandlers, type Route, type SessionRequest__Output,
 } from "../protos/index.ts";
 import { SERVER_OPTIONS, grpcServerCredentials, isLoopbackHost } from "../runtime/index.ts";
-import type { TokensRequest__Output } from "../protos/gen/farm/v1/TokensRequest.ts";
-import type { TokensReply } from "../protos/gen/farm/v1/TokensReply.ts";
-import { toWireMessage, type BoardInfo } from "../protos/index.ts";
+import { BOARD_ACTION, fromWireMessage, toWireMessage, type BoardInfo, type TokensReply, type TokensRequest__Output } from "../protos/index.ts";
 import { AgentLinks } from "./agents.ts";
 import { AuditLog } from "./audit.ts";
 import { BoardMemory, emptyState, parseTrackerState, type BoardStanding, type TrackerState } from "./board-memory.ts";
@@ -257,8 +255,9 @@ export class Tracker {
       BoardCommand: (call, callback) => {
         try {
           const caller = this.auth.caller(call.metadata, call.getPeer(), "send board commands");
-          this.auth.requireKind(caller, ["operator"], `${call.request.action || "command"} boards`);
-          const { board_id: id, action, operator, reason } = call.request;
+          const action = BOARD_ACTION.fromWire(call.request.action, "the board command");
+          this.auth.requireKind(caller, ["operator"], `${action || "command"} boards`);
+          const { board_id: id, operator, reason } = call.request;
           // With tokens, who asked is the token's name, not what the request says.
           const by = caller.identity ? caller.name : operator || call.getPeer();
           const board = this.boardCommand(id, action, by, reason);
@@ -279,7 +278,8 @@ export class Tracker {
         try {
           const caller = this.auth.caller(call.metadata, call.getPeer(), "administer tokens");
           this.auth.requireKind(caller, ["operator"], "administer tokens");
-          callback(null, this.tokens(caller, call.request));
+          const reply = this.tokens(caller, fromWireMessage("farm.v1.TokensRequest", call.request, "the tokens request"));
+          callback(null, toWireMessage("farm.v1.TokensReply", reply));
         } catch (err) {
           callback(FarmError.from(err).toGrpc());
         }

@@ -4,7 +4,7 @@
  */
 import { rmSync } from "node:fs";
 import { join } from "node:path";
-import { FarmError, LANE, ROUTE, type Lane } from "../../protos/index.ts";
+import { FarmError, HEALTH_REPORT_KIND, LANE, ROUTE, type Lane } from "../../protos/index.ts";
 import { cudaLaunchLimitsToWire } from "../../domain/index.ts";
 import { parseAddress } from "../../runtime/index.ts";
 import { DEFAULT_VTA_HARDWARE } from "../../vta/index.ts";
@@ -266,7 +266,7 @@ export class Agent {
 
 /** A board's health report as the tracker hears it; `atMs`: when this agent saw it. */
 function healthMessage(name: string, r: HealthReport, atMs: number): BoardHealthReport {
-  return { board_name: name, kind: r.kind, ok: r.ok, reason: r.reason, duration_ms: r.durationMs, at_ms: atMs, kernel_ns: r.kernelNs };
+  return { board_name: name, kind: HEALTH_REPORT_KIND.toWire(r.kind), ok: r.ok, reason: r.reason, duration_ms: r.durationMs, at_ms: atMs, kernel_ns: r.kernelNs };
 }
 
 export async function startAgent(opts: AgentOptions): Promise<Agent> {

@@ -74,6 +74,7 @@ export interface ProtoGrpcType {
       ArrayInfo: MessageTypeDefinition<_farm_v1_ArrayInfo, _farm_v1_ArrayInfo__Output>
       ArrayRead: MessageTypeDefinition<_farm_v1_ArrayRead, _farm_v1_ArrayRead__Output>
       ArrayWrite: MessageTypeDefinition<_farm_v1_ArrayWrite, _farm_v1_ArrayWrite__Output>
+      BoardAction: EnumTypeDefinition
       BoardCommandReply: MessageTypeDefinition<_farm_v1_BoardCommandReply, _farm_v1_BoardCommandReply__Output>
       BoardCommandRequest: MessageTypeDefinition<_farm_v1_BoardCommandRequest, _farm_v1_BoardCommandRequest__Output>
       BoardFrame: MessageTypeDefinition<_farm_v1_BoardFrame, _farm_v1_BoardFrame__Output>
@@ -125,7 +126,9 @@ export interface ProtoGrpcType {
       SummaryRequest: MessageTypeDefinition<_farm_v1_SummaryRequest, _farm_v1_SummaryRequest__Output>
       TimeEvaluate: MessageTypeDefinition<_farm_v1_TimeEvaluate, _farm_v1_TimeEvaluate__Output>
       TimeResult: MessageTypeDefinition<_farm_v1_TimeResult, _farm_v1_TimeResult__Output>
+      TokenAction: EnumTypeDefinition
       TokenInfo: MessageTypeDefinition<_farm_v1_TokenInfo, _farm_v1_TokenInfo__Output>
+      TokenKind: EnumTypeDefinition
       TokensReply: MessageTypeDefinition<_farm_v1_TokensReply, _farm_v1_TokensReply__Output>
       TokensRequest: MessageTypeDefinition<_farm_v1_TokensRequest, _farm_v1_TokensRequest__Output>
       Upload: MessageTypeDefinition<_farm_v1_Upload, _farm_v1_Upload__Output>

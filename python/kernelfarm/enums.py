@@ -3,8 +3,9 @@
 On the wire a value is the enum's number (ROUTE_DIRECT = 1); everywhere a user looks
 (`summary()`, `Session.lane`, errors, logs) it is "direct". One rule maps the two, for
 every enum, as protos/enums.ts does for TypeScript: the value's name without the enum's
-prefix, lowercased, `_` as `-`. A 0 value named `<PREFIX>UNSPECIFIED` has no name (unset:
-refused on read, never written); a codec's `empty` value stands for "" (LANE_NONE).
+prefix, lowercased, `_` as `-`. A 0 value named `<PREFIX>UNSPECIFIED` is "", unset, as the string
+field it replaced was, and not one of the choices an error names; a codec's `empty` value is "" too,
+and one of the choices (LANE_NONE: no lane yet).
 """
 from __future__ import annotations
 
@@ -27,18 +28,20 @@ class EnumCodec:
         self.label = label
         self._wire: dict[str, int] = {}
         self._name: dict[int, str] = {}
+        names: list[str] = []
         for value in descriptor.values:
             if not value.name.startswith(prefix):
                 raise ValueError(f"{self.type}: {value.name} does not start with {prefix}")
-            if value.name == f"{prefix}UNSPECIFIED":
-                continue
-            name = "" if value.name == empty else value.name[len(prefix) :].lower().replace("_", "-")
+            unset = value.name == f"{prefix}UNSPECIFIED"
+            name = "" if unset or value.name == empty else value.name[len(prefix) :].lower().replace("_", "-")
+            if not unset:
+                names.append(name)
             self._wire[name] = value.number
             self._name[value.number] = name
-        if empty is not None and "" not in self._wire:
+        if empty is not None and "" not in names:
             raise ValueError(f"{self.type} has no value {empty}")
-        #: The names users see, in the enum's order.
-        self.names: tuple[str, ...] = tuple(self._wire)
+        #: The choices, as users see them, in the enum's order ("" only where it means something: `empty`).
+        self.names: tuple[str, ...] = tuple(names)
 
     def to_wire(self, name: str) -> int:
         """ "direct" -> ROUTE_DIRECT's number, for a message being built."""
@@ -54,7 +57,7 @@ class EnumCodec:
 
     def parse(self, value: Optional[str], what: str) -> str:
         """A name as a user gave it ("direct") -> the same; anything else is refused naming the choices."""
-        if value is None or value not in self._wire:
+        if value is None or value not in self.names:
             self._refuse(value, what, "INVALID_ARGUMENT")
         return str(value)
 
