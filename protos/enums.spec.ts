@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { BOARD_ACTION, BOARD_STATE, EnumCodec, LANE, ROUTE, TOKEN_KIND, fromWireMessage, toWireMessage } from "./enums.ts";
+import { BOARD_ACTION, BOARD_HEALTH, BOARD_STATE, EnumCodec, LANE, ROUTE, TOKEN_KIND, fromWireMessage, toWireMessage } from "./enums.ts";
 import { FarmError } from "./errors.ts";
 import { decodeGrantFrame, decodeSessionRequest, encodeGrantFrame, encodeSessionRequest } from "./frames.ts";
 import { ROUTES } from "./routes.ts";
@@ -24,6 +24,7 @@ describe("enum codecs", () => {
     assert.deepEqual(BOARD_STATE.names, ["absent", "starting", "free", "busy", "draining", "quarantined"]);
     assert.equal(BOARD_STATE.fromWire(0, "x"), "absent", "the enum's 0: a board that is not attached");
     assert.deepEqual(TOKEN_KIND.names, ["agent", "client", "operator"]);
+    assert.deepEqual(BOARD_HEALTH.names, ["healthy", "suspect", "quarantined"]);
   });
 
   it(`read an UNSPECIFIED 0 as unset, "", as the string field it replaced was, and never offer it as a choice`, () => {
@@ -52,10 +53,10 @@ describe("enum codecs", () => {
 describe("the codecs of messages with enums", () => {
   it("convert every enum field of a message, in the messages it holds too, and share the rest", () => {
     const labels = { rack: "r1" };
-    const board = { id: "a/b", state: "busy" as const, session_lane: "relay" as const, labels };
+    const board = { id: "a/b", state: "busy" as const, session_lane: "relay" as const, labels, health_history: [{ at_ms: 1, from: "healthy" as const, to: "suspect" as const }] };
     const reply = { boards: [board], tracker_version: "v" };
     const wire = toWireMessage<{ boards: Array<Record<string, unknown>> }>("farm.v1.SummaryReply", reply);
-    assert.deepEqual(wire.boards[0], { id: "a/b", state: "BOARD_STATE_BUSY", session_lane: "LANE_RELAY", labels });
+    assert.deepEqual(wire.boards[0], { id: "a/b", state: "BOARD_STATE_BUSY", session_lane: "LANE_RELAY", labels, health_history: [{ at_ms: 1, from: "BOARD_HEALTH_HEALTHY", to: "BOARD_HEALTH_SUSPECT" }] });
     assert.equal(wire.boards[0]!.labels, labels);
     assert.deepEqual(fromWireMessage("farm.v1.SummaryReply", wire, "x"), reply);
     assert.equal(reply.boards[0]!.state, "busy", "the message given is not changed");

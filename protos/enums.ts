@@ -28,6 +28,7 @@ import { fileURLToPath } from "node:url";
 import { FarmError, type FarmErrorCode } from "./errors.ts";
 import { AUTO_ROUTE, LANES } from "./gen/contract.ts";
 import type { BoardAction__Output } from "./gen/farm/v1/BoardAction.ts";
+import type { BoardHealth__Output } from "./gen/farm/v1/BoardHealth.ts";
 import type { BoardState__Output } from "./gen/farm/v1/BoardState.ts";
 import type { HealthReportKind__Output } from "./gen/farm/v1/HealthReportKind.ts";
 import type { TokenAction__Output } from "./gen/farm/v1/TokenAction.ts";
@@ -167,6 +168,9 @@ export const LANE = new EnumCodec<Lane__Output, EnumName<Lane__Output, "LANE_", 
 export const BOARD_STATE = new EnumCodec<BoardState__Output, EnumName<BoardState__Output, "BOARD_STATE_">>("farm.v1.BoardState", "board state");
 
 export type BoardStateName = (typeof BOARD_STATE.names)[number];
+/** A board's health (tracker/health.ts takes its HEALTH_STATES from here); "" where unset. */
+export const BOARD_HEALTH = new EnumCodec<BoardHealth__Output, EnumName<BoardHealth__Output, "BOARD_HEALTH_">>("farm.v1.BoardHealth", "board health");
+export type BoardHealthName = ReturnType<typeof BOARD_HEALTH.fromWire>;
 /** What an agent's BoardHealthReport tells: a canary's result, or an infrastructure error. */
 export const HEALTH_REPORT_KIND = new EnumCodec<HealthReportKind__Output, EnumName<HealthReportKind__Output, "HEALTH_REPORT_KIND_">>("farm.v1.HealthReportKind", "health report kind");
 /** An operator's command on one board (HostService.BoardCommand). */

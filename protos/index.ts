@@ -18,7 +18,7 @@ export {
   type HostFrame, type HostFrame__Output, type BoardFrame, type BoardFrame__Output, type Grant, type Grant__Output, type SessionRequest, type SessionRequest__Output,
 } from "./frames.ts";
 export {
-  EnumCodec, ROUTE, LANE, BOARD_STATE, HEALTH_REPORT_KIND, BOARD_ACTION, TOKEN_ACTION, TOKEN_KIND, toWireMessage, fromWireMessage, type EnumName, type Unset, type BoardStateName, type SessionLane,
+  EnumCodec, ROUTE, LANE, BOARD_STATE, HEALTH_REPORT_KIND, BOARD_ACTION, TOKEN_ACTION, TOKEN_KIND, toWireMessage, fromWireMessage, type EnumName, type Unset, type BoardStateName, type SessionLane, BOARD_HEALTH, type BoardHealthName,
 } from "./enums.ts";
 export type { TokensRequest, TokensRequest__Output, TokenInfo, TokenInfo__Output, TokensReply, TokensReply__Output } from "./admin.ts";
 export { encodeBoardEntry, encodeSummaryReply, type BoardInfo, type BoardInfo__Output, type SummaryReply, type SummaryReply__Output } from "./summary-reply.ts";

@@ -16,12 +16,26 @@ import type * as Protobuf from "protobufjs";
 import { fileURLToPath } from "node:url";
 import type { BoardInfo as BoardInfoMessage, BoardInfo__Output as BoardInfoMessage__Output } from "./gen/farm/v1/BoardInfo.ts";
 import type { SummaryReply as SummaryReplyMessage, SummaryReply__Output as SummaryReplyMessage__Output } from "./gen/farm/v1/SummaryReply.ts";
-import { toWireMessage, type BoardStateName, type SessionLane } from "./enums.ts";
+import type { HealthChange as HealthChangeMessage, HealthChange__Output as HealthChangeMessage__Output } from "./gen/farm/v1/HealthChange.ts";
+import { toWireMessage, type BoardHealthName, type BoardStateName, type SessionLane } from "./enums.ts";
 
 /** A board as every part handles it: its state and session lane by name ("free", "direct"); protos/enums.ts converts the enums at the wire. */
 /** "local": a local session's board (local-session.ts), which never travels. */
-export type BoardInfo = Omit<BoardInfoMessage, "state" | "session_lane"> & { state?: BoardStateName; session_lane?: SessionLane | "local" };
-export type BoardInfo__Output = Omit<BoardInfoMessage__Output, "state" | "session_lane"> & { state: BoardStateName; session_lane: SessionLane | "local" };
+export type BoardInfo = Omit<BoardInfoMessage, "state" | "session_lane" | "health" | "health_history"> & {
+  state?: BoardStateName;
+  session_lane?: SessionLane | "local";
+  health?: BoardHealthName;
+  health_history?: HealthChange[];
+};
+export type BoardInfo__Output = Omit<BoardInfoMessage__Output, "state" | "session_lane" | "health" | "health_history"> & {
+  state: BoardStateName;
+  session_lane: SessionLane | "local";
+  health: BoardHealthName;
+  health_history: HealthChange__Output[];
+};
+/** One move of a board's health, its ends by name ("suspect"). */
+export type HealthChange = Omit<HealthChangeMessage, "from" | "to"> & { from?: BoardHealthName; to?: BoardHealthName };
+export type HealthChange__Output = Omit<HealthChangeMessage__Output, "from" | "to"> & { from: BoardHealthName; to: BoardHealthName };
 /** A Summary reply with its boards as above. */
 export type SummaryReply = Omit<SummaryReplyMessage, "boards"> & { boards?: BoardInfo[] };
 export type SummaryReply__Output = Omit<SummaryReplyMessage__Output, "boards"> & { boards: BoardInfo__Output[] };

@@ -84,6 +84,7 @@ export interface ProtoGrpcType {
       ArrayWrite: MessageTypeDefinition<_farm_v1_ArrayWrite, _farm_v1_ArrayWrite__Output>
       AssignSession: MessageTypeDefinition<_farm_v1_AssignSession, _farm_v1_AssignSession__Output>
       BoardFrame: MessageTypeDefinition<_farm_v1_BoardFrame, _farm_v1_BoardFrame__Output>
+      BoardHealth: EnumTypeDefinition
       BoardHealthReport: MessageTypeDefinition<_farm_v1_BoardHealthReport, _farm_v1_BoardHealthReport__Output>
       BoardInfo: MessageTypeDefinition<_farm_v1_BoardInfo, _farm_v1_BoardInfo__Output>
       BoardLabels: MessageTypeDefinition<_farm_v1_BoardLabels, _farm_v1_BoardLabels__Output>

@@ -78,6 +78,7 @@ export interface ProtoGrpcType {
       BoardCommandReply: MessageTypeDefinition<_farm_v1_BoardCommandReply, _farm_v1_BoardCommandReply__Output>
       BoardCommandRequest: MessageTypeDefinition<_farm_v1_BoardCommandRequest, _farm_v1_BoardCommandRequest__Output>
       BoardFrame: MessageTypeDefinition<_farm_v1_BoardFrame, _farm_v1_BoardFrame__Output>
+      BoardHealth: EnumTypeDefinition
       BoardInfo: MessageTypeDefinition<_farm_v1_BoardInfo, _farm_v1_BoardInfo__Output>
       BoardState: EnumTypeDefinition
       Call: MessageTypeDefinition<_farm_v1_Call, _farm_v1_Call__Output>

@@ -34,6 +34,7 @@ export interface ProtoGrpcType {
   farm: {
     v1: {
       AgentToWorker: MessageTypeDefinition<_farm_v1_AgentToWorker, _farm_v1_AgentToWorker__Output>
+      BoardHealth: EnumTypeDefinition
       BoardInfo: MessageTypeDefinition<_farm_v1_BoardInfo, _farm_v1_BoardInfo__Output>
       BoardState: EnumTypeDefinition
       CanaryTiming: MessageTypeDefinition<_farm_v1_CanaryTiming, _farm_v1_CanaryTiming__Output>

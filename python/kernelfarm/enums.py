@@ -70,5 +70,7 @@ class EnumCodec:
 ROUTE = EnumCodec(common_pb2.Route, "route")
 #: How a session's frames do travel; "" until its lane opens; "tvm": a TVM server's board.
 LANE = EnumCodec(common_pb2.Lane, "lane", empty="LANE_NONE")
+#: A board's health; "" where unset.
+BOARD_HEALTH = EnumCodec(common_pb2.BoardHealth, "board health")
 #: Where a board stands with the tracker; "absent": not attached (a remembered board).
 BOARD_STATE = EnumCodec(common_pb2.BoardState, "board state")

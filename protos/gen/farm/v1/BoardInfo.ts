@@ -5,6 +5,7 @@ import type { CanaryTiming as _farm_v1_CanaryTiming, CanaryTiming__Output as _fa
 import type { CudaLaunchLimits as _farm_v1_CudaLaunchLimits, CudaLaunchLimits__Output as _farm_v1_CudaLaunchLimits__Output } from '../../farm/v1/CudaLaunchLimits';
 import type { Lane as _farm_v1_Lane, Lane__Output as _farm_v1_Lane__Output } from '../../farm/v1/Lane';
 import type { BoardState as _farm_v1_BoardState, BoardState__Output as _farm_v1_BoardState__Output } from '../../farm/v1/BoardState';
+import type { BoardHealth as _farm_v1_BoardHealth, BoardHealth__Output as _farm_v1_BoardHealth__Output } from '../../farm/v1/BoardHealth';
 
 /**
  * A board as the tracker knows it. `kind` names the backend (cpu, cuda, vta-sim);
@@ -30,10 +31,6 @@ export interface BoardInfo {
    * who holds the session
    */
   'client_id'?: (string);
-  /**
-   * healthy | suspect | quarantined (tracker/health.ts)
-   */
-  'health'?: (string);
   /**
    * why it is in that state
    */
@@ -94,6 +91,7 @@ export interface BoardInfo {
    */
   'session_lane'?: (_farm_v1_Lane);
   'state'?: (_farm_v1_BoardState);
+  'health'?: (_farm_v1_BoardHealth);
 }
 
 /**
@@ -120,10 +118,6 @@ export interface BoardInfo__Output {
    * who holds the session
    */
   'client_id': (string);
-  /**
-   * healthy | suspect | quarantined (tracker/health.ts)
-   */
-  'health': (string);
   /**
    * why it is in that state
    */
@@ -184,4 +178,5 @@ export interface BoardInfo__Output {
    */
   'session_lane': (_farm_v1_Lane__Output);
   'state': (_farm_v1_BoardState__Output);
+  'health': (_farm_v1_BoardHealth__Output);
 }
