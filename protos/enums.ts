@@ -41,7 +41,7 @@ const protobuf = require("protobufjs") as typeof Protobuf;
 
 const root = new protobuf.Root();
 root.resolvePath = (_origin, target) => (target.startsWith("farm/") ? fileURLToPath(new URL(target, import.meta.url)) : target);
-root.loadSync(["farm/v1/common.proto", "farm/v1/agent.proto", "farm/v1/host.proto", "farm/v1/worker.proto"], { keepCase: true });
+root.loadSync(["farm/v1/common.proto", "farm/v1/agent.proto", "farm/v1/host.proto", "farm/v1/session.proto", "farm/v1/worker.proto"], { keepCase: true });
 
 type Kebab<S extends string> = S extends `${infer A}_${infer B}` ? `${A}-${Kebab<B>}` : S;
 /** The name users see of wire value `W` of the enum whose values start with `P`; `E`: the value that stands for "". */

@@ -38,7 +38,7 @@ const laneWelcomeType = root.lookupType("farm.v1.LaneWelcome");
 
 export type { HostFrame, HostFrame__Output, BoardFrame, BoardFrame__Output };
 
-/** A grant with its route by name ("direct"): the codecs below convert the Route enum (protos/enums.ts). */
+/** A grant with its enums by name (route "direct", its board's state "busy"): the codecs below convert them (protos/enums.ts). */
 export type Grant = Omit<GrantMessage, "route" | "board"> & { route?: Route; board?: BoardInfo | null };
 export type Grant__Output = Omit<GrantMessage__Output, "route" | "board"> & { route: Route; board: BoardInfo__Output | null };
 /** A session request with its route by name (absent: auto). */

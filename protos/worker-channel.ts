@@ -15,7 +15,7 @@ import { fileURLToPath } from "node:url";
 import { FarmError, type WireError } from "./errors.ts";
 import type { AgentToWorker as AgentToWorkerMessage, AgentToWorker__Output as AgentToWorkerMessage__Output } from "./gen/farm/v1/AgentToWorker.ts";
 import type { WorkerAssign, WorkerAssign__Output } from "./gen/farm/v1/WorkerAssign.ts";
-import { ROUTE } from "./enums.ts";
+import { ROUTE, toWireMessage } from "./enums.ts";
 import type { Route } from "./routes.ts";
 import type { WorkerToAgent, WorkerToAgent__Output } from "./gen/farm/v1/WorkerToAgent.ts";
 
@@ -60,7 +60,7 @@ export type WorkerMessage = { [K in keyof Bodies]: { kind: K; m: Bodies[K] } }[k
 
 export function encodeToWorker(msg: AgentToWorker): Uint8Array {
   // fromObject: protobufjs's encode takes an enum's number only, and a name would be written as 0.
-  if (msg.assign) return toWorkerType.encode(toWorkerType.fromObject({ ...msg, assign: { ...msg.assign, route: ROUTE.toWire(msg.assign.route ?? "auto") } })).finish();
+  if (msg.assign) return toWorkerType.encode(toWorkerType.fromObject(toWireMessage("farm.v1.AgentToWorker", msg))).finish();
   return toWorkerType.encode(msg).finish();
 }
 
