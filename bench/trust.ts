@@ -100,7 +100,7 @@ function authCostUs(dir: string): { withTokens: number; open: number } {
   const token = file.create({ name: "bench", kind: "client", keys: ["gpu-*", "cpu"], maxPriority: 10, maxSessionTimeoutMs: 3_600_000 }).token;
   const log = componentLogger("bench", {});
   const time = (auth: Authorizer, md: Metadata) => {
-    const req = { key: "cpu", priority: 1, labels: {}, deadline_ms: 0, client_id: "x", session_timeout_ms: 0, route: "", board_id: "" };
+    const req = { key: "cpu", priority: 1, labels: {}, deadline_ms: 0, client_id: "x", session_timeout_ms: 0, route: "auto" as const, board_id: "" };
     for (let i = 0; i < 2000; i++) auth.sessionRequest(auth.caller(md, "bench", "request sessions"), req, 86_400_000);
     const t0 = nowMs();
     for (let i = 0; i < AUTH_RUNS; i++) auth.sessionRequest(auth.caller(md, "bench", "request sessions"), req, 86_400_000);

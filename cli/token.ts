@@ -83,7 +83,7 @@ export function addTokenCommand(program: Command): void {
         (file) => file.create({ name: o.name, kind: o.kind as TokenKind, keys, maxPriority: o.maxPriority ?? null, maxSessionTimeoutMs: o.maxSessionTimeout ?? null, expiresAtMs }),
         async (client) => {
           const r = await client.tokens({
-            action: "create", name: o.name, kind: o.kind, keys,
+            action: "create", name: o.name, kind: o.kind as TokenKind, keys,
             has_max_priority: o.maxPriority !== undefined, max_priority: o.maxPriority ?? 0,
             max_session_timeout_ms: o.maxSessionTimeout ?? 0, expires_at_ms: expiresAtMs ?? 0,
           });

@@ -11,7 +11,7 @@ import {
 } from "../protos/index.ts";
 import { fillProblem, fillRange, type RandomFill } from "../domain/index.ts";
 import type { Call } from "../protos/gen/farm/v1/Call.ts";
-import type { BoardInfo__Output } from "../protos/gen/farm/v1/BoardInfo.ts";
+import type { BoardInfo__Output } from "../protos/index.ts";
 import type { FunctionInfo__Output } from "../protos/gen/farm/v1/FunctionInfo.ts";
 import type { Arg } from "../protos/gen/farm/v1/Arg.ts";
 import { BenchmarkResult, type StoppedBy } from "./benchmark-result.ts";

@@ -3,15 +3,13 @@
  * key's queue for a board and opens a Session on it (TVM's
  * `tracker.request(key)`).
  */
-import type { BoardInfo__Output } from "../protos/gen/farm/v1/BoardInfo.ts";
+import type { BoardInfo__Output } from "../protos/index.ts";
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { Metadata } from "@grpc/grpc-js";
-import { FarmError, HostService, SESSION_REQUEST_HEADER, encodeSessionRequest, parseRoute, type HostServiceClient, type Route } from "../protos/index.ts";
+import { BOARD_ACTION, FarmError, HostService, fromWireMessage, toWireMessage, type TokensReply__Output, type TokensRequest, SESSION_REQUEST_HEADER, encodeSessionRequest, parseRoute, type HostServiceClient, type Route } from "../protos/index.ts";
 import { callMetadata, clientSecurity, diagnoseTransport, makeClient, parseAddress, type ClientSecurity, type ClientTls } from "../runtime/index.ts";
-import type { TokensReply__Output } from "../protos/gen/farm/v1/TokensReply.ts";
-import type { TokensRequest } from "../protos/gen/farm/v1/TokensRequest.ts";
-import type { SummaryReply__Output } from "../protos/gen/farm/v1/SummaryReply.ts";
+import type { SummaryReply__Output } from "../protos/index.ts";
 import { SessionChannel, connectionFailed, type SessionStream } from "./frame-channel.ts";
 import { Session } from "./session.ts";
 
@@ -161,7 +159,9 @@ export class TrackerClient {
    */
   summary(opts: { key?: string; healthHistory?: boolean } = {}): Promise<SummaryReply__Output> {
     return new Promise((resolve, reject) =>
-      this.client.Summary({ key: opts.key ?? "", health_history: opts.healthHistory ?? false }, this.metadata(), { deadline: Date.now() + this.rpcTimeoutMs }, (err, reply) => (err ? reject(this.unreachable(err)) : resolve(reply!))),
+      this.client.Summary({ key: opts.key ?? "", health_history: opts.healthHistory ?? false }, this.metadata(), { deadline: Date.now() + this.rpcTimeoutMs }, (err, reply) =>
+        err ? reject(this.unreachable(err)) : resolve(fromWireMessage("farm.v1.SummaryReply", reply!, "the tracker's summary", "PROTOCOL_ERROR")),
+      ),
     );
   }
 
@@ -173,8 +173,8 @@ export class TrackerClient {
    */
   boardCommand(boardId: string, action: "drain" | "quarantine" | "restore", operator = this.clientId, reason = ""): Promise<BoardInfo__Output> {
     return new Promise((resolve, reject) =>
-      this.client.BoardCommand({ board_id: boardId, action, operator, reason }, this.metadata(), { deadline: Date.now() + this.rpcTimeoutMs }, (err, reply) =>
-        err ? reject(this.unreachable(err)) : resolve(reply!.board!),
+      this.client.BoardCommand({ board_id: boardId, action: BOARD_ACTION.toWire(BOARD_ACTION.parse(action, "boardCommand()")), operator, reason }, this.metadata(), { deadline: Date.now() + this.rpcTimeoutMs }, (err, reply) =>
+        err ? reject(this.unreachable(err)) : resolve(fromWireMessage("farm.v1.BoardInfo", reply!.board!, "the tracker's board command reply", "PROTOCOL_ERROR")),
       ),
     );
   }
@@ -182,7 +182,9 @@ export class TrackerClient {
   /** Token administration (an operator token): create, list or revoke tokens on the tracker. */
   tokens(req: TokensRequest): Promise<TokensReply__Output> {
     return new Promise((resolve, reject) =>
-      this.client.Tokens(req, this.metadata(), { deadline: Date.now() + this.rpcTimeoutMs }, (err, reply) => (err ? reject(this.unreachable(err)) : resolve(reply!))),
+      this.client.Tokens(toWireMessage("farm.v1.TokensRequest", req), this.metadata(), { deadline: Date.now() + this.rpcTimeoutMs }, (err, reply) =>
+        err ? reject(this.unreachable(err)) : resolve(fromWireMessage("farm.v1.TokensReply", reply!, "the tracker's tokens reply", "PROTOCOL_ERROR")),
+      ),
     );
   }
 

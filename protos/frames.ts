@@ -10,10 +10,13 @@ import { fileURLToPath } from "node:url";
 import type { HostFrame, HostFrame__Output } from "./gen/farm/v1/HostFrame.ts";
 import type { BoardFrame, BoardFrame__Output } from "./gen/farm/v1/BoardFrame.ts";
 import type { WireError } from "./errors.ts";
-import type { Grant, Grant__Output } from "./gen/farm/v1/Grant.ts";
+import type { Grant as GrantMessage, Grant__Output as GrantMessage__Output } from "./gen/farm/v1/Grant.ts";
 import type { LaneHello, LaneHello__Output } from "./gen/farm/v1/LaneHello.ts";
 import type { LaneWelcome, LaneWelcome__Output } from "./gen/farm/v1/LaneWelcome.ts";
-import type { SessionRequest, SessionRequest__Output } from "./gen/farm/v1/SessionRequest.ts";
+import type { SessionRequest as SessionRequestMessage, SessionRequest__Output as SessionRequestMessage__Output } from "./gen/farm/v1/SessionRequest.ts";
+import { fromWireMessage, toWireMessage } from "./enums.ts";
+import type { BoardInfo, BoardInfo__Output } from "./summary-reply.ts";
+import type { Route } from "./routes.ts";
 
 const require = createRequire(import.meta.url);
 const protobuf = require("protobufjs") as typeof Protobuf;
@@ -33,7 +36,14 @@ const sessionRequestType = root.lookupType("farm.v1.SessionRequest");
 const laneHelloType = root.lookupType("farm.v1.LaneHello");
 const laneWelcomeType = root.lookupType("farm.v1.LaneWelcome");
 
-export type { HostFrame, HostFrame__Output, BoardFrame, BoardFrame__Output, Grant__Output, SessionRequest__Output };
+export type { HostFrame, HostFrame__Output, BoardFrame, BoardFrame__Output };
+
+/** A grant with its enums by name (route "direct", its board's state "busy"): the codecs below convert them (protos/enums.ts). */
+export type Grant = Omit<GrantMessage, "route" | "board"> & { route?: Route; board?: BoardInfo | null };
+export type Grant__Output = Omit<GrantMessage__Output, "route" | "board"> & { route: Route; board: BoardInfo__Output | null };
+/** A session request with its route by name (absent: auto). */
+export type SessionRequest = Omit<SessionRequestMessage, "route"> & { route?: Route };
+export type SessionRequest__Output = Omit<SessionRequestMessage__Output, "route"> & { route: Route };
 
 export function encodeHostFrame(frame: HostFrame): Uint8Array {
   return hostFrameType.encode(frame).finish();
@@ -115,8 +125,10 @@ export function isEndFrame(bytes: Uint8Array): boolean {
 }
 
 // No `id` at all: protobufjs writes a field that is present even when it is 0, and the tag must come first.
+// fromObject: protobufjs's encode takes an enum's number only, and a name would be written as 0.
 export function encodeGrantFrame(grant: Grant): Uint8Array {
-  return encodeBoardFrame({ grant });
+  const frame = { grant: toWireMessage<GrantMessage>("farm.v1.Grant", grant) };
+  return boardFrameType.encode(boardFrameType.fromObject(frame)).finish();
 }
 
 /** A session's last frame: `reason` null is a clean close. */
@@ -127,10 +139,12 @@ export function encodeEndFrame(reason: WireError | null): Uint8Array {
 /** The clean end, as the worker sends it: the tracker compares bytes, it does not decode. */
 export const CLEAN_END_FRAME: Uint8Array = encodeEndFrame(null);
 
+/** The grant a frame carries; a route or board state this SDK does not know is a PROTOCOL_ERROR. */
 export function decodeGrantFrame(bytes: Uint8Array): Grant__Output {
-  const f = decodeBoardFrame(bytes);
+  const f = boardFrameType.decode(bytes) as unknown as BoardFrame__Output;
   if (!f.grant) throw new Error("not a grant frame");
-  return f.grant;
+  const grant = boardFrameType.toObject(f as unknown as Protobuf.Message, { defaults: true, enums: String }).grant as object;
+  return fromWireMessage<Grant__Output>("farm.v1.Grant", grant, "the tracker's grant", "PROTOCOL_ERROR");
 }
 
 /** The end a frame carries: null for a clean close. */
@@ -143,11 +157,13 @@ export function decodeEndFrame(bytes: Uint8Array): WireError | null {
 // --- the session request (metadata of HostService.Session) and the lane handshake
 
 export function encodeSessionRequest(req: SessionRequest): Uint8Array {
-  return sessionRequestType.encode(req).finish();
+  return sessionRequestType.encode(sessionRequestType.fromObject(toWireMessage("farm.v1.SessionRequest", req))).finish();
 }
 
+/** Throws what protobufjs throws for bytes that do not decode, and an INVALID_ARGUMENT FarmError for a route it does not know. */
 export function decodeSessionRequest(bytes: Uint8Array): SessionRequest__Output {
-  return sessionRequestType.toObject(sessionRequestType.decode(bytes), { defaults: true }) as SessionRequest__Output;
+  const req = sessionRequestType.toObject(sessionRequestType.decode(bytes), { defaults: true, enums: String });
+  return fromWireMessage<SessionRequest__Output>("farm.v1.SessionRequest", req, "the session request");
 }
 
 export function encodeLaneHello(hello: LaneHello): Uint8Array {

@@ -14,8 +14,31 @@
 import { createRequire } from "node:module";
 import type * as Protobuf from "protobufjs";
 import { fileURLToPath } from "node:url";
-import type { BoardInfo } from "./gen/farm/v1/BoardInfo.ts";
-import type { SummaryReply } from "./gen/farm/v1/SummaryReply.ts";
+import type { BoardInfo as BoardInfoMessage, BoardInfo__Output as BoardInfoMessage__Output } from "./gen/farm/v1/BoardInfo.ts";
+import type { SummaryReply as SummaryReplyMessage, SummaryReply__Output as SummaryReplyMessage__Output } from "./gen/farm/v1/SummaryReply.ts";
+import type { HealthChange as HealthChangeMessage, HealthChange__Output as HealthChangeMessage__Output } from "./gen/farm/v1/HealthChange.ts";
+import { toWireMessage, type BoardHealthName, type BoardStateName, type SessionLane } from "./enums.ts";
+
+/** A board as every part handles it: its state and session lane by name ("free", "direct"); protos/enums.ts converts the enums at the wire. */
+/** "local": a local session's board (local-session.ts), which never travels. */
+export type BoardInfo = Omit<BoardInfoMessage, "state" | "session_lane" | "health" | "health_history"> & {
+  state?: BoardStateName;
+  session_lane?: SessionLane | "local";
+  health?: BoardHealthName;
+  health_history?: HealthChange[];
+};
+export type BoardInfo__Output = Omit<BoardInfoMessage__Output, "state" | "session_lane" | "health" | "health_history"> & {
+  state: BoardStateName;
+  session_lane: SessionLane | "local";
+  health: BoardHealthName;
+  health_history: HealthChange__Output[];
+};
+/** One move of a board's health, its ends by name ("suspect"). */
+export type HealthChange = Omit<HealthChangeMessage, "from" | "to"> & { from?: BoardHealthName; to?: BoardHealthName };
+export type HealthChange__Output = Omit<HealthChangeMessage__Output, "from" | "to"> & { from: BoardHealthName; to: BoardHealthName };
+/** A Summary reply with its boards as above. */
+export type SummaryReply = Omit<SummaryReplyMessage, "boards"> & { boards?: BoardInfo[] };
+export type SummaryReply__Output = Omit<SummaryReplyMessage__Output, "boards"> & { boards: BoardInfo__Output[] };
 
 const require = createRequire(import.meta.url);
 const protobuf = require("protobufjs") as typeof Protobuf;
@@ -34,7 +57,8 @@ const BOARDS_TAG = (2 << 3) | 2;
  * that a reply is its head and these, end to end.
  */
 export function encodeBoardEntry(info: BoardInfo): Uint8Array {
-  return protobuf.Writer.create().uint32(BOARDS_TAG).bytes(boardInfoType.encode(boardInfoType.fromObject(info)).finish()).finish();
+  const wire = toWireMessage<BoardInfoMessage>("farm.v1.BoardInfo", info);
+  return protobuf.Writer.create().uint32(BOARDS_TAG).bytes(boardInfoType.encode(boardInfoType.fromObject(wire)).finish()).finish();
 }
 
 /**
@@ -43,7 +67,7 @@ export function encodeBoardEntry(info: BoardInfo): Uint8Array {
  * result is what the tracker passes to the Summary call's callback (typed as
  * the reply it encodes, for grpc-js's handler type).
  */
-export function encodeSummaryReply(head: SummaryReply, boards: readonly Uint8Array[]): SummaryReply {
+export function encodeSummaryReply(head: SummaryReply, boards: readonly Uint8Array[]): SummaryReplyMessage {
   if (head.boards?.length) throw new Error("encodeSummaryReply: the head carries no boards; they are given encoded");
-  return Buffer.concat([summaryReplyType.encode(summaryReplyType.fromObject(head)).finish(), ...boards]) as unknown as SummaryReply;
+  return Buffer.concat([summaryReplyType.encode(summaryReplyType.fromObject(head)).finish(), ...boards]) as unknown as SummaryReplyMessage;
 }

@@ -13,7 +13,10 @@ import { createRequire } from "node:module";
 import type * as Protobuf from "protobufjs";
 import { fileURLToPath } from "node:url";
 import { FarmError, type WireError } from "./errors.ts";
-import type { AgentToWorker, AgentToWorker__Output } from "./gen/farm/v1/AgentToWorker.ts";
+import type { AgentToWorker as AgentToWorkerMessage, AgentToWorker__Output as AgentToWorkerMessage__Output } from "./gen/farm/v1/AgentToWorker.ts";
+import type { WorkerAssign, WorkerAssign__Output } from "./gen/farm/v1/WorkerAssign.ts";
+import { ROUTE, toWireMessage } from "./enums.ts";
+import type { Route } from "./routes.ts";
 import type { WorkerToAgent, WorkerToAgent__Output } from "./gen/farm/v1/WorkerToAgent.ts";
 
 const require = createRequire(import.meta.url);
@@ -46,26 +49,33 @@ const MAX_TEXT_CHARS = 16 << 10;
 /** Digests the content store knows: SHA-256 of the bytes, or their tree digest (domain/tree-digest.ts). */
 const DIGEST = /^(tree-)?[0-9a-f]{64}$/;
 
-export type { AgentToWorker, AgentToWorker__Output, WorkerToAgent };
+export type { WorkerToAgent };
+/** What the agent says, with an assignment's route by name ("grpc"): the codecs convert the Route enum (protos/enums.ts). */
+export type AgentToWorker = Omit<AgentToWorkerMessage, "assign"> & { assign?: (Omit<WorkerAssign, "route"> & { route?: Route }) | null };
+export type AgentToWorker__Output = Omit<AgentToWorkerMessage__Output, "assign"> & { assign?: (Omit<WorkerAssign__Output, "route"> & { route: Route }) | null };
 
 type Bodies = { [K in NonNullable<WorkerToAgent__Output["msg"]>]-?: NonNullable<WorkerToAgent__Output[K]> };
 /** A decoded, validated message from a worker: `kind` names it, `m` holds its fields. */
 export type WorkerMessage = { [K in keyof Bodies]: { kind: K; m: Bodies[K] } }[keyof Bodies];
 
 export function encodeToWorker(msg: AgentToWorker): Uint8Array {
+  // fromObject: protobufjs's encode takes an enum's number only, and a name would be written as 0.
+  if (msg.assign) return toWorkerType.encode(toWorkerType.fromObject(toWireMessage("farm.v1.AgentToWorker", msg))).finish();
   return toWorkerType.encode(msg).finish();
 }
 
 /** The worker's side: the agent is trusted, but a frame it cannot read is still a clear error. */
 export function decodeToWorker(bytes: Uint8Array): AgentToWorker__Output {
-  let msg: AgentToWorker__Output;
+  let msg: AgentToWorkerMessage__Output;
   try {
-    msg = toWorkerType.decode(bytes) as unknown as AgentToWorker__Output;
+    msg = toWorkerType.decode(bytes) as unknown as AgentToWorkerMessage__Output;
   } catch (err) {
     throw new FarmError("PROTOCOL_ERROR", `the agent sent a message that does not decode: ${(err as Error).message}`);
   }
   if (!msg.msg) throw new FarmError("PROTOCOL_ERROR", "the agent sent a message of no known kind");
-  return msg;
+  // A decoded instance keeps its defaults on its prototype: the route is replaced in place, not copied out.
+  if (msg.assign) (msg.assign as { route: unknown }).route = ROUTE.fromWire(msg.assign.route, "the agent's assignment", "PROTOCOL_ERROR");
+  return msg as unknown as AgentToWorker__Output;
 }
 
 export function encodeToAgent(msg: WorkerToAgent): Uint8Array {

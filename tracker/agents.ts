@@ -5,7 +5,7 @@
  * like one whose stream closes: its boards leave the pool and its sessions
  * end with AGENT_LOST.
  */
-import { FarmError, type WireError } from "../protos/index.ts";
+import { FarmError, HEALTH_REPORT_KIND, ROUTE, type WireError } from "../protos/index.ts";
 import { type Logger } from "../runtime/index.ts";
 import type { AgentMessage__Output } from "../protos/gen/farm/v1/AgentMessage.ts";
 import type { Register__Output } from "../protos/gen/farm/v1/Register.ts";
@@ -236,8 +236,9 @@ export class AgentLinks {
   private boardHealth(agent: FarmAgent, report: BoardHealthReport__Output): void {
     const board = agent.boards.get(report.board_name);
     if (!board) throw new FarmError("NOT_FOUND", `agent ${agent.name} has no board "${report.board_name}"`);
+    const kind = HEALTH_REPORT_KIND.fromWire(report.kind, `agent ${agent.name}'s health report`, "PROTOCOL_ERROR");
     const input =
-      report.kind === "infra"
+      kind === "infra"
         ? ({ kind: "infra_error", reason: report.reason } as const)
         : report.ok
           ? ({ kind: "canary_passed", detail: report.reason, at: report.at_ms, kernelNs: report.kernel_ns } as const)
@@ -245,7 +246,7 @@ export class AgentLinks {
     const reason = board.health.reason;
     const t = board.health.apply(input, { maxCanaryDrift: this.opts.maxCanaryDrift });
     this.memory.remember(board);
-    if (!report.ok) this.log.warn({ board: board.id, kind: report.kind }, report.reason);
+    if (!report.ok) this.log.warn({ board: board.id, kind }, report.reason);
     const at = Date.now();
     // No move, but a new why (a slow board's new figures): the live view shows it.
     if (!t && board.health.reason !== reason) this.events.emit({ type: "board", at, board: describeBoard(board), change: "changed", reason: board.health.reason });
@@ -285,7 +286,7 @@ export class AgentLinks {
     return {
       assign: (lease) =>
         call.write({
-          assign: { session_id: lease.id, board_name: lease.board.name, token: lease.token, client_id: lease.clientId, route: lease.route, lane_port: lease.lanePort },
+          assign: { session_id: lease.id, board_name: lease.board.name, token: lease.token, client_id: lease.clientId, route: ROUTE.toWire(lease.route), lane_port: lease.lanePort },
         }),
       // An auto-routed host fell back to the data port: the agent dials it for the session's worker.
       openRelay: (lease) => {

@@ -29,7 +29,7 @@ import { timingSafeEqual } from "node:crypto";
 import { FarmError } from "../protos/index.ts";
 import { bearerToken, type Logger } from "../runtime/index.ts";
 import type { Metadata } from "@grpc/grpc-js";
-import type { SessionRequest__Output } from "../protos/gen/farm/v1/SessionRequest.ts";
+import type { SessionRequest__Output } from "../protos/index.ts";
 import type { AuditLog } from "./audit.ts";
 import { keyAllowed, TokenStore, type Identity, type TokenKind } from "./tokens.ts";
 

@@ -19,7 +19,7 @@
  * (tracker/state-store.ts) with `--state-dir`, so the same holds across the
  * tracker's restarts.
  */
-import type { BoardInfo } from "../protos/gen/farm/v1/BoardInfo.ts";
+import type { BoardInfo } from "../protos/index.ts";
 import { CanaryDrift, type CanaryRecord } from "./canary-drift.ts";
 import { BoardHealth, HEALTH_STATES, type HealthChange, type HealthRecord } from "./health.ts";
 import { TVM_BOARD_KIND, standingInfo, type Board } from "./registry.ts";

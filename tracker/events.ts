@@ -9,7 +9,7 @@
  * synchronously and must be cheap; one that throws is logged and kept.
  */
 import type { Logger } from "../runtime/index.ts";
-import type { BoardInfo } from "../protos/gen/farm/v1/BoardInfo.ts";
+import type { BoardInfo } from "../protos/index.ts";
 
 export type FarmEvent =
   | { type: "agent"; at: number; agent: string; name: string; peer: string; change: "attached" | "lost"; reason?: string }

@@ -28,9 +28,11 @@
  * starts with no memory learns it so), and counting it twice could
  * quarantine a board for one failure.
  */
+import { BOARD_HEALTH } from "../protos/index.ts";
 import { CanaryDrift, DEFAULT_MAX_CANARY_DRIFT, slowerReason, withinReason, type CanaryRecord } from "./canary-drift.ts";
 
-export const HEALTH_STATES = ["healthy", "suspect", "quarantined"] as const;
+/** Declared once, as common.proto's BoardHealth (protos/enums.ts). */
+export const HEALTH_STATES = BOARD_HEALTH.names;
 export type HealthState = (typeof HEALTH_STATES)[number];
 
 /** Failures in a row that quarantine a board. */

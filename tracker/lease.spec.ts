@@ -58,7 +58,7 @@ class FakeStream extends EventEmitter {
   }
 }
 
-const GRANT = { session_id: "s1", route: "grpc", ticket: "t" };
+const GRANT = { session_id: "s1", route: "grpc" as const, ticket: "t" };
 
 function lease(route: Route): { lease: Lease; ended: Lease[] } {
   const ended: Lease[] = [];

@@ -25,8 +25,7 @@
  */
 import type { ServerDuplexStream } from "@grpc/grpc-js";
 import type { Socket } from "node:net";
-import { encodeEndFrame, encodeGrantFrame, type FarmError, type Route } from "../protos/index.ts";
-import type { Grant } from "../protos/gen/farm/v1/Grant.ts";
+import { encodeEndFrame, encodeGrantFrame, type FarmError, type Grant, type Route } from "../protos/index.ts";
 import { begin, checkSocket, step, type LeaseEffect, type LeaseEvent, type LeaseLane, type LeaseMachineState, type LeaseState, type LeaseTimeouts, type SocketRole, type TimerName } from "./lease-machine.ts";
 import { Relay } from "./relay.ts";
 

@@ -14,7 +14,7 @@
 import type { ServerDuplexStream } from "@grpc/grpc-js";
 import type { AgentMessage__Output } from "../protos/gen/farm/v1/AgentMessage.ts";
 import type { TrackerMessage } from "../protos/gen/farm/v1/TrackerMessage.ts";
-import type { BoardInfo } from "../protos/gen/farm/v1/BoardInfo.ts";
+import type { BoardInfo } from "../protos/index.ts";
 import type { CudaLaunchLimitsMessage__Output } from "../protos/index.ts";
 import { BoardHealth } from "./health.ts";
 import type { Lease } from "./lease.ts";

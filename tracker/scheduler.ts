@@ -5,7 +5,7 @@
 import { randomBytes } from "node:crypto";
 import { FarmError, type Route } from "../protos/index.ts";
 import { type Logger } from "../runtime/index.ts";
-import type { SessionRequest__Output } from "../protos/gen/farm/v1/SessionRequest.ts";
+import type { SessionRequest__Output } from "../protos/index.ts";
 import { Lease, type LeaseTimeouts } from "./lease.ts";
 import { labelsMatch, RequestQueue, type PendingRequest } from "./queue.ts";
 import type { FarmEvents } from "./events.ts";

@@ -6,8 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { HostService } from "../protos/index.ts";
-import type { SummaryReply } from "../protos/gen/farm/v1/SummaryReply.ts";
+import { HostService, toWireMessage } from "../protos/index.ts";
 import { newBoard, Registry, type BoardLease, type TvmAgent } from "./registry.ts";
 import type { Scheduler } from "./scheduler.ts";
 import { SummaryEncoder, buildSummary } from "./summary.ts";
@@ -27,8 +26,8 @@ function agent(name: string, boards: Array<{ name: string; key: string }>): TvmA
 
 /** What a client decodes from the encoder's reply, and from a plain encoding of buildSummary(). Uptime differs by the call's time: zeroed. */
 function both(encoder: SummaryEncoder, registry: Registry, key = ""): [unknown, unknown] {
-  const decode = (reply: SummaryReply) => ({ ...(method.responseDeserialize(method.responseSerialize(reply)) as object), uptime_ms: 0 });
-  return [decode(encoder.encode(registry, scheduler, STARTED, key)), decode(buildSummary(registry, scheduler, STARTED, key))];
+  const decode = (reply: object) => ({ ...(method.responseDeserialize(method.responseSerialize(reply)) as object), uptime_ms: 0 });
+  return [decode(encoder.encode(registry, scheduler, STARTED, key)), decode(toWireMessage("farm.v1.SummaryReply", buildSummary(registry, scheduler, STARTED, key)))];
 }
 
 describe("the Summary reply", () => {

@@ -3,8 +3,8 @@
  * pending; per board agent, key, labels, state, session) and its text table.
  */
 import { FARM_VERSION, encodeBoardEntry, encodeSummaryReply } from "../protos/index.ts";
-import type { BoardInfo__Output } from "../protos/gen/farm/v1/BoardInfo.ts";
-import type { SummaryReply, SummaryReply__Output } from "../protos/gen/farm/v1/SummaryReply.ts";
+import type { BoardInfo__Output } from "../protos/index.ts";
+import type { SummaryReply, SummaryReply__Output } from "../protos/index.ts";
 import { CANARY_BASELINE_RUNS, formatNs } from "./canary-drift.ts";
 import { boardFacts, boardState, describeBoard, type Board, type BoardState, type Registry } from "./registry.ts";
 import type { Scheduler } from "./scheduler.ts";
@@ -59,6 +59,12 @@ export function buildSummary(registry: Registry, scheduler: Scheduler, startedAt
   return { ...summaryHead(registry, scheduler, startedAt, tally), boards: boards.map((b) => describeBoard(b, { history })) };
 }
 
+/** A reply buildSummary() made, encoded as the encoder's are (each board's enums as their wire values). */
+export function encodeWholeSummary(reply: SummaryReply): ReturnType<typeof encodeSummaryReply> {
+  const { boards = [], ...head } = reply;
+  return encodeSummaryReply(head, boards.map(encodeBoardEntry));
+}
+
 /**
  * The Summary RPC's reply, encoded (protos/summary-reply.ts), keeping each
  * board's encoded BoardInfo until one of its facts changes (boardFacts): a
@@ -73,7 +79,7 @@ export class SummaryEncoder {
   /** Each board's facts are read into this, and copied only when they changed. */
   private readonly scratch: unknown[] = [];
 
-  encode(registry: Registry, scheduler: Scheduler, startedAt: number, key = ""): SummaryReply {
+  encode(registry: Registry, scheduler: Scheduler, startedAt: number, key = ""): ReturnType<typeof encodeSummaryReply> {
     const boards = listedBoards(registry, key);
     const tally = new QueueTally(key ? [key] : scheduler.queuedKeys());
     const parts = new Array<Uint8Array>(boards.length);

@@ -21,11 +21,12 @@
  */
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { readFileSync, statSync, unwatchFile, watchFile } from "node:fs";
-import { FarmError } from "../protos/index.ts";
+import { FarmError, TOKEN_KIND } from "../protos/index.ts";
 import { checkTokenShape } from "../runtime/index.ts";
 import { writeFileAtomicSync } from "./atomic-file.ts";
 
-export const TOKEN_KINDS = ["agent", "client", "operator"] as const;
+/** Declared once, as host.proto's TokenKind (protos/enums.ts). */
+export const TOKEN_KINDS = TOKEN_KIND.names;
 export type TokenKind = (typeof TOKEN_KINDS)[number];
 
 /** How often the tracker looks at the tokens file (and at expiry dates). */

@@ -6,12 +6,10 @@
 import * as grpc from "@grpc/grpc-js";
 import { join } from "node:path";
 import {
-  AgentService, FarmError, HostService, MAX_MESSAGE_BYTES, SESSION_ID_HEADER, SESSION_REQUEST_HEADER, SESSION_TOKEN_HEADER, decodeSessionRequest, parseRoute, type AgentServiceHandlers, type HostServiceHandlers, type Route, type SessionRequest__Output,
+  AgentService, FarmError, HostService, MAX_MESSAGE_BYTES, SESSION_ID_HEADER, SESSION_REQUEST_HEADER, SESSION_TOKEN_HEADER, decodeSessionRequest, type AgentServiceHandlers, type HostServiceHandlers, type Route, type SessionRequest__Output,
 } from "../protos/index.ts";
 import { SERVER_OPTIONS, grpcServerCredentials, isLoopbackHost } from "../runtime/index.ts";
-import type { TokensRequest__Output } from "../protos/gen/farm/v1/TokensRequest.ts";
-import type { TokensReply } from "../protos/gen/farm/v1/TokensReply.ts";
-import type { BoardInfo } from "../protos/gen/farm/v1/BoardInfo.ts";
+import { BOARD_ACTION, fromWireMessage, toWireMessage, type BoardInfo, type TokensReply, type TokensRequest__Output } from "../protos/index.ts";
 import { AgentLinks } from "./agents.ts";
 import { AuditLog } from "./audit.ts";
 import { BoardMemory, emptyState, parseTrackerState, type BoardStanding, type TrackerState } from "./board-memory.ts";
@@ -28,7 +26,7 @@ import { Registry, describeBoard, joinHostPort, type BoardLease } from "./regist
 import { widenConnectionWindow, widenStreamWindow } from "./receive-window.ts";
 import { Scheduler } from "./scheduler.ts";
 import { StateStore, STATE_FILE_NAME } from "./state-store.ts";
-import { SummaryEncoder, buildSummary } from "./summary.ts";
+import { SummaryEncoder, buildSummary, encodeWholeSummary } from "./summary.ts";
 import { TOKEN_KINDS, type Identity, type TokenKind } from "./tokens.ts";
 import { TvmPort } from "./tvm/port.ts";
 
@@ -249,7 +247,7 @@ export class Tracker {
         try {
           this.auth.caller(call.metadata, call.getPeer(), "read the summary");
           const { key, health_history: history } = call.request;
-          callback(null, history ? buildSummary(this.registry, this.scheduler, this.startedAt, key, true) : this.summaries.encode(this.registry, this.scheduler, this.startedAt, key));
+          callback(null, history ? encodeWholeSummary(buildSummary(this.registry, this.scheduler, this.startedAt, key, true)) : this.summaries.encode(this.registry, this.scheduler, this.startedAt, key));
         } catch (err) {
           callback(FarmError.from(err).toGrpc());
         }
@@ -257,15 +255,16 @@ export class Tracker {
       BoardCommand: (call, callback) => {
         try {
           const caller = this.auth.caller(call.metadata, call.getPeer(), "send board commands");
-          this.auth.requireKind(caller, ["operator"], `${call.request.action || "command"} boards`);
-          const { board_id: id, action, operator, reason } = call.request;
+          const action = BOARD_ACTION.fromWire(call.request.action, "the board command");
+          this.auth.requireKind(caller, ["operator"], `${action || "command"} boards`);
+          const { board_id: id, operator, reason } = call.request;
           // With tokens, who asked is the token's name, not what the request says.
           const by = caller.identity ? caller.name : operator || call.getPeer();
           const board = this.boardCommand(id, action, by, reason);
           this.audit.record({ event: "board_command", who: caller.name, kind: caller.kind, peer: caller.peer, board: id, action, ...(reason ? { reason } : {}) });
           // Answered once it is in the state file: a command that was answered survives a restart, even a crash.
           this.memory.flush().then(
-            () => callback(null, { board }),
+            () => callback(null, { board: toWireMessage("farm.v1.BoardInfo", board) }),
             (err) => {
               const e = FarmError.from(err);
               callback(new FarmError(e.code, `board ${id}: the ${action} took effect, but ${e.message}`).toGrpc());
@@ -279,7 +278,8 @@ export class Tracker {
         try {
           const caller = this.auth.caller(call.metadata, call.getPeer(), "administer tokens");
           this.auth.requireKind(caller, ["operator"], "administer tokens");
-          callback(null, this.tokens(caller, call.request));
+          const reply = this.tokens(caller, fromWireMessage("farm.v1.TokensRequest", call.request, "the tokens request"));
+          callback(null, toWireMessage("farm.v1.TokensReply", reply));
         } catch (err) {
           callback(FarmError.from(err).toGrpc());
         }
@@ -306,9 +306,10 @@ export class Tracker {
       try {
         decoded = decodeSessionRequest(encoded);
       } catch (err) {
+        if (err instanceof FarmError) throw err;
         throw new FarmError("INVALID_ARGUMENT", `the ${SESSION_REQUEST_HEADER} metadata is not a SessionRequest: ${(err as Error).message}`);
       }
-      route = parseRoute(decoded.route, "the session request");
+      route = decoded.route;
       req = this.auth.sessionRequest(caller, decoded, this.options.maxSessionTimeoutMs);
     } catch (err) {
       refuse(err);

@@ -40,7 +40,7 @@ import { randomBytes } from "node:crypto";
 import type { Server, Socket } from "node:net";
 import type * as grpc from "@grpc/grpc-js";
 import {
-  AgentService, CLEAN_END_FRAME, FARM_VERSION, FarmError, decodeHostFrame, encodeBoardFrame, encodeLaneHello, type AgentServiceClient,
+  AgentService, CLEAN_END_FRAME, FARM_VERSION, FarmError, LANE, ROUTE, decodeHostFrame, encodeBoardFrame, encodeLaneHello, type AgentServiceClient,
 } from "../../protos/index.ts";
 import {
   HELLO_TIMEOUT_MS, LaneSocket, awaitWelcome, componentLogger, connectSocket, framed, makeClient, parseAddress, socketServer, welcome, type Logger,
@@ -215,10 +215,11 @@ export class SimAgent {
       this.send({ session_ended: { session_id: a.session_id, reason: new FarmError("INTERNAL", `simulated board ${board.spec.name} serves ${board.session.id}`).toWire() } });
       return;
     }
-    board.session = { id: a.session_id, route: a.route, over: false };
+    const route = ROUTE.fromWire(a.route, "the tracker's assignment", "PROTOCOL_ERROR");
+    board.session = { id: a.session_id, route, over: false };
     this.sessions.set(a.session_id, board);
-    this.tickets.expect(a.session_id, a.token, a.route);
-    if (a.route === "relay") void this.dialRelay(a.session_id);
+    this.tickets.expect(a.session_id, a.token, route);
+    if (route === "relay") void this.dialRelay(a.session_id);
   }
 
   /** A host at the direct-lane port: its hello and ticket are checked by the agent's own door (device-agent/common/tickets.ts). */
@@ -231,7 +232,7 @@ export class SimAgent {
       if (!board || !serving || serving.over) throw new FarmError("NOT_FOUND", `session ${sessionId} has no board any more`);
       welcome(lane);
       this.stats.direct++;
-      this.send({ lane_opened: { session_id: sessionId, route: "direct" } });
+      this.send({ lane_opened: { session_id: sessionId, lane: LANE.toWire("direct") } });
       this.serve(board, serving, lane);
     });
   }

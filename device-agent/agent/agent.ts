@@ -4,7 +4,7 @@
  */
 import { rmSync } from "node:fs";
 import { join } from "node:path";
-import { FarmError, type Lane } from "../../protos/index.ts";
+import { FarmError, HEALTH_REPORT_KIND, LANE, ROUTE, type Lane } from "../../protos/index.ts";
 import { cudaLaunchLimitsToWire } from "../../domain/index.ts";
 import { parseAddress } from "../../runtime/index.ts";
 import { DEFAULT_VTA_HARDWARE } from "../../vta/index.ts";
@@ -171,8 +171,9 @@ export class Agent {
           o.logger.error({ board: a.board_name }, "assignment for a board this agent does not have");
           return;
         }
-        this.lanes?.expect(a.session_id, a.token, a.route);
-        pool.assign(a.session_id, a.token, a.route, a.lane_port);
+        const route = ROUTE.fromWire(a.route, `the tracker's assignment of session ${a.session_id}`, "PROTOCOL_ERROR");
+        this.lanes?.expect(a.session_id, a.token, route);
+        pool.assign(a.session_id, a.token, route, a.lane_port);
       },
       end: (sessionId, reason) => {
         this.lanes?.forget(sessionId);
@@ -227,7 +228,7 @@ export class Agent {
 
   /** A host reached a session's worker (the agent handed the lane over, or the worker's standby lane took it): the tracker sees no other sign. */
   private laneOpened(sessionId: string, lane: Lane): void {
-    this.link?.send({ lane_opened: { session_id: sessionId, route: lane } });
+    this.link?.send({ lane_opened: { session_id: sessionId, lane: LANE.toWire(lane) } });
   }
 
   /**
@@ -257,7 +258,7 @@ export class Agent {
 
 /** A board's health report as the tracker hears it; `atMs`: when this agent saw it. */
 function healthMessage(name: string, r: HealthReport, atMs: number): BoardHealthReport {
-  return { board_name: name, kind: r.kind, ok: r.ok, reason: r.reason, duration_ms: r.durationMs, at_ms: atMs, kernel_ns: r.kernelNs };
+  return { board_name: name, kind: HEALTH_REPORT_KIND.toWire(r.kind), ok: r.ok, reason: r.reason, duration_ms: r.durationMs, at_ms: atMs, kernel_ns: r.kernelNs };
 }
 
 export async function startAgent(opts: AgentOptions): Promise<Agent> {

@@ -72,7 +72,7 @@
  *   a timer that is not armed; `standbyOpened` for a worker no longer
  *   `starting`; `canary` with no idle worker to ask; a second `close`.
  */
-import { FarmError, WORKER_MAX_PENDING_REQUESTS, workerProtocolError, type AgentToWorker, type WorkerMessage } from "../../protos/index.ts";
+import { FarmError, WORKER_MAX_PENDING_REQUESTS, workerProtocolError, type AgentToWorker, type Route, type WorkerMessage } from "../../protos/index.ts";
 
 export type WorkerState = "starting" | "idle" | "serving" | "exiting";
 export const WORKER_STATES: readonly WorkerState[] = ["starting", "idle", "serving", "exiting"];
@@ -123,7 +123,7 @@ export interface WorkerRecord {
    * being made, or the assignment sent; the lanes that came for the session
    * meanwhile wait for it.
    */
-  readonly assigning: { readonly phase: "folder" | "message"; readonly token: string; readonly route: string; readonly lanes: readonly LaneId[] } | undefined;
+  readonly assigning: { readonly phase: "folder" | "message"; readonly token: string; readonly route: Route; readonly lanes: readonly LaneId[] } | undefined;
   /** The session whose folder it holds (made for it, not removed yet). */
   readonly folder: string | undefined;
   /** The agent killed it or told it to go: its exit is not news. */
@@ -148,7 +148,7 @@ export interface WorkerRecord {
 export interface WaitingSession {
   readonly sessionId: string;
   readonly token: string;
-  readonly route: string;
+  readonly route: Route;
   readonly lanes: readonly LaneId[];
 }
 
@@ -183,7 +183,7 @@ export type PoolEvent =
   /** A worker's process exited and its channel drained; `death` is the shell's account of it, as a session would hear it. */
   | { readonly kind: "exited"; readonly worker: WorkerId; readonly code: number | null; readonly signal: NodeJS.Signals | null; readonly death: FarmError }
   /** The tracker's AssignSession; `lanePort`: the standby lane its grant named (0: none). */
-  | { readonly kind: "assign"; readonly sessionId: string; readonly token: string; readonly route: string; readonly lanePort: number }
+  | { readonly kind: "assign"; readonly sessionId: string; readonly token: string; readonly route: Route; readonly lanePort: number }
   /** `makeSessionFolder`'s outcome: made (and its tmpfs mounted). */
   | { readonly kind: "folderMade"; readonly worker: WorkerId }
   /** `makeSessionFolder`'s outcome: it could not be; `error` is what the session's host hears. */
@@ -216,7 +216,7 @@ export type PoolEffect =
   /** Remove a session's folder (detach its tmpfs), now. */
   | { readonly kind: "removeSessionFolder"; readonly sessionId: string }
   /** Send the worker its session (with the folder's path); the shell feeds `assignSent`. */
-  | { readonly kind: "sendAssign"; readonly worker: WorkerId; readonly sessionId: string; readonly token: string; readonly route: string }
+  | { readonly kind: "sendAssign"; readonly worker: WorkerId; readonly sessionId: string; readonly token: string; readonly route: Route }
   /** Send the worker a message that needs no answer from the machine (end, run_canary, a request's reply). */
   | { readonly kind: "send"; readonly worker: WorkerId; readonly msg: AgentToWorker }
   /** Hand the session's lane to its worker; the agent's copy of the socket goes. */

@@ -32,7 +32,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { rmSync } from "node:fs";
 import { basename, join } from "node:path";
 import { createServer, type AddressInfo, type Socket } from "node:net";
-import { FarmError, SESSION_END_GRACE_MS, type AgentToWorker } from "../../protos/index.ts";
+import { FarmError, SESSION_END_GRACE_MS, type AgentToWorker, type Route } from "../../protos/index.ts";
 import { type Logger } from "../../runtime/index.ts";
 import type { BoardMetrics } from "./metrics.ts";
 import { effectiveLimits, workerCommand, workerEnv, type SandboxPlan, type UidAllocator, type WorkerDirs } from "./sandbox.ts";
@@ -214,7 +214,7 @@ export class BoardPool {
   }
 
   /** `lanePort`: the standby lane the grant named; its worker takes the session if it is idle. */
-  assign(sessionId: string, token: string, route: string, lanePort = 0): void {
+  assign(sessionId: string, token: string, route: Route, lanePort = 0): void {
     this.feed({ kind: "assign", sessionId, token, route, lanePort });
   }
 

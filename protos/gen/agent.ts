@@ -1,5 +1,5 @@
 import type * as grpc from '@grpc/grpc-js';
-import type { MessageTypeDefinition } from '@grpc/proto-loader';
+import type { EnumTypeDefinition, MessageTypeDefinition } from '@grpc/proto-loader';
 
 import type { AgentMessage as _farm_v1_AgentMessage, AgentMessage__Output as _farm_v1_AgentMessage__Output } from './farm/v1/AgentMessage';
 import type { AgentServiceClient as _farm_v1_AgentServiceClient, AgentServiceDefinition as _farm_v1_AgentServiceDefinition } from './farm/v1/AgentService';
@@ -84,11 +84,13 @@ export interface ProtoGrpcType {
       ArrayWrite: MessageTypeDefinition<_farm_v1_ArrayWrite, _farm_v1_ArrayWrite__Output>
       AssignSession: MessageTypeDefinition<_farm_v1_AssignSession, _farm_v1_AssignSession__Output>
       BoardFrame: MessageTypeDefinition<_farm_v1_BoardFrame, _farm_v1_BoardFrame__Output>
+      BoardHealth: EnumTypeDefinition
       BoardHealthReport: MessageTypeDefinition<_farm_v1_BoardHealthReport, _farm_v1_BoardHealthReport__Output>
       BoardInfo: MessageTypeDefinition<_farm_v1_BoardInfo, _farm_v1_BoardInfo__Output>
       BoardLabels: MessageTypeDefinition<_farm_v1_BoardLabels, _farm_v1_BoardLabels__Output>
       BoardReady: MessageTypeDefinition<_farm_v1_BoardReady, _farm_v1_BoardReady__Output>
       BoardSpec: MessageTypeDefinition<_farm_v1_BoardSpec, _farm_v1_BoardSpec__Output>
+      BoardState: EnumTypeDefinition
       Call: MessageTypeDefinition<_farm_v1_Call, _farm_v1_Call__Output>
       CallResult: MessageTypeDefinition<_farm_v1_CallResult, _farm_v1_CallResult__Output>
       CanaryTiming: MessageTypeDefinition<_farm_v1_CanaryTiming, _farm_v1_CanaryTiming__Output>
@@ -105,9 +107,11 @@ export interface ProtoGrpcType {
       FunctionInfo: MessageTypeDefinition<_farm_v1_FunctionInfo, _farm_v1_FunctionInfo__Output>
       Grant: MessageTypeDefinition<_farm_v1_Grant, _farm_v1_Grant__Output>
       HealthChange: MessageTypeDefinition<_farm_v1_HealthChange, _farm_v1_HealthChange__Output>
+      HealthReportKind: EnumTypeDefinition
       Heartbeat: MessageTypeDefinition<_farm_v1_Heartbeat, _farm_v1_Heartbeat__Output>
       HeartbeatAck: MessageTypeDefinition<_farm_v1_HeartbeatAck, _farm_v1_HeartbeatAck__Output>
       HostFrame: MessageTypeDefinition<_farm_v1_HostFrame, _farm_v1_HostFrame__Output>
+      Lane: EnumTypeDefinition
       LaneHello: MessageTypeDefinition<_farm_v1_LaneHello, _farm_v1_LaneHello__Output>
       LaneOpened: MessageTypeDefinition<_farm_v1_LaneOpened, _farm_v1_LaneOpened__Output>
       LaneWelcome: MessageTypeDefinition<_farm_v1_LaneWelcome, _farm_v1_LaneWelcome__Output>
@@ -126,6 +130,7 @@ export interface ProtoGrpcType {
       Register: MessageTypeDefinition<_farm_v1_Register, _farm_v1_Register__Output>
       Registered: MessageTypeDefinition<_farm_v1_Registered, _farm_v1_Registered__Output>
       Remove: MessageTypeDefinition<_farm_v1_Remove, _farm_v1_Remove__Output>
+      Route: EnumTypeDefinition
       SessionEnd: MessageTypeDefinition<_farm_v1_SessionEnd, _farm_v1_SessionEnd__Output>
       Stats: MessageTypeDefinition<_farm_v1_Stats, _farm_v1_Stats__Output>
       StatsResult: MessageTypeDefinition<_farm_v1_StatsResult, _farm_v1_StatsResult__Output>

@@ -1,5 +1,5 @@
 import type * as grpc from '@grpc/grpc-js';
-import type { MessageTypeDefinition } from '@grpc/proto-loader';
+import type { EnumTypeDefinition, MessageTypeDefinition } from '@grpc/proto-loader';
 
 import type { AgentInfo as _farm_v1_AgentInfo, AgentInfo__Output as _farm_v1_AgentInfo__Output } from './farm/v1/AgentInfo';
 import type { Arg as _farm_v1_Arg, Arg__Output as _farm_v1_Arg__Output } from './farm/v1/Arg';
@@ -74,10 +74,13 @@ export interface ProtoGrpcType {
       ArrayInfo: MessageTypeDefinition<_farm_v1_ArrayInfo, _farm_v1_ArrayInfo__Output>
       ArrayRead: MessageTypeDefinition<_farm_v1_ArrayRead, _farm_v1_ArrayRead__Output>
       ArrayWrite: MessageTypeDefinition<_farm_v1_ArrayWrite, _farm_v1_ArrayWrite__Output>
+      BoardAction: EnumTypeDefinition
       BoardCommandReply: MessageTypeDefinition<_farm_v1_BoardCommandReply, _farm_v1_BoardCommandReply__Output>
       BoardCommandRequest: MessageTypeDefinition<_farm_v1_BoardCommandRequest, _farm_v1_BoardCommandRequest__Output>
       BoardFrame: MessageTypeDefinition<_farm_v1_BoardFrame, _farm_v1_BoardFrame__Output>
+      BoardHealth: EnumTypeDefinition
       BoardInfo: MessageTypeDefinition<_farm_v1_BoardInfo, _farm_v1_BoardInfo__Output>
+      BoardState: EnumTypeDefinition
       Call: MessageTypeDefinition<_farm_v1_Call, _farm_v1_Call__Output>
       CallResult: MessageTypeDefinition<_farm_v1_CallResult, _farm_v1_CallResult__Output>
       CanaryTiming: MessageTypeDefinition<_farm_v1_CanaryTiming, _farm_v1_CanaryTiming__Output>
@@ -98,6 +101,7 @@ export interface ProtoGrpcType {
        * The host side of the tracker: what the host SDK and `kfarm status` call.
        */
       HostService: SubtypeConstructor<typeof grpc.Client, _farm_v1_HostServiceClient> & { service: _farm_v1_HostServiceDefinition }
+      Lane: EnumTypeDefinition
       LaneHello: MessageTypeDefinition<_farm_v1_LaneHello, _farm_v1_LaneHello__Output>
       LaneWelcome: MessageTypeDefinition<_farm_v1_LaneWelcome, _farm_v1_LaneWelcome__Output>
       Launch: MessageTypeDefinition<_farm_v1_Launch, _farm_v1_Launch__Output>
@@ -114,6 +118,7 @@ export interface ProtoGrpcType {
       ReleaseReply: MessageTypeDefinition<_farm_v1_ReleaseReply, _farm_v1_ReleaseReply__Output>
       ReleaseRequest: MessageTypeDefinition<_farm_v1_ReleaseRequest, _farm_v1_ReleaseRequest__Output>
       Remove: MessageTypeDefinition<_farm_v1_Remove, _farm_v1_Remove__Output>
+      Route: EnumTypeDefinition
       SessionEnd: MessageTypeDefinition<_farm_v1_SessionEnd, _farm_v1_SessionEnd__Output>
       SessionRequest: MessageTypeDefinition<_farm_v1_SessionRequest, _farm_v1_SessionRequest__Output>
       Stats: MessageTypeDefinition<_farm_v1_Stats, _farm_v1_Stats__Output>
@@ -122,7 +127,9 @@ export interface ProtoGrpcType {
       SummaryRequest: MessageTypeDefinition<_farm_v1_SummaryRequest, _farm_v1_SummaryRequest__Output>
       TimeEvaluate: MessageTypeDefinition<_farm_v1_TimeEvaluate, _farm_v1_TimeEvaluate__Output>
       TimeResult: MessageTypeDefinition<_farm_v1_TimeResult, _farm_v1_TimeResult__Output>
+      TokenAction: EnumTypeDefinition
       TokenInfo: MessageTypeDefinition<_farm_v1_TokenInfo, _farm_v1_TokenInfo__Output>
+      TokenKind: EnumTypeDefinition
       TokensReply: MessageTypeDefinition<_farm_v1_TokensReply, _farm_v1_TokensReply__Output>
       TokensRequest: MessageTypeDefinition<_farm_v1_TokensRequest, _farm_v1_TokensRequest__Output>
       Upload: MessageTypeDefinition<_farm_v1_Upload, _farm_v1_Upload__Output>

@@ -1,5 +1,5 @@
 import type * as grpc from '@grpc/grpc-js';
-import type { MessageTypeDefinition } from '@grpc/proto-loader';
+import type { EnumTypeDefinition, MessageTypeDefinition } from '@grpc/proto-loader';
 
 import type { Arg as _farm_v1_Arg, Arg__Output as _farm_v1_Arg__Output } from './farm/v1/Arg';
 import type { ArrayAlloc as _farm_v1_ArrayAlloc, ArrayAlloc__Output as _farm_v1_ArrayAlloc__Output } from './farm/v1/ArrayAlloc';
@@ -61,7 +61,9 @@ export interface ProtoGrpcType {
       ArrayRead: MessageTypeDefinition<_farm_v1_ArrayRead, _farm_v1_ArrayRead__Output>
       ArrayWrite: MessageTypeDefinition<_farm_v1_ArrayWrite, _farm_v1_ArrayWrite__Output>
       BoardFrame: MessageTypeDefinition<_farm_v1_BoardFrame, _farm_v1_BoardFrame__Output>
+      BoardHealth: EnumTypeDefinition
       BoardInfo: MessageTypeDefinition<_farm_v1_BoardInfo, _farm_v1_BoardInfo__Output>
+      BoardState: EnumTypeDefinition
       Call: MessageTypeDefinition<_farm_v1_Call, _farm_v1_Call__Output>
       CallResult: MessageTypeDefinition<_farm_v1_CallResult, _farm_v1_CallResult__Output>
       CanaryTiming: MessageTypeDefinition<_farm_v1_CanaryTiming, _farm_v1_CanaryTiming__Output>
@@ -78,6 +80,7 @@ export interface ProtoGrpcType {
       Grant: MessageTypeDefinition<_farm_v1_Grant, _farm_v1_Grant__Output>
       HealthChange: MessageTypeDefinition<_farm_v1_HealthChange, _farm_v1_HealthChange__Output>
       HostFrame: MessageTypeDefinition<_farm_v1_HostFrame, _farm_v1_HostFrame__Output>
+      Lane: EnumTypeDefinition
       LaneHello: MessageTypeDefinition<_farm_v1_LaneHello, _farm_v1_LaneHello__Output>
       LaneWelcome: MessageTypeDefinition<_farm_v1_LaneWelcome, _farm_v1_LaneWelcome__Output>
       Launch: MessageTypeDefinition<_farm_v1_Launch, _farm_v1_Launch__Output>
@@ -91,6 +94,7 @@ export interface ProtoGrpcType {
       ParamInfo: MessageTypeDefinition<_farm_v1_ParamInfo, _farm_v1_ParamInfo__Output>
       ProgramFpga: MessageTypeDefinition<_farm_v1_ProgramFpga, _farm_v1_ProgramFpga__Output>
       Remove: MessageTypeDefinition<_farm_v1_Remove, _farm_v1_Remove__Output>
+      Route: EnumTypeDefinition
       SessionEnd: MessageTypeDefinition<_farm_v1_SessionEnd, _farm_v1_SessionEnd__Output>
       Stats: MessageTypeDefinition<_farm_v1_Stats, _farm_v1_Stats__Output>
       StatsResult: MessageTypeDefinition<_farm_v1_StatsResult, _farm_v1_StatsResult__Output>

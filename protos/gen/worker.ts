@@ -1,5 +1,5 @@
 import type * as grpc from '@grpc/grpc-js';
-import type { MessageTypeDefinition } from '@grpc/proto-loader';
+import type { EnumTypeDefinition, MessageTypeDefinition } from '@grpc/proto-loader';
 
 import type { AgentToWorker as _farm_v1_AgentToWorker, AgentToWorker__Output as _farm_v1_AgentToWorker__Output } from './farm/v1/AgentToWorker';
 import type { BoardInfo as _farm_v1_BoardInfo, BoardInfo__Output as _farm_v1_BoardInfo__Output } from './farm/v1/BoardInfo';
@@ -34,11 +34,15 @@ export interface ProtoGrpcType {
   farm: {
     v1: {
       AgentToWorker: MessageTypeDefinition<_farm_v1_AgentToWorker, _farm_v1_AgentToWorker__Output>
+      BoardHealth: EnumTypeDefinition
       BoardInfo: MessageTypeDefinition<_farm_v1_BoardInfo, _farm_v1_BoardInfo__Output>
+      BoardState: EnumTypeDefinition
       CanaryTiming: MessageTypeDefinition<_farm_v1_CanaryTiming, _farm_v1_CanaryTiming__Output>
       CudaLaunchLimits: MessageTypeDefinition<_farm_v1_CudaLaunchLimits, _farm_v1_CudaLaunchLimits__Output>
       Error: MessageTypeDefinition<_farm_v1_Error, _farm_v1_Error__Output>
       HealthChange: MessageTypeDefinition<_farm_v1_HealthChange, _farm_v1_HealthChange__Output>
+      Lane: EnumTypeDefinition
+      Route: EnumTypeDefinition
       WorkerAssign: MessageTypeDefinition<_farm_v1_WorkerAssign, _farm_v1_WorkerAssign__Output>
       WorkerCanary: MessageTypeDefinition<_farm_v1_WorkerCanary, _farm_v1_WorkerCanary__Output>
       WorkerCounters: MessageTypeDefinition<_farm_v1_WorkerCounters, _farm_v1_WorkerCounters__Output>

@@ -34,6 +34,7 @@ import grpc
 
 from ._contract import SESSION_END_GRACE_MS
 from .credentials import ClientSecurity
+from .enums import ROUTE
 from .errors import FarmError, grpc_farm_code
 from .frames import decode_end, decode_grant, encode_lane_hello, is_end_frame, is_grant_frame
 from .lane import LaneSocket, dial_lane
@@ -400,10 +401,11 @@ def open_lane(
     auto route: (channel, lane, why it fell back)."""
     # The tracker settles a lane's end within its grace and the end then travels here: twice that, and 1 s more.
     grace_s = (2 * (grant.end_grace_ms or SESSION_END_GRACE_MS) + 1000) / 1000
-    if grant.route == "grpc":
+    route = ROUTE.from_wire(grant.route, "the tracker's grant", "PROTOCOL_ERROR")
+    if route == "grpc":
         return StreamChannel(stream, tracker), "grpc", None
     note: Optional[str] = None
-    if grant.route in ("direct", "auto"):
+    if route in ("direct", "auto"):
         try:
             if not grant.direct_address:
                 raise FarmError(
@@ -411,10 +413,10 @@ def open_lane(
                     f"board {grant.board.id}'s agent serves no direct lane "
                     "(started with --no-direct, or with TLS to its tracker and no --data-tls-cert)",
                 )
-            lane = _dial_direct(grant, security, direct_timeout_s if grant.route == "auto" else 10.0)
+            lane = _dial_direct(grant, security, direct_timeout_s if route == "auto" else 10.0)
             return LaneChannel(stream, tracker, lane, "direct", grace_s), "direct", None
         except FarmError as err:
-            if grant.route == "direct":
+            if route == "direct":
                 raise
             note = f"the direct lane to {grant.direct_address} failed ({err.message}); fell back to the tracker's relay"
     host, _ = split_host_port(tracker)

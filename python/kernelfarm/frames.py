@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from ._contract import CHUNK_BYTES, MAX_MESSAGE_BYTES  # noqa: F401 - the SDK's modules take the frame sizes from here
+from .enums import ROUTE
 from .errors import FarmError
 from .protos import common_pb2, host_pb2, session_pb2
 
@@ -38,9 +39,11 @@ def decode_board_frame(frame: bytes) -> session_pb2.BoardFrame:
 
 
 def decode_grant(frame: bytes) -> session_pb2.Grant:
+    """The grant a frame carries; a route this SDK does not know (a newer tracker's) is a PROTOCOL_ERROR."""
     f = decode_board_frame(frame)
     if not f.HasField("grant"):
         raise FarmError("PROTOCOL_ERROR", "not a grant frame")
+    ROUTE.from_wire(f.grant.route, "the tracker's grant", "PROTOCOL_ERROR")
     return f.grant
 
 
@@ -101,7 +104,7 @@ def encode_session_request(
         deadline_ms=deadline_ms,
         client_id=client_id,
         session_timeout_ms=session_timeout_ms,
-        route=route,
+        route=ROUTE.to_wire(route),
         board_id=board_id,
     ).SerializeToString()
 

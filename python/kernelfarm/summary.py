@@ -13,6 +13,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Optional
 
+from .enums import BOARD_HEALTH, BOARD_STATE, LANE
+
 
 @dataclasses.dataclass(frozen=True)
 class HealthChange:
@@ -112,7 +114,8 @@ class FarmSummary:
 
 
 def board_info(m: Any) -> BoardInfo:
-    """A farm.v1.BoardInfo message as a BoardInfo."""
+    """A farm.v1.BoardInfo message as a BoardInfo, its enums by name ("free"); a value this SDK does not know is a PROTOCOL_ERROR."""
+    what = f"the tracker's board {m.id}"
     return BoardInfo(
         id=m.id,
         key=m.key,
@@ -121,18 +124,26 @@ def board_info(m: Any) -> BoardInfo:
         capabilities=dict(m.capabilities),
         agent_id=m.agent_id,
         agent_name=m.agent_name,
-        state=m.state,
+        state=BOARD_STATE.from_wire(m.state, what, "PROTOCOL_ERROR"),
         session_id=m.session_id,
         client_id=m.client_id,
-        health=m.health,
+        health=BOARD_HEALTH.from_wire(m.health, what, "PROTOCOL_ERROR"),
         health_reason=m.health_reason,
         last_error=m.last_error,
         drained=m.drained,
         last_canary=m.last_canary,
         last_canary_at_ms=m.last_canary_at_ms,
-        session_lane=m.session_lane,
+        session_lane=LANE.from_wire(m.session_lane, what, "PROTOCOL_ERROR"),
         drain_reason=m.drain_reason,
-        health_history=[HealthChange(h.at_ms, getattr(h, "from"), h.to, h.reason) for h in m.health_history],
+        health_history=[
+            HealthChange(
+                h.at_ms,
+                BOARD_HEALTH.from_wire(getattr(h, "from"), what, "PROTOCOL_ERROR"),
+                BOARD_HEALTH.from_wire(h.to, what, "PROTOCOL_ERROR"),
+                h.reason,
+            )
+            for h in m.health_history
+        ],
         canary_ns=m.canary_ns,
         canary_baseline_ns=m.canary_baseline_ns,
         canary_baseline_runs=m.canary_baseline_runs,

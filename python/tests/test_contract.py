@@ -13,6 +13,7 @@ import pytest
 
 import kernelfarm
 from kernelfarm import _contract, _error_types
+from kernelfarm.enums import LANE, ROUTE
 from kernelfarm.errors import FarmError
 from farm import REPO
 
@@ -32,6 +33,8 @@ def test_the_other_sets_and_limits_are_the_declared_ones() -> None:
     assert kernelfarm.MEASURE_OUTCOMES == tuple(o["outcome"] for o in CONTRACT["measureOutcomes"])
     lanes = tuple(lane["lane"] for lane in CONTRACT["lanes"])
     assert _contract.LANES == lanes and kernelfarm.ROUTES == (CONTRACT["autoRoute"]["route"], *lanes)
+    # The Route and Lane enums of the protos name the same lanes (protos/enums.ts checks the TypeScript side).
+    assert ROUTE.names == kernelfarm.ROUTES and LANE.names == ("", *lanes, "tvm")
     assert _contract.BOARD_KINDS == tuple(k["kind"] for k in CONTRACT["boardKinds"])
     for k in CONTRACT["constants"]:
         assert getattr(_contract, k["name"]) == k["value"], k["name"]
@@ -88,3 +91,13 @@ def test_a_subclass_takes_its_own_code_only() -> None:
 def test_an_error_code_formats_as_what_travels() -> None:
     assert f"{kernelfarm.ErrorCode.NO_BOARD}" == "NO_BOARD" == str(kernelfarm.ErrorCode.NO_BOARD)
     assert f"[{kernelfarm.ErrorCode.TIMEOUT:>9}]" == "[  TIMEOUT]"
+
+
+def test_an_enum_value_outside_the_enum_is_refused_naming_the_choices() -> None:
+    assert (ROUTE.to_wire("relay"), ROUTE.from_wire(3, "x"), LANE.from_wire(0, "x")) == (2, "grpc", "")
+    with pytest.raises(FarmError) as e:
+        ROUTE.from_wire(9, "the tracker's grant", "PROTOCOL_ERROR")
+    assert (e.value.code, e.value.message) == (
+        "PROTOCOL_ERROR",
+        "the tracker's grant: route must be one of auto, direct, relay, grpc, got 9",
+    )

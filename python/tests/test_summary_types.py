@@ -33,12 +33,13 @@ def test_each_class_has_its_message_fields(cls, message):
 def test_every_value_is_carried_over_as_a_python_value():
     board = common_pb2.BoardInfo(
         id="a1/c0", key="cpu", kind="cpu", labels={"arch": "x86_64"}, capabilities={"cores": "2"}, agent_id="ag", agent_name="a1",
-        state="busy", session_id="s1", client_id="me", health="suspect", health_reason="slow canary", last_error="TIMEOUT",
-        drained=True, last_canary="passed: vadd", last_canary_at_ms=1.5, session_lane="direct", drain_reason="drained by alice",
+        state=common_pb2.BOARD_STATE_BUSY, session_id="s1", client_id="me", health=common_pb2.BOARD_HEALTH_SUSPECT,
+        health_reason="slow canary", last_error="TIMEOUT", drained=True, last_canary="passed: vadd", last_canary_at_ms=1.5,
+        session_lane=common_pb2.LANE_DIRECT, drain_reason="drained by alice",
         canary_ns=120.0, canary_baseline_ns=100.0, canary_baseline_runs=5, canary_drift=1.2,
     )  # fmt: skip
-    board.health_history.add(at_ms=2.0, to="suspect", reason="slow canary")
-    setattr(board.health_history[0], "from", "healthy")
+    board.health_history.add(at_ms=2.0, to=common_pb2.BOARD_HEALTH_SUSPECT, reason="slow canary")
+    setattr(board.health_history[0], "from", common_pb2.BOARD_HEALTH_HEALTHY)
     board.canary_timings.add(at_ms=3.0, kernel_ns=120.0)
     board.cuda_limits.CopyFrom(
         common_pb2.CudaLaunchLimits(max_threads_per_block=1024, max_block=[1024, 1024, 64], max_grid=[7, 8, 9], warp_size=32)
@@ -58,8 +59,10 @@ def test_every_value_is_carried_over_as_a_python_value():
     )
     b = s.boards[0]
     for f in common_pb2.BoardInfo.DESCRIPTOR.fields:
-        if f.name not in ("labels", "capabilities", "health_history", "canary_timings", "cuda_limits"):
+        if f.name not in ("labels", "capabilities", "health_history", "canary_timings", "cuda_limits", "state", "session_lane", "health"):
             assert getattr(b, f.name) == getattr(board, f.name), f.name
+    # Enums by the names users see, as the TypeScript SDK gives them (protos/enums.ts).
+    assert (b.state, b.session_lane, b.health) == ("busy", "direct", "suspect")
     assert type(b.labels) is dict and b.labels == {"arch": "x86_64"} and b.capabilities == {"cores": "2"}
     assert b.health_history == [kernelfarm.HealthChange(at_ms=2.0, from_="healthy", to="suspect", reason="slow canary")]
     assert b.canary_timings == [kernelfarm.CanaryTiming(at_ms=3.0, kernel_ns=120.0)]

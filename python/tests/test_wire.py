@@ -19,6 +19,7 @@ from kernelfarm.frames import (
     is_end_frame,
     is_grant_frame,
 )
+from kernelfarm.enums import ROUTE
 from kernelfarm.protos import session_pb2
 from farm import REPO, run_ts
 
@@ -84,7 +85,15 @@ def test_ends_and_grants_are_recognised_by_their_first_byte(facts):
     assert (err.code, err.message, err.details) == ("RUNTIME_CRASH", "the worker died (SIGSEGV)", {"signal": "SIGSEGV"})
     assert is_grant_frame(grant) and not is_end_frame(grant)
     g = decode_grant(grant)
-    assert (g.session_id, g.route, g.ticket, g.direct_address, g.worker_address, g.relay_port, g.end_grace_ms) == (
+    assert (
+        g.session_id,
+        ROUTE.from_wire(g.route, "the grant"),
+        g.ticket,
+        g.direct_address,
+        g.worker_address,
+        g.relay_port,
+        g.end_grace_ms,
+    ) == (
         "s1-abc",
         "auto",
         "tkt",

@@ -5,10 +5,9 @@
  */
 import { connect, type Socket } from "node:net";
 import {
-  HostService, SESSION_REQUEST_HEADER, decodeLaneWelcome, encodeLaneHello, encodeSessionRequest, type Grant__Output, type HostServiceClient,
+  HostService, SESSION_REQUEST_HEADER, decodeLaneWelcome, encodeLaneHello, encodeSessionRequest, type Grant__Output, type HostServiceClient, type SessionRequest,
 } from "../../protos/index.ts";
 import { LaneSocket, callMetadata, makeClient } from "../../runtime/index.ts";
-import type { SessionRequest } from "../../protos/gen/farm/v1/SessionRequest.ts";
 import { awaitGrant, type SessionStream } from "../../host-sdk/frame-channel.ts";
 
 export interface RawSession {

@@ -1,12 +1,13 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import type { BoardStateName } from "../../protos/index.ts";
 import type { FarmEvent } from "../events.ts";
 import type { Registry } from "../registry.ts";
 import type { Scheduler } from "../scheduler.ts";
 import { coalesce, resolveLiveViewOptions } from "./feed.ts";
 import { LiveHistory } from "./history.ts";
 
-const board = (id: string, state: string, change: "added" | "changed" | "removed"): FarmEvent => ({
+const board = (id: string, state: BoardStateName, change: "added" | "changed" | "removed"): FarmEvent => ({
   type: "board",
   at: 1,
   board: { id, key: "k", kind: "cpu", labels: {}, capabilities: {}, agent_id: "a#1", agent_name: "a", state, session_id: "", client_id: "" },

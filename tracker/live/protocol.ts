@@ -11,7 +11,7 @@
  * A client may send `{ kind: "ping" }` (msgpack, binary) and gets a `pong`;
  * anything else is answered with an `error` and otherwise ignored.
  */
-import type { SummaryReply__Output } from "../../protos/gen/farm/v1/SummaryReply.ts";
+import type { SummaryReply__Output } from "../../protos/index.ts";
 import type { FarmEvent } from "../events.ts";
 
 export const FEED_PATH = "/feed";

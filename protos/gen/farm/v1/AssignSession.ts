@@ -1,5 +1,6 @@
 // Original file: protos/farm/v1/agent.proto
 
+import type { Route as _farm_v1_Route, Route__Output as _farm_v1_Route__Output } from '../../farm/v1/Route';
 
 export interface AssignSession {
   'session_id'?: (string);
@@ -10,13 +11,13 @@ export interface AssignSession {
   'token'?: (string);
   'client_id'?: (string);
   /**
-   * direct | relay | grpc | auto (direct, relay if the host asks for it)
-   */
-  'route'?: (string);
-  /**
    * the standby lane the grant named (BoardReady.lane_port): the worker listening there takes the session; 0: none
    */
   'lane_port'?: (number);
+  /**
+   * the grant's: auto (direct, relay if the host asks for it), direct, relay or grpc
+   */
+  'route'?: (_farm_v1_Route);
 }
 
 export interface AssignSession__Output {
@@ -28,11 +29,11 @@ export interface AssignSession__Output {
   'token': (string);
   'client_id': (string);
   /**
-   * direct | relay | grpc | auto (direct, relay if the host asks for it)
-   */
-  'route': (string);
-  /**
    * the standby lane the grant named (BoardReady.lane_port): the worker listening there takes the session; 0: none
    */
   'lane_port': (number);
+  /**
+   * the grant's: auto (direct, relay if the host asks for it), direct, relay or grpc
+   */
+  'route': (_farm_v1_Route__Output);
 }

@@ -4,14 +4,14 @@ import type { BoardInfo as _farm_v1_BoardInfo, BoardInfo__Output as _farm_v1_Boa
 
 export interface BoardCommandReply {
   /**
-   * the board after the command (state "absent": it is not attached; the tracker remembers the command for when it is)
+   * the board after the command (BOARD_STATE_ABSENT: it is not attached; the tracker remembers the command for when it is)
    */
   'board'?: (_farm_v1_BoardInfo | null);
 }
 
 export interface BoardCommandReply__Output {
   /**
-   * the board after the command (state "absent": it is not attached; the tracker remembers the command for when it is)
+   * the board after the command (BOARD_STATE_ABSENT: it is not attached; the tracker remembers the command for when it is)
    */
   'board': (_farm_v1_BoardInfo__Output | null);
 }

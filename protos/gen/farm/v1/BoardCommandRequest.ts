@@ -1,15 +1,12 @@
 // Original file: protos/farm/v1/host.proto
 
+import type { BoardAction as _farm_v1_BoardAction, BoardAction__Output as _farm_v1_BoardAction__Output } from '../../farm/v1/BoardAction';
 
 export interface BoardCommandRequest {
   /**
    * as in the summary: "<agent>/<board>"
    */
   'board_id'?: (string);
-  /**
-   * drain | quarantine | restore
-   */
-  'action'?: (string);
   /**
    * who asks, for the reason shown everywhere (with tokens: the token's name, whatever this says)
    */
@@ -18,6 +15,7 @@ export interface BoardCommandRequest {
    * drain, quarantine: why, in the operator's words (optional, at most 200 characters): "quarantined by alice: fan failing"
    */
   'reason'?: (string);
+  'action'?: (_farm_v1_BoardAction);
 }
 
 export interface BoardCommandRequest__Output {
@@ -26,10 +24,6 @@ export interface BoardCommandRequest__Output {
    */
   'board_id': (string);
   /**
-   * drain | quarantine | restore
-   */
-  'action': (string);
-  /**
    * who asks, for the reason shown everywhere (with tokens: the token's name, whatever this says)
    */
   'operator': (string);
@@ -37,4 +31,5 @@ export interface BoardCommandRequest__Output {
    * drain, quarantine: why, in the operator's words (optional, at most 200 characters): "quarantined by alice: fan failing"
    */
   'reason': (string);
+  'action': (_farm_v1_BoardAction__Output);
 }

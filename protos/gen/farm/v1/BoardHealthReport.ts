@@ -1,15 +1,12 @@
 // Original file: protos/farm/v1/agent.proto
 
+import type { HealthReportKind as _farm_v1_HealthReportKind, HealthReportKind__Output as _farm_v1_HealthReportKind__Output } from '../../farm/v1/HealthReportKind';
 
 /**
  * A canary run or an infrastructure error on one board (tracker/health.ts).
  */
 export interface BoardHealthReport {
   'board_name'?: (string);
-  /**
-   * canary | infra
-   */
-  'kind'?: (string);
   /**
    * canary: passed
    */
@@ -35,6 +32,7 @@ export interface BoardHealthReport {
    * 0: not timed (a failed canary, an infrastructure error, an older agent).
    */
   'kernel_ns'?: (number | string);
+  'kind'?: (_farm_v1_HealthReportKind);
 }
 
 /**
@@ -42,10 +40,6 @@ export interface BoardHealthReport {
  */
 export interface BoardHealthReport__Output {
   'board_name': (string);
-  /**
-   * canary | infra
-   */
-  'kind': (string);
   /**
    * canary: passed
    */
@@ -71,4 +65,5 @@ export interface BoardHealthReport__Output {
    * 0: not timed (a failed canary, an infrastructure error, an older agent).
    */
   'kernel_ns': (number);
+  'kind': (_farm_v1_HealthReportKind__Output);
 }

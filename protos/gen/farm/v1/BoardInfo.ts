@@ -3,6 +3,9 @@
 import type { HealthChange as _farm_v1_HealthChange, HealthChange__Output as _farm_v1_HealthChange__Output } from '../../farm/v1/HealthChange';
 import type { CanaryTiming as _farm_v1_CanaryTiming, CanaryTiming__Output as _farm_v1_CanaryTiming__Output } from '../../farm/v1/CanaryTiming';
 import type { CudaLaunchLimits as _farm_v1_CudaLaunchLimits, CudaLaunchLimits__Output as _farm_v1_CudaLaunchLimits__Output } from '../../farm/v1/CudaLaunchLimits';
+import type { Lane as _farm_v1_Lane, Lane__Output as _farm_v1_Lane__Output } from '../../farm/v1/Lane';
+import type { BoardState as _farm_v1_BoardState, BoardState__Output as _farm_v1_BoardState__Output } from '../../farm/v1/BoardState';
+import type { BoardHealth as _farm_v1_BoardHealth, BoardHealth__Output as _farm_v1_BoardHealth__Output } from '../../farm/v1/BoardHealth';
 
 /**
  * A board as the tracker knows it. `kind` names the backend (cpu, cuda, vta-sim);
@@ -21,10 +24,6 @@ export interface BoardInfo {
   'agent_id'?: (string);
   'agent_name'?: (string);
   /**
-   * starting | free | busy | draining | quarantined; absent (BoardCommand replies only): not attached, a board the tracker remembers
-   */
-  'state'?: (string);
-  /**
    * set while busy
    */
   'session_id'?: (string);
@@ -32,10 +31,6 @@ export interface BoardInfo {
    * who holds the session
    */
   'client_id'?: (string);
-  /**
-   * healthy | suspect | quarantined (tracker/health.ts)
-   */
-  'health'?: (string);
   /**
    * why it is in that state
    */
@@ -56,10 +51,6 @@ export interface BoardInfo {
    * when it ran (ms since the epoch)
    */
   'last_canary_at_ms'?: (number | string);
-  /**
-   * while busy: how the session's frames travel (direct | relay | grpc; empty until its lane opens)
-   */
-  'session_lane'?: (string);
   /**
    * while drained: who drained it and why ("drained by alice: new fan"); empty otherwise
    */
@@ -95,6 +86,12 @@ export interface BoardInfo {
    * a CUDA board's: what one launch may ask of its GPU; absent on other kinds
    */
   'cuda_limits'?: (_farm_v1_CudaLaunchLimits | null);
+  /**
+   * while busy: how the session's frames travel; LANE_NONE until its lane opens
+   */
+  'session_lane'?: (_farm_v1_Lane);
+  'state'?: (_farm_v1_BoardState);
+  'health'?: (_farm_v1_BoardHealth);
 }
 
 /**
@@ -114,10 +111,6 @@ export interface BoardInfo__Output {
   'agent_id': (string);
   'agent_name': (string);
   /**
-   * starting | free | busy | draining | quarantined; absent (BoardCommand replies only): not attached, a board the tracker remembers
-   */
-  'state': (string);
-  /**
    * set while busy
    */
   'session_id': (string);
@@ -125,10 +118,6 @@ export interface BoardInfo__Output {
    * who holds the session
    */
   'client_id': (string);
-  /**
-   * healthy | suspect | quarantined (tracker/health.ts)
-   */
-  'health': (string);
   /**
    * why it is in that state
    */
@@ -149,10 +138,6 @@ export interface BoardInfo__Output {
    * when it ran (ms since the epoch)
    */
   'last_canary_at_ms': (number);
-  /**
-   * while busy: how the session's frames travel (direct | relay | grpc; empty until its lane opens)
-   */
-  'session_lane': (string);
   /**
    * while drained: who drained it and why ("drained by alice: new fan"); empty otherwise
    */
@@ -188,4 +173,10 @@ export interface BoardInfo__Output {
    * a CUDA board's: what one launch may ask of its GPU; absent on other kinds
    */
   'cuda_limits': (_farm_v1_CudaLaunchLimits__Output | null);
+  /**
+   * while busy: how the session's frames travel; LANE_NONE until its lane opens
+   */
+  'session_lane': (_farm_v1_Lane__Output);
+  'state': (_farm_v1_BoardState__Output);
+  'health': (_farm_v1_BoardHealth__Output);
 }

@@ -1,6 +1,7 @@
 // Original file: protos/farm/v1/session.proto
 
 import type { BoardInfo as _farm_v1_BoardInfo, BoardInfo__Output as _farm_v1_BoardInfo__Output } from '../../farm/v1/BoardInfo';
+import type { Route as _farm_v1_Route, Route__Output as _farm_v1_Route__Output } from '../../farm/v1/Route';
 
 /**
  * The session was granted: which board, and how to reach its worker.
@@ -9,10 +10,6 @@ export interface Grant {
   'session_id'?: (string);
   'board'?: (_farm_v1_BoardInfo | null);
   'queued_ms'?: (number | string);
-  /**
-   * direct | relay | grpc; auto: direct, with relay as its fallback
-   */
-  'route'?: (string);
   /**
    * one-time, bound to the session: opens its lane (and releases it)
    */
@@ -41,6 +38,10 @@ export interface Grant {
    * HOST:PORT of the standby lane of the worker that takes the session (direct, auto): tried before direct_address
    */
   'worker_address'?: (string);
+  /**
+   * direct, relay or grpc; auto: direct, with relay as its fallback
+   */
+  'route'?: (_farm_v1_Route);
 }
 
 /**
@@ -50,10 +51,6 @@ export interface Grant__Output {
   'session_id': (string);
   'board': (_farm_v1_BoardInfo__Output | null);
   'queued_ms': (number);
-  /**
-   * direct | relay | grpc; auto: direct, with relay as its fallback
-   */
-  'route': (string);
   /**
    * one-time, bound to the session: opens its lane (and releases it)
    */
@@ -82,4 +79,8 @@ export interface Grant__Output {
    * HOST:PORT of the standby lane of the worker that takes the session (direct, auto): tried before direct_address
    */
   'worker_address': (string);
+  /**
+   * direct, relay or grpc; auto: direct, with relay as its fallback
+   */
+  'route': (_farm_v1_Route__Output);
 }

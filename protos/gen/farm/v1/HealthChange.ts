@@ -1,5 +1,6 @@
 // Original file: protos/farm/v1/common.proto
 
+import type { BoardHealth as _farm_v1_BoardHealth, BoardHealth__Output as _farm_v1_BoardHealth__Output } from '../../farm/v1/BoardHealth';
 
 /**
  * One move of a board's health (tracker/health.ts). Kept, like the board's
@@ -11,12 +12,9 @@ export interface HealthChange {
    * the tracker's clock, ms since the epoch
    */
   'at_ms'?: (number | string);
-  /**
-   * healthy | suspect | quarantined
-   */
-  'from'?: (string);
-  'to'?: (string);
   'reason'?: (string);
+  'from'?: (_farm_v1_BoardHealth);
+  'to'?: (_farm_v1_BoardHealth);
 }
 
 /**
@@ -29,10 +27,7 @@ export interface HealthChange__Output {
    * the tracker's clock, ms since the epoch
    */
   'at_ms': (number);
-  /**
-   * healthy | suspect | quarantined
-   */
-  'from': (string);
-  'to': (string);
   'reason': (string);
+  'from': (_farm_v1_BoardHealth__Output);
+  'to': (_farm_v1_BoardHealth__Output);
 }

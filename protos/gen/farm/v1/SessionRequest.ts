@@ -1,5 +1,6 @@
 // Original file: protos/farm/v1/host.proto
 
+import type { Route as _farm_v1_Route, Route__Output as _farm_v1_Route__Output } from '../../farm/v1/Route';
 
 export interface SessionRequest {
   'key'?: (string);
@@ -24,13 +25,13 @@ export interface SessionRequest {
    */
   'session_timeout_ms'?: (number);
   /**
-   * auto (empty) | direct | relay | grpc: how the session's frames travel
-   */
-  'route'?: (string);
-  /**
    * only this board (AGENT/NAME), which must serve the key; empty: any
    */
   'board_id'?: (string);
+  /**
+   * how the session's frames travel (ROUTE_AUTO: the default)
+   */
+  'route'?: (_farm_v1_Route);
 }
 
 export interface SessionRequest__Output {
@@ -56,11 +57,11 @@ export interface SessionRequest__Output {
    */
   'session_timeout_ms': (number);
   /**
-   * auto (empty) | direct | relay | grpc: how the session's frames travel
-   */
-  'route': (string);
-  /**
    * only this board (AGENT/NAME), which must serve the key; empty: any
    */
   'board_id': (string);
+  /**
+   * how the session's frames travel (ROUTE_AUTO: the default)
+   */
+  'route': (_farm_v1_Route__Output);
 }

@@ -1,10 +1,10 @@
 // Original file: protos/farm/v1/host.proto
 
+import type { TokenKind as _farm_v1_TokenKind, TokenKind__Output as _farm_v1_TokenKind__Output } from '../../farm/v1/TokenKind';
 
 export interface TokenInfo {
   'id'?: (string);
   'name'?: (string);
-  'kind'?: (string);
   'keys'?: (string)[];
   'has_max_priority'?: (boolean);
   'max_priority'?: (number);
@@ -18,12 +18,12 @@ export interface TokenInfo {
    * 0: live
    */
   'revoked_at_ms'?: (number | string);
+  'kind'?: (_farm_v1_TokenKind);
 }
 
 export interface TokenInfo__Output {
   'id': (string);
   'name': (string);
-  'kind': (string);
   'keys': (string)[];
   'has_max_priority': (boolean);
   'max_priority': (number);
@@ -37,4 +37,5 @@ export interface TokenInfo__Output {
    * 0: live
    */
   'revoked_at_ms': (number);
+  'kind': (_farm_v1_TokenKind__Output);
 }

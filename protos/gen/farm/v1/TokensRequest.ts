@@ -1,19 +1,13 @@
 // Original file: protos/farm/v1/host.proto
 
+import type { TokenAction as _farm_v1_TokenAction, TokenAction__Output as _farm_v1_TokenAction__Output } from '../../farm/v1/TokenAction';
+import type { TokenKind as _farm_v1_TokenKind, TokenKind__Output as _farm_v1_TokenKind__Output } from '../../farm/v1/TokenKind';
 
 export interface TokensRequest {
-  /**
-   * create | list | revoke
-   */
-  'action'?: (string);
   /**
    * create: the new token's name; revoke: its name or id
    */
   'name'?: (string);
-  /**
-   * create: agent | client | operator
-   */
-  'kind'?: (string);
   /**
    * create: keys it may use ("*": all; "h100-*": a prefix)
    */
@@ -31,21 +25,18 @@ export interface TokensRequest {
    * create: when it stops working (0: never)
    */
   'expires_at_ms'?: (number | string);
+  'action'?: (_farm_v1_TokenAction);
+  /**
+   * create: its kind
+   */
+  'kind'?: (_farm_v1_TokenKind);
 }
 
 export interface TokensRequest__Output {
   /**
-   * create | list | revoke
-   */
-  'action': (string);
-  /**
    * create: the new token's name; revoke: its name or id
    */
   'name': (string);
-  /**
-   * create: agent | client | operator
-   */
-  'kind': (string);
   /**
    * create: keys it may use ("*": all; "h100-*": a prefix)
    */
@@ -63,4 +54,9 @@ export interface TokensRequest__Output {
    * create: when it stops working (0: never)
    */
   'expires_at_ms': (number);
+  'action': (_farm_v1_TokenAction__Output);
+  /**
+   * create: its kind
+   */
+  'kind': (_farm_v1_TokenKind__Output);
 }

@@ -1,5 +1,6 @@
 // Original file: protos/farm/v1/worker.proto
 
+import type { Route as _farm_v1_Route, Route__Output as _farm_v1_Route__Output } from '../../farm/v1/Route';
 
 /**
  * Serve this session. `dir`: its folder, made by the agent (owned by the
@@ -10,7 +11,7 @@ export interface WorkerAssign {
   'session_id'?: (string);
   'token'?: (string);
   'dir'?: (string);
-  'route'?: (string);
+  'route'?: (_farm_v1_Route);
 }
 
 /**
@@ -22,5 +23,5 @@ export interface WorkerAssign__Output {
   'session_id': (string);
   'token': (string);
   'dir': (string);
-  'route': (string);
+  'route': (_farm_v1_Route__Output);
 }

@@ -1,0 +1,87 @@
+/**
+ * The enum codec: one rule maps every enum's wire values to the names users
+ * see, both ways, and anything outside the enum is refused naming the choices.
+ */
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { BOARD_ACTION, BOARD_HEALTH, BOARD_STATE, EnumCodec, LANE, ROUTE, TOKEN_KIND, fromWireMessage, toWireMessage } from "./enums.ts";
+import { FarmError } from "./errors.ts";
+import { decodeGrantFrame, decodeSessionRequest, encodeGrantFrame, encodeSessionRequest } from "./frames.ts";
+import { ROUTES } from "./routes.ts";
+import { decodeToWorker, encodeToWorker } from "./worker-channel.ts";
+
+const refused = (code: string, pattern: RegExp) => (e: unknown) => e instanceof FarmError && e.code === code && pattern.test(e.message);
+
+describe("enum codecs", () => {
+  it("name each wire value by the enum's rule, in the enum's order, as contract.json declares them", () => {
+    assert.deepEqual(ROUTE.names, ROUTES);
+    assert.deepEqual(LANE.names, ["", "direct", "relay", "grpc", "tvm"]);
+    assert.equal(ROUTE.toWire("direct"), "ROUTE_DIRECT");
+    assert.equal(LANE.toWire(""), "LANE_NONE");
+    assert.equal(ROUTE.fromWire("ROUTE_GRPC", "x"), "grpc");
+    assert.equal(ROUTE.fromWire(2, "x"), "relay", "a protobufjs decoder gives the number");
+    assert.equal(LANE.fromWire(0, "x"), "");
+    assert.deepEqual(BOARD_STATE.names, ["absent", "starting", "free", "busy", "draining", "quarantined"]);
+    assert.equal(BOARD_STATE.fromWire(0, "x"), "absent", "the enum's 0: a board that is not attached");
+    assert.deepEqual(TOKEN_KIND.names, ["agent", "client", "operator"]);
+    assert.deepEqual(BOARD_HEALTH.names, ["healthy", "suspect", "quarantined"]);
+  });
+
+  it(`read an UNSPECIFIED 0 as unset, "", as the string field it replaced was, and never offer it as a choice`, () => {
+    assert.equal(TOKEN_KIND.fromWire(0, "x"), "");
+    assert.equal(TOKEN_KIND.fromWire("TOKEN_KIND_UNSPECIFIED", "x"), "");
+    assert.equal(TOKEN_KIND.toWire(""), "TOKEN_KIND_UNSPECIFIED");
+    assert.throws(() => BOARD_ACTION.parse("", "boardCommand()"), refused("INVALID_ARGUMENT", /^boardCommand\(\): board command must be one of drain, quarantine, restore, got ""$/));
+    const request = fromWireMessage<{ action: string; kind: string }>("farm.v1.TokensRequest", { action: "TOKEN_ACTION_LIST", kind: "TOKEN_KIND_UNSPECIFIED", name: "" }, "x");
+    assert.deepEqual([request.action, request.kind], ["list", ""]);
+  });
+
+  it("refuse a value outside the enum with the caller's code, naming the choices", () => {
+    assert.throws(() => ROUTE.fromWire(9, "the session request"), refused("INVALID_ARGUMENT", /^the session request: route must be one of auto, direct, relay, grpc, got 9$/));
+    assert.throws(() => ROUTE.fromWire("ROUTE_TELEPORT", "a grant", "PROTOCOL_ERROR"), refused("PROTOCOL_ERROR", /got "ROUTE_TELEPORT"/));
+    assert.throws(() => ROUTE.fromWire(undefined, "a grant"), refused("INVALID_ARGUMENT", /got undefined/));
+    assert.throws(() => ROUTE.parse("ROUTE_DIRECT", "--route"), refused("INVALID_ARGUMENT", /^--route: route must be one of/), "a wire name is not a user's name");
+    assert.throws(() => LANE.parse("none", "x"), refused("INVALID_ARGUMENT", /"" \(none\), direct/));
+    assert.throws(() => ROUTE.toWire("teleport" as never), refused("INTERNAL", /teleport/));
+  });
+
+  it("refuse to load an enum whose values break the naming rule", () => {
+    assert.throws(() => new EnumCodec("farm.v1.Route", "route", "LANE_NONE"), /farm.v1.Route has no value LANE_NONE/);
+  });
+});
+
+describe("the codecs of messages with enums", () => {
+  it("convert every enum field of a message, in the messages it holds too, and share the rest", () => {
+    const labels = { rack: "r1" };
+    const board = { id: "a/b", state: "busy" as const, session_lane: "relay" as const, labels, health_history: [{ at_ms: 1, from: "healthy" as const, to: "suspect" as const }] };
+    const reply = { boards: [board], tracker_version: "v" };
+    const wire = toWireMessage<{ boards: Array<Record<string, unknown>> }>("farm.v1.SummaryReply", reply);
+    assert.deepEqual(wire.boards[0], { id: "a/b", state: "BOARD_STATE_BUSY", session_lane: "LANE_RELAY", labels, health_history: [{ at_ms: 1, from: "BOARD_HEALTH_HEALTHY", to: "BOARD_HEALTH_SUSPECT" }] });
+    assert.equal(wire.boards[0]!.labels, labels);
+    assert.deepEqual(fromWireMessage("farm.v1.SummaryReply", wire, "x"), reply);
+    assert.equal(reply.boards[0]!.state, "busy", "the message given is not changed");
+    assert.throws(() => fromWireMessage("farm.v1.SummaryReply", { boards: [{ id: "a/b", state: 42 }] }, "the tracker's summary", "PROTOCOL_ERROR"), refused("PROTOCOL_ERROR", /^the tracker's summary: board state must be one of absent, starting, free, busy, draining, quarantined, got 42$/));
+  });
+
+  it("carry a session request's and a grant's route by name, and the worker's assignment", () => {
+    for (const route of ROUTES) {
+      assert.equal(decodeSessionRequest(encodeSessionRequest({ key: "cpu", route })).route, route);
+      assert.equal(decodeGrantFrame(encodeGrantFrame({ session_id: "s", route, ticket: "t" })).route, route);
+      const assign = decodeToWorker(encodeToWorker({ assign: { session_id: "s", token: "t", dir: "/d", route } })).assign;
+      assert.equal(assign?.route, route);
+    }
+    assert.equal(decodeSessionRequest(encodeSessionRequest({ key: "cpu" })).route, "auto", "absent: auto, the enum's 0");
+    const board = decodeGrantFrame(encodeGrantFrame({ session_id: "s", route: "grpc", board: { id: "a/b", state: "busy", session_lane: "grpc" } })).board;
+    assert.deepEqual([board?.state, board?.session_lane], ["busy", "grpc"]);
+  });
+
+  it("refuse a route the enum does not have (a newer peer's): field 9 of a SessionRequest, 12 of a Grant", () => {
+    const request = Buffer.concat([encodeSessionRequest({ key: "cpu" }), Buffer.from([(9 << 3) | 0, 7])]);
+    assert.throws(() => decodeSessionRequest(request), refused("INVALID_ARGUMENT", /route must be one of auto, direct, relay, grpc, got 7/));
+    const grant = encodeGrantFrame({ session_id: "s", ticket: "t" });
+    // The grant is the frame's field 12: its length byte grows by the two bytes appended.
+    const bent = Buffer.concat([grant, Buffer.from([(12 << 3) | 0, 7])]);
+    bent[1]! += 2;
+    assert.throws(() => decodeGrantFrame(bent), refused("PROTOCOL_ERROR", /the tracker's grant: route must be one of/));
+  });
+});

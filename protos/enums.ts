@@ -1,0 +1,186 @@
+/**
+ * The closed sets that travel as protobuf enums, under the lowercase names
+ * users see. On the wire a value is "ROUTE_DIRECT" (proto-loader's `enums:
+ * String`, protos/grpc.ts) or its number (protobufjs's own decoders); in
+ * every other place (CLI flags, `kfarm status --json`, the live view, metrics
+ * labels, logs, docs, the Python SDK's objects) it is "direct".
+ *
+ * One rule maps the two, for every enum: the value without the enum's
+ * prefix, lowercased, `_` as `-` (ROUTE_DIRECT ↔ "direct"). A 0 value named
+ * `<PREFIX>UNSPECIFIED` is "", unset, as the string field it replaced was
+ * (its reader says whether unset is allowed), and not one of the choices an
+ * error names; a codec's `empty` value is "" too, and one of the choices
+ * (LANE_NONE: no lane yet).
+ * The names' types come from the generated enum types, so a value added to
+ * a .proto file is a name here without another declaration. Where
+ * contract.json declares the names too (the lanes, the auto route), the
+ * codec refuses to load when the two disagree. python/kernelfarm/enums.py
+ * applies the same rule.
+ *
+ * toWireMessage and fromWireMessage convert every enum field of a message,
+ * nested messages included, by the message's reflection: the codecs of
+ * protos/ call them where messages are encoded and decoded, and a part that
+ * builds or reads a gRPC message itself calls them at that point.
+ */
+import { createRequire } from "node:module";
+import type * as Protobuf from "protobufjs";
+import { fileURLToPath } from "node:url";
+import { FarmError, type FarmErrorCode } from "./errors.ts";
+import { AUTO_ROUTE, LANES } from "./gen/contract.ts";
+import type { BoardAction__Output } from "./gen/farm/v1/BoardAction.ts";
+import type { BoardHealth__Output } from "./gen/farm/v1/BoardHealth.ts";
+import type { BoardState__Output } from "./gen/farm/v1/BoardState.ts";
+import type { HealthReportKind__Output } from "./gen/farm/v1/HealthReportKind.ts";
+import type { TokenAction__Output } from "./gen/farm/v1/TokenAction.ts";
+import type { TokenKind__Output } from "./gen/farm/v1/TokenKind.ts";
+import type { Lane__Output } from "./gen/farm/v1/Lane.ts";
+import type { Route__Output } from "./gen/farm/v1/Route.ts";
+
+const require = createRequire(import.meta.url);
+const protobuf = require("protobufjs") as typeof Protobuf;
+
+const root = new protobuf.Root();
+root.resolvePath = (_origin, target) => (target.startsWith("farm/") ? fileURLToPath(new URL(target, import.meta.url)) : target);
+root.loadSync(["farm/v1/common.proto", "farm/v1/agent.proto", "farm/v1/host.proto", "farm/v1/session.proto", "farm/v1/worker.proto"], { keepCase: true });
+
+type Kebab<S extends string> = S extends `${infer A}_${infer B}` ? `${A}-${Kebab<B>}` : S;
+/** The name users see of wire value `W` of the enum whose values start with `P`; `E`: the value that stands for "". */
+export type EnumName<W extends string, P extends string, E extends string = never> = W extends E ? "" : W extends `${P}UNSPECIFIED` ? never : W extends `${P}${infer R}` ? Kebab<Lowercase<R>> : never;
+/** "" where the enum has an UNSPECIFIED value: what an unset field reads as, and is written from. */
+export type Unset<W extends string> = [Extract<W, `${string}_UNSPECIFIED`>] extends [never] ? never : "";
+
+/** One enum's names, both ways. `what` in the methods says whose value it is, for the error. */
+export class EnumCodec<W extends string, N extends string> {
+  /** The choices, as users see them, in the enum's order ("" only where it means something: `empty`). */
+  readonly names: readonly N[];
+  private readonly wireOf = new Map<string, W>();
+  private readonly nameOf = new Map<string | number, N | Unset<W>>();
+
+  /** `type`: the enum's full name ("farm.v1.Route"); `label`: what its values are, in errors ("route"). */
+  constructor(
+    readonly type: string,
+    readonly label: string,
+    empty?: W,
+  ) {
+    const e = root.lookupEnum(type);
+    const prefix = e.name.replace(/[a-z0-9](?=[A-Z])/g, "$&_").toUpperCase() + "_";
+    const names: N[] = [];
+    for (const [wire, num] of Object.entries(e.values)) {
+      if (!wire.startsWith(prefix)) throw new Error(`${type}: ${wire} does not start with ${prefix}`);
+      const unset = wire === `${prefix}UNSPECIFIED`;
+      const name = (unset || wire === empty ? "" : wire.slice(prefix.length).toLowerCase().replaceAll("_", "-")) as N;
+      if (!unset) names.push(name);
+      this.wireOf.set(name, wire as W);
+      this.nameOf.set(wire, name).set(num, name);
+    }
+    if (empty !== undefined && !names.includes("" as N)) throw new Error(`${type} has no value ${empty}`);
+    this.names = names;
+    CODECS.set(e.fullName, this);
+  }
+
+  /** "direct" → "ROUTE_DIRECT", for a message being built. */
+  toWire(name: N | Unset<W>): W {
+    return this.wireOf.get(name) ?? this.refuse(name, "a message being built", "INTERNAL");
+  }
+
+  /** "ROUTE_DIRECT", or its number, from a decoded message → "direct"; a value outside the enum is refused with `code`. */
+  fromWire(value: string | number | null | undefined, what: string, code: FarmErrorCode = "INVALID_ARGUMENT"): N | Unset<W> {
+    return (value === null || value === undefined ? undefined : this.nameOf.get(value)) ?? this.refuse(value, what, code);
+  }
+
+  /** A name as a user or a caller gave it ("direct") → the same, typed; anything else, unset included, is refused naming the choices. */
+  parse(value: string, what: string): N {
+    return (this.names as readonly string[]).includes(value) ? (value as N) : this.refuse(value, what, "INVALID_ARGUMENT");
+  }
+
+  private refuse(value: unknown, what: string, code: FarmErrorCode): never {
+    const choices = this.names.map((n) => (n === "" ? '"" (none)' : n)).join(", ");
+    throw new FarmError(code, `${what}: ${this.label} must be one of ${choices}, got ${JSON.stringify(value) ?? String(value)}`);
+  }
+}
+
+/** Every codec, by its enum's reflected full name (".farm.v1.Route"). */
+const CODECS = new Map<string, EnumCodec<string, string>>();
+
+/** Whether a message type has an enum field with a codec, itself or in a message it holds. */
+const hasEnums = new Map<Protobuf.Type, boolean>();
+function needsConversion(type: Protobuf.Type): boolean {
+  let known = hasEnums.get(type);
+  if (known === undefined) {
+    hasEnums.set(type, false); // a recursive message: what it holds is decided below
+    type.resolveAll();
+    known = type.fieldsArray.some((f) => (f.resolvedType instanceof protobuf.Enum ? CODECS.has(f.resolvedType.fullName) : f.resolvedType instanceof protobuf.Type && needsConversion(f.resolvedType)));
+    hasEnums.set(type, known);
+  }
+  return known;
+}
+
+/** A copy of `value` (a plain object, as grpc-js and toObject give) with its enum fields converted; fields without enums are shared, not copied. */
+function convertMessage(type: Protobuf.Type, value: Record<string, unknown>, one: (codec: EnumCodec<string, string>, v: unknown) => unknown): Record<string, unknown> {
+  if (!needsConversion(type)) return value;
+  const out: Record<string, unknown> = { ...value };
+  for (const f of type.fieldsArray) {
+    const v = value[f.name];
+    if (v === undefined || v === null) continue;
+    let each: ((x: unknown) => unknown) | undefined;
+    if (f.resolvedType instanceof protobuf.Enum) {
+      const codec = CODECS.get(f.resolvedType.fullName);
+      if (codec) each = (x) => one(codec, x);
+    } else if (f.resolvedType instanceof protobuf.Type && needsConversion(f.resolvedType)) {
+      const inner = f.resolvedType;
+      each = (x) => convertMessage(inner, x as Record<string, unknown>, one);
+    }
+    if (!each) continue;
+    if (f.map) out[f.name] = Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([k, x]) => [k, each(x)]));
+    else if (f.repeated) out[f.name] = (v as unknown[]).map(each);
+    else out[f.name] = each(v);
+  }
+  return out;
+}
+
+/** `value` as a message of `type` ("farm.v1.BoardInfo") with every enum field's name ("free") as its wire value ("BOARD_STATE_FREE"). */
+export function toWireMessage<T>(type: string, value: object): T {
+  return convertMessage(root.lookupType(type), value as Record<string, unknown>, (codec, v) => codec.toWire(v as string)) as T;
+}
+
+/**
+ * A decoded message of `type` (a plain object, enums as names or numbers)
+ * with every enum field as the name users see; a value outside its enum is
+ * refused with `code`, `what` saying whose message it was.
+ */
+export function fromWireMessage<T>(type: string, value: object, what: string, code: FarmErrorCode = "INVALID_ARGUMENT"): T {
+  return convertMessage(root.lookupType(type), value as Record<string, unknown>, (codec, v) => codec.fromWire(v as string | number, what, code)) as T;
+}
+
+/** Checks, as this module loads, that an enum has exactly the names another declaration gives it (contract.json). */
+function agree<N extends string>(codec: EnumCodec<string, N>, declared: readonly string[], where: string): void {
+  const missing = declared.filter((n) => !(codec.names as readonly string[]).includes(n));
+  const extra = codec.names.filter((n) => !declared.includes(n));
+  if (missing.length || extra.length) throw new Error(`${codec.type} and ${where} disagree: ${[...missing.map((n) => `${JSON.stringify(n)} only in ${where}`), ...extra.map((n) => `${JSON.stringify(n)} only in ${codec.type}`)].join("; ")}`);
+}
+
+/** How a host asks its session's frames to travel (protos/routes.ts). */
+export const ROUTE = new EnumCodec<Route__Output, EnumName<Route__Output, "ROUTE_">>("farm.v1.Route", "route");
+/** How a session's frames do travel; "" until its lane opens; "tvm": a TVM server's board, reached by the TVM client itself. */
+export const LANE = new EnumCodec<Lane__Output, EnumName<Lane__Output, "LANE_", "LANE_NONE">>("farm.v1.Lane", "lane", "LANE_NONE");
+
+/** Where a board stands with the tracker; "absent": not attached (a remembered board, in BoardCommand replies). */
+export const BOARD_STATE = new EnumCodec<BoardState__Output, EnumName<BoardState__Output, "BOARD_STATE_">>("farm.v1.BoardState", "board state");
+
+export type BoardStateName = (typeof BOARD_STATE.names)[number];
+/** A board's health (tracker/health.ts takes its HEALTH_STATES from here); "" where unset. */
+export const BOARD_HEALTH = new EnumCodec<BoardHealth__Output, EnumName<BoardHealth__Output, "BOARD_HEALTH_">>("farm.v1.BoardHealth", "board health");
+export type BoardHealthName = ReturnType<typeof BOARD_HEALTH.fromWire>;
+/** What an agent's BoardHealthReport tells: a canary's result, or an infrastructure error. */
+export const HEALTH_REPORT_KIND = new EnumCodec<HealthReportKind__Output, EnumName<HealthReportKind__Output, "HEALTH_REPORT_KIND_">>("farm.v1.HealthReportKind", "health report kind");
+/** An operator's command on one board (HostService.BoardCommand). */
+export const BOARD_ACTION = new EnumCodec<BoardAction__Output, EnumName<BoardAction__Output, "BOARD_ACTION_">>("farm.v1.BoardAction", "board command");
+/** What HostService.Tokens is asked to do. */
+export const TOKEN_ACTION = new EnumCodec<TokenAction__Output, EnumName<TokenAction__Output, "TOKEN_ACTION_">>("farm.v1.TokenAction", "token action");
+/** Who a token speaks for (tracker/tokens.ts takes its TOKEN_KINDS from here). */
+export const TOKEN_KIND = new EnumCodec<TokenKind__Output, EnumName<TokenKind__Output, "TOKEN_KIND_">>("farm.v1.TokenKind", "token kind");
+/** A busy board's session's lane ("" until it opens). */
+export type SessionLane = (typeof LANE.names)[number];
+
+agree(ROUTE, [AUTO_ROUTE, ...LANES], "contract.json's autoRoute and lanes");
+agree(LANE, ["", ...LANES, "tvm"], `contract.json's lanes (with "" and tvm)`);
