@@ -30,7 +30,7 @@ export const SESSION_TOKEN_HEADER = "farm-session-token";
 
 /**
  * Liveness of every connection to the tracker. The tracker pings each one
- * (hosts' Session streams, agents' Attach streams, workers' ServeSession
+ * (hosts' Session streams, agents' Attach streams, agents' ServeSession
  * streams) every KEEPALIVE_TIME_MS and drops it when a ping goes unanswered
  * for KEEPALIVE_TIMEOUT_MS: a host that vanishes without a FIN (cable pulled,
  * laptop lid closed, a partition) has its Session stream broken and its lease

@@ -5,8 +5,8 @@
  *   hands it to the session's worker;
  * * `relay`: both sides dial the tracker's data port, which joins the two
  *   sockets by the session's ticket and pipes bytes without decoding them;
- * * `grpc`: the frames ride the host's Session stream and the worker's
- *   ServeSession stream, relayed by the tracker (for networks where only the
+ * * `grpc`: the frames ride the host's Session stream and the board's
+ *   ServeSession stream (its agent's, bridged to the worker), relayed by the tracker (for networks where only the
  *   gRPC port is reachable);
  * * `auto`: direct, falling back to relay within a bounded time.
  *

@@ -399,9 +399,10 @@ describe("measure()", () => {
     {
       todo:
         "in full `npm test` runs on this 2-CPU machine, on the grpc route (tests/routes/grpc.test.ts), the good candidate before the bad one " +
-        "was charged with its crash or timeout: the worker's answer to it never reached the host, though the worker waits for grpc-js's " +
-        "write callback before it runs the next candidate (http2 may hold the bytes past it); never seen on the direct lane, never reproduced " +
-        "alone. One in flight is the default until the grpc lane's answers are known to have left",
+        "was charged with its crash or timeout: the worker's answer to it never reached the host; never seen on the direct lane, never " +
+        "reproduced alone. The worker now writes to a socket (its agent bridges it to the ServeSession stream), but the agent reports the " +
+        "worker's death on its Attach stream, another connection, and the tracker may end the lease before the answer arrives on the " +
+        "session's stream (a reading, not confirmed). One in flight is the default until the tracker keeps that order",
     },
     () => crashOrTimeoutIsItsOwn(2),
   );

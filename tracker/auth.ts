@@ -12,7 +12,7 @@
  * |----------------------|----------------------------|---------------------------------------|
  * | Session (request)    | client                     | key, priority cap, session timeout cap |
  * | Release; data port hello (host) | the client granted the session | + the session ticket (constant time) |
- * | ServeSession; data port hello (worker) | the board's worker | the session ticket only (no token: workers hold no secret) |
+ * | ServeSession; data port hello (worker) | the board's agent, for its worker | the session ticket only (no token: the stream is the session's, not the agent's) |
  * | agent's direct lane  | whoever holds the ticket   | checked by the agent (device-agent/agent/lanes.ts), single use |
  * | Attach               | agent                      | its name is the token's, its boards' keys |
  * | BoardCommand, Tokens | operator                   |                                       |

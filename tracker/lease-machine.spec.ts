@@ -151,7 +151,7 @@ describe("lease machine: granted (a request matched with a free board)", () => {
 });
 
 describe("lease machine: granted → active (the lane opens)", () => {
-  it("grpc: the worker's ServeSession stream and the host's stream are relayed; the open timer is cancelled", () => {
+  it("grpc: the board's ServeSession stream and the host's stream are relayed; the open timer is cancelled", () => {
     const c = new Clock({ route: "grpc" });
     c.feed({ kind: "hostAttached" });
     c.take();

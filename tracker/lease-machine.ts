@@ -83,7 +83,7 @@ export interface LeaseMachineState {
   readonly reason: FarmError | null;
   /** The host's Session stream is attached (the grant went out on it). */
   readonly host: boolean;
-  /** grpc route: the worker's ServeSession stream is attached. */
+  /** grpc route: the board's ServeSession stream is attached. */
   readonly workerStream: boolean;
   /** relay lane: which sides' data-port sockets are attached. */
   readonly sockets: { readonly host: boolean; readonly worker: boolean };
@@ -98,7 +98,7 @@ export type LeaseEvent =
   | { readonly kind: "hostAttached" }
   /** The host's Session stream broke or was cancelled (its process died, its network went). */
   | { readonly kind: "hostLeft" }
-  /** grpc route: the worker's ServeSession stream arrived, its ticket checked. */
+  /** grpc route: the board's ServeSession stream arrived, its ticket checked. */
   | { readonly kind: "workerStreamAttached" }
   /** relay (or auto's fallback): one side's socket said its hello at the data port, its ticket checked. */
   | { readonly kind: "socketArrived"; readonly role: SocketRole }
@@ -138,7 +138,7 @@ export type LeaseEffect =
   | { readonly kind: "stopRelay" }
   /** The host's last message: the end frame with the reason, then its stream ends (with the reason as its status). */
   | { readonly kind: "sendEnd"; readonly reason: FarmError | null }
-  /** grpc route: end the worker's ServeSession stream (with the reason as its status). */
+  /** grpc route: end the board's ServeSession stream (with the reason as its status). */
   | { readonly kind: "finishWorkerStream"; readonly reason: FarmError | null }
   /** relay lane: close one side's socket; `clean` lets it finish its writes and read its peer's end first (lease.ts closeLaneSocket). */
   | { readonly kind: "closeSocket"; readonly role: SocketRole; readonly clean: boolean }

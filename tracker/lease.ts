@@ -113,7 +113,7 @@ export class Lease<B extends LeasedBoard = LeasedBoard> {
     });
   }
 
-  /** grpc lane: the worker's ServeSession stream. Throws (PROTOCOL_ERROR) off the grpc route or for a second one. */
+  /** grpc lane: the board's ServeSession stream (its agent's, bridged to the worker). Throws (PROTOCOL_ERROR) off the grpc route or for a second one. */
   attachWorkerStream(call: SessionStream): void {
     this.feed({ kind: "workerStreamAttached" }, () => {
       this.workerStream = call;

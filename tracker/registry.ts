@@ -30,7 +30,7 @@ export type AttachCall = ServerDuplexStream<AgentMessage__Output, TrackerMessage
 export interface AgentControl {
   /** A lease on one of its boards was granted: serve it. */
   assign(lease: BoardLease): void;
-  /** The lease's host fell back to the relay: the board's worker dials the data port. */
+  /** The lease's host fell back to the relay: the board's agent dials the data port for its worker. */
   openRelay(lease: BoardLease): void;
   /** A lease on one of its boards is over: its worker is recycled or killed. */
   end(lease: BoardLease): void;

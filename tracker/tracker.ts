@@ -474,7 +474,7 @@ export class Tracker {
     };
   }
 
-  /** A worker's ServeSession stream (grpc route): it shows the session's ticket alone (workers hold no secret). */
+  /** A board's ServeSession stream (grpc route; its agent opens it for the worker): it shows the session's ticket alone. */
   private serveSession(call: SessionStream): void {
     try {
       const id = String(call.metadata.get(SESSION_ID_HEADER)[0] ?? "");

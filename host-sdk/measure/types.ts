@@ -162,9 +162,10 @@ export const DEFAULT_RETRIES = 3;
  * Default `inFlightPerBoard`: 1. With two, the good candidate before a
  * crashing or hanging one was charged with its failure on the grpc route in
  * full `npm test` runs (tests/measure.test.ts, a `todo`): its answer never
- * left the worker, which waits for grpc-js's write callback before it runs
- * the next tenant code, but http2 may hold the bytes past that callback.
- * Never seen on the direct lane. A second slot is opt-in until then.
+ * reached the host. On that route the answer travels on the session's
+ * ServeSession stream and the worker's death on its agent's Attach stream,
+ * two connections whose order the tracker does not keep (a reading, not
+ * confirmed). Never seen on the direct lane. A second slot is opt-in until then.
  */
 export const DEFAULT_IN_FLIGHT_PER_BOARD = 1;
 

@@ -174,8 +174,8 @@ MEASURE_OUTCOMES: Final = ("OK", "INVALID_CONFIG", "COMPILE_ERROR", "LOAD_ERROR"
 #: How a session's frames travel (docs/architecture.md, "Lanes"):
 #: direct: a socket from the host straight to the board's agent, which hands it to the session's worker
 #: relay: both sides dial the tracker's data port, which joins the two sockets by the session's ticket and pipes bytes without decoding them
-#: grpc: the frames ride the host's Session stream and the worker's ServeSession stream, relayed by the tracker (for networks where only the
-#: gRPC port is reachable)
+#: grpc: the frames ride the host's Session stream and the board's ServeSession stream (opened by its agent, bridged to the worker), relayed
+#: by the tracker (for networks where only the gRPC port is reachable)
 LANES: Final = ("direct", "relay", "grpc")
 #: The route that picks a lane: direct, falling back to relay within a bounded time.
 AUTO_ROUTE: Final = "auto"

@@ -6,7 +6,7 @@ export interface AssignSession {
   'session_id'?: (string);
   'board_name'?: (string);
   /**
-   * the session's ticket: the worker's on ServeSession, the host's on the direct lane
+   * the session's ticket: the agent shows it on ServeSession (grpc) and the data port (relay), the host on the direct lane
    */
   'token'?: (string);
   'client_id'?: (string);
@@ -24,7 +24,7 @@ export interface AssignSession__Output {
   'session_id': (string);
   'board_name': (string);
   /**
-   * the session's ticket: the worker's on ServeSession, the host's on the direct lane
+   * the session's ticket: the agent shows it on ServeSession (grpc) and the data port (relay), the host on the direct lane
    */
   'token': (string);
   'client_id': (string);

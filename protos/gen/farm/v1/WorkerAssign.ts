@@ -4,8 +4,9 @@ import type { Route as _farm_v1_Route, Route__Output as _farm_v1_Route__Output }
 
 /**
  * Serve this session. `dir`: its folder, made by the agent (owned by the
- * worker's uid, 0700). `route` grpc: the worker opens ServeSession with the
- * ticket (`token`); any other: its lane comes as WorkerLane.
+ * worker's uid, 0700). its lane comes as WorkerLane, on every route (grpc: one end of a
+ * socket pair whose other end the agent joins to the session's ServeSession
+ * stream).
  */
 export interface WorkerAssign {
   'session_id'?: (string);
@@ -16,8 +17,9 @@ export interface WorkerAssign {
 
 /**
  * Serve this session. `dir`: its folder, made by the agent (owned by the
- * worker's uid, 0700). `route` grpc: the worker opens ServeSession with the
- * ticket (`token`); any other: its lane comes as WorkerLane.
+ * worker's uid, 0700). its lane comes as WorkerLane, on every route (grpc: one end of a
+ * socket pair whose other end the agent joins to the session's ServeSession
+ * stream).
  */
 export interface WorkerAssign__Output {
   'session_id': (string);
