@@ -68,13 +68,14 @@
  * came, a session takes none, even while it still drains (multiplexer.ts).
  */
 import { FarmError, SESSION_END_GRACE_MS, type Lane, type Route } from "../protos/index.ts";
+import { LANE_DRAIN_MS } from "../protos/gen/contract.ts";
 
 export type ChannelPhase = "requesting" | "opening" | "open" | "closing" | "draining" | "closed";
 /** The lanes the host dials; grpc is the Session stream itself. */
 export type DialedLane = "direct" | "relay";
 
-/** How long the lane is read after the tracker's end came, for frames the worker sent before it ended. */
-export const LANE_DRAIN_MS = 1000;
+/** How long the lane is read after the tracker's end came, for frames the worker sent before it ended (declared for both SDKs). */
+export { LANE_DRAIN_MS };
 /** How long a lane may take to connect and be welcomed, unless auto's direct timeout is shorter. */
 export const DIAL_TIMEOUT_MS = 10_000;
 

@@ -15,6 +15,8 @@ import type { LaneHello, LaneHello__Output } from "./gen/farm/v1/LaneHello.ts";
 import type { LaneWelcome, LaneWelcome__Output } from "./gen/farm/v1/LaneWelcome.ts";
 import type { SessionRequest as SessionRequestMessage, SessionRequest__Output as SessionRequestMessage__Output } from "./gen/farm/v1/SessionRequest.ts";
 import { fromWireMessage, toWireMessage } from "./enums.ts";
+// Below SPLIT_MIN_BYTES of data one buffer is cheaper than two writes (declared for both SDKs).
+import { SPLIT_MIN_BYTES } from "./gen/contract.ts";
 import type { BoardInfo, BoardInfo__Output } from "./summary-reply.ts";
 import type { Route } from "./routes.ts";
 
@@ -67,8 +69,6 @@ export function decodeBoardFrame(bytes: Uint8Array): BoardFrame__Output {
 
 /** The chunked requests, by their HostFrame field number; each one's `data` is its field 3. */
 const CHUNK_OPS = { upload: { field: 2, type: root.lookupType("farm.v1.Upload") }, array_write: { field: 8, type: root.lookupType("farm.v1.ArrayWrite") } } as const;
-/** Below this, one buffer is cheaper than two writes. */
-const SPLIT_MIN_BYTES = 64 << 10;
 const dataType = root.lookupType("farm.v1.Data");
 
 /** `head`, then `data` as its field 1 (Data) or 3 (Upload, ArrayWrite), as field `field` of a frame with `id`. */

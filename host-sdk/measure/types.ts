@@ -1,5 +1,5 @@
 /** What measure() takes and gives: candidates, options, results, and the closed set of outcomes. */
-import { MEASURE_OUTCOMES } from "../../protos/gen/contract.ts";
+import { DEFAULT_INFRA_DEADLINE_MS, DEFAULT_RETRIES, MEASURE_OUTCOMES } from "../../protos/gen/contract.ts";
 import type { AnyTypedArray, Dtype, LaunchDecl } from "../../protos/index.ts";
 import type { RandomFill } from "../../domain/index.ts";
 import type { CompiledModule } from "../compiled-module.ts";
@@ -153,11 +153,8 @@ export interface MeasureResult {
   measuredAgain?: string;
 }
 
-/** Default `infraDeadlineMs`. */
-export const DEFAULT_INFRA_DEADLINE_MS = 600_000;
-
-/** Default `retries`: sessions that may fail under one candidate before it is INFRA_ERROR. */
-export const DEFAULT_RETRIES = 3;
+/** Default `infraDeadlineMs` and `retries` (sessions that may fail under one candidate before it is INFRA_ERROR), declared for both SDKs. */
+export { DEFAULT_INFRA_DEADLINE_MS, DEFAULT_RETRIES };
 /**
  * Default `inFlightPerBoard`: 1. With two, the good candidate before a
  * crashing or hanging one was charged with its failure on the grpc route in

@@ -113,3 +113,15 @@ export const MAX_TOKEN_CHARS = 512;
 
 /** The leaf of the tree digest that names large uploads by content (domain/tree-digest.ts): both SDKs cut the same leaves. */
 export const TREE_LEAF_BYTES = 1048576;
+
+/** A chunk frame with at least this much data is written as parts (the encoded head, then the data as it is), so a megabyte reaches the socket without a copy into a protobuf buffer; a smaller one is encoded whole. */
+export const SPLIT_MIN_BYTES = 65536;
+
+/** How long a host reads a socket lane after the tracker's end came while the lane was open (state draining): the answers a worker sent just before it ended still reach their requests. */
+export const LANE_DRAIN_MS = 1000;
+
+/** measure(): sessions that may be lost under one candidate before it is INFRA_ERROR (retries). */
+export const DEFAULT_RETRIES = 3;
+
+/** measure(): how long a candidate's infrastructure failures are waited out (a tracker or agent restart fits) before INFRA_ERROR is recorded (infraDeadlineMs; Python infra_deadline, in seconds). */
+export const DEFAULT_INFRA_DEADLINE_MS = 600000;

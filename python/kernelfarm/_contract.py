@@ -227,3 +227,18 @@ MAX_TOKEN_CHARS: Final = 512
 
 #: The leaf of the tree digest that names large uploads by content (domain/tree-digest.ts): both SDKs cut the same leaves.
 TREE_LEAF_BYTES: Final = 1048576
+
+#: A chunk frame with at least this much data is written as parts (the encoded head, then the data as it is), so a megabyte reaches the
+#: socket without a copy into a protobuf buffer; a smaller one is encoded whole.
+SPLIT_MIN_BYTES: Final = 65536
+
+#: How long a host reads a socket lane after the tracker's end came while the lane was open (state draining): the answers a worker sent just
+#: before it ended still reach their requests.
+LANE_DRAIN_MS: Final = 1000
+
+#: measure(): sessions that may be lost under one candidate before it is INFRA_ERROR (retries).
+DEFAULT_RETRIES: Final = 3
+
+#: measure(): how long a candidate's infrastructure failures are waited out (a tracker or agent restart fits) before INFRA_ERROR is recorded
+#: (infraDeadlineMs; Python infra_deadline, in seconds).
+DEFAULT_INFRA_DEADLINE_MS: Final = 600000

@@ -32,7 +32,7 @@ from typing import Callable, Optional, Sequence
 
 import grpc
 
-from ._contract import SESSION_END_GRACE_MS
+from ._contract import LANE_DRAIN_MS, SESSION_END_GRACE_MS
 from .credentials import ClientSecurity
 from .enums import ROUTE
 from .errors import FarmError, grpc_farm_code
@@ -41,8 +41,8 @@ from .lane import LaneSocket, dial_lane
 from .protos import session_pb2
 
 SESSION_METHOD = "/farm.v1.HostService/Session"
-#: How long a lane is read after the tracker's end came, for frames the worker sent before it ended (frame-channel.ts).
-LANE_DRAIN_S = 1.0
+#: How long a lane is read after the tracker's end came, for frames the worker sent before it ended (contract.json LANE_DRAIN_MS).
+LANE_DRAIN_S = LANE_DRAIN_MS / 1000
 #: Frames queued for the grpc lane before a sender waits: its back-pressure.
 _OUTBOX_FRAMES = 8
 

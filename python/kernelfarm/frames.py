@@ -6,13 +6,12 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from ._contract import CHUNK_BYTES, MAX_MESSAGE_BYTES  # noqa: F401 - the SDK's modules take the frame sizes from here
+from ._contract import CHUNK_BYTES, MAX_MESSAGE_BYTES, SPLIT_MIN_BYTES  # noqa: F401 - the SDK's modules take the frame sizes from here
 from .enums import ROUTE
 from .errors import FarmError
 from .protos import common_pb2, host_pb2, session_pb2
 
 #: Below this, one buffer is cheaper than two sends (protos/frames.ts).
-SPLIT_MIN_BYTES = 64 << 10
 
 # A BoardFrame with `grant` (field 12) or `end` (field 13) and no request id
 # starts with that field's tag; every reply starts with its id's tag (field 1),

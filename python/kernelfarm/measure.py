@@ -44,7 +44,8 @@ from .candidate_digest import DEFAULT_TIMEOUT_S, CandidateDoc, _ArrayDigests, ca
 from .dtypes import dtype_name, shape_of, wire_array
 from .errors import FarmError
 from .protos import session_pb2
-from ._contract import MEASURE_OUTCOMES as OUTCOMES
+from ._contract import DEFAULT_INFRA_DEADLINE_MS, MEASURE_OUTCOMES as OUTCOMES
+from ._contract import DEFAULT_RETRIES as _DEFAULT_RETRIES
 from .results_file import ResultsFile, remeasure_reason
 from .seeded import fill_problem, fill_range, random_array
 from .session import RemoteArray, RemoteModule, Session, TimeOptions, measured
@@ -71,10 +72,10 @@ __all__ = [
 
 # INVALID_CONFIG: a launch the board cannot run (block size, registers, shared memory), refused by its launch check.
 MEASURE_OUTCOMES = OUTCOMES
-#: Sessions that may fail under one candidate before it is INFRA_ERROR is `retries`; this many by default.
-DEFAULT_RETRIES = 3
+#: Sessions that may fail under one candidate before it is INFRA_ERROR is `retries`; this many by default (contract.json).
+DEFAULT_RETRIES: int = _DEFAULT_RETRIES
 #: Seconds an infrastructure failure is waited out before INFRA_ERROR is recorded (a tracker or agent restart fits).
-DEFAULT_INFRA_DEADLINE_S = 600.0
+DEFAULT_INFRA_DEADLINE_S = DEFAULT_INFRA_DEADLINE_MS / 1000
 #: Refusals that no wait heals (a token refused, a request malformed): the batch stops with them at once.
 FATAL_CODES = frozenset({"UNAUTHENTICATED", "PERMISSION_DENIED", "INVALID_ARGUMENT"})
 #: Results-file fields whose JSON name is not the attribute's.
