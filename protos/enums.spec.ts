@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { BOARD_ACTION, BOARD_HEALTH, BOARD_STATE, EnumCodec, LANE, ROUTE, TOKEN_KIND, fromWireMessage, toWireMessage } from "./enums.ts";
 import { FarmError } from "./errors.ts";
-import { decodeGrantFrame, decodeSessionRequest, encodeGrantFrame, encodeSessionRequest } from "./frames.ts";
+import { decodeGrantFrame, decodeLaneHello, decodeSessionRequest, encodeGrantFrame, encodeLaneHello, encodeSessionRequest } from "./frames.ts";
 import { LANES, ROUTES } from "./routes.ts";
 import { decodeToWorker, encodeToWorker } from "./worker-channel.ts";
 
@@ -73,6 +73,14 @@ describe("the codecs of messages with enums", () => {
     assert.equal(decodeSessionRequest(encodeSessionRequest({ key: "cpu" })).route, "auto", "absent: auto, the enum's 0");
     const board = decodeGrantFrame(encodeGrantFrame({ session_id: "s", route: "grpc", board: { id: "a/b", state: "busy", session_lane: "grpc" } })).board;
     assert.deepEqual([board?.state, board?.session_lane], ["busy", "grpc"]);
+  });
+
+  it("carry a lane hello's role by name; a hello without one reads as \"\", one the enum lacks is a PROTOCOL_ERROR", () => {
+    for (const role of ["host", "worker"] as const) assert.equal(decodeLaneHello(encodeLaneHello({ session_id: "s", ticket: "t", role })).role, role);
+    const hello = Buffer.from(encodeLaneHello({ session_id: "s", ticket: "t", role: "host" }));
+    // Field 5, again: a decoder keeps a scalar field's last value.
+    assert.equal(decodeLaneHello(Buffer.concat([hello, Buffer.from([5 << 3, 0])])).role, "");
+    assert.throws(() => decodeLaneHello(Buffer.concat([hello, Buffer.from([5 << 3, 7])])), refused("PROTOCOL_ERROR", /^the lane hello: lane role must be one of host, worker, got 7$/));
   });
 
   it("carry a worker's lane's kind by name, and refuse one that names no socket a worker serves", () => {
