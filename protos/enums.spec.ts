@@ -6,8 +6,8 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { BOARD_ACTION, BOARD_HEALTH, BOARD_STATE, EnumCodec, LANE, ROUTE, TOKEN_KIND, fromWireMessage, toWireMessage } from "./enums.ts";
 import { FarmError } from "./errors.ts";
-import { decodeGrantFrame, decodeSessionRequest, encodeGrantFrame, encodeSessionRequest } from "./frames.ts";
-import { ROUTES } from "./routes.ts";
+import { decodeGrantFrame, decodeLaneHello, decodeSessionRequest, encodeGrantFrame, encodeLaneHello, encodeSessionRequest } from "./frames.ts";
+import { LANES, ROUTES } from "./routes.ts";
 import { decodeToWorker, encodeToWorker } from "./worker-channel.ts";
 
 const refused = (code: string, pattern: RegExp) => (e: unknown) => e instanceof FarmError && e.code === code && pattern.test(e.message);
@@ -73,6 +73,26 @@ describe("the codecs of messages with enums", () => {
     assert.equal(decodeSessionRequest(encodeSessionRequest({ key: "cpu" })).route, "auto", "absent: auto, the enum's 0");
     const board = decodeGrantFrame(encodeGrantFrame({ session_id: "s", route: "grpc", board: { id: "a/b", state: "busy", session_lane: "grpc" } })).board;
     assert.deepEqual([board?.state, board?.session_lane], ["busy", "grpc"]);
+  });
+
+  it("carry a lane hello's role by name; a hello without one reads as \"\", one the enum lacks is a PROTOCOL_ERROR", () => {
+    for (const role of ["host", "worker"] as const) assert.equal(decodeLaneHello(encodeLaneHello({ session_id: "s", ticket: "t", role })).role, role);
+    const hello = Buffer.from(encodeLaneHello({ session_id: "s", ticket: "t", role: "host" }));
+    // Field 5, again: a decoder keeps a scalar field's last value.
+    assert.equal(decodeLaneHello(Buffer.concat([hello, Buffer.from([5 << 3, 0])])).role, "");
+    assert.throws(() => decodeLaneHello(Buffer.concat([hello, Buffer.from([5 << 3, 7])])), refused("PROTOCOL_ERROR", /^the lane hello: lane role must be one of host, worker, got 7$/));
+  });
+
+  it("carry a worker's lane's kind by name, and refuse one that names no socket a worker serves", () => {
+    for (const kind of LANES) {
+      const lane = decodeToWorker(encodeToWorker({ lane: { session_id: "s", kind, rest: Buffer.from("hi") } })).lane;
+      assert.deepEqual([lane?.kind, Buffer.from(lane!.rest).toString()], [kind, "hi"]);
+    }
+    // LANE_NONE (an unset kind), LANE_TVM (4) and a value the enum lacks (9), as field 4 of a WorkerLane, field 2 of the AgentToWorker.
+    for (const [value, got] of [[0, '""'], [4, '"tvm"'], [9, "9"]] as const) {
+      const lane = Buffer.from([(1 << 3) | 2, 1, 0x73, (4 << 3) | 0, value]);
+      assert.throws(() => decodeToWorker(Buffer.concat([Buffer.from([(2 << 3) | 2, lane.length]), lane])), refused("PROTOCOL_ERROR", new RegExp(`^the agent's lane: .*got ${got}$`)));
+    }
   });
 
   it("refuse a route the enum does not have (a newer peer's): field 9 of a SessionRequest, 12 of a Grant", () => {

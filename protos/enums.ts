@@ -34,6 +34,7 @@ import type { HealthReportKind__Output } from "./gen/farm/v1/HealthReportKind.ts
 import type { TokenAction__Output } from "./gen/farm/v1/TokenAction.ts";
 import type { TokenKind__Output } from "./gen/farm/v1/TokenKind.ts";
 import type { Lane__Output } from "./gen/farm/v1/Lane.ts";
+import type { LaneRole__Output } from "./gen/farm/v1/LaneRole.ts";
 import type { Route__Output } from "./gen/farm/v1/Route.ts";
 
 const require = createRequire(import.meta.url);
@@ -163,6 +164,10 @@ function agree<N extends string>(codec: EnumCodec<string, N>, declared: readonly
 export const ROUTE = new EnumCodec<Route__Output, EnumName<Route__Output, "ROUTE_">>("farm.v1.Route", "route");
 /** How a session's frames do travel; "" until its lane opens; "tvm": a TVM server's board, reached by the TVM client itself. */
 export const LANE = new EnumCodec<Lane__Output, EnumName<Lane__Output, "LANE_", "LANE_NONE">>("farm.v1.Lane", "lane", "LANE_NONE");
+
+/** Who opens a lane with a LaneHello: "" where the hello named no role, which the accepting side refuses (runtime/lane.ts). */
+export const LANE_ROLE = new EnumCodec<LaneRole__Output, EnumName<LaneRole__Output, "LANE_ROLE_">>("farm.v1.LaneRole", "lane role");
+export type LaneRoleName = (typeof LANE_ROLE.names)[number];
 
 /** Where a board stands with the tracker; "absent": not attached (a remembered board, in BoardCommand replies). */
 export const BOARD_STATE = new EnumCodec<BoardState__Output, EnumName<BoardState__Output, "BOARD_STATE_">>("farm.v1.BoardState", "board state");

@@ -11,10 +11,10 @@ import type { HostFrame, HostFrame__Output } from "./gen/farm/v1/HostFrame.ts";
 import type { BoardFrame, BoardFrame__Output } from "./gen/farm/v1/BoardFrame.ts";
 import type { WireError } from "./errors.ts";
 import type { Grant as GrantMessage, Grant__Output as GrantMessage__Output } from "./gen/farm/v1/Grant.ts";
-import type { LaneHello, LaneHello__Output } from "./gen/farm/v1/LaneHello.ts";
+import type { LaneHello as LaneHelloMessage, LaneHello__Output as LaneHelloMessage__Output } from "./gen/farm/v1/LaneHello.ts";
 import type { LaneWelcome, LaneWelcome__Output } from "./gen/farm/v1/LaneWelcome.ts";
 import type { SessionRequest as SessionRequestMessage, SessionRequest__Output as SessionRequestMessage__Output } from "./gen/farm/v1/SessionRequest.ts";
-import { fromWireMessage, toWireMessage } from "./enums.ts";
+import { fromWireMessage, toWireMessage, type LaneRoleName } from "./enums.ts";
 // Below SPLIT_MIN_BYTES of data one buffer is cheaper than two writes (declared for both SDKs).
 import { SPLIT_MIN_BYTES } from "./gen/contract.ts";
 import type { BoardInfo, BoardInfo__Output } from "./summary-reply.ts";
@@ -166,12 +166,23 @@ export function decodeSessionRequest(bytes: Uint8Array): SessionRequest__Output 
   return fromWireMessage<SessionRequest__Output>("farm.v1.SessionRequest", req, "the session request");
 }
 
+/** A lane's hello with its role by name ("host"): the codec converts the LaneRole enum (protos/enums.ts). */
+export type LaneHello = Omit<LaneHelloMessage, "role"> & { role: LaneRoleName };
+/** A decoded hello: its role is "" where it named none, which the accepting side refuses (runtime/lane.ts). */
+export type LaneHello__Output = Omit<LaneHelloMessage__Output, "role"> & { role: LaneRoleName | "" };
+
 export function encodeLaneHello(hello: LaneHello): Uint8Array {
-  return laneHelloType.encode(hello).finish();
+  return laneHelloType.encode(laneHelloType.fromObject(toWireMessage("farm.v1.LaneHello", hello))).finish();
 }
 
+/**
+ * Any peer's first bytes on a lane: throws what protobufjs throws for bytes
+ * that do not decode, and a PROTOCOL_ERROR FarmError for a role the enum
+ * does not have (a newer or malformed peer's).
+ */
 export function decodeLaneHello(bytes: Uint8Array): LaneHello__Output {
-  return laneHelloType.toObject(laneHelloType.decode(bytes), { defaults: true }) as LaneHello__Output;
+  const hello = laneHelloType.toObject(laneHelloType.decode(bytes), { defaults: true, enums: String });
+  return fromWireMessage<LaneHello__Output>("farm.v1.LaneHello", hello, "the lane hello", "PROTOCOL_ERROR");
 }
 
 export function encodeLaneWelcome(welcome: LaneWelcome): Uint8Array {

@@ -15,10 +15,10 @@ export {
   encodeHostFrame, encodeHostFrameParts, decodeHostFrame, encodeBoardFrame, encodeBoardFrameParts, decodeBoardFrame,
   isGrantFrame, isEndFrame, encodeGrantFrame, encodeEndFrame, decodeGrantFrame, decodeEndFrame, CLEAN_END_FRAME,
   encodeSessionRequest, decodeSessionRequest, encodeLaneHello, decodeLaneWelcome,
-  type HostFrame, type HostFrame__Output, type BoardFrame, type BoardFrame__Output, type Grant, type Grant__Output, type SessionRequest, type SessionRequest__Output,
+  type HostFrame, type HostFrame__Output, type BoardFrame, type BoardFrame__Output, type Grant, type Grant__Output, type SessionRequest, type SessionRequest__Output, type LaneHello, type LaneHello__Output,
 } from "./frames.ts";
 export {
-  EnumCodec, ROUTE, LANE, BOARD_STATE, HEALTH_REPORT_KIND, BOARD_ACTION, TOKEN_ACTION, TOKEN_KIND, toWireMessage, fromWireMessage, type EnumName, type Unset, type BoardStateName, type SessionLane, BOARD_HEALTH, type BoardHealthName,
+  EnumCodec, ROUTE, LANE, LANE_ROLE, type LaneRoleName, BOARD_STATE, HEALTH_REPORT_KIND, BOARD_ACTION, TOKEN_ACTION, TOKEN_KIND, toWireMessage, fromWireMessage, type EnumName, type Unset, type BoardStateName, type SessionLane, BOARD_HEALTH, type BoardHealthName,
 } from "./enums.ts";
 export type { TokensRequest, TokensRequest__Output, TokenInfo, TokenInfo__Output, TokensReply, TokensReply__Output } from "./admin.ts";
 export { encodeBoardEntry, encodeSummaryReply, type BoardInfo, type BoardInfo__Output, type SummaryReply, type SummaryReply__Output } from "./summary-reply.ts";

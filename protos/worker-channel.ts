@@ -15,8 +15,9 @@ import { fileURLToPath } from "node:url";
 import { FarmError, type WireError } from "./errors.ts";
 import type { AgentToWorker as AgentToWorkerMessage, AgentToWorker__Output as AgentToWorkerMessage__Output } from "./gen/farm/v1/AgentToWorker.ts";
 import type { WorkerAssign, WorkerAssign__Output } from "./gen/farm/v1/WorkerAssign.ts";
-import { ROUTE, toWireMessage } from "./enums.ts";
-import type { Route } from "./routes.ts";
+import type { WorkerLane, WorkerLane__Output } from "./gen/farm/v1/WorkerLane.ts";
+import { LANE, ROUTE, toWireMessage } from "./enums.ts";
+import { LANES, type Lane, type Route } from "./routes.ts";
 import type { WorkerToAgent, WorkerToAgent__Output } from "./gen/farm/v1/WorkerToAgent.ts";
 
 const require = createRequire(import.meta.url);
@@ -50,9 +51,15 @@ const MAX_TEXT_CHARS = 16 << 10;
 const DIGEST = /^(tree-)?[0-9a-f]{64}$/;
 
 export type { WorkerToAgent };
-/** What the agent says, with an assignment's route by name ("grpc"): the codecs convert the Route enum (protos/enums.ts). */
-export type AgentToWorker = Omit<AgentToWorkerMessage, "assign"> & { assign?: (Omit<WorkerAssign, "route"> & { route?: Route }) | null };
-export type AgentToWorker__Output = Omit<AgentToWorkerMessage__Output, "assign"> & { assign?: (Omit<WorkerAssign__Output, "route"> & { route: Route }) | null };
+/** What the agent says, with an assignment's route and a lane's kind by name ("grpc"): the codecs convert the Route and Lane enums (protos/enums.ts). */
+export type AgentToWorker = Omit<AgentToWorkerMessage, "assign" | "lane"> & {
+  assign?: (Omit<WorkerAssign, "route"> & { route?: Route }) | null;
+  lane?: (Omit<WorkerLane, "kind"> & { kind: Lane }) | null;
+};
+export type AgentToWorker__Output = Omit<AgentToWorkerMessage__Output, "assign" | "lane"> & {
+  assign?: (Omit<WorkerAssign__Output, "route"> & { route: Route }) | null;
+  lane?: (Omit<WorkerLane__Output, "kind"> & { kind: Lane }) | null;
+};
 
 type Bodies = { [K in NonNullable<WorkerToAgent__Output["msg"]>]-?: NonNullable<WorkerToAgent__Output[K]> };
 /** A decoded, validated message from a worker: `kind` names it, `m` holds its fields. */
@@ -60,7 +67,7 @@ export type WorkerMessage = { [K in keyof Bodies]: { kind: K; m: Bodies[K] } }[k
 
 export function encodeToWorker(msg: AgentToWorker): Uint8Array {
   // fromObject: protobufjs's encode takes an enum's number only, and a name would be written as 0.
-  if (msg.assign) return toWorkerType.encode(toWorkerType.fromObject(toWireMessage("farm.v1.AgentToWorker", msg))).finish();
+  if (msg.assign || msg.lane) return toWorkerType.encode(toWorkerType.fromObject(toWireMessage("farm.v1.AgentToWorker", msg))).finish();
   return toWorkerType.encode(msg).finish();
 }
 
@@ -75,6 +82,12 @@ export function decodeToWorker(bytes: Uint8Array): AgentToWorker__Output {
   if (!msg.msg) throw new FarmError("PROTOCOL_ERROR", "the agent sent a message of no known kind");
   // A decoded instance keeps its defaults on its prototype: the route is replaced in place, not copied out.
   if (msg.assign) (msg.assign as { route: unknown }).route = ROUTE.fromWire(msg.assign.route, "the agent's assignment", "PROTOCOL_ERROR");
+  if (msg.lane) {
+    // A worker's lane is one of LANES: LANE_NONE (unset) and LANE_TVM name no socket a worker could serve.
+    const kind = LANE.fromWire(msg.lane.kind, "the agent's lane", "PROTOCOL_ERROR");
+    if (!(LANES as readonly string[]).includes(kind)) throw new FarmError("PROTOCOL_ERROR", `the agent's lane: its kind must be one of ${LANES.join(", ")}, got ${JSON.stringify(kind)}`);
+    (msg.lane as { kind: unknown }).kind = kind;
+  }
   return msg as unknown as AgentToWorker__Output;
 }
 

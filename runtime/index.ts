@@ -3,7 +3,7 @@
  * credentials (TLS, tokens) and the servers and sockets built with them, the
  * socket lanes' framing and handshakes, logging, health probes.
  */
-export { LaneSocket, framed, acceptHello, welcome, refuse, awaitWelcome, HELLO_TIMEOUT_MS, type LaneRole } from "./lane.ts";
+export { LaneSocket, framed, acceptHello, welcome, refuse, awaitWelcome, HELLO_TIMEOUT_MS, type AcceptedHello } from "./lane.ts";
 export { rootLogger, componentLogger, type Logger } from "./log.ts";
 export { LIVENESS_PATH, READINESS_PATH, isProbePath, answerProbe, type Readiness } from "./probes.ts";
 export {

@@ -13,7 +13,8 @@ import { FarmError } from "../protos/errors.ts";
 import { decodeLaneHello, decodeLaneWelcome, encodeLaneWelcome } from "../protos/frames.ts";
 import { MAX_MESSAGE_BYTES } from "../protos/grpc.ts";
 import { HELLO_TIMEOUT_MS } from "../protos/gen/contract.ts";
-import type { LaneHello__Output } from "../protos/gen/farm/v1/LaneHello.ts";
+import type { LaneHello__Output } from "../protos/frames.ts";
+import type { LaneRoleName } from "../protos/enums.ts";
 
 const HEADER_BYTES = 4;
 /** Frames up to this size are copied behind their header into one write; larger ones go as two (corked). */
@@ -23,8 +24,6 @@ const EMPTY = Buffer.alloc(0);
 export { HELLO_TIMEOUT_MS };
 /** A hello is a session id, a ticket, a role and at most a token: anything larger is not one. */
 const MAX_HELLO_BYTES = 4096;
-
-export type LaneRole = "host" | "worker";
 
 /** One frame as it travels: its length, then its bytes. */
 export function framed(frame: Uint8Array): Buffer {
@@ -252,15 +251,19 @@ export class LaneSocket {
   }
 }
 
+/** A hello the accepting side took: it names a session, a ticket and a role. */
+export type AcceptedHello = LaneHello__Output & { role: LaneRoleName };
+
 /** The accepting side: the peer's hello, or an error already answered to the peer (the lane is then closed). */
-export async function acceptHello(lane: LaneSocket): Promise<LaneHello__Output> {
+export async function acceptHello(lane: LaneSocket): Promise<AcceptedHello> {
   const bytes = await lane.first("hello");
   try {
+    // A role the enum lacks is refused by the decoder; none ("") here, with the rest of what a hello needs.
     const hello = decodeLaneHello(bytes);
-    if (!hello.session_id || !hello.ticket || (hello.role !== "host" && hello.role !== "worker")) {
+    if (!hello.session_id || !hello.ticket || hello.role === "") {
       throw new Error("it needs a session id, a ticket and a role (host or worker)");
     }
-    return hello;
+    return { ...hello, role: hello.role };
   } catch (err) {
     const e = new FarmError("PROTOCOL_ERROR", `${lane.socket.remoteAddress ?? "a peer"} did not open with a lane hello: ${(err as Error).message}`);
     refuse(lane, e);

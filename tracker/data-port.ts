@@ -10,14 +10,13 @@
  */
 import type { Server, Socket } from "node:net";
 import { FarmError } from "../protos/index.ts";
-import { LaneSocket, acceptHello, checkTokenShape, refuse, socketServer, welcome, type Logger, type ServerTls } from "../runtime/index.ts";
-import type { LaneHello__Output } from "../protos/gen/farm/v1/LaneHello.ts";
+import { LaneSocket, acceptHello, type AcceptedHello, checkTokenShape, refuse, socketServer, welcome, type Logger, type ServerTls } from "../runtime/index.ts";
 import type { Caller } from "./auth.ts";
 import type { BoardLease } from "./registry.ts";
 
 export interface DataPortHooks {
   /** The live lease the hello names, its ticket checked (and, for the host, who it was granted to); throws a FarmError otherwise. */
-  lease(hello: LaneHello__Output, caller: Caller): BoardLease;
+  lease(hello: AcceptedHello, caller: Caller): BoardLease;
   /** Who a host is by the token in its hello. */
   caller(token: string | undefined, peer: string): Caller;
   /** An auto-routed host fell back to the relay: its agent must dial in for the worker. */
@@ -53,7 +52,7 @@ export class DataPort {
     socket.once("close", () => this.open.delete(socket));
     const peer = `${socket.remoteAddress}:${socket.remotePort}`;
     const lane = new LaneSocket(socket, `the lane from ${peer}`);
-    let hello: LaneHello__Output;
+    let hello: AcceptedHello;
     try {
       hello = await acceptHello(lane);
     } catch (err) {
@@ -66,11 +65,10 @@ export class DataPort {
       const caller = hello.role === "host" ? this.hooks.caller(hello.token || undefined, peer) : ({ name: "worker", kind: "anonymous", peer } as Caller);
       if (hello.role === "host" && hello.token) checkTokenShape(hello.token);
       const lease = this.hooks.lease(hello, caller);
-      const role = hello.role as "host" | "worker";
-      lease.checkSocket(role);
+      lease.checkSocket(hello.role);
       // Welcomed before the join: the other side's bytes may follow at once.
       welcome(lane);
-      lease.attachSocket(role, lane.detach());
+      lease.attachSocket(hello.role, lane.detach());
       if (hello.role === "host" && lease.route === "auto" && lease.state === "granted") this.hooks.fallback(lease);
     } catch (err) {
       const e = FarmError.from(err);

@@ -40,7 +40,7 @@ import { randomBytes } from "node:crypto";
 import type { Server, Socket } from "node:net";
 import type * as grpc from "@grpc/grpc-js";
 import {
-  AgentService, CLEAN_END_FRAME, FARM_VERSION, FarmError, LANE, ROUTE, decodeHostFrame, encodeBoardFrame, encodeLaneHello, type AgentServiceClient,
+  AgentService, CLEAN_END_FRAME, FARM_VERSION, FarmError, ROUTE, decodeHostFrame, encodeBoardFrame, encodeLaneHello, type AgentServiceClient,
 } from "../../protos/index.ts";
 import {
   HELLO_TIMEOUT_MS, LaneSocket, awaitWelcome, componentLogger, connectSocket, framed, makeClient, parseAddress, socketServer, welcome, type Logger,
@@ -232,7 +232,7 @@ export class SimAgent {
       if (!board || !serving || serving.over) throw new FarmError("NOT_FOUND", `session ${sessionId} has no board any more`);
       welcome(lane);
       this.stats.direct++;
-      this.send({ lane_opened: { session_id: sessionId, lane: LANE.toWire("direct") } });
+      this.send({ lane_opened: { session_id: sessionId } });
       this.serve(board, serving, lane);
     });
   }

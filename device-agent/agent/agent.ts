@@ -4,7 +4,7 @@
  */
 import { rmSync } from "node:fs";
 import { join } from "node:path";
-import { FarmError, HEALTH_REPORT_KIND, LANE, ROUTE, type Lane } from "../../protos/index.ts";
+import { FarmError, HEALTH_REPORT_KIND, ROUTE } from "../../protos/index.ts";
 import { cudaLaunchLimitsToWire } from "../../domain/index.ts";
 import { parseAddress } from "../../runtime/index.ts";
 import { DEFAULT_VTA_HARDWARE } from "../../vta/index.ts";
@@ -126,7 +126,7 @@ export class Agent {
           ready: (name) => {
             if (!this.draining.has(name)) this.link?.send({ board_ready: { board_name: name, lane_port: this.pools.get(name)?.standbyPort ?? 0 } });
           },
-          laneOpened: (sessionId) => this.laneOpened(sessionId, "direct"),
+          laneOpened: (sessionId) => this.laneOpened(sessionId),
           sessionEnded: (sessionId, reason) => {
             this.lanes?.forget(sessionId);
             this.link?.send({ session_ended: { session_id: sessionId, reason: reason?.toWire() ?? null } });
@@ -210,7 +210,7 @@ export class Agent {
       { tls: o.dataTls, security: o.security, tracker: o.tracker, workRoot: o.workRoot },
       {
         hand: (sessionId, socket, rest, kind) => [...this.pools.values()].some((p) => p.giveLane(sessionId, socket, rest, kind)),
-        opened: (sessionId, lane) => this.laneOpened(sessionId, lane),
+        opened: (sessionId) => this.laneOpened(sessionId),
       },
       o.logger,
     );
@@ -227,8 +227,8 @@ export class Agent {
   }
 
   /** A host reached a session's worker (the agent handed the lane over, or the worker's standby lane took it): the tracker sees no other sign. */
-  private laneOpened(sessionId: string, lane: Lane): void {
-    this.link?.send({ lane_opened: { session_id: sessionId, lane: LANE.toWire(lane) } });
+  private laneOpened(sessionId: string): void {
+    this.link?.send({ lane_opened: { session_id: sessionId } });
   }
 
   /**

@@ -34,7 +34,7 @@ export interface LaneHooks {
   /** Gives the session's worker its lane; false when no worker serves the session (any more). */
   hand(sessionId: string, socket: Socket, rest: Buffer, kind: Lane): boolean;
   /** The host reached the worker directly (the tracker is told). */
-  opened(sessionId: string, lane: Lane): void;
+  opened(sessionId: string): void;
 }
 
 export interface AgentLanesOptions {
@@ -116,7 +116,7 @@ export class AgentLanes {
       const handed = encrypted ? await this.throughPair(sessionId, "direct", (mine) => pipeSockets(raw, mine, rest)) : this.hooks.hand(sessionId, raw, rest, "direct");
       // Refused on the lane's socket, which is still the agent's.
       if (!handed) throw new FarmError("NOT_FOUND", `session ${sessionId} has no worker any more`);
-      this.hooks.opened(sessionId, "direct");
+      this.hooks.opened(sessionId);
     });
   }
 

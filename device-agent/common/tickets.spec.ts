@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { FarmError } from "../../protos/index.ts";
+import type { FarmError, LaneRoleName } from "../../protos/index.ts";
 import { ARRIVAL_WAIT_MS, Tickets } from "./tickets.ts";
 
-const hello = (session_id: string, ticket: string, role = "host") => ({ session_id, ticket, role, token: "" });
+const hello = (session_id: string, ticket: string, role: LaneRoleName = "host") => ({ session_id, ticket, role, token: "" });
 const refused = (code: string, message: RegExp) => (e: FarmError) => e.code === code && message.test(e.message);
 
 describe("Tickets", () => {

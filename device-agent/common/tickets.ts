@@ -10,7 +10,7 @@ import { timingSafeEqual } from "node:crypto";
 import type { Socket } from "node:net";
 import { FarmError } from "../../protos/index.ts";
 import { LaneSocket, acceptHello, refuse, type Logger } from "../../runtime/index.ts";
-import type { LaneHello__Output } from "../../protos/gen/farm/v1/LaneHello.ts";
+import type { LaneHello__Output } from "../../protos/index.ts";
 
 /**
  * The grant reaches the host and the assignment the agent at about the same

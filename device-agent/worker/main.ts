@@ -7,7 +7,7 @@
  */
 import { readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { FarmError, LANES, warmBundleCodec, type Lane } from "../../protos/index.ts";
+import { FarmError, warmBundleCodec } from "../../protos/index.ts";
 import { componentLogger } from "../../runtime/index.ts";
 import { createBackend } from "../backends/index.ts";
 import type { WorkerToAgent } from "../../protos/index.ts";
@@ -124,8 +124,7 @@ function fromAgent({ msg, socket, server }: FromAgent): void {
     standby?.tickets.expect(a.session_id, a.token, a.route);
     serve(a.session_id, a.dir).catch(die);
   } else if (msg.lane) {
-    const kind = (LANES as readonly string[]).includes(msg.lane.kind) ? (msg.lane.kind as Lane) : "direct";
-    if (current?.sessionId === msg.lane.session_id && socket) current.lane(socketLane(socket, Buffer.from(msg.lane.rest), kind));
+    if (current?.sessionId === msg.lane.session_id && socket) current.lane(socketLane(socket, Buffer.from(msg.lane.rest), msg.lane.kind));
     else socket?.destroy();
   } else if (msg.standby && server) {
     // Sent once per worker (device-agent/agent/pool.ts), when it is ready.

@@ -109,7 +109,7 @@ def encode_session_request(
 
 
 def encode_lane_hello(session_id: str, ticket: str, token: str = "") -> bytes:
-    return session_pb2.LaneHello(session_id=session_id, ticket=ticket, role="host", token=token).SerializeToString()
+    return session_pb2.LaneHello(session_id=session_id, ticket=ticket, role=session_pb2.LANE_ROLE_HOST, token=token).SerializeToString()
 
 
 def decode_lane_welcome(frame: bytes) -> Optional[FarmError]:

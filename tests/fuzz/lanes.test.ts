@@ -19,16 +19,30 @@ import { fuzz, receiveUntil } from "../helpers/fuzz.ts";
 import { checkVadd } from "../helpers/kernels.ts";
 import { startAgentProcess, startTrackerProcess, waitFor, waitForFreeBoards, type AgentProcess, type TrackerProcess } from "../helpers/processes.ts";
 
+/** `n` as a protobuf varint. */
+function varint(n: number): Buffer {
+  const bytes: number[] = [];
+  for (; n >= 0x80; n = Math.floor(n / 0x80)) bytes.push((n % 0x80) | 0x80);
+  bytes.push(n);
+  return Buffer.from(bytes);
+}
+
 /** What a lane's first bytes can be. `sessionId`: an open session's, for hellos that name it with a bad ticket. */
 function laneInput(sessionId: string): fc.Arbitrary<Buffer> {
   const hello = fc
     .record({
       session_id: fc.oneof(fc.constant(sessionId), fc.string({ maxLength: 40 }), fc.stringMatching(/^s\d{1,3}-[0-9a-f]{6}$/)),
       ticket: fc.oneof(fc.stringMatching(/^[0-9a-f]{32}$/), fc.string({ maxLength: 64 }), fc.constant("")),
-      role: fc.oneof(fc.constantFrom("host", "worker"), fc.string({ maxLength: 8 })),
+      // A role by name, or any number as the LaneRole field: 0 (none) and values the enum lacks among them.
+      role: fc.oneof(fc.constantFrom("host" as const, "worker" as const), fc.nat({ max: 0xffffffff })),
       token: fc.option(fc.oneof(fc.string({ maxLength: 80 }), fc.stringMatching(/^kf1\.[0-9a-f]{12}\.[A-Za-z0-9_-]{43}$/)), { nil: undefined }),
     })
-    .map((h) => Buffer.from(encodeLaneHello(h.token === undefined ? { session_id: h.session_id, ticket: h.ticket, role: h.role } : { ...h, token: h.token })));
+    .map(({ role, ...h }) => {
+      const hello = { session_id: h.session_id, ticket: h.ticket, token: h.token ?? "" };
+      if (typeof role === "string") return Buffer.from(encodeLaneHello({ ...hello, role }));
+      // The role field (5) again, as a varint: a decoder keeps a scalar field's last value.
+      return Buffer.concat([encodeLaneHello({ ...hello, role: "host" }), Buffer.from([5 << 3]), varint(role)]);
+    });
   const header = (n: number) => {
     const b = Buffer.alloc(4);
     b.writeUInt32BE(n >>> 0, 0);

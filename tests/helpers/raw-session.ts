@@ -5,7 +5,7 @@
  */
 import { connect, type Socket } from "node:net";
 import {
-  HostService, SESSION_REQUEST_HEADER, decodeLaneWelcome, encodeLaneHello, encodeSessionRequest, type Grant__Output, type HostServiceClient, type SessionRequest,
+  HostService, SESSION_REQUEST_HEADER, decodeLaneWelcome, encodeLaneHello, encodeSessionRequest, type Grant__Output, type HostServiceClient, type LaneHello, type SessionRequest,
 } from "../../protos/index.ts";
 import { LaneSocket, callMetadata, makeClient } from "../../runtime/index.ts";
 import { awaitGrant, type SessionStream } from "../../host-sdk/frame-channel.ts";
@@ -37,7 +37,7 @@ export async function rawSession(address: string, req: SessionRequest, token?: s
 }
 
 /** Says `hello` on a fresh plaintext lane to host:port; resolves with the welcome's error (undefined: welcomed) and the lane. */
-export async function rawHello(host: string, port: number, hello: { session_id: string; ticket: string; role: string; token?: string }): Promise<{ error?: { code: string; message: string }; lane: LaneSocket }> {
+export async function rawHello(host: string, port: number, hello: LaneHello): Promise<{ error?: { code: string; message: string }; lane: LaneSocket }> {
   const socket: Socket = connect({ host, port });
   await new Promise((resolve, reject) => socket.once("connect", resolve).once("error", reject));
   const lane = new LaneSocket(socket, "a test lane");

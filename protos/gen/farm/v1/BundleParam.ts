@@ -5,7 +5,7 @@ import type { BundleShape as _farm_v1_BundleShape, BundleShape__Output as _farm_
 export interface BundleParam {
   'name'?: (string);
   /**
-   * buffer | scalar
+   * buffer | scalar. A string, not an enum, unlike the other closed sets: the bundle is content-addressed, so its bytes changing is a BUNDLE_VERSION bump.
    */
   'kind'?: (string);
   /**
@@ -21,7 +21,7 @@ export interface BundleParam {
 export interface BundleParam__Output {
   'name': (string);
   /**
-   * buffer | scalar
+   * buffer | scalar. A string, not an enum, unlike the other closed sets: the bundle is content-addressed, so its bytes changing is a BUNDLE_VERSION bump.
    */
   'kind': (string);
   /**

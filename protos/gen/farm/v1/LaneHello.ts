@@ -1,5 +1,6 @@
 // Original file: protos/farm/v1/session.proto
 
+import type { LaneRole as _farm_v1_LaneRole, LaneRole__Output as _farm_v1_LaneRole__Output } from '../../farm/v1/LaneRole';
 
 /**
  * The first frame on a lane, from the side that connects.
@@ -11,13 +12,10 @@ export interface LaneHello {
    */
   'ticket'?: (string);
   /**
-   * host | worker
-   */
-  'role'?: (string);
-  /**
    * host, relay lane on a farm with tokens: its client token
    */
   'token'?: (string);
+  'role'?: (_farm_v1_LaneRole);
 }
 
 /**
@@ -30,11 +28,8 @@ export interface LaneHello__Output {
    */
   'ticket': (string);
   /**
-   * host | worker
-   */
-  'role': (string);
-  /**
    * host, relay lane on a farm with tokens: its client token
    */
   'token': (string);
+  'role': (_farm_v1_LaneRole__Output);
 }

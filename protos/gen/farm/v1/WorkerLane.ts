@@ -1,24 +1,31 @@
 // Original file: protos/farm/v1/worker.proto
 
+import type { Lane as _farm_v1_Lane, Lane__Output as _farm_v1_Lane__Output } from '../../farm/v1/Lane';
 
 /**
- * The session's lane: a socket on fd 5. `kind` "direct": the host's hello was
- * checked, the worker welcomes it; "relay": the tracker's welcome is the first
- * frame. `rest`: bytes already read from the socket.
+ * The session's lane: a socket on fd 5. `kind` LANE_DIRECT: the host's hello
+ * was checked, the worker welcomes it; LANE_RELAY: the tracker's welcome is the
+ * first frame; LANE_GRPC: one end of a socket pair whose other end the agent
+ * joins to the session's ServeSession stream (device-agent/agent/lane-pair.ts).
+ * LANE_NONE and LANE_TVM are never a worker's lane: the worker refuses them.
+ * `rest`: bytes already read from the socket.
  */
 export interface WorkerLane {
   'session_id'?: (string);
-  'kind'?: (string);
   'rest'?: (Buffer | Uint8Array | string);
+  'kind'?: (_farm_v1_Lane);
 }
 
 /**
- * The session's lane: a socket on fd 5. `kind` "direct": the host's hello was
- * checked, the worker welcomes it; "relay": the tracker's welcome is the first
- * frame. `rest`: bytes already read from the socket.
+ * The session's lane: a socket on fd 5. `kind` LANE_DIRECT: the host's hello
+ * was checked, the worker welcomes it; LANE_RELAY: the tracker's welcome is the
+ * first frame; LANE_GRPC: one end of a socket pair whose other end the agent
+ * joins to the session's ServeSession stream (device-agent/agent/lane-pair.ts).
+ * LANE_NONE and LANE_TVM are never a worker's lane: the worker refuses them.
+ * `rest`: bytes already read from the socket.
  */
 export interface WorkerLane__Output {
   'session_id': (string);
-  'kind': (string);
   'rest': (Buffer);
+  'kind': (_farm_v1_Lane__Output);
 }
