@@ -46,7 +46,8 @@ export async function startLocalFarm(opts: LocalFarmOptions = {}): Promise<Local
       for (;;) {
         const s = await client.summary();
         if (s.boards.length === flags.length && s.boards.every((b) => b.state === "free")) return;
-        if (Date.now() > until) throw new FarmError("DEADLINE_EXCEEDED", `local farm not ready after ${timeoutMs} ms: ${s.boards.map((b) => `${b.id}=${b.state}`).join(", ")}`);
+        if (Date.now() > until)
+          throw new FarmError("DEADLINE_EXCEEDED", `local farm not ready after ${timeoutMs} ms: ${s.boards.map((b) => `${b.id}=${b.state}`).join(", ")}`);
         await new Promise((r) => setTimeout(r, 20));
       }
     },

@@ -71,15 +71,20 @@ export class LocalSession extends Session {
     const backend = await createBackend(kind, opts.backendOptions ?? {});
     const workdir = mkdtempSync(join(tmpdir(), "kfarm-local-"));
     const channel = new InProcessChannel();
-    const server = new SessionServer(backend, workdir, { ...DEFAULT_LIMITS, ...opts.limits }, {
-      send: (frame) => {
-        channel.deliver(frame);
-        return true;
+    const server = new SessionServer(
+      backend,
+      workdir,
+      { ...DEFAULT_LIMITS, ...opts.limits },
+      {
+        send: (frame) => {
+          channel.deliver(frame);
+          return true;
+        },
+        drained: () => Promise.resolve(),
+        // Delivered in this process: a crash here takes the host with it anyway.
+        flushed: () => undefined,
       },
-      drained: () => Promise.resolve(),
-      // Delivered in this process: a crash here takes the host with it anyway.
-      flushed: () => undefined,
-    });
+    );
     channel.server = server;
     void server.closed.then(() => {
       server.dispose();
@@ -90,7 +95,33 @@ export class LocalSession extends Session {
       }
       channel.finish(null);
     });
-    const board = { id: `local/${kind}`, key: kind, kind, labels: {}, capabilities: {}, agent_id: "local", agent_name: "local", state: "busy" as const, session_id: "local", client_id: "local", session_lane: "local" as const, health: "healthy" as const, health_reason: "", last_error: "", drained: false, drain_reason: "", last_canary: "", last_canary_at_ms: 0, health_history: [], canary_ns: 0, canary_baseline_ns: 0, canary_baseline_runs: 0, canary_drift: 0, canary_timings: [], cuda_limits: null };
+    const board = {
+      id: `local/${kind}`,
+      key: kind,
+      kind,
+      labels: {},
+      capabilities: {},
+      agent_id: "local",
+      agent_name: "local",
+      state: "busy" as const,
+      session_id: "local",
+      client_id: "local",
+      session_lane: "local" as const,
+      health: "healthy" as const,
+      health_reason: "",
+      last_error: "",
+      drained: false,
+      drain_reason: "",
+      last_canary: "",
+      last_canary_at_ms: 0,
+      health_history: [],
+      canary_ns: 0,
+      canary_baseline_ns: 0,
+      canary_baseline_runs: 0,
+      canary_drift: 0,
+      canary_timings: [],
+      cuda_limits: null,
+    };
     return new LocalSession("local", board, channel);
   }
 }

@@ -27,7 +27,11 @@ export async function benchAcrossHosts(): Promise<void> {
   const driver = await Driver.start(farm.bed, "agent1");
   try {
     const sink = { driver, port: (await driver.do("sink")).port as number };
-    await waitFor("both agents' boards", async () => (await farm.clients.client1.do("summary")).boards.filter((b: { state: string }) => b.state === "free").length === 2, 30_000);
+    await waitFor(
+      "both agents' boards",
+      async () => (await farm.clients.client1.do("summary")).boards.filter((b: { state: string }) => b.state === "free").length === 2,
+      30_000,
+    );
     const figures: ConditionFigures[] = [];
     for (const c of BENCH_CONDITIONS) {
       figures.push(await runCondition(farm, sink, c, { grants: 10, calls: 50, uploads: 3, lanes: ["direct", "relay", "grpc"], candidates: 24 }));

@@ -63,14 +63,18 @@ export async function benchArray(): Promise<void> {
     await farm.stop();
   }
 
-  printTable("3. 64 MiB float32 array host ↔ board (median of 3, MB = 10^6 B)", [
-    bulkRow("host → board: copyFrom into an array", median(copy), base, "out", "direct", TVM_TO_BOARD),
-    bulkRow("host → board: session.array(f32) (alloc+copy)", median(create), base, "out", "direct", TVM_TO_BOARD),
-    bulkRow("board → host: toArray()", median(read), base, "in", "direct", TVM_TO_HOST),
-  ], [
-    `copyFrom runs ${runs(copy)}; array() runs ${runs(create)}; toArray runs ${runs(read)} MB/s`,
-    ...baselineNotes(base),
-    `CPU during copyFrom: ${writeCpu}`,
-    `CPU during toArray: ${readCpu}`,
-  ]);
+  printTable(
+    "3. 64 MiB float32 array host ↔ board (median of 3, MB = 10^6 B)",
+    [
+      bulkRow("host → board: copyFrom into an array", median(copy), base, "out", "direct", TVM_TO_BOARD),
+      bulkRow("host → board: session.array(f32) (alloc+copy)", median(create), base, "out", "direct", TVM_TO_BOARD),
+      bulkRow("board → host: toArray()", median(read), base, "in", "direct", TVM_TO_HOST),
+    ],
+    [
+      `copyFrom runs ${runs(copy)}; array() runs ${runs(create)}; toArray runs ${runs(read)} MB/s`,
+      ...baselineNotes(base),
+      `CPU during copyFrom: ${writeCpu}`,
+      `CPU during toArray: ${readCpu}`,
+    ],
+  );
 }

@@ -44,7 +44,11 @@ async function copyCeilingGBps(run: FidelityRun, bytes: number): Promise<number>
  * Grant → first call on a worker the pool started beforehand: each session
  * loads `module`, which taints its worker, so the next session gets the successor.
  */
-async function freshWorkerGrants(farm: Awaited<ReturnType<typeof startFarm>>, key: string, module: CompiledModule): Promise<{ starts: number[]; grants: number[] }> {
+async function freshWorkerGrants(
+  farm: Awaited<ReturnType<typeof startFarm>>,
+  key: string,
+  module: CompiledModule,
+): Promise<{ starts: number[]; grants: number[] }> {
   const starts: number[] = [];
   const grants: number[] = [];
   for (let i = 0; i < FRESH_WORKER_SESSIONS; i++) {
@@ -96,7 +100,10 @@ export async function benchCuda(): Promise<void> {
       });
     }
 
-    const copy = run.rows.reduce((best, r) => (r.workload.kernel === "copy_f32" && (r.workload.bytes ?? 0) > (best?.workload.bytes ?? 0) ? r : best), run.rows[0]);
+    const copy = run.rows.reduce(
+      (best, r) => (r.workload.kernel === "copy_f32" && (r.workload.bytes ?? 0) > (best?.workload.bytes ?? 0) ? r : best),
+      run.rows[0],
+    );
     if (copy?.workload.bytes) {
       const gbps = copy.workload.bytes / (copy.farmUs / 1e6) / 1e9;
       const ceiling = await copyCeilingGBps(run, copy.workload.bytes / 2);

@@ -123,7 +123,21 @@ export const DEFAULT_FARM_SCALE: FarmScaleOptions = {
 };
 
 /** The flags that take a value (bench/run.ts keeps them out of the benchmark names). */
-export const FARM_SCALE_VALUE_FLAGS = ["--agents", "--boards", "--hosts", "--duration-s", "--warmup-s", "--hold-ms", "--agent-procs", "--host-procs", "--summary-every-ms", "--hosts-nice", "--cpu-prof", "--tracker-arg", "--tracker-cli"];
+export const FARM_SCALE_VALUE_FLAGS = [
+  "--agents",
+  "--boards",
+  "--hosts",
+  "--duration-s",
+  "--warmup-s",
+  "--hold-ms",
+  "--agent-procs",
+  "--host-procs",
+  "--summary-every-ms",
+  "--hosts-nice",
+  "--cpu-prof",
+  "--tracker-arg",
+  "--tracker-cli",
+];
 
 export function parseFarmScaleArgs(argv: readonly string[]): FarmScaleOptions {
   const o: FarmScaleOptions = { ...DEFAULT_FARM_SCALE, trackerArgs: [] };
@@ -136,24 +150,67 @@ export function parseFarmScaleArgs(argv: readonly string[]): FarmScaleOptions {
     const a = argv[i]!;
     const v = argv[i + 1];
     switch (a) {
-      case "--agents": o.agents = num(a, v); i++; break;
-      case "--boards": o.boards = num(a, v); i++; break;
-      case "--hosts": o.hosts = num(a, v); i++; break;
-      case "--duration-s": o.durationS = num(a, v); i++; break;
-      case "--warmup-s": o.warmupS = num(a, v); i++; break;
-      case "--hold-ms": o.holdMs = num(a, v); i++; break;
-      case "--agent-procs": o.agentProcs = num(a, v); i++; break;
-      case "--host-procs": o.hostProcs = num(a, v); i++; break;
-      case "--summary-every-ms": o.summaryEveryMs = num(a, v); i++; break;
-      case "--hosts-nice": o.hostsNice = num(a, v); i++; break;
-      case "--cpu-prof": o.cpuProf = v; i++; break;
-      case "--tracker-arg": o.trackerArgs.push(v!); i++; break;
-      case "--tracker-cli": o.trackerCli = v; i++; break;
-      case "--no-baseline": o.baseline = false; break;
-      default: break; // bench/run.ts's own flags and the benchmark names
+      case "--agents":
+        o.agents = num(a, v);
+        i++;
+        break;
+      case "--boards":
+        o.boards = num(a, v);
+        i++;
+        break;
+      case "--hosts":
+        o.hosts = num(a, v);
+        i++;
+        break;
+      case "--duration-s":
+        o.durationS = num(a, v);
+        i++;
+        break;
+      case "--warmup-s":
+        o.warmupS = num(a, v);
+        i++;
+        break;
+      case "--hold-ms":
+        o.holdMs = num(a, v);
+        i++;
+        break;
+      case "--agent-procs":
+        o.agentProcs = num(a, v);
+        i++;
+        break;
+      case "--host-procs":
+        o.hostProcs = num(a, v);
+        i++;
+        break;
+      case "--summary-every-ms":
+        o.summaryEveryMs = num(a, v);
+        i++;
+        break;
+      case "--hosts-nice":
+        o.hostsNice = num(a, v);
+        i++;
+        break;
+      case "--cpu-prof":
+        o.cpuProf = v;
+        i++;
+        break;
+      case "--tracker-arg":
+        o.trackerArgs.push(v!);
+        i++;
+        break;
+      case "--tracker-cli":
+        o.trackerCli = v;
+        i++;
+        break;
+      case "--no-baseline":
+        o.baseline = false;
+        break;
+      default:
+        break; // bench/run.ts's own flags and the benchmark names
     }
   }
-  if (!(o.agents >= 1 && o.boards >= 1 && o.hosts >= 1 && o.durationS > 0)) throw new Error("farm-scale: --agents, --boards, --hosts and --duration-s must be at least 1");
+  if (!(o.agents >= 1 && o.boards >= 1 && o.hosts >= 1 && o.durationS > 0))
+    throw new Error("farm-scale: --agents, --boards, --hosts and --duration-s must be at least 1");
   return o;
 }
 
@@ -207,9 +264,10 @@ const HAS_NICE = (() => {
 function spawnChild(args: string[], niceness = 0): { proc: ChildProcess; line: (word: string) => Promise<string> } {
   const node = [process.execPath, "--import", "tsx", ...args];
   const env = { ...process.env, KFARM_LOG: process.env.KFARM_LOG ?? "error" };
-  const proc = niceness > 0 && HAS_NICE
-    ? spawn("nice", ["-n", String(niceness), ...node], { stdio: ["pipe", "pipe", "inherit"], env })
-    : spawn(node[0]!, node.slice(1), { stdio: ["pipe", "pipe", "inherit"], env });
+  const proc =
+    niceness > 0 && HAS_NICE
+      ? spawn("nice", ["-n", String(niceness), ...node], { stdio: ["pipe", "pipe", "inherit"], env })
+      : spawn(node[0]!, node.slice(1), { stdio: ["pipe", "pipe", "inherit"], env });
   if (niceness > 0 && !HAS_NICE) setPriority(proc.pid!, niceness);
   live.add(proc);
   proc.once("exit", () => live.delete(proc));
@@ -259,8 +317,14 @@ function rawSummary(address: string): { call(): Promise<number>; close(): void }
   return {
     call: () =>
       new Promise((resolve, reject) =>
-        client.makeUnaryRequest(method.path, method.requestSerialize, (b: Buffer) => b, { key: "", health_history: false }, new grpc.Metadata(), { deadline: Date.now() + 60_000 }, (err, reply?: Buffer) =>
-          err ? reject(err) : resolve(reply!.length),
+        client.makeUnaryRequest(
+          method.path,
+          method.requestSerialize,
+          (b: Buffer) => b,
+          { key: "", health_history: false },
+          new grpc.Metadata(),
+          { deadline: Date.now() + 60_000 },
+          (err, reply?: Buffer) => (err ? reject(err) : resolve(reply!.length)),
         ),
       ),
     close: () => client.close(),
@@ -322,11 +386,16 @@ export async function runFarmScale(opts: FarmScaleOptions): Promise<FarmScaleRes
     for (const p of statsLines) p.catch(() => {});
     await Promise.all(attached);
     let boardsListed = 0;
-    await waitFor(`${total} free boards`, async () => {
-      const s = await client.summary({ key: opts.key });
-      boardsListed = s.boards.length;
-      return s.boards.filter((b) => b.state === "free").length === total;
-    }, 120_000, 200);
+    await waitFor(
+      `${total} free boards`,
+      async () => {
+        const s = await client.summary({ key: opts.key });
+        boardsListed = s.boards.length;
+        return s.boards.filter((b) => b.state === "free").length === total;
+      },
+      120_000,
+      200,
+    );
     const attachMs = nowMs() - t0;
     say(`every board free after ${(attachMs / 1e3).toFixed(1)} s; Summary and the tracker's CPU with no host`);
 
@@ -345,7 +414,10 @@ export async function runFarmScale(opts: FarmScaleOptions): Promise<FarmScaleRes
     const hostLines: Promise<string>[] = [];
     const ready: Promise<string>[] = [];
     for (const n of split(opts.hosts, opts.hostProcs || Math.ceil(opts.hosts / 250))) {
-      const child = spawnChild([HOST_LOOPS, tracker.address, String(n), "--key", opts.key, "--hold-ms", String(opts.holdMs), "--stagger-ms", String(staggerMs)], opts.hostsNice);
+      const child = spawnChild(
+        [HOST_LOOPS, tracker.address, String(n), "--key", opts.key, "--hold-ms", String(opts.holdMs), "--stagger-ms", String(staggerMs)],
+        opts.hostsNice,
+      );
       hostProcs.push(child.proc);
       ready.push(child.line("ready"));
       hostLines.push(child.line("result"));
@@ -389,11 +461,16 @@ export async function runFarmScale(opts: FarmScaleOptions): Promise<FarmScaleRes
 
     // Every session released: every board free again.
     let boardsFreeAfter = 0;
-    await waitFor(`${total} free boards after the run`, async () => {
-      const s = await client.summary({ key: opts.key });
-      boardsFreeAfter = s.boards.filter((b) => b.state === "free").length;
-      return boardsFreeAfter === total;
-    }, 30_000, 200).catch(() => {});
+    await waitFor(
+      `${total} free boards after the run`,
+      async () => {
+        const s = await client.summary({ key: opts.key });
+        boardsFreeAfter = s.boards.filter((b) => b.state === "free").length;
+        return boardsFreeAfter === total;
+      },
+      30_000,
+      200,
+    ).catch(() => {});
     const rssPeakBytes = statusKiB(pid, "VmHWM") * 1024;
     const rssAfterBytes = statusKiB(pid, "VmRSS") * 1024;
     await Promise.all(agentProcs.map(stopChild));
@@ -447,7 +524,18 @@ function mergeHosts(rs: HostLoopResult[]): HostLoopResult {
 }
 
 function mergeAgents(rs: SimAgentStats[]): SimAgentStats {
-  const m: SimAgentStats = { assigned: 0, direct: 0, relay: 0, closed: 0, released: 0, hostLeft: 0, endedByTracker: {}, otherRequests: 0, doubleAssigned: 0, heartbeatRttMs: [] };
+  const m: SimAgentStats = {
+    assigned: 0,
+    direct: 0,
+    relay: 0,
+    closed: 0,
+    released: 0,
+    hostLeft: 0,
+    endedByTracker: {},
+    otherRequests: 0,
+    doubleAssigned: 0,
+    heartbeatRttMs: [],
+  };
   for (const r of rs) {
     for (const k of ["assigned", "direct", "relay", "closed", "released", "hostLeft", "otherRequests", "doubleAssigned"] as const) m[k] += r[k];
     for (const [code, n] of Object.entries(r.endedByTracker)) m.endedByTracker[code] = (m.endedByTracker[code] ?? 0) + n;
@@ -467,12 +555,18 @@ export function farmScaleProblems(r: FarmScaleResult): string[] {
   const p: string[] = [];
   const total = r.options.agents * r.options.boards;
   const h = r.hosts;
-  if (Object.keys(h.errors).length > 0) p.push(`host errors: ${Object.entries(h.errors).map(([c, e]) => `${c} × ${e.count} (first: ${e.first})`).join("; ")}`);
+  if (Object.keys(h.errors).length > 0)
+    p.push(
+      `host errors: ${Object.entries(h.errors)
+        .map(([c, e]) => `${c} × ${e.count} (first: ${e.first})`)
+        .join("; ")}`,
+    );
   if (h.granted !== h.requested) p.push(`${h.requested} requests, ${h.granted} granted`);
   if (h.released !== h.granted) p.push(`${h.granted} granted, ${h.released} released cleanly`);
   if (r.agents.assigned !== h.granted) p.push(`the agents were assigned ${r.agents.assigned} sessions, the hosts were granted ${h.granted}`);
   if (r.agents.closed !== h.released) p.push(`the agents closed ${r.agents.closed} sessions at their hosts' Close, the hosts released ${h.released}`);
-  if (r.agents.hostLeft || r.agents.doubleAssigned || r.agents.released || Object.keys(r.agents.endedByTracker).length) p.push(`agents: ${JSON.stringify({ ...r.agents, heartbeatRttMs: undefined, loopDelay: undefined })}`);
+  if (r.agents.hostLeft || r.agents.doubleAssigned || r.agents.released || Object.keys(r.agents.endedByTracker).length)
+    p.push(`agents: ${JSON.stringify({ ...r.agents, heartbeatRttMs: undefined, loopDelay: undefined })}`);
   if (r.boardsListed !== total) p.push(`the tracker listed ${r.boardsListed} boards, not ${total}`);
   if (r.boardsFreeAfter !== total) p.push(`${r.boardsFreeAfter} of ${total} boards free after the run`);
   if (h.granted === 0) p.push("no session was granted");
@@ -549,7 +643,12 @@ export async function benchFarmScale(argv: readonly string[] = process.argv.slic
       ratio: ratio(gp99, (b) => percentile(b.hosts.grantMs, 99)),
     },
     { ...blank, figure: "  max", value: fmtMs(max(g)), baseline: bl((b) => fmtMs(max(b.hosts.grantMs))) },
-    { ...blank, figure: "close() → clean end, p50 / p99", value: `${fmtMs(percentile(big.hosts.releaseMs, 50))} / ${fmtMs(percentile(big.hosts.releaseMs, 99))}`, baseline: bl((b) => `${fmtMs(percentile(b.hosts.releaseMs, 50))} / ${fmtMs(percentile(b.hosts.releaseMs, 99))}`) },
+    {
+      ...blank,
+      figure: "close() → clean end, p50 / p99",
+      value: `${fmtMs(percentile(big.hosts.releaseMs, 50))} / ${fmtMs(percentile(big.hosts.releaseMs, 99))}`,
+      baseline: bl((b) => `${fmtMs(percentile(b.hosts.releaseMs, 50))} / ${fmtMs(percentile(b.hosts.releaseMs, 99))}`),
+    },
     { ...blank, figure: "grants per second", value: `${rate(big).toFixed(0)}/s`, baseline: bl((b) => `${rate(b).toFixed(1)}/s`) },
     {
       ...blank,
@@ -565,7 +664,12 @@ export async function benchFarmScale(argv: readonly string[] = process.argv.slic
       baseline: bl((b) => `${netPerGrant(b).toFixed(2)} ms`),
       ratio: ratio(netPerGrant(big), netPerGrant),
     },
-    { ...blank, figure: "  tracker CPU: with the load / no host", value: `${pct(big.trackerCpuS / big.windowS)} / ${pct(big.trackerIdleCpu)} of a CPU`, baseline: bl((b) => `${pct(b.trackerCpuS / b.windowS)} / ${pct(b.trackerIdleCpu)}`) },
+    {
+      ...blank,
+      figure: "  tracker CPU: with the load / no host",
+      value: `${pct(big.trackerCpuS / big.windowS)} / ${pct(big.trackerIdleCpu)} of a CPU`,
+      baseline: bl((b) => `${pct(b.trackerCpuS / b.windowS)} / ${pct(b.trackerIdleCpu)}`),
+    },
     {
       figure: "tracker RSS peak (VmHWM)",
       value: fmtMiB(big.rssPeakBytes),
@@ -590,20 +694,36 @@ export async function benchFarmScale(argv: readonly string[] = process.argv.slic
       value: `${fmtMs(percentile(big.summaryRawMs, 50))} / ${fmtMs(percentile(big.summaryRawMs, 99))}`,
       baseline: bl((b) => `${fmtMs(percentile(b.summaryRawMs, 50))} / ${fmtMs(percentile(b.summaryRawMs, 99))}`),
     },
-    { ...blank, figure: "    the farm idle, p50", value: fmtMs(percentile(big.summaryRawIdleMs, 50)), baseline: bl((b) => fmtMs(percentile(b.summaryRawIdleMs, 50))) },
+    {
+      ...blank,
+      figure: "    the farm idle, p50",
+      value: fmtMs(percentile(big.summaryRawIdleMs, 50)),
+      baseline: bl((b) => fmtMs(percentile(b.summaryRawIdleMs, 50))),
+    },
   ];
-  const problems = [...farmScaleProblems(big).map((p) => `CHECK FAILED (${describe(big)}): ${p}`), ...(base ? farmScaleProblems(base).map((p) => `CHECK FAILED (baseline): ${p}`) : [])];
+  const problems = [
+    ...farmScaleProblems(big).map((p) => `CHECK FAILED (${describe(big)}): ${p}`),
+    ...(base ? farmScaleProblems(base).map((p) => `CHECK FAILED (baseline): ${p}`) : []),
+  ];
   const procs = (r: FarmScaleResult) => `${Math.ceil(r.options.agents / 50)}`;
-  printTable(`18. a farm of ${total.toLocaleString("en")} boards, simulated: ${opts.agents} agents × ${opts.boards} boards, ${opts.hosts} hosts (request → hold ${opts.holdMs} ms → close) for ${opts.durationS} s`, rows, [
-    `window ${big.windowS.toFixed(1)} s after a ${opts.warmupS} s warm-up: ${big.hosts.grantMs.length} grants timed, ${big.hosts.grantedInWindow} completed in it; whole run ${big.hosts.requested} requested, ${big.hosts.granted} granted, ${big.hosts.released} released; lanes ${JSON.stringify(big.hosts.lanes)}.`,
-    `every board free at the tracker ${(big.attachMs / 1e3).toFixed(1)} s after the agents started; the Summary reply of every key is ${(big.summaryBytes / 1024).toFixed(0)} KiB on the wire; under load one call every ${opts.summaryEveryMs} ms, through the SDK (${big.summaryMs.length}) and undecoded (${big.summaryRawMs.length}) in turn.`,
-    `CPU over the window: tracker ${big.trackerCpuS.toFixed(1)} s, simulated agents ${big.agentsCpuS.toFixed(1)} s (${procs(big)} process(es)), hosts ${big.hostsCpuS.toFixed(1)} s (${Math.ceil(opts.hosts / 250)} process(es)), of ${(big.windowS * 2).toFixed(0)} CPU-s on 2 CPUs.`,
-    `event loops of the load generators, p99 / max late: simulated agents ${lag(big.agents.loopDelay)}, hosts ${lag(big.hosts.loopDelay)} (a starved generator delays grants the tracker did not).`,
-    `heartbeat → ack at the simulated agents over the whole run, p50 / p99 / max: ${hb(big)} (an agent gives the tracker up after 4 unanswered, ~2.5 s).`,
-    `agents saw: ${JSON.stringify({ ...big.agents, loopDelay: undefined, heartbeatRttMs: undefined })}.`,
-    ...(base ? [`baseline: ${describe(base)}, ${base.windowS.toFixed(1)} s window, ${base.hosts.grantedInWindow} grants; agents saw ${JSON.stringify({ ...base.agents, loopDelay: undefined, heartbeatRttMs: undefined })}.`] : []),
-    ...(problems.length ? problems : ["checks: every request granted and released, the agents' counts agree, every board listed and free after the run."]),
-  ]);
+  printTable(
+    `18. a farm of ${total.toLocaleString("en")} boards, simulated: ${opts.agents} agents × ${opts.boards} boards, ${opts.hosts} hosts (request → hold ${opts.holdMs} ms → close) for ${opts.durationS} s`,
+    rows,
+    [
+      `window ${big.windowS.toFixed(1)} s after a ${opts.warmupS} s warm-up: ${big.hosts.grantMs.length} grants timed, ${big.hosts.grantedInWindow} completed in it; whole run ${big.hosts.requested} requested, ${big.hosts.granted} granted, ${big.hosts.released} released; lanes ${JSON.stringify(big.hosts.lanes)}.`,
+      `every board free at the tracker ${(big.attachMs / 1e3).toFixed(1)} s after the agents started; the Summary reply of every key is ${(big.summaryBytes / 1024).toFixed(0)} KiB on the wire; under load one call every ${opts.summaryEveryMs} ms, through the SDK (${big.summaryMs.length}) and undecoded (${big.summaryRawMs.length}) in turn.`,
+      `CPU over the window: tracker ${big.trackerCpuS.toFixed(1)} s, simulated agents ${big.agentsCpuS.toFixed(1)} s (${procs(big)} process(es)), hosts ${big.hostsCpuS.toFixed(1)} s (${Math.ceil(opts.hosts / 250)} process(es)), of ${(big.windowS * 2).toFixed(0)} CPU-s on 2 CPUs.`,
+      `event loops of the load generators, p99 / max late: simulated agents ${lag(big.agents.loopDelay)}, hosts ${lag(big.hosts.loopDelay)} (a starved generator delays grants the tracker did not).`,
+      `heartbeat → ack at the simulated agents over the whole run, p50 / p99 / max: ${hb(big)} (an agent gives the tracker up after 4 unanswered, ~2.5 s).`,
+      `agents saw: ${JSON.stringify({ ...big.agents, loopDelay: undefined, heartbeatRttMs: undefined })}.`,
+      ...(base
+        ? [
+            `baseline: ${describe(base)}, ${base.windowS.toFixed(1)} s window, ${base.hosts.grantedInWindow} grants; agents saw ${JSON.stringify({ ...base.agents, loopDelay: undefined, heartbeatRttMs: undefined })}.`,
+          ]
+        : []),
+      ...(problems.length ? problems : ["checks: every request granted and released, the agents' counts agree, every board listed and free after the run."]),
+    ],
+  );
   if (problems.length) throw new Error(problems.join("\n"));
 }
 

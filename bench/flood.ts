@@ -91,38 +91,42 @@ export async function benchFlood(): Promise<void> {
 
     const p50 = percentile(during, 50);
     const p99 = percentile(during, 99);
-    printTable(`16. a token-less flood: ${FLOOD_CONNECTIONS} connections × ${FLOOD_STREAMS} streams of ${FLOOD_BODY_BYTES >> 20} MiB Summary requests for ${FLOOD_MS / 1e3} s, one agent attached`, [
-      { figure: "tracker RSS before the flood", value: fmtMiB(rssBefore), target: "", verdict: "", baseline: "", ratio: "" },
-      {
-        figure: "  peak during (VmRSS every 20 ms, VmHWM)",
-        value: `${fmtMiB(peakRss)} (+${fmtMiB(peakRss - rssBefore)})`,
-        target: `≤ +${fmtMiB(MAX_GROWTH_BYTES)}`,
-        verdict: verdict(peakRss - rssBefore <= MAX_GROWTH_BYTES),
-        baseline: `before ${fmtMiB(rssBefore)}`,
-        ratio: fmtRatio(peakRss / rssBefore),
-      },
-      { figure: "  after", value: fmtMiB(rssAfter), target: "", verdict: "", baseline: `before ${fmtMiB(rssBefore)}`, ratio: fmtRatio(rssAfter / rssBefore) },
-      {
-        figure: "Summary with a token during the flood, p50",
-        value: fmtMs(p50),
-        target: "",
-        verdict: "",
-        baseline: `no flood p50 ${fmtMs(percentile(quiet, 50))}`,
-        ratio: fmtRatio(p50 / percentile(quiet, 50)),
-      },
-      {
-        figure: "  p99",
-        value: fmtMs(p99),
-        target: `≤ ${MAX_P99_MS} ms`,
-        verdict: verdict(p99 <= MAX_P99_MS),
-        baseline: `no flood p99 ${fmtMs(percentile(quiet, 99))}`,
-        ratio: fmtRatio(p99 / percentile(quiet, 99)),
-      },
-      { figure: "tracker CPU during the flood", value: `${(cpu * 100).toFixed(0)}% of a CPU`, target: "", verdict: "", baseline: "", ratio: "" },
-    ], [
-      `flood: ${result.calls} calls in ${(floodMs / 1e3).toFixed(1)} s, answered ${[...result.codes].map(([c, n]) => `${c} × ${n}`).join(", ")}; ${during.length} Summary calls with a token during it, ${quiet.length} without (after ${WARMUP} warm-ups).`,
-      `the agent ${agentAfter === agentBefore ? "stayed attached (same attachment)" : `RE-ATTACHED OR LEFT (${agentBefore} → ${agentAfter})`}.`,
-    ]);
+    printTable(
+      `16. a token-less flood: ${FLOOD_CONNECTIONS} connections × ${FLOOD_STREAMS} streams of ${FLOOD_BODY_BYTES >> 20} MiB Summary requests for ${FLOOD_MS / 1e3} s, one agent attached`,
+      [
+        { figure: "tracker RSS before the flood", value: fmtMiB(rssBefore), target: "", verdict: "", baseline: "", ratio: "" },
+        {
+          figure: "  peak during (VmRSS every 20 ms, VmHWM)",
+          value: `${fmtMiB(peakRss)} (+${fmtMiB(peakRss - rssBefore)})`,
+          target: `≤ +${fmtMiB(MAX_GROWTH_BYTES)}`,
+          verdict: verdict(peakRss - rssBefore <= MAX_GROWTH_BYTES),
+          baseline: `before ${fmtMiB(rssBefore)}`,
+          ratio: fmtRatio(peakRss / rssBefore),
+        },
+        { figure: "  after", value: fmtMiB(rssAfter), target: "", verdict: "", baseline: `before ${fmtMiB(rssBefore)}`, ratio: fmtRatio(rssAfter / rssBefore) },
+        {
+          figure: "Summary with a token during the flood, p50",
+          value: fmtMs(p50),
+          target: "",
+          verdict: "",
+          baseline: `no flood p50 ${fmtMs(percentile(quiet, 50))}`,
+          ratio: fmtRatio(p50 / percentile(quiet, 50)),
+        },
+        {
+          figure: "  p99",
+          value: fmtMs(p99),
+          target: `≤ ${MAX_P99_MS} ms`,
+          verdict: verdict(p99 <= MAX_P99_MS),
+          baseline: `no flood p99 ${fmtMs(percentile(quiet, 99))}`,
+          ratio: fmtRatio(p99 / percentile(quiet, 99)),
+        },
+        { figure: "tracker CPU during the flood", value: `${(cpu * 100).toFixed(0)}% of a CPU`, target: "", verdict: "", baseline: "", ratio: "" },
+      ],
+      [
+        `flood: ${result.calls} calls in ${(floodMs / 1e3).toFixed(1)} s, answered ${[...result.codes].map(([c, n]) => `${c} × ${n}`).join(", ")}; ${during.length} Summary calls with a token during it, ${quiet.length} without (after ${WARMUP} warm-ups).`,
+        `the agent ${agentAfter === agentBefore ? "stayed attached (same attachment)" : `RE-ATTACHED OR LEFT (${agentBefore} → ${agentAfter})`}.`,
+      ],
+    );
   } finally {
     client.close();
     await agent.stop();

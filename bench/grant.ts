@@ -136,8 +136,18 @@ export async function benchGrant(): Promise<void> {
         ratio: `${fmtRatio(p50 / coldUnaryP50)} unary; TVM ${TVM_GRANT_MS} ms = ${fmtRatio(TVM_GRANT_MS / p50)} ours`,
       },
       { ...blank, figure: "  p10 / p90", value: `${fmtMs(percentile(total, 10))} / ${fmtMs(percentile(total, 90))}` },
-      { ...blank, figure: "  request() (grant reply), p50", value: fmtMs(percentile(grant, 50)), ratio: `${fmtRatio(percentile(grant, 50) / coldUnaryP50)} unary` },
-      { ...blank, figure: "  first listdir after grant, p50", value: fmtMs(percentile(first, 50)), ratio: `${fmtRatio(percentile(first, 50) / coldUnaryP50)} unary` },
+      {
+        ...blank,
+        figure: "  request() (grant reply), p50",
+        value: fmtMs(percentile(grant, 50)),
+        ratio: `${fmtRatio(percentile(grant, 50) / coldUnaryP50)} unary`,
+      },
+      {
+        ...blank,
+        figure: "  first listdir after grant, p50",
+        value: fmtMs(percentile(first, 50)),
+        ratio: `${fmtRatio(percentile(first, 50) / coldUnaryP50)} unary`,
+      },
       {
         figure: "back to back: grant → first call, p50",
         value: fmtMs(hotP50),
@@ -164,7 +174,12 @@ export async function benchGrant(): Promise<void> {
         ratio: `${fmtRatio(percentile(withModule, 50) / coldUnaryP50)} unary`,
       },
       { ...blank, figure: "  of which upload+load+nop, p50", value: fmtMs(percentile(loadPart, 50)) },
-      { ...blank, figure: "  then close() (its worker exits after it), p50", value: fmtMs(percentile(taintedClose, 50)), ratio: `${fmtRatio(percentile(taintedClose, 50) / coldUnaryP50)} unary` },
+      {
+        ...blank,
+        figure: "  then close() (its worker exits after it), p50",
+        value: fmtMs(percentile(taintedClose, 50)),
+        ratio: `${fmtRatio(percentile(taintedClose, 50) / coldUnaryP50)} unary`,
+      },
     ];
     printTable("1. session grant → first call; sessions per second (1 CPU board, tracker + agent as child processes)", rows, [
       `idle farm: ${GRANT_RUNS} grants after ${GRANT_WARMUP} warm-ups, each with the board free and the farm quiet ≥ 150 ms (untimed); ${MODULE_RUNS} module grants.`,

@@ -124,7 +124,7 @@ export async function benchLiveView(): Promise<void> {
     const msPer0 = perSession(idle);
     const msPer10 = perSession(watched);
     // Per round, 10 clients against 0 next to it; the median of those ratios.
-    const ratios = idle.map((p, i) => (watched[i]!.trackerCpuS / watched[i]!.sessions) / (p.trackerCpuS / p.sessions));
+    const ratios = idle.map((p, i) => watched[i]!.trackerCpuS / watched[i]!.sessions / (p.trackerCpuS / p.sessions));
     const pairRatio = median(ratios);
     const overhead = pairRatio - 1;
     const feeds = watched.map((p) => p.feed!);
@@ -169,7 +169,7 @@ export async function benchLiveView(): Promise<void> {
       `${ROUNDS} rounds of ${PHASE_MS / 1e3} s per phase (0 then ${CLIENTS} clients, then ${CLIENTS} then 0, …); medians; ratio: median over rounds of ${CLIENTS} clients / 0 clients. One host, one CPU board, request → listdir → close.`,
       `per-round ratios: ${ratios.map((r) => r.toFixed(2)).join(", ")}.`,
       `tracker CPU per phase (ms per session), 0 clients: ${idle.map((p) => ((p.trackerCpuS / p.sessions) * 1e3).toFixed(3)).join(", ")}; ${CLIENTS} clients: ${watched.map((p) => ((p.trackerCpuS / p.sessions) * 1e3).toFixed(3)).join(", ")}.`,
-      `the ${CLIENTS} clients (one child process, decoding every message) used ${median(feeds.map((f, i) => f.cpuS / watched[i]!.wallS) ).toFixed(2)} CPU; they count as load on the machine, not as tracker CPU.`,
+      `the ${CLIENTS} clients (one child process, decoding every message) used ${median(feeds.map((f, i) => f.cpuS / watched[i]!.wallS)).toFixed(2)} CPU; they count as load on the machine, not as tracker CPU.`,
     ]);
   } finally {
     await child.stop();

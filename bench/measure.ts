@@ -24,8 +24,18 @@ import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { VtaSimBackend } from "../device-agent/backends/vta-sim/index.ts";
 import {
-  Measurer, compileCpu, measure, unpackMatmulOutput, vtaMatmul,
-  type Candidate, type CompiledModule, type MeasureResult, type RemoteArray, type TimeEvaluatorOptions, type TrackerClient, type VtaMatmulWorkload,
+  Measurer,
+  compileCpu,
+  measure,
+  unpackMatmulOutput,
+  vtaMatmul,
+  type Candidate,
+  type CompiledModule,
+  type MeasureResult,
+  type RemoteArray,
+  type TimeEvaluatorOptions,
+  type TrackerClient,
+  type VtaMatmulWorkload,
 } from "../host-sdk/index.ts";
 import { decodeBundle, type AnyTypedArray } from "../protos/index.ts";
 import { startFarm, waitForFreeBoards } from "../tests/helpers/processes.ts";
@@ -104,8 +114,20 @@ async function cpuBatches(): Promise<{ shared: Batch; own: Batch }> {
   const own: CompiledModule[] = [];
   for (let i = 0; i < OWN_CANDIDATES; i += 2) own.push(...(await Promise.all([compileVaddModule(`own${i}`), compileVaddModule(`own${i + 1}`)])));
   return {
-    shared: { label: "cpu, shared module", key: "cpu", te: CHEAP_TE, modules: 1, candidates: Array.from({ length: SHARED_CANDIDATES }, (_, i) => cand(shared, `s${i}`)) },
-    own: { label: "cpu, own module each", key: "cpu", te: CHEAP_TE, modules: OWN_CANDIDATES, candidates: own.slice(0, OWN_CANDIDATES).map((m, i) => cand(m, `o${i}`)) },
+    shared: {
+      label: "cpu, shared module",
+      key: "cpu",
+      te: CHEAP_TE,
+      modules: 1,
+      candidates: Array.from({ length: SHARED_CANDIDATES }, (_, i) => cand(shared, `s${i}`)),
+    },
+    own: {
+      label: "cpu, own module each",
+      key: "cpu",
+      te: CHEAP_TE,
+      modules: OWN_CANDIDATES,
+      candidates: own.slice(0, OWN_CANDIDATES).map((m, i) => cand(m, `o${i}`)),
+    },
   };
 }
 
@@ -118,11 +140,15 @@ function matmulExpect(module: CompiledModule, w: VtaMatmulWorkload, inputs: read
     array.write(0, new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
     return array;
   });
-  backend.invoke(fn, arrays.map((array) => ({ kind: "buffer", array })));
+  backend.invoke(
+    fn,
+    arrays.map((array) => ({ kind: "buffer", array })),
+  );
   const out = Int8Array.from(new Int8Array(arrays[2]!.read(0, w.batch * w.outFeatures).slice().buffer));
   const c = matmulCase(w, 1);
   const plain = unpackMatmulOutput(out, w.batch, w.outFeatures);
-  if (plain.some((v, i) => v !== c.want[i])) throw new Error(`the simulated ${w.batch}×${w.inFeatures}·${w.inFeatures}×${w.outFeatures} matmul disagrees with the reference`);
+  if (plain.some((v, i) => v !== c.want[i]))
+    throw new Error(`the simulated ${w.batch}×${w.inFeatures}·${w.inFeatures}×${w.outFeatures} matmul disagrees with the reference`);
   return out;
 }
 
@@ -136,7 +162,11 @@ function matmulCandidates(w: VtaMatmulWorkload, modules: readonly CompiledModule
       id: `${prefix}${i}`,
       module,
       function: module.functions[0]!.name,
-      args: [{ input: c.inputs[0], shape: pa }, { input: c.inputs[1], shape: pw }, { output: { shape: pc!, dtype: "int8" }, expect }],
+      args: [
+        { input: c.inputs[0], shape: pa },
+        { input: c.inputs[1], shape: pw },
+        { output: { shape: pc!, dtype: "int8" }, expect },
+      ],
     };
   });
 }
@@ -146,8 +176,20 @@ function vtaBatches(): { shared: Batch; own: Batch } {
   // A distinct function name per candidate: a distinct bundle, so measure() uploads and loads each.
   const own = Array.from({ length: OWN_CANDIDATES }, (_, i) => vtaMatmul(TINY_MATMUL, undefined, { name: `matmul_${i}` }));
   return {
-    shared: { label: "vta-sim, shared module", key: "vta", te: CHEAP_TE, modules: 1, candidates: matmulCandidates(TINY_MATMUL, [shared], SHARED_CANDIDATES, "s") },
-    own: { label: "vta-sim, own module each", key: "vta", te: CHEAP_TE, modules: OWN_CANDIDATES, candidates: matmulCandidates(TINY_MATMUL, own, OWN_CANDIDATES, "o") },
+    shared: {
+      label: "vta-sim, shared module",
+      key: "vta",
+      te: CHEAP_TE,
+      modules: 1,
+      candidates: matmulCandidates(TINY_MATMUL, [shared], SHARED_CANDIDATES, "s"),
+    },
+    own: {
+      label: "vta-sim, own module each",
+      key: "vta",
+      te: CHEAP_TE,
+      modules: OWN_CANDIDATES,
+      candidates: matmulCandidates(TINY_MATMUL, own, OWN_CANDIDATES, "o"),
+    },
   };
 }
 
@@ -276,7 +318,13 @@ async function runMeasure(farm: Farm, batch: Batch, boards: number): Promise<Bat
   const ends: number[] = [];
   const meter = startCpuSplit(farm.trackerPid, farm.agentPid);
   const t0 = nowMs();
-  const results = await measure(farm.client, batch.candidates, { key: batch.key, boards, timeEvaluator: batch.te, progress: false, onResult: () => ends.push(nowMs()) });
+  const results = await measure(farm.client, batch.candidates, {
+    key: batch.key,
+    boards,
+    timeEvaluator: batch.te,
+    progress: false,
+    onResult: () => ends.push(nowMs()),
+  });
   const wallMs = nowMs() - t0;
   const cpu = meter();
   const bad = results.filter((r) => r.outcome !== "OK");
@@ -289,7 +337,17 @@ async function runMeasure(farm: Farm, batch: Batch, boards: number): Promise<Bat
     boardClockMs: results.reduce((a, r) => a + (r.stats?.call_ns_total ?? 0), 0) / 1e6,
     cpu,
     count: results.length,
-    ...(boards === 1 && ends.length > 2 ? { steady: { intervalMs: percentile(ends.slice(1).map((t, i) => t - ends[i]!), 50), boardMs: percentile(board, 50) } } : {}),
+    ...(boards === 1 && ends.length > 2
+      ? {
+          steady: {
+            intervalMs: percentile(
+              ends.slice(1).map((t, i) => t - ends[i]!),
+              50,
+            ),
+            boardMs: percentile(board, 50),
+          },
+        }
+      : {}),
   };
 }
 
@@ -434,12 +492,15 @@ interface DirectRun {
 
 async function runDirect(procs: number, count: number): Promise<DirectRun> {
   const self = fileURLToPath(import.meta.url);
-  const children = Array.from({ length: procs }, () => fork(self, ["--sim-child"], { execArgv: ["--import", import.meta.resolve("tsx")], stdio: ["ignore", "inherit", "inherit", "ipc"] }));
+  const children = Array.from({ length: procs }, () =>
+    fork(self, ["--sim-child"], { execArgv: ["--import", import.meta.resolve("tsx")], stdio: ["ignore", "inherit", "inherit", "ipc"] }),
+  );
   try {
-    const next = (child: (typeof children)[number]) => new Promise<SimChildMessage>((res, rej) => {
-      child.once("message", (m) => res(m as SimChildMessage));
-      child.once("exit", (code) => rej(new Error(`direct simulation child exited with code ${code}`)));
-    });
+    const next = (child: (typeof children)[number]) =>
+      new Promise<SimChildMessage>((res, rej) => {
+        child.once("message", (m) => res(m as SimChildMessage));
+        child.once("exit", (code) => rej(new Error(`direct simulation child exited with code ${code}`)));
+      });
     await Promise.all(children.map(next));
     const dones = children.map(next);
     const m0 = machineSeconds();
@@ -488,7 +549,11 @@ function overheadRows(r: OverheadRun, rttMs: number): Row[] {
     },
     ...(r.batched.steady
       ? [
-          { ...BLANK, figure: "  steady state: p50 candidate end → next", value: `${fmtMs(r.batched.steady.intervalMs)}, of which board ${fmtMs(r.batched.steady.boardMs)}: overhead ${fmtMs(r.batched.steady.intervalMs - r.batched.steady.boardMs)}` },
+          {
+            ...BLANK,
+            figure: "  steady state: p50 candidate end → next",
+            value: `${fmtMs(r.batched.steady.intervalMs)}, of which board ${fmtMs(r.batched.steady.boardMs)}: overhead ${fmtMs(r.batched.steady.intervalMs - r.batched.steady.boardMs)}`,
+          },
           {
             ...BLANK,
             figure: "  fixed cost of the batch",
@@ -587,7 +652,11 @@ function searchRows(r: SearchRun, label: string): Row[] {
       baseline: `measure() per batch ${fmtMs(per(r.perGeneration))}`,
       ratio: `${fmtRatio(r.perGeneration.wallMs / r.measurer.wallMs)} faster`,
     },
-    { ...BLANK, figure: "    CPU per candidate", value: `Measurer: ${fmtSplit(r.measurer.cpu, r.measurer.count)}; measure() per batch: ${fmtSplit(r.perGeneration.cpu, r.perGeneration.count)}` },
+    {
+      ...BLANK,
+      figure: "    CPU per candidate",
+      value: `Measurer: ${fmtSplit(r.measurer.cpu, r.measurer.count)}; measure() per batch: ${fmtSplit(r.perGeneration.cpu, r.perGeneration.count)}`,
+    },
   ];
 }
 
@@ -596,7 +665,13 @@ export async function benchMeasure(): Promise<void> {
   const cpuB = await cpuBatches();
   const vtaB = vtaBatches();
   const heavyModule = vtaMatmul(HEAVY_MATMUL);
-  const heavy = (count: number): Batch => ({ label: "vta-sim heavy", key: "vta", te: HEAVY_TE, modules: 1, candidates: matmulCandidates(HEAVY_MATMUL, [heavyModule], count, "h") });
+  const heavy = (count: number): Batch => ({
+    label: "vta-sim heavy",
+    key: "vta",
+    te: HEAVY_TE,
+    modules: 1,
+    candidates: matmulCandidates(HEAVY_MATMUL, [heavyModule], count, "h"),
+  });
   const setupMs = nowMs() - setup0;
 
   // 1 and 3 on a cpu board.
@@ -686,8 +761,17 @@ export async function benchMeasure(): Promise<void> {
         baseline: `direct, 1 process ${directRate(direct1).toFixed(1)}/s`,
         ratio: `${fmtRatio(r / directRate(direct1))} direct`,
       });
-      rows.push({ ...BLANK, figure: "  wall / board time / overhead per candidate", value: `${fmtMs(perCand(run))} / ${fmtMs(run.boardMs / run.count)} / ${fmtMs(overhead(run))}; the board measuring ${pct(measuring(run, 1))} of the time` });
-      if (run.steady) rows.push({ ...BLANK, figure: "  steady state: p50 candidate end → next", value: `${fmtMs(run.steady.intervalMs)}, of which board ${fmtMs(run.steady.boardMs)}: overhead ${fmtMs(run.steady.intervalMs - run.steady.boardMs)}` });
+      rows.push({
+        ...BLANK,
+        figure: "  wall / board time / overhead per candidate",
+        value: `${fmtMs(perCand(run))} / ${fmtMs(run.boardMs / run.count)} / ${fmtMs(overhead(run))}; the board measuring ${pct(measuring(run, 1))} of the time`,
+      });
+      if (run.steady)
+        rows.push({
+          ...BLANK,
+          figure: "  steady state: p50 candidate end → next",
+          value: `${fmtMs(run.steady.intervalMs)}, of which board ${fmtMs(run.steady.boardMs)}: overhead ${fmtMs(run.steady.intervalMs - run.steady.boardMs)}`,
+        });
     } else {
       const best = directRate(directBest);
       rows.push({
@@ -697,10 +781,16 @@ export async function benchMeasure(): Promise<void> {
         verdict: n === maxBoards ? verdict(linear >= TARGET_LINEAR) : "",
         baseline:
           `linear ${(n * oneRate).toFixed(1)}/s (1 board, same round); direct, ${DIRECT_PROCESSES} processes ${best.toFixed(1)}/s` +
-          (n === maxBoards ? ` = ${((100 * best) / (DIRECT_PROCESSES * directRate(direct1))).toFixed(0)} % of ${DIRECT_PROCESSES} × direct, 1 process (the machine's own scaling)` : ""),
+          (n === maxBoards
+            ? ` = ${((100 * best) / (DIRECT_PROCESSES * directRate(direct1))).toFixed(0)} % of ${DIRECT_PROCESSES} × direct, 1 process (the machine's own scaling)`
+            : ""),
         ratio: `${(linear * 100).toFixed(0)} % of linear (rounds: ${linearAll.map((x) => (x * 100).toFixed(0)).join(", ")} %); ${((100 * r) / best).toFixed(0)} % of direct`,
       });
-      rows.push({ ...BLANK, figure: "  wall / board time per candidate", value: `${fmtMs(perCand(run))} / ${fmtMs(run.boardMs / run.count)} (boards share ${cpusHere} CPUs: each call takes longer)` });
+      rows.push({
+        ...BLANK,
+        figure: "  wall / board time per candidate",
+        value: `${fmtMs(perCand(run))} / ${fmtMs(run.boardMs / run.count)} (boards share ${cpusHere} CPUs: each call takes longer)`,
+      });
       rows.push({
         ...BLANK,
         figure: "  boards measuring, share of the time",
@@ -713,7 +803,9 @@ export async function benchMeasure(): Promise<void> {
     rows.push({
       ...BLANK,
       figure: "  CPU per candidate",
-      value: `${fmtSplit(run.cpu, run.count)}; ${fmtBusy(run.cpu)}` + (n > 1 ? `; ${busy.length} busy workers, ${(busy[0] ?? 0).toFixed(2)}–${(busy[busy.length - 1] ?? 0).toFixed(2)} CPU-s each` : ""),
+      value:
+        `${fmtSplit(run.cpu, run.count)}; ${fmtBusy(run.cpu)}` +
+        (n > 1 ? `; ${busy.length} busy workers, ${(busy[0] ?? 0).toFixed(2)}–${(busy[busy.length - 1] ?? 0).toFixed(2)} CPU-s each` : ""),
     });
     if (n === maxBoards) {
       const perCandCpu = cpuTotal(run.cpu) / run.count;
@@ -730,8 +822,8 @@ export async function benchMeasure(): Promise<void> {
       rows.push({
         ...BLANK,
         figure: `  one session per candidate, ${n} board${n > 1 ? "s" : ""}`,
-        value: `${rate(session).toFixed(1)}/s; ${fmtMs(cpuTotal(session.cpu) / session.count * 1e3)} CPU per candidate`,
-        baseline: `measure() ${r.toFixed(1)}/s; ${fmtMs(cpuTotal(run.cpu) / run.count * 1e3)}`,
+        value: `${rate(session).toFixed(1)}/s; ${fmtMs((cpuTotal(session.cpu) / session.count) * 1e3)} CPU per candidate`,
+        baseline: `measure() ${r.toFixed(1)}/s; ${fmtMs((cpuTotal(run.cpu) / run.count) * 1e3)}`,
         ratio: `batch wall ${fmtRatio(session.wallMs / run.wallMs)} measure()'s`,
       });
     }

@@ -109,10 +109,14 @@ export async function benchMetrics(): Promise<void> {
         ratio: "",
       },
     ];
-    printTable(`metrics: tracker /metrics scrape with ${BOARDS} boards (${SIM_AGENTS} simulated agents × ${SIM_BOARDS_PER_AGENT}, real Attach protocol)`, rows, [
-      `${ROUNDS} rounds of ${PER_ROUND} scrapes then ${PER_ROUND} Summary calls, after ${WARMUP} warm-ups of each; one kept-alive HTTP connection, one gRPC channel.`,
-      `${ours.length} kernelfarm_* samples (board gauges: info + ${ours.filter((s) => s.name === "kernelfarm_board_state").length / BOARDS} states per board); the rest are Node process metrics.`,
-    ]);
+    printTable(
+      `metrics: tracker /metrics scrape with ${BOARDS} boards (${SIM_AGENTS} simulated agents × ${SIM_BOARDS_PER_AGENT}, real Attach protocol)`,
+      rows,
+      [
+        `${ROUNDS} rounds of ${PER_ROUND} scrapes then ${PER_ROUND} Summary calls, after ${WARMUP} warm-ups of each; one kept-alive HTTP connection, one gRPC channel.`,
+        `${ours.length} kernelfarm_* samples (board gauges: info + ${ours.filter((s) => s.name === "kernelfarm_board_state").length / BOARDS} states per board); the rest are Node process metrics.`,
+      ],
+    );
   } finally {
     agent.destroy();
     await sim?.stop();

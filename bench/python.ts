@@ -49,7 +49,9 @@ async function typescriptRound(farm: BenchFarm, lane: Lane, module: Awaited<Retu
 }
 
 async function pythonRound(farm: BenchFarm, lane: Lane, moduleFile: string, out: Samples): Promise<void> {
-  const child = spawn(PYTHON, [SCRIPT, farm.tracker.address, lane, moduleFile, String(UPLOAD_BYTES), String(WARMUP), String(CALLS)], { stdio: ["pipe", "pipe", "pipe"] });
+  const child = spawn(PYTHON, [SCRIPT, farm.tracker.address, lane, moduleFile, String(UPLOAD_BYTES), String(WARMUP), String(CALLS)], {
+    stdio: ["pipe", "pipe", "pipe"],
+  });
   let stderr = "";
   child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
   const exited = once(child, "close");
@@ -75,7 +77,10 @@ async function pythonRound(farm: BenchFarm, lane: Lane, moduleFile: string, out:
 
 export async function benchPython(): Promise<void> {
   const stubs = spawnSync(PYTHON, [BUILD_STUBS], { encoding: "utf8" });
-  if (stubs.status !== 0) throw new Error(`${PYTHON} ${BUILD_STUBS} failed (the Python SDK needs python3-grpcio, python3-protobuf, python3-numpy, protobuf-compiler-grpc):\n${stubs.error?.message ?? stubs.stderr}`);
+  if (stubs.status !== 0)
+    throw new Error(
+      `${PYTHON} ${BUILD_STUBS} failed (the Python SDK needs python3-grpcio, python3-protobuf, python3-numpy, protobuf-compiler-grpc):\n${stubs.error?.message ?? stubs.stderr}`,
+    );
   const farm = await startBenchFarm();
   const dir = mkdtempSync(join(tmpdir(), "kf-bench-python-"));
   const module = await compileVadd();
@@ -104,10 +109,24 @@ export async function benchPython(): Promise<void> {
     const t = ts[lane];
     for (const q of [50, 99]) {
       const [pv, tv] = [percentile(p.calls, q), percentile(t.calls, q)];
-      rows.push({ figure: `${lane}: nop call p${q}, Python SDK`, value: fmtUs(pv), target: "", verdict: "", baseline: `TypeScript SDK ${fmtUs(tv)}`, ratio: fmtRatio(pv / tv) });
+      rows.push({
+        figure: `${lane}: nop call p${q}, Python SDK`,
+        value: fmtUs(pv),
+        target: "",
+        verdict: "",
+        baseline: `TypeScript SDK ${fmtUs(tv)}`,
+        ratio: fmtRatio(pv / tv),
+      });
     }
     const [pu, tu] = [median(p.uploads), median(t.uploads)];
-    rows.push({ figure: `${lane}: 64 MiB upload, Python SDK`, value: fmtMBps(pu), target: "", verdict: "", baseline: `TypeScript SDK ${fmtMBps(tu)}`, ratio: fmtRatio(pu / tu) });
+    rows.push({
+      figure: `${lane}: 64 MiB upload, Python SDK`,
+      value: fmtMBps(pu),
+      target: "",
+      verdict: "",
+      baseline: `TypeScript SDK ${fmtMBps(tu)}`,
+      ratio: fmtRatio(pu / tu),
+    });
   }
   printTable("python: the Python SDK against the TypeScript SDK, same farm, same lane, alternating rounds", rows, [
     `${ROUNDS} rounds per lane and SDK; per round: one 64 MiB upload (median of rounds shown), ${CALLS} nop calls after ${WARMUP} warm-up (percentiles over all rounds)`,

@@ -38,18 +38,54 @@ const BENCHMARKS: Record<string, { what: string; run: () => Promise<void> }> = {
   metrics: { what: "tracker /metrics scrape p50/p99 with 1,000 attached boards vs the Summary RPC", run: benchMetrics },
   cuda: { what: "CUDA board on a real GPU: timing fidelity vs a native event harness, copy bandwidth, worker start (skipped without a GPU)", run: benchCuda },
   "vta-sim": { what: "VTA simulator: simulated int8 MAC/s on the conv2d tutorial vs a typed-array dot loop; cycles 1 vs 2 virtual threads", run: benchVtaSim },
-  "vta-mmio": { what: "VTA mmio driver on the register-level device model: overhead per run (flush, relocation, registers, done poll) for the tutorials vs a call on the simulator board", run: async () => (await import("./vta-mmio.ts")).benchVtaMmio() },
-  "worker-channel": { what: "the agent ↔ worker channel (worker.proto, SCM_RIGHTS) vs Node's IPC of a baseline checkout (KFARM_BASELINE_TREE): nop call, idle grant, relay grant", run: async () => (await import("./worker-channel.ts")).benchWorkerChannel() },
-  trust: { what: "the cost of the worker forwarder, tokens and TLS: nop call, idle grant, 64 MiB upload on four farms side by side; authorization per grant", run: async () => (await import("./trust.ts")).benchTrust() },
-  "across-hosts": { what: "tracker, agents and a client on hosts of their own (network namespaces): grant, call and 64 MiB upload per lane at 0 ms, 20 ms and 1 % loss vs raw TCP over the same links (needs root)", run: async () => (await import("./across-hosts.ts")).benchAcrossHosts() },
-  "tune-hosts": { what: "the VTA tuner (examples/tune-vta-conv2d.ts) on a client host against vta-sim boards on two agent hosts of the multi-host bed: 1 board vs 8, candidates/s, speedup, busy, idle by cause, the tuner's CPU (needs root; KFARM_IP: a packed ip)", run: async () => (await import("./tune-hosts.ts")).benchTuneHosts() },
-  "tvm-tracker": { what: "TVM's tracker protocol on the tracker's TVM port: REQUEST → grant p50/p90 for a TVM-protocol client, a free TVM server waiting, vs TVM's 48 ms and a raw TCP ping-pong of the same frames", run: async () => (await import("./tvm-tracker.ts")).benchTvmTracker() },
-  measure: { what: "measure(): overhead per candidate beyond board time (cpu, vta-sim), candidates/s on 1/4/16 vta-sim boards, vs one session per candidate", run: async () => (await import("./measure.ts")).benchMeasure() },
-  python: { what: "the Python SDK vs the TypeScript SDK on the same farm and lane: nop call p50/p99 and 64 MiB upload, direct, relay and grpc", run: async () => (await import("./python.ts")).benchPython() },
-  "tune-scaling": { what: "tuning at farm scale on a GPU host: the seed-004 conv2d layer on 1, 2 and 4 boards, cold caches — candidates/s, speedup, busy fraction, idle by cause (skipped without a GPU)", run: async () => (await import("./tune-farm.ts")).benchTuneScaling() },
-  "tune-model": { what: "the cost model against random-then-mutation search on a GPU host: candidates to within 2 % of the old search's best, 3 seeds, conv2d 7×7×512 and SGEMM 4096 (skipped without a GPU)", run: async () => (await import("./tune-farm.ts")).benchTuneModel() },
-  flood: { what: "a token-less flood of 15 MiB Summary requests (16 connections × 5 streams): tracker RSS before/during/after, a token holder's Summary p50/p99 during it vs without", run: async () => (await import("./flood.ts")).benchFlood() },
-  "farm-scale": { what: "a farm of 10,000 simulated boards (100 agents × 100) and 1,000 hosts looping request → close: grant p50/p99, tracker CPU per grant, RSS peak, Summary under load vs a 1 × 10 farm (--agents, --boards, --hosts, --duration-s, --hold-ms …)", run: async () => (await import("./farm-scale.ts")).benchFarmScale(args) },
+  "vta-mmio": {
+    what: "VTA mmio driver on the register-level device model: overhead per run (flush, relocation, registers, done poll) for the tutorials vs a call on the simulator board",
+    run: async () => (await import("./vta-mmio.ts")).benchVtaMmio(),
+  },
+  "worker-channel": {
+    what: "the agent ↔ worker channel (worker.proto, SCM_RIGHTS) vs Node's IPC of a baseline checkout (KFARM_BASELINE_TREE): nop call, idle grant, relay grant",
+    run: async () => (await import("./worker-channel.ts")).benchWorkerChannel(),
+  },
+  trust: {
+    what: "the cost of the worker forwarder, tokens and TLS: nop call, idle grant, 64 MiB upload on four farms side by side; authorization per grant",
+    run: async () => (await import("./trust.ts")).benchTrust(),
+  },
+  "across-hosts": {
+    what: "tracker, agents and a client on hosts of their own (network namespaces): grant, call and 64 MiB upload per lane at 0 ms, 20 ms and 1 % loss vs raw TCP over the same links (needs root)",
+    run: async () => (await import("./across-hosts.ts")).benchAcrossHosts(),
+  },
+  "tune-hosts": {
+    what: "the VTA tuner (examples/tune-vta-conv2d.ts) on a client host against vta-sim boards on two agent hosts of the multi-host bed: 1 board vs 8, candidates/s, speedup, busy, idle by cause, the tuner's CPU (needs root; KFARM_IP: a packed ip)",
+    run: async () => (await import("./tune-hosts.ts")).benchTuneHosts(),
+  },
+  "tvm-tracker": {
+    what: "TVM's tracker protocol on the tracker's TVM port: REQUEST → grant p50/p90 for a TVM-protocol client, a free TVM server waiting, vs TVM's 48 ms and a raw TCP ping-pong of the same frames",
+    run: async () => (await import("./tvm-tracker.ts")).benchTvmTracker(),
+  },
+  measure: {
+    what: "measure(): overhead per candidate beyond board time (cpu, vta-sim), candidates/s on 1/4/16 vta-sim boards, vs one session per candidate",
+    run: async () => (await import("./measure.ts")).benchMeasure(),
+  },
+  python: {
+    what: "the Python SDK vs the TypeScript SDK on the same farm and lane: nop call p50/p99 and 64 MiB upload, direct, relay and grpc",
+    run: async () => (await import("./python.ts")).benchPython(),
+  },
+  "tune-scaling": {
+    what: "tuning at farm scale on a GPU host: the seed-004 conv2d layer on 1, 2 and 4 boards, cold caches — candidates/s, speedup, busy fraction, idle by cause (skipped without a GPU)",
+    run: async () => (await import("./tune-farm.ts")).benchTuneScaling(),
+  },
+  "tune-model": {
+    what: "the cost model against random-then-mutation search on a GPU host: candidates to within 2 % of the old search's best, 3 seeds, conv2d 7×7×512 and SGEMM 4096 (skipped without a GPU)",
+    run: async () => (await import("./tune-farm.ts")).benchTuneModel(),
+  },
+  flood: {
+    what: "a token-less flood of 15 MiB Summary requests (16 connections × 5 streams): tracker RSS before/during/after, a token holder's Summary p50/p99 during it vs without",
+    run: async () => (await import("./flood.ts")).benchFlood(),
+  },
+  "farm-scale": {
+    what: "a farm of 10,000 simulated boards (100 agents × 100) and 1,000 hosts looping request → close: grant p50/p99, tracker CPU per grant, RSS peak, Summary under load vs a 1 × 10 farm (--agents, --boards, --hosts, --duration-s, --hold-ms …)",
+    run: async () => (await import("./farm-scale.ts")).benchFarmScale(args),
+  },
 };
 
 const args = process.argv.slice(2);
@@ -87,7 +123,9 @@ const selected = names.length > 0 ? names : Object.keys(BENCHMARKS);
 /** The commit measured, and whether files outside bench/ differ from it. */
 function revision(): string {
   try {
-    const head = execFileSync("git", ["rev-parse", "--short", "HEAD"], { stdio: ["ignore", "pipe", "ignore"] }).toString().trim();
+    const head = execFileSync("git", ["rev-parse", "--short", "HEAD"], { stdio: ["ignore", "pipe", "ignore"] })
+      .toString()
+      .trim();
     const dirty = execFileSync("git", ["status", "--porcelain", "--untracked-files=no"], { stdio: ["ignore", "pipe", "ignore"] })
       .toString()
       .split("\n")

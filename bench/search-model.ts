@@ -52,8 +52,22 @@ function costRows(): Row[] {
   const model = Gbt.fit(x, y);
   const score = randomMatrix(5000, 30, 2);
   const predict = time(7, () => model.predict(score));
-  rows.push({ figure: "GBT fit, 1,000 rows × 30 features, 100 trees of depth 4 (best / median of 7)", value: `${fmtMs(fit.best)} / ${fmtMs(fit.median)}`, target: "< 100 ms", verdict: verdict(fit.median < 100), baseline: "", ratio: "" });
-  rows.push({ figure: "GBT score, 5,000 rows (best / median of 7)", value: `${fmtMs(predict.best)} / ${fmtMs(predict.median)}`, target: "< 50 ms", verdict: verdict(predict.median < 50), baseline: "", ratio: "" });
+  rows.push({
+    figure: "GBT fit, 1,000 rows × 30 features, 100 trees of depth 4 (best / median of 7)",
+    value: `${fmtMs(fit.best)} / ${fmtMs(fit.median)}`,
+    target: "< 100 ms",
+    verdict: verdict(fit.median < 100),
+    baseline: "",
+    ratio: "",
+  });
+  rows.push({
+    figure: "GBT score, 5,000 rows (best / median of 7)",
+    value: `${fmtMs(predict.best)} / ${fmtMs(predict.median)}`,
+    target: "< 50 ms",
+    verdict: verdict(predict.median < 50),
+    baseline: "",
+    ratio: "",
+  });
 
   const space = GEMM_LIKE.space;
   const all = Array.from({ length: spaceSize(space) }, (_, i) => configAt(space, i)).filter((c) => GEMM_LIKE.valid!(c));
@@ -64,11 +78,25 @@ function costRows(): Row[] {
   for (const n of [32, 200, 1000]) {
     const data = draw(n).map((config) => ({ config, score: GEMM_LIKE.score(config) }));
     const t = time(5, (i) => cm.fit(data, i));
-    rows.push({ figure: `cost model fit, GEMM-like, ${n} results × ${cols} features (features included; median of 5)`, value: fmtMs(t.median), target: n === 1000 ? "< 100 ms" : "", verdict: n === 1000 ? verdict(t.median < 100) : "", baseline: "", ratio: "" });
+    rows.push({
+      figure: `cost model fit, GEMM-like, ${n} results × ${cols} features (features included; median of 5)`,
+      value: fmtMs(t.median),
+      target: n === 1000 ? "< 100 ms" : "",
+      verdict: n === 1000 ? verdict(t.median < 100) : "",
+      baseline: "",
+      ratio: "",
+    });
   }
   const configs = draw(5000);
   const t = time(5, () => cm.predict(configs));
-  rows.push({ figure: "cost model score, 5,000 GEMM-like configurations (features included; median of 5)", value: fmtMs(t.median), target: "< 50 ms", verdict: verdict(t.median < 50), baseline: "", ratio: "" });
+  rows.push({
+    figure: "cost model score, 5,000 GEMM-like configurations (features included; median of 5)",
+    value: fmtMs(t.median),
+    target: "< 50 ms",
+    verdict: verdict(t.median < 50),
+    baseline: "",
+    ratio: "",
+  });
 
   for (const landscape of landscapes()) {
     const { latencies, fits } = nextLatency(landscape, 1000);
@@ -86,7 +114,14 @@ function costRows(): Row[] {
 }
 
 function nextLatency<S extends KnobSpace>(landscape: Landscape<S>, n: number): { latencies: number[]; fits: number } {
-  const s = new Searcher({ space: landscape.space, seed: 1, higherIsBetter: landscape.higherIsBetter, ...(landscape.valid ? { valid: landscape.valid } : {}), strategy: "model", ...(landscape.features ? { features: landscape.features } : {}) });
+  const s = new Searcher({
+    space: landscape.space,
+    seed: 1,
+    higherIsBetter: landscape.higherIsBetter,
+    ...(landscape.valid ? { valid: landscape.valid } : {}),
+    strategy: "model",
+    ...(landscape.features ? { features: landscape.features } : {}),
+  });
   const latencies: number[] = [];
   for (let i = 0; i < n; i++) {
     const t0 = nowMs();
@@ -139,7 +174,9 @@ function raceRows(seeds: number, boardCounts: number[]): { rows: Row[]; notes: s
         baseline: `evolution to its best: ${median(r.evolution)}`,
         ratio: fmtRatio(median(r.evolution) / m),
       });
-      notes.push(`${landscape.name}, ${boards} board(s): model per seed ${r.model.map((t) => (Number.isFinite(t) ? t : `>${TRIALS}`)).join(" ")}; within ${TARGET}: ${(share * 100).toFixed(0)} % of seeds, so a median of 3 is within it ${(p3 * 100).toFixed(0)} % of the time`);
+      notes.push(
+        `${landscape.name}, ${boards} board(s): model per seed ${r.model.map((t) => (Number.isFinite(t) ? t : `>${TRIALS}`)).join(" ")}; within ${TARGET}: ${(share * 100).toFixed(0)} % of seeds, so a median of 3 is within it ${(p3 * 100).toFixed(0)} % of the time`,
+      );
       notes.push(`${" ".repeat(landscape.name.length)}  evolution to its own best per seed ${r.evolution.join(" ")}`);
     }
   }
@@ -150,8 +187,11 @@ export async function benchSearchModel(argv: string[] = []): Promise<void> {
   const { values } = parseArgs({ args: argv, options: { seeds: { type: "string", default: "10" }, boards: { type: "string", default: "1,4,8" } } });
   const seeds = Number(values.seeds);
   const boards = values.boards!.split(",").map(Number);
-  if (!Number.isInteger(seeds) || seeds < 1 || boards.some((b) => !Number.isInteger(b) || b < 1)) throw new Error("--seeds and --boards take positive integers");
-  printTable("Model-guided search: what the cost model costs", costRows(), ["Times on this machine, whatever else it runs: compare figures from one run only."]);
+  if (!Number.isInteger(seeds) || seeds < 1 || boards.some((b) => !Number.isInteger(b) || b < 1))
+    throw new Error("--seeds and --boards take positive integers");
+  printTable("Model-guided search: what the cost model costs", costRows(), [
+    "Times on this machine, whatever else it runs: compare figures from one run only.",
+  ]);
   const { rows, notes } = raceRows(seeds, boards);
   printTable(`Model-guided search: trials to within 2 % of evolution's best of ${TRIALS} (issue 28: at most a third)`, rows, notes);
 }

@@ -155,7 +155,14 @@ export async function benchTrust(): Promise<void> {
       { figure: `${v.label}: 64 MiB upload`, value: fmtMBps(upload(v)), target: "", verdict: "", ...cmp(upload, fmtMBps) },
     );
   }
-  rows.push({ figure: "tracker authorization per grant (token check + scopes)", value: `${auth.withTokens.toFixed(1)} µs`, target: "", verdict: "", baseline: `open farm ${auth.open.toFixed(2)} µs`, ratio: "" });
+  rows.push({
+    figure: "tracker authorization per grant (token check + scopes)",
+    value: `${auth.withTokens.toFixed(1)} µs`,
+    target: "",
+    verdict: "",
+    baseline: `open farm ${auth.open.toFixed(2)} µs`,
+    ratio: "",
+  });
   printTable("trust: the cost of the worker sandbox's forwarder, tokens and TLS (four farms side by side, interleaved rounds)", rows, [
     `${ROUNDS} rounds; per round and farm: ${GRANTS} idle grants, one 64 MiB upload, ${CALLS} nop calls after ${CALL_WARMUP} warm-up`,
     "shared net: workers dial the tracker themselves (--worker-network shared); open: workers in their own network namespace, through the agent's forwarder (the default where the OS allows)",

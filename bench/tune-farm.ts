@@ -30,18 +30,30 @@ import { startFarm } from "../tests/helpers/processes.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const env = (name: string, fallback: string) => process.env[name] ?? fallback;
-const list = (s: string) => s.split(",").map((x) => x.trim()).filter(Boolean);
+const list = (s: string) =>
+  s
+    .split(",")
+    .map((x) => x.trim())
+    .filter(Boolean);
 
 function gpuCount(): number {
   try {
-    return execFileSync("nvidia-smi", ["-L"], { encoding: "utf8" }).split("\n").filter((l) => l.startsWith("GPU ")).length;
+    return execFileSync("nvidia-smi", ["-L"], { encoding: "utf8" })
+      .split("\n")
+      .filter((l) => l.startsWith("GPU ")).length;
   } catch {
     return 0;
   }
 }
 
 /** Runs one tuning example to its end and returns its summary JSON; `cache`: its compile cache (default a fresh, cold one). */
-async function runExample(script: string, argv: string[], outDir: string, summaryName: string, cache = mkdtempSync(join(tmpdir(), "kfarm-tune-cache-"))): Promise<Record<string, unknown>> {
+async function runExample(
+  script: string,
+  argv: string[],
+  outDir: string,
+  summaryName: string,
+  cache = mkdtempSync(join(tmpdir(), "kfarm-tune-cache-")),
+): Promise<Record<string, unknown>> {
   mkdirSync(outDir, { recursive: true });
   // TUNE_CPU_PROF=1: a CPU profile of the tuning script's own process, in its output folder.
   const prof = process.env.TUNE_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${outDir}`] : [];
@@ -81,7 +93,9 @@ export async function benchTuneScaling(): Promise<void> {
   const out = outRoot();
   const layer = env("TUNE_LAYER", "7x7x512");
   const candidates = env("TUNE_CANDIDATES", "256");
-  const boards = list(env("TUNE_BOARDS", "1,2,4")).map(Number).filter((n) => n <= farm.gpus);
+  const boards = list(env("TUNE_BOARDS", "1,2,4"))
+    .map(Number)
+    .filter((n) => n <= farm.gpus);
   const rows: (string | number)[][] = [];
   const firstRate: Record<string, number> = {};
   try {
@@ -92,7 +106,19 @@ export async function benchTuneScaling(): Promise<void> {
         const dir = join(out, `scaling-${n}`);
         const cacheDir = join(dir, "cache");
         if (cache === "cold") mkdirSync(cacheDir, { recursive: true });
-        const argv = ["--tracker", farm.address, "--layers", layer, "--candidates", candidates, "--seed", "1", "--boards", String(n), ...(process.env.TUNE_ARGS ?? "").split(" ").filter(Boolean)];
+        const argv = [
+          "--tracker",
+          farm.address,
+          "--layers",
+          layer,
+          "--candidates",
+          candidates,
+          "--seed",
+          "1",
+          "--boards",
+          String(n),
+          ...(process.env.TUNE_ARGS ?? "").split(" ").filter(Boolean),
+        ];
         const s = await runExample("tune-cuda-conv2d.ts", argv, join(dir, cache), "tune-cuda-conv2d-summary.json", cacheDir);
         const l = (s.layers as { farm: MeasureReport; best: Record<string, { us: number }>; hostCpuSeconds: number }[])[0]!;
         const r = l.farm;
@@ -102,9 +128,23 @@ export async function benchTuneScaling(): Promise<void> {
         const idle = (k: keyof MeasureReport["boards"][number]["idle"]) => (r.boards.reduce((a, b) => a + b.idle[k], 0) / r.boards.length).toFixed(1);
         const best = Math.min(...Object.values(l.best).map((b) => b.us));
         rows.push([
-          cache, n, r.seconds.toFixed(1), rate.toFixed(2), `${(rate / one).toFixed(2)}×`, `${((100 * rate) / one / n).toFixed(0)} %`, `${(100 * r.busy).toFixed(0)} %`,
-          idle("compile"), idle("host"), idle("transfer"), idle("session"), idle("tail"), `${r.compiles.medianSeconds.toFixed(2)} / ${r.compiles.maxSeconds.toFixed(2)}`,
-          `${(r.compileParallelism / Math.max(r.compiles.medianSeconds, 1e-3)).toFixed(1)}`, r.queueDepth, `${((100 * l.hostCpuSeconds) / r.seconds).toFixed(0)} %`, best.toFixed(2),
+          cache,
+          n,
+          r.seconds.toFixed(1),
+          rate.toFixed(2),
+          `${(rate / one).toFixed(2)}×`,
+          `${((100 * rate) / one / n).toFixed(0)} %`,
+          `${(100 * r.busy).toFixed(0)} %`,
+          idle("compile"),
+          idle("host"),
+          idle("transfer"),
+          idle("session"),
+          idle("tail"),
+          `${r.compiles.medianSeconds.toFixed(2)} / ${r.compiles.maxSeconds.toFixed(2)}`,
+          `${(r.compileParallelism / Math.max(r.compiles.medianSeconds, 1e-3)).toFixed(1)}`,
+          r.queueDepth,
+          `${((100 * l.hostCpuSeconds) / r.seconds).toFixed(0)} %`,
+          best.toFixed(2),
         ]);
         console.error(`tune-scaling: ${cache}, ${n} board(s) done`);
       }
@@ -112,14 +152,36 @@ export async function benchTuneScaling(): Promise<void> {
   } finally {
     await farm.stop();
   }
-  console.log(`\nTuning at farm scale: conv2d ${layer}, ${candidates} candidates, seed 1, cold then warm compile caches; ${farm.gpus} GPU(s) on this host; output in ${out}`);
+  console.log(
+    `\nTuning at farm scale: conv2d ${layer}, ${candidates} candidates, seed 1, cold then warm compile caches; ${farm.gpus} GPU(s) on this host; output in ${out}`,
+  );
   console.log(
     formatTable(
-      ["caches", "boards", "seconds", "candidates/s", "speedup", "efficiency", "busy", "idle compile s", "host s", "transfer s", "session s", "tail s", "compile p50/max s", "host compile capacity/s", "queue depth", "host CPU", "best µs"],
+      [
+        "caches",
+        "boards",
+        "seconds",
+        "candidates/s",
+        "speedup",
+        "efficiency",
+        "busy",
+        "idle compile s",
+        "host s",
+        "transfer s",
+        "session s",
+        "tail s",
+        "compile p50/max s",
+        "host compile capacity/s",
+        "queue depth",
+        "host CPU",
+        "best µs",
+      ],
       rows,
     ),
   );
-  console.log("target: ≥ 3.5× on 4 boards (≥ 88 % efficiency). idle columns: seconds per board, mean over the boards; host compile capacity: compile slots ÷ median compile seconds.");
+  console.log(
+    "target: ≥ 3.5× on 4 boards (≥ 88 % efficiency). idle columns: seconds per board, mean over the boards; host compile capacity: compile slots ÷ median compile seconds.",
+  );
 }
 
 interface Curve {
@@ -142,7 +204,17 @@ export async function benchTuneModel(): Promise<void> {
       for (const seed of seeds) {
         const run = async (search: string, stopAt?: number): Promise<{ curve: Curve[]; seconds: number }> => {
           const dir = join(out, `model-${problem}-${search}-${seed}`);
-          const common = ["--tracker", farm.address, "--candidates", candidates, "--seed", String(seed), "--search", search, ...(stopAt ? ["--stop-at", stopAt.toFixed(1)] : [])];
+          const common = [
+            "--tracker",
+            farm.address,
+            "--candidates",
+            candidates,
+            "--seed",
+            String(seed),
+            "--search",
+            search,
+            ...(stopAt ? ["--stop-at", stopAt.toFixed(1)] : []),
+          ];
           if (problem === "conv2d") {
             const s = await runExample("tune-cuda-conv2d.ts", [...common, "--layers", env("TUNE_LAYER", "7x7x512")], dir, "tune-cuda-conv2d-summary.json");
             const l = (s.layers as { seconds: number; curve: { gflops: number; at: number }[] }[])[0]!;
@@ -161,20 +233,52 @@ export async function benchTuneModel(): Promise<void> {
         reach.model.push(nModel ?? Infinity);
         curves[`evolution, seed ${seed}`] = evo.curve;
         curves[`model, seed ${seed}`] = model.curve;
-        rows.push([problem, seed, best.toFixed(0), target.toFixed(0), nEvo, nModel ?? `not in ${model.curve.length}`, evo.seconds.toFixed(1), model.seconds.toFixed(1)]);
+        rows.push([
+          problem,
+          seed,
+          best.toFixed(0),
+          target.toFixed(0),
+          nEvo,
+          nModel ?? `not in ${model.curve.length}`,
+          evo.seconds.toFixed(1),
+          model.seconds.toFixed(1),
+        ]);
         console.error(`tune-model: ${problem} seed ${seed} done`);
       }
       const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-      rows.push([problem, "median", "", "", median(reach.evolution), median(reach.model), "", `model ÷ ${candidates}: ${(median(reach.model) / Number(candidates)).toFixed(2)}`]);
-      for (const [x, label] of [["candidates", "candidates measured"], ["seconds", "seconds since the search began"]] as const) {
-        const series = Object.entries(curves).map(([name, c]) => ({ label: name, values: c.map((p) => p.score), x: c.map((p, i) => (x === "candidates" ? i + 1 : p.at)) }));
-        writeBestSoFarSvg(join(out, `model-${problem}-${x}.svg`), series, { title: `${problem}: the cost model against today's search, best-so-far`, yLabel: "GFLOP/s", higherIsBetter: true, xLabel: label });
+      rows.push([
+        problem,
+        "median",
+        "",
+        "",
+        median(reach.evolution),
+        median(reach.model),
+        "",
+        `model ÷ ${candidates}: ${(median(reach.model) / Number(candidates)).toFixed(2)}`,
+      ]);
+      for (const [x, label] of [
+        ["candidates", "candidates measured"],
+        ["seconds", "seconds since the search began"],
+      ] as const) {
+        const series = Object.entries(curves).map(([name, c]) => ({
+          label: name,
+          values: c.map((p) => p.score),
+          x: c.map((p, i) => (x === "candidates" ? i + 1 : p.at)),
+        }));
+        writeBestSoFarSvg(join(out, `model-${problem}-${x}.svg`), series, {
+          title: `${problem}: the cost model against today's search, best-so-far`,
+          yLabel: "GFLOP/s",
+          higherIsBetter: true,
+          xLabel: label,
+        });
       }
     }
   } finally {
     await farm.stop();
   }
-  console.log(`\nA search that learns: candidates to come within 2 % of the best of ${candidates} candidates of today's search (random, then mutations); ${farm.gpus} board(s); output and plots in ${out}`);
+  console.log(
+    `\nA search that learns: candidates to come within 2 % of the best of ${candidates} candidates of today's search (random, then mutations); ${farm.gpus} board(s); output and plots in ${out}`,
+  );
   console.log(formatTable(["problem", "seed", "today's best GFLOP/s", "target", "today's search needs", "cost model needs", "today's s", "model s"], rows));
   console.log(`target: the cost model needs ≤ ⅓ of the candidates (median over the seeds).`);
 }

@@ -43,7 +43,11 @@ const KEY = "vta";
 const AGENTS: readonly AgentHost[] = ["agent1", "agent2"];
 
 const env = (name: string, fallback: string) => process.env[name] || fallback;
-const list = (s: string) => s.split(",").map((x) => x.trim()).filter(Boolean);
+const list = (s: string) =>
+  s
+    .split(",")
+    .map((x) => x.trim())
+    .filter(Boolean);
 function positive(name: string, value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a whole number ≥ 1, got ${JSON.stringify(value)}`);
@@ -130,7 +134,23 @@ export async function benchTuneHosts(): Promise<void> {
       await waitFor(`the ${all} ${KEY} boards free`, allFree, 60_000, 100);
       // A folder of its own each time: a results file already there would be resumed, its results reused.
       const dir = mkdtempSync(join(out, `boards-${boards}-`));
-      const argv = ["--tracker", farm.address, "--key", KEY, "--workload", workload, "--candidates", String(candidates), "--seed", seed, "--boards", String(boards), "--out", dir, ...extra];
+      const argv = [
+        "--tracker",
+        farm.address,
+        "--key",
+        KEY,
+        "--workload",
+        workload,
+        "--candidates",
+        String(candidates),
+        "--seed",
+        seed,
+        "--boards",
+        String(boards),
+        "--out",
+        dir,
+        ...extra,
+      ];
       console.error(`tune-hosts: ${boards} board(s): ${argv.join(" ")}`);
       await runTuner(farm, "client1", argv, dir);
       const summary = JSON.parse(readFileSync(join(dir, SUMMARY), "utf8")) as TuneSummary;
@@ -147,10 +167,24 @@ export async function benchTuneHosts(): Promise<void> {
     const speedup = base ? rate / base.summary.farm.candidatesPerSecond : NaN;
     const idle = (k: keyof MeasureReport["boards"][number]["idle"]) => (f.boards.reduce((a, b) => a + b.idle[k], 0) / Math.max(f.boards.length, 1)).toFixed(1);
     return [
-      r.boards, f.boards.length, f.candidates, r.summary.seconds.toFixed(1), rate.toFixed(2), `${speedup.toFixed(2)}×`, `${((100 * speedup * (base?.boards ?? 1)) / r.boards).toFixed(0)} %`,
-      `${(100 * f.busy).toFixed(0)} %`, idle("compile"), idle("host"), idle("transfer"), idle("session"), idle("tail"),
-      `${f.compiles.medianSeconds.toFixed(3)} / ${f.compiles.maxSeconds.toFixed(2)}`, f.queueDepth, `${((100 * r.summary.hostCpuSeconds) / r.summary.seconds).toFixed(0)} %`,
-      AGENTS.map((a) => r.perHost[a] ?? 0).join(" / "), r.summary.best ? Math.round(r.summary.best.cycles).toLocaleString("en-US") : "—",
+      r.boards,
+      f.boards.length,
+      f.candidates,
+      r.summary.seconds.toFixed(1),
+      rate.toFixed(2),
+      `${speedup.toFixed(2)}×`,
+      `${((100 * speedup * (base?.boards ?? 1)) / r.boards).toFixed(0)} %`,
+      `${(100 * f.busy).toFixed(0)} %`,
+      idle("compile"),
+      idle("host"),
+      idle("transfer"),
+      idle("session"),
+      idle("tail"),
+      `${f.compiles.medianSeconds.toFixed(3)} / ${f.compiles.maxSeconds.toFixed(2)}`,
+      f.queueDepth,
+      `${((100 * r.summary.hostCpuSeconds) / r.summary.seconds).toFixed(0)} %`,
+      AGENTS.map((a) => r.perHost[a] ?? 0).join(" / "),
+      r.summary.best ? Math.round(r.summary.best.cycles).toLocaleString("en-US") : "—",
     ];
   });
   console.log(
@@ -160,7 +194,26 @@ export async function benchTuneHosts(): Promise<void> {
   );
   console.log(
     formatTable(
-      ["boards", "used", "measured", "seconds", "candidates/s", "speedup", "efficiency", "busy", "idle compile s", "host s", "transfer s", "session s", "tail s", "compile p50/max s", "queue depth", "tuner CPU", "on agent1 / agent2", "best cycles"],
+      [
+        "boards",
+        "used",
+        "measured",
+        "seconds",
+        "candidates/s",
+        "speedup",
+        "efficiency",
+        "busy",
+        "idle compile s",
+        "host s",
+        "transfer s",
+        "session s",
+        "tail s",
+        "compile p50/max s",
+        "queue depth",
+        "tuner CPU",
+        "on agent1 / agent2",
+        "best cycles",
+      ],
       rows,
     ),
   );
@@ -170,7 +223,10 @@ export async function benchTuneHosts(): Promise<void> {
   );
   // Candidates on both agent hosts wherever one host's boards could not have served the run alone.
   const oneHost = runs.filter((r) => r.boards > perAgent && AGENTS.some((a) => !r.perHost[a]));
-  if (oneHost.length > 0) throw new Error(`runs on more boards than one host has measured on one host only: ${oneHost.map((r) => `${r.boards} boards (${JSON.stringify(r.perHost)}, ${r.dir})`).join("; ")}`);
+  if (oneHost.length > 0)
+    throw new Error(
+      `runs on more boards than one host has measured on one host only: ${oneHost.map((r) => `${r.boards} boards (${JSON.stringify(r.perHost)}, ${r.dir})`).join("; ")}`,
+    );
   const reused = runs.filter((r) => r.summary.farm.reused > 0);
   if (reused.length > 0) throw new Error(`runs reused results from a results file: ${reused.map((r) => r.dir).join(", ")}`);
 }

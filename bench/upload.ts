@@ -99,33 +99,37 @@ export async function benchUpload(): Promise<void> {
     await farm.stop();
   }
 
-  printTable("2. upload / download 64 MiB on each lane (median of 3, MB = 10^6 B)", [
-    ...LANES.flatMap((lane) => [
-      bulkRow(`upload 64 MiB, ${lane} lane`, median(lanes[lane].up), base, "out", lane),
-      bulkRow(`download 64 MiB, ${lane} lane`, median(lanes[lane].down), base, "in", lane),
-    ]),
-    {
-      figure: "upload 64 MiB by digest (dedupe), new bytes",
-      value: fmtMBps(dedupeFirst),
-      target: "",
-      verdict: "",
-      baseline: `plain upload into a new file ${fmtMBps(median(newFile))}`,
-      ratio: `${fmtRatio(dedupeFirst / median(newFile))} (hashed on the host, a probe first)`,
-    },
-    {
-      figure: "  the same bytes again: the board has them",
-      value: `${median(dedupeAgainMs).toFixed(1)} ms`,
-      target: "",
-      verdict: "",
-      baseline: `plain upload into a new file ${((BULK_BYTES / median(newFile)) / 1e3).toFixed(0)} ms`,
-      ratio: `${fmtRatio((BULK_BYTES / median(newFile) / 1e3) / median(dedupeAgainMs))} faster`,
-    },
-  ], [
-    ...LANES.map((lane) => `${lane}: upload runs ${runs(lanes[lane].up)}; download runs ${runs(lanes[lane].down)} MB/s`),
-    `by digest: held-bytes runs ${runs(dedupeAgainMs)} ms; the host's tree digest of them alone (host-sdk/tree-hasher.ts) ${runs(hashMs)} ms (median ${median(hashMs).toFixed(1)})`,
-    ...baselineNotes(base),
-    ...LANES.flatMap((lane) => [`CPU during upload, ${lane}: ${lanes[lane].upCpu}`, `CPU during download, ${lane}: ${lanes[lane].downCpu}`]),
-  ]);
+  printTable(
+    "2. upload / download 64 MiB on each lane (median of 3, MB = 10^6 B)",
+    [
+      ...LANES.flatMap((lane) => [
+        bulkRow(`upload 64 MiB, ${lane} lane`, median(lanes[lane].up), base, "out", lane),
+        bulkRow(`download 64 MiB, ${lane} lane`, median(lanes[lane].down), base, "in", lane),
+      ]),
+      {
+        figure: "upload 64 MiB by digest (dedupe), new bytes",
+        value: fmtMBps(dedupeFirst),
+        target: "",
+        verdict: "",
+        baseline: `plain upload into a new file ${fmtMBps(median(newFile))}`,
+        ratio: `${fmtRatio(dedupeFirst / median(newFile))} (hashed on the host, a probe first)`,
+      },
+      {
+        figure: "  the same bytes again: the board has them",
+        value: `${median(dedupeAgainMs).toFixed(1)} ms`,
+        target: "",
+        verdict: "",
+        baseline: `plain upload into a new file ${(BULK_BYTES / median(newFile) / 1e3).toFixed(0)} ms`,
+        ratio: `${fmtRatio(BULK_BYTES / median(newFile) / 1e3 / median(dedupeAgainMs))} faster`,
+      },
+    ],
+    [
+      ...LANES.map((lane) => `${lane}: upload runs ${runs(lanes[lane].up)}; download runs ${runs(lanes[lane].down)} MB/s`),
+      `by digest: held-bytes runs ${runs(dedupeAgainMs)} ms; the host's tree digest of them alone (host-sdk/tree-hasher.ts) ${runs(hashMs)} ms (median ${median(hashMs).toFixed(1)})`,
+      ...baselineNotes(base),
+      ...LANES.flatMap((lane) => [`CPU during upload, ${lane}: ${lanes[lane].upCpu}`, `CPU during download, ${lane}: ${lanes[lane].downCpu}`]),
+    ],
+  );
 }
 
 export function runs(v: readonly number[]): string {
@@ -149,7 +153,11 @@ export function bulkRow(figure: string, value: number, base: BulkBaselines, dir:
   const direct = median(dir === "out" ? base.up : base.down);
   const relayed = median(dir === "out" ? base.relayUp : base.relayDown);
   const [target, met] =
-    lane === "direct" ? ["≥ 0.8× net", value >= 0.8 * direct] : lane === "relay" ? ["≥ 0.8× net relay", value >= 0.8 * relayed] : [`≥ ${TARGET_BULK_MBPS} MB/s`, value >= TARGET_BULK_MBPS];
+    lane === "direct"
+      ? ["≥ 0.8× net", value >= 0.8 * direct]
+      : lane === "relay"
+        ? ["≥ 0.8× net relay", value >= 0.8 * relayed]
+        : [`≥ ${TARGET_BULK_MBPS} MB/s`, value >= TARGET_BULK_MBPS];
   return {
     figure,
     value: fmtMBps(value),

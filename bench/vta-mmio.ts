@@ -78,9 +78,16 @@ export async function benchVtaMmio(): Promise<void> {
       target: "—",
       verdict: "",
       baseline: `simulator board, a call: ${us(median(simNs))}`,
-      ratio: fmtRatio(median(overheadNs) * runs / median(simNs)),
+      ratio: fmtRatio((median(overheadNs) * runs) / median(simNs)),
     });
-    rows.push({ figure: `${name}: a call on the device model`, value: us(median(mmioNs)), target: "—", verdict: "", baseline: us(median(simNs)), ratio: fmtRatio(median(mmioNs) / median(simNs)) });
+    rows.push({
+      figure: `${name}: a call on the device model`,
+      value: us(median(mmioNs)),
+      target: "—",
+      verdict: "",
+      baseline: us(median(simNs)),
+      ratio: fmtRatio(median(mmioNs) / median(simNs)),
+    });
   }
   notes.push(
     `medians of ${CALLS} calls after ${WARMUP} warm-ups, in one process. Overhead: flushes, relocation, register writes, done polls and invalidates — the call's wall time minus the time around the done poll; its ratio is against a whole call on the simulator board.`,

@@ -104,9 +104,16 @@ export async function benchWorkerChannel(): Promise<void> {
     ratio: fmtRatio(p50(f(now)) / p50(f(base))),
     verdict: p50(f(now)) / p50(f(base)) <= 1.05 ? "met" : "missed",
   });
-  printTable("worker-channel: the agent ↔ worker channel of our own vs Node's IPC (two agents side by side, interleaved rounds)", [
-    row("nop call round trip p50", (x) => x.call, fmtUs),
-    row("idle grant → first call p50 (direct, standby lane)", (x) => x.grant, fmtMs),
-    row("grant → first call p50 (relay: a socket passed to the worker)", (x) => x.agentPortGrant, fmtMs),
-  ], [`${ROUNDS} rounds; per round and farm: ${GRANTS} direct grants, ${GRANTS} relay grants, ${CALLS} nop calls after ${CALL_WARMUP} warm-up`, `baseline agent: ${tree}`]);
+  printTable(
+    "worker-channel: the agent ↔ worker channel of our own vs Node's IPC (two agents side by side, interleaved rounds)",
+    [
+      row("nop call round trip p50", (x) => x.call, fmtUs),
+      row("idle grant → first call p50 (direct, standby lane)", (x) => x.grant, fmtMs),
+      row("grant → first call p50 (relay: a socket passed to the worker)", (x) => x.agentPortGrant, fmtMs),
+    ],
+    [
+      `${ROUNDS} rounds; per round and farm: ${GRANTS} direct grants, ${GRANTS} relay grants, ${CALLS} nop calls after ${CALL_WARMUP} warm-up`,
+      `baseline agent: ${tree}`,
+    ],
+  );
 }

@@ -71,7 +71,10 @@ export interface MadeCert {
 export function checkOpenssl(): void {
   const r = spawnSync("openssl", ["version"], { encoding: "utf8" });
   if (r.error && (r.error as NodeJS.ErrnoException).code === "ENOENT") {
-    throw new FarmError("TOOLCHAIN_MISSING", "kfarm certs needs the openssl command-line tool, which is not installed: apt-get install openssl (or your system's openssl package)");
+    throw new FarmError(
+      "TOOLCHAIN_MISSING",
+      "kfarm certs needs the openssl command-line tool, which is not installed: apt-get install openssl (or your system's openssl package)",
+    );
   }
   if (r.error || r.status !== 0) throw new FarmError("TOOLCHAIN_MISSING", `openssl version failed: ${r.error?.message ?? r.stderr.trim()}`);
 }
@@ -79,7 +82,10 @@ export function checkOpenssl(): void {
 function openssl(args: string[], cwd: string): void {
   const r = spawnSync("openssl", args, { cwd, encoding: "utf8" });
   if (r.error || r.status !== 0) {
-    throw new FarmError("INTERNAL", `openssl ${args[0]} failed (exit ${r.status ?? r.error?.message}): ${(r.stderr || "").trim().split("\n").slice(-3).join("; ")}`);
+    throw new FarmError(
+      "INTERNAL",
+      `openssl ${args[0]} failed (exit ${r.status ?? r.error?.message}): ${(r.stderr || "").trim().split("\n").slice(-3).join("; ")}`,
+    );
   }
 }
 
@@ -103,11 +109,16 @@ export function subjectAltNames(hosts: readonly string[]): { dns: string[]; ips:
 }
 
 function checkName(name: string, flag: string): void {
-  if (!CERT_NAME.test(name)) throw new FarmError("INVALID_ARGUMENT", `${flag} ${JSON.stringify(name)}: use letters, digits, '.', '_' and '-' (at most 64, starting with a letter or digit)`);
+  if (!CERT_NAME.test(name))
+    throw new FarmError(
+      "INVALID_ARGUMENT",
+      `${flag} ${JSON.stringify(name)}: use letters, digits, '.', '_' and '-' (at most 64, starting with a letter or digit)`,
+    );
 }
 
 function checkDays(days: number, flag: string): void {
-  if (!Number.isInteger(days) || days < 1 || days > 36500) throw new FarmError("INVALID_ARGUMENT", `${flag} must be a whole number of days between 1 and 36500, got ${days}`);
+  if (!Number.isInteger(days) || days < 1 || days > 36500)
+    throw new FarmError("INVALID_ARGUMENT", `${flag} must be a whole number of days between 1 and 36500, got ${days}`);
 }
 
 /** The openssl config of one certificate: its subject and the extensions of its role. */
@@ -152,7 +163,15 @@ export function namesOf(certFile: string): string[] {
 
 function describeCert(role: MadeCert["role"], certFile: string, keyFile: string): MadeCert {
   const x = new X509Certificate(readFileSync(certFile));
-  return { role, certFile, keyFile, subject: x.subject.replace(/\n/g, ", "), serial: x.serialNumber, notAfter: x.validTo, ...(x.subjectAltName ? { altNames: x.subjectAltName } : {}) };
+  return {
+    role,
+    certFile,
+    keyFile,
+    subject: x.subject.replace(/\n/g, ", "),
+    serial: x.serialNumber,
+    notAfter: x.validTo,
+    ...(x.subjectAltName ? { altNames: x.subjectAltName } : {}),
+  };
 }
 
 function newKey(work: string, name: string): string {
@@ -163,7 +182,15 @@ function newKey(work: string, name: string): string {
 }
 
 /** Makes a leaf key and certificate signed by the CA in `dir`, inside `work`; returns their temporary paths. */
-function signLeaf(dir: string, work: string, name: string, cn: string, role: "server" | "client", days: number, sans?: { dns: string[]; ips: string[] }): { cert: string; key: string } {
+function signLeaf(
+  dir: string,
+  work: string,
+  name: string,
+  cn: string,
+  role: "server" | "client",
+  days: number,
+  sans?: { dns: string[]; ips: string[] },
+): { cert: string; key: string } {
   const conf = join(work, `${name}.cnf`);
   writeFileSync(conf, config(cn, role, sans));
   const key = newKey(work, name);
@@ -171,7 +198,27 @@ function signLeaf(dir: string, work: string, name: string, cn: string, role: "se
   const cert = join(work, `${name}.crt`);
   openssl(["req", "-new", "-config", conf, "-key", key, "-sha256", "-out", csr], work);
   openssl(
-    ["x509", "-req", "-in", csr, "-CA", join(dir, "ca.crt"), "-CAkey", join(dir, "ca.key"), "-set_serial", randomSerial(), "-days", String(days), "-sha256", "-extfile", conf, "-extensions", "ext", "-out", cert],
+    [
+      "x509",
+      "-req",
+      "-in",
+      csr,
+      "-CA",
+      join(dir, "ca.crt"),
+      "-CAkey",
+      join(dir, "ca.key"),
+      "-set_serial",
+      randomSerial(),
+      "-days",
+      String(days),
+      "-sha256",
+      "-extfile",
+      conf,
+      "-extensions",
+      "ext",
+      "-out",
+      cert,
+    ],
     work,
   );
   return { cert, key };
@@ -209,21 +256,45 @@ export function certsInit(dirArg: string, opts: CertsInitOptions = {}): MadeCert
   const clientName = opts.clientName ?? DEFAULT_CLIENT_NAME;
   checkDays(days, "--days");
   checkDays(caDays, "--ca-days");
-  if (days > caDays) throw new FarmError("INVALID_ARGUMENT", `--days ${days} outlives the CA (--ca-days ${caDays}): a certificate is refused once its CA expires`);
+  if (days > caDays)
+    throw new FarmError("INVALID_ARGUMENT", `--days ${days} outlives the CA (--ca-days ${caDays}): a certificate is refused once its CA expires`);
   checkName(clientName, "--client-name");
   const sans = subjectAltNames(opts.hosts ?? []);
   checkOpenssl();
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const existing = INIT_FILES.filter((f) => existsSync(join(dir, f)));
   if (existing.length && !opts.force) {
-    throw new FarmError("INVALID_ARGUMENT", `${dir} already holds ${existing.join(", ")}: pass --force to replace them (every certificate the old CA signed stops working), or \`kfarm certs issue\` to add one`);
+    throw new FarmError(
+      "INVALID_ARGUMENT",
+      `${dir} already holds ${existing.join(", ")}: pass --force to replace them (every certificate the old CA signed stops working), or \`kfarm certs issue\` to add one`,
+    );
   }
   return withScratch(dir, (work) => {
     const caConf = join(work, "ca.cnf");
     writeFileSync(caConf, config("kernelfarm CA", "ca"));
     const caKey = newKey(work, "ca");
     const caCert = join(work, "ca.crt");
-    openssl(["req", "-x509", "-new", "-config", caConf, "-extensions", "ext", "-key", caKey, "-sha256", "-days", String(caDays), "-set_serial", randomSerial(), "-out", caCert], work);
+    openssl(
+      [
+        "req",
+        "-x509",
+        "-new",
+        "-config",
+        caConf,
+        "-extensions",
+        "ext",
+        "-key",
+        caKey,
+        "-sha256",
+        "-days",
+        String(caDays),
+        "-set_serial",
+        randomSerial(),
+        "-out",
+        caCert,
+      ],
+      work,
+    );
     // The leaves are signed by the new CA: it goes in place first (they are read from dir).
     install({ cert: caCert, key: caKey }, join(dir, "ca.crt"), join(dir, "ca.key"));
     const server = signLeaf(dir, work, "server", "kernelfarm-tracker", "server", days, sans);
@@ -274,7 +345,10 @@ function days(value: string): number {
 
 function report(made: MadeCert[]): string {
   return made
-    .map((m) => `${m.role.padEnd(6)} ${m.certFile}  (key ${m.keyFile}, 0600)\n       ${m.subject}; serial ${m.serial}; valid until ${m.notAfter}${m.altNames ? `\n       names: ${m.altNames}` : ""}`)
+    .map(
+      (m) =>
+        `${m.role.padEnd(6)} ${m.certFile}  (key ${m.keyFile}, 0600)\n       ${m.subject}; serial ${m.serial}; valid until ${m.notAfter}${m.altNames ? `\n       names: ${m.altNames}` : ""}`,
+    )
     .join("\n");
 }
 
@@ -316,9 +390,14 @@ export function addCertsCommand(program: Command): void {
     .command("issue")
     .description("make another server or client certificate with DIR's CA, replacing NAME.crt/NAME.key atomically (rotation: --server server)")
     .argument("<dir>", "the directory `kfarm certs init` made")
-    .option("--server <name>", "a server certificate NAME.crt/NAME.key (\"server\": the tracker's, in place)")
+    .option("--server <name>", 'a server certificate NAME.crt/NAME.key ("server": the tracker\'s, in place)')
     .option("--client <name>", "a client certificate NAME.crt/NAME.key with common name NAME")
-    .option("--host <name>", "a DNS name or IP address of the server, repeatable (loopback names are always in; default: the names of the certificate it replaces)", collect, [] as string[])
+    .option(
+      "--host <name>",
+      "a DNS name or IP address of the server, repeatable (loopback names are always in; default: the names of the certificate it replaces)",
+      collect,
+      [] as string[],
+    )
     .addOption(new Option("--days <n>", "validity").default(DEFAULT_LEAF_DAYS).argParser(days))
     .action((dir: string, o: { server?: string; client?: string; host: string[]; days: number }) => {
       const made = certsIssue(dir, { server: o.server, client: o.client, hosts: o.host, days: o.days });

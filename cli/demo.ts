@@ -8,8 +8,16 @@
  * simulator, with the execution statistics TVM's simulator printed.
  */
 import {
-  compileCpu, conv2dReference, packNCHW, packOIHW, unpackNCHW, conv2dOutputSize, vtaConv2d, VTA_CONV2D,
-  type Session, type TrackerClient,
+  compileCpu,
+  conv2dReference,
+  packNCHW,
+  packOIHW,
+  unpackNCHW,
+  conv2dOutputSize,
+  vtaConv2d,
+  VTA_CONV2D,
+  type Session,
+  type TrackerClient,
 } from "../host-sdk/index.ts";
 import { formatSummary } from "../tracker/index.ts";
 import { startLocalFarm } from "../local-farm.ts";
@@ -32,7 +40,9 @@ async function conv2dOnVta(client: TrackerClient): Promise<boolean> {
   const w = VTA_CONV2D.workload;
   const module = vtaConv2d(w, VTA_CONV2D.schedule);
   const info = module.kernels[0]!;
-  console.log(`VTA conv2d (ResNet-18 layer 9): ${w.batch}x${w.inChannels}x${w.height}x${w.width}, ${w.outChannels} filters ${w.kernelH}x${w.kernelW}, pad ${w.padH}, stride ${w.strideH}`);
+  console.log(
+    `VTA conv2d (ResNet-18 layer 9): ${w.batch}x${w.inChannels}x${w.height}x${w.width}, ${w.outChannels} filters ${w.kernelH}x${w.kernelW}, pad ${w.padH}, stride ${w.strideH}`,
+  );
   console.log(`  compiled on the host: ${info.instructions} instructions in ${info.runs} run(s), schedule ${JSON.stringify(info.schedule)}`);
 
   const { outHeight, outWidth } = conv2dOutputSize(w);
@@ -57,7 +67,9 @@ async function conv2dOnVta(client: TrackerClient): Promise<boolean> {
     const got = unpackNCHW((await rRes.toArray()) as Int8Array, outShape);
     const want = conv2dReference(data, kernel, w);
     const wrong = got.findIndex((v, i) => v !== want[i]);
-    console.log(`  output ${wrong < 0 ? "equals" : `DIFFERS (first at ${wrong}) from`} the reference (int32 accumulate, >> 8, clip [0,127], int8); call took ${callMs.toFixed(1)} ms`);
+    console.log(
+      `  output ${wrong < 0 ? "equals" : `DIFFERS (first at ${wrong}) from`} the reference (int32 accumulate, >> 8, clip [0,127], int8); call took ${callMs.toFixed(1)} ms`,
+    );
     console.log("\nExecution statistics:");
     for (const name of VTA_COUNTERS) console.log(`\t${name.padEnd(16)}: ${String(stats.counters[name]).padStart(16)}`);
     console.log(`\t${"cycle_count".padEnd(16)}: ${String(stats.counters.cycle_count).padStart(16)}   (kernelfarm's timing model)`);
@@ -90,7 +102,9 @@ async function vaddOnCpu(client: TrackerClient): Promise<boolean> {
     const c = (await rc!.toArray()) as Float32Array;
     const wrong = c.findIndex((v, i) => v !== a[i]! + b[i]!);
     const t = await remote.timeEvaluator("vadd", { number: 10, repeat: 5, minRepeatMs: 20 })(ra!, rb!, rc!, n);
-    console.log(`CPU vadd of ${n} floats on board ${remote.board.id}: ${wrong < 0 ? "correct" : `WRONG at ${wrong}`}; time_evaluator (number grew to ${t.number}):`);
+    console.log(
+      `CPU vadd of ${n} floats on board ${remote.board.id}: ${wrong < 0 ? "correct" : `WRONG at ${wrong}`}; time_evaluator (number grew to ${t.number}):`,
+    );
     console.log(t.toString());
     return wrong < 0;
   } finally {

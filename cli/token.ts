@@ -31,7 +31,11 @@ function where(cmd: Command): Command {
 
 /** Runs `local` on the file or `remote` through the tracker, as the flags say. */
 async function withTarget<T>(o: Where, local: (file: TokenFile) => T, remote: (client: Awaited<ReturnType<typeof connectTracker>>) => Promise<T>): Promise<T> {
-  if (!!o.tokens === !!o.tracker) throw new FarmError("INVALID_ARGUMENT", "kfarm token: give either --tokens FILE (on the tracker's machine) or --tracker HOST:PORT with an operator --token");
+  if (!!o.tokens === !!o.tracker)
+    throw new FarmError(
+      "INVALID_ARGUMENT",
+      "kfarm token: give either --tokens FILE (on the tracker's machine) or --tracker HOST:PORT with an operator --token",
+    );
   if (o.tokens) return local(new TokenFile(o.tokens));
   const client = await connectTracker(o.tracker!, connectOptionsOf(o, "kfarm token"));
   try {
@@ -41,14 +45,40 @@ async function withTarget<T>(o: Where, local: (file: TokenFile) => T, remote: (c
   }
 }
 
-interface TokenRow { id: string; name: string; kind: string; keys: string[]; maxPriority: number | null; maxSessionTimeoutMs: number | null; createdAtMs: number; expiresAtMs: number | null; revokedAtMs: number | null }
+interface TokenRow {
+  id: string;
+  name: string;
+  kind: string;
+  keys: string[];
+  maxPriority: number | null;
+  maxSessionTimeoutMs: number | null;
+  createdAtMs: number;
+  expiresAtMs: number | null;
+  revokedAtMs: number | null;
+}
 
-function fromWire(t: { id: string; name: string; kind: string; keys: string[]; has_max_priority: boolean; max_priority: number; max_session_timeout_ms: number; created_at_ms: number; expires_at_ms: number; revoked_at_ms: number }): TokenRow {
+function fromWire(t: {
+  id: string;
+  name: string;
+  kind: string;
+  keys: string[];
+  has_max_priority: boolean;
+  max_priority: number;
+  max_session_timeout_ms: number;
+  created_at_ms: number;
+  expires_at_ms: number;
+  revoked_at_ms: number;
+}): TokenRow {
   return {
-    id: t.id, name: t.name, kind: t.kind, keys: t.keys,
+    id: t.id,
+    name: t.name,
+    kind: t.kind,
+    keys: t.keys,
     maxPriority: t.has_max_priority ? t.max_priority : null,
     maxSessionTimeoutMs: t.max_session_timeout_ms || null,
-    createdAtMs: t.created_at_ms, expiresAtMs: t.expires_at_ms || null, revokedAtMs: t.revoked_at_ms || null,
+    createdAtMs: t.created_at_ms,
+    expiresAtMs: t.expires_at_ms || null,
+    revokedAtMs: t.revoked_at_ms || null,
   };
 }
 
@@ -75,17 +105,36 @@ export function addTokenCommand(program: Command): void {
     .option("--max-session-timeout <duration>", "longest session a client may hold (e.g. 2h; default the tracker's cap)", parseDuration)
     .option("--expires <duration>", "stops working after this long (e.g. 30d; default never)", parseDuration)
     .action(async (o: Where & { name: string; kind: string; keys?: string; maxPriority?: number; maxSessionTimeout?: number; expires?: number }) => {
-      if (!TOKEN_KINDS.includes(o.kind as TokenKind)) throw new FarmError("INVALID_ARGUMENT", `--kind must be one of ${TOKEN_KINDS.join(", ")}, got ${JSON.stringify(o.kind)}`);
-      const keys = o.keys ? o.keys.split(",").map((k) => k.trim()).filter(Boolean) : [];
+      if (!TOKEN_KINDS.includes(o.kind as TokenKind))
+        throw new FarmError("INVALID_ARGUMENT", `--kind must be one of ${TOKEN_KINDS.join(", ")}, got ${JSON.stringify(o.kind)}`);
+      const keys = o.keys
+        ? o.keys
+            .split(",")
+            .map((k) => k.trim())
+            .filter(Boolean)
+        : [];
       const expiresAtMs = o.expires ? Date.now() + o.expires : null;
       const made = await withTarget(
         o,
-        (file) => file.create({ name: o.name, kind: o.kind as TokenKind, keys, maxPriority: o.maxPriority ?? null, maxSessionTimeoutMs: o.maxSessionTimeout ?? null, expiresAtMs }),
+        (file) =>
+          file.create({
+            name: o.name,
+            kind: o.kind as TokenKind,
+            keys,
+            maxPriority: o.maxPriority ?? null,
+            maxSessionTimeoutMs: o.maxSessionTimeout ?? null,
+            expiresAtMs,
+          }),
         async (client) => {
           const r = await client.tokens({
-            action: "create", name: o.name, kind: o.kind as TokenKind, keys,
-            has_max_priority: o.maxPriority !== undefined, max_priority: o.maxPriority ?? 0,
-            max_session_timeout_ms: o.maxSessionTimeout ?? 0, expires_at_ms: expiresAtMs ?? 0,
+            action: "create",
+            name: o.name,
+            kind: o.kind as TokenKind,
+            keys,
+            has_max_priority: o.maxPriority !== undefined,
+            max_priority: o.maxPriority ?? 0,
+            max_session_timeout_ms: o.maxSessionTimeout ?? 0,
+            expires_at_ms: expiresAtMs ?? 0,
           });
           return { record: fromWire(r.tokens[0]!), token: r.token };
         },
@@ -98,7 +147,11 @@ export function addTokenCommand(program: Command): void {
   where(token.command("list").description("every token: name, kind, state, expiry, scopes (never a secret)"))
     .option("--json", "print JSON")
     .action(async (o: Where & { json?: boolean }) => {
-      const rows = await withTarget<Array<TokenRow | Identity>>(o, (file) => file.list(), async (client) => (await client.tokens({ action: "list" })).tokens.map(fromWire));
+      const rows = await withTarget<Array<TokenRow | Identity>>(
+        o,
+        (file) => file.list(),
+        async (client) => (await client.tokens({ action: "list" })).tokens.map(fromWire),
+      );
       if (o.json) console.log(JSON.stringify(rows, null, 2));
       else console.log(rows.length ? rows.map(describe).join("\n") : "(no tokens)");
     });
@@ -106,7 +159,11 @@ export function addTokenCommand(program: Command): void {
   where(token.command("revoke").description("revoke a token: its calls are refused and what it holds open ends, within a second"))
     .argument("<name>", "the token's name (or id)")
     .action(async (name: string, o: Where) => {
-      const t = await withTarget<TokenRow | Identity>(o, (file) => file.revoke(name), async (client) => fromWire((await client.tokens({ action: "revoke", name })).tokens[0]!));
+      const t = await withTarget<TokenRow | Identity>(
+        o,
+        (file) => file.revoke(name),
+        async (client) => fromWire((await client.tokens({ action: "revoke", name })).tokens[0]!),
+      );
       console.log(`revoked ${describe(t)}`);
     });
 }

@@ -43,7 +43,8 @@ export async function vtaProgram(boardId: string, bitstream: string, config: str
   try {
     const board = (await client.summary()).boards.find((b) => b.id === boardId);
     if (!board) throw new FarmError("NO_BOARD", `no board ${boardId} at ${tracker}; \`kfarm status --tracker ${tracker}\` lists them`);
-    if (board.kind !== "vta") throw new FarmError("BAD_ARGUMENTS", `board ${boardId} is a ${board.kind} board; only vta boards (an FPGA board or its device model) take a bitstream`);
+    if (board.kind !== "vta")
+      throw new FarmError("BAD_ARGUMENTS", `board ${boardId} is a ${board.kind} board; only vta boards (an FPGA board or its device model) take a bitstream`);
     const session = await client.request(board.key, { board: boardId });
     try {
       const r = await session.programFpga(bitstream, config);

@@ -56,7 +56,12 @@ function watchOnce(url: string, opts: WatchOptions, write: (line: string) => voi
     let gotSnapshot = false;
     let settled = false;
     let lastMessage = Date.now();
-    const ws = new WebSocket(url, { handshakeTimeout: WATCH_CONNECT_TIMEOUT_MS, maxPayload: 256 << 20, perMessageDeflate: false, ...httpClientOptions(opts.security ?? {}) });
+    const ws = new WebSocket(url, {
+      handshakeTimeout: WATCH_CONNECT_TIMEOUT_MS,
+      maxPayload: 256 << 20,
+      perMessageDeflate: false,
+      ...httpClientOptions(opts.security ?? {}),
+    });
     const finish = (why: string) => {
       if (settled) return;
       settled = true;
@@ -73,7 +78,8 @@ function watchOnce(url: string, opts: WatchOptions, write: (line: string) => voi
     };
     opts.signal?.addEventListener("abort", onAbort, { once: true });
     const watchdog = setInterval(() => {
-      if (ws.readyState === WebSocket.OPEN && Date.now() - lastMessage > WATCH_SILENCE_MS) finish(`the feed at ${url} went silent for ${WATCH_SILENCE_MS / 1000} s`);
+      if (ws.readyState === WebSocket.OPEN && Date.now() - lastMessage > WATCH_SILENCE_MS)
+        finish(`the feed at ${url} went silent for ${WATCH_SILENCE_MS / 1000} s`);
     }, 1000);
     ws.on("message", (data: Buffer, isBinary: boolean) => {
       lastMessage = Date.now();

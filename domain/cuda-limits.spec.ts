@@ -39,14 +39,26 @@ describe("CUDA launch limits", () => {
   it("accept what launches and name the figure and limit of what does not", () => {
     const ok = { registers: 64, sharedMemBytes: 48 * 1024 };
     assert.equal(cudaLaunchProblem("k", ok, launch([32, 32, 1]), H100), undefined, "1024 threads at 64 registers fill the register file exactly");
-    assert.equal(cudaLaunchProblem("k", { registers: 32, sharedMemBytes: 1024 }, launch([128, 1, 1], 200 * 1024), H100), undefined, "dynamic shared memory up to the opt-in limit");
+    assert.equal(
+      cudaLaunchProblem("k", { registers: 32, sharedMemBytes: 1024 }, launch([128, 1, 1], 200 * 1024), H100),
+      undefined,
+      "dynamic shared memory up to the opt-in limit",
+    );
     const cases: [Parameters<typeof cudaLaunchProblem>[1], ReturnType<typeof launch>, RegExp][] = [
-      [{ registers: 65, sharedMemBytes: 0 }, launch([1024, 1, 1]), /^kernel k uses 65 registers per thread: 1024 threads take 73728 registers, more than the 65536 a block may have$/],
+      [
+        { registers: 65, sharedMemBytes: 0 },
+        launch([1024, 1, 1]),
+        /^kernel k uses 65 registers per thread: 1024 threads take 73728 registers, more than the 65536 a block may have$/,
+      ],
       [{ registers: 8, sharedMemBytes: 0 }, launch([64, 32, 1]), /^block 64×32×1 = 2048 threads, more than the 1024/],
       [{ registers: 8, sharedMemBytes: 0 }, launch([1, 1, 128]), /^block 1×1×128: z is 128, at most 64$/],
       [{ registers: 8, sharedMemBytes: 0 }, launch([32, 1, 1], 0, [1, 70000, 1]), /^grid 1×70000×1: y is 70000, at most 65535$/],
       [{ registers: 8, sharedMemBytes: 49153 }, launch([32, 1, 1]), /declares 49153 bytes of static shared memory, more than the 49152 allowed/],
-      [{ registers: 8, sharedMemBytes: 4096 }, launch([32, 1, 1], 229 * 1024), /needs 238592 bytes of shared memory per block \(4096 static \+ 234496 dynamic\), more than the 232448/],
+      [
+        { registers: 8, sharedMemBytes: 4096 },
+        launch([32, 1, 1], 229 * 1024),
+        /needs 238592 bytes of shared memory per block \(4096 static \+ 234496 dynamic\), more than the 232448/,
+      ],
     ];
     for (const [r, l, why] of cases) assert.match(cudaLaunchProblem("k", r, l, H100) ?? "accepted", why);
   });

@@ -96,7 +96,8 @@ export function blockRegisters(threads: number, registers: number, warpSize: num
 export function cudaLaunchProblem(kernel: string, r: KernelLaunchResources, launch: LaunchShape, limits: CudaLaunchLimits): string | undefined {
   const dims = ["x", "y", "z"];
   const threads = launch.block.reduce((a, b) => a * b, 1);
-  if (threads > limits.maxThreadsPerBlock) return `block ${launch.block.join("×")} = ${threads} threads, more than the ${limits.maxThreadsPerBlock} a block may have`;
+  if (threads > limits.maxThreadsPerBlock)
+    return `block ${launch.block.join("×")} = ${threads} threads, more than the ${limits.maxThreadsPerBlock} a block may have`;
   for (let i = 0; i < 3; i++) {
     const b = launch.block[i] ?? 1;
     if (b > limits.maxBlock[i]!) return `block ${launch.block.join("×")}: ${dims[i]} is ${b}, at most ${limits.maxBlock[i]}`;
@@ -108,7 +109,8 @@ export function cudaLaunchProblem(kernel: string, r: KernelLaunchResources, laun
     return `kernel ${kernel} uses ${r.registers} registers per thread: ${threads} threads take ${used} registers, more than the ${limits.maxRegistersPerBlock} a block may have`;
   }
   const shared = r.sharedMemBytes + launch.sharedMemBytes;
-  if (r.sharedMemBytes > limits.maxSharedPerBlock) return `kernel ${kernel} declares ${r.sharedMemBytes} bytes of static shared memory, more than the ${limits.maxSharedPerBlock} allowed (beyond it, shared memory must be dynamic)`;
+  if (r.sharedMemBytes > limits.maxSharedPerBlock)
+    return `kernel ${kernel} declares ${r.sharedMemBytes} bytes of static shared memory, more than the ${limits.maxSharedPerBlock} allowed (beyond it, shared memory must be dynamic)`;
   if (shared > limits.maxSharedPerBlockOptin) {
     return `kernel ${kernel} needs ${shared} bytes of shared memory per block (${r.sharedMemBytes} static + ${launch.sharedMemBytes} dynamic), more than the ${limits.maxSharedPerBlockOptin} a block may have`;
   }

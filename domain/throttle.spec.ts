@@ -36,7 +36,10 @@ describe("NVML's clocks event reasons", () => {
 
 describe("describeThrottling: the conditions a timing carries", () => {
   it("idle before and nothing after, no violation time: not throttled", () => {
-    const c = describeThrottling({ reasons: 0x1n, powerViolationNs: 500n, thermalViolationNs: 0n }, { reasons: 0x0n, powerViolationNs: 500n, thermalViolationNs: 0n });
+    const c = describeThrottling(
+      { reasons: 0x1n, powerViolationNs: 500n, thermalViolationNs: 0n },
+      { reasons: 0x0n, powerViolationNs: 500n, thermalViolationNs: 0n },
+    );
     assert.deepEqual(c, {
       clock_event_reasons: "0x0",
       clock_event_reasons_before: "0x1",
@@ -58,7 +61,10 @@ describe("describeThrottling: the conditions a timing carries", () => {
   });
 
   it("violation time that grew during the span flags it, though the reasons are clear at both ends", () => {
-    const c = describeThrottling({ reasons: 0x0n, powerViolationNs: 1_000_000n, thermalViolationNs: 7n }, { reasons: 0x0n, powerViolationNs: 2_250_000n, thermalViolationNs: 7n });
+    const c = describeThrottling(
+      { reasons: 0x0n, powerViolationNs: 1_000_000n, thermalViolationNs: 7n },
+      { reasons: 0x0n, powerViolationNs: 2_250_000n, thermalViolationNs: 7n },
+    );
     assert.equal(c.power_violation_ns, "1250000");
     assert.equal(c.thermal_violation_ns, "0");
     assert.equal(c.throttled, "yes: power violation 1.3 ms");

@@ -34,7 +34,10 @@ export async function treeDigest(bytes: Uint8Array): Promise<string> {
   for (let at = 0; at < bytes.byteLength; at += TREE_LEAF_BYTES) {
     leaves.push(crypto.subtle.digest("SHA-256", bytes.subarray(at, Math.min(at + TREE_LEAF_BYTES, bytes.byteLength))));
   }
-  return treeRoot(bytes.byteLength, (await Promise.all(leaves)).map((d) => new Uint8Array(d)));
+  return treeRoot(
+    bytes.byteLength,
+    (await Promise.all(leaves)).map((d) => new Uint8Array(d)),
+  );
 }
 
 /**
@@ -61,7 +64,10 @@ export async function treeDigestOfFile(path: string): Promise<string> {
       leaves.push(await crypto.subtle.digest("SHA-256", leaf.subarray(0, got)));
       if (got < TREE_LEAF_BYTES) break;
     }
-    return treeRoot(size, leaves.map((d) => new Uint8Array(d)));
+    return treeRoot(
+      size,
+      leaves.map((d) => new Uint8Array(d)),
+    );
   } finally {
     await fh.close();
   }

@@ -32,12 +32,41 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { MEASURE_OUTCOMES, Measurer, connectTracker, formatReport, type AnyTypedArray, type Candidate, type MeasureArg, type MeasureReport, type MeasureResult, type RandomFill } from "kernelfarm";
 import {
-  CONV_FUNCTION, RESNET18_3X3_LAYERS, compileDirect, convFlops, directConfigProblem, directLaunch, directSource, directSpace, directThreads, hostConv2d,
-  type ConvProblem, type DirectConfig,
+  MEASURE_OUTCOMES,
+  Measurer,
+  connectTracker,
+  formatReport,
+  type AnyTypedArray,
+  type Candidate,
+  type MeasureArg,
+  type MeasureReport,
+  type MeasureResult,
+  type RandomFill,
+} from "kernelfarm";
+import {
+  CONV_FUNCTION,
+  RESNET18_3X3_LAYERS,
+  compileDirect,
+  convFlops,
+  directConfigProblem,
+  directLaunch,
+  directSource,
+  directSpace,
+  directThreads,
+  hostConv2d,
+  type ConvProblem,
+  type DirectConfig,
 } from "./lib/cuda-conv2d-template.ts";
-import { WINOGRAD_SPACE, compileWinograd, winogradConfigProblem, winogradLaunch, winogradSource, winogradThreads, type WinogradConfig } from "./lib/cuda-winograd-template.ts";
+import {
+  WINOGRAD_SPACE,
+  compileWinograd,
+  winogradConfigProblem,
+  winogradLaunch,
+  winogradSource,
+  winogradThreads,
+  type WinogradConfig,
+} from "./lib/cuda-winograd-template.ts";
 import { boardsOf } from "./lib/boards.ts";
 import { writeBestSoFarSvg } from "./lib/plot.ts";
 import { TUNING_OPTIONS, numberArg, pipelineArgs, searchArg } from "./lib/args.ts";
@@ -66,7 +95,6 @@ if (!args.tracker) {
   process.exit(2);
 }
 
-
 const perLayer = numberArg("candidates", args.candidates, 2);
 const strategy = searchArg(args.search);
 const pipeline = pipelineArgs(args);
@@ -79,7 +107,9 @@ const layers = args.layers!.split(",").map((name) => {
   return { name, p };
 });
 /** cuDNN's figures per layer (examples/cudnn-baseline.py), if given. */
-const baseline: Record<string, { us: number; gflops: number; algo?: string }> = args.baseline ? JSON.parse(readFileSync(args.baseline, "utf8")).conv2d ?? {} : {};
+const baseline: Record<string, { us: number; gflops: number; algo?: string }> = args.baseline
+  ? (JSON.parse(readFileSync(args.baseline, "utf8")).conv2d ?? {})
+  : {};
 const outDir = resolve(args.out ?? mkdtempSync(join(tmpdir(), "kfarm-tune-conv2d-")));
 mkdirSync(outDir, { recursive: true });
 const resultsFile = join(outDir, "tune-cuda-conv2d.jsonl");
@@ -171,7 +201,13 @@ async function tuneLayer(measurer: Measurer, layer: string, p: ConvProblem): Pro
   const space = directSpace(p);
   const searchers = {
     direct: new Searcher({ space, seed, strategy, higherIsBetter: true, valid: (c: DirectConfig) => directConfigProblem(c, p, args.arch) === undefined }),
-    winograd: new Searcher({ space: WINOGRAD_SPACE, seed: seed + 1, strategy, higherIsBetter: true, valid: (c: WinogradConfig) => winogradConfigProblem(c, p, args.arch) === undefined }),
+    winograd: new Searcher({
+      space: WINOGRAD_SPACE,
+      seed: seed + 1,
+      strategy,
+      higherIsBetter: true,
+      valid: (c: WinogradConfig) => winogradConfigProblem(c, p, args.arch) === undefined,
+    }),
   };
   console.log(
     `\n${layer}: conv2d ${p.c}×${p.h}×${p.w} → ${p.k}, 3×3, pad 1, float32, batch 1 (${(flops / 1e9).toFixed(3)} GFLOP); ` +
@@ -192,7 +228,10 @@ async function tuneLayer(measurer: Measurer, layer: string, p: ConvProblem): Pro
       definition: { template, source, arch: args.arch },
       module: async () => {
         const c0 = performance.now();
-        const m = template === "direct" ? await compileDirect(config as DirectConfig, p, { arch: args.arch! }) : await compileWinograd(config as WinogradConfig, p, { arch: args.arch! });
+        const m =
+          template === "direct"
+            ? await compileDirect(config as DirectConfig, p, { arch: args.arch! })
+            : await compileWinograd(config as WinogradConfig, p, { arch: args.arch! });
         compileSeconds += (performance.now() - c0) / 1e3;
         registers.set(id, m.resources[CONV_FUNCTION]!.registers);
         return m;
@@ -212,7 +251,13 @@ async function tuneLayer(measurer: Measurer, layer: string, p: ConvProblem): Pro
   const results = new Map(run.results.map((r) => [r.id, r]));
   const curve: LayerReport["curve"] = run.points.map((pt) => {
     const boardNs = pt.result.stats?.measure_wall_ns;
-    return { template: pt.arm as Template, gflops: pt.score, at: pt.at, ...(pt.result.board ? { board: pt.result.board } : {}), ...(boardNs ? { boardS: boardNs / 1e9 } : {}) };
+    return {
+      template: pt.arm as Template,
+      gflops: pt.score,
+      at: pt.at,
+      ...(pt.result.board ? { board: pt.result.board } : {}),
+      ...(boardNs ? { boardS: boardNs / 1e9 } : {}),
+    };
   });
   const measured = run.results.length;
   console.log(formatReport(run.report).replace(/^/gm, "  "));
@@ -222,7 +267,10 @@ async function tuneLayer(measurer: Measurer, layer: string, p: ConvProblem): Pro
     flops,
     candidates: measured,
     seconds,
-    outcomes: countOutcomes([...results.values()].map((r) => r.outcome), MEASURE_OUTCOMES),
+    outcomes: countOutcomes(
+      [...results.values()].map((r) => r.outcome),
+      MEASURE_OUTCOMES,
+    ),
     droppedBeforeCompile: searchers.direct.rejected + searchers.winograd.rejected,
     best: {},
     ...(baseline[layer] ? { cudnn: baseline[layer] } : {}),
@@ -250,17 +298,25 @@ async function tuneLayer(measurer: Measurer, layer: string, p: ConvProblem): Pro
     };
   }
   const overheads = farmOverheads(curve);
-  if (overheads.length > 0) report.farmOverheadMs = [0.25, 0.5, 0.75].map((q) => overheads[Math.floor(q * (overheads.length - 1))]!) as [number, number, number];
+  if (overheads.length > 0)
+    report.farmOverheadMs = [0.25, 0.5, 0.75].map((q) => overheads[Math.floor(q * (overheads.length - 1))]!) as [number, number, number];
   const o = report.outcomes;
   const invalid = (o.INVALID_CONFIG ?? 0) + report.droppedBeforeCompile;
   console.log(
     `  ${measured} candidates in ${seconds.toFixed(1)} s (${(measured / seconds).toFixed(1)}/s; nvcc ${compileSeconds.toFixed(1)} CPU-s on this host, the reference ${referenceSeconds.toFixed(2)} s): ` +
-      `${outcomeLine([...results.values()].map((r) => r.outcome), MEASURE_OUTCOMES)}; ` +
+      `${outcomeLine(
+        [...results.values()].map((r) => r.outcome),
+        MEASURE_OUTCOMES,
+      )}; ` +
       `${report.farmOverheadMs ? `farm overhead per candidate beyond the board's time p50 ${report.farmOverheadMs[1].toFixed(1)} ms (p25 ${report.farmOverheadMs[0].toFixed(1)}, p75 ${report.farmOverheadMs[2].toFixed(1)}); ` : ""}` +
       `invalid before upload: ${invalid} of ${measured + report.droppedBeforeCompile} drawn (${report.droppedBeforeCompile} by the template's rules before compiling, ${o.INVALID_CONFIG ?? 0} INVALID_CONFIG from ptxas's report)`,
   );
-  for (const r of [...results.values()].filter((r) => r.outcome !== "OK" && r.outcome !== "INVALID_CONFIG").slice(0, 3)) console.log(`    ${r.outcome} ${r.id}: ${r.message?.split("\n")[0]}`);
-  for (const [t, b] of Object.entries(report.best)) console.log(`  best ${t}: ${b.gflops.toFixed(0)} GFLOP/s, ${b.us.toFixed(2)} µs (${b.config}; ${b.threads} threads, ${b.registers ?? "?"} registers; candidate ${b.found})`);
+  for (const r of [...results.values()].filter((r) => r.outcome !== "OK" && r.outcome !== "INVALID_CONFIG").slice(0, 3))
+    console.log(`    ${r.outcome} ${r.id}: ${r.message?.split("\n")[0]}`);
+  for (const [t, b] of Object.entries(report.best))
+    console.log(
+      `  best ${t}: ${b.gflops.toFixed(0)} GFLOP/s, ${b.us.toFixed(2)} µs (${b.config}; ${b.threads} threads, ${b.registers ?? "?"} registers; candidate ${b.found})`,
+    );
   plots(report);
   return report;
 }
@@ -285,42 +341,69 @@ function plots(r: LayerReport): void {
   const references = r.cudnn ? [{ label: `cuDNN (${algorithmOf(r.cudnn.algo)})`, value: r.cudnn.gflops }] : [];
   const title = `conv2d ${r.layer} on the farm's GPU: best-so-far`;
   // x: the candidate's place among both templates' candidates (in completion order), or its time.
-  writeBestSoFarSvg(join(outDir, `conv2d-${r.layer}-candidates.svg`), series.map((s) => ({ label: s.label, values: s.points.map((c) => c.gflops), x: s.points.map((c) => c.i + 1) })), {
-    title,
-    yLabel: "GFLOP/s",
-    higherIsBetter: true,
-    xLabel: "candidates measured (both templates)",
-    references,
-  });
-  writeBestSoFarSvg(join(outDir, `conv2d-${r.layer}-seconds.svg`), series.map((s) => ({ label: s.label, values: s.points.map((c) => c.gflops), x: s.points.map((c) => c.at) })), {
-    title,
-    yLabel: "GFLOP/s",
-    higherIsBetter: true,
-    xLabel: "seconds since the layer's search began",
-    references,
-  });
+  writeBestSoFarSvg(
+    join(outDir, `conv2d-${r.layer}-candidates.svg`),
+    series.map((s) => ({ label: s.label, values: s.points.map((c) => c.gflops), x: s.points.map((c) => c.i + 1) })),
+    {
+      title,
+      yLabel: "GFLOP/s",
+      higherIsBetter: true,
+      xLabel: "candidates measured (both templates)",
+      references,
+    },
+  );
+  writeBestSoFarSvg(
+    join(outDir, `conv2d-${r.layer}-seconds.svg`),
+    series.map((s) => ({ label: s.label, values: s.points.map((c) => c.gflops), x: s.points.map((c) => c.at) })),
+    {
+      title,
+      yLabel: "GFLOP/s",
+      higherIsBetter: true,
+      xLabel: "seconds since the layer's search began",
+      references,
+    },
+  );
 }
 
 /** cuDNN's algorithm in two words, from its kernel's name. */
 function algorithmOf(kernel: string | undefined): string {
   const k = (kernel ?? "").toLowerCase();
-  return k.includes("winograd") ? "Winograd" : k.includes("fft") ? "FFT" : k.includes("implicit_gemm") || k.includes("implicit_convolve") ? "implicit GEMM" : k.includes("gemm") ? "GEMM" : kernel ? kernel.slice(0, 24) : "best algorithm";
+  return k.includes("winograd")
+    ? "Winograd"
+    : k.includes("fft")
+      ? "FFT"
+      : k.includes("implicit_gemm") || k.includes("implicit_convolve")
+        ? "implicit GEMM"
+        : k.includes("gemm")
+          ? "GEMM"
+          : kernel
+            ? kernel.slice(0, 24)
+            : "best algorithm";
 }
 
 function printTable(rs: readonly LayerReport[]): void {
-  console.log("\n" + formatTable(
-    ["layer", "best tuned", "µs", "GFLOP/s", "cuDNN µs", "cuDNN GFLOP/s", "tuned ÷ cuDNN", "candidates", "invalid before upload", "wall s"],
-    rs.map((r) => {
-      const best = [r.best.direct, r.best.winograd].filter((b) => b !== undefined).sort((a, b) => b.gflops - a.gflops)[0];
-      const which = best === r.best.direct ? "direct" : "winograd";
-      const invalid = (r.outcomes.INVALID_CONFIG ?? 0) + r.droppedBeforeCompile;
-      return [
-        r.layer, best ? which : "—", best ? best.us.toFixed(2) : "—", best ? best.gflops.toFixed(0) : "—",
-        r.cudnn ? r.cudnn.us.toFixed(2) : "—", r.cudnn ? r.cudnn.gflops.toFixed(0) : "—",
-        best && r.cudnn ? `${(best.gflops / r.cudnn.gflops).toFixed(2)}×` : "—",
-        r.candidates, `${invalid} of ${r.candidates + r.droppedBeforeCompile}`, r.seconds.toFixed(1),
-      ];
-    }),
-  ));
+  console.log(
+    "\n" +
+      formatTable(
+        ["layer", "best tuned", "µs", "GFLOP/s", "cuDNN µs", "cuDNN GFLOP/s", "tuned ÷ cuDNN", "candidates", "invalid before upload", "wall s"],
+        rs.map((r) => {
+          const best = [r.best.direct, r.best.winograd].filter((b) => b !== undefined).sort((a, b) => b.gflops - a.gflops)[0];
+          const which = best === r.best.direct ? "direct" : "winograd";
+          const invalid = (r.outcomes.INVALID_CONFIG ?? 0) + r.droppedBeforeCompile;
+          return [
+            r.layer,
+            best ? which : "—",
+            best ? best.us.toFixed(2) : "—",
+            best ? best.gflops.toFixed(0) : "—",
+            r.cudnn ? r.cudnn.us.toFixed(2) : "—",
+            r.cudnn ? r.cudnn.gflops.toFixed(0) : "—",
+            best && r.cudnn ? `${(best.gflops / r.cudnn.gflops).toFixed(2)}×` : "—",
+            r.candidates,
+            `${invalid} of ${r.candidates + r.droppedBeforeCompile}`,
+            r.seconds.toFixed(1),
+          ];
+        }),
+      ),
+  );
   if (existsSync(resultsFile)) console.log(`results: ${resultsFile}; plots: ${outDir}/conv2d-LAYER-{candidates,seconds}.svg`);
 }

@@ -23,11 +23,33 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { MEASURE_OUTCOMES, Measurer, connectTracker, formatReport, type AnyTypedArray, type Candidate, type KernelResources, type MeasureResult } from "kernelfarm";
+import {
+  MEASURE_OUTCOMES,
+  Measurer,
+  connectTracker,
+  formatReport,
+  type AnyTypedArray,
+  type Candidate,
+  type KernelResources,
+  type MeasureResult,
+} from "kernelfarm";
 import { TUNING_OPTIONS, numberArg, pipelineArgs, searchArg } from "./lib/args.ts";
 import {
-  GEMM_FUNCTION, GEMM_SPACE, NAIVE_GEMM_SOURCE, compileGemm, gemmConfigProblem, gemmFlops, gemmLaunch, gemmOperands, gemmSource, gemmThreads, gemmWarpTile, hostGemmParallel, naiveGemmLaunch,
-  type GemmConfig, type GemmProblem,
+  GEMM_FUNCTION,
+  GEMM_SPACE,
+  NAIVE_GEMM_SOURCE,
+  compileGemm,
+  gemmConfigProblem,
+  gemmFlops,
+  gemmLaunch,
+  gemmOperands,
+  gemmSource,
+  gemmThreads,
+  gemmWarpTile,
+  hostGemmParallel,
+  naiveGemmLaunch,
+  type GemmConfig,
+  type GemmProblem,
 } from "./lib/cuda-gemm-template.ts";
 import { boardsOf } from "./lib/boards.ts";
 import { writeBestSoFarSvg } from "./lib/plot.ts";
@@ -71,7 +93,8 @@ const NAIVE_ID = "naive";
 const cublas: { us: number; gflops: number; kernels?: string[] } | undefined = args.baseline
   ? JSON.parse(readFileSync(args.baseline, "utf8")).sgemm?.[String(size)]
   : undefined;
-if (args.baseline && !cublas) console.warn(`${args.baseline} has no cuBLAS figure for ${size}³ (run examples/cudnn-baseline.py --gemm ${size}); going on without it`);
+if (args.baseline && !cublas)
+  console.warn(`${args.baseline} has no cuBLAS figure for ${size}³ (run examples/cudnn-baseline.py --gemm ${size}); going on without it`);
 
 // Operands generated on the boards; the reference on the host, once, when the first candidate needs it.
 const operands = gemmOperands(problem, seed);
@@ -99,13 +122,7 @@ function candidate(id: string, config: GemmConfig | "naive"): Candidate {
     },
     function: GEMM_FUNCTION,
     reference,
-    args: [
-      ...operands,
-      { output: { shape: [problem.m, problem.n], dtype: "float32" } },
-      { scalar: problem.m },
-      { scalar: problem.n },
-      { scalar: problem.k },
-    ],
+    args: [...operands, { output: { shape: [problem.m, problem.n], dtype: "float32" } }, { scalar: problem.m }, { scalar: problem.n }, { scalar: problem.k }],
     launch: config === "naive" ? naiveGemmLaunch(problem) : gemmLaunch(config, problem),
   };
 }
@@ -121,21 +138,38 @@ try {
   );
   const t = Date.now();
   // One Measurer for the whole search: each board's session (and the reference) lasts from the baseline to the last candidate.
-  const measurer = new Measurer(client, { key: args.key!, timeEvaluator: { number: 10, repeat: 5, minRepeatMs: 10 }, timeoutMs: 20_000, resultsFile, ...pipelineArgs(args) });
+  const measurer = new Measurer(client, {
+    key: args.key!,
+    timeEvaluator: { number: 10, repeat: 5, minRepeatMs: 10 },
+    timeoutMs: 20_000,
+    resultsFile,
+    ...pipelineArgs(args),
+  });
   // randomFirst 32: the evolution strategy draws at random for as long as the old rounds did (2 rounds of 16).
-  const searcher = new Searcher({ space: GEMM_SPACE, seed, strategy, randomFirst: 32, higherIsBetter: true, valid: (c) => gemmConfigProblem(c, problem) === undefined });
+  const searcher = new Searcher({
+    space: GEMM_SPACE,
+    seed,
+    strategy,
+    randomFirst: 32,
+    higherIsBetter: true,
+    valid: (c) => gemmConfigProblem(c, problem) === undefined,
+  });
   let run;
   const results = new Map<string, MeasureResult>();
   try {
     for (const r of await measurer.measure([candidate(NAIVE_ID, "naive")])) results.set(r.id, r);
-    run = await tuneArms(measurer, [{ name: "tiles", searcher: searcher as unknown as Searcher<KnobSpace>, candidate: (c) => candidate(configKey(c), c as GemmConfig) }], {
-      total,
-      score: gflops,
-      higherIsBetter: true,
-      stopAt,
-      logEvery: 16,
-      log: (l) => console.log(l),
-    });
+    run = await tuneArms(
+      measurer,
+      [{ name: "tiles", searcher: searcher as unknown as Searcher<KnobSpace>, candidate: (c) => candidate(configKey(c), c as GemmConfig) }],
+      {
+        total,
+        score: gflops,
+        higherIsBetter: true,
+        stopAt,
+        logEvery: 16,
+        log: (l) => console.log(l),
+      },
+    );
   } finally {
     await measurer.close();
   }
@@ -147,7 +181,9 @@ try {
 
   const naive = gflops(results.get(NAIVE_ID));
   const top = ranked(trials, true).slice(0, 10);
-  console.log(`\nbest configurations (of ${trials.filter((x) => !Number.isNaN(x.score)).length} OK; naive baseline ${Number.isNaN(naive) ? "not OK" : `${naive.toFixed(0)} GFLOP/s`}):`);
+  console.log(
+    `\nbest configurations (of ${trials.filter((x) => !Number.isNaN(x.score)).length} OK; naive baseline ${Number.isNaN(naive) ? "not OK" : `${naive.toFixed(0)} GFLOP/s`}):`,
+  );
   if (top.length === 0) console.log("  (none)");
   else {
     console.log(
@@ -158,9 +194,23 @@ try {
           const res = resources.get(id);
           const r = results.get(id)!;
           return [
-            i + 1, x.config.BM, x.config.BN, x.config.BK, x.config.TM, x.config.TN, gemmWarpTile(x.config).join("×"), x.config.buffers, x.config.min_blocks, x.config.pad, gemmThreads(x.config),
-            res?.registers ?? "?", res ? res.spillStoreBytes + res.spillLoadBytes : "?", (r.timing!.median * 1e6).toFixed(1), x.score.toFixed(0),
-            Number.isNaN(naive) ? "—" : `${(x.score / naive).toFixed(1)}×`, `${x.origin} (#${trials.indexOf(x) + 1})`,
+            i + 1,
+            x.config.BM,
+            x.config.BN,
+            x.config.BK,
+            x.config.TM,
+            x.config.TN,
+            gemmWarpTile(x.config).join("×"),
+            x.config.buffers,
+            x.config.min_blocks,
+            x.config.pad,
+            gemmThreads(x.config),
+            res?.registers ?? "?",
+            res ? res.spillStoreBytes + res.spillLoadBytes : "?",
+            (r.timing!.median * 1e6).toFixed(1),
+            x.score.toFixed(0),
+            Number.isNaN(naive) ? "—" : `${(x.score / naive).toFixed(1)}×`,
+            `${x.origin} (#${trials.indexOf(x) + 1})`,
           ];
         }),
       ),
@@ -173,9 +223,12 @@ try {
     const r = results.get(configKey(best.config))!;
     const on = [r.conditions?.name, r.conditions?.sm_clock_mhz && `SM clock ${r.conditions.sm_clock_mhz} MHz`].filter(Boolean).join(", ");
     console.log(`\nbest ${best.score.toFixed(0)} GFLOP/s (${configKey(best.config)}), on ${r.board}${on ? ` (${on})` : ""}`);
-    if (cublas) console.log(`cuBLAS ${cublas.gflops.toFixed(0)} GFLOP/s (${cublas.us.toFixed(1)} µs): tuned ÷ cuBLAS = ${(best.score / cublas.gflops).toFixed(2)}×`);
+    if (cublas)
+      console.log(`cuBLAS ${cublas.gflops.toFixed(0)} GFLOP/s (${cublas.us.toFixed(1)} µs): tuned ÷ cuBLAS = ${(best.score / cublas.gflops).toFixed(2)}×`);
   }
-  console.log(`outcomes: ${countLine(outcomes)} (${all.length} candidates in ${seconds.toFixed(1)} s, the host reference computed once in it: ${referenceS.toFixed(1)} s; ${rejected} invalid configurations dropped before compiling)`);
+  console.log(
+    `outcomes: ${countLine(outcomes)} (${all.length} candidates in ${seconds.toFixed(1)} s, the host reference computed once in it: ${referenceS.toFixed(1)} s; ${rejected} invalid configurations dropped before compiling)`,
+  );
   for (const r of all.filter((r) => r.outcome !== "OK").slice(0, 3)) console.log(`  ${r.outcome} ${r.id}: ${r.message?.split("\n")[0]}`);
 
   const gpu = all.find((r) => r.conditions?.name)?.conditions?.name ?? boards[0]!.id;

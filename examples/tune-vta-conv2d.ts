@@ -26,8 +26,22 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import {
-  MEASURE_OUTCOMES, VTA_TUTORIALS, connectTracker, conv2dOutputSize, conv2dReference, formatReport, Measurer, packNCHW, packOIHW, startLocalFarm, vtaConv2d,
-  type Candidate, type MeasureResult, type TrackerClient, type VtaConv2dSchedule, type VtaConv2dWorkload,
+  MEASURE_OUTCOMES,
+  VTA_TUTORIALS,
+  connectTracker,
+  conv2dOutputSize,
+  conv2dReference,
+  formatReport,
+  Measurer,
+  packNCHW,
+  packOIHW,
+  startLocalFarm,
+  vtaConv2d,
+  type Candidate,
+  type MeasureResult,
+  type TrackerClient,
+  type VtaConv2dSchedule,
+  type VtaConv2dWorkload,
 } from "kernelfarm";
 import { writeBestSoFarSvg } from "./lib/plot.ts";
 import { TUNING_OPTIONS, numberArg, pipelineArgs, searchArg } from "./lib/args.ts";
@@ -186,8 +200,16 @@ try {
     formatTable(
       ["#", "ocBlock", "icBlock", "hBlock", "wBlock", "vthreads", "store", "cycles", "vs default", "sim ms/run", "found by"],
       top.map((t, i) => [
-        i + 1, t.config.ocBlock, t.config.icBlock, t.config.hBlock, t.config.wBlock, t.config.virtualThreads, t.config.storeGranularity,
-        Math.round(t.score).toLocaleString("en-US"), Number.isNaN(defaultCycles) ? "—" : `${(defaultCycles / t.score).toFixed(2)}×`, wallMs(t).toFixed(1),
+        i + 1,
+        t.config.ocBlock,
+        t.config.icBlock,
+        t.config.hBlock,
+        t.config.wBlock,
+        t.config.virtualThreads,
+        t.config.storeGranularity,
+        Math.round(t.score).toLocaleString("en-US"),
+        Number.isNaN(defaultCycles) ? "—" : `${(defaultCycles / t.score).toFixed(2)}×`,
+        wallMs(t).toFixed(1),
         baselineOf.get(configKey(t.config)) ?? `${t.origin} (#${trials.indexOf(t) + 1})`,
       ]),
     ),
@@ -205,12 +227,16 @@ try {
   // Why schedules were refused, grouped by the compiler's message with its numbers left out.
   const refusals = new Map<string, { count: number; example: MeasureResult }>();
   for (const r of all.filter((r) => r.outcome === "COMPILE_ERROR")) {
-    const reason = (r.message ?? "").replace(/^COMPILE_ERROR: /, "").replace(/\s*\([^()]*\)/g, "").replace(/\b\d+\b/g, "N");
+    const reason = (r.message ?? "")
+      .replace(/^COMPILE_ERROR: /, "")
+      .replace(/\s*\([^()]*\)/g, "")
+      .replace(/\b\d+\b/g, "N");
     const seen = refusals.get(reason);
     if (seen) seen.count++;
     else refusals.set(reason, { count: 1, example: r });
   }
-  for (const [reason, { count, example }] of refusals) console.log(`  COMPILE_ERROR ×${count}: ${reason}\n    e.g. ${example.id}: ${example.message?.replace(/^COMPILE_ERROR: /, "")}`);
+  for (const [reason, { count, example }] of refusals)
+    console.log(`  COMPILE_ERROR ×${count}: ${reason}\n    e.g. ${example.id}: ${example.message?.replace(/^COMPILE_ERROR: /, "")}`);
 
   writeFileSync(
     summaryFile,

@@ -20,13 +20,13 @@ describe("BenchmarkResult", () => {
   });
 
   it("even count: median is the mean of the two middle values", () => {
-    const r = new BenchmarkResult([0.004, 0.001, 0.003, 0.010], 1);
+    const r = new BenchmarkResult([0.004, 0.001, 0.003, 0.01], 1);
     close(r.median, 0.0035, "median");
     close(r.mean, 0.0045, "mean");
     assert.equal(r.min, 0.001);
-    assert.equal(r.max, 0.010);
+    assert.equal(r.max, 0.01);
     const mean = 0.0045;
-    const expectedStd = Math.sqrt([0.004, 0.001, 0.003, 0.010].reduce((a, x) => a + (x - mean) ** 2, 0) / 4);
+    const expectedStd = Math.sqrt([0.004, 0.001, 0.003, 0.01].reduce((a, x) => a + (x - mean) ** 2, 0) / 4);
     close(r.std, expectedStd, "std");
   });
 

@@ -9,7 +9,17 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { FarmError, SESSION_END_GRACE_MS, type Route } from "../protos/index.ts";
 import {
-  DIAL_TIMEOUT_MS, LANE_DRAIN_MS, begin, ending, step, type ChannelEffect, type ChannelEvent, type ChannelMachineState, type ChannelStep, type GrantFacts, type TimerName,
+  DIAL_TIMEOUT_MS,
+  LANE_DRAIN_MS,
+  begin,
+  ending,
+  step,
+  type ChannelEffect,
+  type ChannelEvent,
+  type ChannelMachineState,
+  type ChannelStep,
+  type GrantFacts,
+  type TimerName,
 } from "./channel-machine.ts";
 
 const TRACKER = "10.0.0.1:7000";
@@ -112,7 +122,10 @@ function crashed(): FarmError {
 }
 
 /** The effects that settle a session: timers cancelled, a socket lane's lane closed (if up) and stream ended, the handler run. */
-function settleEffects(reason: FarmError | null, parts: { timers?: TimerName[]; socket?: boolean; laneUp?: boolean; before?: ChannelEffect[] } = {}): ChannelEffect[] {
+function settleEffects(
+  reason: FarmError | null,
+  parts: { timers?: TimerName[]; socket?: boolean; laneUp?: boolean; before?: ChannelEffect[] } = {},
+): ChannelEffect[] {
   return [
     ...(parts.before ?? []),
     ...(parts.timers ?? []).map((name): ChannelEffect => ({ kind: "cancelTimer", name })),
@@ -182,7 +195,10 @@ describe("channel machine: requesting (the Session stream waits in the key's que
     const c = new Clock();
     c.feed({ kind: "granted", grant: grant("direct", "") });
     assert.equal(c.state.phase, "closed");
-    const error = new FarmError("UNAVAILABLE", "board b1's agent serves no direct lane (started with --no-direct, or with TLS to its tracker and no --data-tls-cert)");
+    const error = new FarmError(
+      "UNAVAILABLE",
+      "board b1's agent serves no direct lane (started with --no-direct, or with TLS to its tracker and no --data-tls-cert)",
+    );
     assert.deepEqual(c.take(), [{ kind: "deliverGrant" }, { kind: "cancelStream" }, { kind: "failOpen", error }]);
   });
 
@@ -476,17 +492,50 @@ describe("channel machine: the Session stream broke without an end", () => {
 
 describe("channel machine: the host drops the session (abort)", () => {
   const cases: Array<[string, () => Clock, ChannelEffect[]]> = [
-    ["requesting", () => new Clock(), [{ kind: "cancelStream" }, { kind: "failRequest", error: new FarmError("CANCELLED", "the session was dropped by this host") }]],
-    ["opening", () => {
-      const c = new Clock();
-      c.feed({ kind: "granted", grant: grant("direct") });
-      c.take();
-      return c;
-    }, [{ kind: "cancelStream" }, { kind: "failOpen", error: new FarmError("CANCELLED", "the session was dropped by this host") }]],
-    ["open (grpc)", () => open("grpc"), settleEffects(new FarmError("CANCELLED", "the session was dropped by this host"), { before: [{ kind: "cancelStream" }] })],
-    ["open (direct)", () => open("direct"), settleEffects(new FarmError("CANCELLED", "the session was dropped by this host"), { before: [{ kind: "cancelStream" }], socket: true, laneUp: true })],
-    ["closing", () => closing(), settleEffects(new FarmError("CANCELLED", "the session was dropped by this host"), { before: [{ kind: "cancelStream" }], timers: ["closing"], socket: true })],
-    ["draining", () => draining(), settleEffects(new FarmError("CANCELLED", "the session was dropped by this host"), { before: [{ kind: "cancelStream" }], timers: ["drain"], socket: true, laneUp: true })],
+    [
+      "requesting",
+      () => new Clock(),
+      [{ kind: "cancelStream" }, { kind: "failRequest", error: new FarmError("CANCELLED", "the session was dropped by this host") }],
+    ],
+    [
+      "opening",
+      () => {
+        const c = new Clock();
+        c.feed({ kind: "granted", grant: grant("direct") });
+        c.take();
+        return c;
+      },
+      [{ kind: "cancelStream" }, { kind: "failOpen", error: new FarmError("CANCELLED", "the session was dropped by this host") }],
+    ],
+    [
+      "open (grpc)",
+      () => open("grpc"),
+      settleEffects(new FarmError("CANCELLED", "the session was dropped by this host"), { before: [{ kind: "cancelStream" }] }),
+    ],
+    [
+      "open (direct)",
+      () => open("direct"),
+      settleEffects(new FarmError("CANCELLED", "the session was dropped by this host"), { before: [{ kind: "cancelStream" }], socket: true, laneUp: true }),
+    ],
+    [
+      "closing",
+      () => closing(),
+      settleEffects(new FarmError("CANCELLED", "the session was dropped by this host"), {
+        before: [{ kind: "cancelStream" }],
+        timers: ["closing"],
+        socket: true,
+      }),
+    ],
+    [
+      "draining",
+      () => draining(),
+      settleEffects(new FarmError("CANCELLED", "the session was dropped by this host"), {
+        before: [{ kind: "cancelStream" }],
+        timers: ["drain"],
+        socket: true,
+        laneUp: true,
+      }),
+    ],
   ];
   for (const [name, make, effects] of cases) {
     it(`${name} → closed CANCELLED: the stream cancelled first`, () => {
@@ -594,13 +643,37 @@ describe("channel machine: what is not a transition is said", () => {
   // a: applied, i: ignored, r: refused; in the order of `events`.
   const table: Array<[string, () => ChannelMachineState, string]> = [
     ["requesting", () => new Clock().state, "a a i i i i i i i i r a"],
-    ["opening", () => { const c = new Clock(); c.feed({ kind: "granted", grant: grant("direct") }); return c.state; }, "i i a a i a i i i i r a"],
+    [
+      "opening",
+      () => {
+        const c = new Clock();
+        c.feed({ kind: "granted", grant: grant("direct") });
+        return c.state;
+      },
+      "i i a a i a i i i i r a",
+    ],
     ["open (grpc)", () => open("grpc").state, "i i i i a a i i i i a a"],
     ["open (direct)", () => open("direct").state, "i i i i a a a a i i a a"],
     ["closing", () => closing().state, "i i i i a a i i a i a a"],
     ["draining", () => draining().state, "i i i i i i a a i a a a"],
-    ["closed (opened)", () => { const c = open("grpc"); c.feed({ kind: "trackerEnd", reason: null }); return c.state; }, "i i a i i i i i i i a a"],
-    ["closed (never granted)", () => { const c = new Clock(); c.feed({ kind: "requestFailed", error: new FarmError("NO_BOARD", "x") }); return c.state; }, "i i a i i i i i i i r a"],
+    [
+      "closed (opened)",
+      () => {
+        const c = open("grpc");
+        c.feed({ kind: "trackerEnd", reason: null });
+        return c.state;
+      },
+      "i i a i i i i i i i a a",
+    ],
+    [
+      "closed (never granted)",
+      () => {
+        const c = new Clock();
+        c.feed({ kind: "requestFailed", error: new FarmError("NO_BOARD", "x") });
+        return c.state;
+      },
+      "i i a i i i i i i i r a",
+    ],
   ];
   for (const [name, state, expected] of table) {
     it(`every event in ${name} has a said outcome`, () => {

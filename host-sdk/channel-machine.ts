@@ -258,7 +258,11 @@ function granted(state: ChannelMachineState, grant: GrantFacts): ChannelStep {
   const deliver: ChannelEffect = { kind: "deliverGrant" };
   switch (grant.route) {
     case "grpc":
-      return applied({ ...next, phase: "open", lane: "grpc", opened: true }, [deliver, { kind: "readStream" }, { kind: "deliverLane", lane: "grpc", note: undefined }]);
+      return applied({ ...next, phase: "open", lane: "grpc", opened: true }, [
+        deliver,
+        { kind: "readStream" },
+        { kind: "deliverLane", lane: "grpc", note: undefined },
+      ]);
     case "relay":
       return applied({ ...next, phase: "opening", lane: "relay" }, [deliver, { kind: "dial", lane: "relay", timeoutMs: DIAL_TIMEOUT_MS }]);
     case "direct":
@@ -267,7 +271,10 @@ function granted(state: ChannelMachineState, grant: GrantFacts): ChannelStep {
         const timeoutMs = grant.route === "auto" ? state.config.directTimeoutMs : DIAL_TIMEOUT_MS;
         return applied({ ...next, phase: "opening", lane: "direct" }, [deliver, { kind: "dial", lane: "direct", timeoutMs }]);
       }
-      const error = new FarmError("UNAVAILABLE", `board ${grant.boardId}'s agent serves no direct lane (started with --no-direct, or with TLS to its tracker and no --data-tls-cert)`);
+      const error = new FarmError(
+        "UNAVAILABLE",
+        `board ${grant.boardId}'s agent serves no direct lane (started with --no-direct, or with TLS to its tracker and no --data-tls-cert)`,
+      );
       if (grant.route === "auto") return fallBack(next, error, [deliver]);
       return applied({ ...next, phase: "closed", reason: error }, [deliver, { kind: "cancelStream" }, { kind: "failOpen", error }]);
     }
@@ -284,8 +291,13 @@ function opening(state: ChannelMachineState, event: ChannelEvent): ChannelStep {
   switch (event.kind) {
     case "dialed": {
       const ended = state.endedWhileOpening;
-      if (ended) return applied({ ...state, phase: "closed", reason: ended }, [{ kind: "cancelStream" }, { kind: "closeLane" }, { kind: "failOpen", error: ended }]);
-      return applied({ ...state, phase: "open", opened: true, laneUp: true }, [{ kind: "readStream" }, { kind: "readLane" }, { kind: "deliverLane", lane: event.lane, note: state.note }]);
+      if (ended)
+        return applied({ ...state, phase: "closed", reason: ended }, [{ kind: "cancelStream" }, { kind: "closeLane" }, { kind: "failOpen", error: ended }]);
+      return applied({ ...state, phase: "open", opened: true, laneUp: true }, [
+        { kind: "readStream" },
+        { kind: "readLane" },
+        { kind: "deliverLane", lane: event.lane, note: state.note },
+      ]);
     }
     case "dialFailed": {
       if (event.lane === "direct" && state.grant?.route === "auto") return fallBack(state, event.error, []);
@@ -323,7 +335,9 @@ function lanePhase(state: ChannelMachineState, event: ChannelEvent): ChannelStep
       // The lane and the Session stream are two connections: the end of a worker that crashed can overtake the
       // answer it sent just before, which this host has not read yet. That answer belongs to its request, not to
       // the crash: read the lane to its close (the worker is gone, or its agent ends it) before ending.
-      return applied({ ...state, phase: "draining", trackerEnd: event.reason, timers: [...state.timers, "drain"] }, [{ kind: "startTimer", name: "drain", ms: LANE_DRAIN_MS }]);
+      return applied({ ...state, phase: "draining", trackerEnd: event.reason, timers: [...state.timers, "drain"] }, [
+        { kind: "startTimer", name: "drain", ms: LANE_DRAIN_MS },
+      ]);
     case "streamEnded":
       if (phase === "draining") return ignored(state, "the tracker's end said why; the stream's status follows it");
       return settle(state, event.trackerGone && event.error ? trackerGone(state, event.error) : event.error);
@@ -345,7 +359,12 @@ function lanePhase(state: ChannelMachineState, event: ChannelEvent): ChannelStep
       if (event.name === "drain") return settle(fired, state.trackerEnd ?? null);
       // A reachable tracker settles every end within its grace (a silent agent is its RUNTIME_CRASH): silence past
       // twice that means this host cannot hear the tracker, which is no fault of the kernel (measure() retries it).
-      const lost = state.laneError ?? new FarmError("UNAVAILABLE", `the session's ${state.lane} lane closed and the tracker did not say why within ${state.closingWaitMs} ms: it may be unreachable from this host (a network partition?)`);
+      const lost =
+        state.laneError ??
+        new FarmError(
+          "UNAVAILABLE",
+          `the session's ${state.lane} lane closed and the tracker did not say why within ${state.closingWaitMs} ms: it may be unreachable from this host (a network partition?)`,
+        );
       return settle(fired, state.workerEnd !== undefined ? state.workerEnd : lost);
     }
     case "hostEnd":
@@ -402,7 +421,10 @@ function dropped(): FarmError {
 }
 
 function notOpen(state: ChannelMachineState): FarmError {
-  return new FarmError("INTERNAL", `a bug in kernelfarm: the session's lane was ended while ${state.phase}, before it opened (a Session is made once its lane is open)`);
+  return new FarmError(
+    "INTERNAL",
+    `a bug in kernelfarm: the session's lane was ended while ${state.phase}, before it opened (a Session is made once its lane is open)`,
+  );
 }
 
 function notArmed(state: ChannelMachineState, name: TimerName): ChannelStep {

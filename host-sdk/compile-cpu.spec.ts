@@ -26,14 +26,21 @@ describe("parseParam", () => {
     for (const decl of ["float a", "float32** a", "vec4 a", "int32 1a", "int32 a b", "", "Float32* a", "float32* a[4]"]) {
       assert.throws(
         () => parseParam(decl, 4, "gemm"),
-        (e: unknown) => e instanceof FarmError && e.code === "INVALID_ARGUMENT" && e.message.includes("function gemm, parameter 4") && e.message.includes(JSON.stringify(decl)),
+        (e: unknown) =>
+          e instanceof FarmError &&
+          e.code === "INVALID_ARGUMENT" &&
+          e.message.includes("function gemm, parameter 4") &&
+          e.message.includes(JSON.stringify(decl)),
         JSON.stringify(decl),
       );
     }
   });
 
   it("functionTable needs at least one function", () => {
-    assert.throws(() => functionTable({}), (e: FarmError) => e.code === "INVALID_ARGUMENT" && /at least one function/.test(e.message));
+    assert.throws(
+      () => functionTable({}),
+      (e: FarmError) => e.code === "INVALID_ARGUMENT" && /at least one function/.test(e.message),
+    );
     assert.deepEqual(functionTable({ f: ["int32 n"], g: [] }), [
       { name: "f", params: [{ name: "n", kind: "scalar", dtype: "int32" }] },
       { name: "g", params: [] },
@@ -58,7 +65,9 @@ void bad(float* a) {
 
 describe("compileCpu", () => {
   it("builds a bundle that decodes with the declared function table", async () => {
-    const m = await compileCpu(GOOD, { functions: { saxpy: ["float32* y", "float32* x", "float32 a", "int32 n"], fill: ["int32* out", "int32 n", "int32 v"] } });
+    const m = await compileCpu(GOOD, {
+      functions: { saxpy: ["float32* y", "float32* x", "float32 a", "int32 n"], fill: ["int32* out", "int32 n", "int32 v"] },
+    });
     assert.equal(m.target, "cpu");
     assert.equal(m.digest, bundleDigest(m.bytes));
     assert.equal(m.name, `${m.digest.slice(0, 16)}.kfm`);
@@ -123,28 +132,64 @@ describe("compileCpu", () => {
   });
 
   it("refuses a bad parameter declaration before running the compiler", async () => {
-    await assert.rejects(compileCpu(GOOD, { functions: { fill: ["int* out"] }, cc: "/nonexistent/cc" }), (e: FarmError) => e.code === "INVALID_ARGUMENT" && /function fill, parameter 0/.test(e.message));
+    await assert.rejects(
+      compileCpu(GOOD, { functions: { fill: ["int* out"] }, cc: "/nonexistent/cc" }),
+      (e: FarmError) => e.code === "INVALID_ARGUMENT" && /function fill, parameter 0/.test(e.message),
+    );
   });
 
   it("options of the wrong shape are INVALID_ARGUMENT naming the option and the shape it takes, before the compiler runs", async () => {
     const cc = "/nonexistent/cc"; // reached only if a check let the options through (TOOLCHAIN_MISSING)
     const cases: Array<[string, unknown, unknown, RegExp]> = [
       // The shape several RPC libraries use: "params.map is not a function" from inside the compiler, before.
-      ["functions as a list of { name, params }", GOOD, { functions: [{ name: "fill", params: ["int32* out"] }], cc }, /^compileCpu: functions must be a record of function name → parameter list, e\.g\. \{ vadd: .*; got an array \(for a list of \{ name, params \}, write \{ \[name\]: params \}\)$/],
-      ["parameters as one string", GOOD, { functions: { fill: "int32* out" }, cc }, /^compileCpu: function fill: parameters must be a list such as \["float32\* a", "int32 n"\], got "int32\* out"$/],
+      [
+        "functions as a list of { name, params }",
+        GOOD,
+        { functions: [{ name: "fill", params: ["int32* out"] }], cc },
+        /^compileCpu: functions must be a record of function name → parameter list, e\.g\. \{ vadd: .*; got an array \(for a list of \{ name, params \}, write \{ \[name\]: params \}\)$/,
+      ],
+      [
+        "parameters as one string",
+        GOOD,
+        { functions: { fill: "int32* out" }, cc },
+        /^compileCpu: function fill: parameters must be a list such as \["float32\* a", "int32 n"\], got "int32\* out"$/,
+      ],
       ["a function name that is not a C identifier", GOOD, { functions: { "fill-in": [] }, cc }, /function name "fill-in" is not a C identifier/],
-      ["a ParamSpec with an unknown dtype", GOOD, { functions: { fill: [{ name: "out", kind: "buffer", dtype: "half" }] }, cc }, /^function fill, parameter 0: ParamSpec\.dtype is not a known dtype: "half"$/],
+      [
+        "a ParamSpec with an unknown dtype",
+        GOOD,
+        { functions: { fill: [{ name: "out", kind: "buffer", dtype: "half" }] }, cc },
+        /^function fill, parameter 0: ParamSpec\.dtype is not a known dtype: "half"$/,
+      ],
       ["a parameter that is a number", GOOD, { functions: { fill: [4] }, cc }, /^function fill, parameter 0: 4 is not "DTYPE\* name"/],
       ["no options", GOOD, undefined, /^compileCpu: options must be \{ functions, flags\?, cc\?, fileName\? \}/],
-      ["a misspelt option", GOOD, { function: { fill: [] }, cc }, /^compileCpu: options has an unknown key "function"; the keys are functions, flags, cc, fileName$/],
+      [
+        "a misspelt option",
+        GOOD,
+        { function: { fill: [] }, cc },
+        /^compileCpu: options has an unknown key "function"; the keys are functions, flags, cc, fileName$/,
+      ],
       // Spread into characters, "-O3" gave cc a "-" argument: cc read its source from stdin.
-      ["flags as one string", GOOD, { functions: { fill: ["int32* out"] }, flags: "-O3", cc }, /^compileCpu: flags must be a list of strings such as \["-O3", "-DN=4"\], got "-O3"$/],
+      [
+        "flags as one string",
+        GOOD,
+        { functions: { fill: ["int32* out"] }, flags: "-O3", cc },
+        /^compileCpu: flags must be a list of strings such as \["-O3", "-DN=4"\], got "-O3"$/,
+      ],
       ["source that is not a string", 42, { functions: { fill: ["int32* out"] }, cc }, /^compileCpu: source must be a string of C code, got 42$/],
       ["cc that is not a string", GOOD, { functions: { fill: ["int32* out"] }, cc: 5 }, /^compileCpu: cc must be a compiler's name or path, got 5$/],
-      ["a fileName with a directory", GOOD, { functions: { fill: ["int32* out"] }, fileName: "../kernel.c", cc }, /^compileCpu: fileName "\.\.\/kernel\.c" is not a plain file name, such as "kernel\.c"$/],
+      [
+        "a fileName with a directory",
+        GOOD,
+        { functions: { fill: ["int32* out"] }, fileName: "../kernel.c", cc },
+        /^compileCpu: fileName "\.\.\/kernel\.c" is not a plain file name, such as "kernel\.c"$/,
+      ],
     ];
     for (const [what, source, opts, message] of cases) {
-      const err = await compileCpu(source as string, opts as never).then(() => assert.fail(`${what}: compiled`), (e: unknown) => e);
+      const err = await compileCpu(source as string, opts as never).then(
+        () => assert.fail(`${what}: compiled`),
+        (e: unknown) => e,
+      );
       assert.ok(err instanceof FarmError, `${what}: ${String(err)}`);
       assert.equal(err.code, "INVALID_ARGUMENT", `${what}: ${err.message}`);
       assert.match(err.message, message, what);

@@ -8,7 +8,17 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { BUNDLE_FORMAT, BUNDLE_VERSION, FarmError, bundleDigest, encodeBundle, isDtype, paramProblem, type FunctionSpec, type ParamSpec } from "../protos/index.ts";
+import {
+  BUNDLE_FORMAT,
+  BUNDLE_VERSION,
+  FarmError,
+  bundleDigest,
+  encodeBundle,
+  isDtype,
+  paramProblem,
+  type FunctionSpec,
+  type ParamSpec,
+} from "../protos/index.ts";
 import { binaryCpuTarget, hostCpuTarget } from "../domain/index.ts";
 import type { CompiledModule } from "./compiled-module.ts";
 import { checkFileName, checkFlags, checkRecord, invalidOption, shown } from "./options.ts";
@@ -35,15 +45,26 @@ export interface CompileCpuOptions {
 export function parseParam(decl: ParamDecl, index: number, fn: string): ParamSpec {
   if (typeof decl === "object" && decl !== null && !Array.isArray(decl)) {
     const problem = paramProblem(decl);
-    if (problem) throw new FarmError("INVALID_ARGUMENT", `function ${fn}, parameter ${index}: ParamSpec${problem[0]} ${problem[1]}`, { details: { function: fn, parameter: index } });
+    if (problem)
+      throw new FarmError("INVALID_ARGUMENT", `function ${fn}, parameter ${index}: ParamSpec${problem[0]} ${problem[1]}`, {
+        details: { function: fn, parameter: index },
+      });
     return decl;
   }
   if (typeof decl !== "string") {
-    throw new FarmError("INVALID_ARGUMENT", `function ${fn}, parameter ${index}: ${JSON.stringify(decl) ?? shown(decl)} is not "DTYPE* name" or "DTYPE name" (dtypes: int8 … float64)`, { details: { function: fn, parameter: index } });
+    throw new FarmError(
+      "INVALID_ARGUMENT",
+      `function ${fn}, parameter ${index}: ${JSON.stringify(decl) ?? shown(decl)} is not "DTYPE* name" or "DTYPE name" (dtypes: int8 … float64)`,
+      { details: { function: fn, parameter: index } },
+    );
   }
   const m = /^\s*([a-z0-9]+)\s*(\*?)\s*([A-Za-z_][A-Za-z0-9_]*)?\s*$/.exec(decl);
   if (!m || !isDtype(m[1])) {
-    throw new FarmError("INVALID_ARGUMENT", `function ${fn}, parameter ${index}: ${JSON.stringify(decl)} is not "DTYPE* name" or "DTYPE name" (dtypes: int8 … float64)`, { details: { function: fn, parameter: index } });
+    throw new FarmError(
+      "INVALID_ARGUMENT",
+      `function ${fn}, parameter ${index}: ${JSON.stringify(decl)} is not "DTYPE* name" or "DTYPE name" (dtypes: int8 … float64)`,
+      { details: { function: fn, parameter: index } },
+    );
   }
   return { name: m[3] ?? `arg${index}`, kind: m[2] ? "buffer" : "scalar", dtype: m[1] };
 }
@@ -59,12 +80,23 @@ const FUNCTIONS_EXAMPLE = '{ vadd: ["float32* a", "float32* b", "float32* c", "i
 export function functionTable(functions: Record<string, readonly ParamDecl[]>, where = "compileCpu"): FunctionSpec[] {
   if (typeof functions !== "object" || functions === null || Array.isArray(functions)) {
     const hint = Array.isArray(functions) ? " (for a list of { name, params }, write { [name]: params })" : "";
-    throw invalidOption(where, "functions", `functions must be a record of function name → parameter list, e.g. ${FUNCTIONS_EXAMPLE}; got ${shown(functions)}${hint}`);
+    throw invalidOption(
+      where,
+      "functions",
+      `functions must be a record of function name → parameter list, e.g. ${FUNCTIONS_EXAMPLE}; got ${shown(functions)}${hint}`,
+    );
   }
   const table = Object.entries(functions).map(([name, params]) => {
-    if (!IDENTIFIER.test(name)) throw new FarmError("INVALID_ARGUMENT", `${where}: function name ${JSON.stringify(name)} is not a C identifier`, { details: { function: name, field: "name" } });
+    if (!IDENTIFIER.test(name))
+      throw new FarmError("INVALID_ARGUMENT", `${where}: function name ${JSON.stringify(name)} is not a C identifier`, {
+        details: { function: name, field: "name" },
+      });
     if (!Array.isArray(params)) {
-      throw new FarmError("INVALID_ARGUMENT", `${where}: function ${name}: parameters must be a list such as ["float32* a", "int32 n"], got ${JSON.stringify(params) ?? shown(params)}`, { details: { function: name, field: "params" } });
+      throw new FarmError(
+        "INVALID_ARGUMENT",
+        `${where}: function ${name}: parameters must be a list such as ["float32* a", "int32 n"], got ${JSON.stringify(params) ?? shown(params)}`,
+        { details: { function: name, field: "params" } },
+      );
     }
     return { name, params: params.map((p: ParamDecl, i) => parseParam(p, i, name)) };
   });
@@ -73,7 +105,13 @@ export function functionTable(functions: Record<string, readonly ParamDecl[]>, w
 }
 
 export async function compileCpu(source: string, opts: CompileCpuOptions): Promise<CompiledModule> {
-  checkRecord(opts, ["functions", "flags", "cc", "fileName"], "compileCpu", "options", `{ functions, flags?, cc?, fileName? }, e.g. { functions: ${FUNCTIONS_EXAMPLE} }`);
+  checkRecord(
+    opts,
+    ["functions", "flags", "cc", "fileName"],
+    "compileCpu",
+    "options",
+    `{ functions, flags?, cc?, fileName? }, e.g. { functions: ${FUNCTIONS_EXAMPLE} }`,
+  );
   if (typeof source !== "string") throw invalidOption("compileCpu", "source", `source must be a string of C code, got ${shown(source)}`);
   const functions = functionTable(opts.functions);
   const flags = checkFlags(opts.flags, "compileCpu");
@@ -92,7 +130,10 @@ export async function compileCpu(source: string, opts: CompileCpuOptions): Promi
       if (e.code === "ENOENT") {
         throw new FarmError("TOOLCHAIN_MISSING", `no C compiler "${cc}" on this host: install one (Debian: apt-get install gcc) or set CC`);
       }
-      const diagnostics = (e.stderr ?? e.message).split(dir + "/").join("").trim();
+      const diagnostics = (e.stderr ?? e.message)
+        .split(dir + "/")
+        .join("")
+        .trim();
       throw new FarmError("COMPILE_ERROR", `${cc} failed to compile ${fileName}:\n${diagnostics}`, { details: { diagnostics } });
     }
     const binary = await readFile(out);

@@ -54,11 +54,23 @@ async function agent(opts: { hold?: boolean } = {}): Promise<{ address: string; 
 }
 
 function grantFrame(route: Route, directAddress: string, relayPort = 0): Uint8Array {
-  return encodeGrantFrame({ session_id: "s1", ticket: "t1", route, direct_address: directAddress, relay_port: relayPort, board: { id: "b1" }, end_grace_ms: 10 });
+  return encodeGrantFrame({
+    session_id: "s1",
+    ticket: "t1",
+    route,
+    direct_address: directAddress,
+    relay_port: relayPort,
+    board: { id: "b1" },
+    end_grace_ms: 10,
+  });
 }
 
 /** A channel on a fake Session stream whose grant offers `route`; resolves once its lane is open. */
-async function opened(route: Route, directAddress: string, relayPort = 0): Promise<{ stream: FakeStream; channel: SessionChannel; lane: string; note?: string }> {
+async function opened(
+  route: Route,
+  directAddress: string,
+  relayPort = 0,
+): Promise<{ stream: FakeStream; channel: SessionChannel; lane: string; note?: string }> {
   const stream = new FakeStream();
   const channel = new SessionChannel(stream as unknown as SessionStream, { tracker: "127.0.0.1:1", security: {}, directTimeoutMs: 1000 });
   stream.say(grantFrame(route, directAddress, relayPort));
@@ -213,7 +225,10 @@ describe("SessionChannel: the grpc lane", () => {
   it("a Session stream that breaks with no farm code: the tracker went away, UNAVAILABLE naming it", async () => {
     const { stream, channel } = await opened("grpc", "");
     const closed = new Promise<FarmError | null>((resolve) => channel.onClose(resolve));
-    stream.emit("error", Object.assign(new Error("14 UNAVAILABLE: Connection dropped"), { code: status.UNAVAILABLE, details: "Connection dropped", metadata: new Metadata() }));
+    stream.emit(
+      "error",
+      Object.assign(new Error("14 UNAVAILABLE: Connection dropped"), { code: status.UNAVAILABLE, details: "Connection dropped", metadata: new Metadata() }),
+    );
     const end = await closed;
     assert.equal(end?.code, "UNAVAILABLE");
     assert.match(end!.message, /^the tracker at 127\.0\.0\.1:1 went away \(/);

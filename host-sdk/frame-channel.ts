@@ -26,11 +26,30 @@
 import type * as grpc from "@grpc/grpc-js";
 import { Metadata } from "@grpc/grpc-js";
 import {
-  CODE_TRAILER, FarmError, decodeEndFrame, decodeGrantFrame, encodeLaneHello, isEndFrame, isGrantFrame, type Grant__Output, type Lane, type Route,
+  CODE_TRAILER,
+  FarmError,
+  decodeEndFrame,
+  decodeGrantFrame,
+  encodeLaneHello,
+  isEndFrame,
+  isGrantFrame,
+  type Grant__Output,
+  type Lane,
+  type Route,
 } from "../protos/index.ts";
 import { LaneSocket, awaitWelcome, connectSocket, framed, parseAddress, type ClientSecurity } from "../runtime/index.ts";
 import { status as grpcStatus } from "@grpc/grpc-js";
-import { begin, ending, step, type ChannelEffect, type ChannelEvent, type ChannelMachineState, type ChannelPhase, type DialedLane, type TimerName } from "./channel-machine.ts";
+import {
+  begin,
+  ending,
+  step,
+  type ChannelEffect,
+  type ChannelEvent,
+  type ChannelMachineState,
+  type ChannelPhase,
+  type DialedLane,
+  type TimerName,
+} from "./channel-machine.ts";
 
 export interface FrameChannel {
   /** false: the send buffer is full, wait for drained() before sending more. */
@@ -63,12 +82,15 @@ function endOf(frame: Uint8Array): FarmError | null {
  */
 export function awaitGrant(stream: SessionStream, timeoutMs?: number): Promise<Grant__Output> {
   return new Promise((resolve, reject) => {
-    const timer = timeoutMs === undefined ? undefined : setTimeout(() => {
-      cleanup();
-      stream.on("error", () => {});
-      stream.cancel();
-      reject(new FarmError("DEADLINE_EXCEEDED", `the tracker gave no grant nor refusal within ${timeoutMs} ms`));
-    }, timeoutMs);
+    const timer =
+      timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            cleanup();
+            stream.on("error", () => {});
+            stream.cancel();
+            reject(new FarmError("DEADLINE_EXCEEDED", `the tracker gave no grant nor refusal within ${timeoutMs} ms`));
+          }, timeoutMs);
     const onData = (frame: Buffer) => {
       cleanup();
       stream.pause();
@@ -144,7 +166,10 @@ export class SessionChannel implements FrameChannel {
   private grantSettled!: { resolve(grant: Grant__Output): void; reject(err: FarmError): void };
   private openSettled!: { resolve(opened: { lane: Lane; note?: string }): void; reject(err: FarmError): void };
 
-  constructor(private readonly stream: SessionStream, private readonly opts: ChannelOptions) {
+  constructor(
+    private readonly stream: SessionStream,
+    private readonly opts: ChannelOptions,
+  ) {
     this.granted = new Promise((resolve, reject) => (this.grantSettled = { resolve, reject }));
     this.opened = new Promise((resolve, reject) => (this.openSettled = { resolve, reject }));
     // A request that fails fails both; its caller awaits the grant first and never sees the second.
@@ -155,7 +180,14 @@ export class SessionChannel implements FrameChannel {
     // From the grant until the lane opens the stream is paused: only its breaking is heard (the lease ended).
     stream.on("error", (err) => this.streamEnded(FarmError.from(err)));
     void awaitGrant(stream, opts.grantTimeoutMs).then(
-      (grant) => this.feed({ kind: "granted", grant: { route: grant.route as Route, boardId: grant.board?.id ?? "", directAddress: grant.direct_address, endGraceMs: grant.end_grace_ms } }, () => (this.grant = grant)),
+      (grant) =>
+        this.feed(
+          {
+            kind: "granted",
+            grant: { route: grant.route as Route, boardId: grant.board?.id ?? "", directAddress: grant.direct_address, endGraceMs: grant.end_grace_ms },
+          },
+          () => (this.grant = grant),
+        ),
       (err: unknown) => this.feed({ kind: "requestFailed", error: FarmError.from(err) }),
     );
   }
@@ -226,10 +258,13 @@ export class SessionChannel implements FrameChannel {
     for (const effect of effects) {
       switch (effect.kind) {
         case "startTimer":
-          this.timers.set(effect.name, setTimeout(() => {
-            this.timers.delete(effect.name);
-            this.feed({ kind: "timerFired", name: effect.name });
-          }, effect.ms));
+          this.timers.set(
+            effect.name,
+            setTimeout(() => {
+              this.timers.delete(effect.name);
+              this.feed({ kind: "timerFired", name: effect.name });
+            }, effect.ms),
+          );
           break;
         case "cancelTimer":
           clearTimeout(this.timers.get(effect.name));
@@ -282,9 +317,10 @@ export class SessionChannel implements FrameChannel {
     const grant = this.grant!;
     let lane: LaneSocket;
     try {
-      lane = kind === "direct"
-        ? await dialDirect(grant, this.opts, timeoutMs)
-        : await dial(grant, "relay", [parseAddress(this.opts.tracker).host, grant.relay_port], "the tracker's data port (relay lane)", this.opts, timeoutMs);
+      lane =
+        kind === "direct"
+          ? await dialDirect(grant, this.opts, timeoutMs)
+          : await dial(grant, "relay", [parseAddress(this.opts.tracker).host, grant.relay_port], "the tracker's data port (relay lane)", this.opts, timeoutMs);
     } catch (err) {
       this.feed({ kind: "dialFailed", lane: kind, error: FarmError.from(err) });
       return;
@@ -322,7 +358,15 @@ export class SessionChannel implements FrameChannel {
  */
 async function dialDirect(grant: Grant__Output, opts: LaneOptions, timeoutMs: number): Promise<LaneSocket> {
   const started = Date.now();
-  const agent = () => dial(grant, "direct", splitHostPort(grant.direct_address), `the agent of board ${grant.board?.id} (direct lane)`, opts, Math.max(1, timeoutMs - (Date.now() - started)));
+  const agent = () =>
+    dial(
+      grant,
+      "direct",
+      splitHostPort(grant.direct_address),
+      `the agent of board ${grant.board?.id} (direct lane)`,
+      opts,
+      Math.max(1, timeoutMs - (Date.now() - started)),
+    );
   if (!grant.worker_address) return agent();
   try {
     return await dial(grant, "direct", splitHostPort(grant.worker_address), `the session worker of board ${grant.board?.id} (standby lane)`, opts, timeoutMs);
@@ -334,13 +378,24 @@ async function dialDirect(grant: Grant__Output, opts: LaneOptions, timeoutMs: nu
 }
 
 /** Connects one lane, its hello sent with the connection; a refusal or silence within `timeoutMs` is an UNAVAILABLE naming the lane. */
-async function dial(grant: Grant__Output, kind: "direct" | "relay", [host, port]: [string, number], what: string, opts: LaneOptions, timeoutMs: number): Promise<LaneSocket> {
+async function dial(
+  grant: Grant__Output,
+  kind: "direct" | "relay",
+  [host, port]: [string, number],
+  what: string,
+  opts: LaneOptions,
+  timeoutMs: number,
+): Promise<LaneSocket> {
   const started = Date.now();
   // The direct lane is the agent's certificate, named by its own address; the relay is the tracker's.
-  const security: ClientSecurity = kind === "direct"
-    ? { ...(grant.lane_tls && opts.security.tls ? { tls: { ...opts.security.tls, serverName: undefined } } : {}) }
-    : opts.security;
-  const hello = encodeLaneHello({ session_id: grant.session_id, ticket: grant.ticket, role: "host", ...(kind === "relay" && opts.security.token ? { token: opts.security.token } : {}) });
+  const security: ClientSecurity =
+    kind === "direct" ? { ...(grant.lane_tls && opts.security.tls ? { tls: { ...opts.security.tls, serverName: undefined } } : {}) } : opts.security;
+  const hello = encodeLaneHello({
+    session_id: grant.session_id,
+    ticket: grant.ticket,
+    role: "host",
+    ...(kind === "relay" && opts.security.token ? { token: opts.security.token } : {}),
+  });
   const socket = await connectSocket(host, port, security, timeoutMs, what, { first: framed(hello) });
   const lane = new LaneSocket(socket, `the ${kind} lane of session ${grant.session_id}`);
   try {

@@ -96,7 +96,13 @@ describe("Multiplexer: requests and replies", () => {
     void mux.request({ listdir: {} });
     void mux.request({ download: { name: "a" } });
     await settled();
-    assert.deepEqual(channel.sent.map((f) => [f.id, f.op]), [[1, "listdir"], [2, "download"]]);
+    assert.deepEqual(
+      channel.sent.map((f) => [f.id, f.op]),
+      [
+        [1, "listdir"],
+        [2, "download"],
+      ],
+    );
     assert.equal(channel.sent[1]!.download?.name, "a");
   });
 
@@ -189,8 +195,15 @@ describe("Multiplexer: chunked sends (sendChunked)", () => {
       seen.push([chunk.byteLength, offset, done]);
       return { upload: { name: "big", data: chunk, total_bytes: bytes.byteLength, done } };
     });
-    assert.deepEqual(seen, [[CHUNK_BYTES, 0, false], [CHUNK_BYTES, CHUNK_BYTES, false], [5, 2 * CHUNK_BYTES, true]]);
-    assert.deepEqual(channel.sent.map((f) => f.id), [1, 1, 1]);
+    assert.deepEqual(seen, [
+      [CHUNK_BYTES, 0, false],
+      [CHUNK_BYTES, CHUNK_BYTES, false],
+      [5, 2 * CHUNK_BYTES, true],
+    ]);
+    assert.deepEqual(
+      channel.sent.map((f) => f.id),
+      [1, 1, 1],
+    );
     channel.reply({ id: 1, ok: {} });
     assert.equal((await sent).result, "ok");
   });
@@ -199,7 +212,13 @@ describe("Multiplexer: chunked sends (sendChunked)", () => {
     const { channel, mux } = setup();
     void mux.sendChunked(Buffer.from("small"), (chunk, _offset, done) => ({ upload: { name: "m", data: chunk, done } }));
     void mux.request({ listdir: {} });
-    assert.deepEqual(channel.sent.map((f) => [f.id, f.op]), [[1, "upload"], [2, "listdir"]]);
+    assert.deepEqual(
+      channel.sent.map((f) => [f.id, f.op]),
+      [
+        [1, "upload"],
+        [2, "listdir"],
+      ],
+    );
   });
 
   it("stops sending once the board answered (it refused the transfer)", async () => {
@@ -251,7 +270,10 @@ describe("Multiplexer: the end", () => {
     assert.equal(mux.endReason?.code, "SESSION_CLOSED");
     await assert.rejects(mux.fetchChunked({ download: { name: "f" } }), (e: FarmError) => e.code === "SESSION_CLOSED");
     await assert.rejects(mux.request({ listdir: {} }), (e: FarmError) => e.code === "SESSION_CLOSED" && e.message === "session s1 is closed");
-    await assert.rejects(mux.sendChunked(Buffer.from("x"), () => ({ listdir: {} })), (e: FarmError) => e.code === "SESSION_CLOSED");
+    await assert.rejects(
+      mux.sendChunked(Buffer.from("x"), () => ({ listdir: {} })),
+      (e: FarmError) => e.code === "SESSION_CLOSED",
+    );
     assert.equal(channel.sent.length, 1, "nothing is sent after the end");
   });
 
@@ -261,8 +283,10 @@ describe("Multiplexer: the end", () => {
     const reason = new FarmError("DEVICE_ERROR", "the device context was lost", { details: { sticky: true } });
     channel.close(reason);
     await assert.rejects(waiting, (e: FarmError) => e === reason);
-    await assert.rejects(mux.request({ listdir: {} }), (e: FarmError) =>
-      e.code === "DEVICE_ERROR" && e.message === "session s1 has ended: the device context was lost" && e.details?.sticky === true);
+    await assert.rejects(
+      mux.request({ listdir: {} }),
+      (e: FarmError) => e.code === "DEVICE_ERROR" && e.message === "session s1 has ended: the device context was lost" && e.details?.sticky === true,
+    );
   });
 
   it("only the first close counts", async () => {

@@ -70,7 +70,13 @@ export class Multiplexer {
       // The caller waits for room before it sends more; but a channel that closes while its buffer is full may never
       // drain (a gRPC stream), and the close fails the reply: that ends the wait.
       const drained = this.channel.drained();
-      await Promise.race([drained, reply.then(() => drained, () => {})]);
+      await Promise.race([
+        drained,
+        reply.then(
+          () => drained,
+          () => {},
+        ),
+      ]);
     }
     return (await reply).frame;
   }

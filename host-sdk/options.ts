@@ -18,7 +18,7 @@ export function shown(value: unknown): string {
   if (value === null) return "null";
   if (typeof value === "object") return "an object";
   if (typeof value === "function") return "a function";
-  return value === undefined ? "undefined" : JSON.stringify(value) ?? String(value);
+  return value === undefined ? "undefined" : (JSON.stringify(value) ?? String(value));
 }
 
 /**
@@ -29,7 +29,8 @@ export function shown(value: unknown): string {
 export function checkRecord(value: unknown, allowed: readonly string[], where: string, field: string, shape: string): Record<string, unknown> {
   if (typeof value !== "object" || value === null || Array.isArray(value)) throw invalidOption(where, field, `${field} must be ${shape}, got ${shown(value)}`);
   const unknown = Object.keys(value).find((k) => !allowed.includes(k));
-  if (unknown !== undefined) throw invalidOption(where, `${field}.${unknown}`, `${field} has an unknown key ${JSON.stringify(unknown)}; the keys are ${allowed.join(", ")}`);
+  if (unknown !== undefined)
+    throw invalidOption(where, `${field}.${unknown}`, `${field} has an unknown key ${JSON.stringify(unknown)}; the keys are ${allowed.join(", ")}`);
   return value as Record<string, unknown>;
 }
 
@@ -37,7 +38,11 @@ export function checkRecord(value: unknown, allowed: readonly string[], where: s
 export function checkFlags(flags: unknown, where: string): string[] {
   if (flags === undefined) return [];
   if (!Array.isArray(flags) || !flags.every((f) => typeof f === "string")) {
-    throw invalidOption(where, "flags", `flags must be a list of strings such as ["-O3", "-DN=4"], got ${Array.isArray(flags) ? JSON.stringify(flags) : shown(flags)}`);
+    throw invalidOption(
+      where,
+      "flags",
+      `flags must be a list of strings such as ["-O3", "-DN=4"], got ${Array.isArray(flags) ? JSON.stringify(flags) : shown(flags)}`,
+    );
   }
   return [...flags];
 }

@@ -7,7 +7,19 @@
 import { readFile } from "node:fs/promises";
 import { basename } from "node:path";
 import {
-  CHUNK_BYTES, FarmError, dtypeBytes, dtypeOf, elementCount, isDtype, toLaunchConfig, viewAs, type AnyTypedArray, type BoardFrame__Output, type Dtype, type Lane, type LaunchDecl,
+  CHUNK_BYTES,
+  FarmError,
+  dtypeBytes,
+  dtypeOf,
+  elementCount,
+  isDtype,
+  toLaunchConfig,
+  viewAs,
+  type AnyTypedArray,
+  type BoardFrame__Output,
+  type Dtype,
+  type Lane,
+  type LaunchDecl,
 } from "../protos/index.ts";
 import { fillProblem, fillRange, type RandomFill } from "../domain/index.ts";
 import type { Call } from "../protos/gen/farm/v1/Call.ts";
@@ -82,7 +94,10 @@ export class RemoteArray {
   async copyFrom(data: AnyTypedArray | Uint8Array): Promise<void> {
     const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
     if (bytes.byteLength !== this.nbytes) {
-      throw new FarmError("BAD_ARGUMENTS", `copyFrom: array ${this.id} holds ${this.nbytes} bytes ([${this.shape.join(", ")}] ${this.dtype}), got ${bytes.byteLength}`);
+      throw new FarmError(
+        "BAD_ARGUMENTS",
+        `copyFrom: array ${this.id} holds ${this.nbytes} bytes ([${this.shape.join(", ")}] ${this.dtype}), got ${bytes.byteLength}`,
+      );
     }
     await this.session.sendChunked(bytes, (chunk, offset, done) => ({ array_write: { array: this.id, offset, data: chunk, done } }));
   }
@@ -131,7 +146,12 @@ export class RemoteModule {
     const fn = ((...args: CallArg[]) => this.session.call(this.id, info, args)) as RemoteFunction;
     Object.defineProperties(fn, {
       info: { value: info },
-      withOptions: { value: (opts: CallOptions) => (...args: CallArg[]) => this.session.call(this.id, info, args, opts) },
+      withOptions: {
+        value:
+          (opts: CallOptions) =>
+          (...args: CallArg[]) =>
+            this.session.call(this.id, info, args, opts),
+      },
     });
     return fn;
   }
@@ -336,36 +356,43 @@ export class Session {
     opts: TimeEvaluatorOptions,
   ): Promise<{ time?: BenchmarkResult; wrong: string; counters: Record<string, number> }> {
     const info = module.functions.find((f) => f.name === fnName);
-    if (!info) throw new FarmError("UNKNOWN_FUNCTION", `module ${module.id} has no function "${fnName}"; it has: ${module.functions.map((f) => f.name).join(", ")}`);
+    if (!info)
+      throw new FarmError("UNKNOWN_FUNCTION", `module ${module.id} has no function "${fnName}"; it has: ${module.functions.map((f) => f.name).join(", ")}`);
     const r = await this.request({
       measure: {
         time: this.timeFrame(module.id, info, args, opts),
         checks: checks.map((k) => ({
           array: k.array.id,
-          ...(k.expect instanceof RemoteArray ? { expect_array: k.expect.id } : { expect: new Uint8Array(k.expect.buffer, k.expect.byteOffset, k.expect.byteLength) }),
+          ...(k.expect instanceof RemoteArray
+            ? { expect_array: k.expect.id }
+            : { expect: new Uint8Array(k.expect.buffer, k.expect.byteOffset, k.expect.byteLength) }),
           atol: k.atol,
           rtol: k.rtol,
         })),
       },
     });
     const m = r.measured!;
-    return { time: m.time ? new BenchmarkResult(m.time.results_s, m.time.number, m.time.conditions, stoppedBy(m.time.stopped_by)) : undefined, wrong: m.wrong, counters: { ...m.counters } };
+    return {
+      time: m.time ? new BenchmarkResult(m.time.results_s, m.time.number, m.time.conditions, stoppedBy(m.time.stopped_by)) : undefined,
+      wrong: m.wrong,
+      counters: { ...m.counters },
+    };
   }
 
   private timeFrame(module: number, info: FunctionInfo__Output, args: readonly CallArg[], opts: TimeEvaluatorOptions) {
     return {
-        call: this.callFrame(module, info, args, opts),
-        number: opts.number ?? 10,
-        repeat: opts.repeat ?? 1,
-        min_repeat_ms: opts.minRepeatMs ?? 0,
-        cooldown_ms: opts.cooldownMs ?? 0,
-        repeats_to_cooldown: opts.repeatsToCooldown ?? 1,
-        limit_zero_time_iterations: opts.limitZeroTimeIterations ?? 100,
-        flush_l2: opts.flushL2 ?? false,
-        flush_cpu_cache: opts.flushCpuCache ?? false,
-        graph: opts.graph ?? false,
-        target_rse: opts.targetRse ?? 0,
-        budget_ms: opts.budgetMs ?? 0,
+      call: this.callFrame(module, info, args, opts),
+      number: opts.number ?? 10,
+      repeat: opts.repeat ?? 1,
+      min_repeat_ms: opts.minRepeatMs ?? 0,
+      cooldown_ms: opts.cooldownMs ?? 0,
+      repeats_to_cooldown: opts.repeatsToCooldown ?? 1,
+      limit_zero_time_iterations: opts.limitZeroTimeIterations ?? 100,
+      flush_l2: opts.flushL2 ?? false,
+      flush_cpu_cache: opts.flushCpuCache ?? false,
+      graph: opts.graph ?? false,
+      target_rse: opts.targetRse ?? 0,
+      budget_ms: opts.budgetMs ?? 0,
     };
   }
 
@@ -389,7 +416,8 @@ export class Session {
     const dims = [...(shape ?? (isData ? [(init as AnyTypedArray).length] : (init as { shape: readonly number[] }).shape))];
     // Dimensions travel as uint32: a larger one would silently wrap.
     const bad = dims.find((d) => !Number.isInteger(d) || d < 0 || d > 0xffff_ffff);
-    if (bad !== undefined) throw new FarmError("BAD_ARGUMENTS", `shape [${dims.join(", ")}]: ${bad} is not a dimension (integers 0 … 4294967295; split a larger one)`);
+    if (bad !== undefined)
+      throw new FarmError("BAD_ARGUMENTS", `shape [${dims.join(", ")}]: ${bad} is not a dimension (integers 0 … 4294967295; split a larger one)`);
     if (isData && elementCount(dims) * dtypeBytes(dtype) !== (init as AnyTypedArray).byteLength) {
       throw new FarmError("BAD_ARGUMENTS", `shape [${dims.join(", ")}] does not match ${(init as AnyTypedArray).length} elements`);
     }
@@ -424,7 +452,8 @@ export class Session {
    */
   async programFpga(bitstream: string | Uint8Array, config?: string | Uint8Array): Promise<{ sha256: string; hardware: string }> {
     const companion = config ?? (typeof bitstream === "string" ? bitstream.replace(/\.(bit|bin)$/, "") + ".json" : undefined);
-    if (companion === undefined) throw new FarmError("INVALID_ARGUMENT", "programFpga(bytes) needs the configuration too: the bytes of its vta_config.json, or its path");
+    if (companion === undefined)
+      throw new FarmError("INVALID_ARGUMENT", "programFpga(bytes) needs the configuration too: the bytes of its vta_config.json, or its path");
     const b = await this.upload(bitstream, "kfarm-bitstream.bin");
     const c = await this.upload(companion, "kfarm-bitstream.json");
     const r = await this.request({ program_fpga: { bitstream: b, config: c } });
@@ -460,8 +489,12 @@ async function readHostFile(path: string): Promise<Uint8Array> {
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === "ENOENT") throw new FarmError("NOT_FOUND", `upload(${JSON.stringify(path)}): no such file on this host`, { cause: err });
-    if (code === "EISDIR") throw new FarmError("INVALID_ARGUMENT", `upload(${JSON.stringify(path)}): a directory; upload its files one by one (or an archive of it)`, { cause: err });
-    if (code === "EACCES" || code === "EPERM") throw new FarmError("INVALID_ARGUMENT", `upload(${JSON.stringify(path)}): this process may not read it (${code})`, { cause: err });
+    if (code === "EISDIR")
+      throw new FarmError("INVALID_ARGUMENT", `upload(${JSON.stringify(path)}): a directory; upload its files one by one (or an archive of it)`, {
+        cause: err,
+      });
+    if (code === "EACCES" || code === "EPERM")
+      throw new FarmError("INVALID_ARGUMENT", `upload(${JSON.stringify(path)}): this process may not read it (${code})`, { cause: err });
     throw new FarmError("INVALID_ARGUMENT", `upload(${JSON.stringify(path)}): cannot read it: ${(err as Error).message}`, { cause: err });
   }
 }
@@ -479,7 +512,10 @@ function stoppedBy(wire: string): StoppedBy {
  */
 function sendableName(name: string): string {
   if (typeof name === "string" && /\p{Cs}/u.test(name)) {
-    throw new FarmError("INVALID_NAME", `file name ${JSON.stringify(name.length > 40 ? `${name.slice(0, 40)}…` : name)} holds a lone surrogate (half of a UTF-16 pair), which UTF-8 cannot carry; names must be well-formed Unicode`);
+    throw new FarmError(
+      "INVALID_NAME",
+      `file name ${JSON.stringify(name.length > 40 ? `${name.slice(0, 40)}…` : name)} holds a lone surrogate (half of a UTF-16 pair), which UTF-8 cannot carry; names must be well-formed Unicode`,
+    );
   }
   return name;
 }

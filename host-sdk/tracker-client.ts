@@ -7,7 +7,20 @@ import type { BoardInfo__Output } from "../protos/index.ts";
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { Metadata } from "@grpc/grpc-js";
-import { BOARD_ACTION, FarmError, HostService, fromWireMessage, toWireMessage, type TokensReply__Output, type TokensRequest, SESSION_REQUEST_HEADER, encodeSessionRequest, parseRoute, type HostServiceClient, type Route } from "../protos/index.ts";
+import {
+  BOARD_ACTION,
+  FarmError,
+  HostService,
+  fromWireMessage,
+  toWireMessage,
+  type TokensReply__Output,
+  type TokensRequest,
+  SESSION_REQUEST_HEADER,
+  encodeSessionRequest,
+  parseRoute,
+  type HostServiceClient,
+  type Route,
+} from "../protos/index.ts";
 import { callMetadata, clientSecurity, diagnoseTransport, makeClient, parseAddress, type ClientSecurity, type ClientTls } from "../runtime/index.ts";
 import type { SummaryReply__Output } from "../protos/index.ts";
 import { SessionChannel, connectionFailed, type SessionStream } from "./frame-channel.ts";
@@ -82,7 +95,11 @@ export class TrackerClient {
 
   /** Every call's first step: a closed client says so (grpc-js would say "Channel has been shut down"). */
   private metadata(): Metadata {
-    if (this.closed) throw new FarmError("INVALID_ARGUMENT", `this tracker client (${this.address}) was closed with close(): connect again with connectTracker("${this.address}")`);
+    if (this.closed)
+      throw new FarmError(
+        "INVALID_ARGUMENT",
+        `this tracker client (${this.address}) was closed with close(): connect again with connectTracker("${this.address}")`,
+      );
     return callMetadata(this.security);
   }
 
@@ -100,17 +117,22 @@ export class TrackerClient {
   async request(key: string, opts: RequestOptions = {}): Promise<Session> {
     const route = parseRoute(opts.route ?? process.env.KFARM_ROUTE, "request()");
     const metadata = this.metadata();
-    metadata.set(SESSION_REQUEST_HEADER, Buffer.from(encodeSessionRequest({
-      key,
-      priority: opts.priority ?? 1,
-      labels: opts.labels ?? {},
-      // 0: the tracker's own default; the host keeps no copy of it.
-      deadline_ms: opts.deadlineMs ?? 0,
-      client_id: this.clientId,
-      session_timeout_ms: opts.sessionTimeoutMs ?? 0,
-      route,
-      board_id: opts.board ?? "",
-    })));
+    metadata.set(
+      SESSION_REQUEST_HEADER,
+      Buffer.from(
+        encodeSessionRequest({
+          key,
+          priority: opts.priority ?? 1,
+          labels: opts.labels ?? {},
+          // 0: the tracker's own default; the host keeps no copy of it.
+          deadline_ms: opts.deadlineMs ?? 0,
+          client_id: this.clientId,
+          session_timeout_ms: opts.sessionTimeoutMs ?? 0,
+          route,
+          board_id: opts.board ?? "",
+        }),
+      ),
+    );
     // No gRPC deadline: the stream lives as long as the lease. The tracker answers at the queue deadline; the
     // host's own limit only guards against a tracker that never does.
     if (opts.signal?.aborted) throw new FarmError("CANCELLED", `request for key "${key}": cancelled by the caller before it was sent`);
@@ -159,8 +181,12 @@ export class TrackerClient {
    */
   summary(opts: { key?: string; healthHistory?: boolean } = {}): Promise<SummaryReply__Output> {
     return new Promise((resolve, reject) =>
-      this.client.Summary({ key: opts.key ?? "", health_history: opts.healthHistory ?? false }, this.metadata(), { deadline: Date.now() + this.rpcTimeoutMs }, (err, reply) =>
-        err ? reject(this.unreachable(err)) : resolve(fromWireMessage("farm.v1.SummaryReply", reply!, "the tracker's summary", "PROTOCOL_ERROR")),
+      this.client.Summary(
+        { key: opts.key ?? "", health_history: opts.healthHistory ?? false },
+        this.metadata(),
+        { deadline: Date.now() + this.rpcTimeoutMs },
+        (err, reply) =>
+          err ? reject(this.unreachable(err)) : resolve(fromWireMessage("farm.v1.SummaryReply", reply!, "the tracker's summary", "PROTOCOL_ERROR")),
       ),
     );
   }
@@ -173,8 +199,14 @@ export class TrackerClient {
    */
   boardCommand(boardId: string, action: "drain" | "quarantine" | "restore", operator = this.clientId, reason = ""): Promise<BoardInfo__Output> {
     return new Promise((resolve, reject) =>
-      this.client.BoardCommand({ board_id: boardId, action: BOARD_ACTION.toWire(BOARD_ACTION.parse(action, "boardCommand()")), operator, reason }, this.metadata(), { deadline: Date.now() + this.rpcTimeoutMs }, (err, reply) =>
-        err ? reject(this.unreachable(err)) : resolve(fromWireMessage("farm.v1.BoardInfo", reply!.board!, "the tracker's board command reply", "PROTOCOL_ERROR")),
+      this.client.BoardCommand(
+        { board_id: boardId, action: BOARD_ACTION.toWire(BOARD_ACTION.parse(action, "boardCommand()")), operator, reason },
+        this.metadata(),
+        { deadline: Date.now() + this.rpcTimeoutMs },
+        (err, reply) =>
+          err
+            ? reject(this.unreachable(err))
+            : resolve(fromWireMessage("farm.v1.BoardInfo", reply!.board!, "the tracker's board command reply", "PROTOCOL_ERROR")),
       ),
     );
   }
@@ -217,7 +249,11 @@ export async function connectTracker(address: string, opts: ConnectOptions = {})
       if (!err) return resolve();
       client.close();
       void diagnoseTransport(address, security.tls ?? false).then((why) =>
-        reject(new FarmError("UNAVAILABLE", why ?? `cannot reach the tracker at ${address} within ${timeoutMs} ms; is \`kfarm tracker\` running there?`, { cause: err })),
+        reject(
+          new FarmError("UNAVAILABLE", why ?? `cannot reach the tracker at ${address} within ${timeoutMs} ms; is \`kfarm tracker\` running there?`, {
+            cause: err,
+          }),
+        ),
       );
     }),
   );

@@ -2,7 +2,18 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { describe, it } from "node:test";
-import { BUNDLE_FORMAT, BUNDLE_VERSION, bundleDigest, decodeBundle, encodeBundle, encodeBundleUnchecked, toLaunchConfig, validateBundle, warmBundleCodec, type ModuleBundle } from "./bundle.ts";
+import {
+  BUNDLE_FORMAT,
+  BUNDLE_VERSION,
+  bundleDigest,
+  decodeBundle,
+  encodeBundle,
+  encodeBundleUnchecked,
+  toLaunchConfig,
+  validateBundle,
+  warmBundleCodec,
+  type ModuleBundle,
+} from "./bundle.ts";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import { FarmError } from "./errors.ts";
@@ -26,7 +37,10 @@ function canonicalCase(): ModuleBundle {
     functions: [
       {
         name: "f",
-        params: [{ name: "a", kind: "buffer", dtype: "float32", shape: [] }, { name: "n", kind: "scalar", dtype: "int32" }],
+        params: [
+          { name: "a", kind: "buffer", dtype: "float32", shape: [] },
+          { name: "n", kind: "scalar", dtype: "int32" },
+        ],
         launch: { grid: [1, 2, 3], block: [4, 1, 1], sharedMemBytes: 0 },
       },
     ],
@@ -99,13 +113,29 @@ function onTheWire(value: unknown): boolean {
   const strings = (...v: unknown[]) => v.every((x) => typeof x === "string");
   const record = (r: unknown) => typeof r === "object" && r !== null && Object.values(r).every((x) => typeof x === "string");
   const ints = (a: unknown) => Array.isArray(a) && a.every((d) => Number.isSafeInteger(d) && d >= 0);
-  return typeof b === "object" && b !== null && !Array.isArray(b) && strings(b.format, b.target) && Number.isSafeInteger(b.version) && record(b.targetDetails) && b.binary instanceof Uint8Array
-    && (b.meta === undefined || record(b.meta)) && Array.isArray(b.functions)
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- as above
-    && b.functions.every((f: any) => typeof f === "object" && f !== null && typeof f.name === "string" && Array.isArray(f.params)
+  return (
+    typeof b === "object" &&
+    b !== null &&
+    !Array.isArray(b) &&
+    strings(b.format, b.target) &&
+    Number.isSafeInteger(b.version) &&
+    record(b.targetDetails) &&
+    b.binary instanceof Uint8Array &&
+    (b.meta === undefined || record(b.meta)) &&
+    Array.isArray(b.functions) &&
+    b.functions.every(
       // eslint-disable-next-line @typescript-eslint/no-explicit-any -- as above
-      && f.params.every((p: any) => strings(p.name, p.kind, p.dtype) && (p.shape === undefined || ints(p.shape)))
-      && (f.launch === undefined || (ints(f.launch.grid) && ints(f.launch.block) && Number.isSafeInteger(f.launch.sharedMemBytes) && f.launch.sharedMemBytes >= 0)));
+      (f: any) =>
+        typeof f === "object" &&
+        f !== null &&
+        typeof f.name === "string" &&
+        Array.isArray(f.params) &&
+        // eslint-disable-next-line @typescript-eslint/no-explicit-any -- as above
+        f.params.every((p: any) => strings(p.name, p.kind, p.dtype) && (p.shape === undefined || ints(p.shape))) &&
+        (f.launch === undefined ||
+          (ints(f.launch.grid) && ints(f.launch.block) && Number.isSafeInteger(f.launch.sharedMemBytes) && f.launch.sharedMemBytes >= 0)),
+    )
+  );
 }
 
 describe("module bundle", () => {
@@ -149,70 +179,218 @@ describe("module bundle", () => {
   it("refuses a version-1 (msgpack) bundle, saying to recompile with this SDK", () => {
     assert.throws(
       () => decodeBundle(Buffer.from(MSGPACK_V1_HEX, "hex")),
-      (e: unknown) => e instanceof FarmError && e.code === "BAD_BUNDLE" && e.details?.field === "version" && /version is 1, the msgpack encoding/.test(e.message) && /recompile the module with this version of the SDK/.test(e.message),
+      (e: unknown) =>
+        e instanceof FarmError &&
+        e.code === "BAD_BUNDLE" &&
+        e.details?.field === "version" &&
+        /version is 1, the msgpack encoding/.test(e.message) &&
+        /recompile the module with this version of the SDK/.test(e.message),
     );
   });
 
   it("refuses bytes that decode but are not the canonical encoding", () => {
     const message = (over: Record<string, unknown>) => ({
-      format: BUNDLE_FORMAT, version: BUNDLE_VERSION, target: "cpu", binary: Uint8Array.from([1]), functions: [{ name: "f" }],
-      target_details: [{ key: "arch", value: "x86_64" }, { key: "os", value: "linux" }], ...over,
+      format: BUNDLE_FORMAT,
+      version: BUNDLE_VERSION,
+      target: "cpu",
+      binary: Uint8Array.from([1]),
+      functions: [{ name: "f" }],
+      target_details: [
+        { key: "arch", value: "x86_64" },
+        { key: "os", value: "linux" },
+      ],
+      ...over,
     });
     const canonical = rawBundle.encode(message({})).finish();
     assert.equal(decodeBundle(canonical).functions[0]!.name, "f", "the baseline is canonical");
     const cases: Record<string, Uint8Array> = {
-      "a default written (protobufjs writes a present 0)": rawBundle.encode(message({ functions: [{ name: "f", params: [{ name: "n", kind: "scalar", dtype: "int32", shape: null }], launch: undefined }], meta: [{ key: "k", value: "" }] })).finish(),
-      "entries out of order": rawBundle.encode(message({ target_details: [{ key: "os", value: "linux" }, { key: "arch", value: "x86_64" }] })).finish(),
-      "a key twice": rawBundle.encode(message({ target_details: [{ key: "arch", value: "x86_64" }, { key: "arch", value: "x86_64" }, { key: "os", value: "linux" }] })).finish(),
+      "a default written (protobufjs writes a present 0)": rawBundle
+        .encode(
+          message({
+            functions: [{ name: "f", params: [{ name: "n", kind: "scalar", dtype: "int32", shape: null }], launch: undefined }],
+            meta: [{ key: "k", value: "" }],
+          }),
+        )
+        .finish(),
+      "entries out of order": rawBundle
+        .encode(
+          message({
+            target_details: [
+              { key: "os", value: "linux" },
+              { key: "arch", value: "x86_64" },
+            ],
+          }),
+        )
+        .finish(),
+      "a key twice": rawBundle
+        .encode(
+          message({
+            target_details: [
+              { key: "arch", value: "x86_64" },
+              { key: "arch", value: "x86_64" },
+              { key: "os", value: "linux" },
+            ],
+          }),
+        )
+        .finish(),
       "an unknown field": Buffer.concat([canonical, Buffer.from([0x40, 0x01])]),
       "fields out of order": Buffer.concat([canonical.subarray(19), canonical.subarray(0, 19)]),
     };
     for (const [name, bytes] of Object.entries(cases)) {
-      assert.throws(() => decodeBundle(bytes), (e: unknown) => e instanceof FarmError && e.code === "BAD_BUNDLE" && e.details?.field === "(encoding)" && /not the canonical encoding/.test(e.message), name);
+      assert.throws(
+        () => decodeBundle(bytes),
+        (e: unknown) => e instanceof FarmError && e.code === "BAD_BUNDLE" && e.details?.field === "(encoding)" && /not the canonical encoding/.test(e.message),
+        name,
+      );
     }
   });
 
   it("encodeBundle refuses an invalid bundle", () => {
     const b = goodBundle();
     b.functions = [];
-    assert.throws(() => encodeBundle(b), (e: FarmError) => e.code === "BAD_BUNDLE" && e.details?.field === "functions");
+    assert.throws(
+      () => encodeBundle(b),
+      (e: FarmError) => e.code === "BAD_BUNDLE" && e.details?.field === "functions",
+    );
   });
 
   describe("validateBundle names the bad field", () => {
     it("root that is not a record", () => {
       for (const v of [null, 42, "bundle", [1, 2]]) assertBad(v, "(root)");
     });
-    it("wrong format tag", () => assertBad(broken((b) => (b.format = "tvm.module")), "format", /tvm\.module/));
-    it("missing format tag", () => assertBad(broken((b) => delete b.format), "format"));
-    it("wrong version", () => assertBad(broken((b) => (b.version = 3)), "version", /\b3\b.*version 2/));
-    it("unknown target", () => assertBad(broken((b) => (b.target = "tpu")), "target", /tpu.*cpu, cuda, vta/));
-    it("targetDetails that is not a record", () => assertBad(broken((b) => (b.targetDetails = null)), "targetDetails"));
-    it("targetDetails with a non-string value", () => assertBad(broken((b) => (b.targetDetails.arch = 64)), "targetDetails.arch"));
-    it("empty binary", () => assertBad(broken((b) => (b.binary = new Uint8Array(0))), "binary", /empty/));
-    it("binary that is not bytes", () => assertBad(broken((b) => (b.binary = "ELF")), "binary"));
+    it("wrong format tag", () =>
+      assertBad(
+        broken((b) => (b.format = "tvm.module")),
+        "format",
+        /tvm\.module/,
+      ));
+    it("missing format tag", () =>
+      assertBad(
+        broken((b) => delete b.format),
+        "format",
+      ));
+    it("wrong version", () =>
+      assertBad(
+        broken((b) => (b.version = 3)),
+        "version",
+        /\b3\b.*version 2/,
+      ));
+    it("unknown target", () =>
+      assertBad(
+        broken((b) => (b.target = "tpu")),
+        "target",
+        /tpu.*cpu, cuda, vta/,
+      ));
+    it("targetDetails that is not a record", () =>
+      assertBad(
+        broken((b) => (b.targetDetails = null)),
+        "targetDetails",
+      ));
+    it("targetDetails with a non-string value", () =>
+      assertBad(
+        broken((b) => (b.targetDetails.arch = 64)),
+        "targetDetails.arch",
+      ));
+    it("empty binary", () =>
+      assertBad(
+        broken((b) => (b.binary = new Uint8Array(0))),
+        "binary",
+        /empty/,
+      ));
+    it("binary that is not bytes", () =>
+      assertBad(
+        broken((b) => (b.binary = "ELF")),
+        "binary",
+      ));
     it("no functions", () => {
-      assertBad(broken((b) => (b.functions = [])), "functions");
-      assertBad(broken((b) => delete b.functions), "functions");
+      assertBad(
+        broken((b) => (b.functions = [])),
+        "functions",
+      );
+      assertBad(
+        broken((b) => delete b.functions),
+        "functions",
+      );
     });
-    it("function that is not a record", () => assertBad(broken((b) => (b.functions[1] = 7)), "functions[1]"));
+    it("function that is not a record", () =>
+      assertBad(
+        broken((b) => (b.functions[1] = 7)),
+        "functions[1]",
+      ));
     it("bad function name", () => {
-      assertBad(broken((b) => (b.functions[0].name = "1vadd")), "functions[0].name", /C identifier/);
-      assertBad(broken((b) => (b.functions[1].name = "no-dash")), "functions[1].name", /no-dash/);
-      assertBad(broken((b) => (b.functions[0].name = "")), "functions[0].name");
-      assertBad(broken((b) => (b.functions[0].name = 3)), "functions[0].name");
+      assertBad(
+        broken((b) => (b.functions[0].name = "1vadd")),
+        "functions[0].name",
+        /C identifier/,
+      );
+      assertBad(
+        broken((b) => (b.functions[1].name = "no-dash")),
+        "functions[1].name",
+        /no-dash/,
+      );
+      assertBad(
+        broken((b) => (b.functions[0].name = "")),
+        "functions[0].name",
+      );
+      assertBad(
+        broken((b) => (b.functions[0].name = 3)),
+        "functions[0].name",
+      );
     });
-    it("duplicate function names", () => assertBad(broken((b) => (b.functions[1].name = "vadd")), "functions[1].name", /repeats "vadd"/));
-    it("params that is not a list", () => assertBad(broken((b) => (b.functions[1].params = {})), "functions[1].params"));
-    it("param without a name", () => assertBad(broken((b) => delete b.functions[0].params[2].name), "functions[0].params[2].name"));
-    it("bad param kind", () => assertBad(broken((b) => (b.functions[0].params[1].kind = "pointer")), "functions[0].params[1].kind", /pointer/));
-    it("bad param dtype", () => assertBad(broken((b) => (b.functions[0].params[2].dtype = "int128")), "functions[0].params[2].dtype", /int128/));
-    it("shape on a scalar", () => assertBad(broken((b) => (b.functions[0].params[2].shape = [1])), "functions[0].params[2].shape", /only allowed on buffers/));
+    it("duplicate function names", () =>
+      assertBad(
+        broken((b) => (b.functions[1].name = "vadd")),
+        "functions[1].name",
+        /repeats "vadd"/,
+      ));
+    it("params that is not a list", () =>
+      assertBad(
+        broken((b) => (b.functions[1].params = {})),
+        "functions[1].params",
+      ));
+    it("param without a name", () =>
+      assertBad(
+        broken((b) => delete b.functions[0].params[2].name),
+        "functions[0].params[2].name",
+      ));
+    it("bad param kind", () =>
+      assertBad(
+        broken((b) => (b.functions[0].params[1].kind = "pointer")),
+        "functions[0].params[1].kind",
+        /pointer/,
+      ));
+    it("bad param dtype", () =>
+      assertBad(
+        broken((b) => (b.functions[0].params[2].dtype = "int128")),
+        "functions[0].params[2].dtype",
+        /int128/,
+      ));
+    it("shape on a scalar", () =>
+      assertBad(
+        broken((b) => (b.functions[0].params[2].shape = [1])),
+        "functions[0].params[2].shape",
+        /only allowed on buffers/,
+      ));
     it("shape that is not positive integers", () => {
-      assertBad(broken((b) => (b.functions[0].params[0].shape = [4, 0])), "functions[0].params[0].shape");
-      assertBad(broken((b) => (b.functions[0].params[0].shape = [2.5])), "functions[0].params[0].shape");
-      assertBad(broken((b) => (b.functions[0].params[0].shape = "4x4")), "functions[0].params[0].shape");
+      assertBad(
+        broken((b) => (b.functions[0].params[0].shape = [4, 0])),
+        "functions[0].params[0].shape",
+      );
+      assertBad(
+        broken((b) => (b.functions[0].params[0].shape = [2.5])),
+        "functions[0].params[0].shape",
+      );
+      assertBad(
+        broken((b) => (b.functions[0].params[0].shape = "4x4")),
+        "functions[0].params[0].shape",
+      );
     });
-    it("launch on a CPU function", () => assertBad(broken((b) => (b.functions[1].launch = { grid: [1, 1, 1], block: [1, 1, 1], sharedMemBytes: 0 })), "functions[1].launch", /only meaningful for target cuda/));
+    it("launch on a CPU function", () =>
+      assertBad(
+        broken((b) => (b.functions[1].launch = { grid: [1, 1, 1], block: [1, 1, 1], sharedMemBytes: 0 })),
+        "functions[1].launch",
+        /only meaningful for target cuda/,
+      ));
   });
 
   describe("CUDA bundles", () => {
@@ -229,19 +407,49 @@ describe("module bundle", () => {
       assert.deepEqual(back.functions[1]!.launch, { grid: [64, 1, 1], block: [256, 1, 1], sharedMemBytes: 0 });
       assert.equal(back.functions[0]!.launch, undefined);
     });
-    it("arch that is not sm_NN", () => assertBad(cuda((b) => (b.targetDetails.arch = "hopper")), "targetDetails.arch", /sm_90/));
-    it("unknown binary format", () => assertBad(cuda((b) => (b.targetDetails.format = "ptx")), "targetDetails.format", /cubin/));
-    it("launch that is not a record", () => assertBad(cuda((b) => (b.functions[1].launch = 5)), "functions[1].launch"));
+    it("arch that is not sm_NN", () =>
+      assertBad(
+        cuda((b) => (b.targetDetails.arch = "hopper")),
+        "targetDetails.arch",
+        /sm_90/,
+      ));
+    it("unknown binary format", () =>
+      assertBad(
+        cuda((b) => (b.targetDetails.format = "ptx")),
+        "targetDetails.format",
+        /cubin/,
+      ));
+    it("launch that is not a record", () =>
+      assertBad(
+        cuda((b) => (b.functions[1].launch = 5)),
+        "functions[1].launch",
+      ));
     it("launch with a 2-D grid or a zero block", () => {
-      assertBad(cuda((b) => (b.functions[1].launch.grid = [64, 1])), "functions[1].launch", /grid/);
-      assertBad(cuda((b) => (b.functions[1].launch.block = [0, 1, 1])), "functions[1].launch", /block/);
+      assertBad(
+        cuda((b) => (b.functions[1].launch.grid = [64, 1])),
+        "functions[1].launch",
+        /grid/,
+      );
+      assertBad(
+        cuda((b) => (b.functions[1].launch.block = [0, 1, 1])),
+        "functions[1].launch",
+        /block/,
+      );
     });
-    it("launch with negative shared memory", () => assertBad(cuda((b) => (b.functions[1].launch.sharedMemBytes = -1)), "functions[1].launch", /sharedMemBytes/));
+    it("launch with negative shared memory", () =>
+      assertBad(
+        cuda((b) => (b.functions[1].launch.sharedMemBytes = -1)),
+        "functions[1].launch",
+        /sharedMemBytes/,
+      ));
   });
 
   it("toLaunchConfig pads dimensions and names the caller on a bad one", () => {
     assert.deepEqual(toLaunchConfig({ grid: 8, block: [16, 16] }, "f"), { grid: [8, 1, 1], block: [16, 16, 1], sharedMemBytes: 0 });
-    assert.throws(() => toLaunchConfig({ grid: [2.5], block: 1 }, "call of saxpy"), (e: unknown) => e instanceof FarmError && e.code === "INVALID_ARGUMENT" && /call of saxpy: launch grid/.test(e.message));
+    assert.throws(
+      () => toLaunchConfig({ grid: [2.5], block: 1 }, "call of saxpy"),
+      (e: unknown) => e instanceof FarmError && e.code === "INVALID_ARGUMENT" && /call of saxpy: launch grid/.test(e.message),
+    );
   });
 
   it("decodeBundle of random bytes is BAD_BUNDLE, never another error", () => {
@@ -258,7 +466,10 @@ describe("module bundle", () => {
   it("decodeBundle of truncated bytes is BAD_BUNDLE", () => {
     const bytes = encodeBundle(goodBundle());
     for (const n of [0, 1, 10, bytes.byteLength - 1]) {
-      assert.throws(() => decodeBundle(bytes.subarray(0, n)), (e: unknown) => e instanceof FarmError && e.code === "BAD_BUNDLE");
+      assert.throws(
+        () => decodeBundle(bytes.subarray(0, n)),
+        (e: unknown) => e instanceof FarmError && e.code === "BAD_BUNDLE",
+      );
     }
   });
 });

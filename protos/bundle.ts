@@ -89,7 +89,9 @@ export function warmBundleCodec(): void {
     target: "cuda",
     targetDetails: { arch: "sm_90", format: "cubin" },
     binary: new Uint8Array(1),
-    functions: [{ name: "k", params: [{ name: "x", kind: "buffer", dtype: "float32", shape: [1] }], launch: { grid: [1, 1, 1], block: [1, 1, 1], sharedMemBytes: 1 } }],
+    functions: [
+      { name: "k", params: [{ name: "x", kind: "buffer", dtype: "float32", shape: [1] }], launch: { grid: [1, 1, 1], block: [1, 1, 1], sharedMemBytes: 1 } },
+    ],
     meta: { warm: "1" },
   };
   decodeBundle(encodeBundle(warm));
@@ -158,7 +160,12 @@ function fromMessage(m: ModuleBundleRead): ModuleBundle {
           return param;
         }),
       };
-      if (f.launch) fn.launch = { grid: [...f.launch.grid] as LaunchConfig["grid"], block: [...f.launch.block] as LaunchConfig["block"], sharedMemBytes: f.launch.shared_mem_bytes };
+      if (f.launch)
+        fn.launch = {
+          grid: [...f.launch.grid] as LaunchConfig["grid"],
+          block: [...f.launch.block] as LaunchConfig["block"],
+          sharedMemBytes: f.launch.shared_mem_bytes,
+        };
       return fn;
     }),
   };
@@ -167,25 +174,38 @@ function fromMessage(m: ModuleBundleRead): ModuleBundle {
 }
 
 /** What to do with a bundle this SDK does not read (old, or not canonical). */
-const RECOMPILE = "recompile the module with this version of the SDK (compileCpu, compileCuda or compileVta; kernelfarm.compile_cpu or compile_cuda in Python) and upload what it returns";
+const RECOMPILE =
+  "recompile the module with this version of the SDK (compileCpu, compileCuda or compileVta; kernelfarm.compile_cpu or compile_cuda in Python) and upload what it returns";
 
 export function decodeBundle(bytes: Uint8Array): ModuleBundle {
   const foreign = foreignFormat(bytes);
   if (foreign) throw new FarmError("BAD_BUNDLE", `not a kernelfarm module bundle: ${foreign.what}`, { details: { format: foreign.format } });
   if (isMsgpackBundle(bytes)) {
-    throw new FarmError("BAD_BUNDLE", `invalid module bundle: version is 1, the msgpack encoding of older kernelfarm SDKs; this build reads version ${BUNDLE_VERSION} (protobuf): ${RECOMPILE}`, { details: { field: "version", version: 1 } });
+    throw new FarmError(
+      "BAD_BUNDLE",
+      `invalid module bundle: version is 1, the msgpack encoding of older kernelfarm SDKs; this build reads version ${BUNDLE_VERSION} (protobuf): ${RECOMPILE}`,
+      { details: { field: "version", version: 1 } },
+    );
   }
   let message: ModuleBundleRead;
   try {
     message = bundleType.decode(bytes) as unknown as ModuleBundleRead;
   } catch (err) {
-    throw new FarmError("BAD_BUNDLE", `not a kernelfarm module bundle: protobuf decoding failed (${(err as Error).message}); build modules with compileCpu, compileCuda or compileVta`, { cause: err });
+    throw new FarmError(
+      "BAD_BUNDLE",
+      `not a kernelfarm module bundle: protobuf decoding failed (${(err as Error).message}); build modules with compileCpu, compileCuda or compileVta`,
+      { cause: err },
+    );
   }
   const bundle = fromMessage(message);
   validateBundle(bundle);
   // One module, one content address: bytes that decode but are not the canonical encoding (fields out of order, defaults written, entries unsorted, unknown fields) are refused, as the Python SDK refuses them.
   if (!Buffer.from(encodeBundleUnchecked(bundle)).equals(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))) {
-    throw new FarmError("BAD_BUNDLE", `invalid module bundle: (encoding) is not the canonical encoding of the bundle it holds (farm/v1/bundle.proto); ${RECOMPILE}`, { details: { field: "(encoding)" } });
+    throw new FarmError(
+      "BAD_BUNDLE",
+      `invalid module bundle: (encoding) is not the canonical encoding of the bundle it holds (farm/v1/bundle.proto); ${RECOMPILE}`,
+      { details: { field: "(encoding)" } },
+    );
   }
   return bundle;
 }
@@ -201,7 +221,8 @@ function isMsgpackBundle(bytes: Uint8Array): boolean {
   return head[0] === 0xde && head.indexOf(Buffer.from(`\xa6format\xb1${BUNDLE_FORMAT}`, "latin1")) === 3;
 }
 
-const COMPILE_HINT = "compile the source with compileCpu (C), compileCuda (CUDA) or compileVta, which pack the binary with its function table, and upload what they return";
+const COMPILE_HINT =
+  "compile the source with compileCpu (C), compileCuda (CUDA) or compileVta, which pack the binary with its function table, and upload what they return";
 
 /**
  * What a file that is not a bundle is, when it is one of the formats people
@@ -209,7 +230,10 @@ const COMPILE_HINT = "compile the source with compileCpu (C), compileCuda (CUDA)
  * with what to do instead; undefined for anything else.
  */
 export function foreignFormat(bytes: Uint8Array): { format: "elf" | "cubin" | "fatbin" | "tar" | "zip" | "gzip" | "ptx"; what: string } | undefined {
-  const at = (offset: number, text: string) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).subarray(offset, offset + text.length).toString("latin1") === text;
+  const at = (offset: number, text: string) =>
+    Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+      .subarray(offset, offset + text.length)
+      .toString("latin1") === text;
   if (at(0, "\x7fELF")) {
     // e_machine (offset 18, little-endian on every target here): 190 is EM_CUDA.
     const machine = bytes.byteLength > 19 ? bytes[18]! | (bytes[19]! << 8) : 0;
@@ -221,7 +245,10 @@ export function foreignFormat(bytes: Uint8Array): { format: "elf" | "cubin" | "f
   if (at(257, "ustar")) return { format: "tar", what: `a tar archive (TVM's export_library lib.tar?): TVM modules are not supported yet; ${COMPILE_HINT}` };
   if (at(0, "PK\x03\x04")) return { format: "zip", what: `a zip archive: ${COMPILE_HINT}` };
   if (at(0, "\x1f\x8b")) return { format: "gzip", what: `a gzip file (a compressed archive?): ${COMPILE_HINT}` };
-  if (/^\s*(\/\/|\.version)/.test(Buffer.from(bytes.subarray(0, 64)).toString("latin1")) && Buffer.from(bytes.subarray(0, 4096)).toString("latin1").includes(".target")) {
+  if (
+    /^\s*(\/\/|\.version)/.test(Buffer.from(bytes.subarray(0, 64)).toString("latin1")) &&
+    Buffer.from(bytes.subarray(0, 4096)).toString("latin1").includes(".target")
+  ) {
     return { format: "ptx", what: `PTX text: ${COMPILE_HINT}` };
   }
   return undefined;
@@ -320,7 +347,8 @@ export function launchProblem(value: unknown): string | undefined {
     }
   }
   // Safe integers: bundle.proto holds it as a uint64, which must come back as the same JavaScript number.
-  if (!Number.isSafeInteger(l.sharedMemBytes) || (l.sharedMemBytes as number) < 0) return `sharedMemBytes is ${shown(l.sharedMemBytes)}, expected a non-negative integer`;
+  if (!Number.isSafeInteger(l.sharedMemBytes) || (l.sharedMemBytes as number) < 0)
+    return `sharedMemBytes is ${shown(l.sharedMemBytes)}, expected a non-negative integer`;
   return undefined;
 }
 

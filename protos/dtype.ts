@@ -17,9 +17,16 @@ export type Dtype = keyof typeof DTYPES;
 export type TypedArrayOf<D extends Dtype> = InstanceType<(typeof DTYPES)[D]["array"]>;
 /** Any typed array of a known dtype, whatever memory backs it. */
 export type AnyTypedArray =
-  | Int8Array<ArrayBufferLike> | Uint8Array<ArrayBufferLike> | Int16Array<ArrayBufferLike> | Uint16Array<ArrayBufferLike>
-  | Int32Array<ArrayBufferLike> | Uint32Array<ArrayBufferLike> | BigInt64Array<ArrayBufferLike> | BigUint64Array<ArrayBufferLike>
-  | Float32Array<ArrayBufferLike> | Float64Array<ArrayBufferLike>;
+  | Int8Array<ArrayBufferLike>
+  | Uint8Array<ArrayBufferLike>
+  | Int16Array<ArrayBufferLike>
+  | Uint16Array<ArrayBufferLike>
+  | Int32Array<ArrayBufferLike>
+  | Uint32Array<ArrayBufferLike>
+  | BigInt64Array<ArrayBufferLike>
+  | BigUint64Array<ArrayBufferLike>
+  | Float32Array<ArrayBufferLike>
+  | Float64Array<ArrayBufferLike>;
 
 export function isDtype(value: unknown): value is Dtype {
   return typeof value === "string" && Object.hasOwn(DTYPES, value);

@@ -31,16 +31,30 @@ describe("enum codecs", () => {
     assert.equal(TOKEN_KIND.fromWire(0, "x"), "");
     assert.equal(TOKEN_KIND.fromWire("TOKEN_KIND_UNSPECIFIED", "x"), "");
     assert.equal(TOKEN_KIND.toWire(""), "TOKEN_KIND_UNSPECIFIED");
-    assert.throws(() => BOARD_ACTION.parse("", "boardCommand()"), refused("INVALID_ARGUMENT", /^boardCommand\(\): board command must be one of drain, quarantine, restore, got ""$/));
-    const request = fromWireMessage<{ action: string; kind: string }>("farm.v1.TokensRequest", { action: "TOKEN_ACTION_LIST", kind: "TOKEN_KIND_UNSPECIFIED", name: "" }, "x");
+    assert.throws(
+      () => BOARD_ACTION.parse("", "boardCommand()"),
+      refused("INVALID_ARGUMENT", /^boardCommand\(\): board command must be one of drain, quarantine, restore, got ""$/),
+    );
+    const request = fromWireMessage<{ action: string; kind: string }>(
+      "farm.v1.TokensRequest",
+      { action: "TOKEN_ACTION_LIST", kind: "TOKEN_KIND_UNSPECIFIED", name: "" },
+      "x",
+    );
     assert.deepEqual([request.action, request.kind], ["list", ""]);
   });
 
   it("refuse a value outside the enum with the caller's code, naming the choices", () => {
-    assert.throws(() => ROUTE.fromWire(9, "the session request"), refused("INVALID_ARGUMENT", /^the session request: route must be one of auto, direct, relay, grpc, got 9$/));
+    assert.throws(
+      () => ROUTE.fromWire(9, "the session request"),
+      refused("INVALID_ARGUMENT", /^the session request: route must be one of auto, direct, relay, grpc, got 9$/),
+    );
     assert.throws(() => ROUTE.fromWire("ROUTE_TELEPORT", "a grant", "PROTOCOL_ERROR"), refused("PROTOCOL_ERROR", /got "ROUTE_TELEPORT"/));
     assert.throws(() => ROUTE.fromWire(undefined, "a grant"), refused("INVALID_ARGUMENT", /got undefined/));
-    assert.throws(() => ROUTE.parse("ROUTE_DIRECT", "--route"), refused("INVALID_ARGUMENT", /^--route: route must be one of/), "a wire name is not a user's name");
+    assert.throws(
+      () => ROUTE.parse("ROUTE_DIRECT", "--route"),
+      refused("INVALID_ARGUMENT", /^--route: route must be one of/),
+      "a wire name is not a user's name",
+    );
     assert.throws(() => LANE.parse("none", "x"), refused("INVALID_ARGUMENT", /"" \(none\), direct/));
     assert.throws(() => ROUTE.toWire("teleport" as never), refused("INTERNAL", /teleport/));
   });
@@ -53,14 +67,29 @@ describe("enum codecs", () => {
 describe("the codecs of messages with enums", () => {
   it("convert every enum field of a message, in the messages it holds too, and share the rest", () => {
     const labels = { rack: "r1" };
-    const board = { id: "a/b", state: "busy" as const, session_lane: "relay" as const, labels, health_history: [{ at_ms: 1, from: "healthy" as const, to: "suspect" as const }] };
+    const board = {
+      id: "a/b",
+      state: "busy" as const,
+      session_lane: "relay" as const,
+      labels,
+      health_history: [{ at_ms: 1, from: "healthy" as const, to: "suspect" as const }],
+    };
     const reply = { boards: [board], tracker_version: "v" };
     const wire = toWireMessage<{ boards: Array<Record<string, unknown>> }>("farm.v1.SummaryReply", reply);
-    assert.deepEqual(wire.boards[0], { id: "a/b", state: "BOARD_STATE_BUSY", session_lane: "LANE_RELAY", labels, health_history: [{ at_ms: 1, from: "BOARD_HEALTH_HEALTHY", to: "BOARD_HEALTH_SUSPECT" }] });
+    assert.deepEqual(wire.boards[0], {
+      id: "a/b",
+      state: "BOARD_STATE_BUSY",
+      session_lane: "LANE_RELAY",
+      labels,
+      health_history: [{ at_ms: 1, from: "BOARD_HEALTH_HEALTHY", to: "BOARD_HEALTH_SUSPECT" }],
+    });
     assert.equal(wire.boards[0]!.labels, labels);
     assert.deepEqual(fromWireMessage("farm.v1.SummaryReply", wire, "x"), reply);
     assert.equal(reply.boards[0]!.state, "busy", "the message given is not changed");
-    assert.throws(() => fromWireMessage("farm.v1.SummaryReply", { boards: [{ id: "a/b", state: 42 }] }, "the tracker's summary", "PROTOCOL_ERROR"), refused("PROTOCOL_ERROR", /^the tracker's summary: board state must be one of absent, starting, free, busy, draining, quarantined, got 42$/));
+    assert.throws(
+      () => fromWireMessage("farm.v1.SummaryReply", { boards: [{ id: "a/b", state: 42 }] }, "the tracker's summary", "PROTOCOL_ERROR"),
+      refused("PROTOCOL_ERROR", /^the tracker's summary: board state must be one of absent, starting, free, busy, draining, quarantined, got 42$/),
+    );
   });
 
   it("carry a session request's and a grant's route by name, and the worker's assignment", () => {
@@ -75,12 +104,15 @@ describe("the codecs of messages with enums", () => {
     assert.deepEqual([board?.state, board?.session_lane], ["busy", "grpc"]);
   });
 
-  it("carry a lane hello's role by name; a hello without one reads as \"\", one the enum lacks is a PROTOCOL_ERROR", () => {
+  it('carry a lane hello\'s role by name; a hello without one reads as "", one the enum lacks is a PROTOCOL_ERROR', () => {
     for (const role of ["host", "worker"] as const) assert.equal(decodeLaneHello(encodeLaneHello({ session_id: "s", ticket: "t", role })).role, role);
     const hello = Buffer.from(encodeLaneHello({ session_id: "s", ticket: "t", role: "host" }));
     // Field 5, again: a decoder keeps a scalar field's last value.
     assert.equal(decodeLaneHello(Buffer.concat([hello, Buffer.from([5 << 3, 0])])).role, "");
-    assert.throws(() => decodeLaneHello(Buffer.concat([hello, Buffer.from([5 << 3, 7])])), refused("PROTOCOL_ERROR", /^the lane hello: lane role must be one of host, worker, got 7$/));
+    assert.throws(
+      () => decodeLaneHello(Buffer.concat([hello, Buffer.from([5 << 3, 7])])),
+      refused("PROTOCOL_ERROR", /^the lane hello: lane role must be one of host, worker, got 7$/),
+    );
   });
 
   it("carry a worker's lane's kind by name, and refuse one that names no socket a worker serves", () => {
@@ -89,9 +121,16 @@ describe("the codecs of messages with enums", () => {
       assert.deepEqual([lane?.kind, Buffer.from(lane!.rest).toString()], [kind, "hi"]);
     }
     // LANE_NONE (an unset kind), LANE_TVM (4) and a value the enum lacks (9), as field 4 of a WorkerLane, field 2 of the AgentToWorker.
-    for (const [value, got] of [[0, '""'], [4, '"tvm"'], [9, "9"]] as const) {
+    for (const [value, got] of [
+      [0, '""'],
+      [4, '"tvm"'],
+      [9, "9"],
+    ] as const) {
       const lane = Buffer.from([(1 << 3) | 2, 1, 0x73, (4 << 3) | 0, value]);
-      assert.throws(() => decodeToWorker(Buffer.concat([Buffer.from([(2 << 3) | 2, lane.length]), lane])), refused("PROTOCOL_ERROR", new RegExp(`^the agent's lane: .*got ${got}$`)));
+      assert.throws(
+        () => decodeToWorker(Buffer.concat([Buffer.from([(2 << 3) | 2, lane.length]), lane])),
+        refused("PROTOCOL_ERROR", new RegExp(`^the agent's lane: .*got ${got}$`)),
+      );
     }
   });
 

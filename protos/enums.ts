@@ -46,7 +46,13 @@ root.loadSync(["farm/v1/common.proto", "farm/v1/agent.proto", "farm/v1/host.prot
 
 type Kebab<S extends string> = S extends `${infer A}_${infer B}` ? `${A}-${Kebab<B>}` : S;
 /** The name users see of wire value `W` of the enum whose values start with `P`; `E`: the value that stands for "". */
-export type EnumName<W extends string, P extends string, E extends string = never> = W extends E ? "" : W extends `${P}UNSPECIFIED` ? never : W extends `${P}${infer R}` ? Kebab<Lowercase<R>> : never;
+export type EnumName<W extends string, P extends string, E extends string = never> = W extends E
+  ? ""
+  : W extends `${P}UNSPECIFIED`
+    ? never
+    : W extends `${P}${infer R}`
+      ? Kebab<Lowercase<R>>
+      : never;
 /** "" where the enum has an UNSPECIFIED value: what an unset field reads as, and is written from. */
 export type Unset<W extends string> = [Extract<W, `${string}_UNSPECIFIED`>] extends [never] ? never : "";
 
@@ -110,14 +116,22 @@ function needsConversion(type: Protobuf.Type): boolean {
   if (known === undefined) {
     hasEnums.set(type, false); // a recursive message: what it holds is decided below
     type.resolveAll();
-    known = type.fieldsArray.some((f) => (f.resolvedType instanceof protobuf.Enum ? CODECS.has(f.resolvedType.fullName) : f.resolvedType instanceof protobuf.Type && needsConversion(f.resolvedType)));
+    known = type.fieldsArray.some((f) =>
+      f.resolvedType instanceof protobuf.Enum
+        ? CODECS.has(f.resolvedType.fullName)
+        : f.resolvedType instanceof protobuf.Type && needsConversion(f.resolvedType),
+    );
     hasEnums.set(type, known);
   }
   return known;
 }
 
 /** A copy of `value` (a plain object, as grpc-js and toObject give) with its enum fields converted; fields without enums are shared, not copied. */
-function convertMessage(type: Protobuf.Type, value: Record<string, unknown>, one: (codec: EnumCodec<string, string>, v: unknown) => unknown): Record<string, unknown> {
+function convertMessage(
+  type: Protobuf.Type,
+  value: Record<string, unknown>,
+  one: (codec: EnumCodec<string, string>, v: unknown) => unknown,
+): Record<string, unknown> {
   if (!needsConversion(type)) return value;
   const out: Record<string, unknown> = { ...value };
   for (const f of type.fieldsArray) {
@@ -157,7 +171,10 @@ export function fromWireMessage<T>(type: string, value: object, what: string, co
 function agree<N extends string>(codec: EnumCodec<string, N>, declared: readonly string[], where: string): void {
   const missing = declared.filter((n) => !(codec.names as readonly string[]).includes(n));
   const extra = codec.names.filter((n) => !declared.includes(n));
-  if (missing.length || extra.length) throw new Error(`${codec.type} and ${where} disagree: ${[...missing.map((n) => `${JSON.stringify(n)} only in ${where}`), ...extra.map((n) => `${JSON.stringify(n)} only in ${codec.type}`)].join("; ")}`);
+  if (missing.length || extra.length)
+    throw new Error(
+      `${codec.type} and ${where} disagree: ${[...missing.map((n) => `${JSON.stringify(n)} only in ${where}`), ...extra.map((n) => `${JSON.stringify(n)} only in ${codec.type}`)].join("; ")}`,
+    );
 }
 
 /** How a host asks its session's frames to travel (protos/routes.ts). */
@@ -177,7 +194,10 @@ export type BoardStateName = (typeof BOARD_STATE.names)[number];
 export const BOARD_HEALTH = new EnumCodec<BoardHealth__Output, EnumName<BoardHealth__Output, "BOARD_HEALTH_">>("farm.v1.BoardHealth", "board health");
 export type BoardHealthName = ReturnType<typeof BOARD_HEALTH.fromWire>;
 /** What an agent's BoardHealthReport tells: a canary's result, or an infrastructure error. */
-export const HEALTH_REPORT_KIND = new EnumCodec<HealthReportKind__Output, EnumName<HealthReportKind__Output, "HEALTH_REPORT_KIND_">>("farm.v1.HealthReportKind", "health report kind");
+export const HEALTH_REPORT_KIND = new EnumCodec<HealthReportKind__Output, EnumName<HealthReportKind__Output, "HEALTH_REPORT_KIND_">>(
+  "farm.v1.HealthReportKind",
+  "health report kind",
+);
 /** An operator's command on one board (HostService.BoardCommand). */
 export const BOARD_ACTION = new EnumCodec<BoardAction__Output, EnumName<BoardAction__Output, "BOARD_ACTION_">>("farm.v1.BoardAction", "board command");
 /** What HostService.Tokens is asked to do. */

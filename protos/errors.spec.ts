@@ -44,10 +44,10 @@ describe("FarmError", () => {
     });
 
     it("keeps the farm code of a gRPC error's trailer and uses its details as message", () => {
-      const grpcErr = serviceError(GrpcStatus.NOT_FOUND, "no board serves key \"x\"", "NO_BOARD");
+      const grpcErr = serviceError(GrpcStatus.NOT_FOUND, 'no board serves key "x"', "NO_BOARD");
       const e = FarmError.from(grpcErr);
       assert.equal(e.code, "NO_BOARD");
-      assert.equal(e.message, "no board serves key \"x\"");
+      assert.equal(e.message, 'no board serves key "x"');
       assert.equal(e.cause, grpcErr);
     });
 
@@ -165,7 +165,7 @@ describe("FarmError", () => {
     });
 
     it("a peer's details that are not a JSON object are ignored, the error kept", () => {
-      for (const bad of ["{not json", "[1,2]", "null", "42", '"sticky"', "{\"a\":1", "x".repeat(10)]) {
+      for (const bad of ["{not json", "[1,2]", "null", "42", '"sticky"', '{"a":1', "x".repeat(10)]) {
         const e = FarmError.fromWire({ code: "DEVICE_ERROR", message: "from a peer", details_json: bad });
         assert.equal(e.code, "DEVICE_ERROR", bad);
         assert.equal(e.message, "from a peer", bad);
@@ -219,7 +219,7 @@ describe("FarmError", () => {
   it("instanceof is false for unbranded look-alikes and primitives", () => {
     assert.equal(new Error("plain") instanceof FarmError, false);
     assert.equal(Object.assign(new Error("m"), { code: "NO_BOARD", name: "FarmError" }) instanceof FarmError, false);
-    assert.equal(({ [Symbol.for("kernelfarm.FarmError")]: "yes" }) instanceof FarmError, false);
+    assert.equal({ [Symbol.for("kernelfarm.FarmError")]: "yes" } instanceof FarmError, false);
     assert.equal((null as unknown) instanceof FarmError, false);
     assert.equal(("FarmError" as unknown) instanceof FarmError, false);
   });

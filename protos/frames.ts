@@ -29,8 +29,7 @@ protobuf.util.Long = undefined as never;
 protobuf.configure();
 
 const root = new protobuf.Root();
-root.resolvePath = (_origin, target) =>
-  target.startsWith("farm/") ? fileURLToPath(new URL(target, import.meta.url)) : target;
+root.resolvePath = (_origin, target) => (target.startsWith("farm/") ? fileURLToPath(new URL(target, import.meta.url)) : target);
 root.loadSync(["farm/v1/session.proto", "farm/v1/host.proto"], { keepCase: true });
 const hostFrameType = root.lookupType("farm.v1.HostFrame");
 const boardFrameType = root.lookupType("farm.v1.BoardFrame");
@@ -68,12 +67,18 @@ export function decodeBoardFrame(bytes: Uint8Array): BoardFrame__Output {
 // --- chunk frames without a copy of their data
 
 /** The chunked requests, by their HostFrame field number; each one's `data` is its field 3. */
-const CHUNK_OPS = { upload: { field: 2, type: root.lookupType("farm.v1.Upload") }, array_write: { field: 8, type: root.lookupType("farm.v1.ArrayWrite") } } as const;
+const CHUNK_OPS = {
+  upload: { field: 2, type: root.lookupType("farm.v1.Upload") },
+  array_write: { field: 8, type: root.lookupType("farm.v1.ArrayWrite") },
+} as const;
 const dataType = root.lookupType("farm.v1.Data");
 
 /** `head`, then `data` as its field 1 (Data) or 3 (Upload, ArrayWrite), as field `field` of a frame with `id`. */
 function splitParts(id: number, field: number, innerHead: Uint8Array, dataField: number, data: Uint8Array): Uint8Array[] {
-  const dataTag = protobuf.Writer.create().uint32((dataField << 3) | 2).uint32(data.byteLength).finish();
+  const dataTag = protobuf.Writer.create()
+    .uint32((dataField << 3) | 2)
+    .uint32(data.byteLength)
+    .finish();
   const head = protobuf.Writer.create();
   if (id) head.uint32((1 << 3) | 0).uint32(id);
   head.uint32((field << 3) | 2).uint32(innerHead.length + dataTag.length + data.byteLength);

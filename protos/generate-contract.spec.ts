@@ -30,18 +30,37 @@ describe("the contract", () => {
   });
 
   it("TypeScript's names give the declared values, in the declared order", () => {
-    assert.deepEqual(FARM_ERROR_CODES, contract.errorCodes.map((e) => e.code));
+    assert.deepEqual(
+      FARM_ERROR_CODES,
+      contract.errorCodes.map((e) => e.code),
+    );
     for (const e of contract.errorCodes) {
       assert.equal(new FarmError(e.code as (typeof FARM_ERROR_CODES)[number], "m").toGrpc().code, GrpcStatus[e.grpc as keyof typeof GrpcStatus], e.code);
     }
-    assert.deepEqual(MEASURE_OUTCOMES, contract.measureOutcomes.map((o) => o.outcome));
-    assert.deepEqual(LANES, contract.lanes.map((l) => l.lane));
+    assert.deepEqual(
+      MEASURE_OUTCOMES,
+      contract.measureOutcomes.map((o) => o.outcome),
+    );
+    assert.deepEqual(
+      LANES,
+      contract.lanes.map((l) => l.lane),
+    );
     assert.deepEqual(ROUTES, [contract.autoRoute.route, ...LANES]);
-    assert.deepEqual(BOARD_KINDS, contract.boardKinds.map((k) => k.kind));
+    assert.deepEqual(
+      BOARD_KINDS,
+      contract.boardKinds.map((k) => k.kind),
+    );
     const constants = Object.fromEntries(contract.constants.map((k) => [k.name, k.value]));
     assert.deepEqual(
       { CHUNK_BYTES, MAX_MESSAGE_BYTES, KEEPALIVE_TIME_MS, KEEPALIVE_TIMEOUT_MS, SESSION_END_GRACE_MS, SESSION_REQUEST_HEADER },
-      { CHUNK_BYTES: 1 << 20, MAX_MESSAGE_BYTES: 16 << 20, KEEPALIVE_TIME_MS: 5000, KEEPALIVE_TIMEOUT_MS: 5000, SESSION_END_GRACE_MS: 1000, SESSION_REQUEST_HEADER: "farm-session-request-bin" },
+      {
+        CHUNK_BYTES: 1 << 20,
+        MAX_MESSAGE_BYTES: 16 << 20,
+        KEEPALIVE_TIME_MS: 5000,
+        KEEPALIVE_TIMEOUT_MS: 5000,
+        SESSION_END_GRACE_MS: 1000,
+        SESSION_REQUEST_HEADER: "farm-session-request-bin",
+      },
     );
     for (const name of ["CHUNK_BYTES", "MAX_MESSAGE_BYTES", "KEEPALIVE_TIME_MS", "KEEPALIVE_TIMEOUT_MS", "SESSION_END_GRACE_MS", "SESSION_REQUEST_HEADER"]) {
       assert.ok(Object.hasOwn(constants, name), `${name} is declared in the contract`);
@@ -72,13 +91,34 @@ describe("the contract", () => {
       edit(c);
       return () => readContract(JSON.stringify(c));
     };
-    assert.throws(broken((c) => c.errorCodes.push({ code: "NO_BOARD", grpc: "NOT_FOUND", doc: "again" })), /code NO_BOARD is declared twice/);
-    assert.throws(broken((c) => c.errorCodes.push({ code: "WARP", grpc: "WARPED", doc: "d" })), /code WARP: grpc "WARPED" is not a gRPC status name/);
-    assert.throws(broken((c) => c.errorCodes.push({ code: "SLOW", grpc: "INTERNAL", doc: "" })), /code SLOW needs a doc/);
-    assert.throws(broken((c) => c.errorCodes.push({ code: "RUNTIME__ERROR", grpc: "INTERNAL", doc: "d", pythonClass: "KernelRuntimeError" })), /make the Python class KernelRuntimeError/);
-    assert.throws(broken((c) => (c.grpcStatusCodes.ABORTED = "CRASHED")), /grpcStatusCodes.ABORTED: "CRASHED" is not one of the error codes/);
-    assert.throws(broken((c) => c.lanes.push({ lane: "auto", doc: "d" })), /the auto route auto is also a lane/);
-    assert.throws(broken((c) => c.constants.push({ name: "HALF", value: 0.5, doc: "d" })), /constant HALF: a value is a string or a safe integer/);
+    assert.throws(
+      broken((c) => c.errorCodes.push({ code: "NO_BOARD", grpc: "NOT_FOUND", doc: "again" })),
+      /code NO_BOARD is declared twice/,
+    );
+    assert.throws(
+      broken((c) => c.errorCodes.push({ code: "WARP", grpc: "WARPED", doc: "d" })),
+      /code WARP: grpc "WARPED" is not a gRPC status name/,
+    );
+    assert.throws(
+      broken((c) => c.errorCodes.push({ code: "SLOW", grpc: "INTERNAL", doc: "" })),
+      /code SLOW needs a doc/,
+    );
+    assert.throws(
+      broken((c) => c.errorCodes.push({ code: "RUNTIME__ERROR", grpc: "INTERNAL", doc: "d", pythonClass: "KernelRuntimeError" })),
+      /make the Python class KernelRuntimeError/,
+    );
+    assert.throws(
+      broken((c) => (c.grpcStatusCodes.ABORTED = "CRASHED")),
+      /grpcStatusCodes.ABORTED: "CRASHED" is not one of the error codes/,
+    );
+    assert.throws(
+      broken((c) => c.lanes.push({ lane: "auto", doc: "d" })),
+      /the auto route auto is also a lane/,
+    );
+    assert.throws(
+      broken((c) => c.constants.push({ name: "HALF", value: 0.5, doc: "d" })),
+      /constant HALF: a value is a string or a safe integer/,
+    );
     const long = JSON.parse(text) as { constants: Array<Record<string, unknown>> };
     long.constants.push({ name: "LONG", value: 1, doc: "x".repeat(200) });
     assert.throws(() => renderPy(readContract(JSON.stringify(long))), /_contract.py would have a line over 140 characters/);

@@ -60,7 +60,8 @@ export function readContract(text = readFileSync(REPO + CONTRACT_JSON, "utf8")):
   const codes = names(c.errorCodes, "code", /^[A-Z][A-Z0-9_]*$/);
   if (!codes.includes("INTERNAL")) fail("the codes must include INTERNAL: what an unknown code from a newer peer becomes");
   for (const e of c.errorCodes) {
-    if (!Object.hasOwn(GrpcStatus, e.grpc) || typeof GrpcStatus[e.grpc as keyof typeof GrpcStatus] !== "number") fail(`code ${e.code}: grpc ${JSON.stringify(e.grpc)} is not a gRPC status name`);
+    if (!Object.hasOwn(GrpcStatus, e.grpc) || typeof GrpcStatus[e.grpc as keyof typeof GrpcStatus] !== "number")
+      fail(`code ${e.code}: grpc ${JSON.stringify(e.grpc)} is not a gRPC status name`);
   }
   const classes = c.errorCodes.map(pythonClassOf);
   for (const [i, cls] of classes.entries()) {
@@ -86,7 +87,14 @@ export function readContract(text = readFileSync(REPO + CONTRACT_JSON, "utf8")):
 
 /** NO_BOARD → NoBoard, unless the entry names its class (one that would shadow a Python builtin, RuntimeError). */
 export function pythonClassOf(e: Contract["errorCodes"][number]): string {
-  return e.pythonClass ?? e.code.toLowerCase().split("_").map((w) => w.charAt(0).toUpperCase() + w.slice(1)).join("");
+  return (
+    e.pythonClass ??
+    e.code
+      .toLowerCase()
+      .split("_")
+      .map((w) => w.charAt(0).toUpperCase() + w.slice(1))
+      .join("")
+  );
 }
 
 const grpcStatusCodes = (c: Contract) => Object.entries(c.grpcStatusCodes).filter(([k]) => k !== "$comment");
@@ -105,7 +113,7 @@ export function renderTs(c: Contract): string {
   out.push("/**", " * The closed set of measure() outcomes (docs/measure.md):");
   for (const o of c.measureOutcomes) out.push(` * * ${o.outcome}: ${o.doc}`);
   out.push(" */", `export const MEASURE_OUTCOMES = [${c.measureOutcomes.map((o) => js(o.outcome)).join(", ")}] as const;`, "");
-  out.push("/**", " * How a session's frames travel (docs/architecture.md, \"Lanes\"):");
+  out.push("/**", ' * How a session\'s frames travel (docs/architecture.md, "Lanes"):');
   for (const l of c.lanes) out.push(` * * ${l.lane}: ${l.doc}`);
   out.push(" */", `export const LANES = [${c.lanes.map((l) => js(l.lane)).join(", ")}] as const;`);
   out.push(`/** The route that picks a lane: ${c.autoRoute.doc}. */`, `export const AUTO_ROUTE = ${js(c.autoRoute.route)};`, "");
@@ -170,7 +178,11 @@ export function renderPy(c: Contract): string {
   for (const [status, code] of grpcStatusCodes(c)) out.push(`    ${js(status)}: ${js(code)},`);
   out.push("}", "", "#: The closed set of measure() outcomes (docs/measure.md):");
   for (const o of c.measureOutcomes) out.push(...pyComment(`${o.outcome}: ${o.doc}`));
-  out.push(`MEASURE_OUTCOMES: Final = ${pyTuple(c.measureOutcomes.map((o) => o.outcome))}`, "", "#: How a session's frames travel (docs/architecture.md, \"Lanes\"):");
+  out.push(
+    `MEASURE_OUTCOMES: Final = ${pyTuple(c.measureOutcomes.map((o) => o.outcome))}`,
+    "",
+    '#: How a session\'s frames travel (docs/architecture.md, "Lanes"):',
+  );
   for (const l of c.lanes) out.push(...pyComment(`${l.lane}: ${l.doc}`));
   out.push(`LANES: Final = ${pyTuple(c.lanes.map((l) => l.lane))}`);
   out.push(...pyComment(`The route that picks a lane: ${c.autoRoute.doc}.`), `AUTO_ROUTE: Final = ${js(c.autoRoute.route)}`);

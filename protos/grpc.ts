@@ -42,10 +42,14 @@ export const SESSION_TOKEN_HEADER = "farm-session-token";
 export { KEEPALIVE_TIME_MS, KEEPALIVE_TIMEOUT_MS };
 export const LIVENESS_MS = KEEPALIVE_TIME_MS + KEEPALIVE_TIMEOUT_MS;
 
-const packageDefinition = protoLoader.loadSync(
-  ["farm/v1/common.proto", "farm/v1/session.proto", "farm/v1/agent.proto", "farm/v1/host.proto"],
-  { keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true, includeDirs: [PROTO_DIR] },
-);
+const packageDefinition = protoLoader.loadSync(["farm/v1/common.proto", "farm/v1/session.proto", "farm/v1/agent.proto", "farm/v1/host.proto"], {
+  keepCase: true,
+  longs: Number,
+  enums: String,
+  defaults: true,
+  oneofs: true,
+  includeDirs: [PROTO_DIR],
+});
 
 function toBuffer(value: Uint8Array): Buffer {
   return Buffer.isBuffer(value) ? value : Buffer.from(value.buffer, value.byteOffset, value.byteLength);

@@ -58,7 +58,10 @@ const BOARDS_TAG = (2 << 3) | 2;
  */
 export function encodeBoardEntry(info: BoardInfo): Uint8Array {
   const wire = toWireMessage<BoardInfoMessage>("farm.v1.BoardInfo", info);
-  return protobuf.Writer.create().uint32(BOARDS_TAG).bytes(boardInfoType.encode(boardInfoType.fromObject(wire)).finish()).finish();
+  return protobuf.Writer.create()
+    .uint32(BOARDS_TAG)
+    .bytes(boardInfoType.encode(boardInfoType.fromObject(wire)).finish())
+    .finish();
 }
 
 /**

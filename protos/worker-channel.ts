@@ -85,7 +85,8 @@ export function decodeToWorker(bytes: Uint8Array): AgentToWorker__Output {
   if (msg.lane) {
     // A worker's lane is one of LANES: LANE_NONE (unset) and LANE_TVM name no socket a worker could serve.
     const kind = LANE.fromWire(msg.lane.kind, "the agent's lane", "PROTOCOL_ERROR");
-    if (!(LANES as readonly string[]).includes(kind)) throw new FarmError("PROTOCOL_ERROR", `the agent's lane: its kind must be one of ${LANES.join(", ")}, got ${JSON.stringify(kind)}`);
+    if (!(LANES as readonly string[]).includes(kind))
+      throw new FarmError("PROTOCOL_ERROR", `the agent's lane: its kind must be one of ${LANES.join(", ")}, got ${JSON.stringify(kind)}`);
     (msg.lane as { kind: unknown }).kind = kind;
   }
   return msg as unknown as AgentToWorker__Output;

@@ -19,7 +19,14 @@ import { readFileSync, watchFile, unwatchFile } from "node:fs";
 import { createServer as createHttpServer, type IncomingMessage, type RequestListener, type Server } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import { connect as netConnect, createServer as createNetServer, isIP, type Server as NetServer, type Socket } from "node:net";
-import { checkServerIdentity, connect as tlsConnect, createSecureContext, createServer as createTlsServer, type ConnectionOptions, type SecureContextOptions } from "node:tls";
+import {
+  checkServerIdentity,
+  connect as tlsConnect,
+  createSecureContext,
+  createServer as createTlsServer,
+  type ConnectionOptions,
+  type SecureContextOptions,
+} from "node:tls";
 import * as grpc from "@grpc/grpc-js";
 import { FarmError } from "../protos/errors.ts";
 import { CHANNEL_OPTIONS } from "./grpc-options.ts";
@@ -70,20 +77,37 @@ export interface SecurityFlags {
 /** Flags (absent or empty meaning "not given") to the client form; a half-given pair is refused naming the missing half. */
 export function clientSecurity(flags: SecurityFlags, what = "the client"): ClientSecurity {
   const { tlsCa, tlsCert, tlsKey, tlsServerName, token } = flags;
-  if (!!tlsCert !== !!tlsKey) throw new FarmError("INVALID_ARGUMENT", `${what}: --tls-cert and --tls-key go together (a client certificate and its key), got only ${tlsCert ? "--tls-cert" : "--tls-key"}`);
-  if ((tlsCert || tlsServerName) && !tlsCa) throw new FarmError("INVALID_ARGUMENT", `${what}: ${tlsCert ? "--tls-cert" : "--tls-server-name"} needs --tls-ca, the CA that signed the tracker's certificate`);
-  for (const [flag, file] of [["--tls-ca", tlsCa], ["--tls-cert", tlsCert], ["--tls-key", tlsKey]] as const) if (file) readPem(file, flag);
+  if (!!tlsCert !== !!tlsKey)
+    throw new FarmError(
+      "INVALID_ARGUMENT",
+      `${what}: --tls-cert and --tls-key go together (a client certificate and its key), got only ${tlsCert ? "--tls-cert" : "--tls-key"}`,
+    );
+  if ((tlsCert || tlsServerName) && !tlsCa)
+    throw new FarmError(
+      "INVALID_ARGUMENT",
+      `${what}: ${tlsCert ? "--tls-cert" : "--tls-server-name"} needs --tls-ca, the CA that signed the tracker's certificate`,
+    );
+  for (const [flag, file] of [
+    ["--tls-ca", tlsCa],
+    ["--tls-cert", tlsCert],
+    ["--tls-key", tlsKey],
+  ] as const)
+    if (file) readPem(file, flag);
   if (token !== undefined) checkTokenShape(token);
   return {
-    ...(tlsCa ? { tls: { caFile: tlsCa, ...(tlsCert ? { certFile: tlsCert, keyFile: tlsKey! } : {}), ...(tlsServerName ? { serverName: tlsServerName } : {}) } } : {}),
+    ...(tlsCa
+      ? { tls: { caFile: tlsCa, ...(tlsCert ? { certFile: tlsCert, keyFile: tlsKey! } : {}), ...(tlsServerName ? { serverName: tlsServerName } : {}) } }
+      : {}),
     ...(token ? { token } : {}),
   };
 }
 
 /** A token's outer shape: printable, not over-long. Whether it is known is the tracker's to say. */
 export function checkTokenShape(token: string): void {
-  if (token.length > MAX_TOKEN_CHARS) throw new FarmError("UNAUTHENTICATED", `the token is ${token.length} characters long; kernelfarm tokens are at most ${MAX_TOKEN_CHARS}`);
-  if (!/^[\x21-\x7e]*$/.test(token)) throw new FarmError("UNAUTHENTICATED", "the token holds spaces or control characters; pass it as `kfarm token create` printed it");
+  if (token.length > MAX_TOKEN_CHARS)
+    throw new FarmError("UNAUTHENTICATED", `the token is ${token.length} characters long; kernelfarm tokens are at most ${MAX_TOKEN_CHARS}`);
+  if (!/^[\x21-\x7e]*$/.test(token))
+    throw new FarmError("UNAUTHENTICATED", "the token holds spaces or control characters; pass it as `kfarm token create` printed it");
 }
 
 function readPem(file: string, what: string): Buffer {
@@ -91,7 +115,11 @@ function readPem(file: string, what: string): Buffer {
   try {
     pem = readFileSync(file);
   } catch (err) {
-    throw new FarmError("INVALID_ARGUMENT", `${what} ${file}: cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); \`kfarm certs init DIR\` makes a CA and certificates`, { cause: err });
+    throw new FarmError(
+      "INVALID_ARGUMENT",
+      `${what} ${file}: cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); \`kfarm certs init DIR\` makes a CA and certificates`,
+      { cause: err },
+    );
   }
   if (!pem.includes("-----BEGIN ")) throw new FarmError("INVALID_ARGUMENT", `${what} ${file}: not a PEM file (no "-----BEGIN" line)`);
   return pem;
@@ -116,7 +144,11 @@ export function callMetadata(security: ClientSecurity): grpc.Metadata {
  * plus `extra` and the TLS server name override. The token is not here but
  * in each call's metadata (callMetadata).
  */
-export function grpcClient(security: ClientSecurity, extra: grpc.ChannelOptions = {}, opts: { reloadCertificates?: boolean } = {}): { credentials: grpc.ChannelCredentials; options: grpc.ClientOptions } {
+export function grpcClient(
+  security: ClientSecurity,
+  extra: grpc.ChannelOptions = {},
+  opts: { reloadCertificates?: boolean } = {},
+): { credentials: grpc.ChannelCredentials; options: grpc.ClientOptions } {
   const options: grpc.ClientOptions = { ...CHANNEL_OPTIONS, ...extra };
   if (!security.tls) return { credentials: grpc.credentials.createInsecure(), options };
   const { caFile, certFile, keyFile, serverName } = security.tls;
@@ -132,13 +164,21 @@ export function grpcClient(security: ClientSecurity, extra: grpc.ChannelOptions 
   // (The file watchers' timers keep a process alive: short-lived clients, whose owners may forget close(), read once.)
   const credentials = grpc.experimental.createCertificateProviderChannelCredentials(
     new CheckedCertificateProvider({ caCertificateFile: caFile, refreshIntervalMs: CERT_RELOAD_INTERVAL_MS }),
-    certFile && keyFile ? new CheckedCertificateProvider({ certificateFile: certFile, privateKeyFile: keyFile, refreshIntervalMs: CERT_RELOAD_INTERVAL_MS }) : null,
+    certFile && keyFile
+      ? new CheckedCertificateProvider({ certificateFile: certFile, privateKeyFile: keyFile, refreshIntervalMs: CERT_RELOAD_INTERVAL_MS })
+      : null,
   );
   return { credentials, options };
 }
 
 /** Creates a client of `service` at `address` with `security` (the one constructor every part uses). */
-export function makeClient<T>(service: grpc.ServiceClientConstructor | unknown, address: string, security: ClientSecurity, extra: grpc.ChannelOptions = {}, opts: { reloadCertificates?: boolean } = {}): T {
+export function makeClient<T>(
+  service: grpc.ServiceClientConstructor | unknown,
+  address: string,
+  security: ClientSecurity,
+  extra: grpc.ChannelOptions = {},
+  opts: { reloadCertificates?: boolean } = {},
+): T {
   const { credentials, options } = grpcClient(security, extra, opts);
   return new (service as grpc.ServiceClientConstructor)(address, credentials, options) as unknown as T;
 }
@@ -163,7 +203,11 @@ function checkPair(cert: Buffer, key: Buffer, tls: ServerTls): void {
   try {
     createSecureContext({ cert, key });
   } catch (err) {
-    throw new FarmError("INVALID_ARGUMENT", `--tls-cert ${tls.certFile} and --tls-key ${tls.keyFile} do not go together (${(err as Error).message}): pass the key made with that certificate`, { cause: err });
+    throw new FarmError(
+      "INVALID_ARGUMENT",
+      `--tls-cert ${tls.certFile} and --tls-key ${tls.keyFile} do not go together (${(err as Error).message}): pass the key made with that certificate`,
+      { cause: err },
+    );
   }
 }
 
@@ -189,7 +233,8 @@ class CheckedCertificateProvider implements grpc.experimental.CertificateProvide
   constructor(config: grpc.experimental.FileWatcherCertificateProviderConfig) {
     this.inner = new grpc.experimental.FileWatcherCertificateProvider(config);
     if (config.caCertificateFile) this.lastCa = goodCa({ caCertificate: readFileSync(config.caCertificateFile) });
-    if (config.certificateFile && config.privateKeyFile) this.lastIdentity = goodIdentity({ certificate: readFileSync(config.certificateFile), privateKey: readFileSync(config.privateKeyFile) });
+    if (config.certificateFile && config.privateKeyFile)
+      this.lastIdentity = goodIdentity({ certificate: readFileSync(config.certificateFile), privateKey: readFileSync(config.privateKeyFile) });
   }
 
   addCaCertificateListener(listener: grpc.experimental.CaCertificateUpdateListener): void {
@@ -251,7 +296,8 @@ export function bearerToken(metadata: grpc.Metadata): string | undefined {
 }
 
 function parseBearer(header: string): string {
-  if (header.length > MAX_TOKEN_CHARS + 7) throw new FarmError("UNAUTHENTICATED", `the authorization header is ${header.length} characters long; kernelfarm tokens are at most ${MAX_TOKEN_CHARS}`);
+  if (header.length > MAX_TOKEN_CHARS + 7)
+    throw new FarmError("UNAUTHENTICATED", `the authorization header is ${header.length} characters long; kernelfarm tokens are at most ${MAX_TOKEN_CHARS}`);
   const m = /^Bearer (\S+)$/i.exec(header.trim());
   if (!m) throw new FarmError("UNAUTHENTICATED", 'the authorization header must be "Bearer <token>"');
   checkTokenShape(m[1]!);
@@ -297,7 +343,14 @@ export function socketServer(tls: ServerTls | undefined, onSocket: (socket: Sock
  * this process a wake-up); `unread`: nothing is read here (the socket goes to
  * another process).
  */
-export function connectSocket(host: string, port: number, security: ClientSecurity, timeoutMs: number, what: string, opts: { unread?: boolean; first?: Uint8Array } = {}): Promise<Socket> {
+export function connectSocket(
+  host: string,
+  port: number,
+  security: ClientSecurity,
+  timeoutMs: number,
+  what: string,
+  opts: { unread?: boolean; first?: Uint8Array } = {},
+): Promise<Socket> {
   return new Promise((resolve, reject) => {
     let socket: Socket;
     try {
@@ -375,7 +428,13 @@ export function httpToken(req: IncomingMessage): string | undefined {
 }
 
 /** Options for an HTTP(S) or ws client of a farm port: the CA, the client certificate and the token header. */
-export function httpClientOptions(security: ClientSecurity): { ca?: Buffer; cert?: Buffer; key?: Buffer; servername?: string; headers: Record<string, string> } {
+export function httpClientOptions(security: ClientSecurity): {
+  ca?: Buffer;
+  cert?: Buffer;
+  key?: Buffer;
+  servername?: string;
+  headers: Record<string, string>;
+} {
   const headers: Record<string, string> = security.token ? { authorization: `Bearer ${security.token}` } : {};
   if (!security.tls) return { headers };
   const { caFile, certFile, keyFile, serverName } = security.tls;
@@ -414,7 +473,8 @@ export async function diagnoseTransport(address: string, used: boolean | ClientT
   try {
     const tls = await speaksTls(host, port, timeoutMs);
     if (tls === true && !used) return `${address} speaks TLS and this client spoke plaintext: pass --tls-ca (the farm's ca.crt) to connect`;
-    if (tls === false && used) return `${address} does not speak TLS (it answered a TLS hello with something else): drop --tls-ca, or start that server with --tls-cert and --tls-key`;
+    if (tls === false && used)
+      return `${address} does not speak TLS (it answered a TLS hello with something else): drop --tls-ca, or start that server with --tls-cert and --tls-key`;
     if (tls === true && typeof used === "object") return await certificateProblem(address, host, port, used, timeoutMs);
     return undefined;
   } catch {
@@ -450,7 +510,10 @@ function speaksTls(host: string, port: number, timeoutMs: number): Promise<boole
 function certificateProblem(address: string, host: string, port: number, used: ClientTls, timeoutMs: number): Promise<string | undefined> {
   let options: { ca: Buffer; cert?: Buffer; key?: Buffer };
   try {
-    options = { ca: readPem(used.caFile, "TLS CA"), ...(used.certFile && used.keyFile ? { cert: readPem(used.certFile, "TLS certificate"), key: readPem(used.keyFile, "TLS key") } : {}) };
+    options = {
+      ca: readPem(used.caFile, "TLS CA"),
+      ...(used.certFile && used.keyFile ? { cert: readPem(used.certFile, "TLS certificate"), key: readPem(used.keyFile, "TLS key") } : {}),
+    };
   } catch (err) {
     return Promise.resolve((err as Error).message);
   }
@@ -498,13 +561,18 @@ function explainTlsError(address: string, used: ClientTls, name: string, err: No
   if (/CERTIFICATE_REQUIRED|HANDSHAKE_FAILURE/.test(code) && !used.certFile) {
     return `the tracker at ${address} requires a client certificate (mutual TLS) and this client has none (${what}): pass --tls-cert and --tls-key, a certificate signed by the CA of its --tls-client-ca`;
   }
-  if (/ALERT_(UNKNOWN_CA|BAD_CERTIFICATE|CERTIFICATE_UNKNOWN|DECRYPT_ERROR|CERTIFICATE_EXPIRED|UNSUPPORTED_CERTIFICATE|CERTIFICATE_REQUIRED|HANDSHAKE_FAILURE)/.test(code)) {
+  if (
+    /ALERT_(UNKNOWN_CA|BAD_CERTIFICATE|CERTIFICATE_UNKNOWN|DECRYPT_ERROR|CERTIFICATE_EXPIRED|UNSUPPORTED_CERTIFICATE|CERTIFICATE_REQUIRED|HANDSHAKE_FAILURE)/.test(
+      code,
+    )
+  ) {
     return `the tracker at ${address} refused this client's certificate ${used.certFile} (${what}): it takes only valid certificates signed by the CA of its --tls-client-ca (\`kfarm certs issue DIR --client NAME\`)`;
   }
   if (code === "ERR_TLS_CERT_ALTNAME_INVALID") {
     return `the tracker's certificate at ${address} does not name ${name} (${what}): connect by a name it holds, pass --tls-server-name, or re-issue it with --host ${name}`;
   }
-  if (/CERT_HAS_EXPIRED|CERT_NOT_YET_VALID/.test(code)) return `the tracker's certificate at ${address} is not valid now (${what}): re-issue it (\`kfarm certs issue DIR --server server\`)`;
+  if (/CERT_HAS_EXPIRED|CERT_NOT_YET_VALID/.test(code))
+    return `the tracker's certificate at ${address} is not valid now (${what}): re-issue it (\`kfarm certs issue DIR --server server\`)`;
   if (/SELF_SIGNED|UNABLE_TO_GET_ISSUER|UNABLE_TO_VERIFY|CERT_SIGNATURE_FAILURE|CERT_UNTRUSTED/.test(code)) {
     return `the tracker's certificate at ${address} is not signed by the CA in ${used.caFile} (${what}): pass the farm's ca.crt as --tls-ca`;
   }

@@ -7,8 +7,26 @@ export { LaneSocket, framed, acceptHello, welcome, refuse, awaitWelcome, HELLO_T
 export { rootLogger, componentLogger, type Logger } from "./log.ts";
 export { LIVENESS_PATH, READINESS_PATH, isProbePath, answerProbe, type Readiness } from "./probes.ts";
 export {
-  AUTHORIZATION_HEADER, MAX_TOKEN_CHARS, CERT_RELOAD_INTERVAL_MS, clientSecurity, checkTokenShape, callMetadata, grpcClient, makeClient, grpcServerCredentials,
-  bearerToken, httpServer, socketServer, connectSocket, httpToken, httpClientOptions, isLoopbackHost, diagnoseTransport,
-  type ClientSecurity, type ClientTls, type ServerTls, type SecurityFlags,
+  AUTHORIZATION_HEADER,
+  MAX_TOKEN_CHARS,
+  CERT_RELOAD_INTERVAL_MS,
+  clientSecurity,
+  checkTokenShape,
+  callMetadata,
+  grpcClient,
+  makeClient,
+  grpcServerCredentials,
+  bearerToken,
+  httpServer,
+  socketServer,
+  connectSocket,
+  httpToken,
+  httpClientOptions,
+  isLoopbackHost,
+  diagnoseTransport,
+  type ClientSecurity,
+  type ClientTls,
+  type ServerTls,
+  type SecurityFlags,
 } from "./credentials.ts";
 export { CHANNEL_OPTIONS, SERVER_OPTIONS, parseAddress } from "./grpc-options.ts";

@@ -43,7 +43,11 @@ export class LaneSocket {
   private limit: number;
 
   /** `maxFrameBytes`: the largest frame accepted after the handshake; a larger one fails the lane (PROTOCOL_ERROR). */
-  constructor(readonly socket: Socket, private readonly what: string, private readonly maxFrameBytes = MAX_MESSAGE_BYTES) {
+  constructor(
+    readonly socket: Socket,
+    private readonly what: string,
+    private readonly maxFrameBytes = MAX_MESSAGE_BYTES,
+  ) {
     this.limit = maxFrameBytes;
     socket.setNoDelay(true);
     socket.on("data", this.onData);

@@ -16,13 +16,20 @@ describe("log lines", () => {
       agent.info({ agent: "rack-a#3", board: "c0" }, "call names a bound key");
       agent.child({ board: "c0" }).warn({ board: "c1" }, "grandchild call");
       agent.debug({ agent: "x" }, "below the level: nothing");`;
-    const run = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { encoding: "utf8", env: { ...process.env, KFARM_LOG: "info" } });
+    const run = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+      encoding: "utf8",
+      env: { ...process.env, KFARM_LOG: "info" },
+    });
     assert.equal(run.status, 0, run.stderr);
     const lines = run.stderr.split("\n").filter((l) => l.startsWith("{"));
     assert.equal(lines.length, 3, run.stderr);
     for (const line of lines) {
       const keys = topLevelKeys(line);
-      assert.deepEqual(keys.filter((k, i) => keys.indexOf(k) !== i), [], line);
+      assert.deepEqual(
+        keys.filter((k, i) => keys.indexOf(k) !== i),
+        [],
+        line,
+      );
     }
     const [a, b, c] = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
     assert.equal(a!.component, "tvm-port");

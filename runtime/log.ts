@@ -29,8 +29,10 @@ function wrap(p: Pino): Logger {
   const bound = p.bindings();
   const at = (level: Level) => (fields: Record<string, unknown>, msg: string) => {
     if (!p.isLevelEnabled(level)) return;
-    if (Object.keys(fields).some((k) => k in bound)) rootPino().child({ ...bound, ...fields })[level](msg);
-    else p[level](fields, msg);
+    if (Object.keys(fields).some((k) => k in bound)) {
+      const child = rootPino().child({ ...bound, ...fields });
+      child[level](msg);
+    } else p[level](fields, msg);
   };
   return {
     debug: at("debug"),

@@ -36,7 +36,9 @@ describe("agent bundle", { skip: refusal }, () => {
     // Installed where others can read it, as under /opt: an agent running as root starts its workers as
     // other users (docs/sandbox.md), which must read the bundle (mkdtemp makes the folder 0700).
     await chmod(tmp, 0o755);
-    const { stdout } = await run(process.execPath, ["--import", "tsx", BUILD, "--no-compress", "--out", join(tmp, "kfarm-agent-linux-x64.tar.xz")], { timeout: 120_000 });
+    const { stdout } = await run(process.execPath, ["--import", "tsx", BUILD, "--no-compress", "--out", join(tmp, "kfarm-agent-linux-x64.tar.xz")], {
+      timeout: 120_000,
+    });
     assert.match(stdout, /stage\s+[\d.]+ MiB\s+\d+ files/);
     stage = join(tmp, BUNDLE_DIR_NAME);
     // A PATH with `sh` and nothing else: no node anywhere on it.
@@ -55,7 +57,15 @@ describe("agent bundle", { skip: refusal }, () => {
     const info = JSON.parse(readFileSync(join(stage, BUNDLE_INFO_FILE), "utf8")) as { node: string; dependencies: Record<string, string> };
     assert.equal(info.node, process.version);
     const modules = join(stage, APP_DIR_NAME, "node_modules");
-    for (const present of ["tsx", "esbuild", "@esbuild/linux-x64/bin/esbuild", "koffi", "@koromix/koffi-linux-x64", "@msgpackr-extract/msgpackr-extract-linux-x64", "@grpc/grpc-js"]) {
+    for (const present of [
+      "tsx",
+      "esbuild",
+      "@esbuild/linux-x64/bin/esbuild",
+      "koffi",
+      "@koromix/koffi-linux-x64",
+      "@msgpackr-extract/msgpackr-extract-linux-x64",
+      "@grpc/grpc-js",
+    ]) {
       assert.ok(existsSync(join(modules, present)), `${present} is in the bundle`);
     }
     for (const absent of ["typescript", "@types"]) assert.ok(!existsSync(join(modules, absent)), `${absent} is not in the bundle`);
@@ -79,10 +89,20 @@ describe("agent bundle", { skip: refusal }, () => {
     let agentProcess: FarmProcess | undefined;
     const client = { close: () => {} };
     try {
-      const t = await startProgram(join(stage, "kfarm"), ["tracker", "--port", "0"], { env, ready: /listening on (\S+):(\d+)/, what: "the bundle's tracker", timeoutMs: READY_TIMEOUT_MS });
+      const t = await startProgram(join(stage, "kfarm"), ["tracker", "--port", "0"], {
+        env,
+        ready: /listening on (\S+):(\d+)/,
+        what: "the bundle's tracker",
+        timeoutMs: READY_TIMEOUT_MS,
+      });
       tracker = t;
       const address = `${t.match[1]}:${t.match[2]}`;
-      agentProcess = await startProgram(join(stage, "kfarm"), ["agent", "--tracker", address, "--board", "cpu:key=cpu"], { env, ready: /kfarm agent .* serving/, what: "the bundle's agent", timeoutMs: READY_TIMEOUT_MS });
+      agentProcess = await startProgram(join(stage, "kfarm"), ["agent", "--tracker", address, "--board", "cpu:key=cpu"], {
+        env,
+        ready: /kfarm agent .* serving/,
+        what: "the bundle's agent",
+        timeoutMs: READY_TIMEOUT_MS,
+      });
       const agent = agentProcess.proc;
 
       // The launcher execs node: the agent's process is the bundled binary, and so are the workers it forks.
@@ -104,7 +124,10 @@ describe("agent bundle", { skip: refusal }, () => {
       await waitForFreeBoards(tc, 1, "cpu");
       const status = await run(join(stage, "kfarm"), ["status", "--tracker", address, "--json"], { env, cwd: tmp, timeout: 60_000 });
       const summary = JSON.parse(status.stdout) as { boards: Array<{ key: string; state: string }> };
-      assert.deepEqual(summary.boards.map((b) => [b.key, b.state]), [["cpu", "free"]]);
+      assert.deepEqual(
+        summary.boards.map((b) => [b.key, b.state]),
+        [["cpu", "free"]],
+      );
 
       // A real session: the worker loads the kernel through the bundle's koffi.
       const s = await tc.request("cpu", { deadlineMs: 20_000 });

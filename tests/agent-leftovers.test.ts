@@ -126,10 +126,22 @@ describe("what a dead agent leaves is cleaned by the next one on its work root",
     assert.ok(existsSync(dyingDir) && mountsUnder(dyingDir).length > 0 && claimsOf(dying.proc.pid!).length > 0 && running(child));
 
     const next = await agent("dying", DYING_UIDS, "warn");
-    const line = await waitFor("the clean-up line", () => next.stderr().split("\n").find((l) => l.includes("cleaned what agents that died left")));
+    const line = await waitFor("the clean-up line", () =>
+      next
+        .stderr()
+        .split("\n")
+        .find((l) => l.includes("cleaned what agents that died left")),
+    );
     assert.match(line, new RegExp(`removed 1 scratch folder\\(s\\) \\(${dyingDir}\\)`));
     assert.match(line, new RegExp(`released \\d+ worker uid claim\\(s\\) \\([0-9, ]*\\b${uid}\\b`));
-    assert.equal(next.stderr().split("\n").filter((l) => l.includes("cleaned what agents")).length, 1, "one line says it all");
+    assert.equal(
+      next
+        .stderr()
+        .split("\n")
+        .filter((l) => l.includes("cleaned what agents")).length,
+      1,
+      "one line says it all",
+    );
 
     assert.ok(!existsSync(dyingDir), "the dead agent's scratch folder is gone");
     assert.deepEqual(mountsUnder(dyingDir), []);

@@ -9,7 +9,10 @@ import { freePort, startAgentProcess, startTrackerProcess, waitFor } from "./hel
 import { transportReason } from "../device-agent/agent/tracker-link.ts";
 
 function logLines(stderr: string): { level: number; msg: string }[] {
-  return stderr.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as { level: number; msg: string });
+  return stderr
+    .split("\n")
+    .filter((l) => l.startsWith("{"))
+    .map((l) => JSON.parse(l) as { level: number; msg: string });
 }
 
 describe("an agent whose tracker cannot be reached", () => {
@@ -19,19 +22,31 @@ describe("an agent whose tracker cannot be reached", () => {
     const agent = await startAgentProcess(address, ["cpu:key=cpu,name=c0"], ["--name", "lonely"], { env: { KFARM_LOG: "info" } });
     let tracker: Awaited<ReturnType<typeof startTrackerProcess>> | undefined;
     try {
-      const said = new RegExp(`cannot attach to the tracker at ${address}: connect ECONNREFUSED ${address}; next try in \\d+ ms, then every 250 ms \\(said again every 60 s while it lasts\\)`);
+      const said = new RegExp(
+        `cannot attach to the tracker at ${address}: connect ECONNREFUSED ${address}; next try in \\d+ ms, then every 250 ms \\(said again every 60 s while it lasts\\)`,
+      );
       await waitFor("the agent saying it cannot reach the tracker", () => said.test(agent.stderr()), 10_000);
       // Retries (the link's and each worker's own dials) add no lines.
       const tries = () => logLines(agent.stderr()).filter((l) => l.level >= 40).length;
       const before = tries();
       await new Promise((r) => setTimeout(r, 3000)); // the outage's length is the scenario (a dozen retries), not a wait for an event
-      assert.equal(tries(), before, `no more warnings during the outage: ${logLines(agent.stderr()).filter((l) => l.level >= 40).map((l) => l.msg).join("\n")}`);
+      assert.equal(
+        tries(),
+        before,
+        `no more warnings during the outage: ${logLines(agent.stderr())
+          .filter((l) => l.level >= 40)
+          .map((l) => l.msg)
+          .join("\n")}`,
+      );
 
       tracker = await startTrackerProcess([], port);
       const attached = new RegExp(`attached to the tracker at ${address} after \\d+\\.\\d s and \\d+ failed tries`);
       await waitFor("the agent saying it attached", () => attached.test(agent.stderr()), 15_000);
       // Every JSON line has unique keys (a duplicate `agent` key would be silently merged by JSON.parse).
-      for (const line of agent.stderr().split("\n").filter((l) => l.startsWith("{"))) {
+      for (const line of agent
+        .stderr()
+        .split("\n")
+        .filter((l) => l.startsWith("{"))) {
         const keys = [...line.matchAll(/"([a-z_]+)":/g)].map((m) => m[1]);
         const top = keys.filter((k, i) => keys.indexOf(k) !== i && ["agent", "agent_id", "tracker"].includes(k!));
         assert.deepEqual(top, [], `a log line with a repeated key: ${line}`);
@@ -43,7 +58,10 @@ describe("an agent whose tracker cannot be reached", () => {
   });
 
   it("reads grpc-js's transport failure down to what a reader acts on", () => {
-    assert.equal(transportReason("No connection established. Last error: Error: connect ECONNREFUSED 127.0.0.1:1. Resolution note: "), "connect ECONNREFUSED 127.0.0.1:1");
+    assert.equal(
+      transportReason("No connection established. Last error: Error: connect ECONNREFUSED 127.0.0.1:1. Resolution note: "),
+      "connect ECONNREFUSED 127.0.0.1:1",
+    );
     assert.equal(transportReason("Failed to connect before the deadline"), "Failed to connect before the deadline");
   });
 });

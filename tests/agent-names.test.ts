@@ -42,7 +42,9 @@ describe("two agents of one name", () => {
     const first = await startAgentProcess(tracker.address, ["cpu:key=twin,name=a"], ["--name", "twin"], { env: { KFARM_LOG: "warn" } });
     agents.push(first);
     await waitFor("the first agent's board", async () => (await twin()).boards.length === 1);
-    const { agents: [holder] } = await twin();
+    const {
+      agents: [holder],
+    } = await twin();
     const session = await client.request("twin");
     try {
       const second = await startAgentProcess(tracker.address, ["cpu:key=twin,name=b"], ["--name", "twin"], { env: { KFARM_LOG: "warn" } });
@@ -55,7 +57,11 @@ describe("two agents of one name", () => {
       assert.match(second.stderr(), /the tracker refused this agent: agent name .* this one takes the name when that agent leaves; retrying every 2 s/);
 
       const now = await twin();
-      assert.deepEqual(now.agents.map((a) => [a.id, a.attached_at_ms]), [[holder!.id, holder!.attached_at_ms]], "the first agent was never evicted");
+      assert.deepEqual(
+        now.agents.map((a) => [a.id, a.attached_at_ms]),
+        [[holder!.id, holder!.attached_at_ms]],
+        "the first agent was never evicted",
+      );
       assert.deepEqual(now.boards, ["twin/a"]);
       assert.doesNotMatch(first.stderr(), /lost the tracker/);
       // The session on the first agent's board lived through the second's tries.
@@ -70,16 +76,26 @@ describe("two agents of one name", () => {
     const [first] = agents as [AgentProcess, AgentProcess];
     // Frozen: its connection stays open, it answers nothing (a hung host, a partition).
     first.proc.kill("SIGSTOP");
-    await waitFor("the second agent taking the name", async () => {
-      const t = await twin();
-      return t.boards.length === 1 && t.boards[0] === "twin/b";
-    }, 15_000);
+    await waitFor(
+      "the second agent taking the name",
+      async () => {
+        const t = await twin();
+        return t.boards.length === 1 && t.boards[0] === "twin/b";
+      },
+      15_000,
+    );
     assert.match(tracker.stderr(), /agent lost: agent twin did not answer within 1000 ms, and a new agent of that name attached from /);
-    const { agents: [holder] } = await twin();
+    const {
+      agents: [holder],
+    } = await twin();
     // Thawed, the first finds its link gone, dials again and is refused: it does not take the name back.
     first.proc.kill("SIGCONT");
     await waitFor("the thawed agent being refused", () => [...first.stderr().matchAll(IN_USE)].some((m) => m[1] === holder!.peer), 15_000);
     const now = await twin();
-    assert.deepEqual(now.agents.map((a) => a.id), [holder!.id], "the newcomer keeps the name");
+    assert.deepEqual(
+      now.agents.map((a) => a.id),
+      [holder!.id],
+      "the newcomer keeps the name",
+    );
   });
 });

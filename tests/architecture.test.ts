@@ -29,7 +29,18 @@ const ALLOWED: Record<string, string[]> = {
 };
 /** What a process does with the world, which the contract never does: the runtime's modules. */
 const RUNTIME_MODULES = [
-  "node:net", "node:tls", "node:http", "node:https", "node:http2", "node:dgram", "node:child_process", "node:worker_threads", "node:fs", "node:fs/promises", "pino", "koffi",
+  "node:net",
+  "node:tls",
+  "node:http",
+  "node:https",
+  "node:http2",
+  "node:dgram",
+  "node:child_process",
+  "node:worker_threads",
+  "node:fs",
+  "node:fs/promises",
+  "pino",
+  "koffi",
 ];
 /** Parts that may not reach the runtime's modules themselves, and the ones each may still use. */
 const NO_RUNTIME: Record<string, string[]> = { protos: [], domain: ["node:fs/promises"] };
@@ -56,7 +67,10 @@ function importGraph(): Map<string, { spec: string; target: string }[]> {
   const graph = new Map<string, { spec: string; target: string }[]>();
   for (const part of Object.keys(ALLOWED)) {
     for (const file of sources(join(ROOT, part))) {
-      const edges = importsOf(readFileSync(file, "utf8")).map((spec) => ({ spec, target: spec.startsWith(".") ? relative(ROOT, resolve(dirname(file), spec)) : spec }));
+      const edges = importsOf(readFileSync(file, "utf8")).map((spec) => ({
+        spec,
+        target: spec.startsWith(".") ? relative(ROOT, resolve(dirname(file), spec)) : spec,
+      }));
       graph.set(relative(ROOT, file), edges);
     }
   }
@@ -145,18 +159,28 @@ describe("the architecture", () => {
   });
 
   it(`no part imports the package by its own name ("${PACKAGE}")`, () => {
-    const violations = [...graph].flatMap(([file, edges]) => edges.filter(({ spec }) => spec === PACKAGE || spec.startsWith(`${PACKAGE}/`)).map(({ spec }) => `${file} imports ${spec}`));
+    const violations = [...graph].flatMap(([file, edges]) =>
+      edges.filter(({ spec }) => spec === PACKAGE || spec.startsWith(`${PACKAGE}/`)).map(({ spec }) => `${file} imports ${spec}`),
+    );
     assert.deepEqual(violations, []);
   });
 
   it("no import cycles between files, type-only imports included", () => {
-    assert.deepEqual(cycles(graph).map((c) => c.join(" ↔ ")), []);
+    assert.deepEqual(
+      cycles(graph).map((c) => c.join(" ↔ ")),
+      [],
+    );
   });
 
   it("finds what it looks for: imports of every form, and a cycle of three", () => {
     const text = `import a from "./a.ts";\nimport type { B } from "./b.ts";\nexport { c } from "./c.ts";\nexport type { D } from "./d.ts";\nimport "./e.ts";\nconst f = await import("./f.ts");\nimport {\n  g,\n  type G,\n} from "${PACKAGE}";\n// a comment that says: import x from "./nope.ts" is not parsed inside a line`;
     assert.deepEqual(importsOf(text).sort(), ["./a.ts", "./b.ts", "./c.ts", "./d.ts", "./e.ts", "./f.ts", PACKAGE].sort());
-    const ring = new Map([["x", [{ target: "y" }]], ["y", [{ target: "z" }]], ["z", [{ target: "x" }]], ["w", [{ target: "x" }]]]);
+    const ring = new Map([
+      ["x", [{ target: "y" }]],
+      ["y", [{ target: "z" }]],
+      ["z", [{ target: "x" }]],
+      ["w", [{ target: "x" }]],
+    ]);
     assert.deepEqual(cycles(ring), [["x", "y", "z"]]);
   });
 });

@@ -26,7 +26,14 @@ import { delimiter, join } from "node:path";
 import { promisify } from "node:util";
 import { after, before, describe, it } from "./helpers/suites.ts";
 import {
-  buildBundle, bundleRefusal, DownloadError, TARGETS, APP_DIR_NAME, BUNDLE_DIR_NAME, BUNDLE_INFO_FILE, type BundleArch,
+  buildBundle,
+  bundleRefusal,
+  DownloadError,
+  TARGETS,
+  APP_DIR_NAME,
+  BUNDLE_DIR_NAME,
+  BUNDLE_INFO_FILE,
+  type BundleArch,
 } from "../deploy/agent-bundle/build.ts";
 import { readElf } from "../deploy/agent-bundle/elf.ts";
 import { compileVta, connectTracker, VTA_TUTORIALS } from "../host-sdk/index.ts";
@@ -87,8 +94,10 @@ function memoryOf(pid: number, stage: string): Memory {
   const maps = mappingsOf(pid);
   const node = maps.find((m) => m.name === join(stage, "lib", "node"));
   const qemu = maps.find((m) => m.name === exeOf(pid));
-  assert.ok(node && qemu && node.start < GUEST_BELOW && qemu.start >= GUEST_BELOW,
-    `process ${pid}: qemu's memory layout is not the one GUEST_BELOW assumes (node at 0x${node?.start.toString(16)}, qemu at 0x${qemu?.start.toString(16)})`);
+  assert.ok(
+    node && qemu && node.start < GUEST_BELOW && qemu.start >= GUEST_BELOW,
+    `process ${pid}: qemu's memory layout is not the one GUEST_BELOW assumes (node at 0x${node?.start.toString(16)}, qemu at 0x${qemu?.start.toString(16)})`,
+  );
   return {
     rssKiB: statusKiB(pid, "VmRSS"),
     hwmKiB: statusKiB(pid, "VmHWM"),
@@ -131,7 +140,9 @@ async function prepare(arch: Exclude<BundleArch, "x64">): Promise<Prepared> {
   const t0 = performance.now();
   try {
     // A mirror out of sync (its index not the one its signed release names) is no failure of the bundle: take the index as served.
-    await buildBundle({ arch, archivePath: join(tmp, `kfarm-agent-linux-${arch}.tar.xz`), compress: false, allowUnsignedIndex: true }, (line) => buildLog.push(line));
+    await buildBundle({ arch, archivePath: join(tmp, `kfarm-agent-linux-${arch}.tar.xz`), compress: false, allowUnsignedIndex: true }, (line) =>
+      buildLog.push(line),
+    );
   } catch (err) {
     await rm(tmp, { recursive: true, force: true });
     if (err instanceof DownloadError) return { arch, skip: `what the ${arch} bundle is made of cannot be downloaded: ${err.message}`, buildLog };
@@ -210,7 +221,10 @@ for (const p of prepared) {
         tracker = await startTrackerProcess();
         const t0 = performance.now();
         agent = await startProgram(join(stage, "kfarm"), ["agent", "--tracker", tracker.address, "--board", BOARD.flag], {
-          env, ready: /kfarm agent .* serving/, what: `the ${p.arch} agent`, timeoutMs: EMULATED_READY_MS,
+          env,
+          ready: /kfarm agent .* serving/,
+          what: `the ${p.arch} agent`,
+          timeoutMs: EMULATED_READY_MS,
         });
         const agentPid = agent.proc.pid!;
         const attachedMs = performance.now() - t0;
@@ -258,9 +272,12 @@ for (const p of prepared) {
         }
         const sessionMs = performance.now() - t1;
         assert.ok(memory);
-        t.diagnostic(`${p.arch}: agent attached in ${(attachedMs / 1000).toFixed(1)} s, board free in ${(readyMs / 1000).toFixed(1)} s, session (upload, load, 1x256x256 GEMM, read back) ${(sessionMs / 1000).toFixed(1)} s`);
+        t.diagnostic(
+          `${p.arch}: agent attached in ${(attachedMs / 1000).toFixed(1)} s, board free in ${(readyMs / 1000).toFixed(1)} s, session (upload, load, 1x256x256 GEMM, read back) ${(sessionMs / 1000).toFixed(1)} s`,
+        );
         t.diagnostic(`${p.arch} under ${QEMU[p.arch]}: agent ${describeMemory(memory.agent)}; session worker ${describeMemory(memory.worker)}`);
-        for (const m of [memory.agent, memory.worker]) assert.ok(m.guestKiB > 0 && m.guestKiB < m.rssKiB, `node's share ${m.guestKiB} KiB is part of VmRSS ${m.rssKiB} KiB`);
+        for (const m of [memory.agent, memory.worker])
+          assert.ok(m.guestKiB > 0 && m.guestKiB < m.rssKiB, `node's share ${m.guestKiB} KiB is part of VmRSS ${m.rssKiB} KiB`);
       } finally {
         client.close();
         await agent?.stop();

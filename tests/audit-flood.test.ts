@@ -40,7 +40,11 @@ describe("the audit log under a flood of refusals", () => {
   let agent: AgentProcess;
   let file: TokenFile;
   const auditPath = () => join(dir, "audit.jsonl");
-  const audit = (): Rec[] => readFileSync(auditPath(), "utf8").trim().split("\n").map((l) => JSON.parse(l) as Rec);
+  const audit = (): Rec[] =>
+    readFileSync(auditPath(), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Rec);
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), "kf-audit-"));
@@ -90,14 +94,20 @@ describe("the audit log under a flood of refusals", () => {
       const revoked = names.map((name) => file.create({ name, kind: "client", keys: ["cpu"] }).token);
       for (const name of names) file.revoke(name);
       let variedRefusals = 0;
-      await waitFor("the revocations read", async () => (await call(clients[0]!, "Summary", { key: "" }, revoked.at(-1))) === "UNAUTHENTICATED" && ++variedRefusals > 0);
+      await waitFor(
+        "the revocations read",
+        async () => (await call(clients[0]!, "Summary", { key: "" }, revoked.at(-1))) === "UNAUTHENTICATED" && ++variedRefusals > 0,
+      );
       const variedCodes = await Promise.all(revoked.map((t, i) => call(clients[i % clients.length]!, "Summary", { key: "" }, t)));
       assert.deepEqual([...new Set(variedCodes)], ["UNAUTHENTICATED"]);
       variedRefusals += variedCodes.length;
 
       // While the interval runs: one line per distinct key, up to the bound.
       const during = audit().slice(linesBefore);
-      assert.ok(during.every((r) => r.event === "refused" || r.event === "token_lost"), JSON.stringify(during.filter((r) => r.event !== "refused")));
+      assert.ok(
+        during.every((r) => r.event === "refused" || r.event === "token_lost"),
+        JSON.stringify(during.filter((r) => r.event !== "refused")),
+      );
       const refusedDuring = during.filter((r) => r.event === "refused");
       assert.equal(refusedDuring.length, MAX_REFUSAL_KEYS, `${refusedDuring.length} refusal lines for ${FLOOD + variedRefusals} refusals`);
 
@@ -109,16 +119,25 @@ describe("the audit log under a flood of refusals", () => {
       const total = refused.reduce((n, r) => n + (r.count as number), 0);
       assert.equal(total, FLOOD + variedRefusals);
       const anon = refused.filter((r) => r.who === "unknown" && r.doing === "read the summary" && /needs a token/.test(String(r.reason)));
-      assert.deepEqual(anon.map((r) => r.count), [1, FLOOD - 1]);
+      assert.deepEqual(
+        anon.map((r) => r.count),
+        [1, FLOOD - 1],
+      );
       assert.ok(anon[1]!.first && anon[1]!.last, "the aggregate says when");
       const perToken = refused.filter((r) => /^token 'c\d+' was revoked/.test(String(r.reason)));
       assert.equal(new Set(perToken.map((r) => r.reason)).size, MAX_REFUSAL_KEYS - 1, "the keys up to the bound: the flood's and 15 revoked tokens'");
       const overflow = refused.filter((r) => r.who === "*");
       assert.equal(overflow.length, 1, "the callers past the bound share one record");
       assert.equal(perToken.reduce((n, r) => n + (r.count as number), 0) + (overflow[0]!.count as number), variedRefusals);
-      assert.ok(records.some((r) => r.event === "grant" && r.session === grant.session), "the grant is still in the live file");
+      assert.ok(
+        records.some((r) => r.event === "grant" && r.session === grant.session),
+        "the grant is still in the live file",
+      );
       // The process log, too: one warning per refusal written at once, not one per call.
-      const logged = tracker.stderr().split("\n").filter((l) => l.includes('"msg":"refused: '));
+      const logged = tracker
+        .stderr()
+        .split("\n")
+        .filter((l) => l.includes('"msg":"refused: '));
       assert.equal(logged.length, refused.filter((r) => r.first === undefined).length, `${logged.length} refusal lines logged`);
     } finally {
       for (const c of clients) c.close();

@@ -68,7 +68,10 @@ describe("authenticate before reading", () => {
     assert.ok(growthMiB <= MAX_GROWTH_MIB, `the tracker grew by ${growthMiB.toFixed(0)} MiB under the flood (at most ${MAX_GROWTH_MIB})`);
     // The agent stayed attached (the same attachment), and the session serves.
     const agentAfter = (await host.summary()).agents;
-    assert.deepEqual(agentAfter.map((a) => [a.id, a.attached_at_ms]), agentBefore.map((a) => [a.id, a.attached_at_ms]));
+    assert.deepEqual(
+      agentAfter.map((a) => [a.id, a.attached_at_ms]),
+      agentBefore.map((a) => [a.id, a.attached_at_ms]),
+    );
     assert.deepEqual(await session.listdir(), []);
     await session.close();
     assert.equal(tracker.proc.exitCode, null);
@@ -78,8 +81,14 @@ describe("authenticate before reading", () => {
     const client = new grpc.Client(tracker.address, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
     try {
       const code = await new Promise<FarmError>((resolve) =>
-        client.makeUnaryRequest("/farm.v1.HostService/Summary", (b: Buffer) => b, (b: Buffer) => b, Buffer.alloc(FLOOD_BODY_BYTES, 0xff), callMetadata({ token: alice }), { deadline: Date.now() + 10_000 }, (err) =>
-          resolve(FarmError.from(err)),
+        client.makeUnaryRequest(
+          "/farm.v1.HostService/Summary",
+          (b: Buffer) => b,
+          (b: Buffer) => b,
+          Buffer.alloc(FLOOD_BODY_BYTES, 0xff),
+          callMetadata({ token: alice }),
+          { deadline: Date.now() + 10_000 },
+          (err) => resolve(FarmError.from(err)),
         ),
       );
       assert.equal(code.code, "TOO_LARGE", code.message);
@@ -90,7 +99,10 @@ describe("authenticate before reading", () => {
     const session = await host.request("cpu", { route: "grpc" });
     const bytes = new Uint8Array(3 << 20).map((_, i) => i & 0xff);
     await session.upload(bytes, "big.bin");
-    assert.deepEqual((await session.listdir()).map((f) => [f.name, Number(f.size)]), [["big.bin", bytes.length]]);
+    assert.deepEqual(
+      (await session.listdir()).map((f) => [f.name, Number(f.size)]),
+      [["big.bin", bytes.length]],
+    );
     await session.close();
   });
 });

@@ -251,7 +251,12 @@ describe("bad input inside a session", () => {
   const crossArch = cross.split("-")[0]!;
   it(
     `a module cross-compiled with ${cross} says ${crossArch}, and a ${hostCpuTarget().arch} board refuses it TARGET_MISMATCH naming both`,
-    { skip: spawnSync(cross, ["--version"]).status === 0 ? false : `no ${cross} on this host (Debian: apt-get install gcc-${cross.replace(/-gcc$/, "").replace(/_/g, "-")})` },
+    {
+      skip:
+        spawnSync(cross, ["--version"]).status === 0
+          ? false
+          : `no ${cross} on this host (Debian: apt-get install gcc-${cross.replace(/-gcc$/, "").replace(/_/g, "-")})`,
+    },
     async () => {
       const module = await compileCpu("void f(int* a) { a[0] = 1; }\n", { functions: { f: ["int32* a"] }, cc: cross });
       assert.deepEqual(decodeBundle(module.bytes).targetDetails, { arch: crossArch, os: "linux" });
@@ -310,7 +315,10 @@ describe("bad input inside a session", () => {
       await s.upload(Buffer.from("small"), "small.txt");
       const exact = Buffer.alloc(MiB, 4);
       await s.upload(exact, "exact.bin");
-      assert.deepEqual(await s.listdir(), [{ name: "exact.bin", size: MiB }, { name: "small.txt", size: 5 }]);
+      assert.deepEqual(await s.listdir(), [
+        { name: "exact.bin", size: MiB },
+        { name: "small.txt", size: 5 },
+      ]);
       assert.ok((await s.download("exact.bin")).equals(exact));
     });
     await assertNothingLost(farm.client, BOARDS, "cpu");
@@ -321,13 +329,23 @@ describe("bad input inside a session", () => {
       for (const n of [1, 2, 3]) await s.upload(Buffer.alloc(MiB, n), `f${n}.bin`);
       const err = await refused(s.upload(Buffer.from("x"), "one-byte-more.bin"), "TOO_LARGE");
       names(err, "one-byte-more.bin", String(3 * MiB + 1), `${3 * MiB} bytes per session`);
-      assert.deepEqual((await s.listdir()).map((f) => f.name), ["f1.bin", "f2.bin", "f3.bin"]);
+      assert.deepEqual(
+        (await s.listdir()).map((f) => f.name),
+        ["f1.bin", "f2.bin", "f3.bin"],
+      );
       // Replacing a file counts only its new size.
       await s.upload(Buffer.alloc(MiB, 9), "f1.bin");
       assert.equal((await s.download("f1.bin"))[0], 9);
       await s.remove("f2.bin");
       await s.upload(Buffer.from("x"), "one-byte-more.bin");
-      assert.deepEqual((await s.listdir()).map((f) => [f.name, f.size]), [["f1.bin", MiB], ["f3.bin", MiB], ["one-byte-more.bin", 1]]);
+      assert.deepEqual(
+        (await s.listdir()).map((f) => [f.name, f.size]),
+        [
+          ["f1.bin", MiB],
+          ["f3.bin", MiB],
+          ["one-byte-more.bin", 1],
+        ],
+      );
     });
     await assertNothingLost(farm.client, BOARDS, "cpu");
   });
@@ -376,7 +394,9 @@ describe("bad input inside a session", () => {
 
       // A float for an int scalar, sent as the wire's float_value.
       const float = await refused(
-        s.request({ call: { module: mod.id, function: "vadd", args: [{ array: a.id }, { array: b.id }, { array: c.id }, { float_value: 1.5 }], timeout_ms: 0 } }),
+        s.request({
+          call: { module: mod.id, function: "vadd", args: [{ array: a.id }, { array: b.id }, { array: c.id }, { float_value: 1.5 }], timeout_ms: 0 },
+        }),
         "BAD_ARGUMENTS",
       );
       names(float, "argument 3 (n)", "integer", "1.5");
@@ -388,12 +408,21 @@ describe("bad input inside a session", () => {
       names(await refused(fn(a, b, c, -(2 ** 31) - 1), "BAD_ARGUMENTS"), "argument 3 (n)", String(-(2 ** 31) - 1));
 
       // A freed or unknown array is NOT_FOUND naming it.
-      names(await refused(s.request({ call: { module: mod.id, function: "vadd", args: [{ array: 999 }, { array: b.id }, { array: c.id }, { int_value: n }], timeout_ms: 0 } }), "NOT_FOUND"), "array 999");
+      names(
+        await refused(
+          s.request({ call: { module: mod.id, function: "vadd", args: [{ array: 999 }, { array: b.id }, { array: c.id }, { int_value: n }], timeout_ms: 0 } }),
+          "NOT_FOUND",
+        ),
+        "array 999",
+      );
 
       // Nothing ran: c is still zero. Then a correct call works in the same session.
       assert.deepEqual([...((await c.toArray()) as Float32Array)], new Array(n).fill(0));
       await fn(a, b, c, n);
-      assert.deepEqual([...((await c.toArray()) as Float32Array)], Array.from({ length: n }, (_, i) => i + 10));
+      assert.deepEqual(
+        [...((await c.toArray()) as Float32Array)],
+        Array.from({ length: n }, (_, i) => i + 10),
+      );
       assert.equal((await s.stats()).counters.calls, 1, "only the correct call reached the kernel");
     });
     await assertNothingLost(farm.client, BOARDS, "cpu");

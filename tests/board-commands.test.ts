@@ -91,7 +91,8 @@ describe("operator board commands", () => {
   });
 
   it("kfarm board quarantine / restore from the command line, and status shows the health", async () => {
-    const run = (...args: string[]) => spawnSync(process.execPath, ["--import", "tsx", CLI, ...args], { encoding: "utf8", env: { ...process.env, KFARM_LOG: "error" } });
+    const run = (...args: string[]) =>
+      spawnSync(process.execPath, ["--import", "tsx", CLI, ...args], { encoding: "utf8", env: { ...process.env, KFARM_LOG: "error" } });
     const q = run("board", "quarantine", ids[1]!, "--tracker", farm.tracker.address, "--by", "eve");
     assert.equal(q.status, 0, q.stderr);
     assert.match(q.stdout, new RegExp(`${ids[1]}: state quarantined, health quarantined \\(quarantined by eve\\)`));

@@ -19,8 +19,13 @@ describe("kfarm", () => {
     const { stdout } = await kfarm("demo");
     assert.match(stdout, /output equals the reference/);
     const want: Record<string, number> = {
-      inp_load_nbytes: 114688, wgt_load_nbytes: 1179648, acc_load_nbytes: 0, uop_load_nbytes: 1144,
-      out_store_nbytes: 50176, gemm_counter: 451584, alu_counter: 9408,
+      inp_load_nbytes: 114688,
+      wgt_load_nbytes: 1179648,
+      acc_load_nbytes: 0,
+      uop_load_nbytes: 1144,
+      out_store_nbytes: 50176,
+      gemm_counter: 451584,
+      alu_counter: 9408,
     };
     for (const [name, value] of Object.entries(want)) assert.match(stdout, new RegExp(`\\t${name}\\s*:\\s+${value}\\n`), name);
     assert.match(stdout, /CPU vadd of 1048576 floats on board local\/cpu0: correct/);
@@ -43,19 +48,30 @@ describe("kfarm", () => {
     const file = join(dir, "cpu.kfm");
     await writeFile(file, (await compileCpu("void f(void) {}", { functions: { f: [] } })).bytes);
     await assert.rejects(kfarm("vta", "disasm", file), (e: { stderr: string }) => /is a cpu module, not a VTA module \[TARGET_MISMATCH\]/.test(e.stderr));
-    await assert.rejects(kfarm("vta", "disasm", join(dir, "nope.kfm")), (e: { stderr: string }) => /cannot read module .*nope\.kfm.*\[NOT_FOUND\]/.test(e.stderr));
+    await assert.rejects(kfarm("vta", "disasm", join(dir, "nope.kfm")), (e: { stderr: string }) =>
+      /cannot read module .*nope\.kfm.*\[NOT_FOUND\]/.test(e.stderr),
+    );
   });
 
   it("refuses bad agent options as the user's mistake, naming the option (not INTERNAL)", async () => {
     const refused = async (args: string[], why: RegExp) =>
-      assert.rejects(kfarm("agent", "--tracker", "127.0.0.1:1", ...args), (e: { stderr: string; code: number }) => e.code !== 0 && why.test(e.stderr) && !/INTERNAL|RangeError/.test(e.stderr));
-    await refused(["--board", "cpu:key=cpu,name=a", "--board", "cpu:key=cpu,name=a"], /--board: two boards are named "a"; give each a distinct name=.*\[INVALID_ARGUMENT\]/);
+      assert.rejects(
+        kfarm("agent", "--tracker", "127.0.0.1:1", ...args),
+        (e: { stderr: string; code: number }) => e.code !== 0 && why.test(e.stderr) && !/INTERNAL|RangeError/.test(e.stderr),
+      );
+    await refused(
+      ["--board", "cpu:key=cpu,name=a", "--board", "cpu:key=cpu,name=a"],
+      /--board: two boards are named "a"; give each a distinct name=.*\[INVALID_ARGUMENT\]/,
+    );
     await refused(["--board", "cpu:key=cpu", "--metrics-port", "70000"], /metrics-port.*\[INVALID_ARGUMENT\]/);
   });
 
   it("refuses a canary drift bound that would make every board suspect, or is no number, naming the option", async () => {
     const refused = async (value: string, why: RegExp) =>
-      assert.rejects(kfarm("tracker", "--port", "0", "--max-canary-drift", value), (e: { stderr: string; code: number }) => e.code !== 0 && why.test(e.stderr) && !/INTERNAL|RangeError/.test(e.stderr));
+      assert.rejects(
+        kfarm("tracker", "--port", "0", "--max-canary-drift", value),
+        (e: { stderr: string; code: number }) => e.code !== 0 && why.test(e.stderr) && !/INTERNAL|RangeError/.test(e.stderr),
+      );
     await refused("1", /tracker option maxCanaryDrift must be above 1 .*got 1 \[INVALID_ARGUMENT\]/);
     await refused("fast", /--max-canary-drift.*"fast" is not a number/);
   });
@@ -63,10 +79,15 @@ describe("kfarm", () => {
   it("a second tracker on a used port says so in one line, with what to do", async () => {
     const first = await startTrackerProcess();
     try {
-      const second = await kfarm("tracker", "--port", String(first.port)).then(() => undefined, (e: { stderr: string; code: number }) => e);
+      const second = await kfarm("tracker", "--port", String(first.port)).then(
+        () => undefined,
+        (e: { stderr: string; code: number }) => e,
+      );
       assert.ok(second, "the second tracker must fail");
       assert.notEqual(second.code, 0);
-      assert.deepEqual(second.stderr.trim().split("\n"), [`kfarm: tracker cannot listen on 127.0.0.1:${first.port}: the port is in use (another tracker?); stop it, or give another --port (0: any free port) [UNAVAILABLE]`]);
+      assert.deepEqual(second.stderr.trim().split("\n"), [
+        `kfarm: tracker cannot listen on 127.0.0.1:${first.port}: the port is in use (another tracker?); stop it, or give another --port (0: any free port) [UNAVAILABLE]`,
+      ]);
     } finally {
       await first.stop();
     }
@@ -78,7 +99,10 @@ describe("kfarm", () => {
     const tracker = await startTrackerProcess();
     try {
       const { stdout } = await kfarm("status", "--tracker", tracker.address);
-      assert.match(stdout.split("\n")[0]!, new RegExp(`^Tracker address ${tracker.address.replace(/\./g, "\\.")} \\(kernelfarm ${version.replace(/\./g, "\\.")}, up \\d+ s\\)$`));
+      assert.match(
+        stdout.split("\n")[0]!,
+        new RegExp(`^Tracker address ${tracker.address.replace(/\./g, "\\.")} \\(kernelfarm ${version.replace(/\./g, "\\.")}, up \\d+ s\\)$`),
+      );
     } finally {
       await tracker.stop();
     }

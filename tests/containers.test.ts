@@ -18,7 +18,8 @@ import { firstMismatch, matmulCase } from "./helpers/vta.ts";
 
 const TRACKER = process.env.KFARM_CONTAINER_TRACKER;
 const AGENT = process.env.KFARM_CONTAINER_AGENT;
-const skip = TRACKER && AGENT ? false : "no farm in containers: deploy/docker/ci-images.sh starts one and sets KFARM_CONTAINER_TRACKER and KFARM_CONTAINER_AGENT";
+const skip =
+  TRACKER && AGENT ? false : "no farm in containers: deploy/docker/ci-images.sh starts one and sets KFARM_CONTAINER_TRACKER and KFARM_CONTAINER_AGENT";
 
 /** Containers start their node, then the agent its warm workers, on a 2-core CI machine. */
 const BOARDS_TIMEOUT_MS = 60_000;
@@ -44,7 +45,10 @@ describe("a farm in containers, from the host", { skip }, () => {
   it("the agent's boards show up in the tracker's summary, its workers confined as a user's", async () => {
     await waitForFreeBoards(client, 2, undefined, BOARDS_TIMEOUT_MS);
     const boards = (await client.summary()).boards.filter((b) => b.agent_name === AGENT);
-    assert.deepEqual(boards.map((b) => [b.key, b.kind, b.state]).sort(), [["cpu", "cpu", "free"], ["vta", "vta-sim", "free"]]);
+    assert.deepEqual(boards.map((b) => [b.key, b.kind, b.state]).sort(), [
+      ["cpu", "cpu", "free"],
+      ["vta", "vta-sim", "free"],
+    ]);
     for (const b of boards) {
       console.log(`${b.id}: ${b.capabilities.sandbox}`);
       // The image's USER: as root the line would name per-worker uids (docs/sandbox.md).
@@ -71,7 +75,13 @@ describe("a farm in containers, from the host", { skip }, () => {
     });
     // What TVM's simulator printed for this tutorial (docs/vta-isa.md §9.1; tests/vta-farm.test.ts checks all three).
     assert.deepEqual(
-      { inp: counters.inp_load_nbytes, wgt: counters.wgt_load_nbytes, uop: counters.uop_load_nbytes, out: counters.out_store_nbytes, gemm: counters.gemm_counter },
+      {
+        inp: counters.inp_load_nbytes,
+        wgt: counters.wgt_load_nbytes,
+        uop: counters.uop_load_nbytes,
+        out: counters.out_store_nbytes,
+        gemm: counters.gemm_counter,
+      },
       { inp: 256, wgt: 65536, uop: 8, out: 256, gemm: 256 },
     );
   });

@@ -67,7 +67,10 @@ describe("uploads by digest (the agent's content store)", () => {
       assert.ok((await s.download("again.bin")).equals(blob));
       assert.deepEqual(
         (await s.listdir()).sort((x, y) => x.name.localeCompare(y.name)),
-        [{ name: "again.bin", size: blob.length }, { name: module.name, size: module.bytes.byteLength }].sort((x, y) => x.name.localeCompare(y.name)),
+        [
+          { name: "again.bin", size: blob.length },
+          { name: module.name, size: module.bytes.byteLength },
+        ].sort((x, y) => x.name.localeCompare(y.name)),
       );
       const vadd = (await s.loadModule(module.name)).getFunction("vadd");
       const [a, b, c] = await Promise.all([s.array(new Float32Array([1, 2])), s.array(new Float32Array([3, 4])), s.array({ shape: [2], dtype: "float32" })]);

@@ -44,7 +44,7 @@ function spearman(a: ArrayLike<number>, b: ArrayLike<number>): number {
   const ranks = (v: ArrayLike<number>) => {
     const order = Array.from({ length: v.length }, (_, i) => i).sort((i, j) => v[i]! - v[j]!);
     const r = new Float64Array(v.length);
-    for (let s = 0; s < order.length; ) {
+    for (let s = 0; s < order.length;) {
       let e = s;
       while (e + 1 < order.length && v[order[e + 1]!] === v[order[s]!]) e++;
       for (let k = s; k <= e; k++) r[order[k]!] = (s + e) / 2;
@@ -77,7 +77,19 @@ describe("gradient-boosted trees", () => {
     const y = rows.map(([a]) => (a! < 4 ? 1 : 5));
     const m = Gbt.fit(matrix(rows), y, { trees: 1, depth: 1, learningRate: 1, lambda: 0, subsample: 1, minLeaf: 1 });
     assert.deepEqual(m.splits(), [[0, 3.5]]);
-    assert.deepEqual([...m.predict(matrix([[3, 0], [3.49, 9], [3.51, 0], [100, 0]]))], [1, 1, 5, 5]);
+    assert.deepEqual(
+      [
+        ...m.predict(
+          matrix([
+            [3, 0],
+            [3.49, 9],
+            [3.51, 0],
+            [100, 0],
+          ]),
+        ),
+      ],
+      [1, 1, 5, 5],
+    );
   });
 
   it("sends a missing feature (NaN) left, with the smallest values, in training and in prediction alike", () => {
@@ -123,7 +135,11 @@ describe("gradient-boosted trees", () => {
     const a = Gbt.fit(x, y, { seed: 7 }).predict(test);
     assert.deepEqual(Gbt.fit(x, y, { seed: 7 }).predict(test), a);
     assert.notDeepEqual(Gbt.fit(x, y, { seed: 8 }).predict(test), a);
-    assert.deepEqual(Gbt.fit(x, y, { seed: 7, subsample: 1 }).predict(test), Gbt.fit(x, y, { seed: 8, subsample: 1 }).predict(test), "no sampling, no randomness");
+    assert.deepEqual(
+      Gbt.fit(x, y, { seed: 7, subsample: 1 }).predict(test),
+      Gbt.fit(x, y, { seed: 8, subsample: 1 }).predict(test),
+      "no sampling, no randomness",
+    );
   });
 
   it("refuses what it cannot fit: non-finite targets, mismatched shapes, options out of range", () => {
@@ -161,11 +177,17 @@ describe("features of a configuration", () => {
   it("numbers and their log2, strings as their index, splits as their factors, then the caller's", () => {
     const space = { tile: ["1x4", "2x2", "4x1"], n: [8, 16], shift: [-1, 0, 1], layout: ["NCHW", "NHWC"] } as const;
     const f = new Featurizer(space, (c) => ({ threads: Number(c.tile.split("x")[1]) * c.n }));
-    const x = f.encode([{ tile: "2x2", n: 16, shift: -1, layout: "NHWC" }, { tile: "4x1", n: 8, shift: 1, layout: "NCHW" }]);
+    const x = f.encode([
+      { tile: "2x2", n: 16, shift: -1, layout: "NHWC" },
+      { tile: "4x1", n: 8, shift: 1, layout: "NCHW" },
+    ]);
     assert.deepEqual(f.names, ["tile index", "tile[0]", "log2 tile[0]", "tile[1]", "log2 tile[1]", "n", "log2 n", "shift", "layout index", "threads"]);
     assert.deepEqual([...x.data], [1, 2, 1, 2, 1, 16, 4, -1, 1, 32, 2, 4, 2, 1, 0, 8, 3, 1, 0, 8]);
     assert.equal(x.cols, 10);
-    assert.throws(() => f.encode([{ tile: "8x8", n: 8, shift: 0, layout: "NCHW" } as unknown as Config<typeof space>]), /tile=8x8 is not one of the knob's choices/);
+    assert.throws(
+      () => f.encode([{ tile: "8x8", n: 8, shift: 0, layout: "NCHW" } as unknown as Config<typeof space>]),
+      /tile=8x8 is not one of the knob's choices/,
+    );
   });
 
   it("a derived feature missing from a later configuration is NaN", () => {
@@ -183,8 +205,14 @@ describe("training targets", () => {
 
   it("log: the log of the score, negated when lower is better; failures below the worst by penalty × spread", () => {
     const t = trainingTargets([Math.E, Math.E ** 3, NaN], true, "log", 0.5);
-    assert.deepEqual([...t].map((v) => Number(v.toFixed(12))), [1, 3, 0]);
-    assert.deepEqual([...trainingTargets([Math.E, Math.E ** 3], false, "log", 0.5)].map((v) => Number(v.toFixed(12))), [-1, -3]);
+    assert.deepEqual(
+      [...t].map((v) => Number(v.toFixed(12))),
+      [1, 3, 0],
+    );
+    assert.deepEqual(
+      [...trainingTargets([Math.E, Math.E ** 3], false, "log", 0.5)].map((v) => Number(v.toFixed(12))),
+      [-1, -3],
+    );
   });
 
   it("all failures: every target the same (the model then ranks nothing above anything)", () => {
@@ -204,11 +232,16 @@ describe("the cost model", () => {
     const p = m.predict(test);
     const scores = test.map((c) => GEMM_LIKE.score(c));
     const ok = scores.map((s, i) => [s, p[i]!] as const).filter(([s]) => !Number.isNaN(s));
-    const rho = spearman(ok.map(([s]) => s), ok.map(([, q]) => q));
+    const rho = spearman(
+      ok.map(([s]) => s),
+      ok.map(([, q]) => q),
+    );
     // Failures should rank below most of what runs: the share of (failure, success) pairs ordered right.
     const failed = scores.flatMap((s, i) => (Number.isNaN(s) ? [p[i]!] : []));
     const below = failed.reduce((n, f) => n + ok.filter(([, q]) => q > f).length, 0) / (failed.length * ok.length);
-    console.log(`# GEMM-like, 300 random results: Spearman ${rho.toFixed(3)} on ${ok.length} held-out that run; failures ranked below ${(below * 100).toFixed(0)} % of those`);
+    console.log(
+      `# GEMM-like, 300 random results: Spearman ${rho.toFixed(3)} on ${ok.length} held-out that run; failures ranked below ${(below * 100).toFixed(0)} % of those`,
+    );
     assert.ok(rho > 0.9, `Spearman ${rho}`);
     assert.ok(below > 0.9, `failures below ${below} of successes`);
   });

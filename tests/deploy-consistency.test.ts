@@ -122,7 +122,9 @@ describe("deploy/: the systemd units, Prometheus and the other deploy files fit 
       help.set(command, helpFlags(run.stdout));
       assert.ok(help.get(command)!.has("--metrics-port"), `read the flags of \`kfarm ${command} --help\`:\n${run.stdout}`);
     }
-    const units = readdirSync(SYSTEMD).filter((f) => f.endsWith(".service")).sort();
+    const units = readdirSync(SYSTEMD)
+      .filter((f) => f.endsWith(".service"))
+      .sort();
     assert.deepEqual(units, [AGENT_UNIT, TRACKER_UNIT]);
     tracker = unitCommand(TRACKER_UNIT);
     agent = unitCommand(AGENT_UNIT);
@@ -146,7 +148,9 @@ describe("deploy/: the systemd units, Prometheus and the other deploy files fit 
   });
 
   it("Prometheus scrapes the tracker and the agents at the metrics ports the units give them, on an interface other hosts reach", () => {
-    const prometheus = parseYaml(readFileSync(join(DEPLOY, "prometheus/prometheus.yml"), "utf8")) as { scrape_configs: Array<{ job_name: string; static_configs: Array<{ targets: string[] }> }> };
+    const prometheus = parseYaml(readFileSync(join(DEPLOY, "prometheus/prometheus.yml"), "utf8")) as {
+      scrape_configs: Array<{ job_name: string; static_configs: Array<{ targets: string[] }> }>;
+    };
     const targets = (job: string) => {
       const found = prometheus.scrape_configs.find((j) => j.job_name === job);
       assert.ok(found, `deploy/prometheus/prometheus.yml has no job ${job}`);
@@ -154,13 +158,22 @@ describe("deploy/: the systemd units, Prometheus and the other deploy files fit 
     };
     const trackerPort = flagValue(tracker.flags, "--metrics-port");
     assert.ok(trackerPort, `${TRACKER_UNIT} passes no --metrics-port: Prometheus and the live view have nothing to reach`);
-    for (const t of targets("kfarm-tracker")) assert.equal(String(portOf(t)), trackerPort, `Prometheus scrapes the tracker at ${t}; ${TRACKER_UNIT} serves /metrics on ${trackerPort}`);
-    assert.ok(!["127.0.0.1", "localhost", "::1", undefined].includes(flagValue(tracker.flags, "--host")), `${TRACKER_UNIT}: --host must be an interface other hosts reach`);
+    for (const t of targets("kfarm-tracker"))
+      assert.equal(String(portOf(t)), trackerPort, `Prometheus scrapes the tracker at ${t}; ${TRACKER_UNIT} serves /metrics on ${trackerPort}`);
+    assert.ok(
+      !["127.0.0.1", "localhost", "::1", undefined].includes(flagValue(tracker.flags, "--host")),
+      `${TRACKER_UNIT}: --host must be an interface other hosts reach`,
+    );
 
     const agentPort = flagValue(agent.flags, "--metrics-port");
     assert.ok(agentPort, `${AGENT_UNIT} passes no --metrics-port: Prometheus scrapes agents at ${targets("kfarm-agent").join(", ")}`);
-    for (const t of targets("kfarm-agent")) assert.equal(String(portOf(t)), agentPort, `Prometheus scrapes an agent at ${t}; ${AGENT_UNIT} serves /metrics on ${agentPort}`);
-    assert.equal(flagValue(agent.flags, "--metrics-host"), "0.0.0.0", `${AGENT_UNIT}: --metrics-host 0.0.0.0, or Prometheus on another host cannot scrape the agent (the default is 127.0.0.1)`);
+    for (const t of targets("kfarm-agent"))
+      assert.equal(String(portOf(t)), agentPort, `Prometheus scrapes an agent at ${t}; ${AGENT_UNIT} serves /metrics on ${agentPort}`);
+    assert.equal(
+      flagValue(agent.flags, "--metrics-host"),
+      "0.0.0.0",
+      `${AGENT_UNIT}: --metrics-host 0.0.0.0, or Prometheus on another host cannot scrape the agent (the default is 127.0.0.1)`,
+    );
   });
 
   it("every deployment gives the tracker and the agents the same ports", () => {
@@ -171,7 +184,8 @@ describe("deploy/: the systemd units, Prometheus and the other deploy files fit 
       agentMetrics: flagValue(agent.flags, "--metrics-port"),
     };
     for (const [what, port] of Object.entries(want)) assert.ok(port, `the systemd units give no ${what} port`);
-    const same = (where: string, what: keyof typeof want, got: string | number | undefined) => assert.equal(String(got), want[what], `${where}: ${what} port ${got}, the systemd units' is ${want[what]}`);
+    const same = (where: string, what: keyof typeof want, got: string | number | undefined) =>
+      assert.equal(String(got), want[what], `${where}: ${what} port ${got}, the systemd units' is ${want[what]}`);
 
     // The agent config example, which the install steps copy to the agent unit's --config.
     const example = parseYaml(readFileSync(join(DEPLOY, "agent.example.yaml"), "utf8")) as { tracker: string; agent?: { metricsPort?: number } };
@@ -189,21 +203,28 @@ describe("deploy/: the systemd units, Prometheus and the other deploy files fit 
       same(`compose.yaml ${name}`, "agentMetrics", flagValue(command, "--metrics-port"));
       same(`compose.yaml ${name} --tracker`, "grpc", portOf(flagValue(command, "--tracker")!));
     }
-    const composeScrape = parseYaml(readFileSync(join(DEPLOY, "prometheus/compose.yml"), "utf8")) as { scrape_configs: Array<{ job_name: string; static_configs: Array<{ targets: string[] }> }> };
+    const composeScrape = parseYaml(readFileSync(join(DEPLOY, "prometheus/compose.yml"), "utf8")) as {
+      scrape_configs: Array<{ job_name: string; static_configs: Array<{ targets: string[] }> }>;
+    };
     for (const job of composeScrape.scrape_configs) {
-      for (const t of job.static_configs.flatMap((c) => c.targets)) same(`prometheus/compose.yml ${job.job_name} ${t}`, job.job_name === "kfarm-tracker" ? "trackerHttp" : "agentMetrics", portOf(t));
+      for (const t of job.static_configs.flatMap((c) => c.targets))
+        same(`prometheus/compose.yml ${job.job_name} ${t}`, job.job_name === "kfarm-tracker" ? "trackerHttp" : "agentMetrics", portOf(t));
     }
 
     // The Kubernetes base.
     type Container = { name: string; args?: string[]; ports?: Array<{ name: string; containerPort: number }> };
-    const containers = (file: string) => (readYamlDocuments(join(DEPLOY, "kubernetes/base", file)) as Array<{ spec: { template: { spec: { containers: Container[] } } } }>)[0]!.spec.template.spec.containers;
+    const containers = (file: string) =>
+      (readYamlDocuments(join(DEPLOY, "kubernetes/base", file)) as Array<{ spec: { template: { spec: { containers: Container[] } } } }>)[0]!.spec.template.spec
+        .containers;
     const k8sTracker = containers("tracker-deployment.yaml").find((c) => c.name === "tracker")!;
     same("kubernetes tracker-deployment.yaml", "grpc", flagValue(k8sTracker.args!, "--port"));
     same("kubernetes tracker-deployment.yaml", "data", flagValue(k8sTracker.args!, "--data-port"));
     same("kubernetes tracker-deployment.yaml", "trackerHttp", flagValue(k8sTracker.args!, "--metrics-port"));
     const cuda = containers("agent-cuda-daemonset.yaml").find((c) => c.name === "agent")!;
     same("kubernetes agent-cuda-daemonset.yaml", "agentMetrics", flagValue(cuda.args!, "--metrics-port"));
-    const simConfig = (readYamlDocuments(join(DEPLOY, "kubernetes/base/agent-sim-config.yaml")) as Array<{ data: Record<string, string> }>)[0]!.data["agent.yaml"]!;
+    const simConfig = (readYamlDocuments(join(DEPLOY, "kubernetes/base/agent-sim-config.yaml")) as Array<{ data: Record<string, string> }>)[0]!.data[
+      "agent.yaml"
+    ]!;
     same("kubernetes agent-sim-config.yaml", "agentMetrics", (parseYaml(simConfig) as { agent: { metricsPort: number } }).agent.metricsPort);
 
     // The images: the tracker's default command and every image's health check.
@@ -214,7 +235,8 @@ describe("deploy/: the systemd units, Prometheus and the other deploy files fit 
     same("tracker.Dockerfile CMD", "data", flagValue(cmd, "--data-port"));
     same("tracker.Dockerfile CMD", "trackerHttp", flagValue(cmd, "--metrics-port"));
     same("tracker.Dockerfile KFARM_HEALTH_URL", "trackerHttp", portOf(/KFARM_HEALTH_URL=(\S+)/.exec(trackerImage)![1]!));
-    for (const name of ["agent-sim.Dockerfile", "agent-cuda.Dockerfile"]) same(`${name} KFARM_HEALTH_URL`, "agentMetrics", portOf(/KFARM_HEALTH_URL=(\S+)/.exec(dockerfile(name))![1]!));
+    for (const name of ["agent-sim.Dockerfile", "agent-cuda.Dockerfile"])
+      same(`${name} KFARM_HEALTH_URL`, "agentMetrics", portOf(/KFARM_HEALTH_URL=(\S+)/.exec(dockerfile(name))![1]!));
   });
 
   it("deploy/README.md's install steps make what the units expect: the user, the install, the config and secret files", () => {
@@ -223,7 +245,11 @@ describe("deploy/: the systemd units, Prometheus and the other deploy files fit 
     const lineNaming = (path: string) => steps.find((l) => names(l, path));
     for (const u of [tracker, agent]) {
       const user = serviceValue(u.unit, "User");
-      if (user) assert.ok(steps.some((l) => /\buseradd\b/.test(l) && new RegExp(`\\s${user}$`).test(l)), `${u.file} runs as ${user}: the steps never create that user (useradd … ${user})`);
+      if (user)
+        assert.ok(
+          steps.some((l) => /\buseradd\b/.test(l) && new RegExp(`\\s${user}$`).test(l)),
+          `${u.file} runs as ${user}: the steps never create that user (useradd … ${user})`,
+        );
       const workdir = serviceValue(u.unit, "WorkingDirectory");
       const state = serviceValue(u.unit, "StateDirectory");
       const paths = [
@@ -233,23 +259,42 @@ describe("deploy/: the systemd units, Prometheus and the other deploy files fit 
         ...(u.unit.get("Service") ?? []).filter(([k]) => k === "EnvironmentFile").map(([, v]) => v.replace(/^-/, "")),
       ];
       for (const path of paths) {
-        if (state && (path === `/var/lib/${state}`)) continue; // systemd makes StateDirectory=
+        if (state && path === `/var/lib/${state}`) continue; // systemd makes StateDirectory=
         if (workdir && path.startsWith(`${workdir}/`)) {
-          assert.ok(steps.some((l) => names(l, workdir) && /\b(git clone|cp|tar|install)\b/.test(l)), `${u.file} runs ${path}: the steps never put the install in ${workdir}`);
+          assert.ok(
+            steps.some((l) => names(l, workdir) && /\b(git clone|cp|tar|install)\b/.test(l)),
+            `${u.file} runs ${path}: the steps never put the install in ${workdir}`,
+          );
           continue;
         }
         const certs = steps.find((l) => /\bcerts init\s/.test(l) && names(l, dirname(path)));
         const made = lineNaming(path) ?? (/\/(ca|server|client)\.(crt|key)$/.test(path) ? certs : undefined);
         assert.ok(made, `${u.file} reads ${path}: no install step makes it`);
       }
-      assert.ok(steps.some((l) => /\b(install|cp)\b/.test(l) && l.includes(`deploy/systemd/${u.file}`) && l.includes("/etc/systemd/system")), `the steps never install ${u.file} into /etc/systemd/system`);
+      assert.ok(
+        steps.some((l) => /\b(install|cp)\b/.test(l) && l.includes(`deploy/systemd/${u.file}`) && l.includes("/etc/systemd/system")),
+        `the steps never install ${u.file} into /etc/systemd/system`,
+      );
       const name = u.file.replace(/\.service$/, "");
-      assert.ok(steps.some((l) => new RegExp(`systemctl enable --now ${name}(\\.service)?$`).test(l)), `the steps never run \`systemctl enable --now ${name}\``);
-      assert.ok(steps.some((l) => new RegExp(`systemctl status ${name}(\\.service)?$`).test(l)), `the steps never check \`systemctl status ${name}\``);
+      assert.ok(
+        steps.some((l) => new RegExp(`systemctl enable --now ${name}(\\.service)?$`).test(l)),
+        `the steps never run \`systemctl enable --now ${name}\``,
+      );
+      assert.ok(
+        steps.some((l) => new RegExp(`systemctl status ${name}(\\.service)?$`).test(l)),
+        `the steps never check \`systemctl status ${name}\``,
+      );
     }
-    assert.ok(steps.some((l) => /systemctl daemon-reload$/.test(l)), "the steps never run `systemctl daemon-reload` after installing the units");
+    assert.ok(
+      steps.some((l) => /systemctl daemon-reload$/.test(l)),
+      "the steps never run `systemctl daemon-reload` after installing the units",
+    );
     const tokens = flagValue(tracker.flags, "--tokens");
-    if (tokens) assert.ok(steps.some((l) => /\btoken create\b/.test(l) && names(l, tokens)), `the tracker unit reads tokens from ${tokens}: the steps never create a token there`);
+    if (tokens)
+      assert.ok(
+        steps.some((l) => /\btoken create\b/.test(l) && names(l, tokens)),
+        `the tracker unit reads tokens from ${tokens}: the steps never create a token there`,
+      );
   });
 
   it("deploy/README.md's install steps check the ports the units pass: kfarm status, the probes and /metrics", () => {
@@ -257,10 +302,19 @@ describe("deploy/: the systemd units, Prometheus and the other deploy files fit 
     const grpc = flagValue(tracker.flags, "--port")!;
     const trackerHttp = flagValue(tracker.flags, "--metrics-port")!;
     const agentMetrics = flagValue(agent.flags, "--metrics-port")!;
-    assert.ok(steps.some((l) => /\bkfarm status\b/.test(l) && l.includes(`:${grpc}`)), `no \`kfarm status --tracker …:${grpc}\` step`);
-    for (const [who, port] of [["the tracker", trackerHttp], ["an agent", agentMetrics]] as const) {
+    assert.ok(
+      steps.some((l) => /\bkfarm status\b/.test(l) && l.includes(`:${grpc}`)),
+      `no \`kfarm status --tracker …:${grpc}\` step`,
+    );
+    for (const [who, port] of [
+      ["the tracker", trackerHttp],
+      ["an agent", agentMetrics],
+    ] as const) {
       for (const path of ["/readyz", "/metrics"]) {
-        assert.ok(steps.some((l) => /\bcurl\b/.test(l) && l.includes(`:${port}${path}`)), `no \`curl …:${port}${path}\` step for ${who}`);
+        assert.ok(
+          steps.some((l) => /\bcurl\b/.test(l) && l.includes(`:${port}${path}`)),
+          `no \`curl …:${port}${path}\` step for ${who}`,
+        );
       }
     }
   });

@@ -48,7 +48,9 @@ interface Dashboard {
 
 describe("the PromQL metric names the dashboard check reads", () => {
   it("takes metrics, not functions, labels, grouping, ranges or variables", () => {
-    assert.deepEqual(metricNames('histogram_quantile(0.95, sum by (le, key) (rate(kernelfarm_queue_wait_seconds_bucket{key=~"$key"}[$__rate_interval])))'), ["kernelfarm_queue_wait_seconds_bucket"]);
+    assert.deepEqual(metricNames('histogram_quantile(0.95, sum by (le, key) (rate(kernelfarm_queue_wait_seconds_bucket{key=~"$key"}[$__rate_interval])))'), [
+      "kernelfarm_queue_wait_seconds_bucket",
+    ]);
     assert.deepEqual(metricNames("sum(a_total) by (le) / on (board) group_left (key, kind) b_info offset 5m"), ["a_total", "b_info"]);
     assert.deepEqual(metricNames('kernelfarm_board_health{health!="healthy", board=~"a.{2}"} == 1 and bool c'), ["kernelfarm_board_health", "c"]);
     assert.deepEqual(metricNames("label_values(kernelfarm_boards, key)"), ["kernelfarm_boards"]);
@@ -78,7 +80,9 @@ describe("deploy/grafana/dashboards/kernelfarm.json against a real farm's metric
     await s.close();
     await waitFor("the session's end in both scrapes", async () => {
       const [t, g] = await Promise.all([scrape(tracker.httpAddress!), scrape(agent.metricsAddress!)]);
-      return t.sum("kernelfarm_sessions_ended_total") === 1 && g.sum("kernelfarm_agent_sessions_total") === 1 && g.sum("kernelfarm_agent_call_errors_total") === 1;
+      return (
+        t.sum("kernelfarm_sessions_ended_total") === 1 && g.sum("kernelfarm_agent_sessions_total") === 1 && g.sum("kernelfarm_agent_call_errors_total") === 1
+      );
     });
     const texts = await Promise.all([tracker.httpAddress!, agent.metricsAddress!].map(async (a) => (await fetch(`http://${a}/metrics`)).text()));
     exported = new Set(texts.flatMap((t) => [...exportedSeries(t)]));
@@ -103,7 +107,8 @@ describe("deploy/grafana/dashboards/kernelfarm.json against a real farm's metric
       for (const t of p.targets) assert.ok(typeof t.expr === "string" && t.expr.length > 0, `${p.title}: query ${t.refId} has an expr`);
     }
     const titles = d.panels.map((p) => p.title.toLowerCase()).join("\n");
-    for (const what of ["boards by state", "queue depth", "queue wait", "sessions started", "sessions open", "errors", "health"]) assert.match(titles, new RegExp(what), `a panel for ${what}`);
+    for (const what of ["boards by state", "queue depth", "queue wait", "sessions started", "sessions open", "errors", "health"])
+      assert.match(titles, new RegExp(what), `a panel for ${what}`);
   });
 
   it("names in its queries and variables only metrics the farm exports", () => {
@@ -121,7 +126,8 @@ describe("deploy/grafana/dashboards/kernelfarm.json against a real farm's metric
 });
 
 describe("deploy/compose.yaml", () => {
-  const compose = () => parseYaml(readFileSync(join(DEPLOY, "compose.yaml"), "utf8")) as { services: Record<string, { image: string; command?: string[]; volumes?: string[] }> };
+  const compose = () =>
+    parseYaml(readFileSync(join(DEPLOY, "compose.yaml"), "utf8")) as { services: Record<string, { image: string; command?: string[]; volumes?: string[] }> };
 
   it("uses the farm's images, mounts only files that exist, and passes kfarm only flags it knows", async () => {
     const services = compose().services;
@@ -147,12 +153,27 @@ describe("deploy/compose.yaml", () => {
   it("has Prometheus scrape the tracker and both agents where they serve /metrics, and Grafana read that Prometheus", () => {
     const services = compose().services;
     const metricsPort = (name: string) => /^--metrics-port=(\d+)$/.exec(services[name]!.command!.find((a) => a.startsWith("--metrics-port="))!)![1];
-    const prometheus = parseYaml(readFileSync(join(DEPLOY, "prometheus/compose.yml"), "utf8")) as { scrape_configs: Array<{ static_configs: Array<{ targets: string[] }> }> };
+    const prometheus = parseYaml(readFileSync(join(DEPLOY, "prometheus/compose.yml"), "utf8")) as {
+      scrape_configs: Array<{ static_configs: Array<{ targets: string[] }> }>;
+    };
     const targets = prometheus.scrape_configs.flatMap((j) => j.static_configs.flatMap((c) => c.targets)).sort();
-    assert.deepEqual(targets, ["agent-cpu", "agent-vta", "tracker"].map((n) => `${n}:${metricsPort(n)}`));
-    const datasources = parseYaml(readFileSync(join(DEPLOY, "grafana/provisioning/datasources/kernelfarm.yaml"), "utf8")) as { datasources: Array<{ uid: string; url: string }> };
-    assert.deepEqual(datasources.datasources.map((s) => [s.uid, s.url]), [[DATASOURCE_UID, "http://prometheus:9090"]]);
-    const providers = parseYaml(readFileSync(join(DEPLOY, "grafana/provisioning/dashboards/kernelfarm.yaml"), "utf8")) as { providers: Array<{ options: { path: string } }> };
-    assert.ok(services.grafana!.volumes!.some((v) => v === `./grafana/dashboards:${providers.providers[0]!.options.path}:ro`), "Grafana mounts the dashboards where the provider reads them");
+    assert.deepEqual(
+      targets,
+      ["agent-cpu", "agent-vta", "tracker"].map((n) => `${n}:${metricsPort(n)}`),
+    );
+    const datasources = parseYaml(readFileSync(join(DEPLOY, "grafana/provisioning/datasources/kernelfarm.yaml"), "utf8")) as {
+      datasources: Array<{ uid: string; url: string }>;
+    };
+    assert.deepEqual(
+      datasources.datasources.map((s) => [s.uid, s.url]),
+      [[DATASOURCE_UID, "http://prometheus:9090"]],
+    );
+    const providers = parseYaml(readFileSync(join(DEPLOY, "grafana/provisioning/dashboards/kernelfarm.yaml"), "utf8")) as {
+      providers: Array<{ options: { path: string } }>;
+    };
+    assert.ok(
+      services.grafana!.volumes!.some((v) => v === `./grafana/dashboards:${providers.providers[0]!.options.path}:ro`),
+      "Grafana mounts the dashboards where the provider reads them",
+    );
   });
 });

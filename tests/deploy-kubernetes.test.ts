@@ -34,7 +34,8 @@ function schemaModels(): Map<string, Model> {
   const walk = (exports: Record<string, unknown>, depth: number) => {
     for (const m of Object.values(exports)) {
       const model = m as Partial<Model>;
-      if (typeof m === "function" && typeof model.apiVersion === "string" && typeof model.kind === "string") out.set(`${model.apiVersion} ${model.kind}`, m as Model);
+      if (typeof m === "function" && typeof model.apiVersion === "string" && typeof model.kind === "string")
+        out.set(`${model.apiVersion} ${model.kind}`, m as Model);
       else if (typeof m === "object" && m !== null && depth < 2) walk(m as Record<string, unknown>, depth + 1);
     }
   };
@@ -63,7 +64,10 @@ function yamlFilesUnder(dir: string): string[] {
   });
 }
 
-const kustomizationDirs = () => yamlFilesUnder(ROOT).filter((f) => basename(f) === "kustomization.yaml").map((f) => dirname(f));
+const kustomizationDirs = () =>
+  yamlFilesUnder(ROOT)
+    .filter((f) => basename(f) === "kustomization.yaml")
+    .map((f) => dirname(f));
 const examples = () => yamlFilesUnder(ROOT).filter((f) => f.endsWith(".example.yaml"));
 
 interface Container {
@@ -82,7 +86,12 @@ interface Container {
 interface PodSpec {
   containers: Container[];
   initContainers?: Container[];
-  volumes?: Array<{ name: string; secret?: { secretName: string; items?: Array<{ key: string }> }; configMap?: { name: string }; persistentVolumeClaim?: { claimName: string } }>;
+  volumes?: Array<{
+    name: string;
+    secret?: { secretName: string; items?: Array<{ key: string }> };
+    configMap?: { name: string };
+    persistentVolumeClaim?: { claimName: string };
+  }>;
 }
 
 function podOf(o: K8sObject): { labels: Record<string, string>; spec: PodSpec } | undefined {
@@ -109,8 +118,14 @@ const cliFlags = new Map<string, string>();
  * every Service and monitor selects pods, and every kfarm flag is real.
  */
 function checkFitsTogether(objects: K8sObject[], where: string): void {
-  const secrets = new Map(examples().flatMap((f) => readYamlDocuments(f) as K8sObject[]).filter((s) => s.kind === "Secret").map((s) => [s.metadata.name, Object.keys({ ...(s.stringData as object), ...(s.data as object) })]));
-  const hasSecretKey = (name: string, key: string) => assert.ok(secrets.get(name)?.includes(key), `${where}: Secret ${name} has no key ${key} in secrets.example.yaml`);
+  const secrets = new Map(
+    examples()
+      .flatMap((f) => readYamlDocuments(f) as K8sObject[])
+      .filter((s) => s.kind === "Secret")
+      .map((s) => [s.metadata.name, Object.keys({ ...(s.stringData as object), ...(s.data as object) })]),
+  );
+  const hasSecretKey = (name: string, key: string) =>
+    assert.ok(secrets.get(name)?.includes(key), `${where}: Secret ${name} has no key ${key} in secrets.example.yaml`);
   const pods = objects.flatMap((o) => (podOf(o) ? [{ o, pod: podOf(o)! }] : []));
   assert.ok(pods.length > 0, `${where}: no workloads`);
   for (const { o, pod } of pods) {
@@ -129,13 +144,18 @@ function checkFitsTogether(objects: K8sObject[], where: string): void {
       }
       const env = new Set((c.env ?? []).map((e) => e.name));
       for (const arg of [...(c.args ?? []), ...(c.command ?? [])]) {
-        for (const [, name] of arg.matchAll(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g)) assert.ok(env.has(name!), `${cat}: ${arg} uses $(${name}), which its env does not define`);
+        for (const [, name] of arg.matchAll(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g))
+          assert.ok(env.has(name!), `${cat}: ${arg} uses $(${name}), which its env does not define`);
       }
       for (const e of c.env ?? []) if (e.valueFrom?.secretKeyRef) hasSecretKey(e.valueFrom.secretKeyRef.name, e.valueFrom.secretKeyRef.key);
       for (const m of c.volumeMounts ?? []) assert.ok(volumes.has(m.name), `${cat}: mounts volume ${m.name}, which the pod does not have`);
       for (const probe of [c.readinessProbe, c.livenessProbe]) {
         const port = probe?.httpGet?.port;
-        if (typeof port === "string") assert.ok(c.ports?.some((p) => p.name === port), `${cat}: a probe names port ${port}, which the container does not have`);
+        if (typeof port === "string")
+          assert.ok(
+            c.ports?.some((p) => p.name === port),
+            `${cat}: a probe names port ${port}, which the container does not have`,
+          );
       }
       const [command, ...flags] = c.args ?? [];
       if (command === "tracker" || command === "agent") {
@@ -147,15 +167,37 @@ function checkFitsTogether(objects: K8sObject[], where: string): void {
     }
   }
   for (const s of objects.filter((o) => o.kind === "Service" || o.kind === "PodDisruptionBudget")) {
-    const selector = s.kind === "Service" ? (s.spec as { selector: Record<string, string> }).selector : (s.spec as { selector: { matchLabels: Record<string, string> } }).selector.matchLabels;
-    assert.ok(pods.some(({ pod }) => matches(selector, pod.labels)), `${where}: ${s.kind} ${s.metadata.name} selects no pod`);
+    const selector =
+      s.kind === "Service"
+        ? (s.spec as { selector: Record<string, string> }).selector
+        : (s.spec as { selector: { matchLabels: Record<string, string> } }).selector.matchLabels;
+    assert.ok(
+      pods.some(({ pod }) => matches(selector, pod.labels)),
+      `${where}: ${s.kind} ${s.metadata.name} selects no pod`,
+    );
   }
   const tracker = find(objects, "Service", "kfarm-tracker");
-  assert.ok(matches((find(objects, "ServiceMonitor", "kfarm-tracker").spec as { selector: { matchLabels: Record<string, string> } }).selector.matchLabels, tracker.metadata.labels ?? {}), `${where}: the ServiceMonitor does not select the tracker's Service`);
-  const podMonitor = (find(objects, "PodMonitor", "kfarm-agents").spec as { selector: { matchLabels: Record<string, string>; matchExpressions: Array<{ key: string; values: string[] }> } }).selector;
-  for (const [kind, name] of [["Deployment", "kfarm-agent-sim"], ["DaemonSet", "kfarm-agent-cuda"]] as const) {
+  assert.ok(
+    matches(
+      (find(objects, "ServiceMonitor", "kfarm-tracker").spec as { selector: { matchLabels: Record<string, string> } }).selector.matchLabels,
+      tracker.metadata.labels ?? {},
+    ),
+    `${where}: the ServiceMonitor does not select the tracker's Service`,
+  );
+  const podMonitor = (
+    find(objects, "PodMonitor", "kfarm-agents").spec as {
+      selector: { matchLabels: Record<string, string>; matchExpressions: Array<{ key: string; values: string[] }> };
+    }
+  ).selector;
+  for (const [kind, name] of [
+    ["Deployment", "kfarm-agent-sim"],
+    ["DaemonSet", "kfarm-agent-cuda"],
+  ] as const) {
     const labels = podOf(find(objects, kind, name))!.labels;
-    assert.ok(matches(podMonitor.matchLabels, labels) && podMonitor.matchExpressions.every((e) => e.values.includes(labels[e.key]!)), `${where}: the PodMonitor does not select ${name}`);
+    assert.ok(
+      matches(podMonitor.matchLabels, labels) && podMonitor.matchExpressions.every((e) => e.values.includes(labels[e.key]!)),
+      `${where}: the PodMonitor does not select ${name}`,
+    );
   }
 }
 
@@ -173,12 +215,16 @@ describe("deploy/kubernetes", () => {
     for (const dir of kustomizationDirs()) {
       for (const file of namedFiles(dir)) {
         assert.ok(existsSync(file), `${relative(ROOT, dir)}/kustomization.yaml names ${relative(ROOT, file)}, which does not exist`);
-        if (statSync(file).isDirectory()) assert.ok(existsSync(join(file, "kustomization.yaml")), `${relative(ROOT, file)} is named as a resource but has no kustomization.yaml`);
+        if (statSync(file).isDirectory())
+          assert.ok(existsSync(join(file, "kustomization.yaml")), `${relative(ROOT, file)} is named as a resource but has no kustomization.yaml`);
         else named.add(file);
       }
     }
     for (const file of yamlFilesUnder(ROOT)) {
-      assert.ok(basename(file) === "kustomization.yaml" || named.has(file) || file.endsWith(".example.yaml"), `${relative(ROOT, file)} is in no kustomization (name it, or call it *.example.yaml)`);
+      assert.ok(
+        basename(file) === "kustomization.yaml" || named.has(file) || file.endsWith(".example.yaml"),
+        `${relative(ROOT, file)} is in no kustomization (name it, or call it *.example.yaml)`,
+      );
     }
   });
 
@@ -215,11 +261,19 @@ describe("deploy/kubernetes", () => {
     const service = find(objects, "Service", "kfarm-tracker");
     assert.equal((service.spec as { type: string }).type, "LoadBalancer");
     assert.equal(service.metadata.annotations?.["external-dns.alpha.kubernetes.io/hostname"], "tracker.farm.example");
-    assert.deepEqual((service.spec as { ports: Array<{ port: number }> }).ports.map((p) => p.port), [9190, 9193, 9191], "the patch keeps the base's ports");
+    assert.deepEqual(
+      (service.spec as { ports: Array<{ port: number }> }).ports.map((p) => p.port),
+      [9190, 9193, 9191],
+      "the patch keeps the base's ports",
+    );
     const cuda = podOf(find(objects, "DaemonSet", "kfarm-agent-cuda"))!.spec as PodSpec & { nodeSelector: Record<string, string> };
     assert.equal(cuda.containers[0]!.resources!.limits!["nvidia.com/gpu"], 8);
     assert.deepEqual(Object.keys(cuda.nodeSelector).sort(), ["nvidia.com/gpu.present", "nvidia.com/gpu.product"]);
     assert.ok(cuda.containers[0]!.args!.includes("--board=cuda:all:key=h100,node=$(NODE_NAME)"), "a patch of the resources leaves the args alone");
-    for (const kind of ["ServiceMonitor", "PodMonitor"]) assert.ok(objects.some((o) => o.kind === kind && o.metadata.labels?.release === "kube-prometheus-stack"), kind);
+    for (const kind of ["ServiceMonitor", "PodMonitor"])
+      assert.ok(
+        objects.some((o) => o.kind === kind && o.metadata.labels?.release === "kube-prometheus-stack"),
+        kind,
+      );
   });
 });

@@ -25,19 +25,25 @@ async function partsLoaded(script: string): Promise<Record<string, number>> {
 
 describe("entry points", () => {
   it('`import "kernelfarm"` loads the host SDK, not the tracker or the agent', async () => {
-    const parts = await partsLoaded(`const k = await import("kernelfarm"); if (typeof k.connectTracker !== "function" || typeof k.startLocalFarm !== "function") process.exit(3);`);
+    const parts = await partsLoaded(
+      `const k = await import("kernelfarm"); if (typeof k.connectTracker !== "function" || typeof k.startLocalFarm !== "function") process.exit(3);`,
+    );
     assert.ok(parts["host-sdk"]! > 0 && parts.protos! > 0, JSON.stringify(parts));
     assert.equal(parts.tracker, undefined, `tracker files loaded: ${JSON.stringify(parts)}`);
     assert.equal(parts["device-agent"], undefined, `agent files loaded: ${JSON.stringify(parts)}`);
   });
 
   it('`import "kernelfarm/server"` gives the tracker and the agent', async () => {
-    const parts = await partsLoaded(`const s = await import("kernelfarm/server"); if (typeof s.startTracker !== "function" || typeof s.startAgent !== "function") process.exit(3);`);
+    const parts = await partsLoaded(
+      `const s = await import("kernelfarm/server"); if (typeof s.startTracker !== "function" || typeof s.startAgent !== "function") process.exit(3);`,
+    );
     assert.ok(parts.tracker! > 0 && parts["device-agent"]! > 0, JSON.stringify(parts));
   });
 
   it("an embedded farm loads the servers when it starts, and works", async () => {
-    const parts = await partsLoaded(`const { startLocalFarm } = await import("kernelfarm"); const farm = await startLocalFarm(); await farm.ready(); const s = await farm.client.request("cpu"); await s.close(); await farm.close();`);
+    const parts = await partsLoaded(
+      `const { startLocalFarm } = await import("kernelfarm"); const farm = await startLocalFarm(); await farm.ready(); const s = await farm.client.request("cpu"); await s.close(); await farm.close();`,
+    );
     assert.ok(parts.tracker! > 0 && parts["device-agent"]! > 0, JSON.stringify(parts));
   });
 });

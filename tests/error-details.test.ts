@@ -31,7 +31,11 @@ describe("error details from a board reach the host", () => {
       const e = await refused(s.loadModule("tvm.kfm"), "BAD_BUNDLE");
       // Set by the worker's bundle check (protos/bundle.ts), read here.
       assert.deepEqual(e.details, { field: "format" });
-      assert.deepEqual((await s.listdir()).map((f) => f.name), ["tvm.kfm"], "the session goes on");
+      assert.deepEqual(
+        (await s.listdir()).map((f) => f.name),
+        ["tvm.kfm"],
+        "the session goes on",
+      );
     } finally {
       await s.close();
     }

@@ -12,7 +12,18 @@ import { DEFAULT_FARM_SCALE, farmScaleProblems, runFarmScale } from "../bench/fa
 
 describe("a simulated farm (bench/farm-scale.ts) against the real tracker", () => {
   it("grants and releases every request of 10 hosts on 3 agents × 4 boards", async () => {
-    const r = await runFarmScale({ ...DEFAULT_FARM_SCALE, agents: 3, boards: 4, hosts: 10, durationS: 2, warmupS: 0.5, holdMs: 5, summaryEveryMs: 200, baseline: false, trackerArgs: [] });
+    const r = await runFarmScale({
+      ...DEFAULT_FARM_SCALE,
+      agents: 3,
+      boards: 4,
+      hosts: 10,
+      durationS: 2,
+      warmupS: 0.5,
+      holdMs: 5,
+      summaryEveryMs: 200,
+      baseline: false,
+      trackerArgs: [],
+    });
     assert.deepEqual(farmScaleProblems(r), []);
     assert.equal(r.boardsListed, 12);
     assert.equal(r.boardsFreeAfter, 12);

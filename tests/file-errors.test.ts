@@ -99,7 +99,10 @@ describe("file errors name the session's file, never the agent's path", () => {
   it("listdir with a dangling link a kernel made lists it; download of it is NOT_FOUND", async () => {
     await make("make_dangling", "dangling");
     const listing = await s.listdir();
-    assert.ok(listing.some((f) => f.name === "dangling"), JSON.stringify(listing));
+    assert.ok(
+      listing.some((f) => f.name === "dangling"),
+      JSON.stringify(listing),
+    );
     const e = await failure(() => s.download("dangling"));
     assert.equal(e.code, "NOT_FOUND");
     assert.match(e.message, /"dangling"/);

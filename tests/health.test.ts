@@ -65,7 +65,11 @@ describe("board health: canaries, quarantine, infrastructure errors", () => {
     const broken = buildCanary(dir, "broken", BROKEN_CANARY);
     // Canaries' answers here; their speed is the next suite's (on a shared VM it wanders by tens of per cent, and would make "good" suspect at times).
     tracker = await startTrackerProcess(["--metrics-port", "0", "--max-canary-drift", "0"]);
-    agent = await startAgentProcess(tracker.address, ["cpu:key=cpu,name=good", `cpu:key=cpu,name=bad,canary=${broken}`, "vta-sim:key=vta,name=v"], ["--canary-interval-ms", "250", "--name", "h"]);
+    agent = await startAgentProcess(
+      tracker.address,
+      ["cpu:key=cpu,name=good", `cpu:key=cpu,name=bad,canary=${broken}`, "vta-sim:key=vta,name=v"],
+      ["--canary-interval-ms", "250", "--name", "h"],
+    );
     client = await connectTracker(tracker.address);
   });
   after(() => stopAll(client, agent, tracker, dir));
@@ -197,7 +201,10 @@ describe("board health: canary drift", () => {
     assert.equal(slow.state, "free", "a slow board is still granted: its answers are right");
     assert.ok(slow.canary_drift > 3);
     assert.equal(slow.last_error, "", "a slow canary is no failure");
-    assert.deepEqual(slow.health_history.map((c) => [c.from, c.to]), [["healthy", "suspect"]]);
+    assert.deepEqual(
+      slow.health_history.map((c) => [c.from, c.to]),
+      [["healthy", "suspect"]],
+    );
 
     // The same in `kfarm status` and the metrics.
     const status = await runCli(["status", "--tracker", tracker.address, "--history"]);
@@ -207,7 +214,9 @@ describe("board health: canary drift", () => {
     const metrics = await scrape(tracker.httpAddress!);
     assert.equal(metrics.get("kernelfarm_board_health", { board: "d/slow", health: "suspect" }), 1);
     assert.ok(metrics.get("kernelfarm_board_canary_drift", { board: "d/slow" })! > 3);
-    assert.ok(metrics.get("kernelfarm_board_canary_seconds", { board: "d/slow" })! > 3 * metrics.get("kernelfarm_board_canary_baseline_seconds", { board: "d/slow" })!);
+    assert.ok(
+      metrics.get("kernelfarm_board_canary_seconds", { board: "d/slow" })! > 3 * metrics.get("kernelfarm_board_canary_baseline_seconds", { board: "d/slow" })!,
+    );
 
     unlinkSync(flag);
     const back = await waitFor("the board healthy again", async () => {

@@ -35,9 +35,11 @@ describe("tracker descriptors across sessions, TLS on every lane", () => {
     const f = (name: string) => join(dir, name);
     tracker = await startTrackerProcess(["--tls-cert", f("server.crt"), "--tls-key", f("server.key")]);
     assert.ok(tracker.tls);
-    agent = await startAgentProcess(tracker.address, ["cpu:key=cpu"], [
-      "--tls-ca", f("ca.crt"), "--data-tls-cert", f("server.crt"), "--data-tls-key", f("server.key"),
-    ]);
+    agent = await startAgentProcess(
+      tracker.address,
+      ["cpu:key=cpu"],
+      ["--tls-ca", f("ca.crt"), "--data-tls-cert", f("server.crt"), "--data-tls-key", f("server.key")],
+    );
     security = { tls: { caFile: f("ca.crt") } };
     client = await connectTracker(tracker.address, security);
     await waitForFreeBoards(client, 1);
@@ -72,9 +74,11 @@ describe("tracker descriptors across sessions, TLS on every lane", () => {
       await waitForFreeBoards(client, 1);
       const peak = fds();
       // Closes finish after the sessions' ends: wait for the count, not a time.
-      await waitFor(`the tracker's descriptors back to ${base} (+${SLACK}); ${peak} right after the sessions`, () => fds() <= base + SLACK, 15_000, 50).catch((err: Error) => {
-        throw new Error(`${err.message}; now ${fds()}`);
-      });
+      await waitFor(`the tracker's descriptors back to ${base} (+${SLACK}); ${peak} right after the sessions`, () => fds() <= base + SLACK, 15_000, 50).catch(
+        (err: Error) => {
+          throw new Error(`${err.message}; now ${fds()}`);
+        },
+      );
     });
   }
 });

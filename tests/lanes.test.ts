@@ -51,39 +51,39 @@ describe("session lanes", () => {
   });
 
   for (const door of ["the agent's data port", "the worker's standby lane"] as const) {
-  it(`refuses a forged, a reused, an expired and a foreign ticket at ${door}, and the session goes on`, async () => {
-    const raw = await rawSession(farm.tracker.address, { key: "cpu", route: "direct" });
-    const address = door === "the agent's data port" ? raw.grant.direct_address : raw.grant.worker_address;
-    assert.notEqual(address, "", `the grant names ${door}`);
-    const [dHost, dPort] = [host(address), parseAddress(address).port];
-    try {
-      const forged = await rawHello(dHost, dPort, { session_id: raw.grant.session_id, ticket: "f".repeat(32), role: "host" });
-      assert.equal(forged.error?.code, "PERMISSION_DENIED");
-      assert.match(forged.error!.message, /wrong ticket/);
-      const real = await rawHello(dHost, dPort, { session_id: raw.grant.session_id, ticket: raw.grant.ticket, role: "host" });
-      assert.equal(real.error, undefined);
-      const reused = await rawHello(dHost, dPort, { session_id: raw.grant.session_id, ticket: raw.grant.ticket, role: "host" });
-      assert.equal(reused.error?.code, "PERMISSION_DENIED");
-      assert.match(reused.error!.message, /ticket is used/);
-      const foreign = await rawHello(dHost, dPort, { session_id: "s999-000000", ticket: raw.grant.ticket, role: "host" });
-      assert.equal(foreign.error?.code, "NOT_FOUND");
-      // The real lane still answers: a listdir on it.
-      real.lane.send(encodeHostFrame({ id: 1, listdir: {} }));
-      const reply = await new Promise<Buffer>((resolve) => real.lane.onFrame(resolve));
-      assert.deepEqual(decodeBoardFrame(reply).listing?.entries, []);
-      // Closed cleanly, and the board free again before the stream goes: the session's worker lives on (a cancel
-      // racing the worker's report could kill it), so the expired ticket below meets the same door, open.
-      real.lane.send(encodeHostFrame({ id: 2, close: {} }));
-      await new Promise((resolve) => real.lane.onClose(resolve));
+    it(`refuses a forged, a reused, an expired and a foreign ticket at ${door}, and the session goes on`, async () => {
+      const raw = await rawSession(farm.tracker.address, { key: "cpu", route: "direct" });
+      const address = door === "the agent's data port" ? raw.grant.direct_address : raw.grant.worker_address;
+      assert.notEqual(address, "", `the grant names ${door}`);
+      const [dHost, dPort] = [host(address), parseAddress(address).port];
+      try {
+        const forged = await rawHello(dHost, dPort, { session_id: raw.grant.session_id, ticket: "f".repeat(32), role: "host" });
+        assert.equal(forged.error?.code, "PERMISSION_DENIED");
+        assert.match(forged.error!.message, /wrong ticket/);
+        const real = await rawHello(dHost, dPort, { session_id: raw.grant.session_id, ticket: raw.grant.ticket, role: "host" });
+        assert.equal(real.error, undefined);
+        const reused = await rawHello(dHost, dPort, { session_id: raw.grant.session_id, ticket: raw.grant.ticket, role: "host" });
+        assert.equal(reused.error?.code, "PERMISSION_DENIED");
+        assert.match(reused.error!.message, /ticket is used/);
+        const foreign = await rawHello(dHost, dPort, { session_id: "s999-000000", ticket: raw.grant.ticket, role: "host" });
+        assert.equal(foreign.error?.code, "NOT_FOUND");
+        // The real lane still answers: a listdir on it.
+        real.lane.send(encodeHostFrame({ id: 1, listdir: {} }));
+        const reply = await new Promise<Buffer>((resolve) => real.lane.onFrame(resolve));
+        assert.deepEqual(decodeBoardFrame(reply).listing?.entries, []);
+        // Closed cleanly, and the board free again before the stream goes: the session's worker lives on (a cancel
+        // racing the worker's report could kill it), so the expired ticket below meets the same door, open.
+        real.lane.send(encodeHostFrame({ id: 2, close: {} }));
+        await new Promise((resolve) => real.lane.onClose(resolve));
+        await waitForFreeBoards(farm.client, 1);
+      } finally {
+        raw.close();
+      }
       await waitForFreeBoards(farm.client, 1);
-    } finally {
-      raw.close();
-    }
-    await waitForFreeBoards(farm.client, 1);
-    // Expired: the session is over, its ticket opens nothing.
-    const expired = await rawHello(dHost, dPort, { session_id: raw.grant.session_id, ticket: raw.grant.ticket, role: "host" });
-    assert.equal(expired.error?.code, "NOT_FOUND");
-  });
+      // Expired: the session is over, its ticket opens nothing.
+      const expired = await rawHello(dHost, dPort, { session_id: raw.grant.session_id, ticket: raw.grant.ticket, role: "host" });
+      assert.equal(expired.error?.code, "NOT_FOUND");
+    });
   }
 
   it("the grant names the standby lane of the worker that takes the session, a port of its own, and the SDK opens the session there", async () => {
@@ -93,7 +93,11 @@ describe("session lanes", () => {
       assert.equal(host(raw.grant.worker_address), host(raw.grant.direct_address));
       assert.notEqual(parseAddress(raw.grant.worker_address).port, parseAddress(raw.grant.direct_address).port);
       // The worker itself answers there: the lane's first call reports its pid, the one the pool runs for the board.
-      const lane = await rawHello(host(raw.grant.worker_address), parseAddress(raw.grant.worker_address).port, { session_id: raw.grant.session_id, ticket: raw.grant.ticket, role: "host" });
+      const lane = await rawHello(host(raw.grant.worker_address), parseAddress(raw.grant.worker_address).port, {
+        session_id: raw.grant.session_id,
+        ticket: raw.grant.ticket,
+        role: "host",
+      });
       assert.equal(lane.error, undefined);
       lane.lane.send(encodeHostFrame({ id: 1, stats: {} }));
       const stats = decodeBoardFrame(await new Promise<Buffer>((resolve) => lane.lane.onFrame(resolve))).stats;
@@ -127,11 +131,23 @@ describe("session lanes", () => {
   it("refuses forged and reused tickets on the tracker's data port", async () => {
     const raw = await rawSession(farm.tracker.address, { key: "cpu", route: "relay" });
     try {
-      const forged = await rawHello(host(farm.tracker.address), raw.grant.relay_port, { session_id: raw.grant.session_id, ticket: "0".repeat(32), role: "host" });
+      const forged = await rawHello(host(farm.tracker.address), raw.grant.relay_port, {
+        session_id: raw.grant.session_id,
+        ticket: "0".repeat(32),
+        role: "host",
+      });
       assert.equal(forged.error?.code, "PERMISSION_DENIED");
-      const real = await rawHello(host(farm.tracker.address), raw.grant.relay_port, { session_id: raw.grant.session_id, ticket: raw.grant.ticket, role: "host" });
+      const real = await rawHello(host(farm.tracker.address), raw.grant.relay_port, {
+        session_id: raw.grant.session_id,
+        ticket: raw.grant.ticket,
+        role: "host",
+      });
       assert.equal(real.error, undefined);
-      const reused = await rawHello(host(farm.tracker.address), raw.grant.relay_port, { session_id: raw.grant.session_id, ticket: raw.grant.ticket, role: "host" });
+      const reused = await rawHello(host(farm.tracker.address), raw.grant.relay_port, {
+        session_id: raw.grant.session_id,
+        ticket: raw.grant.ticket,
+        role: "host",
+      });
       assert.equal(reused.error?.code, "PERMISSION_DENIED");
       assert.match(reused.error!.message, /ticket is used/);
       real.lane.fail(new FarmError("CANCELLED", "done"));
@@ -150,10 +166,19 @@ describe("session lanes", () => {
         await new Promise((resolve) => socket.once("connect", resolve));
         // A length of 3 GiB, then noise: over the hello's limit at once.
         socket.write(Buffer.from([0xc0, 0, 0, 0, 1, 2, 3, 4]));
-        await new Promise((resolve) => socket.once("close", resolve).on("error", () => {}).resume());
+        await new Promise((resolve) =>
+          socket
+            .once("close", resolve)
+            .on("error", () => {})
+            .resume(),
+        );
       }
       // The session still opens at the worker's door.
-      const lane = await rawHello(host(raw.grant.worker_address), parseAddress(raw.grant.worker_address).port, { session_id: raw.grant.session_id, ticket: raw.grant.ticket, role: "host" });
+      const lane = await rawHello(host(raw.grant.worker_address), parseAddress(raw.grant.worker_address).port, {
+        session_id: raw.grant.session_id,
+        ticket: raw.grant.ticket,
+        role: "host",
+      });
       assert.equal(lane.error, undefined);
       lane.lane.fail(new FarmError("CANCELLED", "done"));
     } finally {
@@ -176,7 +201,11 @@ describe("session lanes", () => {
 
   it("a lane cut mid-upload: the session ends, nothing of the upload is kept", { timeout: 30_000 }, async () => {
     const raw = await rawSession(farm.tracker.address, { key: "cpu", route: "direct" });
-    const lane = await rawHello(host(raw.grant.direct_address), parseAddress(raw.grant.direct_address).port, { session_id: raw.grant.session_id, ticket: raw.grant.ticket, role: "host" });
+    const lane = await rawHello(host(raw.grant.direct_address), parseAddress(raw.grant.direct_address).port, {
+      session_id: raw.grant.session_id,
+      ticket: raw.grant.ticket,
+      role: "host",
+    });
     const half = Buffer.alloc(1 << 20, 7);
     const whole = Buffer.concat([half, half]);
     const sha256 = createHash("sha256").update(whole).digest("hex");
@@ -191,7 +220,10 @@ describe("session lanes", () => {
     try {
       assert.deepEqual(await s.listdir(), []);
       // Not kept under its digest either: a probe finds nothing.
-      await assert.rejects(s.request({ upload: { name: "cut.bin", total_bytes: whole.length, data: new Uint8Array(0), done: true, sha256, probe: true } }), (e: FarmError) => e.code === "NOT_FOUND");
+      await assert.rejects(
+        s.request({ upload: { name: "cut.bin", total_bytes: whole.length, data: new Uint8Array(0), done: true, sha256, probe: true } }),
+        (e: FarmError) => e.code === "NOT_FOUND",
+      );
     } finally {
       await s.close();
     }

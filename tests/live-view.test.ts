@@ -226,7 +226,10 @@ describe("live view feed", () => {
 
     // A page opened now sees it all in its snapshot.
     const b = await feed();
-    assert.deepEqual(b.snapshot.summary.boards.map((x) => x.key), ["live"]);
+    assert.deepEqual(
+      b.snapshot.summary.boards.map((x) => x.key),
+      ["live"],
+    );
     assert.equal(b.snapshot.summary.agents[0]?.name, "rack-a");
     assert.equal(b.snapshot.sessions[0]?.session, id);
     assert.equal(b.snapshot.sessions[0]?.reason, "OK");
@@ -345,7 +348,10 @@ describe("live view page in Chromium", () => {
 
     // A session, then some back to back with a queue, and one that times out.
     const id = await runSession(client, "cpu");
-    await page.waitFor(`session ${id} in recent sessions, with its lane`, `document.querySelector('#sessions tr[data-session="${id}"][data-reason="OK"][data-lane="direct"]') !== null`);
+    await page.waitFor(
+      `session ${id} in recent sessions, with its lane`,
+      `document.querySelector('#sessions tr[data-session="${id}"][data-reason="OK"][data-lane="direct"]') !== null`,
+    );
     // An open session's board shows its lane.
     const relayed = await client.request("cpu-large", { route: "relay" });
     await page.waitFor("the relayed session's board", `document.querySelector('#boards tr[data-lane="relay"]') !== null`);
@@ -369,7 +375,8 @@ describe("live view page in Chromium", () => {
     assert.deepEqual(page.errors, []);
 
     // docs/live-view.png is committed: rewrite it only when asked (or missing).
-    const target = process.env.KFARM_UPDATE_SCREENSHOTS || !existsSync(SCREENSHOT) ? SCREENSHOT : join(mkdtempSync(join(tmpdir(), "kfarm-live-")), "live-view.png");
+    const target =
+      process.env.KFARM_UPDATE_SCREENSHOTS || !existsSync(SCREENSHOT) ? SCREENSHOT : join(mkdtempSync(join(tmpdir(), "kfarm-live-")), "live-view.png");
     await page.waitFor("the row highlights to fade", `document.querySelectorAll("#boards tr.flash").length === 0`, 10_000);
     const size = await page.screenshot(target);
     assert.ok(size > 10_000, `screenshot of ${size} bytes`);
@@ -378,10 +385,16 @@ describe("live view page in Chromium", () => {
     // An agent leaving takes its board off the page; the tracker stopping shows on the indicator.
     await agents.pop()!.stop();
     await page.waitFor("the board of rack-b to go", `document.querySelectorAll("#boards tbody tr[data-board]").length === 2`);
-    const stopped = page.waitFor("the indicator to say the tracker stopped", `/tracker stopped · retry in \\d+ s/.test(document.getElementById("conn").textContent)`);
+    const stopped = page.waitFor(
+      "the indicator to say the tracker stopped",
+      `/tracker stopped · retry in \\d+ s/.test(document.getElementById("conn").textContent)`,
+    );
     await tracker.stop();
     await stopped;
-    await page.waitFor("a failed retry", `document.getElementById("conn").dataset.state === "closed" && /tracker unreachable · retry in \\d+ s/.test(document.getElementById("conn").textContent)`);
+    await page.waitFor(
+      "a failed retry",
+      `document.getElementById("conn").dataset.state === "closed" && /tracker unreachable · retry in \\d+ s/.test(document.getElementById("conn").textContent)`,
+    );
   });
 });
 
@@ -412,11 +425,18 @@ describe("live view page at 1280 × 800", { skip: findChromium() ? false : NO_CH
       ],
       ["--name", "rack-a1-row07-host-03", "--canary-interval-ms", "250"],
     );
-    await waitFor("the broken board quarantined", async () => (await client.summary()).boards.some((b) => b.id.endsWith("/cpu-broken") && b.health === "quarantined"));
+    await waitFor("the broken board quarantined", async () =>
+      (await client.summary()).boards.some((b) => b.id.endsWith("/cpu-broken") && b.health === "quarantined"),
+    );
     await waitForFreeBoards(client, 4);
     const ids = (await client.summary()).boards.map((b) => b.id).sort();
     // A drained board with a long reason, and a session that timed out (its board's last error).
-    await client.boardCommand(ids.find((id) => id.endsWith("/cpu2"))!, "drain", "alice@ops-workstation-17", "replacing the DIMM in slot B3 after ECC errors; back after the 14:00 maintenance window, ticket OPS-48213");
+    await client.boardCommand(
+      ids.find((id) => id.endsWith("/cpu2"))!,
+      "drain",
+      "alice@ops-workstation-17",
+      "replacing the DIMM in slot B3 after ECC errors; back after the 14:00 maintenance window, ticket OPS-48213",
+    );
     const timedOut = await client.request("vta-sim-1x16x16-int8", { sessionTimeoutMs: 300 });
     await waitFor("the session timeout", () => timedOut.isClosed, 10_000);
     browser = await Browser.launch(findChromium());
@@ -429,27 +449,34 @@ describe("live view page at 1280 × 800", { skip: findChromium() ? false : NO_CH
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it("fits its tables in the window or scrolls them in their own box; long reasons wrap or keep their text in a title; the header says the version", { timeout: 120_000 }, async () => {
-    const page = await browser.open(`http://${tracker.httpAddress}/`, 1280, 800);
-    await page.waitFor("the feed to connect", `document.getElementById("conn").dataset.state === "open"`);
-    await page.waitFor("5 board rows", `document.querySelectorAll("#boards tbody tr[data-board]").length === 5`);
-    await page.waitFor("the drained board's reason", `document.querySelector("#boards").textContent.includes("ticket OPS-48213")`);
-    await page.waitFor("the timed-out session", `document.querySelector('#sessions tr[data-reason="SESSION_TIMEOUT"]') !== null`);
-    await page.waitFor("the broken board's canary", `document.querySelector("#boards").textContent.includes("expected 9.5")`);
-    await page.waitFor("the row highlights to fade", `document.querySelectorAll("#boards tr.flash").length === 0`, 10_000);
+  it(
+    "fits its tables in the window or scrolls them in their own box; long reasons wrap or keep their text in a title; the header says the version",
+    { timeout: 120_000 },
+    async () => {
+      const page = await browser.open(`http://${tracker.httpAddress}/`, 1280, 800);
+      await page.waitFor("the feed to connect", `document.getElementById("conn").dataset.state === "open"`);
+      await page.waitFor("5 board rows", `document.querySelectorAll("#boards tbody tr[data-board]").length === 5`);
+      await page.waitFor("the drained board's reason", `document.querySelector("#boards").textContent.includes("ticket OPS-48213")`);
+      await page.waitFor("the timed-out session", `document.querySelector('#sessions tr[data-reason="SESSION_TIMEOUT"]') !== null`);
+      await page.waitFor("the broken board's canary", `document.querySelector("#boards").textContent.includes("expected 9.5")`);
+      await page.waitFor("the row highlights to fade", `document.querySelectorAll("#boards tr.flash").length === 0`, 10_000);
 
-    const problems = await page.evaluate<string[]>(LAYOUT_PROBLEMS);
-    const target = process.env.KFARM_UPDATE_SCREENSHOTS || !existsSync(SCREENSHOT_1280) ? SCREENSHOT_1280 : join(mkdtempSync(join(tmpdir(), "kfarm-live-")), "live-view-1280.png");
-    const size = await page.screenshot(target);
-    console.log(`# live view screenshot at 1280 × 800: ${target} (${(size / 1024).toFixed(0)} KiB)`);
-    assert.deepEqual(problems, [], `what a reader of the page at 1280 px cannot see (screenshot: ${target})`);
+      const problems = await page.evaluate<string[]>(LAYOUT_PROBLEMS);
+      const target =
+        process.env.KFARM_UPDATE_SCREENSHOTS || !existsSync(SCREENSHOT_1280)
+          ? SCREENSHOT_1280
+          : join(mkdtempSync(join(tmpdir(), "kfarm-live-")), "live-view-1280.png");
+      const size = await page.screenshot(target);
+      console.log(`# live view screenshot at 1280 × 800: ${target} (${(size / 1024).toFixed(0)} KiB)`);
+      assert.deepEqual(problems, [], `what a reader of the page at 1280 px cannot see (screenshot: ${target})`);
 
-    // The version, in the header the tracker served (before any feed) and after the snapshot.
-    const header = await page.evaluate<string>(`document.querySelector("header").textContent.replace(/\\s+/g, " ")`);
-    assert.ok(header.includes(`kernelfarm ${FARM_VERSION}`), `the header says "kernelfarm ${FARM_VERSION}": ${JSON.stringify(header)}`);
-    assert.equal(await page.evaluate<string>(`document.getElementById("version").textContent`), FARM_VERSION);
-    assert.deepEqual(page.errors, []);
-  });
+      // The version, in the header the tracker served (before any feed) and after the snapshot.
+      const header = await page.evaluate<string>(`document.querySelector("header").textContent.replace(/\\s+/g, " ")`);
+      assert.ok(header.includes(`kernelfarm ${FARM_VERSION}`), `the header says "kernelfarm ${FARM_VERSION}": ${JSON.stringify(header)}`);
+      assert.equal(await page.evaluate<string>(`document.getElementById("version").textContent`), FARM_VERSION);
+      assert.deepEqual(page.errors, []);
+    },
+  );
 });
 
 describe("kfarm status --watch", () => {
@@ -476,7 +503,10 @@ describe("kfarm status --watch", () => {
     try {
       await waitFor("the table", () => /Board List[\s\S]*w0[\s\S]*Queue Status[\s\S]*watching farm events/.test(out), 20_000);
       const id = await runSession(client, "watch");
-      await waitFor("the session lines", () => new RegExp(`session granted\\s+${id} on \\S+/w0`).test(out) && new RegExp(`session ended\\s+${id} on \\S+/w0: OK after \\d+ ms`).test(out));
+      await waitFor(
+        "the session lines",
+        () => new RegExp(`session granted\\s+${id} on \\S+/w0`).test(out) && new RegExp(`session ended\\s+${id} on \\S+/w0: OK after \\d+ ms`).test(out),
+      );
       assert.match(out, /\d\d:\d\d:\d\d\.\d{3} {2}board changed\s+\S+\/w0 key=watch kind=cpu state=busy/);
       await tracker.stop();
       await waitFor("the disconnect line", () => /feed disconnected \(1001 the tracker is shutting down\); retrying in [\d.]+ s/.test(out));

@@ -9,7 +9,10 @@ describe("LocalSession", () => {
     const s = await LocalSession.open();
     const m = await compileCpu(VADD_SOURCE, { functions: { vadd: ["float32* a", "float32* b", "float32* c", "int32 n"] } });
     await s.upload(m);
-    assert.deepEqual((await s.listdir()).map((e) => e.name), [m.name]);
+    assert.deepEqual(
+      (await s.listdir()).map((e) => e.name),
+      [m.name],
+    );
     const mod = await s.loadModule(m.name);
     const a = await s.array(new Float32Array([1, 2, 3, 4]));
     const b = await s.array(new Float32Array([10, 20, 30, 40]));

@@ -59,7 +59,14 @@ describe("measure() through an agent's and a tracker's crash", () => {
       args: [{ input: A }, { input: B }, { output: { shape: [N], dtype: "float32" }, expect: WANT }, { scalar: N }],
     }));
     let report: MeasureReport | undefined;
-    const opts = { key: "cpu", progress: false, resultsFile: file, timeEvaluator: { number: 10, repeat: 3 }, timeoutMs: 20_000, onReport: (r: MeasureReport) => (report = r) };
+    const opts = {
+      key: "cpu",
+      progress: false,
+      resultsFile: file,
+      timeEvaluator: { number: 10, repeat: 3 },
+      timeoutMs: 20_000,
+      onReport: (r: MeasureReport) => (report = r),
+    };
     const batch = measure(client, candidates, opts);
 
     await waitFor("the batch's first results", () => lines() >= 6, 60_000);
@@ -77,17 +84,29 @@ describe("measure() through an agent's and a tracker's crash", () => {
     assert.equal(results.length, CANDIDATES);
     const notOk = results.filter((r) => r.outcome !== "OK");
     assert.deepEqual(notOk, [], "every candidate measured");
-    const recorded = readFileSync(file, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as { id: string; outcome: string; digest?: string });
+    const recorded = readFileSync(file, "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { id: string; outcome: string; digest?: string });
     assert.equal(recorded.length, CANDIDATES, "one line per candidate");
     assert.deepEqual(recorded.map((r) => r.id).sort(), candidates.map((c) => c.id!).sort(), "each candidate exactly once");
     assert.ok(recorded.every((r) => r.outcome === "OK" && /^[0-9a-f]{64}$/.test(r.digest ?? "")));
-    assert.ok(results.some((r) => r.attempts > 1), "a candidate in flight when the farm fell was measured again");
+    assert.ok(
+      results.some((r) => r.attempts > 1),
+      "a candidate in flight when the farm fell was measured again",
+    );
     assert.equal(report?.candidates, CANDIDATES);
-    assert.ok(report!.boards.some((b) => b.idle.session > 0), "the time spent waiting for the farm is booked as waiting for a session");
+    assert.ok(
+      report!.boards.some((b) => b.idle.session > 0),
+      "the time spent waiting for the farm is booked as waiting for a session",
+    );
 
     // Resumed with the same file: nothing is measured again.
     const again = await measure(client, candidates, opts);
-    assert.deepEqual(again.map((r) => r.timing?.median), results.map((r) => r.timing?.median));
+    assert.deepEqual(
+      again.map((r) => r.timing?.median),
+      results.map((r) => r.timing?.median),
+    );
     assert.equal(report!.reused, CANDIDATES);
     assert.equal(report!.candidates, 0);
   });
@@ -105,8 +124,15 @@ describe("measure() through an agent's and a tracker's crash", () => {
     const batch = measure(client, candidates, { key: "cpu", progress: false, timeEvaluator: { number: 10, repeat: 3 }, timeoutMs: 20_000 });
     tracker = await startTrackerProcess(["--state-dir", stateDir], port);
     const results = await batch;
-    assert.deepEqual(results.map((r) => r.outcome), candidates.map(() => "OK"));
-    assert.deepEqual([...new Set(results.map((r) => r.board))].sort(), ["steady/b0", "steady/b1"], "both boards, not the one board's worth a batch that could not count them would take");
+    assert.deepEqual(
+      results.map((r) => r.outcome),
+      candidates.map(() => "OK"),
+    );
+    assert.deepEqual(
+      [...new Set(results.map((r) => r.board))].sort(),
+      ["steady/b0", "steady/b1"],
+      "both boards, not the one board's worth a batch that could not count them would take",
+    );
     await waitForFreeBoards(client, 2, "cpu");
   });
 });

@@ -11,7 +11,19 @@ import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from "n
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { DEFAULT_REMEASURE_TIMES, Measurer, RemoteArray, compileCpu, connectTracker, measure, type Candidate, type CompiledModule, type MeasureReport, type MeasureResult, type TrackerClient } from "../host-sdk/index.ts";
+import {
+  DEFAULT_REMEASURE_TIMES,
+  Measurer,
+  RemoteArray,
+  compileCpu,
+  connectTracker,
+  measure,
+  type Candidate,
+  type CompiledModule,
+  type MeasureReport,
+  type MeasureResult,
+  type TrackerClient,
+} from "../host-sdk/index.ts";
 import type { AnyTypedArray, FarmError } from "../protos/index.ts";
 import { randomArray } from "../domain/index.ts";
 import { names, refused } from "./helpers/assertions.ts";
@@ -92,7 +104,10 @@ describe("measure()", () => {
       assert.ok(r.timing!.median > 0);
       assert.ok(r.timing!.rse! >= 0, "the precision achieved, with each result");
       const timed = r.timing!.results.reduce((a, b) => a + b, 0) * r.timing!.number * 1e9;
-      assert.ok(r.stats!.measure_wall_ns! > timed, `the board's wall time for the candidate (${r.stats!.measure_wall_ns} ns) holds its timed calls (${timed} ns)`);
+      assert.ok(
+        r.stats!.measure_wall_ns! > timed,
+        `the board's wall time for the candidate (${r.stats!.measure_wall_ns} ns) holds its timed calls (${timed} ns)`,
+      );
       assert.equal(r.timing!.stoppedBy, undefined, "no target: no reason to give");
       assert.match(r.board!, /^m[12]\/cpu0$/);
       // The counters are the candidate's own: 2 checked calls + the warm-up + 3 × 2 timed.
@@ -125,26 +140,48 @@ describe("measure()", () => {
       seen.push({ id: r.id, median: r.timing!.median, board: r.board! });
       return r.id === "always" || (r.id === "once" && timesSeen("once") === 1);
     };
-    const cands = [candidate("good", module, "once"), candidate("good", module, "always"), candidate("good", module, "never"), candidate("wrong", module, "bad")];
+    const cands = [
+      candidate("good", module, "once"),
+      candidate("good", module, "always"),
+      candidate("good", module, "never"),
+      candidate("wrong", module, "bad"),
+    ];
     const opts = { key: "cpu", progress: false, resultsFile: file, timeEvaluator: { number: 2, repeat: 2 } };
     const results = await measure(client, cands, { ...opts, remeasure: { when } });
-    assert.deepEqual(results.map((r) => [r.id, r.outcome, r.measurements, r.flagged, r.attempts]), [
-      ["once", "OK", 2, undefined, 1],
-      ["always", "OK", 1 + DEFAULT_REMEASURE_TIMES, true, 1],
-      ["never", "OK", undefined, undefined, 1],
-      ["bad", "WRONG_ANSWER", undefined, undefined, 1],
-    ]);
-    assert.deepEqual([timesSeen("once"), timesSeen("always"), timesSeen("never"), timesSeen("bad")], [2, 3, 1, 0], "the test saw every timing of an OK result, and no other");
+    assert.deepEqual(
+      results.map((r) => [r.id, r.outcome, r.measurements, r.flagged, r.attempts]),
+      [
+        ["once", "OK", 2, undefined, 1],
+        ["always", "OK", 1 + DEFAULT_REMEASURE_TIMES, true, 1],
+        ["never", "OK", undefined, undefined, 1],
+        ["bad", "WRONG_ANSWER", undefined, undefined, 1],
+      ],
+    );
+    assert.deepEqual(
+      [timesSeen("once"), timesSeen("always"), timesSeen("never"), timesSeen("bad")],
+      [2, 3, 1, 0],
+      "the test saw every timing of an OK result, and no other",
+    );
     for (const r of results.slice(0, 3)) {
       const mine = seen.filter((s) => s.id === r.id);
       assert.equal(r.timing!.median, mine[mine.length - 1]!.median, `${r.id}: the result is its last timing`);
-      assert.ok(mine.every((s) => s.board === r.board), `${r.id}: every timing on one board's session`);
+      assert.ok(
+        mine.every((s) => s.board === r.board),
+        `${r.id}: every timing on one board's session`,
+      );
       // A re-measure is a whole Measure request without the checks: a call before and after, the warm-up and 2 × 2 timed.
       assert.equal(r.stats!.calls, 7);
       assert.equal(r.throttled, undefined, "a CPU board does not say");
     }
-    const lines = readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l) as MeasureResult);
-    assert.deepEqual(lines.sort((a, b) => a.index - b.index), results, "each line is the candidate's final result");
+    const lines = readFileSync(file, "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as MeasureResult);
+    assert.deepEqual(
+      lines.sort((a, b) => a.index - b.index),
+      results,
+      "each line is the candidate's final result",
+    );
 
     // Resumed: nothing is measured, or tested, again.
     const again = await measure(client, cands, { ...opts, remeasure: { when: () => assert.fail("a resumed result is not tested again") } });
@@ -153,7 +190,10 @@ describe("measure()", () => {
     // Default off; `times` checked before anything runs; a test that throws stops the batch.
     const plain = await measure(client, [candidate("good", module)], { key: "cpu", progress: false, timeEvaluator: { number: 1, repeat: 1 } });
     assert.deepEqual([plain[0]!.outcome, plain[0]!.measurements, plain[0]!.flagged], ["OK", undefined, undefined]);
-    await assert.rejects(measure(client, cands, { key: "cpu", progress: false, remeasure: { times: 1.5 } }), (e: FarmError) => e.code === "INVALID_ARGUMENT" && /remeasure\.times/.test(e.message));
+    await assert.rejects(
+      measure(client, cands, { key: "cpu", progress: false, remeasure: { times: 1.5 } }),
+      (e: FarmError) => e.code === "INVALID_ARGUMENT" && /remeasure\.times/.test(e.message),
+    );
     const boom = () => {
       throw new Error("boom");
     };
@@ -167,18 +207,41 @@ describe("measure()", () => {
   it("candidates of the same shapes get their own inputs (arrays are reused between candidates, data is not)", async () => {
     const cands = [1, 2, 3, 4, 5, 6].map((k): Candidate => {
       const a = Float32Array.from({ length: N }, (_, i) => k * i);
-      return { id: `k${k}`, module, function: "good", args: [{ input: a }, { input: B }, { output: { shape: [N], dtype: "float32" }, expect: a.map((v, i) => v + B[i]!) }, { scalar: N }] };
+      return {
+        id: `k${k}`,
+        module,
+        function: "good",
+        args: [{ input: a }, { input: B }, { output: { shape: [N], dtype: "float32" }, expect: a.map((v, i) => v + B[i]!) }, { scalar: N }],
+      };
     });
     const results = await measure(client, cands, { key: "cpu", boards: 1, progress: false, timeEvaluator: { number: 2, repeat: 1 } });
-    assert.deepEqual(results.map((r) => r.outcome), cands.map(() => "OK"), JSON.stringify(results.map((r) => r.message)));
+    assert.deepEqual(
+      results.map((r) => r.outcome),
+      cands.map(() => "OK"),
+      JSON.stringify(results.map((r) => r.message)),
+    );
     // And a big input (several 1 MiB chunks), twice on one session.
     const big = Float32Array.from({ length: 600_000 }, (_, i) => i % 977);
     const bigCands = [0, 1].map((k): Candidate => {
       const a = big.map((v) => v + k);
-      return { id: `big${k}`, module, function: "good", args: [{ input: a }, { input: big }, { output: { shape: [big.length], dtype: "float32" }, expect: a.map((v, i) => v + big[i]!) }, { scalar: big.length }] };
+      return {
+        id: `big${k}`,
+        module,
+        function: "good",
+        args: [
+          { input: a },
+          { input: big },
+          { output: { shape: [big.length], dtype: "float32" }, expect: a.map((v, i) => v + big[i]!) },
+          { scalar: big.length },
+        ],
+      };
     });
     const bigResults = await measure(client, bigCands, { key: "cpu", boards: 1, progress: false, timeEvaluator: { number: 1, repeat: 1 } });
-    assert.deepEqual(bigResults.map((r) => r.outcome), ["OK", "OK"], JSON.stringify(bigResults.map((r) => r.message)));
+    assert.deepEqual(
+      bigResults.map((r) => r.outcome),
+      ["OK", "OK"],
+      JSON.stringify(bigResults.map((r) => r.message)),
+    );
     await waitForFreeBoards(client, 2);
   });
 
@@ -187,11 +250,23 @@ describe("measure()", () => {
     const n = 3 << 20;
     const a = { random: { seed: 5, low: -4, high: 4, integers: true }, shape: [n], dtype: "float32" as const };
     const big = (fn: string, id: string): Candidate => ({
-      id, module, function: fn, args: [a, a, { output: { shape: [n], dtype: "float32" } }, { scalar: n }],
+      id,
+      module,
+      function: fn,
+      args: [a, a, { output: { shape: [n], dtype: "float32" } }, { scalar: n }],
       reference: ([x]) => [Float32Array.from(x as Float32Array, (v) => 2 * v)],
     });
-    const results = await measure(client, [big("good", "g1"), big("wrong", "w"), big("good", "g2")], { key: "cpu", boards: 1, progress: false, timeEvaluator: { number: 1, repeat: 1 } });
-    assert.deepEqual(results.map((r) => r.outcome), ["OK", "WRONG_ANSWER", "OK"], JSON.stringify(results.map((r) => r.message)));
+    const results = await measure(client, [big("good", "g1"), big("wrong", "w"), big("good", "g2")], {
+      key: "cpu",
+      boards: 1,
+      progress: false,
+      timeEvaluator: { number: 1, repeat: 1 },
+    });
+    assert.deepEqual(
+      results.map((r) => r.outcome),
+      ["OK", "WRONG_ANSWER", "OK"],
+      JSON.stringify(results.map((r) => r.message)),
+    );
     assert.match(results[1]!.message!, /output 0 before timing: element \d+ is 0, expected -?\d+/);
   });
 
@@ -249,7 +324,10 @@ describe("measure()", () => {
     });
     const cands = [seeded("good", 1), seeded("good", 1), seeded("wrong", 1), seeded("good", 1), seeded("good", 7), seeded("half", 7)];
     const results = await measure(client, cands, { key: "cpu", timeEvaluator: { number: 2, repeat: 1 }, progress: false });
-    assert.deepEqual(results.map((r) => r.outcome), ["OK", "OK", "WRONG_ANSWER", "OK", "OK", "WRONG_ANSWER"]);
+    assert.deepEqual(
+      results.map((r) => r.outcome),
+      ["OK", "OK", "WRONG_ANSWER", "OK", "OK", "WRONG_ANSWER"],
+    );
     assert.match(results[2]!.message!, /before timing: element \d+ is /);
     assert.equal(calls, 2, "one reference per distinct inputs (seeds 1 and 7)");
   });
@@ -257,7 +335,10 @@ describe("measure()", () => {
   it("refuses candidates it cannot measure as written, naming them, before any board work", async () => {
     const base = candidate("good", module, "x");
     const refusals: [Candidate, RegExp][] = [
-      [{ ...base, args: [{ random: { seed: 1, low: 0, high: 300 }, shape: [N], dtype: "int8" }] }, /candidate x: argument 0, a random int8 input: .*does not fit int8/],
+      [
+        { ...base, args: [{ random: { seed: 1, low: 0, high: 300 }, shape: [N], dtype: "int8" }] },
+        /candidate x: argument 0, a random int8 input: .*does not fit int8/,
+      ],
       [{ ...base, reference: () => [WANT] }, /candidate x: argument 2 has an expect and the candidate a reference function/],
       [{ ...base, args: [{ input: A }], reference: () => [] }, /candidate x: a reference function, but no output arguments/],
     ];
@@ -265,14 +346,27 @@ describe("measure()", () => {
       await assert.rejects(measure(client, [c], { key: "cpu", progress: false }), (e: FarmError) => e.code === "INVALID_ARGUMENT" && why.test(e.message));
     }
     // A reference that fails at run time stops the batch: measure() rejects, the boards are given back.
-    const noExpect = (reference: Candidate["reference"]): Candidate => ({ ...base, id: undefined, reference, args: [{ input: A }, { input: B }, { output: { shape: [N], dtype: "float32" } }, { scalar: N }] });
+    const noExpect = (reference: Candidate["reference"]): Candidate => ({
+      ...base,
+      id: undefined,
+      reference,
+      args: [{ input: A }, { input: B }, { output: { shape: [N], dtype: "float32" } }, { scalar: N }],
+    });
     const bad: [Candidate["reference"], RegExp][] = [
-      [() => { throw new Error("no numpy here"); }, /reference function of candidate c0 threw: no numpy here/],
+      [
+        () => {
+          throw new Error("no numpy here");
+        },
+        /reference function of candidate c0 threw: no numpy here/,
+      ],
       [() => [WANT, WANT], /returned 2 array\(s\) for 1 output/],
       [() => [new Int32Array(N)], /returned 64 int32 for output 0, which is 64 float32/],
     ];
     for (const [reference, why] of bad) {
-      await assert.rejects(measure(client, [noExpect(reference)], { key: "cpu", progress: false }), (e: FarmError) => e.code === "INVALID_ARGUMENT" && why.test(e.message));
+      await assert.rejects(
+        measure(client, [noExpect(reference)], { key: "cpu", progress: false }),
+        (e: FarmError) => e.code === "INVALID_ARGUMENT" && why.test(e.message),
+      );
     }
     await waitForFreeBoards(client, 2);
     const [ok] = await measure(client, [candidate("good", module)], { key: "cpu", timeEvaluator: { number: 1, repeat: 1 }, progress: false });
@@ -287,11 +381,19 @@ describe("measure()", () => {
       return true;
     }) as typeof process.stderr.write;
     try {
-      await measure(client, [candidate("good", module), candidate("wrong", module), candidate("good", module)], { key: "cpu", progress: true, timeEvaluator: { number: 1, repeat: 1 } });
+      await measure(client, [candidate("good", module), candidate("wrong", module), candidate("good", module)], {
+        key: "cpu",
+        progress: true,
+        timeEvaluator: { number: 1, repeat: 1 },
+      });
     } finally {
       process.stderr.write = write;
     }
-    const lines = written.join("").split("\r").map((l) => l.trim()).filter(Boolean);
+    const lines = written
+      .join("")
+      .split("\r")
+      .map((l) => l.trim())
+      .filter(Boolean);
     assert.match(lines[0]!, /^measure: 0\/3 done, 0 failed, 1 running · [\d.]+\/s · ETA \d+ s$/);
     assert.match(lines[lines.length - 1]!, /^measure: 3\/3 done, 1 failed, \d running · [\d.]+\/s · ETA 0 s$/);
     assert.ok(written.join("").endsWith("\n"), "the line ends when the batch does");
@@ -308,27 +410,63 @@ describe("measure()", () => {
 
   it("resumes: candidates already in the results file are not measured again", async () => {
     const file = join(dir, "results.jsonl");
-    const first = await measure(client, [candidate("good", module, "a"), candidate("wrong", module, "b")], { key: "cpu", resultsFile: file, progress: false, timeEvaluator: { number: 2, repeat: 1 } });
+    const first = await measure(client, [candidate("good", module, "a"), candidate("wrong", module, "b")], {
+      key: "cpu",
+      resultsFile: file,
+      progress: false,
+      timeEvaluator: { number: 2, repeat: 1 },
+    });
     assert.equal(readFileSync(file, "utf8").trim().split("\n").length, 2);
-    const again = await measure(client, [candidate("good", module, "a"), candidate("wrong", module, "b"), candidate("good", module, "c")], { key: "cpu", resultsFile: file, progress: false, timeEvaluator: { number: 2, repeat: 1 } });
+    const again = await measure(client, [candidate("good", module, "a"), candidate("wrong", module, "b"), candidate("good", module, "c")], {
+      key: "cpu",
+      resultsFile: file,
+      progress: false,
+      timeEvaluator: { number: 2, repeat: 1 },
+    });
     assert.equal(readFileSync(file, "utf8").trim().split("\n").length, 3, "only the new candidate was appended");
-    assert.deepEqual(again.slice(0, 2).map((r) => r.timing?.median), first.map((r) => r.timing?.median));
-    assert.deepEqual(again.map((r) => r.outcome), ["OK", "WRONG_ANSWER", "OK"]);
+    assert.deepEqual(
+      again.slice(0, 2).map((r) => r.timing?.median),
+      first.map((r) => r.timing?.median),
+    );
+    assert.deepEqual(
+      again.map((r) => r.outcome),
+      ["OK", "WRONG_ANSWER", "OK"],
+    );
     await waitForFreeBoards(client, 2);
   });
 
   it("resumes a line only for the candidate it describes: a changed definition, an INFRA_ERROR or a line without digest is measured again, saying why; a torn last line is cut off first", async () => {
     const file = join(dir, "resume-rules.jsonl");
     const opts = { key: "cpu", resultsFile: file, progress: false, timeEvaluator: { number: 2, repeat: 1 } };
-    const lines = () => readFileSync(file, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as MeasureResult);
+    const lines = () =>
+      readFileSync(file, "utf8")
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as MeasureResult);
     const first = await measure(client, [{ ...candidate("good", module, "a"), definition: { source: "v1" } }, candidate("good", module, "b")], opts);
-    assert.deepEqual(first.map((r) => r.outcome), ["OK", "OK"]);
+    assert.deepEqual(
+      first.map((r) => r.outcome),
+      ["OK", "OK"],
+    );
     appendFileSync(file, `${JSON.stringify({ index: 0, id: "c", outcome: "INFRA_ERROR", message: "UNAVAILABLE: gone", attempts: 2 })}\n`);
     appendFileSync(file, `${JSON.stringify({ index: 0, id: "d", outcome: "OK", attempts: 1, timing: first[1]!.timing })}\n`);
     appendFileSync(file, '{"index":4,"id":"e","outcome":"OK","tim'); // a crash mid-write
 
-    const again = await measure(client, [{ ...candidate("good", module, "a"), definition: { source: "v2" } }, candidate("good", module, "b"), candidate("good", module, "c"), candidate("good", module, "d"), candidate("good", module, "e")], opts);
-    assert.deepEqual(again.map((r) => r.outcome), ["OK", "OK", "OK", "OK", "OK"]);
+    const again = await measure(
+      client,
+      [
+        { ...candidate("good", module, "a"), definition: { source: "v2" } },
+        candidate("good", module, "b"),
+        candidate("good", module, "c"),
+        candidate("good", module, "d"),
+        candidate("good", module, "e"),
+      ],
+      opts,
+    );
+    assert.deepEqual(
+      again.map((r) => r.outcome),
+      ["OK", "OK", "OK", "OK", "OK"],
+    );
     assert.equal(again[1]!.timing!.median, first[1]!.timing!.median, "b is unchanged: its line is reused");
     const recorded = lines();
     assert.equal(recorded.length, 2 + 2 + 4, "the torn fragment is gone; a, c, d and e have new lines");
@@ -358,18 +496,27 @@ describe("measure()", () => {
     };
     let report: MeasureReport | undefined;
     const got = await measure(client, source, {
-      key: "cpu", progress: false, timeEvaluator: { number: 2, repeat: 1 }, queueDepth: 3,
+      key: "cpu",
+      progress: false,
+      timeEvaluator: { number: 2, repeat: 1 },
+      queueDepth: 3,
       onResult: () => {
         if (++results === 4) release();
       },
       onReport: (r) => (report = r),
     });
-    assert.deepEqual(got.map((r) => [r.id, r.outcome]), Array.from({ length: 12 }, (_, i) => [`p${i}`, "OK"]));
+    assert.deepEqual(
+      got.map((r) => [r.id, r.outcome]),
+      Array.from({ length: 12 }, (_, i) => [`p${i}`, "OK"]),
+    );
     assert.ok(seenAtProposal.at(-1)! >= 4, `later proposals are made knowing earlier results (results seen at each proposal: ${seenAtProposal})`);
     assert.ok(report, "onReport is called when the batch ends");
     assert.equal(report!.candidates, 12);
     assert.equal(report!.queueDepth, 3);
-    assert.equal(report!.boards.reduce((s, b) => s + b.candidates, 0), 12);
+    assert.equal(
+      report!.boards.reduce((s, b) => s + b.candidates, 0),
+      12,
+    );
     for (const b of report!.boards) {
       assert.match(b.boards[0]!, /^m[12]\/cpu0$/);
       assert.ok(b.busy > 0 && b.busy <= 1, `busy fraction ${b.busy}`);
@@ -381,18 +528,41 @@ describe("measure()", () => {
 
   const crashOrTimeoutIsItsOwn = async (inFlightPerBoard: number) => {
     for (const bad of ["crash", "spin"]) {
-      const results = await measure(client, [candidate("good", module, "before"), candidate(bad, module, bad), candidate("good", module, "after1"), candidate("good", module, "after2")], {
-        key: "cpu", boards: 1, progress: false, timeoutMs: 1500, timeEvaluator: { number: 2, repeat: 1 }, inFlightPerBoard,
-      });
+      const results = await measure(
+        client,
+        [candidate("good", module, "before"), candidate(bad, module, bad), candidate("good", module, "after1"), candidate("good", module, "after2")],
+        {
+          key: "cpu",
+          boards: 1,
+          progress: false,
+          timeoutMs: 1500,
+          timeEvaluator: { number: 2, repeat: 1 },
+          inFlightPerBoard,
+        },
+      );
       const want = bad === "crash" ? "RUNTIME_ERROR" : "TIMEOUT";
       const seen = JSON.stringify(results.map((r) => ({ outcome: r.outcome, attempts: r.attempts, board: r.board, message: r.message })));
-      assert.deepEqual(results.map((r) => [r.id, r.outcome]), [["before", "OK"], [bad, want], ["after1", "OK"], ["after2", "OK"]], seen);
-      assert.deepEqual(results.map((r) => r.attempts), [1, 1, 1, 1], `nobody is charged for another's failure, and the failing one is not run twice: ${seen}`);
+      assert.deepEqual(
+        results.map((r) => [r.id, r.outcome]),
+        [
+          ["before", "OK"],
+          [bad, want],
+          ["after1", "OK"],
+          ["after2", "OK"],
+        ],
+        seen,
+      );
+      assert.deepEqual(
+        results.map((r) => r.attempts),
+        [1, 1, 1, 1],
+        `nobody is charged for another's failure, and the failing one is not run twice: ${seen}`,
+      );
     }
     await waitForFreeBoards(client, 2);
   };
 
-  it("on one board, a crash or a timeout is that candidate's alone: the one after it is measured on a fresh session, uncharged", () => crashOrTimeoutIsItsOwn(1));
+  it("on one board, a crash or a timeout is that candidate's alone: the one after it is measured on a fresh session, uncharged", () =>
+    crashOrTimeoutIsItsOwn(1));
 
   it(
     "the same with two candidates in flight per board",
@@ -421,16 +591,27 @@ describe("measure()", () => {
         module,
         function: "good",
         reference,
-        args: [{ random: { seed: 3 }, shape: [N], dtype: "float32" }, { random: { seed: 4 }, shape: [N], dtype: "float32" }, { output: { shape: [N], dtype: "float32" } }, { scalar: N }],
+        args: [
+          { random: { seed: 3 }, shape: [N], dtype: "float32" },
+          { random: { seed: 4 }, shape: [N], dtype: "float32" },
+          { output: { shape: [N], dtype: "float32" } },
+          { scalar: N },
+        ],
       });
       const m = new Measurer(client, { key: "keep", timeEvaluator: { number: 1, repeat: 1 }, progress: false });
       const keepBoards = async () => (await client.summary()).boards.filter((b) => b.key === "keep");
       try {
         const first = await m.measure(["a", "b", "c", "d"].map(seeded));
-        assert.deepEqual(first.map((r) => r.outcome), ["OK", "OK", "OK", "OK"]);
+        assert.deepEqual(
+          first.map((r) => r.outcome),
+          ["OK", "OK", "OK", "OK"],
+        );
         assert.deepEqual([...new Set(first.map((r) => r.board))].sort(), ["m3/cpu0", "m4/cpu0"]);
         // Between batches both boards stay with the Measurer.
-        assert.deepEqual((await keepBoards()).map((b) => b.state), ["busy", "busy"]);
+        assert.deepEqual(
+          (await keepBoards()).map((b) => b.state),
+          ["busy", "busy"],
+        );
         const running = m.measure([seeded("x")]);
         await assert.rejects(m.measure([seeded("y")]), (e: FarmError) => e.code === "INVALID_ARGUMENT" && /one batch at a time/.test(e.message));
         assert.equal((await running)[0]!.outcome, "OK");
@@ -439,7 +620,14 @@ describe("measure()", () => {
         await extra[1]!.stop("SIGKILL");
         await waitFor("m4's board to leave", async () => ((await keepBoards()).length === 1 ? true : undefined), 10_000);
         const second = await m.measure(["e", "f", "g"].map(seeded), { timeEvaluator: { number: 2, repeat: 1 } });
-        assert.deepEqual(second.map((r) => [r.outcome, r.board, r.attempts]), [["OK", "m3/cpu0", 1], ["OK", "m3/cpu0", 1], ["OK", "m3/cpu0", 1]]);
+        assert.deepEqual(
+          second.map((r) => [r.outcome, r.board, r.attempts]),
+          [
+            ["OK", "m3/cpu0", 1],
+            ["OK", "m3/cpu0", 1],
+            ["OK", "m3/cpu0", 1],
+          ],
+        );
         assert.equal(second[0]!.timing!.number, 2, "the batch's own time_evaluator settings");
         assert.equal(calls, 1, "the reference was computed once for the whole run");
       } finally {
@@ -461,7 +649,11 @@ describe("measure()", () => {
     await agents[1]!.stop("SIGKILL");
     const results = await batch;
     assert.equal(results.length, 16);
-    assert.deepEqual(results.map((r) => r.outcome), cands.map(() => "OK"), JSON.stringify(results.filter((r) => r.outcome !== "OK")));
+    assert.deepEqual(
+      results.map((r) => r.outcome),
+      cands.map(() => "OK"),
+      JSON.stringify(results.filter((r) => r.outcome !== "OK")),
+    );
     const retried = results.filter((r) => r.attempts === 2);
     assert.ok(retried.length >= 1, "the candidate in flight on the killed agent was measured again");
     for (const r of retried) assert.equal(r.board, "m1/cpu0");

@@ -40,12 +40,16 @@ function docTable(doc: string, heading: string): DocRow[] {
   const rows: DocRow[] = [];
   for (const line of section.split("\n")) {
     if (!line.startsWith("| `")) continue;
-    const cells = line.split(/(?<!\\)\|/).slice(1, -1).map((c) => c.trim());
+    const cells = line
+      .split(/(?<!\\)\|/)
+      .slice(1, -1)
+      .map((c) => c.trim());
     assert.equal(cells.length, 4, `a metric row has 4 cells (metric, type, labels, meaning): ${line}`);
     const [metric, type, labels, meaning] = cells as [string, string, string, string];
     const names = [...metric.matchAll(/`([^`]+)`/g)].map((m) => m[1]!);
     // "`direction` = `to_board` \| `from_board`": the label is the name before "=".
-    const labelNames = labels === "—" ? [] : labels.split(",").map((part) => /`([^`]+)`/.exec(part)?.[1] ?? assert.fail(`a label cell part without a name: ${part}`));
+    const labelNames =
+      labels === "—" ? [] : labels.split(",").map((part) => /`([^`]+)`/.exec(part)?.[1] ?? assert.fail(`a label cell part without a name: ${part}`));
     const only = /\bOnly (with [^.]+?)(?:\.|$)/.exec(meaning)?.[1];
     rows.push({ names, type: type.split(/[ ,]/)[0]!, labels: labelNames, ...(only ? { only } : {}) });
   }
@@ -101,11 +105,15 @@ function checkBothWays(s: Scrape, rows: DocRow[], who: string): void {
     assert.deepEqual(labels, [...row.labels].sort(), `${who}: docs/metrics.md's labels of ${family}`);
   }
   for (const row of rows) {
-    if (row.only !== undefined) assert.ok(row.only in CONDITIONS, `${who}: docs/metrics.md says ${row.names.join(", ")} appear only ${row.only}: a condition this test does not know`);
+    if (row.only !== undefined)
+      assert.ok(row.only in CONDITIONS, `${who}: docs/metrics.md says ${row.names.join(", ")} appear only ${row.only}: a condition this test does not know`);
     if (row.only !== undefined && !CONDITIONS[row.only]) continue;
     for (const name of row.names) {
       const exported = name.endsWith("*") ? [...s.families.keys()].some((f) => f.startsWith(name.slice(0, -1))) : s.families.has(name);
-      assert.ok(exported, `${who}: docs/metrics.md documents ${name}${row.only ? ` (only ${row.only}, which this farm is)` : ""} but the scrape has no such family`);
+      assert.ok(
+        exported,
+        `${who}: docs/metrics.md documents ${name}${row.only ? ` (only ${row.only}, which this farm is)` : ""} but the scrape has no such family`,
+      );
     }
   }
 }
@@ -167,7 +175,10 @@ describe("docs/metrics.md matches a live /metrics", () => {
 
   it("every tracker family is documented with its type and labels, and every documented one is exported", () => {
     const rows = docTable(doc, "Tracker metrics");
-    assert.ok(rows.some((r) => r.only === "with a TVM port"), "the TVM port's metrics say they need one");
+    assert.ok(
+      rows.some((r) => r.only === "with a TVM port"),
+      "the TVM port's metrics say they need one",
+    );
     checkBothWays(t, rows, "the tracker");
   });
 
@@ -179,7 +190,11 @@ describe("docs/metrics.md matches a live /metrics", () => {
     const perBoard = stated(doc, /the tracker has \**(\d+)\**\s+per\s+attached\s+board/, "the tracker's series per board");
     for (const b of boards) {
       const series = seriesOfBoard(t, `docs/${b.name}`);
-      assert.equal(series.length, perBoard, `docs/metrics.md says ${perBoard} series per board; the tracker has ${series.length} for docs/${b.name}:\n${series.join("\n")}`);
+      assert.equal(
+        series.length,
+        perBoard,
+        `docs/metrics.md says ${perBoard} series per board; the tracker has ${series.length} for docs/${b.name}:\n${series.join("\n")}`,
+      );
     }
     const thousand = stated(doc, /([\d,]+)\s+series\s+for\s+1,000\s+boards/, "the tracker's series for 1,000 boards");
     assert.equal(thousand, perBoard * 1000);
@@ -189,7 +204,11 @@ describe("docs/metrics.md matches a live /metrics", () => {
     const perBoard = stated(doc, /an agent \**(?:about )?(\d+)\**\s+per\s+board/, "an agent's series per board");
     for (const b of boards) {
       const series = seriesOfBoard(a, b.name, ["kernelfarm_agent_call_errors_total", "kernelfarm_agent_sessions_total"]);
-      assert.equal(series.length, perBoard, `docs/metrics.md says ${perBoard} series per board; the agent has ${series.length} for ${b.name}:\n${series.join("\n")}`);
+      assert.equal(
+        series.length,
+        perBoard,
+        `docs/metrics.md says ${perBoard} series per board; the agent has ${series.length} for ${b.name}:\n${series.join("\n")}`,
+      );
     }
     // The rest: one per code or reason seen on that board (here OK on both, BAD_ARGUMENTS on cpu0).
     assert.equal(seriesOfBoard(a, "cpu0").length - perBoard, 2);

@@ -71,7 +71,10 @@ describe("Prometheus scrapes the farm", { skip }, () => {
     farm = await startFarm(["cpu:key=cpu"], { trackerArgs: ["--metrics-port", "0"], agentArgs: ["--metrics-port", "0"] });
     assert.ok(farm.tracker.httpAddress && farm.agent.metricsAddress);
     const config = join(dir, "prometheus.yml");
-    writeFileSync(config, testConfig(readFileSync(CONFIG, "utf8"), { "kfarm-tracker": [farm.tracker.httpAddress], "kfarm-agent": [farm.agent.metricsAddress] }));
+    writeFileSync(
+      config,
+      testConfig(readFileSync(CONFIG, "utf8"), { "kfarm-tracker": [farm.tracker.httpAddress], "kfarm-agent": [farm.agent.metricsAddress] }),
+    );
     const port = await freePort();
     api = `http://127.0.0.1:${port}`;
     prom = spawn(PROMETHEUS!, [`--config.file=${config}`, `--storage.tsdb.path=${join(dir, "data")}`, `--web.listen-address=127.0.0.1:${port}`], {
@@ -86,10 +89,7 @@ describe("Prometheus scrapes the farm", { skip }, () => {
       throw new Error(`prometheus exited (code ${code}) before it was ready:\n${promOutput}`);
     });
     exited.catch(() => {});
-    await Promise.race([
-      exited,
-      waitFor("prometheus /-/ready", async () => (await fetch(`${api}/-/ready`)).status === 200, QUERY_TIMEOUT_MS, 100),
-    ]);
+    await Promise.race([exited, waitFor("prometheus /-/ready", async () => (await fetch(`${api}/-/ready`)).status === 200, QUERY_TIMEOUT_MS, 100)]);
   });
 
   after(async () => {
@@ -107,13 +107,20 @@ describe("Prometheus scrapes the farm", { skip }, () => {
   /** Polls an instant query until `accept` likes its result. */
   async function query(expr: string, accept: (r: QueryResult["data"]["result"]) => boolean): Promise<QueryResult["data"]["result"]> {
     try {
-      return await waitFor(`Prometheus to return ${expr}`, async () => {
-        const res = await fetch(`${api}/api/v1/query?query=${encodeURIComponent(expr)}`);
-        const body = (await res.json()) as QueryResult;
-        return body.status === "success" && accept(body.data.result) ? body.data.result : undefined;
-      }, QUERY_TIMEOUT_MS, 250);
+      return await waitFor(
+        `Prometheus to return ${expr}`,
+        async () => {
+          const res = await fetch(`${api}/api/v1/query?query=${encodeURIComponent(expr)}`);
+          const body = (await res.json()) as QueryResult;
+          return body.status === "success" && accept(body.data.result) ? body.data.result : undefined;
+        },
+        QUERY_TIMEOUT_MS,
+        250,
+      );
     } catch (err) {
-      const targets = await fetch(`${api}/api/v1/targets`).then((r) => r.text()).catch((e: Error) => e.message);
+      const targets = await fetch(`${api}/api/v1/targets`)
+        .then((r) => r.text())
+        .catch((e: Error) => e.message);
       throw new Error(`${(err as Error).message}\ntargets: ${targets}\nprometheus said:\n${promOutput}`, { cause: err });
     }
   }

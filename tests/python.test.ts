@@ -23,7 +23,11 @@ const SUITE_TIMEOUT_MS = 15 * 60_000;
 /** Why the suite cannot run here, or undefined. */
 function missingPython(): string | undefined {
   const modules = { grpc: "python3-grpcio", "google.protobuf": "python3-protobuf", numpy: "python3-numpy", pytest: "python3-pytest" };
-  const probe = spawnSync(PYTHON, ["-c", `
+  const probe = spawnSync(
+    PYTHON,
+    [
+      "-c",
+      `
 import importlib, sys
 missing = []
 for name in sys.argv[1:]:
@@ -32,7 +36,11 @@ for name in sys.argv[1:]:
     except Exception:
         missing.append(name)
 print("missing:", *missing)
-`, ...Object.keys(modules)], { encoding: "utf8" });
+`,
+      ...Object.keys(modules),
+    ],
+    { encoding: "utf8" },
+  );
   if (probe.error) return `${PYTHON} is not installed (apt-get install python3 ${Object.values(modules).join(" ")})`;
   const answer = /^missing:(.*)$/m.exec(probe.stdout);
   if (probe.status !== 0 || !answer) return `${PYTHON} could not say which modules it has (exit ${probe.status}): ${probe.stderr.trim()}`;
@@ -49,7 +57,17 @@ interface PytestCase {
 
 function unescapeXml(s: string): string {
   return s.replace(/&(lt|gt|quot|apos|amp|#x[0-9a-fA-F]+|#\d+);/g, (_, e: string) =>
-    e === "lt" ? "<" : e === "gt" ? ">" : e === "quot" ? '"' : e === "apos" ? "'" : e === "amp" ? "&" : String.fromCodePoint(e[1] === "x" ? parseInt(e.slice(2), 16) : Number(e.slice(1))),
+    e === "lt"
+      ? "<"
+      : e === "gt"
+        ? ">"
+        : e === "quot"
+          ? '"'
+          : e === "apos"
+            ? "'"
+            : e === "amp"
+              ? "&"
+              : String.fromCodePoint(e[1] === "x" ? parseInt(e.slice(2), 16) : Number(e.slice(1))),
   );
 }
 

@@ -105,7 +105,9 @@ describe("kernels that crash or hang", () => {
   });
 
   it("a host killed mid-session gives its board back", async () => {
-    const host = spawn(process.execPath, ["--import", "tsx", fileURLToPath(new URL("./fixtures/host-hold.ts", import.meta.url)), farm.tracker.address, "cpu"], { stdio: ["ignore", "pipe", "inherit"] });
+    const host = spawn(process.execPath, ["--import", "tsx", fileURLToPath(new URL("./fixtures/host-hold.ts", import.meta.url)), farm.tracker.address, "cpu"], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
     let out = "";
     host.stdout!.on("data", (c: Buffer) => (out += c));
     await waitFor("the host to hold its session", () => out.includes("holding"), 20_000);
@@ -142,8 +144,14 @@ describe("agents that die, freeze or lose their tracker", () => {
       await sb.listdir();
       await sb.close();
       const s = await client.summary();
-      assert.deepEqual(s.boards.map((x) => x.id), ["agent-b/b"]);
-      assert.deepEqual(s.agents.map((x) => x.name), ["agent-b"]);
+      assert.deepEqual(
+        s.boards.map((x) => x.id),
+        ["agent-b/b"],
+      );
+      assert.deepEqual(
+        s.agents.map((x) => x.name),
+        ["agent-b"],
+      );
     } finally {
       client.close();
       await Promise.all([a.stop(), b.stop()]);
@@ -195,7 +203,11 @@ describe("agents that die, freeze or lose their tracker", () => {
       c1.close();
       await first.stop("SIGKILL");
       // In backoff: it lost the tracker, and a re-dial has failed since (each doubles the wait, up to its cap).
-      await waitFor("the agent in backoff", () => /lost the tracker at[^\n]*\n(.*\n)*.*cannot attach to the tracker at .*ECONNREFUSED/.test(agent.stderr()), 5000);
+      await waitFor(
+        "the agent in backoff",
+        () => /lost the tracker at[^\n]*\n(.*\n)*.*cannot attach to the tracker at .*ECONNREFUSED/.test(agent.stderr()),
+        5000,
+      );
       second = await startTrackerProcess([], first.port);
       const listening = Date.now();
       const c2 = await connectTracker(second.address);

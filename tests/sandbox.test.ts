@@ -23,7 +23,11 @@ import { startFarm, waitFor, waitForFreeBoards } from "./helpers/processes.ts";
 const IS_ROOT = process.getuid?.() === 0;
 const NETNS = IS_ROOT && spawnSync("unshare", ["--net", "--", "true"]).status === 0;
 const NOT_ROOT = IS_ROOT ? false : "needs root: workers run as uids of their own only when the agent is root";
-const NO_NETNS = NETNS ? false : IS_ROOT ? "`unshare --net` fails here: workers keep the network (docs/sandbox.md)" : "needs root for a network namespace (this test does not probe user namespaces)";
+const NO_NETNS = NETNS
+  ? false
+  : IS_ROOT
+    ? "`unshare --net` fails here: workers keep the network (docs/sandbox.md)"
+    : "needs root for a network namespace (this test does not probe user namespaces)";
 const NO_TMPFS = IS_ROOT ? false : "needs root: only an agent running as root mounts a tmpfs on each session's folder";
 const SECRET = "KFARM_TEST_SECRET";
 const EACCES = 13;
@@ -157,7 +161,12 @@ async function loaded(s: Session, m: CompiledModule): Promise<RemoteModule> {
 }
 
 /** Runs `fn` of `mod` with the arguments and a fresh int32[3] `out`, and returns `out`. */
-async function probe(s: Session, mod: RemoteModule, fn: string, ...args: Array<number | Awaited<ReturnType<Session["array"]>>>): Promise<[number, number, number]> {
+async function probe(
+  s: Session,
+  mod: RemoteModule,
+  fn: string,
+  ...args: Array<number | Awaited<ReturnType<Session["array"]>>>
+): Promise<[number, number, number]> {
   const out = await s.array({ shape: [3], dtype: "int32" });
   await mod.getFunction(fn)(...args, out);
   const [a, b, c] = (await out.toArray()) as Int32Array;
@@ -245,7 +254,10 @@ describe("session workers under attack", () => {
   });
 
   it("a kernel cannot read another live session's folder, the agent's scratch root, its store, or its /proc entries", { skip: NOT_ROOT }, async () => {
-    const [victim, attacker] = await Promise.all([farm.client.request("cpu", { labels: { zone: "a" } }), farm.client.request("cpu", { labels: { zone: "b" } })]);
+    const [victim, attacker] = await Promise.all([
+      farm.client.request("cpu", { labels: { zone: "a" } }),
+      farm.client.request("cpu", { labels: { zone: "b" } }),
+    ]);
     try {
       await victim.upload(Buffer.from("the victim's weights"), "secret.bin");
       const victimDir = join(workRoot, victim.id);
@@ -255,7 +267,8 @@ describe("session workers under attack", () => {
       const [vPid, aPid] = [Number((await victim.stats()).info.worker_pid), Number((await attacker.stats()).info.worker_pid)];
       assert.notEqual(uidOf(vPid), uidOf(aPid), "two live workers share a uid");
       assert.ok(uidOf(aPid) >= 61001 && uidOf(aPid) <= 61999);
-      const denied = async (fn: string, path: string) => assert.deepEqual((await probe(attacker, mod, fn, await cstr(attacker, path)))[0], EACCES, `${fn} ${path}`);
+      const denied = async (fn: string, path: string) =>
+        assert.deepEqual((await probe(attacker, mod, fn, await cstr(attacker, path)))[0], EACCES, `${fn} ${path}`);
       await denied("try_open", join(victimDir, "secret.bin"));
       await denied("try_list", victimDir);
       await denied("try_list", workRoot);
@@ -379,34 +392,41 @@ describe("a kernel that fills its session's disk quota", () => {
   after(() => farm?.stop());
 
   /** Whether `dir` is a mount point (in /proc/self/mountinfo). */
-  const mounted = (dir: string) => readFileSync("/proc/self/mountinfo", "utf8").split("\n").some((l) => l.split(" ")[4] === dir);
+  const mounted = (dir: string) =>
+    readFileSync("/proc/self/mountinfo", "utf8")
+      .split("\n")
+      .some((l) => l.split(" ")[4] === dir);
 
   it("the board says its sessions' disk is bounded", { skip: NO_TMPFS }, async () => {
     const [board] = (await farm.client.summary()).boards;
     assert.match(board!.capabilities.sandbox ?? "", new RegExp(`; disk=${QUOTA} per session \\(tmpfs\\)`));
   });
 
-  it("many files under the file-size limit stop at the quota with ENOSPC; the session's folder goes with it; the board serves again", { skip: NO_TMPFS }, async () => {
-    const s = await farm.client.request("cpu");
-    const dir = join(workRoot, s.id);
-    try {
-      // After a call, not at the grant: the tracker answers the host while the agent mounts (before the worker hears of the session).
-      const mod = await loaded(s, attacks);
-      assert.ok(mounted(dir), "the session's folder is a mount point");
-      // TMPDIR is the session's folder: the kernel's temporary files count against the quota.
-      const [errno, kib, files] = await probe(s, mod, "fill_many", await cstr(s, "."));
-      assert.equal(errno, ENOSPC, `the writes stopped with errno ${errno}`);
-      assert.ok(files > 1, `${files} files`);
-      assert.ok(kib * 1024 <= QUOTA, `${kib} KiB written, the quota is ${QUOTA / 1024} KiB`);
-      // The module and the files it wrote fill it, nearly to the byte.
-      assert.ok(kib * 1024 > QUOTA / 2, `${kib} KiB written`);
-    } finally {
-      await s.close();
-    }
-    await waitFor("the session's folder to be unmounted and removed", () => !mounted(dir) && !existsSync(dir));
-    await waitForFreeBoards(farm.client, 1);
-    await serves(farm, vadd);
-  });
+  it(
+    "many files under the file-size limit stop at the quota with ENOSPC; the session's folder goes with it; the board serves again",
+    { skip: NO_TMPFS },
+    async () => {
+      const s = await farm.client.request("cpu");
+      const dir = join(workRoot, s.id);
+      try {
+        // After a call, not at the grant: the tracker answers the host while the agent mounts (before the worker hears of the session).
+        const mod = await loaded(s, attacks);
+        assert.ok(mounted(dir), "the session's folder is a mount point");
+        // TMPDIR is the session's folder: the kernel's temporary files count against the quota.
+        const [errno, kib, files] = await probe(s, mod, "fill_many", await cstr(s, "."));
+        assert.equal(errno, ENOSPC, `the writes stopped with errno ${errno}`);
+        assert.ok(files > 1, `${files} files`);
+        assert.ok(kib * 1024 <= QUOTA, `${kib} KiB written, the quota is ${QUOTA / 1024} KiB`);
+        // The module and the files it wrote fill it, nearly to the byte.
+        assert.ok(kib * 1024 > QUOTA / 2, `${kib} KiB written`);
+      } finally {
+        await s.close();
+      }
+      await waitFor("the session's folder to be unmounted and removed", () => !mounted(dir) && !existsSync(dir));
+      await waitForFreeBoards(farm.client, 1);
+      await serves(farm, vadd);
+    },
+  );
 
   it("an upload beyond what the quota has left: TOO_LARGE naming the quota; the session and the farm go on", { skip: NO_TMPFS }, async () => {
     const s = await farm.client.request("cpu");

@@ -45,7 +45,10 @@ describe("the searcher, one proposal at a time", () => {
       const keys = all.map((p) => configKey(p.config));
       assert.equal(new Set(keys).size, keys.length, "proposed twice");
       assert.equal(keys.length, 16);
-      assert.ok(all.every((p) => smallValid(p.config)), "proposed a refused configuration");
+      assert.ok(
+        all.every((p) => smallValid(p.config)),
+        "proposed a refused configuration",
+      );
       assert.equal(s.rejected, 8, "every refused configuration met once");
       assert.equal(s.next(), undefined);
       assert.equal(s.trials.length, 16);
@@ -60,7 +63,11 @@ describe("the searcher, one proposal at a time", () => {
     assert.equal(s.pending, 6);
     const told = [...batch].reverse();
     told.forEach((p, i) => s.tell(p.config, i === 0 ? NaN : smallScore(p.config)));
-    assert.deepEqual(s.trials.map((t) => configKey(t.config)), told.map((p) => configKey(p.config)), "trials in the order told");
+    assert.deepEqual(
+      s.trials.map((t) => configKey(t.config)),
+      told.map((p) => configKey(p.config)),
+      "trials in the order told",
+    );
     assert.ok(Number.isNaN(s.trials[0]!.score));
     assert.equal(s.best()!.score, Math.min(...told.slice(1).map((p) => smallScore(p.config))), "lower is better; the failure is not the best");
     assert.equal(s.pending, 0);
@@ -75,11 +82,17 @@ describe("the searcher, one proposal at a time", () => {
   });
 
   it("proposes the initial configurations first, in order, unchecked by valid, whatever the strategy", () => {
-    const initial: Small[] = [{ a: 3, b: 40, c: "x" }, { a: 1, b: 10, c: "x" }];
+    const initial: Small[] = [
+      { a: 3, b: 40, c: "x" },
+      { a: 1, b: 10, c: "x" },
+    ];
     assert.equal(smallValid(initial[1]!), false);
     for (const strategy of ["evolution", "model"] as const) {
       const s = new Searcher({ space: SMALL, seed: 1, higherIsBetter: true, strategy, valid: smallValid, initial });
-      assert.deepEqual([s.next()!, s.next()!], initial.map((config) => ({ config, origin: "initial" })));
+      assert.deepEqual(
+        [s.next()!, s.next()!],
+        initial.map((config) => ({ config, origin: "initial" })),
+      );
       assert.equal(s.next()!.origin, "random");
     }
   });
@@ -89,7 +102,10 @@ describe("the searcher, one proposal at a time", () => {
     const origins: string[] = [];
     let farFromElite = 0;
     for (let i = 0; i < 220; i++) {
-      const elite = s.trials.filter((t) => !Number.isNaN(t.score)).sort((x, y) => y.score - x.score).slice(0, 4);
+      const elite = s.trials
+        .filter((t) => !Number.isNaN(t.score))
+        .sort((x, y) => y.score - x.score)
+        .slice(0, 4);
       const p = s.next()!;
       origins.push(p.origin);
       if (p.origin === "mutation" && !elite.some((e) => [1, 2].includes(knobDistance(e.config, p.config, Object.keys(GEMM_LIKE.space))))) farFromElite++;
@@ -102,7 +118,17 @@ describe("the searcher, one proposal at a time", () => {
   });
 
   it("model: random until minTrain results; then refining, model and random picks; a burst between two fits stays two knobs apart", () => {
-    const s = new Searcher({ space: GEMM_LIKE.space, seed: 2, higherIsBetter: true, valid: GEMM_LIKE.valid!, strategy: "model", features: GEMM_LIKE.features!, minTrain: 16, refineShare: 0, explore: 0 });
+    const s = new Searcher({
+      space: GEMM_LIKE.space,
+      seed: 2,
+      higherIsBetter: true,
+      valid: GEMM_LIKE.valid!,
+      strategy: "model",
+      features: GEMM_LIKE.features!,
+      minTrain: 16,
+      refineShare: 0,
+      explore: 0,
+    });
     for (let i = 0; i < 16; i++) {
       const p = s.next()!;
       assert.equal(p.origin, "random");
@@ -112,15 +138,32 @@ describe("the searcher, one proposal at a time", () => {
     assert.equal(s.modelFits, 1, "one fit for the burst");
     assert.ok(burst.every((p) => p.origin === "model"));
     const knobs = Object.keys(GEMM_LIKE.space);
-    for (let i = 0; i < burst.length; i++) for (let j = i + 1; j < burst.length; j++) assert.ok(knobDistance(burst[i]!.config, burst[j]!.config, knobs) >= 2, `${configKey(burst[i]!.config)} next to ${configKey(burst[j]!.config)}`);
+    for (let i = 0; i < burst.length; i++)
+      for (let j = i + 1; j < burst.length; j++)
+        assert.ok(knobDistance(burst[i]!.config, burst[j]!.config, knobs) >= 2, `${configKey(burst[i]!.config)} next to ${configKey(burst[j]!.config)}`);
 
-    const mixed = new Searcher({ space: GEMM_LIKE.space, seed: 2, higherIsBetter: true, valid: GEMM_LIKE.valid!, strategy: "model", features: GEMM_LIKE.features!, minTrain: 16 });
+    const mixed = new Searcher({
+      space: GEMM_LIKE.space,
+      seed: 2,
+      higherIsBetter: true,
+      valid: GEMM_LIKE.valid!,
+      strategy: "model",
+      features: GEMM_LIKE.features!,
+      minTrain: 16,
+    });
     const counts: Record<string, number> = {};
     for (let i = 0; i < 216; i++) {
-      const elite = mixed.trials.filter((t) => !Number.isNaN(t.score)).sort((x, y) => y.score - x.score).slice(0, 4);
+      const elite = mixed.trials
+        .filter((t) => !Number.isNaN(t.score))
+        .sort((x, y) => y.score - x.score)
+        .slice(0, 4);
       const p = mixed.next()!;
       counts[p.origin] = (counts[p.origin] ?? 0) + 1;
-      if (p.origin === "refine") assert.ok(elite.some((t) => [1, 2].includes(knobDistance(t.config, p.config, knobs))), "a refining step is a neighbour of one of the best");
+      if (p.origin === "refine")
+        assert.ok(
+          elite.some((t) => [1, 2].includes(knobDistance(t.config, p.config, knobs))),
+          "a refining step is a neighbour of one of the best",
+        );
       mixed.tell(p.config, GEMM_LIKE.score(p.config));
     }
     // After the 16 random: ε = 0.1 random, then 0.7 of the rest refining (when the best's neighbours are not all known).
@@ -130,7 +173,15 @@ describe("the searcher, one proposal at a time", () => {
 
   it("is deterministic: the same seed and the same results give the same proposals", () => {
     const run = () => {
-      const s = new Searcher({ space: GEMM_LIKE.space, seed: 9, higherIsBetter: true, valid: GEMM_LIKE.valid!, strategy: "model", features: GEMM_LIKE.features!, minTrain: 8 });
+      const s = new Searcher({
+        space: GEMM_LIKE.space,
+        seed: 9,
+        higherIsBetter: true,
+        valid: GEMM_LIKE.valid!,
+        strategy: "model",
+        features: GEMM_LIKE.features!,
+        minTrain: 8,
+      });
       return simulate(s, GEMM_LIKE, { trials: 60, concurrency: 4, seed: 9 }).scores;
     };
     assert.deepEqual(run(), run());
@@ -138,7 +189,15 @@ describe("the searcher, one proposal at a time", () => {
 
   it("validates its options", () => {
     const base: SearcherOptions<typeof SMALL> = { space: SMALL, seed: 1, higherIsBetter: true };
-    for (const bad of [{ explore: 1.5 }, { refineShare: -0.1 }, { minTrain: 1 }, { elite: 0 }, { retrainEvery: 0 }, { poolSize: 2.5 }, { strategy: "annealing" as Strategy }]) {
+    for (const bad of [
+      { explore: 1.5 },
+      { refineShare: -0.1 },
+      { minTrain: 1 },
+      { elite: 0 },
+      { retrainEvery: 0 },
+      { poolSize: 2.5 },
+      { strategy: "annealing" as Strategy },
+    ]) {
       assert.throws(() => new Searcher({ ...base, ...bad }), RangeError, JSON.stringify(bad));
     }
     assert.equal(resolveSearcherOptions(base).explore, 0.25);
@@ -148,8 +207,15 @@ describe("the searcher, one proposal at a time", () => {
   it("search() with the model: rounds of next(), told back after each measure() batch", async () => {
     const rounds: number[] = [];
     const { trials } = await search({
-      space: GEMM_LIKE.space, seed: 4, higherIsBetter: true, valid: GEMM_LIKE.valid!, strategy: "model", features: GEMM_LIKE.features!, minTrain: 8,
-      total: 40, batchSize: 16,
+      space: GEMM_LIKE.space,
+      seed: 4,
+      higherIsBetter: true,
+      valid: GEMM_LIKE.valid!,
+      strategy: "model",
+      features: GEMM_LIKE.features!,
+      minTrain: 8,
+      total: 40,
+      batchSize: 16,
       evaluate: async (configs, round) => {
         rounds.push(configs.length, round);
         return configs.map((c) => GEMM_LIKE.score(c));
@@ -167,7 +233,10 @@ describe("the searcher, one proposal at a time", () => {
     assert.equal(all.length, 6 + 11);
     assert.equal(new Set(all.map(configKey)).size, all.length);
     const keys = Object.keys(SMALL);
-    assert.deepEqual(all.map((n) => knobDistance(c, n, keys)), [...Array(6).fill(1), ...Array(11).fill(2)]);
+    assert.deepEqual(
+      all.map((n) => knobDistance(c, n, keys)),
+      [...Array(6).fill(1), ...Array(11).fill(2)],
+    );
     const some = neighbours(c, SMALL, seededRandom(1), 5);
     assert.ok(some.length >= 6 && some.length < 17);
   });
@@ -199,7 +268,9 @@ const median = (v: readonly number[]) => [...v].sort((a, b) => a - b)[Math.floor
 function raceTest<S extends KnobSpace>(landscape: Landscape<S>): void {
   it(`${landscape.name}: within 2 % of evolution's 200-trial best in at most 66 trials, median of 3 seeds`, () => {
     const { model, evolution } = race(landscape, [1, 2, 3]);
-    console.log(`# ${landscape.name}, 4 boards: trials to within 2 % of evolution's best of 200 — model ${model.join(", ")}; evolution itself ${evolution.join(", ")}`);
+    console.log(
+      `# ${landscape.name}, 4 boards: trials to within 2 % of evolution's best of 200 — model ${model.join(", ")}; evolution itself ${evolution.join(", ")}`,
+    );
     assert.ok(median(model) <= 66, `median ${median(model)} of ${model.join(", ")}`);
   });
 }

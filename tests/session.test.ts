@@ -37,7 +37,10 @@ describe("a session on a CPU board", () => {
       assert.ok((await s.download("blob.bin")).equals(payload));
       assert.equal((await s.download("notes.txt")).toString(), "hello board");
       await s.remove("blob.bin");
-      assert.deepEqual((await s.listdir()).map((e) => e.name), ["notes.txt"]);
+      assert.deepEqual(
+        (await s.listdir()).map((e) => e.name),
+        ["notes.txt"],
+      );
       await assert.rejects(s.download("blob.bin"), (e: FarmError) => e.code === "NOT_FOUND" && /blob\.bin/.test(e.message));
     } finally {
       await s.close();
@@ -51,9 +54,15 @@ describe("a session on a CPU board", () => {
       const mod = await s.loadModule(module.name);
       assert.deepEqual(mod.functions.map((f) => f.name).sort(), ["nop", "scale", "vadd"]);
       const vadd = mod.getFunction("vadd");
-      assert.deepEqual(vadd.info.params.map((p) => [p.name, p.kind, p.dtype]), [
-        ["a", "buffer", "float32"], ["b", "buffer", "float32"], ["c", "buffer", "float32"], ["n", "scalar", "int32"],
-      ]);
+      assert.deepEqual(
+        vadd.info.params.map((p) => [p.name, p.kind, p.dtype]),
+        [
+          ["a", "buffer", "float32"],
+          ["b", "buffer", "float32"],
+          ["c", "buffer", "float32"],
+          ["n", "scalar", "int32"],
+        ],
+      );
       const n = 300_000; // more than one chunk each way
       const a = Float32Array.from({ length: n }, (_, i) => i);
       const b = Float32Array.from({ length: n }, (_, i) => 2 * i + 0.5);
@@ -88,7 +97,10 @@ describe("a session on a CPU board", () => {
       const plain = await mod.timeEvaluator("vadd", { number: 3, repeat: 4 })(ra, rb, rc, n);
       assert.equal(plain.results.length, 4);
       assert.equal(plain.number, 3);
-      assert.ok(plain.results.every((r) => r > 0 && r < 0.1), `implausible times ${plain.results}`);
+      assert.ok(
+        plain.results.every((r) => r > 0 && r < 0.1),
+        `implausible times ${plain.results}`,
+      );
       assert.ok(plain.min <= plain.median && plain.median <= plain.max);
       assert.ok(Math.abs(plain.mean - plain.results.reduce((x, y) => x + y) / 4) < 1e-12);
 
@@ -114,7 +126,10 @@ describe("a session on a CPU board", () => {
       const hopeless = await mod.timeEvaluator("vadd", { number: 1, repeat: 2, targetRse: 1e-12, budgetMs: 200 })(ra, rb, rc, n);
       assert.deepEqual([hopeless.stoppedBy, hopeless.rse > 1e-12], ["budget", true]);
       for (const targetRse of [-0.1, 1, Number.NaN]) {
-        await assert.rejects(mod.timeEvaluator("vadd", { targetRse })(ra, rb, rc, n), (e: FarmError) => e.code === "BAD_ARGUMENTS" && /targetRse must be in \[0, 1\)/.test(e.message));
+        await assert.rejects(
+          mod.timeEvaluator("vadd", { targetRse })(ra, rb, rc, n),
+          (e: FarmError) => e.code === "BAD_ARGUMENTS" && /targetRse must be in \[0, 1\)/.test(e.message),
+        );
       }
     } finally {
       await s.close();
@@ -151,10 +166,15 @@ describe("a session on a CPU board", () => {
       assert.equal((await s.stats()).counters.cache_flushes, 15, "one flush per timed batch");
       const warm = await timed(false);
       assert.equal((await s.stats()).counters.cache_flushes, 15, "no flush unless asked");
-      console.log(`# pointer chase through 1,024 lines (64 KiB), median: ${(warm.median * 1e6).toFixed(1)} µs cached, ${(cold.median * 1e6).toFixed(1)} µs with flushCpuCache`);
+      console.log(
+        `# pointer chase through 1,024 lines (64 KiB), median: ${(warm.median * 1e6).toFixed(1)} µs cached, ${(cold.median * 1e6).toFixed(1)} µs with flushCpuCache`,
+      );
       // Not a speed target: evidence that the flush reaches the caches (DRAM latency is tens of times a cache hit's).
       assert.ok(cold.median > 3 * warm.median, `flushed ${cold.median} s against ${warm.median} s cached`);
-      await assert.rejects(mod.timeEvaluator("chase", { flushL2: true })(out, table, n), (e: FarmError) => e.code === "BAD_ARGUMENTS" && /flushL2 is an option of CUDA boards/.test(e.message));
+      await assert.rejects(
+        mod.timeEvaluator("chase", { flushL2: true })(out, table, n),
+        (e: FarmError) => e.code === "BAD_ARGUMENTS" && /flushL2 is an option of CUDA boards/.test(e.message),
+      );
     } finally {
       await s.close();
     }

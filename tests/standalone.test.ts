@@ -19,7 +19,10 @@ const GOLDEN = join(ROOT, "tests/fixtures/vta-golden");
 
 /** Tracked files (and untracked ones git does not ignore), as text; binary files left out. */
 function repositoryTexts(): Array<{ path: string; text: string }> {
-  const listed = execFileSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], { cwd: ROOT, maxBuffer: 64 << 20 }).toString().split("\0").filter(Boolean);
+  const listed = execFileSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], { cwd: ROOT, maxBuffer: 64 << 20 })
+    .toString()
+    .split("\0")
+    .filter(Boolean);
   const out: Array<{ path: string; text: string }> = [];
   for (const path of listed) {
     const full = join(ROOT, path);
@@ -72,10 +75,16 @@ describe("the repository stands on its own", () => {
 
   it("the golden VTA instruction streams are fixtures of the repository, whole", () => {
     assert.ok(existsSync(join(GOLDEN, "README.md")), "tests/fixtures/vta-golden/README.md says what the streams are");
-    for (const [name, count] of [["matrix_multiply", 56], ["matrix_multiply_opt", 142], ["convolution_opt", 3366]] as const) {
+    for (const [name, count] of [
+      ["matrix_multiply", 56],
+      ["matrix_multiply_opt", 142],
+      ["convolution_opt", 3366],
+    ] as const) {
       const file = join(GOLDEN, `${name}.stream.txt`);
       assert.ok(existsSync(file), `tests/fixtures/vta-golden/${name}.stream.txt is missing`);
-      const instructions = readFileSync(file, "utf8").split("\n").filter((l) => /^\s*\d+\s+[A-Z_]+/.test(l));
+      const instructions = readFileSync(file, "utf8")
+        .split("\n")
+        .filter((l) => /^\s*\d+\s+[A-Z_]+/.test(l));
       assert.equal(instructions.length, count, `${name}: TVM emitted ${count} instructions`);
       assert.match(instructions.at(-1)!, /\bFINISH\b/, `${name} ends with FINISH`);
     }

@@ -12,7 +12,9 @@ const FIXTURE = fileURLToPath(new URL("./fixtures/skipped-suite.ts", import.meta
 
 describe("skipped suites", () => {
   it("count every test they hold as skipped, say why, and run none of their tests or hooks", async () => {
-    const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", "--test", "--test-reporter=tap", FIXTURE], { env: { ...process.env, NODE_TEST_CONTEXT: undefined } });
+    const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", "--test", "--test-reporter=tap", FIXTURE], {
+      env: { ...process.env, NODE_TEST_CONTEXT: undefined },
+    });
     assert.match(stdout, /^# tests 4$/m, stdout);
     assert.match(stdout, /^# pass 1$/m, stdout);
     assert.match(stdout, /^# skipped 3$/m, stdout);

@@ -80,12 +80,16 @@ interface Reply {
 function get(url: string, opts: { ca?: Buffer; token?: string } = {}): Promise<Reply> {
   const request = url.startsWith("https:") ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {
-    const req = request(url, { agent: false, ...(opts.ca ? { ca: opts.ca } : {}), headers: opts.token ? { authorization: `Bearer ${opts.token}` } : {} }, (res) => {
-      let body = "";
-      res.setEncoding("utf8");
-      res.on("data", (c: string) => (body += c));
-      res.on("end", () => resolve({ status: res.statusCode!, headers: res.headers, body }));
-    });
+    const req = request(
+      url,
+      { agent: false, ...(opts.ca ? { ca: opts.ca } : {}), headers: opts.token ? { authorization: `Bearer ${opts.token}` } : {} },
+      (res) => {
+        let body = "";
+        res.setEncoding("utf8");
+        res.on("data", (c: string) => (body += c));
+        res.on("end", () => resolve({ status: res.statusCode!, headers: res.headers, body }));
+      },
+    );
     req.on("error", reject);
     req.end();
   });
@@ -162,7 +166,10 @@ describe("kfarm certs", () => {
   it("says how to install openssl when it is missing", async () => {
     const r = await runCli(["certs", "init", join(root, "no-openssl")], { env: { PATH: join(root, "empty-path") } });
     assert.equal(r.code, 1);
-    assert.equal(r.stderr, "kfarm: kfarm certs needs the openssl command-line tool, which is not installed: apt-get install openssl (or your system's openssl package) [TOOLCHAIN_MISSING]\n");
+    assert.equal(
+      r.stderr,
+      "kfarm: kfarm certs needs the openssl command-line tool, which is not installed: apt-get install openssl (or your system's openssl package) [TOOLCHAIN_MISSING]\n",
+    );
   });
 });
 
@@ -210,7 +217,21 @@ describe("a tracker with TLS", () => {
   });
 
   it("serves the agent's /metrics over HTTPS with the farm's certificate, and the agent attaches over TLS", async () => {
-    agent = await startAgentProcess(tracker.address, ["cpu:key=cpu,name=c0"], [...clientTlsArgs(farm), "--name", "tls-agent", "--metrics-port", "0", "--metrics-tls-cert", f(farm, "server.crt"), "--metrics-tls-key", f(farm, "server.key")]);
+    agent = await startAgentProcess(
+      tracker.address,
+      ["cpu:key=cpu,name=c0"],
+      [
+        ...clientTlsArgs(farm),
+        "--name",
+        "tls-agent",
+        "--metrics-port",
+        "0",
+        "--metrics-tls-cert",
+        f(farm, "server.crt"),
+        "--metrics-tls-key",
+        f(farm, "server.key"),
+      ],
+    );
     assert.equal(agent.metricsScheme, "https");
     const ca = readFileSync(f(farm, "ca.crt"));
     const reply = await waitFor("the agent attached, in its metrics", async () => {
@@ -219,15 +240,20 @@ describe("a tracker with TLS", () => {
     });
     assert.match(String(reply.headers["content-type"]), /^text\/plain; version=0\.0\.4/);
     const c = await connect(tracker.address, { tls: { caFile: f(farm, "ca.crt") } });
-    assert.deepEqual((await c.summary()).boards.map((b) => [b.id, b.key]), [["tls-agent/c0", "cpu"]]);
+    assert.deepEqual(
+      (await c.summary()).boards.map((b) => [b.id, b.key]),
+      [["tls-agent/c0", "cpu"]],
+    );
     // A scraper without the CA does not get the page.
     await assert.rejects(get(`https://${agent.metricsAddress}/metrics`), (e: NodeJS.ErrnoException) => e.code === "UNABLE_TO_VERIFY_LEAF_SIGNATURE");
   });
 
   it("carries sessions over TLS on every lane: direct with the agent's certificate, relay on the tracker's data port, grpc", async () => {
-    const direct = await startAgentProcess(tracker.address, ["cpu:key=lanes,name=l0"], [
-      ...clientTlsArgs(farm), "--name", "lanes-agent", "--data-tls-cert", f(farm, "server.crt"), "--data-tls-key", f(farm, "server.key"),
-    ]);
+    const direct = await startAgentProcess(
+      tracker.address,
+      ["cpu:key=lanes,name=l0"],
+      [...clientTlsArgs(farm), "--name", "lanes-agent", "--data-tls-cert", f(farm, "server.crt"), "--data-tls-key", f(farm, "server.key")],
+    );
     try {
       const c = await connect(tracker.address, { tls: { caFile: f(farm, "ca.crt") } });
       await waitForFreeBoards(c, 1, "lanes");
@@ -304,7 +330,10 @@ describe("a tracker with mutual TLS (--tls-client-ca)", () => {
 
   it("refuses a host whose certificate another CA signed", async () => {
     await refused(
-      connectTracker(tracker.address, { tls: { caFile: f(farm, "ca.crt"), certFile: f(other, "client.crt"), keyFile: f(other, "client.key") }, connectTimeoutMs: REFUSED_CONNECT_MS }),
+      connectTracker(tracker.address, {
+        tls: { caFile: f(farm, "ca.crt"), certFile: f(other, "client.crt"), keyFile: f(other, "client.key") },
+        connectTimeoutMs: REFUSED_CONNECT_MS,
+      }),
       "UNAVAILABLE",
       `the tracker at ${tracker.address} hung up right after the TLS handshake: it refused this client's certificate ${f(other, "client.crt")}; it takes only valid certificates signed by the CA of its --tls-client-ca (\`kfarm certs issue DIR --client NAME\` with that CA)`,
     );
@@ -316,13 +345,20 @@ describe("a tracker with mutual TLS (--tls-client-ca)", () => {
   });
 
   it("lets an agent with the farm's client certificate attach: its boards appear in the summary", async () => {
-    agent = await startAgentProcess(tracker.address, ["cpu:key=mtls,name=m0"], [...clientTlsArgs(farm), "--tls-cert", f(farm, "client.crt"), "--tls-key", f(farm, "client.key"), "--name", "mtls-agent"]);
+    agent = await startAgentProcess(
+      tracker.address,
+      ["cpu:key=mtls,name=m0"],
+      [...clientTlsArgs(farm), "--tls-cert", f(farm, "client.crt"), "--tls-key", f(farm, "client.key"), "--name", "mtls-agent"],
+    );
     const c = await connect(tracker.address, { tls: mtls() });
     const boards = await waitFor("the agent's board in the summary", async () => {
       const b = (await c.summary()).boards;
       return b.length ? b : undefined;
     });
-    assert.deepEqual(boards.map((b) => [b.id, b.key, b.kind]), [["mtls-agent/m0", "mtls", "cpu"]]);
+    assert.deepEqual(
+      boards.map((b) => [b.id, b.key, b.kind]),
+      [["mtls-agent/m0", "mtls", "cpu"]],
+    );
   });
 
   it("lets an agent whose client certificate is replaced attach without a restart", async () => {
@@ -331,9 +367,18 @@ describe("a tracker with mutual TLS (--tls-client-ca)", () => {
     const [cert, key] = [join(mine, "client.crt"), join(mine, "client.key")];
     writeFileSync(cert, readFileSync(f(other, "client.crt")));
     writeFileSync(key, readFileSync(f(other, "client.key")), { mode: 0o600 });
-    const renewed = await startAgentProcess(tracker.address, ["cpu:key=renewed,name=r0"], [...clientTlsArgs(farm), "--tls-cert", cert, "--tls-key", key, "--name", "renewed-agent"], { env: { KFARM_LOG: "warn" } });
+    const renewed = await startAgentProcess(
+      tracker.address,
+      ["cpu:key=renewed,name=r0"],
+      [...clientTlsArgs(farm), "--tls-cert", cert, "--tls-key", key, "--name", "renewed-agent"],
+      { env: { KFARM_LOG: "warn" } },
+    );
     try {
-      await waitFor("the agent to report its refused certificate", () => /cannot attach to the tracker at \S+: .*refused this client's certificate/.test(renewed.stderr()), 15_000);
+      await waitFor(
+        "the agent to report its refused certificate",
+        () => /cannot attach to the tracker at \S+: .*refused this client's certificate/.test(renewed.stderr()),
+        15_000,
+      );
       // The farm's own certificate is put in place, key first (a mismatched pair is never loaded).
       writeFileSync(`${key}.new`, readFileSync(f(farm, "client.key")), { mode: 0o600 });
       writeFileSync(`${cert}.new`, readFileSync(f(farm, "client.crt")));
@@ -404,7 +449,16 @@ describe("the tracker's HTTPS side with tokens", () => {
     await createToken("ci-bot", "client", "--keys", "cpu");
     [tracker, publicTracker] = await Promise.all([
       startTrackerProcess([...serverTlsArgs(farm), "--metrics-port", "0", "--tokens", tokens]),
-      startTrackerProcess([...serverTlsArgs(farm), "--metrics-port", "0", "--tokens", tokens, "--public-http", "--audit-log", join(root, "public-audit.jsonl")]),
+      startTrackerProcess([
+        ...serverTlsArgs(farm),
+        "--metrics-port",
+        "0",
+        "--tokens",
+        tokens,
+        "--public-http",
+        "--audit-log",
+        join(root, "public-audit.jsonl"),
+      ]),
     ]);
     assert.equal(tracker.httpScheme, "https");
   });
@@ -431,7 +485,10 @@ describe("the tracker's HTTPS side with tokens", () => {
   });
 
   it("does not speak plain HTTP on the HTTPS port", async () => {
-    await assert.rejects(get(`http://${tracker.httpAddress}/metrics`), (e: NodeJS.ErrnoException) => e.code === "ECONNRESET" || e.code === "HPE_INVALID_CONSTANT");
+    await assert.rejects(
+      get(`http://${tracker.httpAddress}/metrics`),
+      (e: NodeJS.ErrnoException) => e.code === "ECONNRESET" || e.code === "HPE_INVALID_CONSTANT",
+    );
   });
 
   it("--public-http serves the pages without a token", async () => {
@@ -443,7 +500,11 @@ describe("the tracker's HTTPS side with tokens", () => {
   });
 
   it("feeds an operator over wss and cuts the feed within 2 s of the token's revocation", { timeout: 30_000 }, async () => {
-    const refusedWs = new WebSocket(`wss://${tracker.httpAddress}/feed`, { ca, perMessageDeflate: false, headers: { authorization: `Bearer ${token["ci-bot"]}` } });
+    const refusedWs = new WebSocket(`wss://${tracker.httpAddress}/feed`, {
+      ca,
+      perMessageDeflate: false,
+      headers: { authorization: `Bearer ${token["ci-bot"]}` },
+    });
     const [err] = (await once(refusedWs, "error")) as [Error];
     assert.equal(err.message, "Unexpected server response: 403");
 
@@ -458,7 +519,11 @@ describe("the tracker's HTTPS side with tokens", () => {
     assert.equal(r.code, 0, r.stderr);
     const revokedAt = Date.now();
     // The revocation itself took: the token's requests are refused (so a feed left open is the feed's fault).
-    await waitFor("the revoked token refused", async () => (await get(`https://${tracker.httpAddress}/metrics`, { ca, token: token.watcher })).status === 401, 2000);
+    await waitFor(
+      "the revoked token refused",
+      async () => (await get(`https://${tracker.httpAddress}/metrics`, { ca, token: token.watcher })).status === 401,
+      2000,
+    );
     // The close itself, however long it takes (the test's timeout bounds a feed that never closes); then how long it took.
     await closed;
     const cutMs = Date.now() - revokedAt;
@@ -489,7 +554,12 @@ describe("binding a network address", () => {
     const t = await startTrackerProcess(["--host", "0.0.0.0", "--insecure"], 0, { env: { KFARM_LOG: "warn" } });
     try {
       assert.match(t.address, /^0\.0\.0\.0:\d+$/);
-      const line = await waitFor("the --insecure warning", () => t.stderr().split("\n").find((l) => l.includes("--insecure")));
+      const line = await waitFor("the --insecure warning", () =>
+        t
+          .stderr()
+          .split("\n")
+          .find((l) => l.includes("--insecure")),
+      );
       const entry = JSON.parse(line) as { level: number; msg: string; host: string };
       assert.equal(entry.level, 40, "a warning");
       assert.equal(entry.host, "0.0.0.0");
@@ -507,7 +577,11 @@ describe("a session over TLS end to end", () => {
 
   before(async () => {
     tracker = await startTrackerProcess([...serverTlsArgs(farm), "--tls-client-ca", f(farm, "ca.crt")]);
-    agent = await startAgentProcess(tracker.address, ["cpu:key=cpu,name=s0"], [...clientTlsArgs(farm), "--tls-cert", f(farm, "client.crt"), "--tls-key", f(farm, "client.key"), "--name", "tls-session"]);
+    agent = await startAgentProcess(
+      tracker.address,
+      ["cpu:key=cpu,name=s0"],
+      [...clientTlsArgs(farm), "--tls-cert", f(farm, "client.crt"), "--tls-key", f(farm, "client.key"), "--name", "tls-session"],
+    );
     client = await connect(tracker.address, { tls: { caFile: f(farm, "ca.crt"), certFile: f(farm, "client.crt"), keyFile: f(farm, "client.key") } });
   });
   after(async () => {
@@ -536,14 +610,17 @@ describe("a session over TLS end to end", () => {
   });
 });
 
-const PROMETHEUS = (process.env.PATH ?? "").split(delimiter).map((d) => join(d, "prometheus")).find((p) => {
-  try {
-    accessSync(p, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-});
+const PROMETHEUS = (process.env.PATH ?? "")
+  .split(delimiter)
+  .map((d) => join(d, "prometheus"))
+  .find((p) => {
+    try {
+      accessSync(p, constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
 
 describe("Prometheus scrapes over HTTPS", { skip: PROMETHEUS ? false : "the prometheus binary is not installed (apt-get install prometheus)" }, () => {
   let tracker: TrackerProcess;
@@ -560,9 +637,14 @@ describe("Prometheus scrapes over HTTPS", { skip: PROMETHEUS ? false : "the prom
     };
     const [operator, agentToken] = [await token("prometheus", "operator"), await token("scraped-box", "agent", "--keys", "cpu")];
     tracker = await startTrackerProcess([...serverTlsArgs(farm), "--metrics-port", "0", "--tokens", tokens]);
-    agent = await startAgentProcess(tracker.address, ["cpu:key=cpu"], [...clientTlsArgs(farm), "--metrics-port", "0", "--metrics-tls-cert", f(farm, "server.crt"), "--metrics-tls-key", f(farm, "server.key")], {
-      env: { KFARM_TOKEN: agentToken },
-    });
+    agent = await startAgentProcess(
+      tracker.address,
+      ["cpu:key=cpu"],
+      [...clientTlsArgs(farm), "--metrics-port", "0", "--metrics-tls-cert", f(farm, "server.crt"), "--metrics-tls-key", f(farm, "server.key")],
+      {
+        env: { KFARM_TOKEN: agentToken },
+      },
+    );
     mkdirSync(dir);
     writeFileSync(join(dir, "operator.token"), operator, { mode: 0o600 });
   });
@@ -597,13 +679,24 @@ describe("Prometheus scrapes over HTTPS", { skip: PROMETHEUS ? false : "the prom
       });
     });
     const api = `http://127.0.0.1:${port}`;
-    const prom = spawn(PROMETHEUS!, [`--config.file=${join(dir, "prometheus.yml")}`, `--storage.tsdb.path=${join(dir, "data")}`, `--web.listen-address=127.0.0.1:${port}`], { stdio: "ignore" });
+    const prom = spawn(
+      PROMETHEUS!,
+      [`--config.file=${join(dir, "prometheus.yml")}`, `--storage.tsdb.path=${join(dir, "data")}`, `--web.listen-address=127.0.0.1:${port}`],
+      { stdio: "ignore" },
+    );
     try {
       const query = (expr: string) =>
-        waitFor(`Prometheus to return ${expr}`, async () => {
-          const body = (await (await fetch(`${api}/api/v1/query?query=${encodeURIComponent(expr)}`)).json()) as { data: { result: { metric: Record<string, string>; value: [number, string] }[] } };
-          return body.data.result.length ? body.data.result : undefined;
-        }, 30_000, 250);
+        waitFor(
+          `Prometheus to return ${expr}`,
+          async () => {
+            const body = (await (await fetch(`${api}/api/v1/query?query=${encodeURIComponent(expr)}`)).json()) as {
+              data: { result: { metric: Record<string, string>; value: [number, string] }[] };
+            };
+            return body.data.result.length ? body.data.result : undefined;
+          },
+          30_000,
+          250,
+        );
       await waitFor("both targets up", async () => (await query("up == 1")).length === 2, 30_000, 250).catch(async (err: Error) => {
         throw new Error(`${err.message}; targets: ${await (await fetch(`${api}/api/v1/targets`)).text()}`);
       });

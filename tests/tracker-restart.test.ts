@@ -67,9 +67,11 @@ describe("a tracker that restarts without forgetting", () => {
     tracker = await startTrackerProcess(trackerArgs());
     port = tracker.port;
     // Canaries only when a worker starts (interval 0): the broken board fails once and stays suspect.
-    agent = await startAgentProcess(tracker.address, ["cpu:key=cpu,name=c0", "cpu:key=cpu,name=c1", "cpu:key=cpu,name=c2", `cpu:key=flaky,name=bad,canary=${join(dir, "broken.so")}`], [
-      "--name", "keeper", "--canary-interval-ms", "0",
-    ]);
+    agent = await startAgentProcess(
+      tracker.address,
+      ["cpu:key=cpu,name=c0", "cpu:key=cpu,name=c1", "cpu:key=cpu,name=c2", `cpu:key=flaky,name=bad,canary=${join(dir, "broken.so")}`],
+      ["--name", "keeper", "--canary-interval-ms", "0"],
+    );
     client = await connectTracker(tracker.address);
     await waitForFreeBoards(client, 3, "cpu");
   });
@@ -98,18 +100,27 @@ describe("a tracker that restarts without forgetting", () => {
     assert.equal(c0.state, "quarantined");
     assert.equal(c0.health, "quarantined");
     assert.equal(c0.health_reason, "quarantined by alice: fan failing");
-    assert.deepEqual(c0.health_history.map((c) => [c.from, c.to, c.reason]), [["healthy", "quarantined", "quarantined by alice: fan failing"]]);
+    assert.deepEqual(
+      c0.health_history.map((c) => [c.from, c.to, c.reason]),
+      [["healthy", "quarantined", "quarantined by alice: fan failing"]],
+    );
     const c1 = (await board("keeper/c1"))!;
     assert.equal(c1.drained, true);
     assert.equal(c1.drain_reason, "drained by bob: new fan on Tuesday");
     assert.equal(c1.health, "healthy");
-    assert.equal(await waitFor("keeper/c1 ready, and draining", async () => ((await board("keeper/c1"))?.state === "draining" ? "draining" : undefined)), "draining");
+    assert.equal(
+      await waitFor("keeper/c1 ready, and draining", async () => ((await board("keeper/c1"))?.state === "draining" ? "draining" : undefined)),
+      "draining",
+    );
     // The agent repeated the broken board's last canary when it attached: the tracker had counted it, so it is suspect still, not quarantined.
     const bad = (await board("keeper/bad"))!;
     assert.equal(bad.health, "suspect");
     assert.equal(bad.health_reason, CANARY_FAILURE);
     assert.equal(bad.last_canary, `failed: ${CANARY_FAILURE.replace("canary failed: ", "")}`);
-    assert.deepEqual(bad.health_history.map((c) => [c.from, c.to, c.reason]), [["healthy", "suspect", CANARY_FAILURE]]);
+    assert.deepEqual(
+      bad.health_history.map((c) => [c.from, c.to, c.reason]),
+      [["healthy", "suspect", CANARY_FAILURE]],
+    );
     assert.ok(bad.health_history[0]!.at_ms > 0 && bad.health_history[0]!.at_ms <= Date.now());
 
     // Sessions of key cpu go only to the board in rotation.
@@ -153,7 +164,10 @@ describe("a tracker that restarts without forgetting", () => {
     await waitForFreeBoards(client, 3, "cpu");
     const c0 = (await board("keeper/c0"))!;
     assert.equal(c0.health, "healthy");
-    assert.deepEqual(c0.health_history.map((c) => c.reason), ["quarantined by alice: fan failing", "restored by carol"]);
+    assert.deepEqual(
+      c0.health_history.map((c) => c.reason),
+      ["quarantined by alice: fan failing", "restored by carol"],
+    );
     const c1 = (await board("keeper/c1"))!;
     assert.equal(c1.drained, false);
     assert.equal(c1.drain_reason, "");
@@ -171,10 +185,16 @@ describe("a tracker that restarts without forgetting", () => {
     const b = await client.boardCommand("keeper/c2", "quarantine", "dave", "pulled for repair");
     assert.equal(b.state, "absent");
     assert.equal(b.health_reason, "quarantined by dave: pulled for repair");
-    names(await refused(client.boardCommand("nobody/x", "drain"), "NOT_FOUND"), "nobody/x", "remembered, not attached: keeper/bad, keeper/c0, keeper/c1, keeper/c2");
-    agent = await startAgentProcess(tracker.address, ["cpu:key=cpu,name=c0", "cpu:key=cpu,name=c1", "cpu:key=cpu,name=c2", `cpu:key=flaky,name=bad,canary=${join(dir, "broken.so")}`], [
-      "--name", "keeper", "--canary-interval-ms", "0",
-    ]);
+    names(
+      await refused(client.boardCommand("nobody/x", "drain"), "NOT_FOUND"),
+      "nobody/x",
+      "remembered, not attached: keeper/bad, keeper/c0, keeper/c1, keeper/c2",
+    );
+    agent = await startAgentProcess(
+      tracker.address,
+      ["cpu:key=cpu,name=c0", "cpu:key=cpu,name=c1", "cpu:key=cpu,name=c2", `cpu:key=flaky,name=bad,canary=${join(dir, "broken.so")}`],
+      ["--name", "keeper", "--canary-interval-ms", "0"],
+    );
     await waitFor("keeper/c2 back, quarantined", async () => (await board("keeper/c2"))?.health_reason === "quarantined by dave: pulled for repair");
     await client.boardCommand("keeper/c2", "restore", "dave");
     await waitForFreeBoards(client, 3, "cpu");
@@ -182,8 +202,18 @@ describe("a tracker that restarts without forgetting", () => {
 
   it("hosts see clear errors: queued requests fail UNAVAILABLE (went away / shutting down), open sessions end; the same client requests again once the tracker is back", async () => {
     for (const [signal, queuedError, sessionCode, sessionError] of [
-      ["SIGKILL", /^the tracker at \S+ went away while this request for key "cpu" waited in its queue \(for \d+ ms; .*\): request again/, "UNAVAILABLE", /the tracker at \S+ went away .*: the board's agent ends the session too\. Request a new session/],
-      ["SIGTERM", /^the tracker at \S+ is shutting down; this request for key "cpu" left its queue after \d+ ms: request again when it is back/, "DRAINED", /the tracker at \S+ is shutting down, and this session with it/],
+      [
+        "SIGKILL",
+        /^the tracker at \S+ went away while this request for key "cpu" waited in its queue \(for \d+ ms; .*\): request again/,
+        "UNAVAILABLE",
+        /the tracker at \S+ went away .*: the board's agent ends the session too\. Request a new session/,
+      ],
+      [
+        "SIGTERM",
+        /^the tracker at \S+ is shutting down; this request for key "cpu" left its queue after \d+ ms: request again when it is back/,
+        "DRAINED",
+        /the tracker at \S+ is shutting down, and this session with it/,
+      ],
     ] as const) {
       const sessions: Session[] = [];
       for (let i = 0; i < 3; i++) sessions.push(await client.request("cpu", { deadlineMs: 10_000 }));

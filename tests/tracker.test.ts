@@ -13,7 +13,16 @@ import { promisify } from "node:util";
 import { after, before, describe, it } from "node:test";
 import * as grpc from "@grpc/grpc-js";
 import {
-  AgentService, type FarmError, HostService, SESSION_ID_HEADER, SESSION_REQUEST_HEADER, SESSION_TOKEN_HEADER, decodeBoardFrame, encodeSessionRequest, type AgentServiceClient, type HostServiceClient,
+  AgentService,
+  type FarmError,
+  HostService,
+  SESSION_ID_HEADER,
+  SESSION_REQUEST_HEADER,
+  SESSION_TOKEN_HEADER,
+  decodeBoardFrame,
+  encodeSessionRequest,
+  type AgentServiceClient,
+  type HostServiceClient,
 } from "../protos/index.ts";
 import { makeClient } from "../runtime/index.ts";
 import { rawSession } from "./helpers/raw-session.ts";
@@ -100,20 +109,23 @@ describe("label selectors and the summary", () => {
     tracker = await startTrackerProcess();
     const dir = await mkdtemp(join(tmpdir(), "kf-cfg-"));
     const config = join(dir, "agent.yaml");
-    await writeFile(config, [
-      `tracker: ${tracker.address}`,
-      "name: rack1",
-      "boards:",
-      "  - kind: cpu",
-      "    key: cpu",
-      "    name: fast",
-      "    labels: { tier: fast }",
-      "  - kind: cpu",
-      "    key: cpu",
-      "    name: slow",
-      "    labels: { tier: slow }",
-      "",
-    ].join("\n"));
+    await writeFile(
+      config,
+      [
+        `tracker: ${tracker.address}`,
+        "name: rack1",
+        "boards:",
+        "  - kind: cpu",
+        "    key: cpu",
+        "    name: fast",
+        "    labels: { tier: fast }",
+        "  - kind: cpu",
+        "    key: cpu",
+        "    name: slow",
+        "    labels: { tier: slow }",
+        "",
+      ].join("\n"),
+    );
     agent = await startAgentProcess(tracker.address, [], ["--config", config]);
     client = await connectTracker(tracker.address);
     await waitForFreeBoards(client, 2);
@@ -126,7 +138,13 @@ describe("label selectors and the summary", () => {
 
   it("registers boards from a YAML config file with their labels", async () => {
     const s = await client.summary();
-    assert.deepEqual(s.boards.map((b) => [b.id, b.labels.tier, b.agent_name]), [["rack1/fast", "fast", "rack1"], ["rack1/slow", "slow", "rack1"]]);
+    assert.deepEqual(
+      s.boards.map((b) => [b.id, b.labels.tier, b.agent_name]),
+      [
+        ["rack1/fast", "fast", "rack1"],
+        ["rack1/slow", "slow", "rack1"],
+      ],
+    );
     assert.equal(s.boards[0]!.labels.arch, process.arch === "x64" ? "x86_64" : s.boards[0]!.labels.arch);
     assert.ok(Number(s.boards[0]!.capabilities.cores) >= 1);
   });
@@ -161,22 +179,39 @@ describe("label selectors and the summary", () => {
     const other = await startAgentProcess(tracker.address, ["cpu:key=other,name=o0"], ["--name", "rack2"]);
     // Both cpu boards held and a third request waiting: the cpu queue has one pending.
     const held = await Promise.all([client.request("cpu"), client.request("cpu")]);
-    const waiting = client.request("cpu", { deadlineMs: 5000 }).then((s) => s.close(), () => {});
+    const waiting = client.request("cpu", { deadlineMs: 5000 }).then(
+      (s) => s.close(),
+      () => {},
+    );
     try {
       await waitForFreeBoards(client, 1, "other");
       await waitFor("the third cpu request to be queued", async () => ((await client.summary({ key: "cpu" })).queues[0]?.pending === 1 ? true : undefined));
       const all = await client.summary();
-      assert.deepEqual(all.boards.map((b) => b.id), ["rack1/fast", "rack1/slow", "rack2/o0"]);
+      assert.deepEqual(
+        all.boards.map((b) => b.id),
+        ["rack1/fast", "rack1/slow", "rack2/o0"],
+      );
       const cpu = await client.summary({ key: "cpu" });
-      assert.deepEqual(cpu.boards.map((b) => [b.id, b.state]), [["rack1/fast", "busy"], ["rack1/slow", "busy"]]);
+      assert.deepEqual(
+        cpu.boards.map((b) => [b.id, b.state]),
+        [
+          ["rack1/fast", "busy"],
+          ["rack1/slow", "busy"],
+        ],
+      );
       assert.deepEqual(cpu.queues, [{ key: "cpu", total: 2, free: 0, pending: 1 }]);
       const o = await client.summary({ key: "other" });
       assert.deepEqual([o.boards.map((b) => b.id), o.queues], [["rack2/o0"], [{ key: "other", total: 1, free: 1, pending: 0 }]]);
       const none = await client.summary({ key: "nosuch" });
       assert.deepEqual([none.boards, none.queues], [[], [{ key: "nosuch", total: 0, free: 0, pending: 0 }]]);
       assert.equal(none.agents.length, 2, "agents are listed whatever the key");
-      const json = JSON.parse((await run(process.execPath, ["--import", "tsx", CLI, "status", "--tracker", tracker.address, "--json", "--key", "other"])).stdout);
-      assert.deepEqual(json.boards.map((b: { id: string }) => b.id), ["rack2/o0"]);
+      const json = JSON.parse(
+        (await run(process.execPath, ["--import", "tsx", CLI, "status", "--tracker", tracker.address, "--json", "--key", "other"])).stdout,
+      );
+      assert.deepEqual(
+        json.boards.map((b: { id: string }) => b.id),
+        ["rack2/o0"],
+      );
     } finally {
       for (const s of held) await s.close();
       await waiting;
@@ -213,7 +248,9 @@ describe("label selectors and the summary", () => {
   it("refuses a Session stream without a request, with a request that does not decode, or with an unknown route", async () => {
     const raw = makeClient<HostServiceClient>(HostService, tracker.address, {});
     const statusOf = (md: grpc.Metadata) =>
-      new Promise<grpc.StatusObject>((resolve) => (raw.Session(md) as unknown as grpc.ClientDuplexStream<Buffer, Buffer>).on("status", resolve).on("error", () => {}));
+      new Promise<grpc.StatusObject>((resolve) =>
+        (raw.Session(md) as unknown as grpc.ClientDuplexStream<Buffer, Buffer>).on("status", resolve).on("error", () => {}),
+      );
     try {
       const none = await statusOf(new grpc.Metadata());
       assert.equal(none.code, grpc.status.INVALID_ARGUMENT);

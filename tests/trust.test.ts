@@ -59,7 +59,6 @@ function unary<Req, Res>(raw: Raw, method: "ReleaseSession" | "Summary" | "Board
   );
 }
 
-
 describe("a farm with tokens", () => {
   let dir: string;
   let tokensPath: string;
@@ -80,7 +79,11 @@ describe("a farm with tokens", () => {
     return (tokens[name] = file.create({ name, ...spec }).token);
   }
 
-  const audit = () => readFileSync(join(dir, "audit.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+  const audit = () =>
+    readFileSync(join(dir, "audit.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), "kf-trust-"));
@@ -91,10 +94,7 @@ describe("a farm with tokens", () => {
     make("alice", { kind: "client", keys: ["*"] });
     make("ops", { kind: "operator" });
     make("h100-only", { kind: "client", keys: ["h100"] });
-    [tracker, module] = await Promise.all([
-      startTrackerProcess(["--tokens", tokensPath, "--max-session-timeout-ms", "120000"]),
-      compileVadd(),
-    ]);
+    [tracker, module] = await Promise.all([startTrackerProcess(["--tokens", tokensPath, "--max-session-timeout-ms", "120000"]), compileVadd()]);
     agent = await startAgentProcess(tracker.address, ["cpu:key=cpu", "cpu:key=cpu"], ["--token", tokens["gpu-box"]!]);
     const ops = await client(tokens.ops);
     await waitFor("2 free boards", async () => (await ops.summary()).boards.filter((b) => b.state === "free").length === 2);
@@ -152,7 +152,11 @@ describe("a farm with tokens", () => {
     const rogue = await startAgentProcess(tracker.address, ["cpu:key=cpu"], ["--token", tokens.alice!, "--name", "rogue"]);
     try {
       // The agent says why it cannot attach, once; its board never appears.
-      await waitFor("the agent to report the refusal", () => /the tracker refused this agent: token 'alice' is a client token and may not attach an agent.*retrying every 10 s/.test(rogue.stderr()), 10_000);
+      await waitFor(
+        "the agent to report the refusal",
+        () => /the tracker refused this agent: token 'alice' is a client token and may not attach an agent.*retrying every 10 s/.test(rogue.stderr()),
+        10_000,
+      );
       const s = await (await client(tokens.ops)).summary();
       assert.ok(!s.agents.some((a) => a.name === "rogue" || a.name === "alice"), JSON.stringify(s.agents));
     } finally {
@@ -160,7 +164,11 @@ describe("a farm with tokens", () => {
     }
     await refused((await client(tokens["gpu-box"])).request("cpu"), "PERMISSION_DENIED", /token 'gpu-box' is a agent token|token 'gpu-box' is an agent token/);
     const board = (await (await client(tokens.ops)).summary()).boards[0]!.id;
-    await refused((await client(tokens.alice)).boardCommand(board, "quarantine"), "PERMISSION_DENIED", /token 'alice' is a client token and may not quarantine boards; that needs an operator token/);
+    await refused(
+      (await client(tokens.alice)).boardCommand(board, "quarantine"),
+      "PERMISSION_DENIED",
+      /token 'alice' is a client token and may not quarantine boards; that needs an operator token/,
+    );
     await refused((await client(tokens.alice)).tokens({ action: "list" }), "PERMISSION_DENIED", /may not administer tokens/);
   });
 
@@ -168,8 +176,16 @@ describe("a farm with tokens", () => {
     const bot = await client(tokens["ci-bot"]);
     await refused((await client(tokens["h100-only"])).request("cpu"), "PERMISSION_DENIED", /token 'h100-only' may not request key 'cpu' \(its keys: h100\)/);
     await refused(bot.request("cpu", { priority: 6 }), "PERMISSION_DENIED", /token 'ci-bot' may request priority 5 at most, not 6/);
-    await refused(bot.request("cpu", { sessionTimeoutMs: 90_000 }), "PERMISSION_DENIED", /session timeout 90000 ms is above the 60000 ms that token 'ci-bot' allows/);
-    await refused((await client(tokens.alice)).request("cpu", { sessionTimeoutMs: 200_000 }), "INVALID_ARGUMENT", /above the 120000 ms that this tracker allows/);
+    await refused(
+      bot.request("cpu", { sessionTimeoutMs: 90_000 }),
+      "PERMISSION_DENIED",
+      /session timeout 90000 ms is above the 60000 ms that token 'ci-bot' allows/,
+    );
+    await refused(
+      (await client(tokens.alice)).request("cpu", { sessionTimeoutMs: 200_000 }),
+      "INVALID_ARGUMENT",
+      /above the 120000 ms that this tracker allows/,
+    );
     const s = await bot.request("cpu", { priority: 5 });
     try {
       // The client id for fairness is the token's name, whatever the SDK claimed.
@@ -178,7 +194,9 @@ describe("a farm with tokens", () => {
     } finally {
       await s.close();
     }
-    const grant = audit().filter((r) => r.event === "grant" && r.who === "ci-bot").at(-1)!;
+    const grant = audit()
+      .filter((r) => r.event === "grant" && r.who === "ci-bot")
+      .at(-1)!;
     assert.equal(grant.sessionTimeoutMs, 60_000, "a request for 0 gets the token's cap");
   });
 
@@ -208,7 +226,9 @@ describe("a farm with tokens", () => {
       const bob = rawClient(tracker.address, tokens["ci-bot"]!);
       const raw = rawClient(tracker.address, tokens.alice!);
       try {
-        const wrong = (await rawHello(trackerHost(tracker.address), tracker.dataPort, { session_id: s.id, ticket: "0".repeat(32), role: "host", token: tokens.alice! })).error!;
+        const wrong = (
+          await rawHello(trackerHost(tracker.address), tracker.dataPort, { session_id: s.id, ticket: "0".repeat(32), role: "host", token: tokens.alice! })
+        ).error!;
         assert.equal(wrong.code, "PERMISSION_DENIED");
         assert.match(wrong.message, /wrong session token for session/);
         await refused(unary(raw, "ReleaseSession", { session_id: s.id, token: "f".repeat(32) }), "PERMISSION_DENIED", /wrong session token/);
@@ -229,8 +249,14 @@ describe("a farm with tokens", () => {
       await s.close();
     }
     const refusals = audit().filter((r) => r.event === "refused" && /session/.test(String(r.doing)));
-    assert.ok(refusals.some((r) => r.who === "alice" && r.code === "PERMISSION_DENIED" && typeof r.peer === "string"), JSON.stringify(refusals));
-    assert.ok(refusals.some((r) => r.who === "ci-bot"), JSON.stringify(refusals));
+    assert.ok(
+      refusals.some((r) => r.who === "alice" && r.code === "PERMISSION_DENIED" && typeof r.peer === "string"),
+      JSON.stringify(refusals),
+    );
+    assert.ok(
+      refusals.some((r) => r.who === "ci-bot"),
+      JSON.stringify(refusals),
+    );
   });
 
   it("refuses a session's ticket to another identity, even when the ticket is right", async () => {
@@ -241,7 +267,12 @@ describe("a farm with tokens", () => {
       const session = await rawSession(tracker.address, { key: "cpu", priority: 1, route: "relay" }, tokens.alice!);
       const grant = { session_id: session.grant.session_id, token: session.grant.ticket };
       // Bob's hello on the tracker's data port, with Alice's ticket.
-      const stolen = await rawHello(trackerHost(tracker.address), session.grant.relay_port, { session_id: grant.session_id, ticket: grant.token, role: "host", token: tokens["ci-bot"]! });
+      const stolen = await rawHello(trackerHost(tracker.address), session.grant.relay_port, {
+        session_id: grant.session_id,
+        ticket: grant.token,
+        role: "host",
+        token: tokens["ci-bot"]!,
+      });
       assert.equal(stolen.error?.code, "PERMISSION_DENIED");
       assert.match(stolen.error!.message, /granted to another token, not to 'ci-bot'/);
       await refused(unary(bob, "ReleaseSession", { session_id: grant.session_id, token: grant.token }), "PERMISSION_DENIED", /granted to another token/);
@@ -262,15 +293,25 @@ describe("a farm with tokens", () => {
     const s2 = await h.request("cpu");
     // Both boards are held: this request waits in the queue.
     const waiting = (await client(waiterToken)).request("cpu", { deadlineMs: 30_000 });
-    const waitingOutcome = waiting.then(() => undefined, (e: FarmError) => e);
+    const waitingOutcome = waiting.then(
+      () => undefined,
+      (e: FarmError) => e,
+    );
     await waitFor("the request to queue", async () => (await (await client(tokens.ops)).summary()).queues.some((q) => q.key === "cpu" && q.pending === 1));
     const t0 = Date.now();
     file.revoke("holder");
     file.revoke("waiter");
-    await waitFor("the held session to end", async () => {
-      const e = await s1.listdir().then(() => undefined, (err: FarmError) => err);
-      return e && /revoked/.test(e.message) ? e : undefined;
-    }, 3000);
+    await waitFor(
+      "the held session to end",
+      async () => {
+        const e = await s1.listdir().then(
+          () => undefined,
+          (err: FarmError) => err,
+        );
+        return e && /revoked/.test(e.message) ? e : undefined;
+      },
+      3000,
+    );
     const waited = await waitingOutcome;
     const took = Date.now() - t0;
     assert.ok(took < 1500, `revocation took ${took} ms`);
@@ -282,7 +323,10 @@ describe("a farm with tokens", () => {
     const ops = await client(tokens.ops);
     await waitFor("2 free boards", async () => (await ops.summary()).boards.filter((b) => b.state === "free").length === 2);
     const lost = audit().filter((r) => r.event === "token_lost");
-    assert.ok(lost.some((r) => r.who === "holder" && Number(r.ended) >= 2), JSON.stringify(lost));
+    assert.ok(
+      lost.some((r) => r.who === "holder" && Number(r.ended) >= 2),
+      JSON.stringify(lost),
+    );
   });
 
   it("detaches a revoked agent token's agent within a second: its boards leave, and it says why", async () => {
@@ -357,14 +401,22 @@ describe("the tokens file", () => {
   it("is never written with a secret, and `kfarm token` prints the token once", () => {
     const dir = mkdtempSync(join(tmpdir(), "kf-trust-"));
     const path = join(dir, "tokens.json");
-    const r = spawnSync(process.execPath, ["--import", "tsx", CLI, "token", "create", "--tokens", path, "--name", "ci", "--kind", "client", "--keys", "cpu,h100"], { encoding: "utf8", timeout: 20_000 });
+    const r = spawnSync(
+      process.execPath,
+      ["--import", "tsx", CLI, "token", "create", "--tokens", path, "--name", "ci", "--kind", "client", "--keys", "cpu,h100"],
+      { encoding: "utf8", timeout: 20_000 },
+    );
     assert.equal(r.status, 0, r.stderr);
     const token = r.stdout.trim();
     assert.match(token, /^kf1\./);
     assert.ok(!readFileSync(path, "utf8").includes(token.split(".")[2]!));
     const list = spawnSync(process.execPath, ["--import", "tsx", CLI, "token", "list", "--tokens", path], { encoding: "utf8", timeout: 20_000 });
     assert.match(list.stdout, /ci\s+client\s+live.*keys=cpu,h100/);
-    const bad = spawnSync(process.execPath, ["--import", "tsx", CLI, "token", "create", "--tokens", path, "--name", "x y", "--kind", "client", "--keys", "cpu"], { encoding: "utf8", timeout: 20_000 });
+    const bad = spawnSync(
+      process.execPath,
+      ["--import", "tsx", CLI, "token", "create", "--tokens", path, "--name", "x y", "--kind", "client", "--keys", "cpu"],
+      { encoding: "utf8", timeout: 20_000 },
+    );
     assert.notEqual(bad.status, 0);
     assert.match(bad.stderr, /token name "x y" must be/);
   });

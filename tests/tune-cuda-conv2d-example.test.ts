@@ -13,11 +13,31 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "./helpers/suites.ts";
 import {
-  CONV_FUNCTION, RESNET18_3X3_LAYERS, compileDirect, convFlops, directConfigProblem, directLaunch, directSharedBytes, directSource, directSpace,
-  directThreads, hostConv2d, splits, type ConvProblem, type DirectConfig,
+  CONV_FUNCTION,
+  RESNET18_3X3_LAYERS,
+  compileDirect,
+  convFlops,
+  directConfigProblem,
+  directLaunch,
+  directSharedBytes,
+  directSource,
+  directSpace,
+  directThreads,
+  hostConv2d,
+  splits,
+  type ConvProblem,
+  type DirectConfig,
 } from "../examples/lib/cuda-conv2d-template.ts";
 import {
-  WINOGRAD_SPACE, compileWinograd, winogradConfigProblem, winogradLaunch, winogradSharedBytes, winogradSource, winogradThreads, winogradTiles, type WinogradConfig,
+  WINOGRAD_SPACE,
+  compileWinograd,
+  winogradConfigProblem,
+  winogradLaunch,
+  winogradSharedBytes,
+  winogradSource,
+  winogradThreads,
+  winogradTiles,
+  type WinogradConfig,
 } from "../examples/lib/cuda-winograd-template.ts";
 import { Searcher, configKey, spaceSize } from "../examples/lib/search.ts";
 import { locateNvcc, nvccVersion } from "../host-sdk/cuda/index.ts";
@@ -31,15 +51,27 @@ if (skip) console.log(`# SKIP compiling the conv2d configurations: ${skip}`);
 
 /** An H100's limits, as its board registers them. */
 const H100: CudaLaunchLimits = {
-  maxThreadsPerBlock: 1024, maxBlock: [1024, 1024, 64], maxGrid: [2147483647, 65535, 65535],
-  maxSharedPerBlock: 49152, maxSharedPerBlockOptin: 232448, maxRegistersPerBlock: 65536, warpSize: 32,
+  maxThreadsPerBlock: 1024,
+  maxBlock: [1024, 1024, 64],
+  maxGrid: [2147483647, 65535, 65535],
+  maxSharedPerBlock: 49152,
+  maxSharedPerBlockOptin: 232448,
+  maxRegistersPerBlock: 65536,
+  warpSize: 32,
 };
 const SEED4 = RESNET18_3X3_LAYERS["7x7x512"]!;
 const L56 = RESNET18_3X3_LAYERS["56x56x64"]!;
 
 const DIRECT: DirectConfig = {
-  tile_f: "16x1x8x4", tile_y: "1x1x7x1", tile_x: "1x1x7x1", tile_rc: "64x8", tile_ry: "1x3", tile_rx: "1x3",
-  auto_unroll_max_step: 512, unroll_explicit: 1, split_k: 4,
+  tile_f: "16x1x8x4",
+  tile_y: "1x1x7x1",
+  tile_x: "1x1x7x1",
+  tile_rc: "64x8",
+  tile_ry: "1x3",
+  tile_rx: "1x3",
+  auto_unroll_max_step: 512,
+  unroll_explicit: 1,
+  split_k: 4,
 };
 const WINO: WinogradConfig = { BK: 16, BP: 16, TK: 2, TP: 2, BC: 4, split_c: 8, unroll: 1 };
 
@@ -47,7 +79,10 @@ describe("the CUDA conv2d templates", () => {
   it("split like autotvm's define_split: every ordered factorisation", () => {
     assert.equal(splits(512, 4).length, 220);
     assert.equal(splits(7, 4).length, 4);
-    assert.deepEqual(splits(3, 2), [[1, 3], [3, 1]]);
+    assert.deepEqual(splits(3, 2), [
+      [1, 3],
+      [3, 1],
+    ]);
     assert.ok(splits(56, 4).every((s) => s.reduce((a, b) => a * b) === 56));
     // seed 004's layer: tile_f 220 × tile_y 4 × tile_x 4 × tile_rc 10 × ry 2 × rx 2 × unroll 3 × explicit 2 × split_k 4
     assert.equal(spaceSize(directSpace(SEED4)), 220 * 4 * 4 * 10 * 2 * 2 * 3 * 2 * 4);
@@ -78,7 +113,10 @@ describe("the CUDA conv2d templates", () => {
       [{ tile_f: "1x4x4x32", tile_y: "1x1x1x7", tile_x: "1x1x7x1" }, /896 accumulators per thread/],
       [{ tile_rc: "1x512" }, /bytes of shared memory \(at most 49152\)/],
       [{ tile_f: "4x1x128x1", tile_y: "7x1x1x1", tile_x: "7x1x1x1" }, /tile_f's 128 threads are the block's z dimension \(at most 64\)/],
-      [{ tile_f: "128x1x4x1", tile_y: "7x1x1x1", tile_x: "1x1x7x1", tile_rc: "2x256", tile_ry: "3x1", tile_rx: "3x1", split_k: 4 }, /split_k 4 does not divide the 2 outer steps of tile_rc 2x256/],
+      [
+        { tile_f: "128x1x4x1", tile_y: "7x1x1x1", tile_x: "1x1x7x1", tile_rc: "2x256", tile_ry: "3x1", tile_rx: "3x1", split_k: 4 },
+        /split_k 4 does not divide the 2 outer steps of tile_rc 2x256/,
+      ],
     ];
     for (const [change, why] of cases) assert.match(directConfigProblem({ ...DIRECT, ...change }, SEED4) ?? "accepted", why, JSON.stringify(change));
     assert.match(directConfigProblem(DIRECT, SEED4, "sm_80")!, /split_k 4 needs thread-block clusters \(sm_90 or later\), not sm_80/);
@@ -119,7 +157,8 @@ describe("the CUDA conv2d templates", () => {
           for (let c = 0; c < p.c; c++)
             for (let ry = 0; ry < 3; ry++)
               for (let rx = 0; rx < 3; rx++) {
-                const iy = y + ry - 1, ix = x + rx - 1;
+                const iy = y + ry - 1,
+                  ix = x + rx - 1;
                 if (iy >= 0 && iy < p.h && ix >= 0 && ix < p.w) s += data[(c * p.h + iy) * p.w + ix]! * kernel[((f * p.c + c) * 3 + ry) * 3 + rx]!;
               }
           assert.equal(out[(f * p.h + y) * p.w + x], s, `out[${f}][${y}][${x}]`);
@@ -140,9 +179,19 @@ describe("the CUDA conv2d templates", () => {
       }
       assert.ok(bd.every((b) => directConfigProblem(b.config, SEED4) === undefined));
       assert.ok(bw.every((b) => winogradConfigProblem(b.config, SEED4) === undefined));
-      if (round >= 2) assert.ok([...bd, ...bw].some((b) => b.origin === "mutation"), "evolution starts after the random rounds");
-      d.record(bd, bd.map((_, i) => i));
-      w.record(bw, bw.map((_, i) => (i === 0 ? NaN : i)));
+      if (round >= 2)
+        assert.ok(
+          [...bd, ...bw].some((b) => b.origin === "mutation"),
+          "evolution starts after the random rounds",
+        );
+      d.record(
+        bd,
+        bd.map((_, i) => i),
+      );
+      w.record(
+        bw,
+        bw.map((_, i) => (i === 0 ? NaN : i)),
+      );
     }
     assert.equal(d.trials.length, 24);
     assert.equal(d.best()!.score, 5);
@@ -165,7 +214,11 @@ describe("the CUDA conv2d templates", () => {
         { direct: true, config: DIRECT },
         { direct: false, config: WINO },
       ];
-      const modules = await Promise.all(configs.map((x) => (x.direct ? compileDirect(x.config as DirectConfig, SEED4, { cache }) : compileWinograd(x.config as WinogradConfig, SEED4, { cache }))));
+      const modules = await Promise.all(
+        configs.map((x) =>
+          x.direct ? compileDirect(x.config as DirectConfig, SEED4, { cache }) : compileWinograd(x.config as WinogradConfig, SEED4, { cache }),
+        ),
+      );
       modules.forEach((m, i) => {
         const { direct, config } = configs[i]!;
         const where = configKey(config);
@@ -178,12 +231,26 @@ describe("the CUDA conv2d templates", () => {
         assert.equal(cudaLaunchProblem(CONV_FUNCTION, r, shape, H100), undefined, `${where}: ${r.registers} registers`);
       });
       // 1024 threads of 28 accumulators each: the template allows it, ptxas gives it more than 64 registers, so it cannot launch.
-      const heavy: DirectConfig = { tile_f: "1x4x16x1", tile_y: "1x7x8x1", tile_x: "7x1x8x1", tile_rc: "64x1", tile_ry: "1x3", tile_rx: "1x3", auto_unroll_max_step: 1500, unroll_explicit: 1, split_k: 1 };
+      const heavy: DirectConfig = {
+        tile_f: "1x4x16x1",
+        tile_y: "1x7x8x1",
+        tile_x: "7x1x8x1",
+        tile_rc: "64x1",
+        tile_ry: "1x3",
+        tile_rx: "1x3",
+        auto_unroll_max_step: 1500,
+        unroll_explicit: 1,
+        split_k: 1,
+      };
       assert.equal(directConfigProblem(heavy, L56), undefined);
       const m = await compileDirect(heavy, L56, { cache });
       const r = m.resources[CONV_FUNCTION]!;
       const launch = directLaunch(heavy);
-      assert.match(cudaLaunchProblem(CONV_FUNCTION, r, { grid: launch.grid as number[], block: launch.block as number[], sharedMemBytes: 0 }, H100) ?? `fits: ${r.registers} registers`, /registers per thread: 1024 threads take \d+ registers, more than the 65536/);
+      assert.match(
+        cudaLaunchProblem(CONV_FUNCTION, r, { grid: launch.grid as number[], block: launch.block as number[], sharedMemBytes: 0 }, H100) ??
+          `fits: ${r.registers} registers`,
+        /registers per thread: 1024 threads take \d+ registers, more than the 65536/,
+      );
     });
   });
 });

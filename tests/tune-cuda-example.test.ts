@@ -10,8 +10,21 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "./helpers/suites.ts";
 import {
-  GEMM_FUNCTION, GEMM_SPACE, MAX_STATIC_SHARED_BYTES, NAIVE_GEMM_SOURCE, compileGemm, gemmConfigProblem, gemmLaunch, gemmOperands,
-  gemmSharedBytes, gemmSource, gemmThreads, gemmWarpTile, hostGemm, hostGemmParallel, type GemmConfig,
+  GEMM_FUNCTION,
+  GEMM_SPACE,
+  MAX_STATIC_SHARED_BYTES,
+  NAIVE_GEMM_SOURCE,
+  compileGemm,
+  gemmConfigProblem,
+  gemmLaunch,
+  gemmOperands,
+  gemmSharedBytes,
+  gemmSource,
+  gemmThreads,
+  gemmWarpTile,
+  hostGemm,
+  hostGemmParallel,
+  type GemmConfig,
 } from "../examples/lib/cuda-gemm-template.ts";
 import { configKey, search } from "../examples/lib/search.ts";
 import { locateNvcc, nvccVersion } from "../host-sdk/cuda/index.ts";
@@ -35,7 +48,10 @@ describe("the CUDA GEMM template", () => {
       [{ BM: 256, BN: 256, TM: 4, TN: 4 }, /4096 threads per block \(at most 1024\)/],
       [{ BM: 256, BN: 256, TM: 16, TN: 16 }, /256 accumulators per thread \(at most 128\)/],
       [{ BM: 64, BN: 32, TM: 4, TN: 4, warp_y: 8 }, /the 64 float4 loads of a slice of B do not divide among 128 threads/],
-      [{ BK: 32, BM: 256, BN: 256, TM: 16, warp_y: 2 }, new RegExp(`${2 * 32 * (256 + 4 + 256) * 4} bytes of shared memory \\(at most ${MAX_STATIC_SHARED_BYTES}\\)`)],
+      [
+        { BK: 32, BM: 256, BN: 256, TM: 16, warp_y: 2 },
+        new RegExp(`${2 * 32 * (256 + 4 + 256) * 4} bytes of shared memory \\(at most ${MAX_STATIC_SHARED_BYTES}\\)`),
+      ],
     ];
     for (const [change, why] of cases) assert.match(gemmConfigProblem({ ...GOOD, ...change }, PROBLEM) ?? "accepted", why, JSON.stringify(change));
     assert.match(gemmConfigProblem(GOOD, { m: 1000, n: 1024, k: 1024 })!, /does not divide the problem 1000×1024×1024/);
@@ -43,10 +59,13 @@ describe("the CUDA GEMM template", () => {
     assert.equal(gemmConfigProblem({ ...GOOD, BK: 32, BM: 64, BN: 64, TM: 4, TN: 8, warp_y: 4, pad: 0 }, PROBLEM), undefined, "a 32-deep slice in two buffers");
   });
 
-  it("generates one extern \"C\" kernel with the knobs baked in, launched with one thread per TM×TN tile", () => {
+  it('generates one extern "C" kernel with the knobs baked in, launched with one thread per TM×TN tile', () => {
     const src = gemmSource(GOOD);
     assert.match(src, /extern "C" __global__ void __launch_bounds__\(THREADS, 2\)\ngemm\(/);
-    assert.match(src, /#define BM 128\n#define BN 128\n#define BK 8\n#define TM 8\n#define TN 8\n#define WM 32\n#define WN 64\n#define WY 4\n#define WX 8\n#define APAD 4\n#define BUFFERS 2\n#define THREADS 256\n/);
+    assert.match(
+      src,
+      /#define BM 128\n#define BN 128\n#define BK 8\n#define TM 8\n#define TN 8\n#define WM 32\n#define WN 64\n#define WY 4\n#define WX 8\n#define APAD 4\n#define BUFFERS 2\n#define THREADS 256\n/,
+    );
     assert.match(src, /if \(next\) load\(k0 \+ BK\);/, "two buffers: the next slice is loaded while this one is computed");
     assert.doesNotMatch(gemmSource({ ...GOOD, buffers: 1 }), /next/, "one buffer: load, compute, in turn");
     assert.deepEqual(gemmWarpTile({ ...GOOD, warp_y: 8 }), [64, 32]);
@@ -59,7 +78,13 @@ describe("the CUDA GEMM template", () => {
   it("computes the reference exactly from integer-valued operands", async () => {
     const p = { m: 3, n: 5, k: 7 };
     const [sa, sb] = gemmOperands(p, 1);
-    assert.deepEqual([sa.shape, sb.shape], [[3, 7], [7, 5]]);
+    assert.deepEqual(
+      [sa.shape, sb.shape],
+      [
+        [3, 7],
+        [7, 5],
+      ],
+    );
     const a = randomArray("float32", p.m * p.k, sa.random) as Float32Array;
     const b = randomArray("float32", p.k * p.n, sb.random) as Float32Array;
     assert.ok([...a, ...b].every((x) => Number.isInteger(x) && x >= -4 && x <= 4));
@@ -99,12 +124,18 @@ describe("the CUDA GEMM template", () => {
             const where = configKey(c);
             assert.equal(m.target, "cuda");
             assert.equal(m.arch, "sm_90");
-            assert.deepEqual(m.functions.map((f) => f.name), [GEMM_FUNCTION]);
+            assert.deepEqual(
+              m.functions.map((f) => f.name),
+              [GEMM_FUNCTION],
+            );
             assert.equal(m.functions[0]!.launch, undefined, "launched at call time");
             assert.equal(r.sharedMemBytes, gemmSharedBytes(c), where);
             assert.ok(r.sharedMemBytes <= MAX_STATIC_SHARED_BYTES, where);
             assert.ok(r.registers > 0 && r.registers <= 255, where);
-            assert.ok(r.registers * gemmThreads(c) <= 65536, `${where}: ${r.registers} registers × ${gemmThreads(c)} threads fit the register file (__launch_bounds__)`);
+            assert.ok(
+              r.registers * gemmThreads(c) <= 65536,
+              `${where}: ${r.registers} registers × ${gemmThreads(c)} threads fit the register file (__launch_bounds__)`,
+            );
             return r.registers;
           });
         },

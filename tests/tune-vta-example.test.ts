@@ -30,7 +30,11 @@ it("examples/tune-vta-conv2d.ts tunes 24 schedules on an embedded farm, checks t
   assert.equal(new Set(results.map((r) => r.id)).size, 24, "no schedule measured twice");
   const ok = results.filter((r) => r.outcome === "OK");
   assert.ok(ok.length >= 1, "at least one schedule ran");
-  assert.deepEqual(results.filter((r) => r.outcome !== "OK" && r.outcome !== "COMPILE_ERROR"), [], "only schedules that do not fit fail");
+  assert.deepEqual(
+    results.filter((r) => r.outcome !== "OK" && r.outcome !== "COMPILE_ERROR"),
+    [],
+    "only schedules that do not fit fail",
+  );
   for (const r of ok) assert.ok(r.stats!.cycle_count! > 0 && r.timing!.median > 0);
   assert.match(stdout, /best schedules \(of \d+ OK\)/);
   assert.match(stdout, /best [\d,]+ cycles; default [\d,]+ cycles; worst OK [\d,]+ cycles/);

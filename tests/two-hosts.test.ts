@@ -25,12 +25,12 @@ const PROMETHEUS = "http://10.77.0.1:9090";
 function whyNot(): string | false {
   if (process.getuid?.() !== 0) return "needs root (network namespaces and a bridge)";
   if (spawnSync("ip", ["-V"]).status !== 0) return "the ip tool (iproute2) is not installed";
-  if (spawnSync("ip", ["netns", "list"], { encoding: "utf8" }).stdout.includes("kfarm-head")) return "a two-hosts farm is already up on this machine (deploy/two-hosts.sh down)";
+  if (spawnSync("ip", ["netns", "list"], { encoding: "utf8" }).stdout.includes("kfarm-head"))
+    return "a two-hosts farm is already up on this machine (deploy/two-hosts.sh down)";
   return false;
 }
 const skip = whyNot();
 const noPrometheus = spawnSync("prometheus", ["--version"]).status === 0 ? false : "the prometheus binary is not installed (apt-get install prometheus)";
-
 
 interface Panel {
   title: string;
@@ -76,7 +76,11 @@ describe("deploy/two-hosts.sh: a farm of two hosts on one machine", { skip, time
 
   it("this host reaches the tracker on the head host and runs a session on the board host", async () => {
     client = await connectTracker("10.77.0.1:9190");
-    await waitFor("board1's two boards", async () => (await client.summary()).boards.filter((b) => b.agent_name === "board1" && b.state === "free").length === 2, 30_000);
+    await waitFor(
+      "board1's two boards",
+      async () => (await client.summary()).boards.filter((b) => b.agent_name === "board1" && b.state === "free").length === 2,
+      30_000,
+    );
     const s = await client.request("cpu");
     try {
       assert.equal(s.board.agent_name, "board1", "the board on the other host");
@@ -91,10 +95,15 @@ describe("deploy/two-hosts.sh: a farm of two hosts on one machine", { skip, time
       const r = await fetch(`${PROMETHEUS}/api/v1/query?query=${encodeURIComponent(expr)}`);
       return (await r.json()) as { status: string; error?: string; data: { result: unknown[] } };
     };
-    await waitFor("both targets up", async () => {
-      const r = await query('up{job=~"kfarm-tracker|kfarm-agent"} == 1');
-      return r.data.result.length === 2;
-    }, 60_000, 250);
+    await waitFor(
+      "both targets up",
+      async () => {
+        const r = await query('up{job=~"kfarm-tracker|kfarm-agent"} == 1');
+        return r.data.result.length === 2;
+      },
+      60_000,
+      250,
+    );
     await waitFor("the tracker's boards in Prometheus", async () => (await query("sum(kernelfarm_boards)")).data.result.length > 0, 60_000, 250);
     const queries = dashboardQueries();
     assert.ok(queries.length >= 10, `the dashboard has ${queries.length} queries`);

@@ -10,8 +10,17 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import {
-  compileVta, conv2dOutputSize, elementwiseReference, VTA_CONV2D, VTA_MATRIX_MULTIPLY, VTA_MATRIX_MULTIPLY_BLOCKED,
-  type VtaCompiledModule, type VtaConv2dSchedule, type VtaConv2dWorkload, type VtaElementwiseWorkload, type VtaKernelSpec,
+  compileVta,
+  conv2dOutputSize,
+  elementwiseReference,
+  VTA_CONV2D,
+  VTA_MATRIX_MULTIPLY,
+  VTA_MATRIX_MULTIPLY_BLOCKED,
+  type VtaCompiledModule,
+  type VtaConv2dSchedule,
+  type VtaConv2dWorkload,
+  type VtaElementwiseWorkload,
+  type VtaKernelSpec,
 } from "../host-sdk/index.ts";
 import { VtaSimulator, runVtaFunction } from "../device-agent/backends/vta-sim/index.ts";
 import { DEFAULT_VTA_HARDWARE as hw } from "../vta/index.ts";
@@ -67,8 +76,11 @@ describe("VTA compiler × simulator: the tutorials", () => {
 
   it("conv2d on 1 and 2 virtual threads: the same work, and 2 threads hide load latency in the cycle estimate", () => {
     const args = [new Int8Array(50176), new Int8Array(589824), new Int8Array(50176)];
-    const [one, two] = ([1, 2] as const).map((virtualThreads) => run(compileVta({ ...VTA_CONV2D, schedule: { ...VTA_CONV2D.schedule, virtualThreads } }), args));
-    for (const k of ["inp_load_nbytes", "wgt_load_nbytes", "out_store_nbytes", "gemm_counter", "alu_counter"]) assert.equal(two!.counters[k], one!.counters[k], k);
+    const [one, two] = ([1, 2] as const).map((virtualThreads) =>
+      run(compileVta({ ...VTA_CONV2D, schedule: { ...VTA_CONV2D.schedule, virtualThreads } }), args),
+    );
+    for (const k of ["inp_load_nbytes", "wgt_load_nbytes", "out_store_nbytes", "gemm_counter", "alu_counter"])
+      assert.equal(two!.counters[k], one!.counters[k], k);
     assert.ok(two!.cycles < one!.cycles, `2 threads: ${two!.cycles} cycles, 1 thread: ${one!.cycles}`);
     // Same busy time of the load module (same transfers); only the overlap differs.
     assert.equal(two!.counters.load_busy_cycles, one!.counters.load_busy_cycles);
@@ -80,14 +92,15 @@ describe("VTA compiler × simulator: the tutorials", () => {
     checkMatmul(VTA_MATRIX_MULTIPLY_BLOCKED, 3);
   });
 
-  it("TVM's first-call stream (trailingPops \"carry\") leaves a token behind: refused, naming the queue and the count, and the next call is right", () => {
+  it('TVM\'s first-call stream (trailingPops "carry") leaves a token behind: refused, naming the queue and the count, and the next call is right', () => {
     const carry = compileVta(VTA_MATRIX_MULTIPLY_BLOCKED, { trailingPops: "carry" });
     const c = matmulCase(VTA_MATRIX_MULTIPLY_BLOCKED.workload, 3);
     const sim = new VtaSimulator();
     const args = [...c.inputs, new Int8Array(c.outLength)].map(bytes);
     assert.throws(
       () => runVtaFunction(carry.program, carry.functions[0]!.name, args, { simulator: sim }),
-      (e: Error & { code?: string }) => e.code === "RUNTIME_ERROR" && /its last FINISH left dependency tokens behind — 1 on s2g \(store → compute\)/.test(e.message),
+      (e: Error & { code?: string }) =>
+        e.code === "RUNTIME_ERROR" && /its last FINISH left dependency tokens behind — 1 on s2g \(store → compute\)/.test(e.message),
     );
     // Called again on the same board: the leftover token is gone, so the committed module is still right.
     checkCase(compileVta(VTA_MATRIX_MULTIPLY_BLOCKED), c, "the committed stream after a refused carry", sim);
@@ -120,7 +133,11 @@ describe("VTA compiler × simulator: other shapes and schedules", () => {
     checkConv({ ...base, batch: 2, outChannels: 64, height: 5, width: 6, clip: [-20, 50] }, { virtualThreads: 2, ocBlock: 2 }, 34);
     checkConv({ ...base, strideW: 3, width: 12, padW: 2, kernelW: 4 }, undefined, 35);
     // Every loop of the nest live at once: batch, output-channel tiles, row and column tiles, input-channel steps.
-    checkConv({ ...base, batch: 2, inChannels: 32, outChannels: 64, height: 4, width: 6 }, { ocBlock: 1, icBlock: 1, hBlock: 2, wBlock: 3, virtualThreads: 2, storeGranularity: "element" }, 39);
+    checkConv(
+      { ...base, batch: 2, inChannels: 32, outChannels: 64, height: 4, width: 6 },
+      { ocBlock: 1, icBlock: 1, hBlock: 2, wBlock: 3, virtualThreads: 2, storeGranularity: "element" },
+      39,
+    );
     // Outputs too narrow for the tutorial's x-innermost uops (2×2, 1×1).
     checkConv({ ...base, inChannels: 16, outChannels: 48, height: 2, width: 2 }, undefined, 37);
     checkConv({ ...base, height: 3, width: 3, padH: 0, padW: 0 }, { virtualThreads: 1, ocBlock: 2 }, 38);
@@ -128,7 +145,19 @@ describe("VTA compiler × simulator: other shapes and schedules", () => {
 
   it("GEMM kernels too large to share the uop buffer are evicted and reloaded, and still compute the right thing", () => {
     // Two threads' 7×7 kernels of 5978 uops each cannot both stay in the 8192-entry uop buffer.
-    const w: VtaConv2dWorkload = { batch: 1, inChannels: 16, outChannels: 64, height: 4, width: 122, kernelH: 7, kernelW: 7, padH: 3, padW: 3, shift: 9, clip: [0, 127] };
+    const w: VtaConv2dWorkload = {
+      batch: 1,
+      inChannels: 16,
+      outChannels: 64,
+      height: 4,
+      width: 122,
+      kernelH: 7,
+      kernelW: 7,
+      padH: 3,
+      padW: 3,
+      shift: 9,
+      clip: [0, 127],
+    };
     const s: VtaConv2dSchedule = { ocBlock: 2, icBlock: 1, hBlock: 2, wBlock: 122, virtualThreads: 2, storeGranularity: "channel" };
     const info = compileVta({ kind: "conv2d", workload: w, schedule: s }).kernels[0]!;
     // 2 row tiles × 2 threads: every GEMM finds its kernel evicted by the other thread's and loads it again.
@@ -137,20 +166,50 @@ describe("VTA compiler × simulator: other shapes and schedules", () => {
   });
 
   it("matmul with batch blocks, virtual threads and an epilogue", () => {
-    checkMatmul({ kind: "matmul", workload: { batch: 4, inFeatures: 64, outFeatures: 96, shift: 5, clip: [-100, 100] }, schedule: { batchBlock: 2, inBlock: 2, outBlock: 3, virtualThreads: 2, storeGranularity: "element" } }, 2, 41);
+    checkMatmul(
+      {
+        kind: "matmul",
+        workload: { batch: 4, inFeatures: 64, outFeatures: 96, shift: 5, clip: [-100, 100] },
+        schedule: { batchBlock: 2, inBlock: 2, outBlock: 3, virtualThreads: 2, storeGranularity: "element" },
+      },
+      2,
+      41,
+    );
     checkMatmul({ kind: "matmul", workload: { batch: 3, inFeatures: 48, outFeatures: 32 } }, 1, 42);
   });
 
   it("element-wise chains with immediates, int8 inputs and several tiles", () => {
     const cases: VtaElementwiseWorkload[] = [
-      { length: 512, ops: [{ op: "max", rhs: "b" }, { op: "shr", imm: 2 }, { op: "add", imm: -3 }] },
-      { length: 256, inputDtype: "int8", ops: [{ op: "shl", imm: 1 }, { op: "min", imm: 100 }, { op: "max", imm: -100 }] },
-      { length: 16 * 3000, ops: [{ op: "min", rhs: "b" }, { op: "mul", imm: 3 }] },
+      {
+        length: 512,
+        ops: [
+          { op: "max", rhs: "b" },
+          { op: "shr", imm: 2 },
+          { op: "add", imm: -3 },
+        ],
+      },
+      {
+        length: 256,
+        inputDtype: "int8",
+        ops: [
+          { op: "shl", imm: 1 },
+          { op: "min", imm: 100 },
+          { op: "max", imm: -100 },
+        ],
+      },
+      {
+        length: 16 * 3000,
+        ops: [
+          { op: "min", rhs: "b" },
+          { op: "mul", imm: 3 },
+        ],
+      },
     ];
     for (const [k, w] of cases.entries()) {
       const mod = compileVta({ kind: "elementwise", workload: w });
       const binary = w.ops.some((o) => "rhs" in o);
-      const mk = (seed: number) => (w.inputDtype === "int8" ? randomInt8(w.length, seed) : Int32Array.from(randomInt8(w.length, seed), (v, i) => v * 300 + (i % 7)));
+      const mk = (seed: number) =>
+        w.inputDtype === "int8" ? randomInt8(w.length, seed) : Int32Array.from(randomInt8(w.length, seed), (v, i) => v * 300 + (i % 7));
       const a = mk(50 + k);
       const b = binary ? mk(60 + k) : undefined;
       const r = run(mod, [a, ...(b ? [b] : []), new Int8Array(w.length)]);

@@ -126,165 +126,189 @@ async function endOf(s: Session): Promise<FarmError> {
   });
 }
 
-describe("a kernel on its worker's channel to the agent", { skip: IS_ROOT ? false : "needs root: the attacks are those of a kernel in a sandboxed worker of a root agent (own uids, tmpfs folders)" }, () => {
-  let farm: Awaited<ReturnType<typeof startFarm>>;
-  let attacks: CompiledModule;
-  let vadd: CompiledModule;
-  let scratch: string;
+describe(
+  "a kernel on its worker's channel to the agent",
+  { skip: IS_ROOT ? false : "needs root: the attacks are those of a kernel in a sandboxed worker of a root agent (own uids, tmpfs folders)" },
+  () => {
+    let farm: Awaited<ReturnType<typeof startFarm>>;
+    let attacks: CompiledModule;
+    let vadd: CompiledModule;
+    let scratch: string;
 
-  before(async () => {
-    [attacks, vadd] = await Promise.all([compileAttacks(), compileVadd()]);
-    scratch = mkdtempSync(join(tmpdir(), "kfarm-attack-"));
-  });
-  after(() => rmSync(scratch, { recursive: true, force: true }));
-  // A farm of its own for each attack: one that takes the agent down (as each did before this contract) fails its own test only.
-  beforeEach(async () => {
-    farm = await startFarm(["cpu:key=cpu,name=a,zone=a", "cpu:key=cpu,name=b,zone=b"], { agentArgs: ["--canary-interval-ms", "0"] });
-  });
-  afterEach(() => farm.stop());
+    before(async () => {
+      [attacks, vadd] = await Promise.all([compileAttacks(), compileVadd()]);
+      scratch = mkdtempSync(join(tmpdir(), "kfarm-attack-"));
+    });
+    after(() => rmSync(scratch, { recursive: true, force: true }));
+    // A farm of its own for each attack: one that takes the agent down (as each did before this contract) fails its own test only.
+    beforeEach(async () => {
+      farm = await startFarm(["cpu:key=cpu,name=a,zone=a", "cpu:key=cpu,name=b,zone=b"], { agentArgs: ["--canary-interval-ms", "0"] });
+    });
+    afterEach(() => farm.stop());
 
-  /** The victim: a session on board b that loaded vadd before the attack and must compute after it. */
-  async function victim(): Promise<{ s: Session; check(): Promise<void> }> {
-    const s = await farm.client.request("cpu", { labels: { zone: "b" }, deadlineMs: 20_000 });
-    const f = (await loaded(s, vadd)).getFunction("vadd");
-    return {
-      s,
-      async check() {
-        const [a, b, c] = await Promise.all([s.array(new Float32Array([1, 2])), s.array(new Float32Array([3, 4])), s.array({ shape: [2], dtype: "float32" })]);
-        await f(a, b, c, 2);
-        assert.deepEqual([...((await c.toArray()) as Float32Array)], [4, 6], "the other tenant's session no longer computes");
-      },
-    };
-  }
+    /** The victim: a session on board b that loaded vadd before the attack and must compute after it. */
+    async function victim(): Promise<{ s: Session; check(): Promise<void> }> {
+      const s = await farm.client.request("cpu", { labels: { zone: "b" }, deadlineMs: 20_000 });
+      const f = (await loaded(s, vadd)).getFunction("vadd");
+      return {
+        s,
+        async check() {
+          const [a, b, c] = await Promise.all([
+            s.array(new Float32Array([1, 2])),
+            s.array(new Float32Array([3, 4])),
+            s.array({ shape: [2], dtype: "float32" }),
+          ]);
+          await f(a, b, c, 2);
+          assert.deepEqual([...((await c.toArray()) as Float32Array)], [4, 6], "the other tenant's session no longer computes");
+        },
+      };
+    }
 
-  /** Runs `a` from a session on board a, with a victim on board b; returns how the attacker's session ended. */
-  async function run(a: (attacker: Session, victim: Session) => Attack, prepare?: (s: Session, mod: RemoteModule) => Promise<void>): Promise<{ end: FarmError; pid: number }> {
-    const agentPid = farm.agent.proc.pid;
-    const v = await victim();
-    const s = await farm.client.request("cpu", { labels: { zone: "a" }, deadlineMs: 20_000 });
-    try {
-      const mod = await loaded(s, attacks);
-      const pid = await call(s, mod, "my_pid");
-      await prepare?.(s, mod);
-      await attack(s, mod, a(s, v.s));
-      const end = await endOf(s);
-      assert.equal(farm.agent.proc.exitCode, null, `the agent died: ${farm.agent.stderr().slice(-2000)}`);
-      assert.equal(farm.agent.proc.pid, agentPid);
-      await v.check();
-      // The board serves the next tenant, on another process than the attacker's.
-      const next = await farm.client.request("cpu", { labels: { zone: "a" }, deadlineMs: 20_000 });
+    /** Runs `a` from a session on board a, with a victim on board b; returns how the attacker's session ended. */
+    async function run(
+      a: (attacker: Session, victim: Session) => Attack,
+      prepare?: (s: Session, mod: RemoteModule) => Promise<void>,
+    ): Promise<{ end: FarmError; pid: number }> {
+      const agentPid = farm.agent.proc.pid;
+      const v = await victim();
+      const s = await farm.client.request("cpu", { labels: { zone: "a" }, deadlineMs: 20_000 });
       try {
-        const m = await loaded(next, attacks);
-        assert.notEqual(await call(next, m, "my_pid"), pid, "the attacker's process served the next session");
+        const mod = await loaded(s, attacks);
+        const pid = await call(s, mod, "my_pid");
+        await prepare?.(s, mod);
+        await attack(s, mod, a(s, v.s));
+        const end = await endOf(s);
+        assert.equal(farm.agent.proc.exitCode, null, `the agent died: ${farm.agent.stderr().slice(-2000)}`);
+        assert.equal(farm.agent.proc.pid, agentPid);
+        await v.check();
+        // The board serves the next tenant, on another process than the attacker's.
+        const next = await farm.client.request("cpu", { labels: { zone: "a" }, deadlineMs: 20_000 });
+        try {
+          const m = await loaded(next, attacks);
+          assert.notEqual(await call(next, m, "my_pid"), pid, "the attacker's process served the next session");
+        } finally {
+          await next.close();
+        }
+        const board = (await farm.client.summary()).boards.find((b) => b.labels.zone === "a")!;
+        assert.equal(board.health, "healthy", `board a is ${board.health}: ${JSON.stringify(board)}`);
+        return { end, pid };
       } finally {
-        await next.close();
+        await s.close().catch(() => {});
+        await v.s.close();
       }
-      const board = (await farm.client.summary()).boards.find((b) => b.labels.zone === "a")!;
-      assert.equal(board.health, "healthy", `board a is ${board.health}: ${JSON.stringify(board)}`);
-      return { end, pid };
-    } finally {
-      await s.close().catch(() => {});
-      await v.s.close();
     }
-  }
 
-  const brokeProtocol = (e: FarmError, what: RegExp) => {
-    assert.equal(e.code, "PROTOCOL_ERROR", `${e.code}: ${e.message}`);
-    assert.match(e.message, /the session's worker broke the agent's protocol: /);
-    assert.match(e.message, what);
-  };
+    const brokeProtocol = (e: FarmError, what: RegExp) => {
+      assert.equal(e.code, "PROTOCOL_ERROR", `${e.code}: ${e.message}`);
+      assert.match(e.message, /the session's worker broke the agent's protocol: /);
+      assert.match(e.message, what);
+    };
 
-  it("bytes that are no message end only the sender's session, and the agent lives (item 2)", async () => {
-    const text = Buffer.from("this is not json\n");
-    // On fd 4 the text's first four bytes read as a length of ~1.9 GB: over the limit before a byte more is taken in.
-    brokeProtocol((await run(() => ({ fd3: text, fd4: text }))).end, /a frame of \d+ bytes is over the limit of 65536/);
-    brokeProtocol((await run(() => ({ fd3: text, fd4: framed(Buffer.from([0xff, 0xff, 0xff, 0xff])) }))).end, /does not decode/);
-  });
+    it("bytes that are no message end only the sender's session, and the agent lives (item 2)", async () => {
+      const text = Buffer.from("this is not json\n");
+      // On fd 4 the text's first four bytes read as a length of ~1.9 GB: over the limit before a byte more is taken in.
+      brokeProtocol((await run(() => ({ fd3: text, fd4: text }))).end, /a frame of \d+ bytes is over the limit of 65536/);
+      brokeProtocol((await run(() => ({ fd3: text, fd4: framed(Buffer.from([0xff, 0xff, 0xff, 0xff])) }))).end, /does not decode/);
+    });
 
-  it("a message with fields out of the contract ends only the sender's session (item 2)", async () => {
-    const end = (await run(() => ({
-      fd3: ipc({ t: "counters", bogus: 1 }),
-      fd4: frames({ counters: { calls: 1, errors: { BOGUS: 1 } } }),
-    }))).end;
-    brokeProtocol(end, /counters name the unknown error code "BOGUS"/);
-  });
+    it("a message with fields out of the contract ends only the sender's session (item 2)", async () => {
+      const end = (
+        await run(() => ({
+          fd3: ipc({ t: "counters", bogus: 1 }),
+          fd4: frames({ counters: { calls: 1, errors: { BOGUS: 1 } } }),
+        }))
+      ).end;
+      brokeProtocol(end, /counters name the unknown error code "BOGUS"/);
+    });
 
-  it("a kernel cannot end another tenant's session: it ends its own (item 3)", async () => {
-    // A kernel reads the victim's id in /proc/self/mountinfo (session folders are tmpfs mounts named by it); the test knows it.
-    const error = { code: "RUNTIME_CRASH", message: "pwned: your session was ended by another tenant" };
-    const end = (await run((_, victim) => ({
-      fd3: ipc({ t: "ended", sessionId: victim.id, reusable: true, error }),
-      fd4: frames({ ended: { session_id: victim.id, reusable: true, error } }),
-    }))).end;
-    brokeProtocol(end, /ended for session \S+, which it does not serve/);
-  });
+    it("a kernel cannot end another tenant's session: it ends its own (item 3)", async () => {
+      // A kernel reads the victim's id in /proc/self/mountinfo (session folders are tmpfs mounts named by it); the test knows it.
+      const error = { code: "RUNTIME_CRASH", message: "pwned: your session was ended by another tenant" };
+      const end = (
+        await run((_, victim) => ({
+          fd3: ipc({ t: "ended", sessionId: victim.id, reusable: true, error }),
+          fd4: frames({ ended: { session_id: victim.id, reusable: true, error } }),
+        }))
+      ).end;
+      brokeProtocol(end, /ended for session \S+, which it does not serve/);
+    });
 
-  it("a kernel cannot fake canary verdicts: the board is not quarantined (item 4)", async () => {
-    const verdict = { t: "canary", ok: false, detail: "the attacker says this board is broken", durationMs: 1 };
-    const end = (await run(() => ({
-      fd3: ipc(verdict, verdict, verdict),
-      fd4: frames(...[1, 2, 3].map(() => ({ canary: { ran: true, ok: false, detail: verdict.detail, duration_ms: 1 } }))),
-    }))).end;
-    brokeProtocol(end, /a canary verdict from a worker that loaded a tenant's native code/);
-  });
+    it("a kernel cannot fake canary verdicts: the board is not quarantined (item 4)", async () => {
+      const verdict = { t: "canary", ok: false, detail: "the attacker says this board is broken", durationMs: 1 };
+      const end = (
+        await run(() => ({
+          fd3: ipc(verdict, verdict, verdict),
+          fd4: frames(...[1, 2, 3].map(() => ({ canary: { ran: true, ok: false, detail: verdict.detail, duration_ms: 1 } }))),
+        }))
+      ).end;
+      brokeProtocol(end, /a canary verdict from a worker that loaded a tenant's native code/);
+    });
 
-  it("a kernel's word that its process may serve again, or that it will exit, is not believed (item 4)", async () => {
-    // Its own session, ended with reusable: true: in scope, so no breach; but the next session gets a new process (checked
-    // by run()), and the agent does not wait for this one to exit by itself: an atexit handler keeps it from ever finishing.
-    const { end, pid } = await run(
-      (attacker) => ({
-        fd3: ipc({ t: "ended", sessionId: attacker.id, reusable: true }),
-        fd4: frames({ ended: { session_id: attacker.id, reusable: true } }),
-      }),
-      async (s, mod) => assert.equal(await call(s, mod, "linger"), 0),
-    );
-    assert.notEqual(end.code, "PROTOCOL_ERROR", end.message);
-    await waitFor("the attacker's process gone", async () => !existsSync(`/proc/${pid}`) || /^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, "utf8")), 5000);
-  });
+    it("a kernel's word that its process may serve again, or that it will exit, is not believed (item 4)", async () => {
+      // Its own session, ended with reusable: true: in scope, so no breach; but the next session gets a new process (checked
+      // by run()), and the agent does not wait for this one to exit by itself: an atexit handler keeps it from ever finishing.
+      const { end, pid } = await run(
+        (attacker) => ({
+          fd3: ipc({ t: "ended", sessionId: attacker.id, reusable: true }),
+          fd4: frames({ ended: { session_id: attacker.id, reusable: true } }),
+        }),
+        async (s, mod) => assert.equal(await call(s, mod, "linger"), 0),
+      );
+      assert.notEqual(end.code, "PROTOCOL_ERROR", end.message);
+      await waitFor(
+        "the attacker's process gone",
+        async () => !existsSync(`/proc/${pid}`) || /^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, "utf8")),
+        5000,
+      );
+    });
 
-  it("a kernel that floods its output floods neither the agent's log nor its event loop", async () => {
-    const v = await victim();
-    const s = await farm.client.request("cpu", { labels: { zone: "a" }, deadlineMs: 20_000 });
-    try {
-      const mod = await loaded(s, attacks);
-      const before = farm.agent.stderr().length;
-      assert.equal(await call(s, mod, "flood", 1, 32 << 20), 32 << 20);
-      await v.check();
-      const forwarded = farm.agent.stderr().length - before;
-      // A burst of 1 MiB and 64 KiB/s after it (the agent logs, at warn, that the rest was dropped). A read of the
-      // pipe (at most 64 KiB) that does not fit what is left of the burst is dropped whole.
-      assert.ok(forwarded >= (1 << 20) - (64 << 10) && forwarded < 4 << 20, `the agent forwarded ${forwarded} bytes of a 32 MiB flood`);
-    } finally {
-      await s.close();
-      await v.s.close();
-    }
-  });
+    it("a kernel that floods its output floods neither the agent's log nor its event loop", async () => {
+      const v = await victim();
+      const s = await farm.client.request("cpu", { labels: { zone: "a" }, deadlineMs: 20_000 });
+      try {
+        const mod = await loaded(s, attacks);
+        const before = farm.agent.stderr().length;
+        assert.equal(await call(s, mod, "flood", 1, 32 << 20), 32 << 20);
+        await v.check();
+        const forwarded = farm.agent.stderr().length - before;
+        // A burst of 1 MiB and 64 KiB/s after it (the agent logs, at warn, that the rest was dropped). A read of the
+        // pipe (at most 64 KiB) that does not fit what is left of the burst is dropped whole.
+        assert.ok(forwarded >= (1 << 20) - (64 << 10) && forwarded < 4 << 20, `the agent forwarded ${forwarded} bytes of a 32 MiB flood`);
+      } finally {
+        await s.close();
+        await v.s.close();
+      }
+    });
 
-  it("a kernel cannot make the root agent write outside its session's folder (item 1)", async () => {
-    const target = join(scratch, "root-owned");
-    writeFileSync(target, "original", { mode: 0o644 });
-    const payload = Buffer.from("the attacker's bytes");
-    const sha256 = createHash("sha256").update(payload).digest("hex");
-    const s = await farm.client.request("cpu", { labels: { zone: "a" }, deadlineMs: 20_000 });
-    try {
-      const mod = await loaded(s, attacks);
-      await s.upload(payload, "payload.bin");
-      // The names the agent picks for stored files, taken first by links to the target: never followed.
-      for (let i = 0; i < 4; i++) assert.equal(await call(s, mod, "make_link", await cstr(s, target), await cstr(s, `.module-store-${i}`)), 0);
-      const climb = "../".repeat(40);
-      await attack(s, mod, {
-        fd3: ipc({ t: "store-keep", id: 1, name: "payload.bin", sha256 }, { t: "store-take", id: `x/${climb}${target.slice(1)}`, sha256, size: payload.length }),
-        fd4: frames({ store_keep: { id: 1, name: "payload.bin", sha256 } }, { store_take: { id: 2, sha256, size: payload.length } }),
-      });
-      // The agent took the request as far as its hand-out (a link in its own store), and then refused the name.
-      const handed = join(tmpdir(), `kfarm-agent-${farm.agent.proc.pid}`, "store", "handed", s.id, sha256);
-      await waitFor("the agent handled the store requests", async () => existsSync(handed) || readFileSync(target, "utf8") !== "original");
-      await s.listdir(); // one more round trip through the worker, after the agent's answer
-      assert.equal(readFileSync(target, "utf8"), "original", "the root agent wrote the kernel's bytes outside the session");
-      assert.ok(lstatSync(target).isFile() && !lstatSync(target).isSymbolicLink());
-      assert.deepEqual((await s.listdir()).map((e) => e.name).sort(), [attacks.name, "payload.bin"].sort());
-    } finally {
-      await s.close();
-    }
-  });
-});
+    it("a kernel cannot make the root agent write outside its session's folder (item 1)", async () => {
+      const target = join(scratch, "root-owned");
+      writeFileSync(target, "original", { mode: 0o644 });
+      const payload = Buffer.from("the attacker's bytes");
+      const sha256 = createHash("sha256").update(payload).digest("hex");
+      const s = await farm.client.request("cpu", { labels: { zone: "a" }, deadlineMs: 20_000 });
+      try {
+        const mod = await loaded(s, attacks);
+        await s.upload(payload, "payload.bin");
+        // The names the agent picks for stored files, taken first by links to the target: never followed.
+        for (let i = 0; i < 4; i++) assert.equal(await call(s, mod, "make_link", await cstr(s, target), await cstr(s, `.module-store-${i}`)), 0);
+        const climb = "../".repeat(40);
+        await attack(s, mod, {
+          fd3: ipc(
+            { t: "store-keep", id: 1, name: "payload.bin", sha256 },
+            { t: "store-take", id: `x/${climb}${target.slice(1)}`, sha256, size: payload.length },
+          ),
+          fd4: frames({ store_keep: { id: 1, name: "payload.bin", sha256 } }, { store_take: { id: 2, sha256, size: payload.length } }),
+        });
+        // The agent took the request as far as its hand-out (a link in its own store), and then refused the name.
+        const handed = join(tmpdir(), `kfarm-agent-${farm.agent.proc.pid}`, "store", "handed", s.id, sha256);
+        await waitFor("the agent handled the store requests", async () => existsSync(handed) || readFileSync(target, "utf8") !== "original");
+        await s.listdir(); // one more round trip through the worker, after the agent's answer
+        assert.equal(readFileSync(target, "utf8"), "original", "the root agent wrote the kernel's bytes outside the session");
+        assert.ok(lstatSync(target).isFile() && !lstatSync(target).isSymbolicLink());
+        assert.deepEqual((await s.listdir()).map((e) => e.name).sort(), [attacks.name, "payload.bin"].sort());
+      } finally {
+        await s.close();
+      }
+    });
+  },
+);

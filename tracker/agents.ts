@@ -14,7 +14,17 @@ import type { AuditLog } from "./audit.ts";
 import type { Authorizer, Caller } from "./auth.ts";
 import type { FarmEvents } from "./events.ts";
 import type { BoardMemory } from "./board-memory.ts";
-import { TVM_AGENT_PREFIX, describeBoard, joinHostPort, newBoard, peerHost, type AgentControl, type AttachCall, type FarmAgent, type Registry } from "./registry.ts";
+import {
+  TVM_AGENT_PREFIX,
+  describeBoard,
+  joinHostPort,
+  newBoard,
+  peerHost,
+  type AgentControl,
+  type AttachCall,
+  type FarmAgent,
+  type Registry,
+} from "./registry.ts";
 import type { Scheduler } from "./scheduler.ts";
 
 export interface AgentLinkOptions {
@@ -128,30 +138,65 @@ export class AgentLinks {
     for (const spec of reg.boards) this.auth.requireKey(caller, spec.key, "register boards of key");
     const name = caller.identity ? reg.agent_name || caller.name : reg.agent_name || call.getPeer();
     // TVM servers' names (and so their boards' ids) start so: an agent may not take one over.
-    if (name.startsWith(TVM_AGENT_PREFIX)) throw new FarmError("INVALID_ARGUMENT", `agent name "${name}" starts with "${TVM_AGENT_PREFIX}", which names TVM servers on the TVM port (docs/tvm-tracker.md); choose another --name`);
+    if (name.startsWith(TVM_AGENT_PREFIX))
+      throw new FarmError(
+        "INVALID_ARGUMENT",
+        `agent name "${name}" starts with "${TVM_AGENT_PREFIX}", which names TVM servers on the TVM port (docs/tvm-tracker.md); choose another --name`,
+      );
     await this.claimName(name, reg.instance, call.getPeer());
     if (call.cancelled || call.destroyed) throw new FarmError("CANCELLED", `agent ${name} at ${call.getPeer()} left while it was registering`);
     const id = this.registry.newAgentId(name);
     // The direct lane's host: what the agent says, or the address the tracker sees it at.
     const data = reg.data_port ? { host: reg.data_host || peerHost(call.getPeer()), port: reg.data_port, tls: reg.data_tls } : undefined;
-    const agent: FarmAgent = { protocol: "kernelfarm", control: this.control(id, call), id, name, instance: reg.instance, peer: call.getPeer(), call, attachedAt: Date.now(), lastSeen: Date.now(), boards: new Map(), data };
+    const agent: FarmAgent = {
+      protocol: "kernelfarm",
+      control: this.control(id, call),
+      id,
+      name,
+      instance: reg.instance,
+      peer: call.getPeer(),
+      call,
+      attachedAt: Date.now(),
+      lastSeen: Date.now(),
+      boards: new Map(),
+      data,
+    };
     for (const spec of reg.boards) {
       if (!spec.name || !spec.key) throw new FarmError("INVALID_ARGUMENT", `board ${JSON.stringify(spec.name)} needs a name and a key`);
       if (agent.boards.has(spec.name)) throw new FarmError("INVALID_ARGUMENT", `agent ${name} registers board "${spec.name}" twice`);
-      const board = newBoard(agent, { id: `${name}/${spec.name}`, name: spec.name, key: spec.key, kind: spec.kind, labels: { ...spec.labels }, capabilities: { ...spec.capabilities }, cudaLimits: spec.cuda_limits ?? undefined });
+      const board = newBoard(agent, {
+        id: `${name}/${spec.name}`,
+        name: spec.name,
+        key: spec.key,
+        kind: spec.kind,
+        labels: { ...spec.labels },
+        capabilities: { ...spec.capabilities },
+        cudaLimits: spec.cuda_limits ?? undefined,
+      });
       agent.boards.set(spec.name, board);
     }
     // It comes back as it left: drained, quarantined, suspect, with its health history.
     this.memory.recall(agent.boards.values());
     for (const board of agent.boards.values()) {
-      if (board.drain || board.health.state !== "healthy") this.log.info({ board: board.id, health: board.health.state, drained: board.drain !== "" }, `board ${board.id} comes back as it left: ${[board.health.state !== "healthy" ? `${board.health.state} (${board.health.reason})` : "", board.drain].filter(Boolean).join(", ")}`);
+      if (board.drain || board.health.state !== "healthy")
+        this.log.info(
+          { board: board.id, health: board.health.state, drained: board.drain !== "" },
+          `board ${board.id} comes back as it left: ${[board.health.state !== "healthy" ? `${board.health.state} (${board.health.reason})` : "", board.drain].filter(Boolean).join(", ")}`,
+        );
     }
     this.registry.add(agent);
     this.attached.add(agent);
     // A revoked token detaches its agent: its boards leave, its sessions end.
     const release = this.auth.hold(caller, (err) => this.lose(agent, err.message, "warn", err));
     this.released.set(agent, release);
-    this.audit.record({ event: "agent_attach", who: caller.name, kind: caller.kind, peer: agent.peer, agent: id, boards: [...agent.boards.values()].map((b) => `${b.name}:${b.key}`) });
+    this.audit.record({
+      event: "agent_attach",
+      who: caller.name,
+      kind: caller.kind,
+      peer: agent.peer,
+      agent: id,
+      boards: [...agent.boards.values()].map((b) => `${b.name}:${b.key}`),
+    });
     call.write({
       registered: {
         agent_id: id,
@@ -161,7 +206,10 @@ export class AgentLinks {
         relay_port: this.opts.relayPort(),
       },
     });
-    this.log.info({ agent: id, peer: agent.peer, boards: [...agent.boards.keys()], direct: data ? joinHostPort(data.host, data.port) : null }, "agent attached");
+    this.log.info(
+      { agent: id, peer: agent.peer, boards: [...agent.boards.keys()], direct: data ? joinHostPort(data.host, data.port) : null },
+      "agent attached",
+    );
     const at = Date.now();
     this.events.emit({ type: "agent", at, agent: id, name, peer: agent.peer, change: "attached" });
     for (const board of agent.boards.values()) this.events.emit({ type: "board", at, board: describeBoard(board), change: "added" });
@@ -249,7 +297,8 @@ export class AgentLinks {
     if (!report.ok) this.log.warn({ board: board.id, kind }, report.reason);
     const at = Date.now();
     // No move, but a new why (a slow board's new figures): the live view shows it.
-    if (!t && board.health.reason !== reason) this.events.emit({ type: "board", at, board: describeBoard(board), change: "changed", reason: board.health.reason });
+    if (!t && board.health.reason !== reason)
+      this.events.emit({ type: "board", at, board: describeBoard(board), change: "changed", reason: board.health.reason });
     if (!t) return;
     this.log.info({ board: board.id, from: t.from, to: t.to }, `board health: ${t.reason}`);
     this.events.emit({ type: "health", at, board: board.id, key: board.key, from: t.from, to: t.to, reason: t.reason });
@@ -262,7 +311,9 @@ export class AgentLinks {
     const board = agent.boards.get(boardName);
     if (!board) throw new FarmError("NOT_FOUND", `agent ${agent.name} has no board "${boardName}"`);
     board.labels = { ...labels };
-    const reason = `labels now ${Object.entries(labels).map(([k, v]) => `${k}=${v}`).join(", ")}`;
+    const reason = `labels now ${Object.entries(labels)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(", ")}`;
     this.log.info({ board: board.id, labels }, `board ${reason}`);
     this.events.emit({ type: "board", at: Date.now(), board: describeBoard(board), change: "changed", reason });
     this.scheduler.dispatch(board.key);
@@ -286,7 +337,14 @@ export class AgentLinks {
     return {
       assign: (lease) =>
         call.write({
-          assign: { session_id: lease.id, board_name: lease.board.name, token: lease.token, client_id: lease.clientId, route: ROUTE.toWire(lease.route), lane_port: lease.lanePort },
+          assign: {
+            session_id: lease.id,
+            board_name: lease.board.name,
+            token: lease.token,
+            client_id: lease.clientId,
+            route: ROUTE.toWire(lease.route),
+            lane_port: lease.lanePort,
+          },
         }),
       // An auto-routed host fell back to the data port: the agent dials it for the session's worker.
       openRelay: (lease) => {

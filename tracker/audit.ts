@@ -20,9 +20,7 @@ import { RefusalTally } from "./refusal-tally.ts";
 export const DEFAULT_AUDIT_MAX_BYTES = 16 << 20;
 export const DEFAULT_AUDIT_KEEP = 5;
 
-export type AuditEvent =
-  | "grant" | "release" | "session_end" | "refused" | "board_command"
-  | "token_create" | "token_revoke" | "token_lost" | "agent_attach";
+export type AuditEvent = "grant" | "release" | "session_end" | "refused" | "board_command" | "token_create" | "token_revoke" | "token_lost" | "agent_attach";
 
 export interface AuditRecord {
   event: AuditEvent;

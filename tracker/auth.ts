@@ -78,11 +78,21 @@ export class Authorizer {
 
   /** Authenticates the call's token; UNAUTHENTICATED (audited) when it has none or a bad one. */
   caller(metadata: Metadata, peer: string, doing: string): Caller {
-    return this.identify(() => bearerToken(metadata), `this farm needs a token to ${doing}: pass --token (or set KFARM_TOKEN); an operator makes one with \`kfarm token create\``, peer, doing);
+    return this.identify(
+      () => bearerToken(metadata),
+      `this farm needs a token to ${doing}: pass --token (or set KFARM_TOKEN); an operator makes one with \`kfarm token create\``,
+      peer,
+      doing,
+    );
   }
 
   /** Authenticates an HTTP request's token; `token()` reads it (and throws on a malformed one). */
-  callerOfToken(token: () => string | undefined, peer: string, doing: string, missing = `this farm needs an operator token to ${doing}: send "Authorization: Bearer <token>" (or ?token= in a browser)`): Caller {
+  callerOfToken(
+    token: () => string | undefined,
+    peer: string,
+    doing: string,
+    missing = `this farm needs an operator token to ${doing}: send "Authorization: Bearer <token>" (or ?token= in a browser)`,
+  ): Caller {
     return this.identify(token, missing, peer, doing);
   }
 
@@ -103,7 +113,10 @@ export class Authorizer {
   requireKind(caller: Caller, kinds: readonly TokenKind[], doing: string): void {
     if (caller.kind === "anonymous" || kinds.includes(caller.kind)) return;
     throw this.refuse(
-      new FarmError("PERMISSION_DENIED", `token '${caller.name}' is a ${caller.kind} token and may not ${doing}; that needs ${kinds.map((k) => `a${k === "agent" || k === "operator" ? "n" : ""} ${k}`).join(" or ")} token`),
+      new FarmError(
+        "PERMISSION_DENIED",
+        `token '${caller.name}' is a ${caller.kind} token and may not ${doing}; that needs ${kinds.map((k) => `a${k === "agent" || k === "operator" ? "n" : ""} ${k}`).join(" or ")} token`,
+      ),
       caller,
       doing,
     );
@@ -112,7 +125,11 @@ export class Authorizer {
   /** PERMISSION_DENIED unless the caller's token covers `key`. */
   requireKey(caller: Caller, key: string, doing: string): void {
     if (!caller.identity || keyAllowed(caller.identity.keys, key)) return;
-    throw this.refuse(new FarmError("PERMISSION_DENIED", `token '${caller.name}' may not ${doing} '${key}' (its keys: ${caller.identity.keys.join(", ")})`), caller, doing);
+    throw this.refuse(
+      new FarmError("PERMISSION_DENIED", `token '${caller.name}' may not ${doing} '${key}' (its keys: ${caller.identity.keys.join(", ")})`),
+      caller,
+      doing,
+    );
   }
 
   /**
@@ -126,13 +143,20 @@ export class Authorizer {
     if (req.key) this.requireKey(caller, req.key, "request key");
     const id = caller.identity;
     if (id?.maxPriority != null && req.priority > id.maxPriority) {
-      throw this.refuse(new FarmError("PERMISSION_DENIED", `token '${caller.name}' may request priority ${id.maxPriority} at most, not ${req.priority}`), caller, "request sessions");
+      throw this.refuse(
+        new FarmError("PERMISSION_DENIED", `token '${caller.name}' may request priority ${id.maxPriority} at most, not ${req.priority}`),
+        caller,
+        "request sessions",
+      );
     }
     const cap = Math.min(maxSessionTimeoutMs, id?.maxSessionTimeoutMs ?? Infinity);
     if (req.session_timeout_ms > cap) {
       const whose = id?.maxSessionTimeoutMs != null && id.maxSessionTimeoutMs < maxSessionTimeoutMs ? `token '${caller.name}'` : "this tracker";
       throw this.refuse(
-        new FarmError(whose === "this tracker" ? "INVALID_ARGUMENT" : "PERMISSION_DENIED", `session timeout ${req.session_timeout_ms} ms is above the ${cap} ms that ${whose} allows; ask for less (0 asks for the most allowed)`),
+        new FarmError(
+          whose === "this tracker" ? "INVALID_ARGUMENT" : "PERMISSION_DENIED",
+          `session timeout ${req.session_timeout_ms} ms is above the ${cap} ms that ${whose} allows; ask for less (0 asks for the most allowed)`,
+        ),
         caller,
         "request sessions",
       );
@@ -147,7 +171,16 @@ export class Authorizer {
   /** Audits a refusal and returns it, to throw. */
   refuse(err: FarmError, caller: Caller, doing: string, extra: Record<string, unknown> = {}): FarmError {
     // Logged as audited: the first of its caller and reason a minute at warn, the repeats of a flood at debug (tracker/refusal-tally.ts).
-    const first = this.audit.record({ event: "refused", who: caller.name, kind: caller.kind, peer: caller.peer, doing, code: err.code, reason: err.message, ...extra });
+    const first = this.audit.record({
+      event: "refused",
+      who: caller.name,
+      kind: caller.kind,
+      peer: caller.peer,
+      doing,
+      code: err.code,
+      reason: err.message,
+      ...extra,
+    });
     this.log[first ? "warn" : "debug"]({ who: caller.name, peer: caller.peer, code: err.code }, `refused: ${err.message}`);
     return err;
   }

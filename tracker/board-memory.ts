@@ -114,7 +114,9 @@ export class BoardMemory {
 
   /** Ids of remembered boards that are not attached. */
   absentIds(): string[] {
-    return Object.keys(this.state.boards).filter((id) => !this.attached(id)).sort();
+    return Object.keys(this.state.boards)
+      .filter((id) => !this.attached(id))
+      .sort();
   }
 
   /** A remembered board that is not attached, as BoardCommand replies show it. */
@@ -176,7 +178,8 @@ function parseMemo(raw: unknown, at: string): BoardMemo {
   const h = raw.health;
   if (!isObject(h)) throw new Error(`${at}.health must be an object`);
   const state = h.state;
-  if (!HEALTH_STATES.includes(state as HealthRecord["state"])) throw new Error(`${at}.health.state must be one of ${HEALTH_STATES.join(", ")}, got ${JSON.stringify(state)}`);
+  if (!HEALTH_STATES.includes(state as HealthRecord["state"]))
+    throw new Error(`${at}.health.state must be one of ${HEALTH_STATES.join(", ")}, got ${JSON.stringify(state)}`);
   if (!Array.isArray(h.history)) throw new Error(`${at}.health.history must be an array`);
   return {
     key: field(raw, "key", "string", at),
@@ -217,12 +220,23 @@ function parseCanary(raw: unknown, at: string): CanaryRecord {
 function parseChange(raw: unknown, at: string): HealthChange {
   if (!isObject(raw)) throw new Error(`${at} must be an object`);
   for (const end of ["from", "to"] as const) {
-    if (!HEALTH_STATES.includes(raw[end] as HealthRecord["state"])) throw new Error(`${at}.${end} must be one of ${HEALTH_STATES.join(", ")}, got ${JSON.stringify(raw[end])}`);
+    if (!HEALTH_STATES.includes(raw[end] as HealthRecord["state"]))
+      throw new Error(`${at}.${end} must be one of ${HEALTH_STATES.join(", ")}, got ${JSON.stringify(raw[end])}`);
   }
-  return { at: field(raw, "at", "number", at), from: raw.from as HealthChange["from"], to: raw.to as HealthChange["to"], reason: field(raw, "reason", "string", at) };
+  return {
+    at: field(raw, "at", "number", at),
+    from: raw.from as HealthChange["from"],
+    to: raw.to as HealthChange["to"],
+    reason: field(raw, "reason", "string", at),
+  };
 }
 
-function field<K extends "string" | "number" | "boolean">(o: Record<string, unknown>, name: string, type: K, at: string): K extends "string" ? string : K extends "number" ? number : boolean {
+function field<K extends "string" | "number" | "boolean">(
+  o: Record<string, unknown>,
+  name: string,
+  type: K,
+  at: string,
+): K extends "string" ? string : K extends "number" ? number : boolean {
   const v = o[name];
   if (typeof v !== type || (type === "number" && !Number.isFinite(v))) throw new Error(`${at}.${name} must be a ${type}, got ${JSON.stringify(v)}`);
   return v as K extends "string" ? string : K extends "number" ? number : boolean;

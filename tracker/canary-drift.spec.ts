@@ -35,12 +35,19 @@ describe("canary drift", () => {
     const d = new CanaryDrift();
     for (let i = 0; i < CANARY_BASELINE_RUNS; i++) d.record(100, BOUND);
     const verdicts = [142, 142, 142].map((ns) => d.record(ns, BOUND));
-    assert.deepEqual(verdicts.map((v) => v.kind), ["within", "within", "slower"], "the third slow run makes the median of five slow");
+    assert.deepEqual(
+      verdicts.map((v) => v.kind),
+      ["within", "within", "slower"],
+      "the third slow run makes the median of five slow",
+    );
     assert.deepEqual(verdicts[2], { kind: "slower", ratio: 1.42, recentNs: 142, baselineNs: 100 });
     assert.ok(d.slow);
     assert.equal(d.ratio, 1.42);
     const back = [100, 100, 100].map((ns) => d.record(ns, BOUND));
-    assert.deepEqual(back.map((v) => v.kind), ["slower", "slower", "within"]);
+    assert.deepEqual(
+      back.map((v) => v.kind),
+      ["slower", "slower", "within"],
+    );
     assert.ok(!d.slow);
   });
 
@@ -83,7 +90,16 @@ describe("canary drift", () => {
   });
 
   it("writes times for people", () => {
-    assert.deepEqual([812, 999.6, 12_700, 18_149, 123_456, 1_234_567, 2.5e9, 0.5].map(formatNs), ["812 ns", "1.00 µs", "12.7 µs", "18.1 µs", "123 µs", "1.23 ms", "2.50 s", "0.500 ns"]);
+    assert.deepEqual([812, 999.6, 12_700, 18_149, 123_456, 1_234_567, 2.5e9, 0.5].map(formatNs), [
+      "812 ns",
+      "1.00 µs",
+      "12.7 µs",
+      "18.1 µs",
+      "123 µs",
+      "1.23 ms",
+      "2.50 s",
+      "0.500 ns",
+    ]);
   });
 });
 
@@ -145,7 +161,11 @@ describe("board health and canary drift", () => {
     slowDown(h, 30_000);
     for (let i = 0; i < 5; i++) h.apply(timed(30_000), policy);
     assert.equal(h.state, "suspect");
-    assert.equal(h.apply({ kind: "canary_failed", reason: "vadd[3] = 10.5, expected 9.5" }, policy), undefined, "the first failure after passes: still suspect");
+    assert.equal(
+      h.apply({ kind: "canary_failed", reason: "vadd[3] = 10.5, expected 9.5" }, policy),
+      undefined,
+      "the first failure after passes: still suspect",
+    );
     assert.equal(h.reason, "canary failed: vadd[3] = 10.5, expected 9.5");
   });
 
@@ -156,7 +176,11 @@ describe("board health and canary drift", () => {
     h.apply({ kind: "canary_failed", reason: "wrong" }, policy);
     assert.equal(h.state, "quarantined");
     assert.equal(h.apply(timed(30_000), policy), undefined);
-    assert.deepEqual(h.apply(timed(30_000), policy), { from: "quarantined", to: "suspect", reason: `${RESTORE_AFTER} canaries passed in a row, but canary 3.00× slower than its baseline: 30.0 µs against 10.0 µs` });
+    assert.deepEqual(h.apply(timed(30_000), policy), {
+      from: "quarantined",
+      to: "suspect",
+      reason: `${RESTORE_AFTER} canaries passed in a row, but canary 3.00× slower than its baseline: 30.0 µs against 10.0 µs`,
+    });
   });
 
   it("an operator's quarantine holds whatever the canary's speed", () => {
@@ -177,7 +201,8 @@ describe("board health and canary drift", () => {
 
   it("with maxCanaryDrift 0 the times are kept but never make a board suspect", () => {
     const h = new BoardHealth();
-    for (let i = 0; i < CANARY_BASELINE_RUNS + CANARY_RECENT_RUNS; i++) assert.equal(h.apply(timed(i < CANARY_BASELINE_RUNS ? 10_000 : 90_000), { maxCanaryDrift: 0 }), undefined);
+    for (let i = 0; i < CANARY_BASELINE_RUNS + CANARY_RECENT_RUNS; i++)
+      assert.equal(h.apply(timed(i < CANARY_BASELINE_RUNS ? 10_000 : 90_000), { maxCanaryDrift: 0 }), undefined);
     assert.equal(h.canary.ratio, 9);
   });
 
@@ -206,7 +231,10 @@ describe("board health and canary drift", () => {
     const { canary: _, ...older } = h.snapshot();
     const old = parseTrackerState(JSON.parse(JSON.stringify({ boards: { "a/b": { ...memo, health: older } } })));
     assert.deepEqual(old.boards["a/b"]!.health.canary, new CanaryDrift().snapshot(), "a file from before canary timings: nothing learned");
-    assert.throws(() => parseTrackerState({ boards: { "a/b": { ...memo, health: { ...older, canary: { timings: [], baselineNs: "x" } } } } }), /boards\["a\/b"\]\.health\.canary\.baselineNs must be a number/);
+    assert.throws(
+      () => parseTrackerState({ boards: { "a/b": { ...memo, health: { ...older, canary: { timings: [], baselineNs: "x" } } } } }),
+      /boards\["a\/b"\]\.health\.canary\.baselineNs must be a number/,
+    );
     assert.deepEqual(emptyState(), { boards: {} });
   });
 });

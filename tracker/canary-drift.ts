@@ -52,9 +52,7 @@ export interface CanaryRecord {
 }
 
 /** What the last timed canary says, against a bound. */
-export type DriftVerdict =
-  | { kind: "learning" }
-  | { kind: "within" | "slower"; ratio: number; recentNs: number; baselineNs: number };
+export type DriftVerdict = { kind: "learning" } | { kind: "within" | "slower"; ratio: number; recentNs: number; baselineNs: number };
 
 export class CanaryDrift {
   private readonly kept: CanaryTiming[] = [];
@@ -141,7 +139,11 @@ export function withinReason(v: Extract<DriftVerdict, { ratio: number }>, maxDri
 /** Nanoseconds for people, three significant digits: "812 ns", "18.1 µs", "1.23 ms", "2.50 s". */
 export function formatNs(ns: number): string {
   // The largest unit the value rounds to at least 1 of: 999.6 ns is "1.00 µs", not "1.00e+3 ns".
-  for (const [scale, unit] of [[1e9, "s"], [1e6, "ms"], [1e3, "µs"]] as const) {
+  for (const [scale, unit] of [
+    [1e9, "s"],
+    [1e6, "ms"],
+    [1e3, "µs"],
+  ] as const) {
     const v = ns / scale;
     if (Number(v.toPrecision(3)) >= 1) return `${v >= 1000 ? v.toFixed(0) : v.toPrecision(3)} ${unit}`;
   }

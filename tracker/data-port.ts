@@ -28,7 +28,11 @@ export class DataPort {
   private readonly stopWatching: () => void;
   private readonly open = new Set<Socket>();
 
-  constructor(tls: ServerTls | undefined, private readonly hooks: DataPortHooks, private readonly log: Logger) {
+  constructor(
+    tls: ServerTls | undefined,
+    private readonly hooks: DataPortHooks,
+    private readonly log: Logger,
+  ) {
     // accept() answers its own failures (a refusal on the lane, a log line): nothing to handle here.
     const made = socketServer(tls, (socket) => void this.accept(socket));
     this.server = made.server;
@@ -42,7 +46,9 @@ export class DataPort {
 
   listen(host: string, port: number): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.server.once("error", (err) => reject(new FarmError("UNAVAILABLE", `the tracker cannot open its data port on ${host}:${port}: ${err.message}`, { cause: err })));
+      this.server.once("error", (err) =>
+        reject(new FarmError("UNAVAILABLE", `the tracker cannot open its data port on ${host}:${port}: ${err.message}`, { cause: err })),
+      );
       this.server.listen(port, host, () => resolve());
     });
   }

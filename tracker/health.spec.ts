@@ -74,10 +74,13 @@ describe("board health", () => {
     const t0 = Date.now();
     h.apply(fail());
     h.apply({ kind: "operator_quarantine", by: "alice", note: "fan failing" });
-    assert.deepEqual(h.history.map(({ from, to, reason }) => ({ from, to, reason })), [
-      { from: "healthy", to: "suspect", reason: "canary failed: sum was 3, expected 4" },
-      { from: "suspect", to: "quarantined", reason: "quarantined by alice: fan failing" },
-    ]);
+    assert.deepEqual(
+      h.history.map(({ from, to, reason }) => ({ from, to, reason })),
+      [
+        { from: "healthy", to: "suspect", reason: "canary failed: sum was 3, expected 4" },
+        { from: "suspect", to: "quarantined", reason: "quarantined by alice: fan failing" },
+      ],
+    );
     assert.ok(h.history.every((c) => c.at >= t0));
     for (let i = 0; i < HEALTH_HISTORY_MAX; i++) {
       h.apply({ kind: "operator_restore", by: "ops" });

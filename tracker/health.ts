@@ -215,7 +215,9 @@ export class BoardHealth {
       }
       case "operator_quarantine":
         this.held = true;
-        return from === "quarantined" && this.reason.startsWith("quarantined by") ? undefined : this.move(from, "quarantined", `quarantined by ${input.by}${input.note ? `: ${input.note}` : ""}`);
+        return from === "quarantined" && this.reason.startsWith("quarantined by")
+          ? undefined
+          : this.move(from, "quarantined", `quarantined by ${input.by}${input.note ? `: ${input.note}` : ""}`);
       case "operator_restore":
         this.held = false;
         this.failures = 0;

@@ -136,7 +136,12 @@ export class TrackerHttp {
       this.admit(req, `read ${pathOf(req)}`)();
     } catch (err) {
       const e = FarmError.from(err);
-      res.writeHead(httpStatusOf(e), { "content-type": "text/plain", ...(e.code === "UNAUTHENTICATED" ? { "www-authenticate": 'Bearer realm="kernelfarm"' } : {}) }).end(`${e.message}\n`);
+      res
+        .writeHead(httpStatusOf(e), {
+          "content-type": "text/plain",
+          ...(e.code === "UNAUTHENTICATED" ? { "www-authenticate": 'Bearer realm="kernelfarm"' } : {}),
+        })
+        .end(`${e.message}\n`);
       return;
     }
     try {

@@ -110,18 +110,18 @@ function refusal(s: LeaseStep): FarmError {
 }
 
 /** The end's effects for a lease with these parts, timers as listed. */
-function endEffects(reason: FarmError | null, parts: { timers: TimerName[]; relay?: boolean; host?: boolean; workerStream?: boolean; sockets?: boolean }): LeaseEffect[] {
+function endEffects(
+  reason: FarmError | null,
+  parts: { timers: TimerName[]; relay?: boolean; host?: boolean; workerStream?: boolean; sockets?: boolean },
+): LeaseEffect[] {
   return [
     { kind: "notifyEnded" },
     ...parts.timers.map((name): LeaseEffect => ({ kind: "cancelTimer", name })),
     ...(parts.relay ? [{ kind: "stopRelay" } as const] : []),
-    ...(parts.host ?? true ? [{ kind: "sendEnd", reason } as const] : []),
+    ...((parts.host ?? true) ? [{ kind: "sendEnd", reason } as const] : []),
     ...(parts.workerStream ? [{ kind: "finishWorkerStream", reason } as const] : []),
     ...(parts.sockets
-      ? [
-          { kind: "closeSocket", role: "host", clean: reason === null } as const,
-          { kind: "closeSocket", role: "worker", clean: reason === null } as const,
-        ]
+      ? [{ kind: "closeSocket", role: "host", clean: reason === null } as const, { kind: "closeSocket", role: "worker", clean: reason === null } as const]
       : []),
     { kind: "handBack" },
   ];
@@ -174,7 +174,10 @@ describe("lease machine: granted → active (the lane opens)", () => {
 
   for (const route of ["relay", "auto"] as const) {
     it(`${route}: both data-port sockets are joined when the second arrives, whichever comes first`, () => {
-      for (const [first, second] of [["host", "worker"], ["worker", "host"]] as const) {
+      for (const [first, second] of [
+        ["host", "worker"],
+        ["worker", "host"],
+      ] as const) {
         const c = new Clock({ route });
         c.feed({ kind: "hostAttached" });
         c.take();
@@ -223,8 +226,18 @@ describe("lease machine: granted → ended CANCELLED (no lane within the open ti
     { name: "grpc, no worker stream", route: "grpc", feed: [{ kind: "hostAttached" }], missing: "the board's worker did not open its stream" },
     { name: "grpc, a worker stream but no host stream", route: "grpc", feed: [{ kind: "workerStreamAttached" }], missing: "the host sent nothing" },
     { name: "relay, nobody at the data port", route: "relay", feed: [{ kind: "hostAttached" }], missing: "the host did not reach the data port" },
-    { name: "relay, the host's socket alone", route: "relay", feed: [{ kind: "hostAttached" }, { kind: "socketArrived", role: "host" }], missing: "the board's worker did not reach the data port" },
-    { name: "auto, its fallback's host socket alone", route: "auto", feed: [{ kind: "hostAttached" }, { kind: "socketArrived", role: "host" }], missing: "the board's worker did not reach the data port" },
+    {
+      name: "relay, the host's socket alone",
+      route: "relay",
+      feed: [{ kind: "hostAttached" }, { kind: "socketArrived", role: "host" }],
+      missing: "the board's worker did not reach the data port",
+    },
+    {
+      name: "auto, its fallback's host socket alone",
+      route: "auto",
+      feed: [{ kind: "hostAttached" }, { kind: "socketArrived", role: "host" }],
+      missing: "the board's worker did not reach the data port",
+    },
     { name: "auto, the direct lane never reported", route: "auto", feed: [{ kind: "hostAttached" }], missing: "the host did not reach the board's agent" },
     { name: "direct, never reported", route: "direct", feed: [{ kind: "hostAttached" }], missing: "the host did not reach the board's agent" },
     { name: "a TVM server's board", route: "direct", tvm: true, feed: [{ kind: "hostAttached" }], missing: "the TVM client did not connect to the TVM server" },
@@ -316,7 +329,10 @@ describe("lease machine: the reasons an end carries (docs/architecture.md's reas
     assert.deepEqual(c.advance(SESSION_MS - 1), []);
     const [fired] = c.advance(1);
     assert.equal(fired?.outcome, "applied");
-    assert.deepEqual(reasonOf(c), { code: "SESSION_TIMEOUT", message: `session s1 exceeded its session timeout of ${SESSION_MS} ms; request a longer sessionTimeoutMs` });
+    assert.deepEqual(reasonOf(c), {
+      code: "SESSION_TIMEOUT",
+      message: `session s1 exceeded its session timeout of ${SESSION_MS} ms; request a longer sessionTimeoutMs`,
+    });
     // The timer that fired is not cancelled again; nothing else was armed.
     assert.deepEqual(c.take(), endEffects(c.state.reason, { timers: [], relay: true, workerStream: true }));
   });
@@ -342,7 +358,10 @@ describe("lease machine: the reasons an end carries (docs/architecture.md's reas
       c.take();
       c.feed({ kind: "hostLeft" });
       assert.deepEqual(reasonOf(c), { code: "CANCELLED", message: "the host left session s1" });
-      assert.ok(c.take().some((e) => e.kind === "sendEnd"), "the end is still written: a cancelled stream ignores it, a broken one may not be");
+      assert.ok(
+        c.take().some((e) => e.kind === "sendEnd"),
+        "the end is still written: a cancelled stream ignores it, a broken one may not be",
+      );
     });
   }
 
@@ -370,7 +389,10 @@ describe("lease machine: the reasons an end carries (docs/architecture.md's reas
       assert.equal(c.state.phase, "active");
       assert.deepEqual(c.advance(GRACE_MS - 1), []);
       c.advance(1);
-      assert.deepEqual(reasonOf(c), { code: "RUNTIME_CRASH", message: `the session worker of board b1 went away and its agent did not say why within ${GRACE_MS} ms` });
+      assert.deepEqual(reasonOf(c), {
+        code: "RUNTIME_CRASH",
+        message: `the session worker of board b1 went away and its agent did not say why within ${GRACE_MS} ms`,
+      });
       const effects = c.take();
       assert.ok(!effects.some((e) => e.kind === "cancelTimer" && e.name === "grace"), "the fired timer is not cancelled");
       assert.ok(effects.some((e) => e.kind === "cancelTimer" && e.name === "session"));
@@ -465,7 +487,10 @@ describe("lease machine: edges", () => {
     c.feed({ kind: "laneClosed" });
     c.take();
     c.feed({ kind: "end", reason: new FarmError("DRAINED", "shutting down") });
-    const cancelled = c.take().filter((e) => e.kind === "cancelTimer").map((e) => (e as { name: TimerName }).name);
+    const cancelled = c
+      .take()
+      .filter((e) => e.kind === "cancelTimer")
+      .map((e) => (e as { name: TimerName }).name);
     assert.deepEqual(cancelled.sort(), ["grace", "session"]);
   });
 
@@ -525,23 +550,38 @@ describe("lease machine: checkSocket (the data port asks before it welcomes a so
     ["auto, granted", () => new Clock({ route: "auto" }).state, "worker", undefined],
     ["grpc route", () => new Clock({ route: "grpc" }).state, "host", "PROTOCOL_ERROR: session s1 travels on the grpc route, not through the data port"],
     ["direct route", () => new Clock({ route: "direct" }).state, "host", "PROTOCOL_ERROR: session s1 travels on the direct route, not through the data port"],
-    ["auto, open on its direct lane", () => {
-      const c = new Clock({ route: "auto" });
-      c.feed({ kind: "hostAttached" });
-      c.feed({ kind: "laneOpened", lane: "direct" });
-      return c.state;
-    }, "host", "PERMISSION_DENIED: session s1 is open on its direct lane; its ticket is used"],
-    ["relay, the role's socket came already", () => {
-      const c = new Clock({ route: "relay" });
-      c.feed({ kind: "socketArrived", role: "worker" });
-      return c.state;
-    }, "worker", "PERMISSION_DENIED: session s1 already has its worker lane; the ticket is used"],
+    [
+      "auto, open on its direct lane",
+      () => {
+        const c = new Clock({ route: "auto" });
+        c.feed({ kind: "hostAttached" });
+        c.feed({ kind: "laneOpened", lane: "direct" });
+        return c.state;
+      },
+      "host",
+      "PERMISSION_DENIED: session s1 is open on its direct lane; its ticket is used",
+    ],
+    [
+      "relay, the role's socket came already",
+      () => {
+        const c = new Clock({ route: "relay" });
+        c.feed({ kind: "socketArrived", role: "worker" });
+        return c.state;
+      },
+      "worker",
+      "PERMISSION_DENIED: session s1 already has its worker lane; the ticket is used",
+    ],
     ["relay, open: both roles used", () => active("relay").state, "host", "PERMISSION_DENIED: session s1 already has its host lane; the ticket is used"],
-    ["ended", () => {
-      const c = new Clock({ route: "relay" });
-      c.feed({ kind: "end", reason: null });
-      return c.state;
-    }, "host", "NOT_FOUND: session s1 has ended"],
+    [
+      "ended",
+      () => {
+        const c = new Clock({ route: "relay" });
+        c.feed({ kind: "end", reason: null });
+        return c.state;
+      },
+      "host",
+      "NOT_FOUND: session s1 has ended",
+    ],
   ];
   for (const [name, state, role, expected] of cases) {
     it(`${name}: ${expected ?? "welcome"}`, () => {
@@ -572,13 +612,53 @@ describe("lease machine: every event in every state has a said outcome", () => {
   ];
   // a: applied, i: ignored, r: refused; in the order of `events`.
   const table: Array<[string, () => LeaseMachineState, string]> = [
-    ["granted (grpc, host attached)", () => { const c = new Clock({ route: "grpc" }); c.feed({ kind: "hostAttached" }); return c.state; }, "r a a r a a a a a i a"],
-    ["granted (relay, host attached)", () => { const c = new Clock({ route: "relay" }); c.feed({ kind: "hostAttached" }); return c.state; }, "r a r a a a a a a i a"],
+    [
+      "granted (grpc, host attached)",
+      () => {
+        const c = new Clock({ route: "grpc" });
+        c.feed({ kind: "hostAttached" });
+        return c.state;
+      },
+      "r a a r a a a a a i a",
+    ],
+    [
+      "granted (relay, host attached)",
+      () => {
+        const c = new Clock({ route: "relay" });
+        c.feed({ kind: "hostAttached" });
+        return c.state;
+      },
+      "r a r a a a a a a i a",
+    ],
     ["active (grpc)", () => active("grpc").state, "r a r r i a a i a i a"],
     ["active (relay)", () => active("relay").state, "r a r r i a a i a i a"],
-    ["active (direct), awaiting the report", () => { const c = active("direct"); c.feed({ kind: "laneClosed" }); return c.state; }, "r a r r i i a i a a a"],
-    ["ended, never granted", () => { const c = new Clock(); c.feed({ kind: "end", reason: null }); return c.state; }, "a i r r i i i i i i i"],
-    ["ended (grpc)", () => { const c = active("grpc"); c.feed({ kind: "end", reason: null }); return c.state; }, "r i r r i i i i i i i"],
+    [
+      "active (direct), awaiting the report",
+      () => {
+        const c = active("direct");
+        c.feed({ kind: "laneClosed" });
+        return c.state;
+      },
+      "r a r r i i a i a a a",
+    ],
+    [
+      "ended, never granted",
+      () => {
+        const c = new Clock();
+        c.feed({ kind: "end", reason: null });
+        return c.state;
+      },
+      "a i r r i i i i i i i",
+    ],
+    [
+      "ended (grpc)",
+      () => {
+        const c = active("grpc");
+        c.feed({ kind: "end", reason: null });
+        return c.state;
+      },
+      "r i r r i i i i i i i",
+    ],
   ];
   for (const [name, state, expected] of table) {
     it(name, () => {

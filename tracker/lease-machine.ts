@@ -214,11 +214,26 @@ export function step(state: LeaseMachineState, event: LeaseEvent): LeaseStep {
       const fired = { ...state, timers: state.timers.filter((t) => t !== event.name) };
       switch (event.name) {
         case "open":
-          return end(fired, new FarmError("CANCELLED", `session ${id} was released: its lane did not open within ${timeouts.openTimeoutMs} ms (${missing(state)})`));
+          return end(
+            fired,
+            new FarmError("CANCELLED", `session ${id} was released: its lane did not open within ${timeouts.openTimeoutMs} ms (${missing(state)})`),
+          );
         case "session":
-          return end(fired, new FarmError("SESSION_TIMEOUT", `session ${id} exceeded its session timeout of ${timeouts.sessionTimeoutMs} ms; request a longer sessionTimeoutMs`));
+          return end(
+            fired,
+            new FarmError(
+              "SESSION_TIMEOUT",
+              `session ${id} exceeded its session timeout of ${timeouts.sessionTimeoutMs} ms; request a longer sessionTimeoutMs`,
+            ),
+          );
         case "grace":
-          return end(fired, new FarmError("RUNTIME_CRASH", `the session worker of board ${state.config.boardId} went away and its agent did not say why within ${timeouts.endGraceMs} ms`));
+          return end(
+            fired,
+            new FarmError(
+              "RUNTIME_CRASH",
+              `the session worker of board ${state.config.boardId} went away and its agent did not say why within ${timeouts.endGraceMs} ms`,
+            ),
+          );
       }
     }
   }
@@ -265,7 +280,8 @@ function missing(state: LeaseMachineState): string {
   const { laneMissing, route } = state.config;
   if (laneMissing) return laneMissing;
   if (route === "grpc") return state.workerStream ? "the host sent nothing" : "the board's worker did not open its stream";
-  if (route === "relay" || state.sockets.host || state.sockets.worker) return state.sockets.host ? "the board's worker did not reach the data port" : "the host did not reach the data port";
+  if (route === "relay" || state.sockets.host || state.sockets.worker)
+    return state.sockets.host ? "the board's worker did not reach the data port" : "the host did not reach the data port";
   return "the host did not reach the board's agent";
 }
 

@@ -62,7 +62,16 @@ const GRANT = { session_id: "s1", route: "grpc" as const, ticket: "t" };
 
 function lease(route: Route): { lease: Lease; ended: Lease[] } {
   const ended: Lease[] = [];
-  const l = new Lease("s1", "t", { id: "b1", agent: { control: {} } }, "c", undefined, route, { openTimeoutMs: 10_000, sessionTimeoutMs: 60_000, endGraceMs: 1000 }, (x) => ended.push(x));
+  const l = new Lease(
+    "s1",
+    "t",
+    { id: "b1", agent: { control: {} } },
+    "c",
+    undefined,
+    route,
+    { openTimeoutMs: 10_000, sessionTimeoutMs: 60_000, endGraceMs: 1000 },
+    (x) => ended.push(x),
+  );
   return { lease: l, ended };
 }
 
@@ -158,9 +167,15 @@ describe("Lease: the shell around the lease machine", () => {
 
   it("a refusal of the machine is thrown to the caller and changes nothing", () => {
     const { lease: l } = lease("relay");
-    assert.throws(() => l.attachWorkerStream(new FakeStream().asStream), (e: unknown) => e instanceof FarmError && e.code === "PROTOCOL_ERROR");
+    assert.throws(
+      () => l.attachWorkerStream(new FakeStream().asStream),
+      (e: unknown) => e instanceof FarmError && e.code === "PROTOCOL_ERROR",
+    );
     const g = lease("grpc").lease;
-    assert.throws(() => g.checkSocket("host"), (e: unknown) => e instanceof FarmError && e.code === "PROTOCOL_ERROR");
+    assert.throws(
+      () => g.checkSocket("host"),
+      (e: unknown) => e instanceof FarmError && e.code === "PROTOCOL_ERROR",
+    );
     assert.equal(l.state, "granted");
     l.end(null);
     g.end(null);

@@ -26,7 +26,19 @@
 import type { ServerDuplexStream } from "@grpc/grpc-js";
 import type { Socket } from "node:net";
 import { encodeEndFrame, encodeGrantFrame, type FarmError, type Grant, type Route } from "../protos/index.ts";
-import { begin, checkSocket, step, type LeaseEffect, type LeaseEvent, type LeaseLane, type LeaseMachineState, type LeaseState, type LeaseTimeouts, type SocketRole, type TimerName } from "./lease-machine.ts";
+import {
+  begin,
+  checkSocket,
+  step,
+  type LeaseEffect,
+  type LeaseEvent,
+  type LeaseLane,
+  type LeaseMachineState,
+  type LeaseState,
+  type LeaseTimeouts,
+  type SocketRole,
+  type TimerName,
+} from "./lease-machine.ts";
 import { Relay } from "./relay.ts";
 
 export type { LeaseLane, LeaseState, LeaseTimeouts } from "./lease-machine.ts";
@@ -190,10 +202,13 @@ export class Lease<B extends LeasedBoard = LeasedBoard> {
     for (const effect of effects) {
       switch (effect.kind) {
         case "startTimer":
-          this.timers.set(effect.name, setTimeout(() => {
-            this.timers.delete(effect.name);
-            this.feed({ kind: "timerFired", name: effect.name });
-          }, effect.ms));
+          this.timers.set(
+            effect.name,
+            setTimeout(() => {
+              this.timers.delete(effect.name);
+              this.feed({ kind: "timerFired", name: effect.name });
+            }, effect.ms),
+          );
           break;
         case "cancelTimer":
           clearTimeout(this.timers.get(effect.name));
@@ -204,7 +219,12 @@ export class Lease<B extends LeasedBoard = LeasedBoard> {
           break;
         case "startRelay":
           if (this.host && this.workerStream) {
-            this.relay = new Relay(this.host, this.workerStream, () => this.feed({ kind: "laneClosed" }), () => this.feed({ kind: "workerGoodbye" }));
+            this.relay = new Relay(
+              this.host,
+              this.workerStream,
+              () => this.feed({ kind: "laneClosed" }),
+              () => this.feed({ kind: "workerGoodbye" }),
+            );
           }
           break;
         case "joinSockets":

@@ -109,7 +109,10 @@ export class TrackerMetrics {
   private readonly heartbeatMisses: Counter;
   private readonly healthTransitions: Counter<"to">;
 
-  constructor(private readonly sources: MetricsSources, opts: MetricsOptions = {}) {
+  constructor(
+    private readonly sources: MetricsSources,
+    opts: MetricsOptions = {},
+  ) {
     const registers = [this.register];
     // eslint-disable-next-line @typescript-eslint/no-this-alias -- prom-client calls collect() with the metric as `this`
     const metrics = this;
@@ -178,9 +181,21 @@ export class TrackerMetrics {
     });
     // Canary drift (tracker/canary-drift.ts): one series each per board from its attach on, 0 until known, so an alert's expression never misses a board.
     const canaryGauges: [name: string, help: string, value: (b: Board) => number][] = [
-      ["kernelfarm_board_canary_seconds", "Per board: its canary kernel's recent time per run (the median of its last timed canaries); 0 before the first.", (b) => b.health.canary.recentNs / 1e9],
-      ["kernelfarm_board_canary_baseline_seconds", "Per board: its canary's baseline time per run (the median of its first timed canaries since it attached or was restored); 0 while learned.", (b) => b.health.canary.baselineNs / 1e9],
-      ["kernelfarm_board_canary_drift", "Per board: recent canary time / baseline (1.42: 42 % slower; beyond --max-canary-drift the board is suspect); 0 while the baseline is learned.", (b) => b.health.canary.ratio],
+      [
+        "kernelfarm_board_canary_seconds",
+        "Per board: its canary kernel's recent time per run (the median of its last timed canaries); 0 before the first.",
+        (b) => b.health.canary.recentNs / 1e9,
+      ],
+      [
+        "kernelfarm_board_canary_baseline_seconds",
+        "Per board: its canary's baseline time per run (the median of its first timed canaries since it attached or was restored); 0 while learned.",
+        (b) => b.health.canary.baselineNs / 1e9,
+      ],
+      [
+        "kernelfarm_board_canary_drift",
+        "Per board: recent canary time / baseline (1.42: 42 % slower; beyond --max-canary-drift the board is suspect); 0 while the baseline is learned.",
+        (b) => b.health.canary.ratio,
+      ],
     ];
     for (const [name, help, value] of canaryGauges) {
       new Gauge({
@@ -218,7 +233,12 @@ export class TrackerMetrics {
     }
 
     // ── From farm events ───────────────────────────────────────────────────
-    this.sessionsStarted = new Counter({ name: "kernelfarm_sessions_started_total", help: "Sessions granted, by key.", labelNames: ["key"] as const, registers });
+    this.sessionsStarted = new Counter({
+      name: "kernelfarm_sessions_started_total",
+      help: "Sessions granted, by key.",
+      labelNames: ["key"] as const,
+      registers,
+    });
     this.sessionsEnded = new Counter({
       name: "kernelfarm_sessions_ended_total",
       help: 'Sessions ended, by key, reason ("OK" for a clean close, else the FarmError code) and lane (direct, relay, grpc; "none" when it never opened one).',
@@ -241,12 +261,16 @@ export class TrackerMetrics {
     });
     this.relayBytes = new Counter({
       name: "kernelfarm_relay_bytes_total",
-      help: 'Session bytes relayed, to_board (host → board) or from_board; counted when each session ends.',
+      help: "Session bytes relayed, to_board (host → board) or from_board; counted when each session ends.",
       labelNames: ["direction"] as const,
       registers,
     });
     this.agentAttaches = new Counter({ name: "kernelfarm_agent_attaches_total", help: "Agents that registered (re-attaches included).", registers });
-    this.agentLosses = new Counter({ name: "kernelfarm_agent_losses_total", help: "Agents lost: disconnected, detached, missed heartbeats or replaced.", registers });
+    this.agentLosses = new Counter({
+      name: "kernelfarm_agent_losses_total",
+      help: "Agents lost: disconnected, detached, missed heartbeats or replaced.",
+      registers,
+    });
     this.healthTransitions = new Counter({
       name: "kernelfarm_health_transitions_total",
       help: "Board health transitions, by the state moved to (canaries, infrastructure errors, operators).",
@@ -254,7 +278,11 @@ export class TrackerMetrics {
       registers,
     });
     for (const h of HEALTH_STATES) this.healthTransitions.inc({ to: h }, 0);
-    this.heartbeatMisses = new Counter({ name: "kernelfarm_heartbeat_misses_total", help: "Heartbeat intervals agents stayed silent beyond the first (one per interval).", registers });
+    this.heartbeatMisses = new Counter({
+      name: "kernelfarm_heartbeat_misses_total",
+      help: "Heartbeat intervals agents stayed silent beyond the first (one per interval).",
+      registers,
+    });
     // Both directions exist from the start: rate() needs a series before the first session ends.
     this.relayBytes.inc({ direction: "to_board" }, 0);
     this.relayBytes.inc({ direction: "from_board" }, 0);

@@ -96,7 +96,10 @@ export function resolveTrackerOptions(opts: TrackerOptions = {}): ResolvedTracke
   };
   // At or under 1, a board as fast as its baseline would be "slow": every board suspect.
   if (!(resolved.maxCanaryDrift === 0 || (Number.isFinite(resolved.maxCanaryDrift) && resolved.maxCanaryDrift > 1))) {
-    throw new FarmError("INVALID_ARGUMENT", `tracker option maxCanaryDrift must be above 1 (1.25: a canary 25 % slower than its baseline makes its board suspect), or 0 to judge no canary's time; got ${resolved.maxCanaryDrift}`);
+    throw new FarmError(
+      "INVALID_ARGUMENT",
+      `tracker option maxCanaryDrift must be above 1 (1.25: a canary 25 % slower than its baseline makes its board suspect), or 0 to judge no canary's time; got ${resolved.maxCanaryDrift}`,
+    );
   }
   for (const [name, value] of Object.entries(resolved)) {
     if (typeof value === "number" && (!Number.isFinite(value) || value < 0)) {
@@ -104,7 +107,10 @@ export function resolveTrackerOptions(opts: TrackerOptions = {}): ResolvedTracke
     }
   }
   if (resolved.maxSessionTimeoutMs < 1 || resolved.maxSessionTimeoutMs > 0xffffffff) {
-    throw new FarmError("INVALID_ARGUMENT", `tracker option maxSessionTimeoutMs must be between 1 ms and ${0xffffffff} ms, got ${resolved.maxSessionTimeoutMs}`);
+    throw new FarmError(
+      "INVALID_ARGUMENT",
+      `tracker option maxSessionTimeoutMs must be between 1 ms and ${0xffffffff} ms, got ${resolved.maxSessionTimeoutMs}`,
+    );
   }
   // Anyone who reaches an open farm runs native code on its boards: outside loopback that takes TLS and tokens, or a stated choice.
   if (!isLoopbackHost(resolved.host) && !(resolved.tls && resolved.tokensFile) && !resolved.insecure) {

@@ -26,7 +26,10 @@ describe("RequestQueue", () => {
     q.push(req("high", { priority: 10, clientId: "b" }));
     q.push(req("mid", { priority: 5, clientId: "c" }));
     q.push(req("neg", { priority: -3, clientId: "d" }));
-    assert.deepEqual(q.ordered().map((r) => r.tag), ["high", "mid", "low", "neg"]);
+    assert.deepEqual(
+      q.ordered().map((r) => r.tag),
+      ["high", "mid", "low", "neg"],
+    );
     assert.deepEqual(drain(q), ["high", "mid", "low", "neg"]);
     assert.equal(q.size, 0);
   });
@@ -42,7 +45,10 @@ describe("RequestQueue", () => {
     q.push(req("x", { clientId: "x" }));
     q.push(req("y", { clientId: "y" }));
     q.push(req("z", { clientId: "z" }));
-    assert.deepEqual(q.ordered().map((r) => r.tag), ["x", "y", "z"]);
+    assert.deepEqual(
+      q.ordered().map((r) => r.tag),
+      ["x", "y", "z"],
+    );
   });
 
   it("is fair across clients within a priority: a late client with one request is served second, not sixth", () => {
@@ -77,7 +83,10 @@ describe("RequestQueue", () => {
     assert.equal(taken, second);
     assert.equal(q.size, 1);
     assert.deepEqual(q.all(), [first]);
-    assert.equal(q.take((r) => labelsMatch(r.labels, { zone: "a" })), undefined);
+    assert.equal(
+      q.take((r) => labelsMatch(r.labels, { zone: "a" })),
+      undefined,
+    );
     assert.equal(q.size, 1);
   });
 
@@ -89,7 +98,10 @@ describe("RequestQueue", () => {
     q.push(b);
     assert.equal(q.remove(a), true);
     assert.equal(q.remove(a), false);
-    assert.deepEqual(q.all().map((r) => r.tag), ["b"]);
+    assert.deepEqual(
+      q.all().map((r) => r.tag),
+      ["b"],
+    );
     assert.equal(q.size, 1);
   });
 });

@@ -70,7 +70,9 @@ export class RefusalTally {
     const record = clipped(r);
     const at = Date.now();
     const anonymous = record.kind === "anonymous" || record.kind === "tvm" || record.who === "unknown";
-    const key = JSON.stringify(anonymous ? [hostOf(String(record.peer ?? "")), record.doing, record.code, record.reason] : [record.who, record.kind, record.doing, record.code]);
+    const key = JSON.stringify(
+      anonymous ? [hostOf(String(record.peer ?? "")), record.doing, record.code, record.reason] : [record.who, record.kind, record.doing, record.code],
+    );
     this.timer ??= setTimeout(() => this.flush(), this.intervalMs).unref();
     const tally = this.tallies.get(key);
     if (tally) {
@@ -85,7 +87,15 @@ export class RefusalTally {
       return true;
     }
     this.overflow ??= {
-      record: { event: "refused", who: "*", kind: "*", peer: "*", doing: "*", code: "*", reason: `refusals of callers without a valid token past the first ${this.maxKeys} distinct addresses, attempts and reasons of this interval, counted together` },
+      record: {
+        event: "refused",
+        who: "*",
+        kind: "*",
+        peer: "*",
+        doing: "*",
+        code: "*",
+        reason: `refusals of callers without a valid token past the first ${this.maxKeys} distinct addresses, attempts and reasons of this interval, counted together`,
+      },
       more: 0,
       firstAt: at,
       lastAt: at,

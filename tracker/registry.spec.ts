@@ -5,7 +5,17 @@ import { newBoard, Registry, type Board, type TvmAgent } from "./registry.ts";
 
 let attaches = 0;
 function agent(name: string, boards: Array<{ name: string; key: string }>): TvmAgent {
-  const a: TvmAgent = { protocol: "tvm", control: { assign: () => {}, openRelay: () => {}, end: () => {} }, id: `${name}#${++attaches}`, name, peer: "127.0.0.1:1", attachedAt: 1, lastSeen: 1, boards: new Map(), data: undefined };
+  const a: TvmAgent = {
+    protocol: "tvm",
+    control: { assign: () => {}, openRelay: () => {}, end: () => {} },
+    id: `${name}#${++attaches}`,
+    name,
+    peer: "127.0.0.1:1",
+    attachedAt: 1,
+    lastSeen: 1,
+    boards: new Map(),
+    data: undefined,
+  };
   for (const b of boards) a.boards.set(b.name, newBoard(a, { id: `${name}/${b.name}`, name: b.name, key: b.key, kind: "cpu", labels: {}, capabilities: {} }));
   return a;
 }
@@ -13,7 +23,10 @@ function agent(name: string, boards: Array<{ name: string; key: string }>): TvmA
 describe("the registry", () => {
   it("indexes boards by id, by key and by readiness as agents come and go", () => {
     const registry = new Registry();
-    const x = agent("x", [{ name: "p", key: "k" }, { name: "q", key: "k" }]);
+    const x = agent("x", [
+      { name: "p", key: "k" },
+      { name: "q", key: "k" },
+    ]);
     const ready = (key: string) => [...registry.readyBoardsOf(key)].map((b: Board) => b.id);
     registry.setReady(x.boards.get("p")!, true);
     assert.deepEqual(ready("k"), [], "a board not attached is not indexed");
@@ -24,7 +37,10 @@ describe("the registry", () => {
     registry.setReady(x.boards.get("p")!, true);
     assert.deepEqual(ready("k"), ["x/q", "x/p"], "in the order they became ready");
     assert.equal(registry.board("x/q"), x.boards.get("q"));
-    assert.deepEqual([...registry.boardsWithKey("k")].map((b) => b.id), ["x/p", "x/q"]);
+    assert.deepEqual(
+      [...registry.boardsWithKey("k")].map((b) => b.id),
+      ["x/p", "x/q"],
+    );
     // A newer agent of the same name attached before the old one is removed: the old one's removal leaves it.
     const y = agent("x", [{ name: "p", key: "k" }]);
     registry.add(y);
@@ -40,12 +56,23 @@ describe("the registry", () => {
 
   it("lists boards in id order, again after an agent came or went", () => {
     const registry = new Registry();
-    registry.add(agent("b", [{ name: "2", key: "k" }, { name: "1", key: "k" }]));
+    registry.add(
+      agent("b", [
+        { name: "2", key: "k" },
+        { name: "1", key: "k" },
+      ]),
+    );
     const a = agent("a", [{ name: "x", key: "j" }]);
     registry.add(a);
-    assert.deepEqual(registry.boardsById().map((b) => b.id), ["a/x", "b/1", "b/2"]);
+    assert.deepEqual(
+      registry.boardsById().map((b) => b.id),
+      ["a/x", "b/1", "b/2"],
+    );
     registry.remove(a);
-    assert.deepEqual(registry.boardsById().map((b) => b.id), ["b/1", "b/2"]);
+    assert.deepEqual(
+      registry.boardsById().map((b) => b.id),
+      ["b/1", "b/2"],
+    );
     assert.deepEqual(registry.keys(), ["k"]);
   });
 });

@@ -295,7 +295,10 @@ export class Registry {
 
   /** The keys boards serve (boards of one protocol, if given). */
   keys(protocol?: BoardProtocol): string[] {
-    return [...this.byKey].filter(([, boards]) => protocol === undefined || [...boards].some((b) => b.agent.protocol === protocol)).map(([key]) => key).sort();
+    return [...this.byKey]
+      .filter(([, boards]) => protocol === undefined || [...boards].some((b) => b.agent.protocol === protocol))
+      .map(([key]) => key)
+      .sort();
   }
 
   board(id: string): Board | undefined {

@@ -60,7 +60,12 @@ export class Relay {
    */
   constructor(host: FrameStream, board: FrameStream, onBoardEnd: () => void, onBoardGoodbye: () => void) {
     this.stops = [
-      pump(host, board, (n) => (this.stats.hostToBoardBytes += n), () => board.end()),
+      pump(
+        host,
+        board,
+        (n) => (this.stats.hostToBoardBytes += n),
+        () => board.end(),
+      ),
       // The board side's end is not forwarded: a worker that dies can look like a
       // half-close. Only its clean end frame, or its agent's report, ends the session.
       pump(board, host, (n) => (this.stats.boardToHostBytes += n), onBoardEnd, onBoardGoodbye),

@@ -49,12 +49,15 @@ export const RECENT_KEY_MS = 10 * 60_000;
  * hosts (the SDK) and TVM's clients (the TVM port) — as data, so the
  * scheduler asks no one which they are.
  */
-const CLIENTS: Record<BoardProtocol, {
-  /** A key whose boards left a moment ago (an agent restarting) is waited for rather than refused. */
-  waitsForReturningBoards: boolean;
-  /** Why no board can serve `key`: the keys its kind of boards serve, and how many boards of `key` serve the other kind only. */
-  noBoard(key: string, keys: string[], others: number): string;
-}> = {
+const CLIENTS: Record<
+  BoardProtocol,
+  {
+    /** A key whose boards left a moment ago (an agent restarting) is waited for rather than refused. */
+    waitsForReturningBoards: boolean;
+    /** Why no board can serve `key`: the keys its kind of boards serve, and how many boards of `key` serve the other kind only. */
+    noBoard(key: string, keys: string[], others: number): string;
+  }
+> = {
   kernelfarm: {
     waitsForReturningBoards: true,
     noBoard: (key, keys, others) =>
@@ -163,7 +166,13 @@ export class Scheduler {
    * only for a request that fails (a farm of 10,000 boards paid them on every
    * request, BENCHMARKS.md §18).
    */
-  private servable(key: string, labels: Readonly<Record<string, string>>, boardId: string | undefined, protocol: BoardProtocol, fail: (err: FarmError) => void): boolean {
+  private servable(
+    key: string,
+    labels: Readonly<Record<string, string>>,
+    boardId: string | undefined,
+    protocol: BoardProtocol,
+    fail: (err: FarmError) => void,
+  ): boolean {
     const fits = (b: { id: string; labels: Readonly<Record<string, string>> }) => labelsMatch(labels, b.labels) && (!boardId || b.id === boardId);
     const named = boardId === undefined ? undefined : this.registry.board(boardId);
     for (const b of boardId === undefined ? this.registry.boardsWithKey(key) : named?.key === key ? [named] : []) {
@@ -184,7 +193,12 @@ export class Scheduler {
     }
     // Boards that are away cannot be asked about their labels: a returning key's request waits.
     if (!returning && !boards.some(fits)) {
-      const seen = boards.map((b) => `${b.id} {${Object.entries(b.labels).map(([k, v]) => `${k}=${v}`).join(", ")}}`);
+      const seen = boards.map(
+        (b) =>
+          `${b.id} {${Object.entries(b.labels)
+            .map(([k, v]) => `${k}=${v}`)
+            .join(", ")}}`,
+      );
       fail(new FarmError("NO_BOARD", `no board of key "${key}" has labels ${JSON.stringify(labels)}; boards of that key: ${seen.join("; ")}`));
       return false;
     }
@@ -253,7 +267,9 @@ export class Scheduler {
     const token = randomBytes(16).toString("hex");
     // auto: direct where the board's agent serves a direct lane (relay as the host's fallback), else relay.
     const route = waiter.route === "auto" && !board.agent.data ? "relay" : waiter.route;
-    const lease = new Lease(id, token, board, waiter.clientId, waiter.owner, route, { ...this.timeouts, sessionTimeoutMs: waiter.sessionTimeoutMs }, (l) => this.onLeaseEnded(l));
+    const lease = new Lease(id, token, board, waiter.clientId, waiter.owner, route, { ...this.timeouts, sessionTimeoutMs: waiter.sessionTimeoutMs }, (l) =>
+      this.onLeaseEnded(l),
+    );
     lease.whenActive(() => this.events.emit({ type: "board", at: Date.now(), board: describeBoard(board), change: "changed" }));
     // The worker that will take it listens already (its standby lane): the grant names it, once.
     if ((route === "direct" || route === "auto") && board.agent.data && !board.agent.data.tls) lease.lanePort = board.lanePort;
@@ -290,7 +306,8 @@ export class Scheduler {
       bytesToBoard: toBoard,
       bytesFromBoard: fromBoard,
     });
-    if (this.registry.agents.has(lease.board.agent.id)) this.events.emit({ type: "board", at: lease.endedAt, board: describeBoard(lease.board), change: "changed" });
+    if (this.registry.agents.has(lease.board.agent.id))
+      this.events.emit({ type: "board", at: lease.endedAt, board: describeBoard(lease.board), change: "changed" });
     this.dispatch(lease.board.key);
   }
 

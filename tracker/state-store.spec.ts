@@ -25,7 +25,14 @@ interface Doc {
 /** A logger that keeps what it is told (the store's one voice to operators). */
 function recorder(): Logger & { lines: string[] } {
   const lines: string[] = [];
-  const log = { lines, debug: () => {}, info: (_f: object, m: string) => lines.push(`info ${m}`), warn: (_f: object, m: string) => lines.push(`warn ${m}`), error: (_f: object, m: string) => lines.push(`error ${m}`), child: () => log };
+  const log = {
+    lines,
+    debug: () => {},
+    info: (_f: object, m: string) => lines.push(`info ${m}`),
+    warn: (_f: object, m: string) => lines.push(`warn ${m}`),
+    error: (_f: object, m: string) => lines.push(`error ${m}`),
+    child: () => log,
+  };
   return log;
 }
 
@@ -91,7 +98,8 @@ describe("StateStore", () => {
     writeFileSync(path, JSON.stringify({ version: 2, gen: 1, names: [], future: true }));
     const e = refusal(() => StateStore.open(path, options()));
     assert.equal(e.code, "INVALID_ARGUMENT");
-    for (const part of [path, "version 2", "written by a newer tracker", `reads version ${STATE_VERSION}`, "move it aside"]) assert.ok(e.message.includes(part), `${JSON.stringify(part)} in: ${e.message}`);
+    for (const part of [path, "version 2", "written by a newer tracker", `reads version ${STATE_VERSION}`, "move it aside"])
+      assert.ok(e.message.includes(part), `${JSON.stringify(part)} in: ${e.message}`);
     assert.equal(JSON.parse(readFileSync(path, "utf8")).version, 2, "the newer file is left as it was");
   });
 
@@ -103,7 +111,10 @@ describe("StateStore", () => {
     assert.match(e.message, /state file .*tracker-state\.json is not JSON/);
     assert.ok(e.message.includes(`mv ${path} ${path}.bad`), e.message);
     assert.equal(readFileSync(path, "utf8"), '{"version": 1, "boards": {"a/b": ');
-    writeFileSync(path, JSON.stringify({ version: 1, boards: { "a/b": { key: "cpu", kind: "cpu", seenAt: 1, drain: "", health: { state: "sideways", history: [] } } } }));
+    writeFileSync(
+      path,
+      JSON.stringify({ version: 1, boards: { "a/b": { key: "cpu", kind: "cpu", seenAt: 1, drain: "", health: { state: "sideways", history: [] } } } }),
+    );
     const bad = refusal(() => StateStore.open(path, { parse: parseTrackerState, empty: emptyState, logger: recorder() }));
     assert.match(bad.message, /is damaged: boards\["a\/b"\]\.health\.state must be one of healthy, suspect, quarantined, got "sideways"/);
     writeFileSync(path, JSON.stringify({ boards: {} }));
@@ -125,7 +136,10 @@ describe("StateStore", () => {
     rmSync(dir, { recursive: true });
     store.document.gen = 1;
     store.changed();
-    await assert.rejects(store.flush(), (e: FarmError) => e instanceof FarmError && e.message.includes(`cannot write the tracker's state file ${path}`) && /ENOENT/.test(e.message));
+    await assert.rejects(
+      store.flush(),
+      (e: FarmError) => e instanceof FarmError && e.message.includes(`cannot write the tracker's state file ${path}`) && /ENOENT/.test(e.message),
+    );
     mkdirSync(dir);
     await store.flush();
     assert.equal(onDisk(path).gen, 1);
@@ -175,7 +189,10 @@ describe("StateStore", () => {
       // The next open (as at the tracker's start) takes the whole file and clears what the dead writer left.
       const reopened = StateStore.open(path, { parse: (c) => c, empty: () => ({}), logger: recorder() });
       assert.equal((reopened.document as { gen?: number }).gen, doc.gen);
-      assert.deepEqual(readdirSync(join(path, "..")).filter((n) => n.endsWith(".tmp")), []);
+      assert.deepEqual(
+        readdirSync(join(path, "..")).filter((n) => n.endsWith(".tmp")),
+        [],
+      );
       await reopened.close();
     }
     // Not asserted (timing), but said: how often a kill landed mid-write.

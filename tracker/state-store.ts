@@ -71,7 +71,11 @@ export class StateStore<T extends object> {
   private closed = false;
   private completed = 0;
 
-  private constructor(readonly path: string, document: T, opts: StateStoreOptions<T>) {
+  private constructor(
+    readonly path: string,
+    document: T,
+    opts: StateStoreOptions<T>,
+  ) {
     this.document = document;
     this.log = opts.logger;
     this.delayMs = opts.delayMs ?? DEFAULT_STATE_WRITE_DELAY_MS;
@@ -88,7 +92,11 @@ export class StateStore<T extends object> {
     try {
       mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
     } catch (err) {
-      throw new FarmError(FarmError.from(err, "INVALID_ARGUMENT").code, `cannot make the tracker's state directory ${dirname(path)}: ${(err as Error).message}`, { cause: err });
+      throw new FarmError(
+        FarmError.from(err, "INVALID_ARGUMENT").code,
+        `cannot make the tracker's state directory ${dirname(path)}: ${(err as Error).message}`,
+        { cause: err },
+      );
     }
     const store = new StateStore(path, read(path, opts), opts);
     for (const tmp of leftoverTemporaries(path)) if (!alive(tmp)) rmSync(tmp, { force: true });
@@ -196,22 +204,37 @@ function read<T>(path: string, opts: StateStoreOptions<T>): T {
     text = readFileSync(path, "utf8");
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === "ENOENT") return opts.empty();
-    throw new FarmError(FarmError.from(err, "INVALID_ARGUMENT").code, `cannot read the tracker's state file ${path}: ${(err as Error).message}; let the tracker's user read it, or ${aside}`, { cause: err });
+    throw new FarmError(
+      FarmError.from(err, "INVALID_ARGUMENT").code,
+      `cannot read the tracker's state file ${path}: ${(err as Error).message}; let the tracker's user read it, or ${aside}`,
+      { cause: err },
+    );
   }
   let content: unknown;
   try {
     content = JSON.parse(text);
   } catch (err) {
-    throw new FarmError("INVALID_ARGUMENT", `the tracker's state file ${path} is not JSON (${(err as Error).message}); the tracker replaces it atomically, so something else damaged it: look at it, repair it, or ${aside}`, { cause: err });
+    throw new FarmError(
+      "INVALID_ARGUMENT",
+      `the tracker's state file ${path} is not JSON (${(err as Error).message}); the tracker replaces it atomically, so something else damaged it: look at it, repair it, or ${aside}`,
+      { cause: err },
+    );
   }
   if (typeof content !== "object" || content === null || Array.isArray(content) || typeof (content as { version?: unknown }).version !== "number") {
-    throw new FarmError("INVALID_ARGUMENT", `${path} is not a tracker state file (no "version"); give --state-dir a directory of the tracker's own, or ${aside}`);
+    throw new FarmError(
+      "INVALID_ARGUMENT",
+      `${path} is not a tracker state file (no "version"); give --state-dir a directory of the tracker's own, or ${aside}`,
+    );
   }
   const { version, ...rest } = content as { version: number } & Record<string, unknown>;
   if (version > STATE_VERSION) {
-    throw new FarmError("INVALID_ARGUMENT", `the tracker's state file ${path} is version ${version}, written by a newer tracker; this one reads version ${STATE_VERSION}: run the newer tracker, or ${aside}`);
+    throw new FarmError(
+      "INVALID_ARGUMENT",
+      `the tracker's state file ${path} is version ${version}, written by a newer tracker; this one reads version ${STATE_VERSION}: run the newer tracker, or ${aside}`,
+    );
   }
-  if (version !== STATE_VERSION) throw new FarmError("INVALID_ARGUMENT", `the tracker's state file ${path} has version ${version}, which no tracker writes; ${aside}`);
+  if (version !== STATE_VERSION)
+    throw new FarmError("INVALID_ARGUMENT", `the tracker's state file ${path} has version ${version}, which no tracker writes; ${aside}`);
   try {
     return opts.parse(rest);
   } catch (err) {

@@ -11,13 +11,24 @@ import { newBoard, Registry, type BoardLease, type TvmAgent } from "./registry.t
 import type { Scheduler } from "./scheduler.ts";
 import { SummaryEncoder, buildSummary } from "./summary.ts";
 
-const method = (HostService as unknown as { service: { Summary: { responseSerialize(v: unknown): Buffer; responseDeserialize(b: Buffer): unknown } } }).service.Summary;
+const method = (HostService as unknown as { service: { Summary: { responseSerialize(v: unknown): Buffer; responseDeserialize(b: Buffer): unknown } } }).service
+  .Summary;
 const scheduler = { pendingOf: (key: string) => (key === "b" ? 2 : 0), queuedKeys: () => ["b", "waiting"] } as unknown as Scheduler;
 const STARTED = Date.now();
 
 let attaches = 0;
 function agent(name: string, boards: Array<{ name: string; key: string }>): TvmAgent {
-  const a: TvmAgent = { protocol: "tvm", control: { assign: () => {}, openRelay: () => {}, end: () => {} }, id: `${name}#${++attaches}`, name, peer: "127.0.0.1:1", attachedAt: 1, lastSeen: 1, boards: new Map(), data: undefined };
+  const a: TvmAgent = {
+    protocol: "tvm",
+    control: { assign: () => {}, openRelay: () => {}, end: () => {} },
+    id: `${name}#${++attaches}`,
+    name,
+    peer: "127.0.0.1:1",
+    attachedAt: 1,
+    lastSeen: 1,
+    boards: new Map(),
+    data: undefined,
+  };
   for (const b of boards) {
     a.boards.set(b.name, newBoard(a, { id: `${name}/${b.name}`, name: b.name, key: b.key, kind: "cpu", labels: { rack: "r1" }, capabilities: { cores: "2" } }));
   }
@@ -27,14 +38,20 @@ function agent(name: string, boards: Array<{ name: string; key: string }>): TvmA
 /** What a client decodes from the encoder's reply, and from a plain encoding of buildSummary(). Uptime differs by the call's time: zeroed. */
 function both(encoder: SummaryEncoder, registry: Registry, key = ""): [unknown, unknown] {
   const decode = (reply: object) => ({ ...(method.responseDeserialize(method.responseSerialize(reply)) as object), uptime_ms: 0 });
-  return [decode(encoder.encode(registry, scheduler, STARTED, key)), decode(toWireMessage("farm.v1.SummaryReply", buildSummary(registry, scheduler, STARTED, key)))];
+  return [
+    decode(encoder.encode(registry, scheduler, STARTED, key)),
+    decode(toWireMessage("farm.v1.SummaryReply", buildSummary(registry, scheduler, STARTED, key))),
+  ];
 }
 
 describe("the Summary reply", () => {
   it("decodes like a plain encoding, through every change of a board", () => {
     const registry = new Registry();
     const encoder = new SummaryEncoder();
-    const x = agent("x", [{ name: "b1", key: "a" }, { name: "b0", key: "b" }]);
+    const x = agent("x", [
+      { name: "b1", key: "a" },
+      { name: "b0", key: "b" },
+    ]);
     registry.add(x);
     registry.add(agent("w", [{ name: "c", key: "a" }]));
     const check = (what: string) => {
@@ -70,7 +87,10 @@ describe("the Summary reply", () => {
     assert.equal(registry.remove(x), true);
     check("an agent left");
     const decoded = both(encoder, registry)[0] as { boards: Array<{ id: string }>; queues: unknown[] };
-    assert.deepEqual(decoded.boards.map((b) => b.id), ["a/first", "w/c"]);
+    assert.deepEqual(
+      decoded.boards.map((b) => b.id),
+      ["a/first", "w/c"],
+    );
     assert.deepEqual(decoded.queues, [
       { key: "a", total: 1, free: 0, pending: 0 },
       { key: "b", total: 1, free: 0, pending: 2 },

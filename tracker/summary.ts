@@ -32,7 +32,9 @@ class QueueTally {
   }
 
   queues(scheduler: Scheduler): SummaryReply["queues"] {
-    return [...this.counts.keys()].sort().map((k) => ({ key: k, total: this.counts.get(k)!.total, free: this.counts.get(k)!.free, pending: scheduler.pendingOf(k) }));
+    return [...this.counts.keys()]
+      .sort()
+      .map((k) => ({ key: k, total: this.counts.get(k)!.total, free: this.counts.get(k)!.free, pending: scheduler.pendingOf(k) }));
   }
 }
 
@@ -112,7 +114,11 @@ const CANARY_TIMES_SHOWN = 8;
 
 function table(headers: string[], rows: string[][]): string[] {
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join("  ")
+      .trimEnd();
   const rule = "-".repeat(widths.reduce((a, w) => a + w + 2, -2));
   return [rule, line(headers), rule, ...rows.map(line), rule];
 }
@@ -140,7 +146,9 @@ export function formatSummary(summary: SummaryReply__Output, address: string): s
         b.health === "healthy" || !b.health ? b.health || "-" : `${b.health}: ${b.health_reason}`,
         canaryCell(b),
         b.session_id ? `${b.session_id} (${b.client_id}${b.session_lane ? `, ${b.session_lane}` : ""})` : "-",
-        Object.entries(b.labels).map(([k, v]) => `${k}=${v}`).join(",") || "-",
+        Object.entries(b.labels)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(",") || "-",
       ]),
     ),
   );
@@ -156,7 +164,10 @@ export function formatSummary(summary: SummaryReply__Output, address: string): s
       b.canary_baseline_ns ? formatNs(b.canary_baseline_ns) : `learning (${b.canary_baseline_runs}/${CANARY_BASELINE_RUNS})`,
       formatNs(b.canary_ns),
       b.canary_drift ? `${b.canary_drift.toFixed(2)}×` : "-",
-      b.canary_timings.slice(-CANARY_TIMES_SHOWN).map((t) => formatNs(t.kernel_ns)).join(", "),
+      b.canary_timings
+        .slice(-CANARY_TIMES_SHOWN)
+        .map((t) => formatNs(t.kernel_ns))
+        .join(", "),
     ]);
     out.push("", "Canary Times", ...table(["board", "baseline", "recent", "drift", `last ${CANARY_TIMES_SHOWN} runs, oldest first`], rows));
   }

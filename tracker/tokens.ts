@@ -81,12 +81,21 @@ export function keyAllowed(keys: readonly string[], key: string): boolean {
 }
 
 export function checkTokenSpec(spec: TokenSpec): void {
-  if (!TOKEN_KINDS.includes(spec.kind)) throw new FarmError("INVALID_ARGUMENT", `token kind must be one of ${TOKEN_KINDS.join(", ")}, got ${JSON.stringify(spec.kind)}`);
-  if (!NAME.test(spec.name)) throw new FarmError("INVALID_ARGUMENT", `token name ${JSON.stringify(spec.name)} must be 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit`);
+  if (!TOKEN_KINDS.includes(spec.kind))
+    throw new FarmError("INVALID_ARGUMENT", `token kind must be one of ${TOKEN_KINDS.join(", ")}, got ${JSON.stringify(spec.kind)}`);
+  if (!NAME.test(spec.name))
+    throw new FarmError(
+      "INVALID_ARGUMENT",
+      `token name ${JSON.stringify(spec.name)} must be 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit`,
+    );
   const keys = spec.keys ?? [];
-  if (spec.kind !== "operator" && keys.length === 0) throw new FarmError("INVALID_ARGUMENT", `a ${spec.kind} token needs the keys it may use (--keys h100,cpu, or --keys '*' for every key)`);
-  for (const k of keys) if (!KEY.test(k)) throw new FarmError("INVALID_ARGUMENT", `key ${JSON.stringify(k)} is not a board key (letters, digits, '.', '_', '-', and '*' as a wildcard)`);
-  if (spec.maxPriority != null && !Number.isInteger(spec.maxPriority)) throw new FarmError("INVALID_ARGUMENT", `maxPriority must be an integer, got ${spec.maxPriority}`);
+  if (spec.kind !== "operator" && keys.length === 0)
+    throw new FarmError("INVALID_ARGUMENT", `a ${spec.kind} token needs the keys it may use (--keys h100,cpu, or --keys '*' for every key)`);
+  for (const k of keys)
+    if (!KEY.test(k))
+      throw new FarmError("INVALID_ARGUMENT", `key ${JSON.stringify(k)} is not a board key (letters, digits, '.', '_', '-', and '*' as a wildcard)`);
+  if (spec.maxPriority != null && !Number.isInteger(spec.maxPriority))
+    throw new FarmError("INVALID_ARGUMENT", `maxPriority must be an integer, got ${spec.maxPriority}`);
   if (spec.maxSessionTimeoutMs != null && !(Number.isInteger(spec.maxSessionTimeoutMs) && spec.maxSessionTimeoutMs > 0)) {
     throw new FarmError("INVALID_ARGUMENT", `maxSessionTimeoutMs must be a positive number of milliseconds, got ${spec.maxSessionTimeoutMs}`);
   }
@@ -109,10 +118,16 @@ export class TokenFile {
     try {
       const st = statSync(this.path);
       if ((st.mode & 0o077) !== 0) {
-        throw new FarmError("PERMISSION_DENIED", `tokens file ${this.path} has mode ${(st.mode & 0o777).toString(8)}: others may read or change it; run \`chmod 600 ${this.path}\``);
+        throw new FarmError(
+          "PERMISSION_DENIED",
+          `tokens file ${this.path} has mode ${(st.mode & 0o777).toString(8)}: others may read or change it; run \`chmod 600 ${this.path}\``,
+        );
       }
       if (typeof process.getuid === "function" && st.uid !== process.getuid()) {
-        throw new FarmError("PERMISSION_DENIED", `tokens file ${this.path} belongs to uid ${st.uid}, not to this process (uid ${process.getuid()}); the tracker must own it`);
+        throw new FarmError(
+          "PERMISSION_DENIED",
+          `tokens file ${this.path} belongs to uid ${st.uid}, not to this process (uid ${process.getuid()}); the tracker must own it`,
+        );
       }
       text = readFileSync(this.path, "utf8");
     } catch (err) {
@@ -125,7 +140,8 @@ export class TokenFile {
     } catch (err) {
       throw new FarmError("INVALID_ARGUMENT", `tokens file ${this.path} is not JSON: ${(err as Error).message}`, { cause: err });
     }
-    if (parsed?.version !== 1 || !Array.isArray(parsed.tokens)) throw new FarmError("INVALID_ARGUMENT", `tokens file ${this.path} is not a kernelfarm tokens file (version 1)`);
+    if (parsed?.version !== 1 || !Array.isArray(parsed.tokens))
+      throw new FarmError("INVALID_ARGUMENT", `tokens file ${this.path} is not a kernelfarm tokens file (version 1)`);
     return parsed.tokens;
   }
 
@@ -185,7 +201,10 @@ function parseToken(token: string): { id: string; secret: string } {
   checkTokenShape(token);
   const parts = token.split(".");
   if (parts.length !== 3 || parts[0] !== TOKEN_PREFIX || !/^[0-9a-f]{12}$/.test(parts[1]!) || !/^[A-Za-z0-9_-]{43}$/.test(parts[2]!)) {
-    throw new FarmError("UNAUTHENTICATED", `malformed token: kernelfarm tokens look like ${TOKEN_PREFIX}.<12 hex>.<43 characters>, as \`kfarm token create\` prints them`);
+    throw new FarmError(
+      "UNAUTHENTICATED",
+      `malformed token: kernelfarm tokens look like ${TOKEN_PREFIX}.<12 hex>.<43 characters>, as \`kfarm token create\` prints them`,
+    );
   }
   return { id: parts[1]!, secret: parts[2]! };
 }
@@ -230,9 +249,12 @@ export class TokenStore {
     // The hash of an unknown id is still computed, so timing says nothing about which ids exist.
     const expected = Buffer.from(record?.hash ?? "0".repeat(64), "hex");
     const actual = Buffer.from(hashSecret(record?.salt ?? "", secret), "hex");
-    if (!timingSafeEqual(expected, actual) || !record) throw new FarmError("UNAUTHENTICATED", "unknown token: the tracker has no such token (or its secret is wrong); ask an operator for one");
-    if (record.revokedAtMs !== null) throw new FarmError("UNAUTHENTICATED", `token '${record.name}' was revoked at ${new Date(record.revokedAtMs).toISOString()}`);
-    if (record.expiresAtMs !== null && record.expiresAtMs <= Date.now()) throw new FarmError("UNAUTHENTICATED", `token '${record.name}' expired at ${new Date(record.expiresAtMs).toISOString()}`);
+    if (!timingSafeEqual(expected, actual) || !record)
+      throw new FarmError("UNAUTHENTICATED", "unknown token: the tracker has no such token (or its secret is wrong); ask an operator for one");
+    if (record.revokedAtMs !== null)
+      throw new FarmError("UNAUTHENTICATED", `token '${record.name}' was revoked at ${new Date(record.revokedAtMs).toISOString()}`);
+    if (record.expiresAtMs !== null && record.expiresAtMs <= Date.now())
+      throw new FarmError("UNAUTHENTICATED", `token '${record.name}' expired at ${new Date(record.expiresAtMs).toISOString()}`);
     return publicPart(record);
   }
 

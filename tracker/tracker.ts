@@ -6,7 +6,18 @@
 import * as grpc from "@grpc/grpc-js";
 import { join } from "node:path";
 import {
-  AgentService, FarmError, HostService, MAX_MESSAGE_BYTES, SESSION_ID_HEADER, SESSION_REQUEST_HEADER, SESSION_TOKEN_HEADER, decodeSessionRequest, type AgentServiceHandlers, type HostServiceHandlers, type Route, type SessionRequest__Output,
+  AgentService,
+  FarmError,
+  HostService,
+  MAX_MESSAGE_BYTES,
+  SESSION_ID_HEADER,
+  SESSION_REQUEST_HEADER,
+  SESSION_TOKEN_HEADER,
+  decodeSessionRequest,
+  type AgentServiceHandlers,
+  type HostServiceHandlers,
+  type Route,
+  type SessionRequest__Output,
 } from "../protos/index.ts";
 import { SERVER_OPTIONS, grpcServerCredentials, isLoopbackHost } from "../runtime/index.ts";
 import { BOARD_ACTION, fromWireMessage, toWireMessage, type BoardInfo, type TokensReply, type TokensRequest__Output } from "../protos/index.ts";
@@ -90,19 +101,47 @@ export class Tracker {
       log,
       this.events,
     );
-    this.relayLanes = new DataPort(this.options.tls, {
-      lease: (hello, caller) =>
-        hello.role === "host" ? this.ownLease(caller, hello.session_id, hello.ticket, "open") : this.ticketedLease(caller, hello.session_id, hello.ticket, "serve"),
-      caller: (token, peer) => this.auth.callerOfToken(() => token, peer, "open sessions", "this farm needs a client token to open a session's lane: the host SDK sends its token in the lane's hello"),
-      fallback: (lease) => lease.board.agent.control.openRelay(lease),
-    }, log);
-    this.agents = new AgentLinks(this.registry, this.scheduler, { ...this.options, relayPort: () => this.relayLanes.port }, log, this.events, this.auth, this.audit, this.memory);
+    this.relayLanes = new DataPort(
+      this.options.tls,
+      {
+        lease: (hello, caller) =>
+          hello.role === "host"
+            ? this.ownLease(caller, hello.session_id, hello.ticket, "open")
+            : this.ticketedLease(caller, hello.session_id, hello.ticket, "serve"),
+        caller: (token, peer) =>
+          this.auth.callerOfToken(
+            () => token,
+            peer,
+            "open sessions",
+            "this farm needs a client token to open a session's lane: the host SDK sends its token in the lane's hello",
+          ),
+        fallback: (lease) => lease.board.agent.control.openRelay(lease),
+      },
+      log,
+    );
+    this.agents = new AgentLinks(
+      this.registry,
+      this.scheduler,
+      { ...this.options, relayPort: () => this.relayLanes.port },
+      log,
+      this.events,
+      this.auth,
+      this.audit,
+      this.memory,
+    );
     this.tvm =
       this.options.tvmPort === undefined
         ? undefined
         : new TvmPort(
             { allow: this.options.tvmAllow, keys: this.options.tvmKeys, maxSessionTimeoutMs: this.options.maxSessionTimeoutMs },
-            { registry: this.registry, scheduler: this.scheduler, events: this.events, memory: this.memory, audit: this.audit, log: log.child({ component: "tvm-port" }) },
+            {
+              registry: this.registry,
+              scheduler: this.scheduler,
+              events: this.events,
+              memory: this.memory,
+              audit: this.audit,
+              log: log.child({ component: "tvm-port" }),
+            },
           );
     if (this.options.metricsPort !== undefined) {
       this.http = new TrackerHttp(log, {
@@ -133,9 +172,15 @@ export class Tracker {
     this.boundPort = await new Promise<number>((resolve, reject) =>
       this.server.bindAsync(target, grpcServerCredentials(this.options.tls), (err, port) =>
         err
-          ? reject(/EADDRINUSE/.test(err.message)
-            ? new FarmError("UNAVAILABLE", `tracker cannot listen on ${target}: the port is in use (another tracker?); stop it, or give another --port (0: any free port)`, { cause: err })
-            : new FarmError("UNAVAILABLE", `tracker cannot listen on ${target}: ${err.message}`, { cause: err }))
+          ? reject(
+              /EADDRINUSE/.test(err.message)
+                ? new FarmError(
+                    "UNAVAILABLE",
+                    `tracker cannot listen on ${target}: the port is in use (another tracker?); stop it, or give another --port (0: any free port)`,
+                    { cause: err },
+                  )
+                : new FarmError("UNAVAILABLE", `tracker cannot listen on ${target}: ${err.message}`, { cause: err }),
+            )
           : resolve(port),
       ),
     );
@@ -144,9 +189,25 @@ export class Tracker {
     if (this.http) await this.http.listen(this.options.host, this.options.metricsPort!);
     if (this.tvm) await this.tvm.listen(this.options.host, this.options.tvmPort!);
     const o = this.options;
-    this.options.logger.info({ address: this.address, dataPort: this.relayLanes.port, http: this.http?.port, tls: !!o.tls, mtls: !!o.tls?.clientCaFile, tokens: o.tokensFile ?? null, audit: o.auditLog ?? null, state: this.state?.path ?? null }, "tracker listening");
+    this.options.logger.info(
+      {
+        address: this.address,
+        dataPort: this.relayLanes.port,
+        http: this.http?.port,
+        tls: !!o.tls,
+        mtls: !!o.tls?.clientCaFile,
+        tokens: o.tokensFile ?? null,
+        audit: o.auditLog ?? null,
+        state: this.state?.path ?? null,
+      },
+      "tracker listening",
+    );
     const absent = this.memory.absentIds();
-    if (absent.length > 0) this.options.logger.info({ boards: absent }, `remembered ${absent.length} board(s) from ${this.state?.path}; each takes its drain, quarantine and health back when its agent attaches`);
+    if (absent.length > 0)
+      this.options.logger.info(
+        { boards: absent },
+        `remembered ${absent.length} board(s) from ${this.state?.path}; each takes its drain, quarantine and health back when its agent attaches`,
+      );
     if (this.tvm) {
       const a = this.tvm.admission;
       o.logger[a.beyondLoopback ? "warn" : "info"](
@@ -155,7 +216,10 @@ export class Tracker {
       );
     }
     if (!isLoopbackHost(o.host) && !(o.tls && o.tokensFile)) {
-      o.logger.warn({ host: o.host }, `--insecure: serving ${o.host} without ${o.tls ? "tokens" : o.tokensFile ? "TLS" : "TLS or tokens"}; anyone who reaches this port can run code on every board`);
+      o.logger.warn(
+        { host: o.host },
+        `--insecure: serving ${o.host} without ${o.tls ? "tokens" : o.tokensFile ? "TLS" : "TLS or tokens"}; anyone who reaches this port can run code on every board`,
+      );
     }
     return this;
   }
@@ -183,11 +247,15 @@ export class Tracker {
     this.relayLanes.close();
     await this.http?.close();
     // Requests first: the boards that the leases' ends hand back must not be granted to them.
-    this.scheduler.close((key, waitedMs) => new FarmError(
-      "UNAVAILABLE",
-      `the tracker at ${this.address} is shutting down${key ? `; this request for key "${key}" left its queue after ${waitedMs} ms` : ""}: request again when it is back (its agents re-attach within a second of it listening)`,
-    ));
-    for (const lease of [...this.scheduler.leases.values()]) lease.end(new FarmError("DRAINED", `the tracker at ${this.address} is shutting down, and this session with it; request a new one when it is back`));
+    this.scheduler.close(
+      (key, waitedMs) =>
+        new FarmError(
+          "UNAVAILABLE",
+          `the tracker at ${this.address} is shutting down${key ? `; this request for key "${key}" left its queue after ${waitedMs} ms` : ""}: request again when it is back (its agents re-attach within a second of it listening)`,
+        ),
+    );
+    for (const lease of [...this.scheduler.leases.values()])
+      lease.end(new FarmError("DRAINED", `the tracker at ${this.address} is shutting down, and this session with it; request a new one when it is back`));
     // After the requests' answers: a TVM client waiting in a queue reads why before its connection ends.
     this.tvm?.close();
     await this.state?.close();
@@ -211,7 +279,10 @@ export class Tracker {
    * 1 MiB chunks in their frames, so they keep the server's limit.
    */
   private gates(): Map<string, MethodGate> {
-    const token = (doing: string, maxMessageBytes: number): MethodGate => ({ maxMessageBytes, admit: (metadata, peer) => void this.auth.caller(metadata, peer, doing) });
+    const token = (doing: string, maxMessageBytes: number): MethodGate => ({
+      maxMessageBytes,
+      admit: (metadata, peer) => void this.auth.caller(metadata, peer, doing),
+    });
     const host = HostService.service;
     const agent = AgentService.service;
     return new Map([
@@ -222,10 +293,19 @@ export class Tracker {
       [host.Tokens.path, token("administer tokens", CONTROL_MESSAGE_BYTES)],
       [agent.Attach.path, token("attach an agent", AGENT_MESSAGE_BYTES)],
       // A worker holds no token: its session's ticket is its credential.
-      [agent.ServeSession.path, {
-        maxMessageBytes: MAX_MESSAGE_BYTES,
-        admit: (metadata, peer) => void this.ticketedLease({ name: "worker", kind: "anonymous", peer }, String(metadata.get(SESSION_ID_HEADER)[0] ?? ""), String(metadata.get(SESSION_TOKEN_HEADER)[0] ?? ""), "serve"),
-      }],
+      [
+        agent.ServeSession.path,
+        {
+          maxMessageBytes: MAX_MESSAGE_BYTES,
+          admit: (metadata, peer) =>
+            void this.ticketedLease(
+              { name: "worker", kind: "anonymous", peer },
+              String(metadata.get(SESSION_ID_HEADER)[0] ?? ""),
+              String(metadata.get(SESSION_TOKEN_HEADER)[0] ?? ""),
+              "serve",
+            ),
+        },
+      ],
     ]);
   }
 
@@ -247,7 +327,12 @@ export class Tracker {
         try {
           this.auth.caller(call.metadata, call.getPeer(), "read the summary");
           const { key, health_history: history } = call.request;
-          callback(null, history ? encodeWholeSummary(buildSummary(this.registry, this.scheduler, this.startedAt, key, true)) : this.summaries.encode(this.registry, this.scheduler, this.startedAt, key));
+          callback(
+            null,
+            history
+              ? encodeWholeSummary(buildSummary(this.registry, this.scheduler, this.startedAt, key, true))
+              : this.summaries.encode(this.registry, this.scheduler, this.startedAt, key),
+          );
         } catch (err) {
           callback(FarmError.from(err).toGrpc());
         }
@@ -261,7 +346,15 @@ export class Tracker {
           // With tokens, who asked is the token's name, not what the request says.
           const by = caller.identity ? caller.name : operator || call.getPeer();
           const board = this.boardCommand(id, action, by, reason);
-          this.audit.record({ event: "board_command", who: caller.name, kind: caller.kind, peer: caller.peer, board: id, action, ...(reason ? { reason } : {}) });
+          this.audit.record({
+            event: "board_command",
+            who: caller.name,
+            kind: caller.kind,
+            peer: caller.peer,
+            board: id,
+            action,
+            ...(reason ? { reason } : {}),
+          });
           // Answered once it is in the state file: a command that was answered survives a restart, even a crash.
           this.memory.flush().then(
             () => callback(null, { board: toWireMessage("farm.v1.BoardInfo", board) }),
@@ -301,7 +394,8 @@ export class Tracker {
     try {
       caller = this.auth.caller(call.metadata, call.getPeer(), "request sessions");
       const encoded = call.metadata.get(SESSION_REQUEST_HEADER)[0];
-      if (!Buffer.isBuffer(encoded)) throw new FarmError("INVALID_ARGUMENT", `a Session stream carries its request in the ${SESSION_REQUEST_HEADER} metadata (an encoded SessionRequest)`);
+      if (!Buffer.isBuffer(encoded))
+        throw new FarmError("INVALID_ARGUMENT", `a Session stream carries its request in the ${SESSION_REQUEST_HEADER} metadata (an encoded SessionRequest)`);
       let decoded: SessionRequest__Output;
       try {
         decoded = decodeSessionRequest(encoded);
@@ -322,39 +416,63 @@ export class Tracker {
       if (waiter) this.scheduler.cancel(waiter);
       refuse(err);
     });
-    const waiter = this.scheduler.request(req, {
-      grant: (lease, queuedMs) => {
-        release();
-        if (settled) return lease.end(new FarmError("CANCELLED", `session ${lease.id}: its request had already ended`));
-        settled = true;
-        this.audit.record({ event: "grant", who: caller.name, kind: caller.kind, peer: caller.peer, session: lease.id, board: lease.board.id, key: lease.board.key, priority: req.priority, sessionTimeoutMs: req.session_timeout_ms, route: lease.route });
-        const dropHold = this.auth.hold(caller, (err) => lease.end(err));
-        lease.whenEnded(() => {
-          dropHold();
-          this.audit.record({ event: "session_end", who: caller.name, kind: caller.kind, session: lease.id, board: lease.board.id, reason: lease.reason?.code ?? "OK", lane: lease.lane ?? null });
-        });
-        const data = lease.board.agent.data;
-        lease.grant(call, {
-          session_id: lease.id,
-          board: describeBoard(lease.board),
-          queued_ms: queuedMs,
-          route: lease.route,
-          ticket: lease.token,
-          direct_address: data && (lease.route === "direct" || lease.route === "auto") ? joinHostPort(data.host, data.port) : "",
-          worker_address: data && lease.lanePort ? joinHostPort(data.host, lease.lanePort) : "",
-          relay_port: this.relayLanes.port,
-          session_timeout_ms: lease.timeouts.sessionTimeoutMs,
-          lane_tls: data?.tls ?? false,
-          end_grace_ms: lease.timeouts.endGraceMs,
-        });
+    const waiter = this.scheduler.request(
+      req,
+      {
+        grant: (lease, queuedMs) => {
+          release();
+          if (settled) return lease.end(new FarmError("CANCELLED", `session ${lease.id}: its request had already ended`));
+          settled = true;
+          this.audit.record({
+            event: "grant",
+            who: caller.name,
+            kind: caller.kind,
+            peer: caller.peer,
+            session: lease.id,
+            board: lease.board.id,
+            key: lease.board.key,
+            priority: req.priority,
+            sessionTimeoutMs: req.session_timeout_ms,
+            route: lease.route,
+          });
+          const dropHold = this.auth.hold(caller, (err) => lease.end(err));
+          lease.whenEnded(() => {
+            dropHold();
+            this.audit.record({
+              event: "session_end",
+              who: caller.name,
+              kind: caller.kind,
+              session: lease.id,
+              board: lease.board.id,
+              reason: lease.reason?.code ?? "OK",
+              lane: lease.lane ?? null,
+            });
+          });
+          const data = lease.board.agent.data;
+          lease.grant(call, {
+            session_id: lease.id,
+            board: describeBoard(lease.board),
+            queued_ms: queuedMs,
+            route: lease.route,
+            ticket: lease.token,
+            direct_address: data && (lease.route === "direct" || lease.route === "auto") ? joinHostPort(data.host, data.port) : "",
+            worker_address: data && lease.lanePort ? joinHostPort(data.host, lease.lanePort) : "",
+            relay_port: this.relayLanes.port,
+            session_timeout_ms: lease.timeouts.sessionTimeoutMs,
+            lane_tls: data?.tls ?? false,
+            end_grace_ms: lease.timeouts.endGraceMs,
+          });
+        },
+        fail: (err) => {
+          release();
+          if (settled) return;
+          settled = true;
+          refuse(err);
+        },
       },
-      fail: (err) => {
-        release();
-        if (settled) return;
-        settled = true;
-        refuse(err);
-      },
-    }, caller.identity?.id, route);
+      caller.identity?.id,
+      route,
+    );
     call.on("cancelled", () => {
       release();
       if (waiter && !settled) this.scheduler.cancel(waiter);
@@ -367,7 +485,8 @@ export class Tracker {
   private ticketedLease(caller: Caller, id: string, ticket: string, doing: string): BoardLease {
     const lease = this.scheduler.leases.get(id);
     if (!lease) throw new FarmError("NOT_FOUND", `no session "${id}" (it ended or never existed)`);
-    if (!sameSecret(lease.token, ticket)) throw this.auth.refuse(new FarmError("PERMISSION_DENIED", `wrong session token for session ${id}`), caller, `${doing} a session`, { session: id });
+    if (!sameSecret(lease.token, ticket))
+      throw this.auth.refuse(new FarmError("PERMISSION_DENIED", `wrong session token for session ${id}`), caller, `${doing} a session`, { session: id });
     return lease;
   }
 
@@ -375,7 +494,12 @@ export class Tracker {
   private ownLease(caller: Caller, id: string, ticket: string, doing: string): BoardLease {
     const lease = this.ticketedLease(caller, id, ticket, doing);
     if (lease.owner !== undefined && lease.owner !== caller.identity?.id) {
-      throw this.auth.refuse(new FarmError("PERMISSION_DENIED", `session ${id} was granted to another token, not to '${caller.name}'`), caller, `${doing} a session`, { session: id });
+      throw this.auth.refuse(
+        new FarmError("PERMISSION_DENIED", `session ${id} was granted to another token, not to '${caller.name}'`),
+        caller,
+        `${doing} a session`,
+        { session: id },
+      );
     }
     return lease;
   }
@@ -398,7 +522,8 @@ export class Tracker {
     });
     if (req.action === "list") return { tokens: file.list().map(info) };
     if (req.action === "create") {
-      if (!TOKEN_KINDS.includes(req.kind as TokenKind)) throw new FarmError("INVALID_ARGUMENT", `token kind must be one of ${TOKEN_KINDS.join(", ")}, got ${JSON.stringify(req.kind)}`);
+      if (!TOKEN_KINDS.includes(req.kind as TokenKind))
+        throw new FarmError("INVALID_ARGUMENT", `token kind must be one of ${TOKEN_KINDS.join(", ")}, got ${JSON.stringify(req.kind)}`);
       const { record, token } = file.create({
         name: req.name,
         kind: req.kind as TokenKind,
@@ -408,7 +533,15 @@ export class Tracker {
         expiresAtMs: req.expires_at_ms || null,
       });
       this.auth.store!.refresh();
-      this.audit.record({ event: "token_create", who: caller.name, kind: caller.kind, peer: caller.peer, token: record.name, tokenKind: record.kind, keys: record.keys });
+      this.audit.record({
+        event: "token_create",
+        who: caller.name,
+        kind: caller.kind,
+        peer: caller.peer,
+        token: record.name,
+        tokenKind: record.kind,
+        keys: record.keys,
+      });
       return { token, tokens: [info(record)] };
     }
     if (req.action === "revoke") {
@@ -439,14 +572,20 @@ export class Tracker {
       throw new FarmError("INVALID_ARGUMENT", `unknown board command ${JSON.stringify(action)}; commands: drain, quarantine, restore`);
     }
     if (note.length > MAX_NOTE_CHARS || /[\r\n]/.test(note)) {
-      throw new FarmError("INVALID_ARGUMENT", `a board command's reason is one line of at most ${MAX_NOTE_CHARS} characters (got ${note.length}${/[\r\n]/.test(note) ? ", with a line break" : ""})`);
+      throw new FarmError(
+        "INVALID_ARGUMENT",
+        `a board command's reason is one line of at most ${MAX_NOTE_CHARS} characters (got ${note.length}${/[\r\n]/.test(note) ? ", with a line break" : ""})`,
+      );
     }
     const board = this.registry.board(id);
     const target: BoardStanding | undefined = board ?? this.memory.absent(id);
     if (!target) {
       const ids = [...this.registry.boards()].map((b) => b.id);
       const absent = this.memory.absentIds();
-      throw new FarmError("NOT_FOUND", `no board "${id}"; boards: ${ids.length ? ids.join(", ") : "(none attached)"}${absent.length ? `; remembered, not attached: ${absent.join(", ")}` : ""}`);
+      throw new FarmError(
+        "NOT_FOUND",
+        `no board "${id}"; boards: ${ids.length ? ids.join(", ") : "(none attached)"}${absent.length ? `; remembered, not attached: ${absent.join(", ")}` : ""}`,
+      );
     }
     let reason: string;
     if (action === "drain") {

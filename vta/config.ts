@@ -137,7 +137,8 @@ export function parseTvmVtaConfig(text: string, where: string): VtaConfig {
   } catch (err) {
     throw new FarmError("INVALID_ARGUMENT", `${where} is not JSON (${(err as Error).message}); a VTA bitstream's companion is TVM's vta_config.json`);
   }
-  if (typeof json !== "object" || json === null || Array.isArray(json)) throw new FarmError("INVALID_ARGUMENT", `${where} is not a JSON object like TVM's vta_config.json`);
+  if (typeof json !== "object" || json === null || Array.isArray(json))
+    throw new FarmError("INVALID_ARGUMENT", `${where} is not a JSON object like TVM's vta_config.json`);
   const o = json as Record<string, unknown>;
   const missing = TVM_CONFIG_KEYS.filter(([k]) => o[k] === undefined).map(([k]) => k);
   if (missing.length > 0) throw new FarmError("INVALID_ARGUMENT", `${where} lacks ${missing.join(", ")} (TVM's vta_config.json has them all)`);

@@ -168,6 +168,9 @@ function checkQueues(from: number, to: number): void {
   }
   if (from === to) throw new VtaRuntimeError("DEPENDENCE", `a dependency from queue ${from} to itself is meaningless`);
   if ((from === STAGE.LOAD && to === STAGE.STORE) || (from === STAGE.STORE && to === STAGE.LOAD)) {
-    throw new VtaRuntimeError("DEPENDENCE", `there is no token queue between ${from === 1 ? "load" : "store"} and ${to === 1 ? "load" : "store"}: dependencies only link load↔compute and compute↔store`);
+    throw new VtaRuntimeError(
+      "DEPENDENCE",
+      `there is no token queue between ${from === 1 ? "load" : "store"} and ${to === 1 ? "load" : "store"}: dependencies only link load↔compute and compute↔store`,
+    );
   }
 }

@@ -101,7 +101,13 @@ function place(fields: readonly Field[]): PlacedField[] {
   });
 }
 
-const HEADER: Field[] = [["opcode", 3], ["popPrev", 1], ["popNext", 1], ["pushPrev", 1], ["pushNext", 1]];
+const HEADER: Field[] = [
+  ["opcode", 3],
+  ["popPrev", 1],
+  ["popNext", 1],
+  ["pushPrev", 1],
+  ["pushNext", 1],
+];
 
 export interface InsnLayouts {
   mem: PlacedField[];
@@ -218,7 +224,11 @@ export function decodeInsn(bytes: Uint8Array, offset = 0, hw: VtaHardware = DEFA
 
 export function encodeUop(uop: Uop, hw: VtaHardware = DEFAULT_VTA_HARDWARE): number {
   const { dst, src, wgt } = insnLayouts(hw).uop;
-  for (const [name, v, [, w]] of [["dst", uop.dst, dst], ["src", uop.src, src], ["wgt", uop.wgt, wgt]] as const) {
+  for (const [name, v, [, w]] of [
+    ["dst", uop.dst, dst],
+    ["src", uop.src, src],
+    ["wgt", uop.wgt, wgt],
+  ] as const) {
     if (!Number.isInteger(v) || v < 0 || v >= 2 ** w) throw new RangeError(`uop ${name} = ${v} does not fit ${w} bits`);
   }
   return ((uop.dst << dst[0]) | (uop.src << src[0]) | (uop.wgt << wgt[0])) >>> 0;

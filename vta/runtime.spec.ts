@@ -126,10 +126,14 @@ describe("VTA runtime: uop kernels and the uop cache", () => {
     const site = new UopHandle("conv");
     let recorded = 0;
     const push = (sig?: number) =>
-      cmd.pushGemmOp(site, (s) => {
-        recorded++;
-        cmd.uopPush(UOP_MODE.GEMM, false, 10 * (s ?? 0), 0, 0);
-      }, sig);
+      cmd.pushGemmOp(
+        site,
+        (s) => {
+          recorded++;
+          cmd.uopPush(UOP_MODE.GEMM, false, 10 * (s ?? 0), 0, 0);
+        },
+        sig,
+      );
     push(0);
     push(1);
     push(0);
@@ -170,28 +174,31 @@ describe("VTA runtime: uop kernels and the uop cache", () => {
     const cmd = new VtaCommandQueue();
     expectRuntimeError(() => cmd.uopPush(UOP_MODE.GEMM, false, 0, 0, 0), "UOP_RECORDING", /outside a uop kernel/);
     expectRuntimeError(
-      () => cmd.pushGemmOp(new UopHandle(), () => {
-        cmd.uopLoopBegin(2, 1, 0, 0);
-        cmd.uopLoopBegin(2, 1, 0, 0);
-        cmd.uopLoopBegin(2, 1, 0, 0);
-      }),
+      () =>
+        cmd.pushGemmOp(new UopHandle(), () => {
+          cmd.uopLoopBegin(2, 1, 0, 0);
+          cmd.uopLoopBegin(2, 1, 0, 0);
+          cmd.uopLoopBegin(2, 1, 0, 0);
+        }),
       "UOP_RECORDING",
       /at most 2 loops/,
     );
     expectRuntimeError(
-      () => cmd.pushGemmOp(new UopHandle(), () => {
-        cmd.uopPush(UOP_MODE.GEMM, false, 0, 0, 0);
-        cmd.uopLoopBegin(2, 1, 0, 0);
-      }),
+      () =>
+        cmd.pushGemmOp(new UopHandle(), () => {
+          cmd.uopPush(UOP_MODE.GEMM, false, 0, 0, 0);
+          cmd.uopLoopBegin(2, 1, 0, 0);
+        }),
       "UOP_RECORDING",
       /after the kernel's first uop/,
     );
     expectRuntimeError(
-      () => cmd.pushGemmOp(new UopHandle(), () => {
-        cmd.uopPush(UOP_MODE.GEMM, false, 0, 0, 0);
-        cmd.uopPush(UOP_MODE.GEMM, false, 1, 0, 0);
-        cmd.uopPush(UOP_MODE.GEMM, false, 0, 1, 0);
-      }),
+      () =>
+        cmd.pushGemmOp(new UopHandle(), () => {
+          cmd.uopPush(UOP_MODE.GEMM, false, 0, 0, 0);
+          cmd.uopPush(UOP_MODE.GEMM, false, 1, 0, 0);
+          cmd.uopPush(UOP_MODE.GEMM, false, 0, 1, 0);
+        }),
       "UOP_DEPENDENCE",
       /ACC index 0.*VerifyDep/,
     );
@@ -200,18 +207,20 @@ describe("VTA runtime: uop kernels and the uop cache", () => {
       for (const d of [0, 1, 2, 0]) cmd.uopPush(UOP_MODE.GEMM, false, d, 0, 0);
     });
     expectRuntimeError(
-      () => cmd.pushAluOp(new UopHandle(), () => {
-        cmd.uopPush(UOP_MODE.ALU, false, 0, 0, 0, ALU_OP.MAX, true, 0);
-        cmd.uopPush(UOP_MODE.ALU, false, 1, 1, 0, ALU_OP.MIN, true, 0);
-      }),
+      () =>
+        cmd.pushAluOp(new UopHandle(), () => {
+          cmd.uopPush(UOP_MODE.ALU, false, 0, 0, 0, ALU_OP.MAX, true, 0);
+          cmd.uopPush(UOP_MODE.ALU, false, 1, 1, 0, ALU_OP.MIN, true, 0);
+        }),
       "UOP_MISMATCH",
       /one ALU kernel is one operation/,
     );
     expectRuntimeError(
-      () => cmd.pushGemmOp(new UopHandle(), () => {
-        cmd.uopPush(UOP_MODE.GEMM, true, 0, 0, 0);
-        cmd.uopPush(UOP_MODE.GEMM, false, 1, 0, 0);
-      }),
+      () =>
+        cmd.pushGemmOp(new UopHandle(), () => {
+          cmd.uopPush(UOP_MODE.GEMM, true, 0, 0, 0);
+          cmd.uopPush(UOP_MODE.GEMM, false, 1, 0, 0);
+        }),
       "UOP_MISMATCH",
       /reset_out/,
     );
@@ -251,9 +260,15 @@ describe("VTA runtime: uop kernels and the uop cache", () => {
     // Every LOAD UOP reads its own kernel's uops from the DMA buffer.
     for (const [i, uops] of s.uops) {
       const tag = uops[0]![1];
-      assert.ok(uops.every((u) => u[1] === tag), `load ${i} mixes kernels`);
+      assert.ok(
+        uops.every((u) => u[1] === tag),
+        `load ${i} mixes kernels`,
+      );
     }
-    assert.deepEqual([...s.uops.values()].map((u) => u[0]![1]), [1, 2, 3, 1]);
+    assert.deepEqual(
+      [...s.uops.values()].map((u) => u[0]![1]),
+      [1, 2, 3, 1],
+    );
     assert.equal(streamStats([run]).uop_load_nbytes, (5000 + 3000 + 4000 + 5000) * 4);
   });
 
@@ -282,7 +297,11 @@ describe("VTA runtime: uop kernels and the uop cache", () => {
     cmd.storeBuffer2D(0, MEM.OUT, 3, 9, 4, 1, 4);
     const run = cmd.synchronize();
     const lines = runToStream(run).lines;
-    assert.deepEqual(run.relocations, [{ insn: 0, buffer: 2 }, { insn: 1, buffer: 1 }, { insn: 2, buffer: 3 }]);
+    assert.deepEqual(run.relocations, [
+      { insn: 0, buffer: 2 },
+      { insn: 1, buffer: 1 },
+      { insn: 2, buffer: 3 },
+    ]);
     assert.equal(lines[0]!.fields, "sram 5 <dram> y 2 x 3 s 10 pad y[0,0] x[1,1]");
     assert.equal(lines[1]!.flags, "pn", "an ACC load is a compute-stage instruction and takes compute pops");
     assert.deepEqual(lines[2]!.dram, { space: "arg3", value: 9 });

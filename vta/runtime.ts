@@ -26,7 +26,20 @@
  * ```
  */
 import { DEFAULT_VTA_HARDWARE, type VtaHardware } from "./config.ts";
-import { ALU_OP, MEM, OPCODE, encodeInsn, encodeUop, type AluInsn, type AluOpcode, type GemmInsn, type Insn, type LoopFields, type MemInsn, type MemoryType } from "./isa.ts";
+import {
+  ALU_OP,
+  MEM,
+  OPCODE,
+  encodeInsn,
+  encodeUop,
+  type AluInsn,
+  type AluOpcode,
+  type GemmInsn,
+  type Insn,
+  type LoopFields,
+  type MemInsn,
+  type MemoryType,
+} from "./isa.ts";
 import { InsnQueue, STAGE, insnModule, memStage, type QueueId } from "./insn-queue.ts";
 import { UOP_BUFFER, type Relocation, type VtaRun } from "./program.ts";
 import { VtaRuntimeError } from "./runtime-error.ts";
@@ -80,27 +93,39 @@ export class VtaCommandQueue {
 
   /** VTALoadBuffer2D: one LOAD in the stage of `memoryType` (INP, WGT: load; ACC, ACC_8BIT, UOP: compute). */
   loadBuffer2D(
-    buffer: number, elemOffset: number, xSize: number, ySize: number, xStride: number,
-    xPadBefore: number, yPadBefore: number, xPadAfter: number, yPadAfter: number,
-    sramIndex: number, memoryType: MemoryType,
+    buffer: number,
+    elemOffset: number,
+    xSize: number,
+    ySize: number,
+    xStride: number,
+    xPadBefore: number,
+    yPadBefore: number,
+    xPadAfter: number,
+    yPadAfter: number,
+    sramIndex: number,
+    memoryType: MemoryType,
   ): void {
     checkBuffer(buffer);
     if (!Object.values(MEM).includes(memoryType) || memoryType === MEM.OUT) {
       throw new VtaRuntimeError("FIELD_RANGE", `LOAD memory type ${memoryType} is not UOP=0, WGT=1, INP=2, ACC=3 or ACC_8BIT=5`);
     }
-    const insn = this.insnQueue.create(memStage(memoryType) as QueueId, {
-      opcode: OPCODE.LOAD,
-      memoryType,
-      sramBase: sramIndex,
-      dramBase: elemOffset,
-      ySize,
-      xSize,
-      xStride,
-      yPad0: yPadBefore,
-      yPad1: yPadAfter,
-      xPad0: xPadBefore,
-      xPad1: xPadAfter,
-    } satisfies Omit<MemInsn, "popPrev" | "popNext" | "pushPrev" | "pushNext">, buffer);
+    const insn = this.insnQueue.create(
+      memStage(memoryType) as QueueId,
+      {
+        opcode: OPCODE.LOAD,
+        memoryType,
+        sramBase: sramIndex,
+        dramBase: elemOffset,
+        ySize,
+        xSize,
+        xStride,
+        yPad0: yPadBefore,
+        yPad1: yPadAfter,
+        xPad0: xPadBefore,
+        xPad1: xPadAfter,
+      } satisfies Omit<MemInsn, "popPrev" | "popNext" | "pushPrev" | "pushNext">,
+      buffer,
+    );
     checkMemFields(insn, "LOAD");
     this.checkInsnOverflow();
   }
@@ -108,19 +133,23 @@ export class VtaCommandQueue {
   /** VTAStoreBuffer2D: one STORE (pads 0) of `xSize × ySize` ACC elements from `sramIndex`. */
   storeBuffer2D(sramIndex: number, memoryType: MemoryType, buffer: number, elemOffset: number, xSize: number, ySize: number, xStride: number): void {
     checkBuffer(buffer);
-    const insn = this.insnQueue.create(STAGE.STORE, {
-      opcode: OPCODE.STORE,
-      memoryType,
-      sramBase: sramIndex,
-      dramBase: elemOffset,
-      ySize,
-      xSize,
-      xStride,
-      yPad0: 0,
-      yPad1: 0,
-      xPad0: 0,
-      xPad1: 0,
-    } satisfies Omit<MemInsn, "popPrev" | "popNext" | "pushPrev" | "pushNext">, buffer);
+    const insn = this.insnQueue.create(
+      STAGE.STORE,
+      {
+        opcode: OPCODE.STORE,
+        memoryType,
+        sramBase: sramIndex,
+        dramBase: elemOffset,
+        ySize,
+        xSize,
+        xStride,
+        yPad0: 0,
+        yPad1: 0,
+        xPad0: 0,
+        xPad1: 0,
+      } satisfies Omit<MemInsn, "popPrev" | "popNext" | "pushPrev" | "pushNext">,
+      buffer,
+    );
     checkMemFields(insn, "STORE");
     this.checkInsnOverflow();
   }
@@ -203,7 +232,10 @@ export class VtaCommandQueue {
     }
     q.create(STAGE.COMPUTE, { opcode: OPCODE.FINISH });
     if (q.hasPendingPop()) {
-      const p = q.pendingPops().map((s) => `stage ${s.stage}`).join(", ");
+      const p = q
+        .pendingPops()
+        .map((s) => `stage ${s.stage}`)
+        .join(", ");
       throw new VtaRuntimeError("DEPENDENCE", `a dependency pop is still pending at FINISH (${p})`);
     }
     const run = this.encodeRun();
@@ -242,7 +274,10 @@ export class VtaCommandQueue {
       site.set(key, kernel);
     }
     if (kernel.mode !== mode) {
-      throw new VtaRuntimeError("UOP_MISMATCH", `uop kernel ${site.name}[key ${key}] holds ${kernel.mode === UOP_MODE.GEMM ? "GEMM" : "ALU"} uops but is pushed as ${mode === UOP_MODE.GEMM ? "GEMM" : "ALU"}`);
+      throw new VtaRuntimeError(
+        "UOP_MISMATCH",
+        `uop kernel ${site.name}[key ${key}] holds ${kernel.mode === UOP_MODE.GEMM ? "GEMM" : "ALU"} uops but is pushed as ${mode === UOP_MODE.GEMM ? "GEMM" : "ALU"}`,
+      );
     }
     return kernel;
   }
@@ -252,19 +287,23 @@ export class VtaCommandQueue {
     if (this.uopCache.needsFlushFor(kernel)) this.synchronize();
     const placed = this.uopCache.place(kernel);
     if (placed) {
-      this.insnQueue.create(STAGE.COMPUTE, {
-        opcode: OPCODE.LOAD,
-        memoryType: MEM.UOP,
-        sramBase: placed.sramBase,
-        dramBase: placed.dramOffset,
-        ySize: 1,
-        xSize: placed.count,
-        xStride: placed.count,
-        yPad0: 0,
-        yPad1: 0,
-        xPad0: 0,
-        xPad1: 0,
-      } satisfies Omit<MemInsn, "popPrev" | "popNext" | "pushPrev" | "pushNext">, UOP_BUFFER);
+      this.insnQueue.create(
+        STAGE.COMPUTE,
+        {
+          opcode: OPCODE.LOAD,
+          memoryType: MEM.UOP,
+          sramBase: placed.sramBase,
+          dramBase: placed.dramOffset,
+          ySize: 1,
+          xSize: placed.count,
+          xStride: placed.count,
+          yPad0: 0,
+          yPad1: 0,
+          xPad0: 0,
+          xPad1: 0,
+        } satisfies Omit<MemInsn, "popPrev" | "popNext" | "pushPrev" | "pushNext">,
+        UOP_BUFFER,
+      );
     }
   }
 
@@ -345,8 +384,15 @@ function checkBuffer(buffer: number): void {
 
 function checkMemFields(insn: MemInsn, what: string): void {
   const limits: [keyof MemInsn, number][] = [
-    ["sramBase", 16], ["dramBase", 32], ["ySize", 16], ["xSize", 16], ["xStride", 16],
-    ["yPad0", 4], ["yPad1", 4], ["xPad0", 4], ["xPad1", 4],
+    ["sramBase", 16],
+    ["dramBase", 32],
+    ["ySize", 16],
+    ["xSize", 16],
+    ["xStride", 16],
+    ["yPad0", 4],
+    ["yPad1", 4],
+    ["xPad0", 4],
+    ["xPad1", 4],
   ];
   for (const [field, bits] of limits) {
     const v = insn[field] as number;

@@ -69,7 +69,11 @@ export interface TokenQueues {
 
 export type DependencyCheck =
   | { ok: true; left: TokenQueues }
-  | { ok: false; left: TokenQueues; /** The instructions at the head of each module that could not proceed. */ blocked: { insn: number; module: string; waitsFor: keyof TokenQueues }[] };
+  | {
+      ok: false;
+      left: TokenQueues;
+      /** The instructions at the head of each module that could not proceed. */ blocked: { insn: number; module: string; waitsFor: keyof TokenQueues }[];
+    };
 
 const MODULE_NAME = { [STAGE.LOAD]: "load", [STAGE.COMPUTE]: "compute", [STAGE.STORE]: "store" } as const;
 

@@ -38,8 +38,20 @@ export interface ParsedStream {
 }
 
 const ALU_NAMES: Record<number, string> = { [ALU_OP.MIN]: "MIN", [ALU_OP.MAX]: "MAX", [ALU_OP.ADD]: "ADD", [ALU_OP.SHR]: "SHR", [ALU_OP.MUL]: "MUL" };
-const MEM_NAMES: Record<number, string> = { [MEM.UOP]: "UOP", [MEM.WGT]: "WGT", [MEM.INP]: "INP", [MEM.ACC]: "ACC", [MEM.OUT]: "OUT", [MEM.ACC_8BIT]: "ACC_8BIT" };
-const FLAG_ORDER = [["popPrev", "pp"], ["popNext", "pn"], ["pushPrev", "Pp"], ["pushNext", "Pn"]] as const;
+const MEM_NAMES: Record<number, string> = {
+  [MEM.UOP]: "UOP",
+  [MEM.WGT]: "WGT",
+  [MEM.INP]: "INP",
+  [MEM.ACC]: "ACC",
+  [MEM.OUT]: "OUT",
+  [MEM.ACC_8BIT]: "ACC_8BIT",
+};
+const FLAG_ORDER = [
+  ["popPrev", "pp"],
+  ["popNext", "pn"],
+  ["pushPrev", "Pp"],
+  ["pushNext", "Pn"],
+] as const;
 
 /** The kind of an instruction in the golden-file vocabulary. */
 export function insnKind(insn: Insn): string {
@@ -59,7 +71,9 @@ export function insnKind(insn: Insn): string {
 }
 
 export function insnFlags(insn: Insn): string {
-  return FLAG_ORDER.filter(([f]) => insn[f]).map(([, s]) => s).join(",");
+  return FLAG_ORDER.filter(([f]) => insn[f])
+    .map(([, s]) => s)
+    .join(",");
 }
 
 /** The fields of an instruction, with the DRAM base as `<dram>`. */
@@ -156,7 +170,9 @@ export function parseStreamText(text: string): ParsedStream {
 
 function canonicalFlags(s: string): string {
   const set = new Set(s.split(","));
-  return FLAG_ORDER.map(([, f]) => f).filter((f) => set.has(f)).join(",");
+  return FLAG_ORDER.map(([, f]) => f)
+    .filter((f) => set.has(f))
+    .join(",");
 }
 
 /**

@@ -22,16 +22,39 @@ describe("stream text (the golden-file format)", () => {
   it("parses kinds, fields, DRAM bases, flags (in canonical order) and uop lists", () => {
     const s = parseStreamText(SAMPLE);
     assert.equal(s.lines.length, 7);
-    assert.deepEqual(s.lines[3], { index: 3, kind: "LOAD_INP", fields: "sram 144 <dram> y 8 x 14 s 14 pad y[1,0] x[1,1]", flags: "pn", dram: { space: "?", value: 452 } });
+    assert.deepEqual(s.lines[3], {
+      index: 3,
+      kind: "LOAD_INP",
+      fields: "sram 144 <dram> y 8 x 14 s 14 pad y[1,0] x[1,1]",
+      flags: "pn",
+      dram: { space: "?", value: 452 },
+    });
     assert.equal(s.lines[4]!.flags, "pp,Pn");
     assert.deepEqual(s.lines[1]!.dram, { space: "uop", value: 0 });
     assert.equal(s.lines[6]!.fields, "");
-    assert.deepEqual(s.uops.get(1), [[0, 0, 0], [1, 0, 0]]);
+    assert.deepEqual(s.uops.get(1), [
+      [0, 0, 0],
+      [1, 0, 0],
+    ]);
     assert.throws(() => parseStreamText("LOAD what"), /line 1/);
   });
 
   it("formats instructions the same way, so runs and golden files compare field by field", () => {
-    const insn: Insn = { opcode: OPCODE.LOAD, ...NO_DEPS, popNext: true, memoryType: MEM.INP, sramBase: 144, dramBase: 452, ySize: 8, xSize: 14, xStride: 14, yPad0: 1, yPad1: 0, xPad0: 1, xPad1: 1 };
+    const insn: Insn = {
+      opcode: OPCODE.LOAD,
+      ...NO_DEPS,
+      popNext: true,
+      memoryType: MEM.INP,
+      sramBase: 144,
+      dramBase: 452,
+      ySize: 8,
+      xSize: 14,
+      xStride: 14,
+      yPad0: 1,
+      yPad1: 0,
+      xPad0: 1,
+      xPad1: 1,
+    };
     const line = formatInsn(3, insn);
     const back = parseStreamText(line).lines[0]!;
     assert.deepEqual(back, parseStreamText(SAMPLE).lines[3]);
@@ -40,7 +63,10 @@ describe("stream text (the golden-file format)", () => {
 
   it("relative DRAM bases per address space", () => {
     const s = parseStreamText("0 LOAD_INP sram 0 ?+10 y 1 x 1 s 1\n1 LOAD_WGT sram 0 ?+500 y 1 x 1 s 1\n2 LOAD_INP sram 0 ?+14 y 1 x 1 s 1");
-    assert.deepEqual(relativeDram(s.lines, (l) => l.kind), [0, 0, 4]);
+    assert.deepEqual(
+      relativeDram(s.lines, (l) => l.kind),
+      [0, 0, 4],
+    );
   });
 
   it("runToStream names each DRAM base's buffer and reads the uops each LOAD UOP loads", () => {
@@ -53,7 +79,10 @@ describe("stream text (the golden-file format)", () => {
     const s = runToStream(cmd.synchronize());
     assert.deepEqual(s.lines[0]!.dram, { space: "arg1", value: 5 });
     assert.deepEqual(s.lines[1]!.dram, { space: "uop", value: 0 });
-    assert.deepEqual(s.uops.get(1), [[3, 4, 5], [4, 5, 6]]);
+    assert.deepEqual(s.uops.get(1), [
+      [3, 4, 5],
+      [4, 5, 6],
+    ]);
   });
 });
 

@@ -58,8 +58,13 @@ export class UopKernel {
   }
 
   loopBegin(extent: number, dstFactor: number, srcFactor: number, wgtFactor: number): void {
-    if (this.uops.length !== 0) throw new VtaRuntimeError("UOP_RECORDING", "VTAUopLoopBegin after the kernel's first uop: declare both uop loops before any VTAUopPush");
-    if (this.loops.length >= MAX_LOOPS) throw new VtaRuntimeError("UOP_RECORDING", `a uop kernel has at most ${MAX_LOOPS} loops (the GEMM/ALU instruction's outer and inner loop); this one declares a third`);
+    if (this.uops.length !== 0)
+      throw new VtaRuntimeError("UOP_RECORDING", "VTAUopLoopBegin after the kernel's first uop: declare both uop loops before any VTAUopPush");
+    if (this.loops.length >= MAX_LOOPS)
+      throw new VtaRuntimeError(
+        "UOP_RECORDING",
+        `a uop kernel has at most ${MAX_LOOPS} loops (the GEMM/ALU instruction's outer and inner loop); this one declares a third`,
+      );
     const hw = this.hw;
     fits("uop loop extent", extent, LOOP_ITER_WIDTH, 1);
     fits("uop loop dst factor", dstFactor, hw.logAccDepth);
@@ -81,11 +86,17 @@ export class UopKernel {
     fits("uop wgt index", wgt, hw.logWgtDepth);
     this.verifyDep(dst);
     if (this.mode === undefined) this.mode = mode;
-    else if (this.mode !== mode) throw new VtaRuntimeError("UOP_MISMATCH", `uop ${this.uops.length} of kernel key ${this.key} is ${modeName(mode)} but the kernel is ${modeName(this.mode)}`);
+    else if (this.mode !== mode)
+      throw new VtaRuntimeError(
+        "UOP_MISMATCH",
+        `uop ${this.uops.length} of kernel key ${this.key} is ${modeName(mode)} but the kernel is ${modeName(this.mode)}`,
+      );
     if (this.resetOut === undefined) this.resetOut = resetOut;
-    else if (this.resetOut !== resetOut) throw new VtaRuntimeError("UOP_MISMATCH", `uop ${this.uops.length} of kernel key ${this.key} has reset_out=${+resetOut}, the kernel ${+this.resetOut}`);
+    else if (this.resetOut !== resetOut)
+      throw new VtaRuntimeError("UOP_MISMATCH", `uop ${this.uops.length} of kernel key ${this.key} has reset_out=${+resetOut}, the kernel ${+this.resetOut}`);
     if (mode === UOP_MODE.ALU) {
-      if (!Object.values(ALU_OP).includes(opcode)) throw new VtaRuntimeError("FIELD_RANGE", `ALU opcode ${opcode} is not one of MIN=0, MAX=1, ADD=2, SHR=3, MUL=4`);
+      if (!Object.values(ALU_OP).includes(opcode))
+        throw new VtaRuntimeError("FIELD_RANGE", `ALU opcode ${opcode} is not one of MIN=0, MAX=1, ADD=2, SHR=3, MUL=4`);
       if (!Number.isInteger(imm) || imm < -32768 || imm > 32767) throw new VtaRuntimeError("FIELD_RANGE", `ALU immediate ${imm} does not fit 16 signed bits`);
       const immVal = imm;
       if (this.aluOpcode === undefined) {
@@ -93,7 +104,10 @@ export class UopKernel {
         this.useImm = useImm;
         this.imm = immVal;
       } else if (this.aluOpcode !== opcode || this.useImm !== useImm || this.imm !== immVal) {
-        throw new VtaRuntimeError("UOP_MISMATCH", `uop ${this.uops.length} of ALU kernel key ${this.key} changes the opcode or immediate; one ALU kernel is one operation`);
+        throw new VtaRuntimeError(
+          "UOP_MISMATCH",
+          `uop ${this.uops.length} of ALU kernel key ${this.key} changes the opcode or immediate; one ALU kernel is one operation`,
+        );
       }
     }
     this.uops.push({ dst, src, wgt });
@@ -132,7 +146,10 @@ export class UopHandle {
     }
     const key = (signature + 1) >>> 0;
     if (key >= MAX_KERNEL_KEY) {
-      throw new VtaRuntimeError("UOP_KERNEL", `uop kernel key ${key} (signature ${signature} + 1) is not below ${MAX_KERNEL_KEY}: a kernel's closure value must be a small index such as the virtual thread`);
+      throw new VtaRuntimeError(
+        "UOP_KERNEL",
+        `uop kernel key ${key} (signature ${signature} + 1) is not below ${MAX_KERNEL_KEY}: a kernel's closure value must be a small index such as the virtual thread`,
+      );
     }
     return key;
   }
@@ -143,7 +160,11 @@ export class UopHandle {
    */
   bind(queue: object): void {
     if (this.owner === undefined) this.owner = queue;
-    else if (this.owner !== queue) throw new VtaRuntimeError("UOP_KERNEL", `uop call site ${this.name} is already used by another command queue; create one UopHandle per call site and queue`);
+    else if (this.owner !== queue)
+      throw new VtaRuntimeError(
+        "UOP_KERNEL",
+        `uop call site ${this.name} is already used by another command queue; create one UopHandle per call site and queue`,
+      );
   }
 
   get(key: number): UopKernel | undefined {

@@ -95,7 +95,16 @@ export async function measureFidelity(client: TrackerClient, key: string, opts: 
       let conditions: Readonly<Record<string, string>> = {};
       let device = "";
       for (let r = 0; r < ROUNDS; r++) {
-        const n = await runNativeTimer(nativeTimer, { module: moduleFile, kernel: w.kernel, grid: w.grid, block: w.block, sharedMemBytes: w.sharedMemBytes, args: w.args as NativeArg[], number, repeat: REPEATS });
+        const n = await runNativeTimer(nativeTimer, {
+          module: moduleFile,
+          kernel: w.kernel,
+          grid: w.grid,
+          block: w.block,
+          sharedMemBytes: w.sharedMemBytes,
+          args: w.args as NativeArg[],
+          number,
+          repeat: REPEATS,
+        });
         native.push(...n.resultsMs.map((ms) => ms * 1000));
         device = n.device;
         const f = await evaluate(...args);
@@ -108,7 +117,16 @@ export async function measureFidelity(client: TrackerClient, key: string, opts: 
         farmGraphUs = median(g.results.map((sec) => sec * 1e6));
       }
       for (const a of args) if (typeof a === "object") await a.free();
-      const row = { workload: w, number, farmUs: median(farm), nativeUs: median(native), ratio: median(farm) / median(native), farmGraphUs, conditions, device };
+      const row = {
+        workload: w,
+        number,
+        farmUs: median(farm),
+        nativeUs: median(native),
+        ratio: median(farm) / median(native),
+        farmGraphUs,
+        conditions,
+        device,
+      };
       opts.log?.(`${w.name}: farm ${row.farmUs.toFixed(2)} µs, native ${row.nativeUs.toFixed(2)} µs, ratio ${row.ratio.toFixed(4)} (number ${number})`);
       rows.push(row);
     }

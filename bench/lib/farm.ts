@@ -32,10 +32,15 @@ export async function startBenchFarm(): Promise<BenchFarm> {
     agentPid,
     workerPids: () => childrenOf(agentPid),
     async waitFree(n = BOARDS.length) {
-      await waitFor(`${n} free board(s)`, async () => {
-        const s = await farm.client.summary();
-        return s.boards.filter((b) => b.state === "free").length >= n;
-      }, 30_000, 2);
+      await waitFor(
+        `${n} free board(s)`,
+        async () => {
+          const s = await farm.client.summary();
+          return s.boards.filter((b) => b.state === "free").length >= n;
+        },
+        30_000,
+        2,
+      );
     },
     async withSession<T>(fn: (s: Session) => Promise<T>, route?: Route): Promise<T> {
       const s = await farm.client.request("cpu", route ? { route } : {});

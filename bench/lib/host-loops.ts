@@ -76,7 +76,17 @@ export async function connectHosts(opts: HostLoopOptions): Promise<HostFleet> {
       const t0 = now();
       const from = t0 + warmupMs;
       const until = from + durationMs;
-      const r: HostLoopResult = { hosts: opts.hosts, grantMs: [], releaseMs: [], requested: 0, granted: 0, released: 0, grantedInWindow: 0, lanes: {}, errors: {} };
+      const r: HostLoopResult = {
+        hosts: opts.hosts,
+        grantMs: [],
+        releaseMs: [],
+        requested: 0,
+        granted: 0,
+        released: 0,
+        grantedInWindow: 0,
+        lanes: {},
+        errors: {},
+      };
       const fail = (err: unknown) => {
         const e = FarmError.from(err);
         const seen = (r.errors[e.code] ??= { count: 0, first: e.message });

@@ -80,7 +80,8 @@ export async function runNativeTimer(bin: string, opts: NativeTimerOptions): Pro
 /** The native timer's command line for `opts`. @internal */
 export function nativeTimerArgv(opts: NativeTimerOptions): string[] {
   const dim = (name: string, d: readonly number[]) => {
-    if (d.length !== 3 || !d.every((v) => Number.isInteger(v) && v >= 1)) throw new Error(`native timer: ${name} ${JSON.stringify(d)} is not three positive integers`);
+    if (d.length !== 3 || !d.every((v) => Number.isInteger(v) && v >= 1))
+      throw new Error(`native timer: ${name} ${JSON.stringify(d)} is not three positive integers`);
     return d.join(",");
   };
   const count = (name: string, v: number, min: number) => {
@@ -98,7 +99,8 @@ export function nativeTimerArgv(opts: NativeTimerOptions): string[] {
 // Floats are passed as String(v): strtof() reads all of its forms ("1e-7", "NaN", "-Infinity").
 function nativeArg(a: NativeArg, index: number): string {
   if ("buf" in a) {
-    if (!Number.isSafeInteger(a.buf) || a.buf < 4 || a.buf % 4 !== 0) throw new Error(`native timer: argument ${index}: buffer of ${a.buf} bytes is not a positive multiple of 4`);
+    if (!Number.isSafeInteger(a.buf) || a.buf < 4 || a.buf % 4 !== 0)
+      throw new Error(`native timer: argument ${index}: buffer of ${a.buf} bytes is not a positive multiple of 4`);
     return a.fill === undefined ? `buf:${a.buf}` : `buf:${a.buf}:${a.fill}`;
   }
   if ("i32" in a) {

@@ -40,10 +40,28 @@ import { randomBytes } from "node:crypto";
 import type { Server, Socket } from "node:net";
 import type * as grpc from "@grpc/grpc-js";
 import {
-  AgentService, CLEAN_END_FRAME, FARM_VERSION, FarmError, ROUTE, decodeHostFrame, encodeBoardFrame, encodeLaneHello, type AgentServiceClient,
+  AgentService,
+  CLEAN_END_FRAME,
+  FARM_VERSION,
+  FarmError,
+  ROUTE,
+  decodeHostFrame,
+  encodeBoardFrame,
+  encodeLaneHello,
+  type AgentServiceClient,
 } from "../../protos/index.ts";
 import {
-  HELLO_TIMEOUT_MS, LaneSocket, awaitWelcome, componentLogger, connectSocket, framed, makeClient, parseAddress, socketServer, welcome, type Logger,
+  HELLO_TIMEOUT_MS,
+  LaneSocket,
+  awaitWelcome,
+  componentLogger,
+  connectSocket,
+  framed,
+  makeClient,
+  parseAddress,
+  socketServer,
+  welcome,
+  type Logger,
 } from "../../runtime/index.ts";
 import type { AgentMessage } from "../../protos/gen/farm/v1/AgentMessage.ts";
 import type { AssignSession__Output } from "../../protos/gen/farm/v1/AssignSession.ts";
@@ -100,7 +118,18 @@ interface SimBoard {
 }
 
 export class SimAgent {
-  readonly stats: SimAgentStats = { assigned: 0, direct: 0, relay: 0, closed: 0, released: 0, hostLeft: 0, endedByTracker: {}, otherRequests: 0, doubleAssigned: 0, heartbeatRttMs: [] };
+  readonly stats: SimAgentStats = {
+    assigned: 0,
+    direct: 0,
+    relay: 0,
+    closed: 0,
+    released: 0,
+    hostLeft: 0,
+    endedByTracker: {},
+    otherRequests: 0,
+    doubleAssigned: 0,
+    heartbeatRttMs: [],
+  };
   /** When each heartbeat not acknowledged yet went out. */
   private readonly sentAt = new Map<number, number>();
   private readonly boards = new Map<string, SimBoard>();
@@ -194,8 +223,7 @@ export class SimAgent {
       const at = this.sentAt.get(msg.heartbeat_ack.seq);
       if (at !== undefined) this.stats.heartbeatRttMs.push(performance.now() - at);
       this.sentAt.delete(msg.heartbeat_ack.seq);
-    }
-    else if (msg.ping) this.send({ heartbeat: { seq: ++this.seq } });
+    } else if (msg.ping) this.send({ heartbeat: { seq: ++this.seq } });
     else if (msg.assign) this.assign(msg.assign);
     else if (msg.end_session) this.endSession(msg.end_session.session_id, msg.end_session.reason ? FarmError.fromWire(msg.end_session.reason) : null);
     else if (msg.open_relay) void this.dialRelay(msg.open_relay.session_id);
@@ -212,7 +240,12 @@ export class SimAgent {
       // The tracker granted a board whose session this agent has not reported over: a real agent would hold
       // the assignment for its next worker. Never seen here; counted so a benchmark fails on it.
       this.stats.doubleAssigned++;
-      this.send({ session_ended: { session_id: a.session_id, reason: new FarmError("INTERNAL", `simulated board ${board.spec.name} serves ${board.session.id}`).toWire() } });
+      this.send({
+        session_ended: {
+          session_id: a.session_id,
+          reason: new FarmError("INTERNAL", `simulated board ${board.spec.name} serves ${board.session.id}`).toWire(),
+        },
+      });
       return;
     }
     const route = ROUTE.fromWire(a.route, "the tracker's assignment", "PROTOCOL_ERROR");
@@ -245,7 +278,9 @@ export class SimAgent {
     const serving = board.session;
     try {
       const hello = framed(encodeLaneHello({ session_id: sessionId, ticket, role: "worker" }));
-      const socket = await connectSocket(parseAddress(this.opts.tracker).host, this.relayPort, {}, HELLO_TIMEOUT_MS, "the tracker's data port", { first: hello });
+      const socket = await connectSocket(parseAddress(this.opts.tracker).host, this.relayPort, {}, HELLO_TIMEOUT_MS, "the tracker's data port", {
+        first: hello,
+      });
       const lane = new LaneSocket(socket, `the relay lane of session ${sessionId}`);
       await awaitWelcome(lane);
       if (serving.over) return lane.fail(new FarmError("CANCELLED", `session ${sessionId} is over`));
@@ -274,7 +309,12 @@ export class SimAgent {
         return;
       }
       this.stats.otherRequests++;
-      lane.send(encodeBoardFrame({ id: frame.id, error: new FarmError("INVALID_ARGUMENT", `board ${board.spec.name} is simulated (bench/lib/sim-agent.ts): it answers Close only`).toWire() }));
+      lane.send(
+        encodeBoardFrame({
+          id: frame.id,
+          error: new FarmError("INVALID_ARGUMENT", `board ${board.spec.name} is simulated (bench/lib/sim-agent.ts): it answers Close only`).toWire(),
+        }),
+      );
     });
     lane.onClose(() => {
       if (serving.over) return;

@@ -54,7 +54,9 @@ for (let i = first; i < first + agents; i++) {
       name,
       boards,
       onLost: (why) => {
-        console.error(`${new Date().toISOString()} ${name}: ${why} (this process's event loop: p99 ${(loop.percentile(99) / 1e6).toFixed(0)} ms, max ${(loop.max / 1e6).toFixed(0)} ms late)`);
+        console.error(
+          `${new Date().toISOString()} ${name}: ${why} (this process's event loop: p99 ${(loop.percentile(99) / 1e6).toFixed(0)} ms, max ${(loop.max / 1e6).toFixed(0)} ms late)`,
+        );
         process.exit(1);
       },
     }),
@@ -70,7 +72,18 @@ try {
 console.log(`attached ${fleet.length}`);
 
 function total(): SimAgentStats {
-  const sum: SimAgentStats = { assigned: 0, direct: 0, relay: 0, closed: 0, released: 0, hostLeft: 0, endedByTracker: {}, otherRequests: 0, doubleAssigned: 0, heartbeatRttMs: [] };
+  const sum: SimAgentStats = {
+    assigned: 0,
+    direct: 0,
+    relay: 0,
+    closed: 0,
+    released: 0,
+    hostLeft: 0,
+    endedByTracker: {},
+    otherRequests: 0,
+    doubleAssigned: 0,
+    heartbeatRttMs: [],
+  };
   for (const { stats } of fleet) {
     for (const k of ["assigned", "direct", "relay", "closed", "released", "hostLeft", "otherRequests", "doubleAssigned"] as const) sum[k] += stats[k];
     for (const [code, n] of Object.entries(stats.endedByTracker)) sum.endedByTracker[code] = (sum.endedByTracker[code] ?? 0) + n;

@@ -41,10 +41,15 @@ export async function attachSimFleet(trackerAddress: string, client: TrackerClie
       });
       sim.once("exit", (code) => reject(new Error(`simulated agents exited (code ${code})`)));
     });
-    await waitFor(`${SIM_BOARDS} free boards`, async () => {
-      const s = await client.summary();
-      return s.boards.filter((b) => b.state === "free").length === SIM_BOARDS;
-    }, 30_000, 50);
+    await waitFor(
+      `${SIM_BOARDS} free boards`,
+      async () => {
+        const s = await client.summary();
+        return s.boards.filter((b) => b.state === "free").length === SIM_BOARDS;
+      },
+      30_000,
+      50,
+    );
   } catch (err) {
     await fleet.stop();
     throw err;

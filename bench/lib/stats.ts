@@ -68,7 +68,11 @@ export function printTable(title: string, rows: readonly Row[], notes: readonly 
   const headers = ["figure", "measured", "target", "", "baseline (same run)", "ratio"];
   const cells = rows.map((r) => [r.figure, r.value, r.target, r.verdict, r.baseline, r.ratio]);
   const widths = headers.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
-  const line = (c: string[]) => c.map((x, i) => x.padEnd(widths[i]!)).join("  ").trimEnd();
+  const line = (c: string[]) =>
+    c
+      .map((x, i) => x.padEnd(widths[i]!))
+      .join("  ")
+      .trimEnd();
   const rule = "-".repeat(widths.reduce((a, w) => a + w + 2, -2));
   console.log(`\n${title}`);
   console.log(rule);

@@ -34,14 +34,36 @@
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import {
-  accessSync, chmodSync, constants, copyFileSync, existsSync, linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync,
-  renameSync, rmSync, statSync, symlinkSync, writeFileSync,
+  accessSync,
+  chmodSync,
+  constants,
+  copyFileSync,
+  existsSync,
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
 } from "node:fs";
 import { delimiter, dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import {
-  BUILTINS_DIR, BUILTINS_FD, DEBIAN_KEYRING, DEBIAN_SUITE, DEBIAN_TOOLS, DEFAULT_DEBIAN_MIRROR, stageDebianNode, type DebianArch, type DebianNode,
+  BUILTINS_DIR,
+  BUILTINS_FD,
+  DEBIAN_KEYRING,
+  DEBIAN_SUITE,
+  DEBIAN_TOOLS,
+  DEFAULT_DEBIAN_MIRROR,
+  stageDebianNode,
+  type DebianArch,
+  type DebianNode,
 } from "./debian.ts";
 import { EM_AARCH64, EM_ARM, EM_X86_64, isMusl, readElf } from "./elf.ts";
 import { BundleError, DownloadError } from "./errors.ts";
@@ -78,8 +100,20 @@ const NO_MSGPACKR_EXTRACT = "optional native string decoder of msgpackr, which d
 
 export const TARGETS: Readonly<Record<BundleArch, BundleTarget>> = {
   x64: { arch: "x64", cpu: "x64", machine: EM_X86_64, leftOut: {} },
-  arm64: { arch: "arm64", cpu: "arm64", machine: EM_AARCH64, debian: { arch: "arm64", triplet: "aarch64-linux-gnu" }, leftOut: { "msgpackr-extract": NO_MSGPACKR_EXTRACT } },
-  armv7l: { arch: "armv7l", cpu: "arm", machine: EM_ARM, debian: { arch: "armhf", triplet: "arm-linux-gnueabihf" }, leftOut: { "msgpackr-extract": NO_MSGPACKR_EXTRACT } },
+  arm64: {
+    arch: "arm64",
+    cpu: "arm64",
+    machine: EM_AARCH64,
+    debian: { arch: "arm64", triplet: "aarch64-linux-gnu" },
+    leftOut: { "msgpackr-extract": NO_MSGPACKR_EXTRACT },
+  },
+  armv7l: {
+    arch: "armv7l",
+    cpu: "arm",
+    machine: EM_ARM,
+    debian: { arch: "armhf", triplet: "arm-linux-gnueabihf" },
+    leftOut: { "msgpackr-extract": NO_MSGPACKR_EXTRACT },
+  },
 };
 
 export function defaultArchive(arch: BundleArch): string {
@@ -95,7 +129,8 @@ const MAX_APP_FILE_BYTES = 8 * 1024 * 1024;
 const SKIPPED_APP_EXTENSIONS = new Set([".png", ".jpg", ".jpeg", ".gif", ".webp", ".ico", ".pdf"]);
 
 /** Files of dependencies that nothing loads at run time: docs, source maps, type declarations, native sources. */
-const PRUNED_DEP_FILE = /(\.(md|markdown|map|d\.ts|d\.mts|d\.cts|tsbuildinfo|c|cc|cpp|cxx|h|hh|hpp|inc|gyp|gypi)|^CMakeLists\.txt|^\.(npmignore|eslintrc.*|prettierrc.*|editorconfig|travis\.yml|nycrc.*))$/i;
+const PRUNED_DEP_FILE =
+  /(\.(md|markdown|map|d\.ts|d\.mts|d\.cts|tsbuildinfo|c|cc|cpp|cxx|h|hh|hpp|inc|gyp|gypi)|^CMakeLists\.txt|^\.(npmignore|eslintrc.*|prettierrc.*|editorconfig|travis\.yml|nycrc.*))$/i;
 /** Folders directly under a dependency's root that nothing loads at run time (kept if package.json points into one). */
 const PRUNED_DEP_DIRS = new Set(["test", "tests", "__tests__", "example", "examples", "bench", "benchmark", "benchmarks", "doc", "docs", ".github"]);
 
@@ -132,8 +167,17 @@ export function resolveBundleOptions(opts: BundleOptions = {}): ResolvedBundleOp
   const level = opts.level ?? DEFAULT_XZ_LEVEL;
   if (!Number.isInteger(level) || level < 0 || level > 9) throw new BundleError(`--level must be an xz preset 0..9, got ${level}`);
   const mirror = (opts.mirror ?? DEFAULT_DEBIAN_MIRROR).replace(/\/+$/, "");
-  if (!/^https?:\/\/[^/]/.test(mirror)) throw new BundleError(`--mirror must be an http(s) URL of a Debian mirror (like ${DEFAULT_DEBIAN_MIRROR}), got ${mirror}`);
-  return { target: TARGETS[arch], archivePath, stageDir: join(dirname(archivePath), BUNDLE_DIR_NAME), compress: opts.compress ?? true, level, mirror, allowUnsignedIndex: opts.allowUnsignedIndex ?? false };
+  if (!/^https?:\/\/[^/]/.test(mirror))
+    throw new BundleError(`--mirror must be an http(s) URL of a Debian mirror (like ${DEFAULT_DEBIAN_MIRROR}), got ${mirror}`);
+  return {
+    target: TARGETS[arch],
+    archivePath,
+    stageDir: join(dirname(archivePath), BUNDLE_DIR_NAME),
+    compress: opts.compress ?? true,
+    level,
+    mirror,
+    allowUnsignedIndex: opts.allowUnsignedIndex ?? false,
+  };
 }
 
 interface NodeReportHeader {
@@ -148,14 +192,17 @@ function nodeGlibc(): string | undefined {
 }
 
 function onPath(tool: string): boolean {
-  return (process.env.PATH ?? "").split(delimiter).filter(Boolean).some((dir) => {
-    try {
-      accessSync(join(dir, tool), constants.X_OK);
-      return true;
-    } catch {
-      return false;
-    }
-  });
+  return (process.env.PATH ?? "")
+    .split(delimiter)
+    .filter(Boolean)
+    .some((dir) => {
+      try {
+        accessSync(join(dir, tool), constants.X_OK);
+        return true;
+      } catch {
+        return false;
+      }
+    });
 }
 
 /**
@@ -171,7 +218,8 @@ export function bundleRefusal(arch: BundleArch = "x64"): string | undefined {
     if (missing.length > 0) {
       return `building the ${arch} agent bundle needs ${missing.map(([t]) => t).join(", ")}, not on the PATH (Debian: apt-get install ${missing.map(([, p]) => p).join(" ")})`;
     }
-    if (!existsSync(DEBIAN_KEYRING)) return `building the ${arch} agent bundle checks Debian's signatures with ${DEBIAN_KEYRING}, which is missing (apt-get install debian-archive-keyring)`;
+    if (!existsSync(DEBIAN_KEYRING))
+      return `building the ${arch} agent bundle checks Debian's signatures with ${DEBIAN_KEYRING}, which is missing (apt-get install debian-archive-keyring)`;
     return undefined;
   }
   const here = `${process.platform}-${process.arch}`;
@@ -182,8 +230,10 @@ export function bundleRefusal(arch: BundleArch = "x64"): string | undefined {
   const vars = (process.config.variables ?? {}) as unknown as Record<string, unknown>;
   const shared = Object.keys(vars).filter((k) => k.startsWith("node_shared") && vars[k] === true);
   if (shared.length > 0) {
-    return `the running node (${process.execPath}) loads shared libraries a GPU host may lack (${shared.join(", ")}): ` +
-      "build with an official nodejs.org or NodeSource build";
+    return (
+      `the running node (${process.execPath}) loads shared libraries a GPU host may lack (${shared.join(", ")}): ` +
+      "build with an official nodejs.org or NodeSource build"
+    );
   }
   return undefined;
 }
@@ -196,7 +246,9 @@ function appFiles(): { files: string[]; untracked: number } {
     try {
       return execFileSync("git", args, { cwd: PACKAGE_ROOT, maxBuffer: 64 << 20, stdio: ["ignore", "pipe", "pipe"] }).toString();
     } catch (err) {
-      throw new BundleError(`the bundle takes the package's files from git, and \`git ${args.join(" ")}\` failed in ${PACKAGE_ROOT}: ${(err as Error).message}`);
+      throw new BundleError(
+        `the bundle takes the package's files from git, and \`git ${args.join(" ")}\` failed in ${PACKAGE_ROOT}: ${(err as Error).message}`,
+      );
     }
   };
   const tracked = git("ls-files", "-z", "--cached").split("\0").filter(Boolean);
@@ -205,7 +257,8 @@ function appFiles(): { files: string[]; untracked: number } {
   // node_modules is the dependency walk's: a symlinked one (a git worktree's) is no folder to `node_modules/` in .gitignore,
   // and copied as a link it would have the dependency copy write through it into the real one.
   const files = [...new Set([...tracked, ...untracked])]
-    .filter((f) => f !== "node_modules" && !f.startsWith("node_modules/") && existsSync(join(PACKAGE_ROOT, f))).sort();
+    .filter((f) => f !== "node_modules" && !f.startsWith("node_modules/") && existsSync(join(PACKAGE_ROOT, f)))
+    .sort();
   return { files, untracked: untracked.length };
 }
 
@@ -266,7 +319,9 @@ function readLockfile(): Lockfile {
   try {
     return (JSON.parse(readFileSync(join(PACKAGE_ROOT, "package-lock.json"), "utf8")) as { packages: Lockfile }).packages;
   } catch (err) {
-    throw new BundleError(`a bundle for another CPU takes its platform packages' versions from package-lock.json, which cannot be read: ${(err as Error).message}`);
+    throw new BundleError(
+      `a bundle for another CPU takes its platform packages' versions from package-lock.json, which cannot be read: ${(err as Error).message}`,
+    );
   }
 }
 
@@ -277,7 +332,8 @@ function lockedFor(lock: Lockfile, name: string, fromDir: string, target: Bundle
     const entry = lock[path.split(sep).join("/")];
     if (entry) {
       if (!fits(entry, target)) return undefined;
-      if (!entry.version || !entry.integrity) throw new BundleError(`package-lock.json has no version or integrity for ${path} to fetch it by: refresh the lockfile with npm install`);
+      if (!entry.version || !entry.integrity)
+        throw new BundleError(`package-lock.json has no version or integrity for ${path} to fetch it by: refresh the lockfile with npm install`);
       return { name, version: entry.version, path, integrity: entry.integrity };
     }
     if (resolve(dir) === resolve(PACKAGE_ROOT) || dirname(dir) === dir) return undefined;
@@ -478,8 +534,12 @@ const seconds = (t0: number) => `${((performance.now() - t0) / 1000).toFixed(1)}
 
 function gitRevision(): string {
   try {
-    const head = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: PACKAGE_ROOT, stdio: ["ignore", "pipe", "ignore"] }).toString().trim();
-    const dirty = execFileSync("git", ["status", "--porcelain"], { cwd: PACKAGE_ROOT, stdio: ["ignore", "pipe", "ignore"] }).toString().trim();
+    const head = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: PACKAGE_ROOT, stdio: ["ignore", "pipe", "ignore"] })
+      .toString()
+      .trim();
+    const dirty = execFileSync("git", ["status", "--porcelain"], { cwd: PACKAGE_ROOT, stdio: ["ignore", "pipe", "ignore"] })
+      .toString()
+      .trim();
     return dirty ? `${head} + working tree changes` : head;
   } catch {
     return "unknown";
@@ -512,7 +572,10 @@ export async function buildBundle(opts: BundleOptions = {}, log: (line: string) 
   let debian: DebianNode | undefined;
   if (target.debian) {
     debian = await stageDebianNode({ ...target.debian, machine: target.machine }, join(o.stageDir, "lib"), {
-      cacheDir: DOWNLOAD_CACHE.debian, mirror: o.mirror, allowUnsignedIndex: o.allowUnsignedIndex, log,
+      cacheDir: DOWNLOAD_CACHE.debian,
+      mirror: o.mirror,
+      allowUnsignedIndex: o.allowUnsignedIndex,
+      log,
     });
     nodeTally.files += debian.files;
     nodeTally.bytes += debian.bytes;
@@ -557,7 +620,8 @@ export async function buildBundle(opts: BundleOptions = {}, log: (line: string) 
   if (debian) {
     // tsx runs kernelfarm's TypeScript through esbuild: no bundle works without the target's binary.
     const esbuild = deps.find((d) => d.name === `@esbuild/linux-${target.cpu}`);
-    if (!esbuild) throw new BundleError(`the dependency tree has no @esbuild/linux-${target.cpu}, which tsx needs on ${platform}: is esbuild still a dependency of tsx?`);
+    if (!esbuild)
+      throw new BundleError(`the dependency tree has no @esbuild/linux-${target.cpu}, which tsx needs on ${platform}: is esbuild still a dependency of tsx?`);
     launchers = debianLaunchers(debian.loader, `${esbuild.path.split(sep).join("/")}/bin/esbuild`);
   }
   for (const [name, text] of Object.entries(launchers)) {
@@ -578,16 +642,28 @@ export async function buildBundle(opts: BundleOptions = {}, log: (line: string) 
     node: debian?.nodeVersion ?? process.version,
     ...(debian
       ? {
-        nodeFrom: `Debian ${DEBIAN_SUITE} nodejs ${debian.debianVersion} (${target.debian!.arch}), started by lib/${debian.loader}`,
-        glibc: `${debian.glibc} (bundled)`,
-        debianIndex: debian.signedIndex ? `signed: Debian's release file names it` : `unsigned: as ${new URL(o.mirror).host} served it (--allow-unsigned-index)`,
-        debianPackages: debian.packages,
-        libraries: debian.libraries,
-        builtins: debian.builtins,
-      }
+          nodeFrom: `Debian ${DEBIAN_SUITE} nodejs ${debian.debianVersion} (${target.debian!.arch}), started by lib/${debian.loader}`,
+          glibc: `${debian.glibc} (bundled)`,
+          debianIndex: debian.signedIndex
+            ? `signed: Debian's release file names it`
+            : `unsigned: as ${new URL(o.mirror).host} served it (--allow-unsigned-index)`,
+          debianPackages: debian.packages,
+          libraries: debian.libraries,
+          builtins: debian.builtins,
+        }
       : { glibcAtLeast: nodeGlibc() }),
     // "name" for a hoisted package, "parent > name" for one nested under another.
-    dependencies: Object.fromEntries(deps.map((d) => [d.path.split(sep).join("/").replace(/^node_modules\//, "").split("/node_modules/").join(" > "), d.version])),
+    dependencies: Object.fromEntries(
+      deps.map((d) => [
+        d.path
+          .split(sep)
+          .join("/")
+          .replace(/^node_modules\//, "")
+          .split("/node_modules/")
+          .join(" > "),
+        d.version,
+      ]),
+    ),
     leftOut,
   };
   writeFileSync(join(o.stageDir, BUNDLE_INFO_FILE), `${JSON.stringify(info, null, 2)}\n`);
@@ -596,18 +672,26 @@ export async function buildBundle(opts: BundleOptions = {}, log: (line: string) 
   const stageBytes = nodeTally.bytes + appTally.bytes + depTally.bytes;
   const fetchedDeps = deps.filter((d) => d.integrity);
   if (debian) {
-    log(`kernelfarm agent bundle: node ${debian.nodeVersion} (Debian ${DEBIAN_SUITE} ${debian.debianVersion}, glibc ${debian.glibc} bundled), ${platform}, revision ${info.revision}`);
-    log(`  node + libs   ${MiB(nodeTally.bytes).padStart(10)}  ${nodeTally.files} files from ${Object.keys(debian.packages).length} Debian packages` +
-      ` (${MiB(debian.downloadedBytes)} downloaded, cache ${relative(process.cwd(), DOWNLOAD_CACHE.debian) || "."})`);
+    log(
+      `kernelfarm agent bundle: node ${debian.nodeVersion} (Debian ${DEBIAN_SUITE} ${debian.debianVersion}, glibc ${debian.glibc} bundled), ${platform}, revision ${info.revision}`,
+    );
+    log(
+      `  node + libs   ${MiB(nodeTally.bytes).padStart(10)}  ${nodeTally.files} files from ${Object.keys(debian.packages).length} Debian packages` +
+        ` (${MiB(debian.downloadedBytes)} downloaded, cache ${relative(process.cwd(), DOWNLOAD_CACHE.debian) || "."})`,
+    );
   } else {
     log(`kernelfarm agent bundle: node ${process.version} (needs glibc >= ${nodeGlibc()}), ${platform}, revision ${info.revision}`);
     log(`  node binary   ${MiB(nodeTally.bytes).padStart(10)}`);
   }
-  log(`  kernelfarm    ${MiB(appTally.bytes).padStart(10)}  ${appTally.files} files (${untracked} not yet in git)` +
-    (skipped.length > 0 ? `; left out: ${skipped.join(", ")}` : ""));
-  log(`  dependencies  ${MiB(depTally.bytes).padStart(10)}  ${depTally.files} files, ${deps.length} packages` +
-    (fetchedDeps.length > 0 ? `; for ${target.cpu}: ${fetchedDeps.map((d) => d.name).join(", ")}` : "") +
-    (Object.keys(leftOut).length > 0 ? `; left out: ${Object.keys(leftOut).join(", ")}` : ""));
+  log(
+    `  kernelfarm    ${MiB(appTally.bytes).padStart(10)}  ${appTally.files} files (${untracked} not yet in git)` +
+      (skipped.length > 0 ? `; left out: ${skipped.join(", ")}` : ""),
+  );
+  log(
+    `  dependencies  ${MiB(depTally.bytes).padStart(10)}  ${depTally.files} files, ${deps.length} packages` +
+      (fetchedDeps.length > 0 ? `; for ${target.cpu}: ${fetchedDeps.map((d) => d.name).join(", ")}` : "") +
+      (Object.keys(leftOut).length > 0 ? `; left out: ${Object.keys(leftOut).join(", ")}` : ""),
+  );
   log(`  stage         ${MiB(stageBytes).padStart(10)}  ${stageFiles} files in ${o.stageDir} (${seconds(t0)})`);
   if (!o.compress) return { stageDir: o.stageDir, stageBytes, stageFiles };
 
@@ -625,8 +709,10 @@ export async function buildBundle(opts: BundleOptions = {}, log: (line: string) 
   const archiveBytes = statSync(partial).size;
   if (archiveBytes > MAX_ARCHIVE_BYTES) {
     rmSync(partial, { force: true });
-    throw new BundleError(`the archive would be ${MiB(archiveBytes)}, over the ${MiB(MAX_ARCHIVE_BYTES)} limit (about twice the usual size: something large got in): ` +
-      "see which packages grew in BUNDLE.json of the stage, or prune more in deploy/agent-bundle/build.ts");
+    throw new BundleError(
+      `the archive would be ${MiB(archiveBytes)}, over the ${MiB(MAX_ARCHIVE_BYTES)} limit (about twice the usual size: something large got in): ` +
+        "see which packages grew in BUNDLE.json of the stage, or prune more in deploy/agent-bundle/build.ts",
+    );
   }
   renameSync(partial, o.archivePath);
   log(`  archive       ${MiB(archiveBytes).padStart(10)}  ${o.archivePath} (xz -${o.level}, ${seconds(t1)}; limit ${MiB(MAX_ARCHIVE_BYTES)})`);

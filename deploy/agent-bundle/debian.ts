@@ -22,7 +22,20 @@
  */
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { copyFileSync, createWriteStream, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  copyFileSync,
+  createWriteStream,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readlinkSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, dirname, join, relative } from "node:path";
 import { Readable } from "node:stream";
@@ -123,7 +136,8 @@ function run(tool: keyof typeof DEBIAN_TOOLS, args: string[], what: string, maxB
     return execFileSync(tool, args, { maxBuffer, stdio: ["ignore", "pipe", "pipe"] });
   } catch (err) {
     const e = err as NodeJS.ErrnoException & { stderr?: Buffer };
-    if (e.code === "ENOENT") throw new BundleError(`${what} needs \`${tool}\`, which is not on the PATH: install it (Debian: apt-get install ${DEBIAN_TOOLS[tool]})`);
+    if (e.code === "ENOENT")
+      throw new BundleError(`${what} needs \`${tool}\`, which is not on the PATH: install it (Debian: apt-get install ${DEBIAN_TOOLS[tool]})`);
     throw new BundleError(`${what}: \`${tool} ${args.join(" ")}\` failed: ${e.stderr?.toString().trim() || e.message}`);
   }
 }
@@ -169,15 +183,21 @@ async function signedRelease(o: DebianNodeOptions): Promise<string> {
   const cached = join(o.cacheDir, `InRelease-${DEBIAN_SUITE}`);
   const fresh = `${cached}.new`;
   try {
-    await download(url, fresh, `Debian ${DEBIAN_SUITE}'s release file`,
-      `Check that this machine reaches ${new URL(o.mirror).host} (Node's fetch does not use http_proxy), or give a Debian mirror it does reach with --mirror URL`);
+    await download(
+      url,
+      fresh,
+      `Debian ${DEBIAN_SUITE}'s release file`,
+      `Check that this machine reaches ${new URL(o.mirror).host} (Node's fetch does not use http_proxy), or give a Debian mirror it does reach with --mirror URL`,
+    );
   } catch (err) {
     if (!(err instanceof DownloadError) || !existsSync(cached)) throw err;
     o.log(`  cannot reach ${url}: using the release file cached on ${statSync(cached).mtime.toISOString()}`);
   }
   const file = existsSync(fresh) ? fresh : cached;
   if (!existsSync(DEBIAN_KEYRING)) {
-    throw new BundleError(`${DEBIAN_KEYRING} is missing: the build checks Debian's signature on ${url} with it (Debian/Ubuntu: apt-get install debian-archive-keyring)`);
+    throw new BundleError(
+      `${DEBIAN_KEYRING} is missing: the build checks Debian's signature on ${url} with it (Debian/Ubuntu: apt-get install debian-archive-keyring)`,
+    );
   }
   const text = run("gpgv", ["--quiet", "--keyring", DEBIAN_KEYRING, "--output", "-", file], `checking the signature of ${url}`, 16 << 20).toString();
   if (file === fresh) renameSync(fresh, cached);
@@ -218,11 +238,15 @@ async function packageIndex(target: DebianArch, o: DebianNodeOptions): Promise<{
   const date = /^Date: (.*)$/m.exec(release)?.[1] ?? "?";
   if (!o.allowUnsignedIndex) {
     rmSync(served);
-    throw new DownloadError(`${new URL(o.mirror).host} serves a package index for ${target.arch} (SHA-256 ${actual}) that its signed release file (${date}) ` +
-      `does not name (it names ${sha}): the mirror is mid-update or out of sync. Try again later, give another mirror with --mirror URL, ` +
-      "or take the index as served with --allow-unsigned-index (each .deb is still checked against it)");
+    throw new DownloadError(
+      `${new URL(o.mirror).host} serves a package index for ${target.arch} (SHA-256 ${actual}) that its signed release file (${date}) ` +
+        `does not name (it names ${sha}): the mirror is mid-update or out of sync. Try again later, give another mirror with --mirror URL, ` +
+        "or take the index as served with --allow-unsigned-index (each .deb is still checked against it)",
+    );
   }
-  o.log(`  the ${target.arch} package index is the one ${new URL(o.mirror).host} serves, which its signed release file (${date}) does not name (--allow-unsigned-index)`);
+  o.log(
+    `  the ${target.arch} package index is the one ${new URL(o.mirror).host} serves, which its signed release file (${date}) does not name (--allow-unsigned-index)`,
+  );
   try {
     return { index: unpack(served), signed: false };
   } finally {
@@ -239,7 +263,10 @@ function dependencyClosure(index: Index, root: string, where: string): Stanza[] 
     const s = index.packages.get(name);
     if (!s) throw new BundleError(`${where} has no package ${name}`);
     out.set(name, s);
-    for (const dep of `${s["Pre-Depends"] ?? ""},${s.Depends ?? ""}`.split(",").map((d) => d.trim()).filter(Boolean)) {
+    for (const dep of `${s["Pre-Depends"] ?? ""},${s.Depends ?? ""}`
+      .split(",")
+      .map((d) => d.trim())
+      .filter(Boolean)) {
       // "libc6 (>= 2.34)", "a | b", "python3:any": the package names, without versions or architecture qualifiers.
       const alternatives = dep.split("|").map((a) => a.trim().split(/[\s(:]/)[0]!);
       const pick = alternatives.find((a) => index.packages.has(a)) ?? alternatives.map((a) => index.provides.get(a)?.[0]).find(Boolean);
@@ -305,11 +332,17 @@ async function unpackPackages(stanzas: Stanza[], o: DebianNodeOptions): Promise<
     const deb = join(o.cacheDir, basename(s.Filename));
     if (!existsSync(deb) || sha256(deb) !== s.SHA256) {
       const url = `${o.mirror}/${s.Filename}`;
-      downloadedBytes += await download(url, deb, `${s.Package} ${s.Version}`,
-        `Check that this machine reaches ${new URL(o.mirror).host}, give another mirror with --mirror URL, or put the file at ${deb}`);
+      downloadedBytes += await download(
+        url,
+        deb,
+        `${s.Package} ${s.Version}`,
+        `Check that this machine reaches ${new URL(o.mirror).host}, give another mirror with --mirror URL, or put the file at ${deb}`,
+      );
       if (sha256(deb) !== s.SHA256) {
         rmSync(deb);
-        throw new BundleError(`${url} does not have the SHA-256 of Debian's index (${s.SHA256}): the download is corrupt or the mirror inconsistent; try again`);
+        throw new BundleError(
+          `${url} does not have the SHA-256 of Debian's index (${s.SHA256}): the download is corrupt or the mirror inconsistent; try again`,
+        );
       }
     }
     debs.push(deb);
@@ -328,8 +361,10 @@ export async function stageDebianNode(target: DebianArch, libDir: string, o: Deb
   const nodejs = stanzas[0]!;
   const nodeVersion = `v${nodejs.Version.replace(/^\d+:/, "").split(/[+~-]/)[0]}`;
   if (!nodeVersion.startsWith(`v${NODE_MAJOR}.`)) {
-    throw new BundleError(`${where} now has nodejs ${nodejs.Version}, and kernelfarm runs on Node ${NODE_MAJOR}: ` +
-      `change DEBIAN_SUITE in deploy/agent-bundle/debian.ts to a suite with Node ${NODE_MAJOR}, or test kernelfarm on the new major first`);
+    throw new BundleError(
+      `${where} now has nodejs ${nodejs.Version}, and kernelfarm runs on Node ${NODE_MAJOR}: ` +
+        `change DEBIAN_SUITE in deploy/agent-bundle/debian.ts to a suite with Node ${NODE_MAJOR}, or test kernelfarm on the new major first`,
+    );
   }
   const libc6 = index.packages.get("libc6");
   if (!libc6 || !stanzas.includes(libc6)) throw new BundleError(`nodejs of ${where} does not depend on libc6: the bundle would carry no glibc`);
@@ -363,7 +398,8 @@ export async function stageDebianNode(target: DebianArch, libDir: string, o: Deb
     const wanted = (soname: string, by: string) => {
       if (libraries.includes(soname)) return;
       const src = findLibrary(soname);
-      if (!src) throw new BundleError(`${soname}, which ${by} needs, is in none of the packages fetched from ${where} (${stanzas.map((s) => s.Package).join(", ")})`);
+      if (!src)
+        throw new BundleError(`${soname}, which ${by} needs, is in none of the packages fetched from ${where} (${stanzas.map((s) => s.Package).join(", ")})`);
       copy(src, join(libDir, soname));
       libraries.push(soname);
       const elf = readElf(join(libDir, soname));

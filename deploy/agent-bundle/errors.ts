@@ -11,7 +11,10 @@ export class DownloadError extends BundleError {
   override readonly name: string = "DownloadError";
 
   /** The HTTP status, where the server answered. */
-  constructor(message: string, readonly status?: number) {
+  constructor(
+    message: string,
+    readonly status?: number,
+  ) {
     super(message);
   }
 }

@@ -36,9 +36,12 @@ export async function fetchPackage(name: string, version: string, integrity: str
     try {
       await execFileAsync("npm", ["pack", `${name}@${version}`, "--pack-destination", into, "--loglevel=error"], { timeout: PACK_TIMEOUT_MS });
       const [tgz, ...more] = readdirSync(into);
-      if (!tgz || more.length > 0) throw new BundleError(`npm pack ${name}@${version} left ${readdirSync(into).join(", ") || "nothing"} in ${into}, not one tarball`);
+      if (!tgz || more.length > 0)
+        throw new BundleError(`npm pack ${name}@${version} left ${readdirSync(into).join(", ") || "nothing"} in ${into}, not one tarball`);
       if (!hasIntegrity(join(into, tgz), integrity)) {
-        throw new BundleError(`${name}@${version} from the registry does not match package-lock.json's integrity (${integrity}): check \`npm config get registry\``);
+        throw new BundleError(
+          `${name}@${version} from the registry does not match package-lock.json's integrity (${integrity}): check \`npm config get registry\``,
+        );
       }
       renameSync(join(into, tgz), cached);
     } catch (err) {
@@ -46,8 +49,10 @@ export async function fetchPackage(name: string, version: string, integrity: str
       const e = err as NodeJS.ErrnoException & { stderr?: string };
       if (e.code === "ENOENT") throw new BundleError(`fetching ${name}@${version} for the bundle's CPU needs npm, which is not on the PATH`);
       const why = e.stderr?.trim().split("\n").slice(0, 2).join("; ") || e.message;
-      throw new DownloadError(`could not fetch ${name}@${version} with \`npm pack\`: ${why}. ` +
-        `Check that this machine reaches the registry (\`npm config get registry\`; a proxy goes in npm's https-proxy setting), or put the tarball at ${cached}`);
+      throw new DownloadError(
+        `could not fetch ${name}@${version} with \`npm pack\`: ${why}. ` +
+          `Check that this machine reaches the registry (\`npm config get registry\`; a proxy goes in npm's https-proxy setting), or put the tarball at ${cached}`,
+      );
     } finally {
       rmSync(into, { recursive: true, force: true });
     }

@@ -42,7 +42,12 @@ async function check(target) {
   } catch (err) {
     if (!schemeless || !PLAIN_HTTP_ERRORS.has(err.code)) throw Object.assign(err, { url });
     const plain = new URL(`http://${target}`);
-    return { url: plain, code: await status(plain).catch((e) => { throw Object.assign(e, { url: plain }); }) };
+    return {
+      url: plain,
+      code: await status(plain).catch((e) => {
+        throw Object.assign(e, { url: plain });
+      }),
+    };
   }
 }
 

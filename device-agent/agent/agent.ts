@@ -40,7 +40,8 @@ export class Agent {
   constructor(opts: AgentOptions) {
     this.options = resolveAgentOptions(opts);
     parseAddress(this.options.tracker);
-    if (this.options.metricsPort !== undefined) this.metrics = new AgentMetrics(this.options.logger, { tls: this.options.metricsTls, notReady: () => this.notReady() });
+    if (this.options.metricsPort !== undefined)
+      this.metrics = new AgentMetrics(this.options.logger, { tls: this.options.metricsTls, notReady: () => this.notReady() });
   }
 
   /** What `/readyz` says: ready while attached to the tracker (its boards can be granted). */
@@ -66,7 +67,12 @@ export class Agent {
     const specs: BoardSpec[] = [];
     const boards = await expandBoards(o.boards);
     // What confines session workers here (docs/sandbox.md): decided once, logged once, shown as each board's `sandbox` capability.
-    const plan = resolveSandbox({ workerUids: o.workerUids, workerNetwork: o.workerNetwork, limits: (kind) => workerLimitsFor(o, kind), diskBytes: o.workerDiskBytes });
+    const plan = resolveSandbox({
+      workerUids: o.workerUids,
+      workerNetwork: o.workerNetwork,
+      limits: (kind) => workerLimitsFor(o, kind),
+      diskBytes: o.workerDiskBytes,
+    });
     // An FPGA board's worker maps /dev/mem, which the kernel allows only with CAP_SYS_RAWIO: not on a uid of its own.
     const fpga = boards.find((b) => b.kind === "vta" && b.options.device !== "model");
     if (fpga && plan.users) {
@@ -86,14 +92,22 @@ export class Agent {
     dirs.prepare();
     const entry = await workerEntry(o.logger, o.workRoot);
     checkReadableByWorkers(plan, entry.script, "the session worker's code");
-    for (const kind of new Set(boards.map((b) => b.kind))) o.logger.info({ kind, notes: plan.notes }, `session workers (${kind}): ${describeSandbox(plan, kind)}`);
-    const sandbox: WorkerSandbox = { plan, uids, dirs, store: new ContentStore(join(o.workRoot, "store"), { workers: plan.users ? "own-uids" : process.getuid?.() === 0 ? "root" : "agent-user" }), ...(plan.diskBytes > 0 ? { disk: new SessionDisk(plan.diskBytes) } : {}) };
+    for (const kind of new Set(boards.map((b) => b.kind)))
+      o.logger.info({ kind, notes: plan.notes }, `session workers (${kind}): ${describeSandbox(plan, kind)}`);
+    const sandbox: WorkerSandbox = {
+      plan,
+      uids,
+      dirs,
+      store: new ContentStore(join(o.workRoot, "store"), { workers: plan.users ? "own-uids" : process.getuid?.() === 0 ? "root" : "agent-user" }),
+      ...(plan.diskBytes > 0 ? { disk: new SessionDisk(plan.diskBytes) } : {}),
+    };
     const standbyHost = this.standbyHost();
     const built = boards.some((b) => b.kind === "cpu") ? await buildCpuSupport(o.workRoot, o.logger) : undefined;
     // The user's cache may be closed to workers running as other users: they get a copy they can read.
     const cpuSupport = built && dirs.share(built);
     // A board's own canary (`canary=PATH`) too.
-    const shared = (options: Record<string, unknown>) => (typeof options.canaryLibrary === "string" ? { ...options, canaryLibrary: dirs.share(options.canaryLibrary) } : options);
+    const shared = (options: Record<string, unknown>) =>
+      typeof options.canaryLibrary === "string" ? { ...options, canaryLibrary: dirs.share(options.canaryLibrary) } : options;
     for (const board of boards) {
       let facts;
       try {
@@ -116,8 +130,14 @@ export class Agent {
           boardName: board.name,
           kind: board.kind,
           // `canary=PATH` on the board replaces the canary, not the cache flush.
-          backendOptions: board.kind === "cpu" && cpuSupport ? { canaryLibrary: cpuSupport, ...shared(board.options), supportLibrary: cpuSupport } : shared(board.options),
-          limits: { maxUploadBytes: o.maxUploadBytes, maxSessionBytes: o.maxSessionBytes, callTimeoutMs: o.callTimeoutMs, ...(plan.diskBytes > 0 ? { diskBytes: plan.diskBytes } : {}) },
+          backendOptions:
+            board.kind === "cpu" && cpuSupport ? { canaryLibrary: cpuSupport, ...shared(board.options), supportLibrary: cpuSupport } : shared(board.options),
+          limits: {
+            maxUploadBytes: o.maxUploadBytes,
+            maxSessionBytes: o.maxSessionBytes,
+            callTimeoutMs: o.callTimeoutMs,
+            ...(plan.diskBytes > 0 ? { diskBytes: plan.diskBytes } : {}),
+          },
           canaryIntervalMs: o.canaryIntervalMs,
         },
         entry,
@@ -147,43 +167,53 @@ export class Agent {
       pool.fill();
     }
     const direct = await this.openLanes();
-    this.link = new TrackerLink(o.tracker, o.name, specs, {
-      attached: (registered) => {
-        this.metrics?.trackerConnected(true);
-        if (this.lanes) this.lanes.relayPort = registered.relay_port;
-        this.lanes?.trackerAttached();
-        for (const pool of this.pools.values()) pool.endGraceMs = registered.end_grace_ms || pool.endGraceMs;
-        // A tracker without memory of these boards starts them healthy: tell it what the canaries last saw (one that remembers knows the result by its time).
-        for (const [name, r] of this.lastCanary) {
-          this.link?.send({ board_health: healthMessage(name, r, r.atMs) });
-        }
-        for (const pool of this.pools.values()) if (pool.hasIdle && !this.draining.has(pool.boardName)) this.link?.send({ board_ready: { board_name: pool.boardName, lane_port: pool.standbyPort } });
+    this.link = new TrackerLink(
+      o.tracker,
+      o.name,
+      specs,
+      {
+        attached: (registered) => {
+          this.metrics?.trackerConnected(true);
+          if (this.lanes) this.lanes.relayPort = registered.relay_port;
+          this.lanes?.trackerAttached();
+          for (const pool of this.pools.values()) pool.endGraceMs = registered.end_grace_ms || pool.endGraceMs;
+          // A tracker without memory of these boards starts them healthy: tell it what the canaries last saw (one that remembers knows the result by its time).
+          for (const [name, r] of this.lastCanary) {
+            this.link?.send({ board_health: healthMessage(name, r, r.atMs) });
+          }
+          for (const pool of this.pools.values())
+            if (pool.hasIdle && !this.draining.has(pool.boardName))
+              this.link?.send({ board_ready: { board_name: pool.boardName, lane_port: pool.standbyPort } });
+        },
+        detached: (why) => {
+          this.detachedWhy = why;
+          this.metrics?.trackerConnected(false);
+          // The tracker's sessions are gone with it.
+          for (const pool of this.pools.values()) pool.abandonSessions();
+        },
+        assign: (a) => {
+          const pool = this.pools.get(a.board_name);
+          if (!pool) {
+            o.logger.error({ board: a.board_name }, "assignment for a board this agent does not have");
+            return;
+          }
+          const route = ROUTE.fromWire(a.route, `the tracker's assignment of session ${a.session_id}`, "PROTOCOL_ERROR");
+          this.lanes?.expect(a.session_id, a.token, route);
+          pool.assign(a.session_id, a.token, route, a.lane_port);
+        },
+        end: (sessionId, reason) => {
+          this.lanes?.forget(sessionId);
+          for (const pool of this.pools.values()) pool.end(sessionId, reason);
+        },
+        openRelay: (sessionId) => void this.lanes?.dialRelay(sessionId),
+        drain: (name) => {
+          for (const pool of this.pools.values()) if (!name || pool.boardName === name) this.draining.add(pool.boardName);
+        },
       },
-      detached: (why) => {
-        this.detachedWhy = why;
-        this.metrics?.trackerConnected(false);
-        // The tracker's sessions are gone with it.
-        for (const pool of this.pools.values()) pool.abandonSessions();
-      },
-      assign: (a) => {
-        const pool = this.pools.get(a.board_name);
-        if (!pool) {
-          o.logger.error({ board: a.board_name }, "assignment for a board this agent does not have");
-          return;
-        }
-        const route = ROUTE.fromWire(a.route, `the tracker's assignment of session ${a.session_id}`, "PROTOCOL_ERROR");
-        this.lanes?.expect(a.session_id, a.token, route);
-        pool.assign(a.session_id, a.token, route, a.lane_port);
-      },
-      end: (sessionId, reason) => {
-        this.lanes?.forget(sessionId);
-        for (const pool of this.pools.values()) pool.end(sessionId, reason);
-      },
-      openRelay: (sessionId) => void this.lanes?.dialRelay(sessionId),
-      drain: (name) => {
-        for (const pool of this.pools.values()) if (!name || pool.boardName === name) this.draining.add(pool.boardName);
-      },
-    }, o.logger, o.security, direct);
+      o.logger,
+      o.security,
+      direct,
+    );
     return this;
   }
 
@@ -216,7 +246,10 @@ export class Agent {
     );
     if (!o.direct) return undefined;
     if (o.security.tls && !o.dataTls) {
-      o.logger.warn({ tls: true }, "no direct lane: this agent talks TLS to its tracker but has no certificate for hosts (--data-tls-cert, --data-tls-key); sessions take the tracker's relay");
+      o.logger.warn(
+        { tls: true },
+        "no direct lane: this agent talks TLS to its tracker but has no certificate for hosts (--data-tls-cert, --data-tls-key); sessions take the tracker's relay",
+      );
       return undefined;
     }
     const port = await this.lanes.listen(o.dataHost, o.dataPort);
@@ -258,7 +291,15 @@ export class Agent {
 
 /** A board's health report as the tracker hears it; `atMs`: when this agent saw it. */
 function healthMessage(name: string, r: HealthReport, atMs: number): BoardHealthReport {
-  return { board_name: name, kind: HEALTH_REPORT_KIND.toWire(r.kind), ok: r.ok, reason: r.reason, duration_ms: r.durationMs, at_ms: atMs, kernel_ns: r.kernelNs };
+  return {
+    board_name: name,
+    kind: HEALTH_REPORT_KIND.toWire(r.kind),
+    ok: r.ok,
+    reason: r.reason,
+    duration_ms: r.durationMs,
+    at_ms: atMs,
+    kernel_ns: r.kernelNs,
+  };
 }
 
 export async function startAgent(opts: AgentOptions): Promise<Agent> {

@@ -70,11 +70,23 @@ describe("parseBoardFlag", () => {
   });
 
   it("vta:DEVICE: the device model or a target, with the DMA allocator, the done timeout and the model's hang; each refused where it means nothing", () => {
-    assert.deepEqual(parseBoardFlag("vta:model:key=vta", 2), { kind: "vta", key: "vta", name: "vta2", labels: {}, index: "model", options: { device: "model" } });
+    assert.deepEqual(parseBoardFlag("vta:model:key=vta", 2), {
+      kind: "vta",
+      key: "vta",
+      name: "vta2",
+      labels: {},
+      index: "model",
+      options: { device: "model" },
+    });
     assert.equal(parseBoardFlag("vta:key=vta", 0).options.device, "model", "the model by default");
     assert.deepEqual(parseBoardFlag("vta:pynq:key=pynq,dma=udmabuf0", 0).options, { device: "pynq", dma: "udmabuf0" });
     assert.deepEqual(parseBoardFlag("vta:ultra96:key=u96,dma=cma,done_timeout_ms=2000,zone=lab", 0), {
-      kind: "vta", key: "u96", name: "vta0", labels: { zone: "lab" }, index: "ultra96", options: { device: "ultra96", dma: "cma", doneTimeoutMs: 2000 },
+      kind: "vta",
+      key: "u96",
+      name: "vta0",
+      labels: { zone: "lab" },
+      index: "ultra96",
+      options: { device: "ultra96", dma: "cma", doneTimeoutMs: 2000 },
     });
     assert.equal(parseBoardFlag("vta:model:key=vta,hang=/tmp/hang", 0).options.hang, "/tmp/hang");
     for (const [flag, why] of [
@@ -133,14 +145,17 @@ describe("readAgentConfigFile", () => {
 
   it("reads a JSON file", () => {
     const path = join(dir, "agent.json");
-    writeFileSync(path, JSON.stringify({
-      tracker: "127.0.0.1:9190",
-      name: "rack1",
-      boards: [
-        { kind: "cpu", key: "cpu", name: "c0", labels: { zone: "a", slot: 3 } },
-        { kind: "cpu", key: "small", options: { memoryBytes: 1024 }, index: 2 },
-      ],
-    }));
+    writeFileSync(
+      path,
+      JSON.stringify({
+        tracker: "127.0.0.1:9190",
+        name: "rack1",
+        boards: [
+          { kind: "cpu", key: "cpu", name: "c0", labels: { zone: "a", slot: 3 } },
+          { kind: "cpu", key: "small", options: { memoryBytes: 1024 }, index: 2 },
+        ],
+      }),
+    );
     const cfg = readAgentConfigFile(path);
     assert.equal(cfg.tracker, "127.0.0.1:9190");
     assert.equal(cfg.name, "rack1");
@@ -152,31 +167,38 @@ describe("readAgentConfigFile", () => {
 
   it("reads a YAML file", () => {
     const path = join(dir, "agent.yaml");
-    writeFileSync(path, [
-      "tracker: tracker.local:9190",
-      "boards:",
-      "  - kind: cpu",
-      "    key: cpu",
-      "    labels:",
-      "      zone: b",
-      "  - kind: cpu",
-      "    name: spare",
-      "",
-    ].join("\n"));
+    writeFileSync(
+      path,
+      ["tracker: tracker.local:9190", "boards:", "  - kind: cpu", "    key: cpu", "    labels:", "      zone: b", "  - kind: cpu", "    name: spare", ""].join(
+        "\n",
+      ),
+    );
     const cfg = readAgentConfigFile(path);
     assert.equal(cfg.tracker, "tracker.local:9190");
     assert.equal(cfg.name, undefined);
-    assert.deepEqual(cfg.boards.map((b) => [b.kind, b.key, b.name, b.labels]), [
-      ["cpu", "cpu", "cpu0", { zone: "b" }],
-      ["cpu", "cpu", "spare", {}],
-    ]);
+    assert.deepEqual(
+      cfg.boards.map((b) => [b.kind, b.key, b.name, b.labels]),
+      [
+        ["cpu", "cpu", "cpu0", { zone: "b" }],
+        ["cpu", "cpu", "spare", {}],
+      ],
+    );
   });
 
   it("reads agent settings under agent:, sizes as on the command line", () => {
     const path = join(dir, "settings.yaml");
-    writeFileSync(path, "boards: [{ kind: cpu }]\nagent:\n  maxUploadBytes: 512m\n  maxSessionBytes: 4096\n  callTimeoutMs: 60000\n  warmWorkers: 2\n  canaryIntervalMs: 0\n  metricsPort: 9192\n  metricsHost: 0.0.0.0\n");
+    writeFileSync(
+      path,
+      "boards: [{ kind: cpu }]\nagent:\n  maxUploadBytes: 512m\n  maxSessionBytes: 4096\n  callTimeoutMs: 60000\n  warmWorkers: 2\n  canaryIntervalMs: 0\n  metricsPort: 9192\n  metricsHost: 0.0.0.0\n",
+    );
     assert.deepEqual(readAgentConfigFile(path).settings, {
-      maxUploadBytes: 512 * 1024 * 1024, maxSessionBytes: 4096, callTimeoutMs: 60000, warmWorkers: 2, canaryIntervalMs: 0, metricsPort: 9192, metricsHost: "0.0.0.0",
+      maxUploadBytes: 512 * 1024 * 1024,
+      maxSessionBytes: 4096,
+      callTimeoutMs: 60000,
+      warmWorkers: 2,
+      canaryIntervalMs: 0,
+      metricsPort: 9192,
+      metricsHost: "0.0.0.0",
     });
     const none = join(dir, "nosettings.yaml");
     writeFileSync(none, "boards: [{ kind: cpu }]\n");

@@ -70,7 +70,17 @@ export function parseBoardFlag(flag: string, position: number): BoardConfig {
     options.doneTimeoutMs = ms;
   }
   if (pairs.hang !== undefined) options.hang = pairs.hang;
-  return checkBoard({ kind, key: pairs.key ?? kind, name: pairs.name ?? `${kind}${kind === "vta" ? position : index ?? (kind === "cuda" ? 0 : position)}`, labels, index, options }, flag);
+  return checkBoard(
+    {
+      kind,
+      key: pairs.key ?? kind,
+      name: pairs.name ?? `${kind}${kind === "vta" ? position : (index ?? (kind === "cuda" ? 0 : position))}`,
+      labels,
+      index,
+      options,
+    },
+    flag,
+  );
 }
 
 /**
@@ -97,21 +107,36 @@ export async function expandBoards(boards: readonly BoardConfig[]): Promise<Boar
 export function checkBoard(b: BoardConfig, where: string): BoardConfig {
   if (b.kind === "cuda" && b.index !== "all") {
     const index = b.index ?? "0";
-    if (!/^\d+$/.test(index)) throw new FarmError("INVALID_ARGUMENT", `${where}: CUDA device ${JSON.stringify(index)} must be a device number (0, 1, ...) or "all"`);
+    if (!/^\d+$/.test(index))
+      throw new FarmError("INVALID_ARGUMENT", `${where}: CUDA device ${JSON.stringify(index)} must be a device number (0, 1, ...) or "all"`);
     b = { ...b, index, options: { ...b.options, device: Number(index) } };
   }
   if (b.kind === "vta") {
     const device = b.index ?? "model";
-    if (!VTA_DEVICES.includes(device)) throw new FarmError("INVALID_ARGUMENT", `${where}: VTA device ${JSON.stringify(device)} is not known; give model (the register-level device model) or a target: ${VTA_DEVICES.slice(1).join(", ")}`);
-    if (b.options.hang !== undefined && device !== "model") throw new FarmError("INVALID_ARGUMENT", `${where}: hang= injects a fault into the device model; a ${device} board hangs on its own`);
-    if (b.options.dma !== undefined && device === "model") throw new FarmError("INVALID_ARGUMENT", `${where}: dma= chooses a board's allocator; the device model has its own memory`);
+    if (!VTA_DEVICES.includes(device))
+      throw new FarmError(
+        "INVALID_ARGUMENT",
+        `${where}: VTA device ${JSON.stringify(device)} is not known; give model (the register-level device model) or a target: ${VTA_DEVICES.slice(1).join(", ")}`,
+      );
+    if (b.options.hang !== undefined && device !== "model")
+      throw new FarmError("INVALID_ARGUMENT", `${where}: hang= injects a fault into the device model; a ${device} board hangs on its own`);
+    if (b.options.dma !== undefined && device === "model")
+      throw new FarmError("INVALID_ARGUMENT", `${where}: dma= chooses a board's allocator; the device model has its own memory`);
     b = { ...b, index: device, options: { ...b.options, device } };
   } else {
-    const vtaOnly = Object.entries({ dma: "dma", doneTimeoutMs: "done_timeout_ms", hang: "hang" }).filter(([k]) => b.options[k] !== undefined).map(([, flag]) => flag);
-    if (vtaOnly.length > 0) throw new FarmError("INVALID_ARGUMENT", `${where}: ${vtaOnly.join(", ")} ${vtaOnly.length > 1 ? "are options" : "is an option"} of vta boards, not ${b.kind}`);
+    const vtaOnly = Object.entries({ dma: "dma", doneTimeoutMs: "done_timeout_ms", hang: "hang" })
+      .filter(([k]) => b.options[k] !== undefined)
+      .map(([, flag]) => flag);
+    if (vtaOnly.length > 0)
+      throw new FarmError(
+        "INVALID_ARGUMENT",
+        `${where}: ${vtaOnly.join(", ")} ${vtaOnly.length > 1 ? "are options" : "is an option"} of vta boards, not ${b.kind}`,
+      );
   }
-  if (!/^[A-Za-z0-9_.:-]+$/.test(b.key)) throw new FarmError("INVALID_ARGUMENT", `${where}: key ${JSON.stringify(b.key)} may hold only letters, digits and _ . : -`);
-  if (!/^[A-Za-z0-9_.-]+$/.test(b.name)) throw new FarmError("INVALID_ARGUMENT", `${where}: name ${JSON.stringify(b.name)} may hold only letters, digits and _ . -`);
+  if (!/^[A-Za-z0-9_.:-]+$/.test(b.key))
+    throw new FarmError("INVALID_ARGUMENT", `${where}: key ${JSON.stringify(b.key)} may hold only letters, digits and _ . : -`);
+  if (!/^[A-Za-z0-9_.-]+$/.test(b.name))
+    throw new FarmError("INVALID_ARGUMENT", `${where}: name ${JSON.stringify(b.name)} may hold only letters, digits and _ . -`);
   return b;
 }
 

@@ -81,7 +81,10 @@ export async function buildCpuSupport(dir: string, log: Logger): Promise<string 
       return lib;
     }
   } catch (err) {
-    log.warn({ cc, err: (err as Error).message }, "CPU boards run no canary and cannot flush caches: their helper library could not be built with the C compiler");
+    log.warn(
+      { cc, err: (err as Error).message },
+      "CPU boards run no canary and cannot flush caches: their helper library could not be built with the C compiler",
+    );
     return undefined;
   }
 }

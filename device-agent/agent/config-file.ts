@@ -13,8 +13,17 @@ import type { AgentOptions } from "./options.ts";
 /** Agent settings a config file may give, under `agent:` (the command line's flags win). */
 export type AgentFileSettings = Pick<
   AgentOptions,
-  "maxUploadBytes" | "maxSessionBytes" | "callTimeoutMs" | "warmWorkers" | "canaryIntervalMs" | "metricsPort" | "metricsHost"
-  | "workerUids" | "workerNetwork" | "workerLimits" | "workerDiskBytes"
+  | "maxUploadBytes"
+  | "maxSessionBytes"
+  | "callTimeoutMs"
+  | "warmWorkers"
+  | "canaryIntervalMs"
+  | "metricsPort"
+  | "metricsHost"
+  | "workerUids"
+  | "workerNetwork"
+  | "workerLimits"
+  | "workerDiskBytes"
 >;
 
 const SIZE_SETTINGS = ["maxUploadBytes", "maxSessionBytes", "workerDiskBytes"] as const;
@@ -33,15 +42,23 @@ function readSettings(raw: unknown, at: string): AgentFileSettings {
       out[k as (typeof SIZE_SETTINGS)[number]] = parseBytes(String(v), `${at}.${k}`);
     } else if (k === "workerLimits" && typeof v === "object" && v !== null && !Array.isArray(v)) {
       // A mapping ({ nofile: 1024, fsize: 1g }) as well as the flag's "nofile=1024,fsize=1g"; checked where the agent resolves it.
-      out.workerLimits = Object.entries(v).map(([name, value]) => `${name}=${String(value)}`).join(",");
+      out.workerLimits = Object.entries(v)
+        .map(([name, value]) => `${name}=${String(value)}`)
+        .join(",");
     } else if ((SANDBOX_SETTINGS as readonly string[]).includes(k)) {
-      if (typeof v !== "string" || v === "") throw new FarmError("INVALID_ARGUMENT", `${at}.${k} must be a string (as its --${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} flag takes), got ${JSON.stringify(v)}`);
+      if (typeof v !== "string" || v === "")
+        throw new FarmError(
+          "INVALID_ARGUMENT",
+          `${at}.${k} must be a string (as its --${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} flag takes), got ${JSON.stringify(v)}`,
+        );
       out[k as (typeof SANDBOX_SETTINGS)[number]] = v as never;
     } else if (k === "metricsHost") {
-      if (typeof v !== "string" || v === "") throw new FarmError("INVALID_ARGUMENT", `${at}.metricsHost must be an interface address, got ${JSON.stringify(v)}`);
+      if (typeof v !== "string" || v === "")
+        throw new FarmError("INVALID_ARGUMENT", `${at}.metricsHost must be an interface address, got ${JSON.stringify(v)}`);
       out.metricsHost = v;
     } else {
-      if (!Number.isSafeInteger(v) || (v as number) < 0) throw new FarmError("INVALID_ARGUMENT", `${at}.${k} must be a whole number ≥ 0, got ${JSON.stringify(v)}`);
+      if (!Number.isSafeInteger(v) || (v as number) < 0)
+        throw new FarmError("INVALID_ARGUMENT", `${at}.${k} must be a whole number ≥ 0, got ${JSON.stringify(v)}`);
       if (k === "metricsPort" && (v as number) > 65535) throw new FarmError("INVALID_ARGUMENT", `${at}.metricsPort must be a port (0–65535), got ${v}`);
       out[k as (typeof COUNT_SETTINGS)[number]] = v as number;
     }

@@ -188,7 +188,15 @@ export class ContentStore {
       if (this.keptSinceScan >= this.maxBytes / 16) this.evict();
     })().catch(() => {});
     // Where the file cannot change once kept, its one check follows the keep, off the upload's reply.
-    const checked = this.workers === "root" ? job : job.then(() => this.check(join(this.dir, sha256), sha256).then(() => {}, () => {}));
+    const checked =
+      this.workers === "root"
+        ? job
+        : job.then(() =>
+            this.check(join(this.dir, sha256), sha256).then(
+              () => {},
+              () => {},
+            ),
+          );
     this.pending.set(sha256, checked);
     void checked.then(() => {
       if (this.pending.get(sha256) === checked) this.pending.delete(sha256);
@@ -262,7 +270,8 @@ async function hashFile(path: string): Promise<string> {
   const fh = await open(path, "r");
   try {
     const buf = Buffer.allocUnsafe(1 << 20);
-    for (let r = await fh.read(buf, 0, buf.length, null); r.bytesRead > 0; r = await fh.read(buf, 0, buf.length, null)) hash.update(buf.subarray(0, r.bytesRead));
+    for (let r = await fh.read(buf, 0, buf.length, null); r.bytesRead > 0; r = await fh.read(buf, 0, buf.length, null))
+      hash.update(buf.subarray(0, r.bytesRead));
   } finally {
     await fh.close();
   }

@@ -97,7 +97,10 @@ describe("bridgeStream (grpc lane)", () => {
     worker.send(big);
     worker.send(CLEAN_END_FRAME);
     const sent = await stream.messages(3);
-    assert.deepEqual(sent.map((m) => m.length), [5, big.length, CLEAN_END_FRAME.length]);
+    assert.deepEqual(
+      sent.map((m) => m.length),
+      [5, big.length, CLEAN_END_FRAME.length],
+    );
     assert.ok(sent[1]!.equals(big));
     assert.ok(sent[2]!.equals(Buffer.from(CLEAN_END_FRAME)), "the tracker recognises the clean end by its bytes, alone in its message");
 
@@ -138,7 +141,10 @@ describe("bridgeStream (grpc lane)", () => {
     const frames = framesOf(worker, 8);
     theirs.resume();
     await resumed;
-    assert.deepEqual((await frames).map((f) => f[0]), [0, 1, 2, 3, 4, 5, 6, 7]);
+    assert.deepEqual(
+      (await frames).map((f) => f[0]),
+      [0, 1, 2, 3, 4, 5, 6, 7],
+    );
     theirs.destroy();
   });
 

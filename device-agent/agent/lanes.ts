@@ -26,7 +26,17 @@ import type { Server, Socket } from "node:net";
 import type { TLSSocket } from "node:tls";
 import * as grpc from "@grpc/grpc-js";
 import { AgentService, FarmError, SESSION_ID_HEADER, SESSION_TOKEN_HEADER, encodeLaneHello, type AgentServiceClient, type Lane } from "../../protos/index.ts";
-import { HELLO_TIMEOUT_MS, connectSocket, framed, makeClient, parseAddress, socketServer, type ClientSecurity, type Logger, type ServerTls } from "../../runtime/index.ts";
+import {
+  HELLO_TIMEOUT_MS,
+  connectSocket,
+  framed,
+  makeClient,
+  parseAddress,
+  socketServer,
+  type ClientSecurity,
+  type Logger,
+  type ServerTls,
+} from "../../runtime/index.ts";
 import { Tickets, admitHost } from "../common/tickets.ts";
 import { bridgeStream, pipeSockets, socketPair, type ServeStream } from "./lane-pair.ts";
 
@@ -60,7 +70,11 @@ export class AgentLanes {
   /** The tracker's data port, from its Registered message. */
   relayPort = 0;
 
-  constructor(private readonly opts: AgentLanesOptions, private readonly hooks: LaneHooks, private readonly log: Logger) {}
+  constructor(
+    private readonly opts: AgentLanesOptions,
+    private readonly hooks: LaneHooks,
+    private readonly log: Logger,
+  ) {}
 
   /** Opens the direct-lane port; returns its port. */
   listen(host: string, port: number): Promise<number> {
@@ -68,7 +82,9 @@ export class AgentLanes {
     this.server = made.server;
     this.stopWatching = made.stopWatching;
     return new Promise((resolve, reject) => {
-      made.server.once("error", (err) => reject(new FarmError("UNAVAILABLE", `the agent cannot open its direct-lane port on ${host}:${port}: ${err.message} (--data-port)`, { cause: err })));
+      made.server.once("error", (err) =>
+        reject(new FarmError("UNAVAILABLE", `the agent cannot open its direct-lane port on ${host}:${port}: ${err.message} (--data-port)`, { cause: err })),
+      );
       made.server.listen(port, host, () => resolve((made.server.address() as { port: number }).port));
     });
   }
@@ -85,10 +101,16 @@ export class AgentLanes {
    */
   trackerAttached(): void {
     this.sessions?.close();
-    this.sessions = makeClient<AgentServiceClient>(AgentService, this.opts.tracker, this.opts.security, {
-      "grpc.initial_reconnect_backoff_ms": 100,
-      "grpc.max_reconnect_backoff_ms": 500,
-    }, { reloadCertificates: true });
+    this.sessions = makeClient<AgentServiceClient>(
+      AgentService,
+      this.opts.tracker,
+      this.opts.security,
+      {
+        "grpc.initial_reconnect_backoff_ms": 100,
+        "grpc.max_reconnect_backoff_ms": 500,
+      },
+      { reloadCertificates: true },
+    );
     this.sessions.getChannel().getConnectivityState(true);
   }
 
@@ -113,7 +135,9 @@ export class AgentLanes {
       const { socket: raw, rest } = lane.detach({ toAnotherProcess: !encrypted });
       // Handed on (a plain socket is closed here once sent) or piped (TLS, closed with its pair): not ours to close.
       this.open.delete(socket);
-      const handed = encrypted ? await this.throughPair(sessionId, "direct", (mine) => pipeSockets(raw, mine, rest)) : this.hooks.hand(sessionId, raw, rest, "direct");
+      const handed = encrypted
+        ? await this.throughPair(sessionId, "direct", (mine) => pipeSockets(raw, mine, rest))
+        : this.hooks.hand(sessionId, raw, rest, "direct");
       // Refused on the lane's socket, which is still the agent's.
       if (!handed) throw new FarmError("NOT_FOUND", `session ${sessionId} has no worker any more`);
       this.hooks.opened(sessionId);
@@ -129,7 +153,9 @@ export class AgentLanes {
       // Unread: the tracker's welcome (or refusal) is the worker's to read, and nothing the agent read could be handed on.
       const socket = await connectSocket(this.trackerHost, this.relayPort, this.opts.security, HELLO_TIMEOUT_MS, "the tracker's data port", { unread: true });
       socket.write(framed(encodeLaneHello({ session_id: sessionId, ticket, role: "worker" })));
-      const handed = (socket as TLSSocket).encrypted ? await this.throughPair(sessionId, "relay", (mine) => pipeSockets(socket, mine, Buffer.alloc(0))) : this.hooks.hand(sessionId, socket, Buffer.alloc(0), "relay");
+      const handed = (socket as TLSSocket).encrypted
+        ? await this.throughPair(sessionId, "relay", (mine) => pipeSockets(socket, mine, Buffer.alloc(0)))
+        : this.hooks.hand(sessionId, socket, Buffer.alloc(0), "relay");
       if (!handed) socket.destroy();
     } catch (err) {
       // The tracker ends the lease when its lane does not open; say why here.

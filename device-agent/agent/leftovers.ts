@@ -74,7 +74,11 @@ export function sweepLeftovers(workRoot: string, opts: { mounts: boolean; uids?:
   const found: Leftovers = { folders: [], mounts: 0, uids: [], failed: [] };
   const own = holderOf(workRoot);
   if (own && own.pid !== process.pid && isRunning(own) && exists(workRoot)) {
-    throw new FarmError("INVALID_ARGUMENT", `workRoot ${workRoot} is the scratch folder of a running agent (pid ${own.pid}); give every agent a scratch folder of its own`, { details: { option: "workRoot" } });
+    throw new FarmError(
+      "INVALID_ARGUMENT",
+      `workRoot ${workRoot} is the scratch folder of a running agent (pid ${own.pid}); give every agent a scratch folder of its own`,
+      { details: { option: "workRoot" } },
+    );
   }
   // First what dead agents' workers left running: root removes their folders only once nothing of theirs can swap a
   // link into them mid-removal (pool.ts removes a killed worker's folder the same way, after its uid).
@@ -96,9 +100,12 @@ export function sweepLeftovers(workRoot: string, opts: { mounts: boolean; uids?:
   }
   // A dead agent's session tmpfs, wherever its scratch folder was (another agent's TMPDIR): they hold RAM.
   if (opts.mounts) {
-    found.mounts = SessionDisk.detachWhere((mountPoint) => isDeadAgentsFolder(dirname(mountPoint)) || stale.some((d) => mountPoint.startsWith(`${d}/`)), (mountPoint) => {
-      if (!stale.includes(dirname(mountPoint))) rmSync(mountPoint, { recursive: true, force: true });
-    });
+    found.mounts = SessionDisk.detachWhere(
+      (mountPoint) => isDeadAgentsFolder(dirname(mountPoint)) || stale.some((d) => mountPoint.startsWith(`${d}/`)),
+      (mountPoint) => {
+        if (!stale.includes(dirname(mountPoint))) rmSync(mountPoint, { recursive: true, force: true });
+      },
+    );
   }
   for (const dir of stale) {
     try {

@@ -65,11 +65,19 @@ export class AgentMetrics {
   /** "https" with `tls`, else "http". */
   readonly scheme: "https" | "http";
 
-  constructor(private readonly log: Logger, private readonly opts: AgentMetricsOptions) {
+  constructor(
+    private readonly log: Logger,
+    private readonly opts: AgentMetricsOptions,
+  ) {
     this.scheme = opts.tls ? "https" : "http";
     const registers = [this.register];
     const readers = this.workerReaders;
-    this.calls = new Counter({ name: "kernelfarm_agent_calls_total", help: "Kernel calls requested, by board (refused ones included).", labelNames: ["board", "kind"] as const, registers });
+    this.calls = new Counter({
+      name: "kernelfarm_agent_calls_total",
+      help: "Kernel calls requested, by board (refused ones included).",
+      labelNames: ["board", "kind"] as const,
+      registers,
+    });
     this.callErrors = new Counter({
       name: "kernelfarm_agent_call_errors_total",
       help: "Calls and time evaluations that failed, by board and FarmError code.",
@@ -98,7 +106,12 @@ export class AgentMetrics {
         for (const [board, read] of readers) for (const [state, n] of Object.entries(read())) this.set({ board, state }, n);
       },
     });
-    this.workerStarts = new Counter({ name: "kernelfarm_agent_worker_starts_total", help: "Session worker processes forked, by board.", labelNames: ["board"] as const, registers });
+    this.workerStarts = new Counter({
+      name: "kernelfarm_agent_worker_starts_total",
+      help: "Session worker processes forked, by board.",
+      labelNames: ["board"] as const,
+      registers,
+    });
     this.workerStartSeconds = new Histogram({
       name: "kernelfarm_agent_worker_start_seconds",
       help: "From forking a session worker to its ready (runtime, backend, tracker connection), by board.",

@@ -101,14 +101,20 @@ export function workerLimitsFor(o: Pick<ResolvedAgentOptions, "workerLimits">, k
 }
 
 export function resolveAgentOptions(opts: AgentOptions): ResolvedAgentOptions {
-  if (opts.boards.length === 0) throw new FarmError("INVALID_ARGUMENT", "an agent needs at least one board: give --board (e.g. --board cpu:key=cpu) or boards: in --config");
+  if (opts.boards.length === 0)
+    throw new FarmError("INVALID_ARGUMENT", "an agent needs at least one board: give --board (e.g. --board cpu:key=cpu) or boards: in --config");
   const names = new Set<string>();
   for (const b of opts.boards) {
-    if (names.has(b.name)) throw new FarmError("INVALID_ARGUMENT", `--board: two boards are named "${b.name}"; give each a distinct name= (e.g. --board cpu:key=cpu,name=cpu1)`, { details: { option: "board", name: b.name } });
+    if (names.has(b.name))
+      throw new FarmError("INVALID_ARGUMENT", `--board: two boards are named "${b.name}"; give each a distinct name= (e.g. --board cpu:key=cpu,name=cpu1)`, {
+        details: { option: "board", name: b.name },
+      });
     names.add(b.name);
   }
   if (opts.metricsPort !== undefined && !(Number.isInteger(opts.metricsPort) && opts.metricsPort >= 0 && opts.metricsPort <= 65535)) {
-    throw new FarmError("INVALID_ARGUMENT", `--metrics-port must be a port number (0: any free one), got ${opts.metricsPort}`, { details: { option: "metricsPort" } });
+    throw new FarmError("INVALID_ARGUMENT", `--metrics-port must be a port number (0: any free one), got ${opts.metricsPort}`, {
+      details: { option: "metricsPort" },
+    });
   }
   // An agent with a token is who its token says (the tracker enforces it).
   const name = opts.name ?? (opts.security?.token ? "" : `${hostname()}-${process.pid}`);
@@ -135,13 +141,18 @@ export function resolveAgentOptions(opts: AgentOptions): ResolvedAgentOptions {
     workerUids: parseWorkerUids(opts.workerUids ?? DEFAULT_WORKER_UIDS, "workerUids"),
     workerNetwork: resolveWorkerNetwork(opts.workerNetwork),
     workerLimits: resolveWorkerLimits(opts.workerLimits, opts.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_BYTES),
-    workerDiskBytes: resolveWorkerDisk(opts.workerDiskBytes, opts.maxSessionBytes ?? DEFAULT_MAX_SESSION_BYTES, opts.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_BYTES),
+    workerDiskBytes: resolveWorkerDisk(
+      opts.workerDiskBytes,
+      opts.maxSessionBytes ?? DEFAULT_MAX_SESSION_BYTES,
+      opts.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_BYTES,
+    ),
     logger: opts.logger ?? componentLogger("agent", { agent: name }),
   };
 }
 
 function checkPort(port: number, name: string): number {
-  if (!(Number.isInteger(port) && port >= 0 && port <= 65535)) throw new FarmError("INVALID_ARGUMENT", `${name} must be a port number (0: any free one), got ${JSON.stringify(port)}`);
+  if (!(Number.isInteger(port) && port >= 0 && port <= 65535))
+    throw new FarmError("INVALID_ARGUMENT", `${name} must be a port number (0: any free one), got ${JSON.stringify(port)}`);
   return port;
 }
 
@@ -152,19 +163,29 @@ function resolveWorkerNetwork(v: string | undefined): WorkerNetwork {
 
 function resolveWorkerDisk(given: number | undefined, maxSessionBytes: number, maxUploadBytes: number): number {
   if (given === undefined) return maxSessionBytes;
-  if (!Number.isSafeInteger(given) || given < 0) throw new FarmError("INVALID_ARGUMENT", `workerDiskBytes must be a whole number of bytes ≥ 0 (0: no per-session filesystem), got ${JSON.stringify(given)}`);
+  if (!Number.isSafeInteger(given) || given < 0)
+    throw new FarmError("INVALID_ARGUMENT", `workerDiskBytes must be a whole number of bytes ≥ 0 (0: no per-session filesystem), got ${JSON.stringify(given)}`);
   // The worker writes an upload of up to maxUploadBytes into the session's folder: a smaller quota would fail every large one.
-  if (given > 0 && given < maxUploadBytes) throw new FarmError("INVALID_ARGUMENT", `workerDiskBytes (${given} bytes) is below maxUploadBytes (${maxUploadBytes}): the largest uploads could never fit; raise --worker-disk or lower --max-upload-bytes`);
+  if (given > 0 && given < maxUploadBytes)
+    throw new FarmError(
+      "INVALID_ARGUMENT",
+      `workerDiskBytes (${given} bytes) is below maxUploadBytes (${maxUploadBytes}): the largest uploads could never fit; raise --worker-disk or lower --max-upload-bytes`,
+    );
   return given;
 }
 
 function resolveWorkerLimits(given: string | Partial<WorkerLimits> | undefined, maxUploadBytes: number): ResolvedAgentOptions["workerLimits"] {
   const l = typeof given === "string" ? parseWorkerLimits(given, "workerLimits") : (given ?? {});
   for (const [k, v] of Object.entries(l)) {
-    if (!Number.isSafeInteger(v) || v < 0) throw new FarmError("INVALID_ARGUMENT", `workerLimits.${k} must be a whole number ≥ 0 (0: no limit), got ${JSON.stringify(v)}`);
+    if (!Number.isSafeInteger(v) || v < 0)
+      throw new FarmError("INVALID_ARGUMENT", `workerLimits.${k} must be a whole number ≥ 0 (0: no limit), got ${JSON.stringify(v)}`);
   }
   // A worker writes uploads of up to maxUploadBytes itself: a smaller file limit would fail them.
-  if (l.fsize && l.fsize < maxUploadBytes) throw new FarmError("INVALID_ARGUMENT", `workerLimits.fsize (${l.fsize} bytes) is below maxUploadBytes (${maxUploadBytes}): uploads would fail; raise it or lower --max-upload-bytes`);
+  if (l.fsize && l.fsize < maxUploadBytes)
+    throw new FarmError(
+      "INVALID_ARGUMENT",
+      `workerLimits.fsize (${l.fsize} bytes) is below maxUploadBytes (${maxUploadBytes}): uploads would fail; raise it or lower --max-upload-bytes`,
+    );
   return {
     nofile: l.nofile ?? DEFAULT_WORKER_NOFILE,
     nproc: l.nproc ?? DEFAULT_WORKER_NPROC,

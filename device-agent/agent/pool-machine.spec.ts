@@ -11,8 +11,19 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { FarmError, WORKER_MAX_PENDING_REQUESTS, type WorkerMessage } from "../../protos/index.ts";
 import {
-  armedTimers, begin, nextIdle, step, workerStates, type PoolConfig, type PoolEffect, type PoolEvent, type PoolMachineState, type PoolStep, type PoolTimer,
-  type WorkerId, type WorkerRecord,
+  armedTimers,
+  begin,
+  nextIdle,
+  step,
+  workerStates,
+  type PoolConfig,
+  type PoolEffect,
+  type PoolEvent,
+  type PoolMachineState,
+  type PoolStep,
+  type PoolTimer,
+  type WorkerId,
+  type WorkerRecord,
 } from "./pool-machine.ts";
 
 const GRACE_MS = 1000;
@@ -29,7 +40,16 @@ class Clock {
   private readonly armed = new Map<string, { timer: PoolTimer; at: number }>();
 
   constructor(opts: Partial<PoolConfig> = {}) {
-    const { state, effects } = begin({ boardName: "b1", kind: "cpu", warm: 1, standby: false, ownUids: false, canaryIntervalMs: 0, endGraceMs: GRACE_MS, ...opts });
+    const { state, effects } = begin({
+      boardName: "b1",
+      kind: "cpu",
+      warm: 1,
+      standby: false,
+      ownUids: false,
+      canaryIntervalMs: 0,
+      endGraceMs: GRACE_MS,
+      ...opts,
+    });
     this.state = state;
     this.perform(effects);
   }
@@ -89,7 +109,10 @@ class Clock {
 }
 
 const ready: WorkerMessage = { kind: "ready", m: {} };
-const ended = (sessionId: string, reusable: boolean, error?: FarmError): WorkerMessage => ({ kind: "ended", m: { session_id: sessionId, reusable, error: error ? { details_json: "", ...error.toWire() } : null } });
+const ended = (sessionId: string, reusable: boolean, error?: FarmError): WorkerMessage => ({
+  kind: "ended",
+  m: { session_id: sessionId, reusable, error: error ? { details_json: "", ...error.toWire() } : null },
+});
 
 /** Answers each `spawn` among `effects` as the shell does when the fork works (pid 100 + id). */
 function spawnAll(c: Clock, effects: readonly PoolEffect[]): void {
@@ -157,7 +180,7 @@ describe("pool machine: starting (forked, warming up)", () => {
     assert.equal(c.state.workers.length, 0);
   });
 
-  it("\"ready\" counts its start and makes it idle; the board is ready", () => {
+  it('"ready" counts its start and makes it idle; the board is ready', () => {
     const c = new Clock();
     c.feed({ kind: "fill" });
     spawnAll(c, c.take());
@@ -167,12 +190,15 @@ describe("pool machine: starting (forked, warming up)", () => {
     assert.equal(c.worker(0).canaryAsked, false, "its start-up canary came before ready");
   });
 
-  it("with standby lanes, \"ready\" opens its standby lane first; standbyOpened makes it idle with that port", () => {
+  it('with standby lanes, "ready" opens its standby lane first; standbyOpened makes it idle with that port', () => {
     const c = new Clock({ standby: true });
     c.feed({ kind: "fill" });
     spawnAll(c, c.take());
     c.say(0, ready);
-    assert.deepEqual(c.take(), [{ kind: "countReady", worker: 0 }, { kind: "openStandby", worker: 0 }]);
+    assert.deepEqual(c.take(), [
+      { kind: "countReady", worker: 0 },
+      { kind: "openStandby", worker: 0 },
+    ]);
     assert.equal(c.worker(0).state, "starting");
     c.feed({ kind: "standbyOpened", worker: 0, port: 4100 });
     assert.deepEqual(c.take(), [{ kind: "boardReady" }]);
@@ -209,7 +235,10 @@ describe("pool machine: assign (AssignSession)", () => {
     const c = new Clock({ warm: 2, standby: true });
     c.feed({ kind: "fill" });
     spawnAll(c, c.take());
-    for (const [id, port] of [[0, 4100], [1, 4101]] as const) {
+    for (const [id, port] of [
+      [0, 4100],
+      [1, 4101],
+    ] as const) {
       c.say(id, ready);
       c.feed({ kind: "standbyOpened", worker: id, port });
     }
@@ -302,17 +331,26 @@ describe("pool machine: assign (AssignSession)", () => {
     c.feed({ kind: "laneArrived", sessionId: "s2", lane: 9 });
     assert.deepEqual(c.state.waiting?.lanes, [9]);
     c.say(1, ready);
-    assert.deepEqual(c.take(), [{ kind: "countReady", worker: 1 }, { kind: "makeSessionFolder", worker: 1, sessionId: "s2" }]);
+    assert.deepEqual(c.take(), [
+      { kind: "countReady", worker: 1 },
+      { kind: "makeSessionFolder", worker: 1, sessionId: "s2" },
+    ]);
     assert.equal(c.state.waiting, undefined);
     c.feed({ kind: "folderMade", worker: 1 });
     c.feed({ kind: "assignSent", worker: 1, delivered: true });
-    assert.deepEqual(c.take(), [{ kind: "sendAssign", worker: 1, sessionId: "s2", token: "t2", route: "relay" }, { kind: "handLane", worker: 1, sessionId: "s2", lane: 9 }]);
+    assert.deepEqual(c.take(), [
+      { kind: "sendAssign", worker: 1, sessionId: "s2", token: "t2", route: "relay" },
+      { kind: "handLane", worker: 1, sessionId: "s2", lane: 9 },
+    ]);
   });
 
   it("an assignment with no idle worker and none starting starts one", () => {
     const c = new Clock({ warm: 1 });
     c.feed({ kind: "assign", sessionId: "s1", token: "t", route: "direct", lanePort: 0 });
-    assert.deepEqual(c.take(), [{ kind: "spawn", worker: 0 }, { kind: "sessionWaits", sessionId: "s1" }]);
+    assert.deepEqual(c.take(), [
+      { kind: "spawn", worker: 0 },
+      { kind: "sessionWaits", sessionId: "s1" },
+    ]);
   });
 
   it("an assignment after close ends the session INTERNAL (counted)", () => {
@@ -332,7 +370,10 @@ describe("pool machine: assign (AssignSession)", () => {
     c.feed({ kind: "laneArrived", sessionId: "s1", lane: 1 });
     c.take();
     c.feed({ kind: "assign", sessionId: "s2", token: "t", route: "direct", lanePort: 0 });
-    assert.deepEqual(c.take(), [{ kind: "dropLane", lane: 1 }, { kind: "sessionWaits", sessionId: "s2" }]);
+    assert.deepEqual(c.take(), [
+      { kind: "dropLane", lane: 1 },
+      { kind: "sessionWaits", sessionId: "s2" },
+    ]);
     assert.equal(c.state.waiting?.sessionId, "s2");
   });
 });
@@ -346,7 +387,7 @@ describe("pool machine: serving (its session runs)", () => {
     assert.deepEqual(c.take(), [{ kind: "handLane", worker: 0, sessionId: "s1", lane: 2 }]);
   });
 
-  it("\"foreign_code\" (tainted): it never serves again, and its successor boots while it serves", () => {
+  it('"foreign_code" (tainted): it never serves again, and its successor boots while it serves', () => {
     const c = warmPool();
     serve(c, "s1");
     c.take();
@@ -355,7 +396,7 @@ describe("pool machine: serving (its session runs)", () => {
     assert.equal(c.worker(0).nativeCode, true);
   });
 
-  it("\"lane_opened\" tells the tracker once", () => {
+  it('"lane_opened" tells the tracker once', () => {
     const c = warmPool();
     serve(c, "s1");
     c.take();
@@ -364,7 +405,7 @@ describe("pool machine: serving (its session runs)", () => {
     assert.match(ignoredWhy(c.say(0, { kind: "lane_opened", m: { session_id: "s1" } })), /reported open already/);
   });
 
-  it("\"counters\" are counted", () => {
+  it('"counters" are counted', () => {
     const c = warmPool();
     serve(c, "s1");
     c.take();
@@ -378,7 +419,10 @@ describe("pool machine: serving (its session runs)", () => {
     c.take();
     const take: WorkerMessage = { kind: "store_take", m: { id: 1, sha256: "a".repeat(64), size: 10 } };
     for (let i = 0; i < WORKER_MAX_PENDING_REQUESTS; i++) c.say(0, take);
-    assert.deepEqual(c.take(), Array.from({ length: WORKER_MAX_PENDING_REQUESTS }, () => ({ kind: "serveRequest", worker: 0, request: take })));
+    assert.deepEqual(
+      c.take(),
+      Array.from({ length: WORKER_MAX_PENDING_REQUESTS }, () => ({ kind: "serveRequest", worker: 0, request: take })),
+    );
     assert.equal(c.worker(0).pending, WORKER_MAX_PENDING_REQUESTS);
     c.say(0, { kind: "program_fpga", m: { id: 2, bitstream: "b.bit", config: "c.json" } });
     assert.deepEqual(kinds(c.take()), ["cutOff", "countEnd", "kill", "sessionEnded"]);
@@ -399,7 +443,7 @@ describe("pool machine: serving (its session runs)", () => {
     assert.deepEqual(c.take(), []);
   });
 
-  it("\"ended\", reusable, no native code, fewer than `warm` idle: idle again, the board ready, then the folder removed", () => {
+  it('"ended", reusable, no native code, fewer than `warm` idle: idle again, the board ready, then the folder removed', () => {
     const c = warmPool();
     serve(c, "s1");
     c.take();
@@ -414,7 +458,7 @@ describe("pool machine: serving (its session runs)", () => {
     assert.equal(c.worker(0).sessionId, undefined);
   });
 
-  it("\"ended\" with an error reports it and counts its code", () => {
+  it('"ended" with an error reports it and counts its code', () => {
     const c = warmPool();
     serve(c, "s1");
     c.take();
@@ -426,7 +470,7 @@ describe("pool machine: serving (its session runs)", () => {
     if (report?.kind === "sessionEnded") assert.deepEqual([report.reason?.code, report.reason?.message], ["TIMEOUT", "kernel f ran past 100 ms"]);
   });
 
-  it("\"ended\", reusable, while a session waits: it takes that one, and the old folder goes after", () => {
+  it('"ended", reusable, while a session waits: it takes that one, and the old folder goes after', () => {
     const c = warmPool();
     serve(c, "s1");
     c.feed({ kind: "assign", sessionId: "s2", token: "t2", route: "direct", lanePort: 0 });
@@ -442,7 +486,7 @@ describe("pool machine: serving (its session runs)", () => {
     assert.equal(c.worker(0).folder, "s2");
   });
 
-  it("\"ended\", reusable, with enough idle workers: told to go (SIGTERM); with uids of their own its folder waits for its exit", () => {
+  it('"ended", reusable, with enough idle workers: told to go (SIGTERM); with uids of their own its folder waits for its exit', () => {
     // A tainted worker's exit, seen after its successor took the next session, starts a third: two clean ones, warm 1.
     const c = warmPool({ warm: 1, ownUids: true });
     serve(c, "s0");
@@ -467,7 +511,7 @@ describe("pool machine: serving (its session runs)", () => {
     assert.equal(c.worker(1).folder, "s1");
   });
 
-  it("\"ended\", not reusable (or it loaded native code): killed, its successor filled in; without uids of its own the folder goes now", () => {
+  it('"ended", not reusable (or it loaded native code): killed, its successor filled in; without uids of its own the folder goes now', () => {
     const c = warmPool();
     serve(c, "s1");
     c.take();
@@ -485,7 +529,10 @@ describe("pool machine: serving (its session runs)", () => {
     d.say(0, { kind: "foreign_code", m: { session_id: "s1" } });
     d.take();
     d.say(0, ended("s1", true));
-    assert.deepEqual(d.take().find((e) => e.kind === "kill"), { kind: "kill", worker: 0, signal: "SIGKILL", group: false });
+    assert.deepEqual(
+      d.take().find((e) => e.kind === "kill"),
+      { kind: "kill", worker: 0, signal: "SIGKILL", group: false },
+    );
   });
 
   it("end_session with a reason: counted with its code, killed", () => {
@@ -500,7 +547,7 @@ describe("pool machine: serving (its session runs)", () => {
     assert.equal(c.worker(0).state, "exiting");
   });
 
-  it("a clean end_session: \"end\" to the worker and the grace armed; its \"ended\" within it disarms it", () => {
+  it('a clean end_session: "end" to the worker and the grace armed; its "ended" within it disarms it', () => {
     const c = warmPool();
     serve(c, "s1");
     c.take();
@@ -595,7 +642,7 @@ describe("pool machine: the board's canary", () => {
     assert.equal(c.worker(0).canaryAsked, false);
   });
 
-  it("a starting worker's own canary (asked at its start) is accepted before its \"ready\"", () => {
+  it('a starting worker\'s own canary (asked at its start) is accepted before its "ready"', () => {
     const c = new Clock();
     c.feed({ kind: "fill" });
     spawnAll(c, c.take());
@@ -614,7 +661,10 @@ describe("pool machine: the board's canary", () => {
     d.take();
     d.say(0, { kind: "canary", m: { ran: true, ok: true, detail: "", duration_ms: 1, kernel_ns: 0 } });
     const [cutD] = d.take();
-    assert.equal(cutD?.kind === "cutOff" && cutD.error.message, "the session's worker broke the agent's protocol: a canary verdict from a worker that loaded a tenant's native code");
+    assert.equal(
+      cutD?.kind === "cutOff" && cutD.error.message,
+      "the session's worker broke the agent's protocol: a canary verdict from a worker that loaded a tenant's native code",
+    );
   });
 });
 
@@ -633,7 +683,7 @@ describe("pool machine: breaches (a worker says what it may not, or its channel 
     ]);
   });
 
-  it("an idle worker's breach ends no session; \"ready\" twice is one", () => {
+  it('an idle worker\'s breach ends no session; "ready" twice is one', () => {
     const c = warmPool();
     c.say(0, ready);
     const error = new FarmError("PROTOCOL_ERROR", "the session's worker broke the agent's protocol: \"ready\" from a idle worker");
@@ -706,7 +756,10 @@ describe("pool machine: exits", () => {
     c.take();
     const timeout = new FarmError("TIMEOUT", "f ran past 100 ms; the session worker was killed and the board returned to the pool");
     c.feed({ kind: "exited", worker: 0, code: null, signal: "SIGKILL", death: timeout });
-    assert.deepEqual(c.take().slice(1, 3), [{ kind: "countEnd", reason: "TIMEOUT" }, { kind: "sessionEnded", sessionId: "s1", reason: timeout }]);
+    assert.deepEqual(c.take().slice(1, 3), [
+      { kind: "countEnd", reason: "TIMEOUT" },
+      { kind: "sessionEnded", sessionId: "s1", reason: timeout },
+    ]);
   });
 
   it("a starting or idle worker that dies: the board's infrastructure failed; a successor started", () => {
@@ -714,7 +767,13 @@ describe("pool machine: exits", () => {
     c.feed({ kind: "exited", worker: 0, code: 1, signal: null, death: crash });
     assert.deepEqual(c.take(), [
       { kind: "reap", worker: 0, folder: undefined },
-      { kind: "workerDied", worker: 0, code: 1, signal: null, report: { kind: "infra", ok: false, reason: "idle session worker 100 exited with code 1", durationMs: 0, kernelNs: 0 } },
+      {
+        kind: "workerDied",
+        worker: 0,
+        code: 1,
+        signal: null,
+        report: { kind: "infra", ok: false, reason: "idle session worker 100 exited with code 1", durationMs: 0, kernelNs: 0 },
+      },
       { kind: "spawn", worker: 1 },
     ]);
   });

@@ -247,7 +247,13 @@ export type PoolEffect =
   /** Tell the tracker the board's health (a canary's verdict). */
   | { readonly kind: "health"; readonly report: HealthReport }
   /** A worker no session ran in died: log it, and tell the tracker the board's infrastructure failed. */
-  | { readonly kind: "workerDied"; readonly worker: WorkerId; readonly code: number | null; readonly signal: NodeJS.Signals | null; readonly report: HealthReport }
+  | {
+      readonly kind: "workerDied";
+      readonly worker: WorkerId;
+      readonly code: number | null;
+      readonly signal: NodeJS.Signals | null;
+      readonly report: HealthReport;
+    }
   /** Log that a session waits for a worker. */
   | { readonly kind: "sessionWaits"; readonly sessionId: string }
   /** Metrics: a session ended, with its reason's code ("OK": cleanly). Once a session. */
@@ -324,7 +330,8 @@ export function step(state: PoolMachineState, event: PoolEvent): PoolStep {
     }
     case "channelBroken": {
       const w = find(state, event.worker);
-      if (!w || w.state === "exiting") return ignored(state, `worker ${event.worker} is ${w ? "being killed" : "gone"}: what its channel does no longer matters`);
+      if (!w || w.state === "exiting")
+        return ignored(state, `worker ${event.worker} is ${w ? "being killed" : "gone"}: what its channel does no longer matters`);
       return applied(...breach(new Change(state), w, event.error));
     }
     case "exited":
@@ -356,7 +363,11 @@ export function step(state: PoolMachineState, event: PoolEvent): PoolStep {
       if (!event.delivered) {
         const c = new Change(state).update(w, { assigning: undefined });
         kill(c, c.get(w.id)!, "SIGKILL", "RUNTIME_CRASH");
-        c.effect({ kind: "sessionEnded", sessionId, reason: new FarmError("RUNTIME_CRASH", `the session worker (pid ${w.pid}) went away before it took the session`) });
+        c.effect({
+          kind: "sessionEnded",
+          sessionId,
+          reason: new FarmError("RUNTIME_CRASH", `the session worker (pid ${w.pid}) went away before it took the session`),
+        });
         for (const lane of lanes) c.effect({ kind: "dropLane", lane });
         return applied(...c.done());
       }
@@ -458,7 +469,12 @@ function judge(state: PoolMachineState, id: WorkerId, msg: WorkerMessage): PoolS
       if (!serving) return out(`${msg.kind} from a ${w.state} worker`);
       if (msg.kind === "program_fpga" && state.config.kind !== "vta") return out(`program_fpga on a ${state.config.kind} board`);
       if (w.pending >= WORKER_MAX_PENDING_REQUESTS) return out(`more than ${WORKER_MAX_PENDING_REQUESTS} requests to the agent at once`);
-      return applied(...c.update(w, { pending: w.pending + 1 }).effect({ kind: "serveRequest", worker: id, request: msg }).done());
+      return applied(
+        ...c
+          .update(w, { pending: w.pending + 1 })
+          .effect({ kind: "serveRequest", worker: id, request: msg })
+          .done(),
+      );
     case "ended":
       if (!ownSession(msg.m.session_id)) return out(`ended for session ${msg.m.session_id}, which it does not serve`);
       return applied(...ended(c, w, msg.m.error ? FarmError.fromWire(msg.m.error) : null, msg.m.reusable));
@@ -516,7 +532,14 @@ function endSession(state: PoolMachineState, sessionId: string, reason: FarmErro
   if (w.graceArmed) return ignored(state, `session ${sessionId} is ending already: its worker's report is awaited`);
   // A clean end lets the worker close its lane and report; it is killed if it does not within the grace.
   c.update(w, { graceArmed: true });
-  return applied(...c.effect({ kind: "send", worker: w.id, msg: { end: { session_id: sessionId } } }, { kind: "startTimer", timer: { name: "grace", worker: w.id }, ms: state.endGraceMs }).done());
+  return applied(
+    ...c
+      .effect(
+        { kind: "send", worker: w.id, msg: { end: { session_id: sessionId } } },
+        { kind: "startTimer", timer: { name: "grace", worker: w.id }, ms: state.endGraceMs },
+      )
+      .done(),
+  );
 }
 
 function timerFired(state: PoolMachineState, timer: PoolTimer): PoolStep {
@@ -551,7 +574,13 @@ function exited(state: PoolMachineState, e: Extract<PoolEvent, { kind: "exited" 
   } else if (!w.expectedExit && !state.closed) {
     const how = e.signal ? `killed by ${e.signal}` : `exited with code ${e.code}`;
     // No kernel of anybody's ran in it: the board's infrastructure is at fault.
-    c.effect({ kind: "workerDied", worker: w.id, code: e.code, signal: e.signal, report: { kind: "infra", ok: false, reason: `${w.state} session worker ${w.pid} ${how}`, durationMs: 0, kernelNs: 0 } });
+    c.effect({
+      kind: "workerDied",
+      worker: w.id,
+      code: e.code,
+      signal: e.signal,
+      report: { kind: "infra", ok: false, reason: `${w.state} session worker ${w.pid} ${how}`, durationMs: 0, kernelNs: 0 },
+    });
   }
   readyAfter(c, false);
   return applied(...c.done());
@@ -562,7 +591,16 @@ function assign(c: Change, a: Extract<PoolEvent, { kind: "assign" }>): [PoolMach
   if (w) return serve(c, w, { sessionId: a.sessionId, token: a.token, route: a.route, lanes: [] });
   const { boardName } = c.state.config;
   if (c.state.closed) {
-    return c.effect({ kind: "countEnd", reason: "INTERNAL" }, { kind: "sessionEnded", sessionId: a.sessionId, reason: new FarmError("INTERNAL", `board ${boardName} is shutting down; session ${a.sessionId} was not served`) }).done();
+    return c
+      .effect(
+        { kind: "countEnd", reason: "INTERNAL" },
+        {
+          kind: "sessionEnded",
+          sessionId: a.sessionId,
+          reason: new FarmError("INTERNAL", `board ${boardName} is shutting down; session ${a.sessionId} was not served`),
+        },
+      )
+      .done();
   }
   // The readiness the tracker granted on was sent just before this board's last worker went (a tainted one's
   // exit, seen before the grant arrived): the session takes the next worker that is ready, one being started
@@ -575,7 +613,14 @@ function assign(c: Change, a: Extract<PoolEvent, { kind: "assign" }>): [PoolMach
 
 /** `w` takes a session: its folder first (made by the agent: the workers' root is closed to them). */
 function serve(c: Change, w: WorkerRecord, s: WaitingSession): [PoolMachineState, PoolEffect[]] {
-  c.update(w, { state: "serving", sessionId: s.sessionId, folder: s.sessionId, counted: false, laneOpened: false, assigning: { phase: "folder", token: s.token, route: s.route, lanes: s.lanes } });
+  c.update(w, {
+    state: "serving",
+    sessionId: s.sessionId,
+    folder: s.sessionId,
+    counted: false,
+    laneOpened: false,
+    assigning: { phase: "folder", token: s.token, route: s.route, lanes: s.lanes },
+  });
   return c.effect({ kind: "makeSessionFolder", worker: w.id, sessionId: s.sessionId }).done();
 }
 
@@ -602,8 +647,20 @@ function fill(c: Change): [PoolMachineState, PoolEffect[]] {
     const id = c.state.nextWorker;
     // A new worker runs its board's canary before it says ready.
     const w: WorkerRecord = {
-      id, state: "starting", pid: undefined, sessionId: undefined, assigning: undefined, folder: undefined, expectedExit: false, counted: false,
-      lanePort: undefined, nativeCode: false, canaryAsked: true, pending: 0, laneOpened: false, graceArmed: false,
+      id,
+      state: "starting",
+      pid: undefined,
+      sessionId: undefined,
+      assigning: undefined,
+      folder: undefined,
+      expectedExit: false,
+      counted: false,
+      lanePort: undefined,
+      nativeCode: false,
+      canaryAsked: true,
+      pending: 0,
+      laneOpened: false,
+      graceArmed: false,
     };
     c.state = { ...c.state, workers: [...c.state.workers, w], nextWorker: id + 1 };
     c.effect({ kind: "spawn", worker: id });

@@ -44,8 +44,20 @@ import type { WorkerConfig } from "../common/worker-spawn.ts";
 import { TIMEOUT_MARKER } from "../common/worker-spawn.ts";
 import { WORKER_STDIO, WorkerChannel } from "./worker-channel.ts";
 import {
-  begin, nextIdle, step, workerStates, type HealthReport, type LaneId, type PoolEffect, type PoolEvent, type PoolMachineState, type PoolStep, type PoolTimer,
-  type WorkerId, type WorkerRequest, type WorkerState,
+  begin,
+  nextIdle,
+  step,
+  workerStates,
+  type HealthReport,
+  type LaneId,
+  type PoolEffect,
+  type PoolEvent,
+  type PoolMachineState,
+  type PoolStep,
+  type PoolTimer,
+  type WorkerId,
+  type WorkerRequest,
+  type WorkerState,
 } from "./pool-machine.ts";
 
 export type { HealthReport, WorkerState } from "./pool-machine.ts";
@@ -281,7 +293,8 @@ export class BoardPool {
           break;
         case "sendAssign": {
           const dir = this.folders.get(effect.sessionId) ?? "";
-          const delivered = this.procs.get(effect.worker)?.channel.send({ assign: { session_id: effect.sessionId, token: effect.token, dir, route: effect.route } }) ?? false;
+          const delivered =
+            this.procs.get(effect.worker)?.channel.send({ assign: { session_id: effect.sessionId, token: effect.token, dir, route: effect.route } }) ?? false;
           this.feed({ kind: "assignSent", worker: effect.worker, delivered });
           break;
         }
@@ -302,7 +315,15 @@ export class BoardPool {
           const p = this.procs.get(effect.worker);
           p?.channel.stop();
           this.log.warn(
-            { board: this.boardName, session: effect.sessionId ?? null, pid: p?.child.pid, uid: p?.uid ?? null, state: effect.state, audit: "worker_protocol", err: effect.error.message },
+            {
+              board: this.boardName,
+              session: effect.sessionId ?? null,
+              pid: p?.child.pid,
+              uid: p?.uid ?? null,
+              state: effect.state,
+              audit: "worker_protocol",
+              err: effect.error.message,
+            },
             "a session worker broke the agent's protocol: killed",
           );
           break;
@@ -359,7 +380,10 @@ export class BoardPool {
           break;
         case "workerDied": {
           const p = this.procs.get(effect.worker);
-          this.log.warn({ board: this.boardName, code: effect.code, signal: effect.signal, stderr: p?.stderrTail.slice(-500) ?? "" }, `idle session worker ${p?.child.pid} died`);
+          this.log.warn(
+            { board: this.boardName, code: effect.code, signal: effect.signal, stderr: p?.stderrTail.slice(-500) ?? "" },
+            `idle session worker ${p?.child.pid} died`,
+          );
           this.events.health(this.boardName, effect.report);
           break;
         }
@@ -410,8 +434,19 @@ export class BoardPool {
       broken: (error) => this.feed({ kind: "channelBroken", worker: id, error }),
     });
     const p: WorkerProcess = {
-      child, channel, uid, home, forkedAt: performance.now(), stderrTail: "", storeSeq: 0,
-      output: new OutputBudget((dropped) => this.log.warn({ board: this.boardName, pid: child.pid, dropped }, "a session worker prints faster than the agent forwards: its output is dropped (its last lines still go into a crash report)")),
+      child,
+      channel,
+      uid,
+      home,
+      forkedAt: performance.now(),
+      stderrTail: "",
+      storeSeq: 0,
+      output: new OutputBudget((dropped) =>
+        this.log.warn(
+          { board: this.boardName, pid: child.pid, dropped },
+          "a session worker prints faster than the agent forwards: its output is dropped (its last lines still go into a crash report)",
+        ),
+      ),
     };
     this.procs.set(id, p);
     this.metrics?.workerSpawned();
@@ -595,19 +630,28 @@ export class BoardPool {
   private deathReason(id: WorkerId, p: WorkerProcess, code: number | null, signal: NodeJS.Signals | null): FarmError {
     const marker = p.stderrTail.lastIndexOf(TIMEOUT_MARKER);
     if (marker >= 0) {
-      const line = p.stderrTail.slice(marker + TIMEOUT_MARKER.length).split("\n")[0]!.trim();
+      const line = p.stderrTail
+        .slice(marker + TIMEOUT_MARKER.length)
+        .split("\n")[0]!
+        .trim();
       return new FarmError("TIMEOUT", `${line}; the session worker was killed and the board returned to the pool`);
     }
     if (signal === "SIGXFSZ") {
       // Node ignores SIGXFSZ (a write past the limit fails with EFBIG); a kernel that restored it died of it.
       const limit = effectiveLimits(this.sandbox.plan, this.config.kind).fsize;
-      return new FarmError("TOO_LARGE", `the session wrote a file larger than the worker's limit of ${limit} bytes (--worker-limits fsize=); the session worker was killed and the board returned to the pool`);
+      return new FarmError(
+        "TOO_LARGE",
+        `the session wrote a file larger than the worker's limit of ${limit} bytes (--worker-limits fsize=); the session worker was killed and the board returned to the pool`,
+      );
     }
     // Its session's filesystem is full: most likely what it died of (a kernel that did not check a write).
     const dir = this.folderOf(id);
     if (this.sandbox.disk && dir && this.sandbox.disk.full(dir)) {
       const e = quotaError(this.sandbox.disk.quotaBytes);
-      return new FarmError("TOO_LARGE", `${e.message}; the session worker (pid ${p.child.pid}) ${signal ? `was killed by ${signal}` : `exited with code ${code}`} and the board returned to the pool`);
+      return new FarmError(
+        "TOO_LARGE",
+        `${e.message}; the session worker (pid ${p.child.pid}) ${signal ? `was killed by ${signal}` : `exited with code ${code}`} and the board returned to the pool`,
+      );
     }
     const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
     const tail = p.stderrTail.trim().split("\n").slice(-5).join("\n").trim();

@@ -5,7 +5,18 @@ import { join } from "node:path";
 import { describe, it } from "node:test";
 import type { FarmError } from "../../protos/index.ts";
 import { resolveAgentOptions, workerLimitsFor } from "./options.ts";
-import { describeSandbox, effectiveLimits, parseWorkerLimits, parseWorkerUids, resolveSandbox, UidAllocator, workerCommand, workerEnv, type SandboxPlan, type WorkerLimits } from "./sandbox.ts";
+import {
+  describeSandbox,
+  effectiveLimits,
+  parseWorkerLimits,
+  parseWorkerUids,
+  resolveSandbox,
+  UidAllocator,
+  workerCommand,
+  workerEnv,
+  type SandboxPlan,
+  type WorkerLimits,
+} from "./sandbox.ts";
 
 const LIMITS: WorkerLimits = { nofile: 1024, nproc: 256, fsize: 1 << 30, as: 0 };
 const tools = { unshare: "/usr/bin/unshare", setpriv: "/usr/bin/setpriv", prlimit: "/usr/bin/prlimit" };
@@ -19,9 +30,23 @@ describe("sandbox: how a worker is started", () => {
   it("as root: its own network namespace, then its own uid with the workers' group and no new privileges, then its limits, then node", () => {
     const argv = workerCommand(plan({ users: { group: 61000, first: 61001, last: 61999 }, network: "netns" }), "cpu", 61005, NODE);
     assert.deepEqual(argv, [
-      "/usr/bin/unshare", "--net", "--",
-      "/usr/bin/setpriv", "--reuid", "61005", "--regid", "61005", "--groups", "61000", "--no-new-privs", "--",
-      "/usr/bin/prlimit", "--nofile=1024:1024", "--nproc=256:256", `--fsize=${1 << 30}:${1 << 30}`, "--",
+      "/usr/bin/unshare",
+      "--net",
+      "--",
+      "/usr/bin/setpriv",
+      "--reuid",
+      "61005",
+      "--regid",
+      "61005",
+      "--groups",
+      "61000",
+      "--no-new-privs",
+      "--",
+      "/usr/bin/prlimit",
+      "--nofile=1024:1024",
+      "--nproc=256:256",
+      `--fsize=${1 << 30}:${1 << 30}`,
+      "--",
       ...NODE,
     ]);
   });
@@ -49,7 +74,10 @@ describe("sandbox: how a worker is started", () => {
 
   it("the description names the user, the network, the limits and the disk", () => {
     const p = plan({ users: { group: 61000, first: 61001, last: 61999 }, network: "netns", diskBytes: 4 << 20 });
-    assert.equal(describeSandbox(p, "cpu"), `user=uids 61001-61999; network=isolated (netns); limits=nofile=1024,nproc=256,fsize=${1 << 30}; disk=${4 << 20} per session (tmpfs)`);
+    assert.equal(
+      describeSandbox(p, "cpu"),
+      `user=uids 61001-61999; network=isolated (netns); limits=nofile=1024,nproc=256,fsize=${1 << 30}; disk=${4 << 20} per session (tmpfs)`,
+    );
   });
 
   it("resolveSandbox: root gets uids (the range's first id is the group); not root, a note says what does not hold", () => {
@@ -84,10 +112,28 @@ describe("sandbox: how a worker is started", () => {
 describe("sandbox: the worker's environment", () => {
   it("holds only the allowed variables and the worker's own, never the agent's secrets", () => {
     const env = workerEnv(
-      { PATH: "/usr/bin", LANG: "C.UTF-8", LC_ALL: "C", CUDA_VISIBLE_DEVICES: "1", KFARM_TOKEN: "t0ken", AWS_SECRET_ACCESS_KEY: "s", KFARM_LOG: "info", HOME: "/root", SSH_AUTH_SOCK: "/tmp/x" },
+      {
+        PATH: "/usr/bin",
+        LANG: "C.UTF-8",
+        LC_ALL: "C",
+        CUDA_VISIBLE_DEVICES: "1",
+        KFARM_TOKEN: "t0ken",
+        AWS_SECRET_ACCESS_KEY: "s",
+        KFARM_LOG: "info",
+        HOME: "/root",
+        SSH_AUTH_SOCK: "/tmp/x",
+      },
       { KFARM_WORKER: "{}", HOME: "/w/home/61001" },
     );
-    assert.deepEqual(env, { PATH: "/usr/bin", LANG: "C.UTF-8", LC_ALL: "C", CUDA_VISIBLE_DEVICES: "1", KFARM_LOG: "info", KFARM_WORKER: "{}", HOME: "/w/home/61001" });
+    assert.deepEqual(env, {
+      PATH: "/usr/bin",
+      LANG: "C.UTF-8",
+      LC_ALL: "C",
+      CUDA_VISIBLE_DEVICES: "1",
+      KFARM_LOG: "info",
+      KFARM_WORKER: "{}",
+      HOME: "/w/home/61001",
+    });
   });
 });
 
@@ -135,11 +181,17 @@ describe("sandbox: options", () => {
 
   it("parses --worker-limits and --worker-uids, naming what is wrong", () => {
     assert.deepEqual(parseWorkerLimits("nofile=64, nproc=32,fsize=2m,as=off", "--worker-limits"), { nofile: 64, nproc: 32, fsize: 2 << 20, as: 0 });
-    assert.throws(() => parseWorkerLimits("cpu=3", "--worker-limits"), (e: FarmError) => e.code === "INVALID_ARGUMENT" && /--worker-limits: "cpu=3"/.test(e.message));
+    assert.throws(
+      () => parseWorkerLimits("cpu=3", "--worker-limits"),
+      (e: FarmError) => e.code === "INVALID_ARGUMENT" && /--worker-limits: "cpu=3"/.test(e.message),
+    );
     assert.throws(() => parseWorkerLimits("nproc=many", "--worker-limits"), /nproc="many" must be a whole number/);
     assert.deepEqual(parseWorkerUids("61000-61999", "--worker-uids"), [61000, 61999]);
     assert.equal(parseWorkerUids("off", "--worker-uids"), undefined);
-    assert.throws(() => parseWorkerUids("0-10", "--worker-uids"), (e: FarmError) => e.code === "INVALID_ARGUMENT" && /FIRST-LAST/.test(e.message));
+    assert.throws(
+      () => parseWorkerUids("0-10", "--worker-uids"),
+      (e: FarmError) => e.code === "INVALID_ARGUMENT" && /FIRST-LAST/.test(e.message),
+    );
     assert.throws(() => parseWorkerUids("62000-61000", "--worker-uids"), /FIRST-LAST/);
   });
 
@@ -157,7 +209,10 @@ describe("sandbox: options", () => {
   });
 
   it("refuses a file-size limit below the largest upload, and unknown network modes", () => {
-    assert.throws(() => resolveAgentOptions({ tracker: "127.0.0.1:1", boards: [board], workerLimits: { fsize: 1000 } }), (e: FarmError) => e.code === "INVALID_ARGUMENT" && /workerLimits.fsize/.test(e.message));
+    assert.throws(
+      () => resolveAgentOptions({ tracker: "127.0.0.1:1", boards: [board], workerLimits: { fsize: 1000 } }),
+      (e: FarmError) => e.code === "INVALID_ARGUMENT" && /workerLimits.fsize/.test(e.message),
+    );
     assert.throws(() => resolveAgentOptions({ tracker: "127.0.0.1:1", boards: [board], workerNetwork: "none" as "shared" }), /workerNetwork must be/);
   });
 });

@@ -27,7 +27,22 @@
  */
 import { spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { accessSync, chmodSync, chownSync, constants, copyFileSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  accessSync,
+  chmodSync,
+  chownSync,
+  constants,
+  copyFileSync,
+  linkSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import { FarmError } from "../../protos/index.ts";
@@ -78,10 +93,18 @@ export interface SandboxPlan {
 
 /** Environment variables a worker gets from the agent's (by name or prefix); everything else stays behind. */
 export const WORKER_ENV: readonly (string | RegExp)[] = [
-  "PATH", "LANG", "LANGUAGE", "TZ", "NODE_OPTIONS", "KFARM_LOG", "LD_LIBRARY_PATH",
+  "PATH",
+  "LANG",
+  "LANGUAGE",
+  "TZ",
+  "NODE_OPTIONS",
+  "KFARM_LOG",
+  "LD_LIBRARY_PATH",
   // An ARM agent bundle run under qemu-user: the worker's launcher starts node under it too (docs/agent-bundle.md).
   "KFARM_EMULATOR",
-  /^LC_[A-Z]+$/, /^CUDA_[A-Z_]+$/, /^NVIDIA_[A-Z_]+$/,
+  /^LC_[A-Z]+$/,
+  /^CUDA_[A-Z_]+$/,
+  /^NVIDIA_[A-Z_]+$/,
 ];
 
 const TOOL_DIRS = ["/usr/bin", "/bin", "/usr/sbin", "/sbin"];
@@ -118,7 +141,11 @@ export function resolveSandbox(request: SandboxRequest, opts: { isRoot?: boolean
   const notes: string[] = [];
   let users: SandboxPlan["users"];
   if (request.workerUids && isRoot) {
-    if (!tools.setpriv) throw new FarmError("INVALID_ARGUMENT", "workerUids: the agent runs as root and would start workers as other users, but util-linux's setpriv is not installed; install util-linux or pass --worker-uids off");
+    if (!tools.setpriv)
+      throw new FarmError(
+        "INVALID_ARGUMENT",
+        "workerUids: the agent runs as root and would start workers as other users, but util-linux's setpriv is not installed; install util-linux or pass --worker-uids off",
+      );
     const [first, last] = request.workerUids;
     users = { group: first, first: first + 1, last };
   } else if (!isRoot) {
@@ -131,17 +158,25 @@ export function resolveSandbox(request: SandboxRequest, opts: { isRoot?: boolean
     if (!tools.unshare) notes.push("workers keep the network: util-linux's unshare is not installed");
     else if (isRoot && (!probe || works(tools.unshare, ["--net"]))) network = "netns";
     else if (!isRoot && (!probe || works(tools.unshare, ["--user", "--map-root-user", "--net"]))) network = "userns";
-    else notes.push(`workers keep the network: ${isRoot ? "unshare --net" : "unshare --user --map-root-user --net (unprivileged user namespaces)"} failed here`);
+    else
+      notes.push(`workers keep the network: ${isRoot ? "unshare --net" : "unshare --user --map-root-user --net (unprivileged user namespaces)"} failed here`);
   } else {
     notes.push("workers keep the network (--worker-network shared)");
   }
   if (!tools.prlimit) notes.push("workers run without resource limits: util-linux's prlimit is not installed");
   // RLIMIT_NPROC counts every process of a uid: only a uid (or user namespace) of the worker's own makes it the worker's limit.
-  if (!users && network !== "userns") notes.push("no process limit: without a uid or user namespace of its own, RLIMIT_NPROC would count all of the agent user's processes");
+  if (!users && network !== "userns")
+    notes.push("no process limit: without a uid or user namespace of its own, RLIMIT_NPROC would count all of the agent user's processes");
   let diskBytes = 0;
   if (!request.diskBytes) notes.push("no per-session disk quota (--worker-disk off): a kernel can fill the agent's disk, one file of at most fsize at a time");
-  else if (!users) notes.push("no per-session disk quota: the session's tmpfs needs the agent as root with workers on uids of their own; a kernel can fill the agent's disk, one file of at most fsize at a time");
-  else if (probe && !canMountTmpfs()) notes.push("no per-session disk quota: mounting a tmpfs failed here (no CAP_SYS_ADMIN?); a kernel can fill the agent's disk, one file of at most fsize at a time");
+  else if (!users)
+    notes.push(
+      "no per-session disk quota: the session's tmpfs needs the agent as root with workers on uids of their own; a kernel can fill the agent's disk, one file of at most fsize at a time",
+    );
+  else if (probe && !canMountTmpfs())
+    notes.push(
+      "no per-session disk quota: mounting a tmpfs failed here (no CAP_SYS_ADMIN?); a kernel can fill the agent's disk, one file of at most fsize at a time",
+    );
   else diskBytes = request.diskBytes;
   return { users, network, tools, limits: request.limits, diskBytes, notes };
 }
@@ -165,7 +200,11 @@ function canMountTmpfs(): boolean {
 /** One line for the log and the boards' `sandbox` capability. */
 export function describeSandbox(plan: SandboxPlan, kind: string): string {
   const l = effectiveLimits(plan, kind);
-  const limits = Object.entries(l).filter(([, v]) => v > 0).map(([k, v]) => `${k}=${v}`).join(",") || "none";
+  const limits =
+    Object.entries(l)
+      .filter(([, v]) => v > 0)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(",") || "none";
   const users = plan.users ? `uids ${plan.users.first}-${plan.users.last}` : "agent's user";
   const disk = plan.diskBytes > 0 ? `${plan.diskBytes} per session (tmpfs)` : "unbounded";
   return `user=${users}; network=${plan.network === "shared" ? "shared" : `isolated (${plan.network})`}; limits=${limits}; disk=${disk}`;
@@ -187,7 +226,8 @@ export function workerCommand(plan: SandboxPlan, kind: string, uid: number | und
   if (plan.network === "netns") argv.push(plan.tools.unshare!, "--net", "--");
   else if (plan.network === "userns") argv.push(plan.tools.unshare!, "--user", "--map-root-user", "--net", "--");
   if (plan.tools.setpriv) {
-    if (plan.users && uid !== undefined) argv.push(plan.tools.setpriv, "--reuid", String(uid), "--regid", String(uid), "--groups", String(plan.users.group), "--no-new-privs", "--");
+    if (plan.users && uid !== undefined)
+      argv.push(plan.tools.setpriv, "--reuid", String(uid), "--regid", String(uid), "--groups", String(plan.users.group), "--no-new-privs", "--");
     // Not root: still no setuid escalation from inside a kernel.
     else argv.push(plan.tools.setpriv, "--no-new-privs", "--");
   }
@@ -246,7 +286,10 @@ export class UidAllocator {
       this.free.splice(i, 1);
       return uid;
     }
-    throw new FarmError("INTERNAL", `every worker uid ${this.plan.users.first}-${this.plan.users.last} is in use (by this host's agents or other processes); widen --worker-uids`);
+    throw new FarmError(
+      "INTERNAL",
+      `every worker uid ${this.plan.users.first}-${this.plan.users.last} is in use (by this host's agents or other processes); widen --worker-uids`,
+    );
   }
 
   private claim(uid: number): boolean {
@@ -432,7 +475,11 @@ export class WorkerDirs {
     } catch (err) {
       // This ends the session, and its host hears why: the session's name, never the agent's path (kept as the cause).
       const code = (err as NodeJS.ErrnoException).code ?? "error";
-      throw new FarmError(code === "ENOSPC" ? "TOO_LARGE" : "INTERNAL", `the agent cannot make session ${sessionId}'s folder: ${code}; its disk may be full or its scratch folder gone`, { cause: err, details: { errno: code } });
+      throw new FarmError(
+        code === "ENOSPC" ? "TOO_LARGE" : "INTERNAL",
+        `the agent cannot make session ${sessionId}'s folder: ${code}; its disk may be full or its scratch folder gone`,
+        { cause: err, details: { errno: code } },
+      );
     }
     return dir;
   }
@@ -481,7 +528,10 @@ export function checkReadableByWorkers(plan: SandboxPlan, path: string, what: st
   const problem = (p: string, need: number, word: string) => {
     const s = statSync(p);
     if ((s.mode & need) === 0) {
-      throw new FarmError("INVALID_ARGUMENT", `workerUids: session workers run as uids ${plan.users!.first}-${plan.users!.last} and cannot ${word} ${p} (mode ${(s.mode & 0o777).toString(8)}), which holds ${what}; make it ${word === "read" ? "readable" : "crossable"} by others (chmod o+${word === "read" ? "r" : "x"}) or pass --worker-uids off`);
+      throw new FarmError(
+        "INVALID_ARGUMENT",
+        `workerUids: session workers run as uids ${plan.users!.first}-${plan.users!.last} and cannot ${word} ${p} (mode ${(s.mode & 0o777).toString(8)}), which holds ${what}; make it ${word === "read" ? "readable" : "crossable"} by others (chmod o+${word === "read" ? "r" : "x"}) or pass --worker-uids off`,
+      );
     }
   };
   problem(full, 0o004, "read");
@@ -499,11 +549,18 @@ const LIMIT_NAMES: readonly (keyof WorkerLimits)[] = ["nofile", "nproc", "fsize"
  */
 export function parseWorkerLimits(text: string, where: string): Partial<WorkerLimits> {
   const out: Partial<WorkerLimits> = {};
-  for (const part of text.split(",").map((p) => p.trim()).filter(Boolean)) {
+  for (const part of text
+    .split(",")
+    .map((p) => p.trim())
+    .filter(Boolean)) {
     const eq = part.indexOf("=");
     const name = part.slice(0, eq) as keyof WorkerLimits;
     const value = part.slice(eq + 1).trim();
-    if (eq <= 0 || !LIMIT_NAMES.includes(name)) throw new FarmError("INVALID_ARGUMENT", `${where}: "${part}" is not LIMIT=VALUE with LIMIT one of ${LIMIT_NAMES.join(", ")} (e.g. nofile=1024,nproc=256,fsize=1g,as=off)`);
+    if (eq <= 0 || !LIMIT_NAMES.includes(name))
+      throw new FarmError(
+        "INVALID_ARGUMENT",
+        `${where}: "${part}" is not LIMIT=VALUE with LIMIT one of ${LIMIT_NAMES.join(", ")} (e.g. nofile=1024,nproc=256,fsize=1g,as=off)`,
+      );
     if (value === "off") out[name] = 0;
     else if (name === "fsize" || name === "as") out[name] = parseBytes(value, `${where} ${name}`);
     else if (/^\d+$/.test(value)) out[name] = Number(value);
@@ -519,7 +576,10 @@ export function parseWorkerUids(text: string, where: string): readonly [number, 
   const first = Number(m?.[1]);
   const last = Number(m?.[2]);
   if (!m || !(first >= 1000 && last > first && last < 2 ** 32 - 1)) {
-    throw new FarmError("INVALID_ARGUMENT", `${where}: ${JSON.stringify(text)} must be FIRST-LAST with 1000 ≤ FIRST < LAST (ids no account uses; FIRST is the workers' group, the rest their uids), or "off"`);
+    throw new FarmError(
+      "INVALID_ARGUMENT",
+      `${where}: ${JSON.stringify(text)} must be FIRST-LAST with 1000 ≤ FIRST < LAST (ids no account uses; FIRST is the workers' group, the rest their uids), or "off"`,
+    );
   }
   return [first, last];
 }

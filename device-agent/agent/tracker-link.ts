@@ -105,11 +105,17 @@ export class TrackerLink {
   }
 
   private connect(): AgentServiceClient {
-    return makeClient<AgentServiceClient>(AgentService, this.address, this.security, {
-      "grpc.initial_reconnect_backoff_ms": 100,
-      "grpc.min_reconnect_backoff_ms": 100,
-      "grpc.max_reconnect_backoff_ms": BACKOFF_MAX_MS,
-    }, { reloadCertificates: true });
+    return makeClient<AgentServiceClient>(
+      AgentService,
+      this.address,
+      this.security,
+      {
+        "grpc.initial_reconnect_backoff_ms": 100,
+        "grpc.min_reconnect_backoff_ms": 100,
+        "grpc.max_reconnect_backoff_ms": BACKOFF_MAX_MS,
+      },
+      { reloadCertificates: true },
+    );
   }
 
   /** The last refusal or transport problem logged, so a long outage logs each reason once. */
@@ -163,7 +169,9 @@ export class TrackerLink {
       const outage = this.outage;
       this.outage = undefined;
       this.lastProblem = "";
-      const after = outage ? ` after ${((Date.now() - outage.since) / 1000).toFixed(1)} s and ${outage.tries} failed ${outage.tries === 1 ? "try" : "tries"}` : "";
+      const after = outage
+        ? ` after ${((Date.now() - outage.since) / 1000).toFixed(1)} s and ${outage.tries} failed ${outage.tries === 1 ? "try" : "tries"}`
+        : "";
       this.log.info({ tracker: this.address, agent_id: msg.registered.agent_id }, `attached to the tracker at ${this.address}${after}`);
       this.events.attached(msg.registered);
     } else if (msg.heartbeat_ack) {
@@ -244,11 +252,17 @@ export class TrackerLink {
       if (problem !== this.lastProblem) {
         this.lastProblem = problem;
         outage.saidAt = Date.now();
-        this.log.warn({ tracker: this.address }, `cannot attach to the tracker at ${this.address}: ${problem}; ${next} (said again every ${OUTAGE_REMINDER_MS / 1000} s while it lasts)`);
+        this.log.warn(
+          { tracker: this.address },
+          `cannot attach to the tracker at ${this.address}: ${problem}; ${next} (said again every ${OUTAGE_REMINDER_MS / 1000} s while it lasts)`,
+        );
       } else if (Date.now() - outage.saidAt >= OUTAGE_REMINDER_MS) {
         outage.saidAt = Date.now();
         const s = ((Date.now() - outage.since) / 1000).toFixed(0);
-        this.log.warn({ tracker: this.address }, `still cannot attach to the tracker at ${this.address} after ${s} s and ${outage.tries} tries: ${problem}; ${next}`);
+        this.log.warn(
+          { tracker: this.address },
+          `still cannot attach to the tracker at ${this.address} after ${s} s and ${outage.tries} tries: ${problem}; ${next}`,
+        );
       }
     });
   }

@@ -12,7 +12,13 @@
 import type { ChildProcess, StdioOptions } from "node:child_process";
 import type { Server, Socket } from "node:net";
 import {
-  FarmError, WORKER_MESSAGE_MAX_BYTES, decodeToAgent, encodeToWorker, workerProtocolError, type AgentToWorker, type WorkerMessage,
+  FarmError,
+  WORKER_MESSAGE_MAX_BYTES,
+  decodeToAgent,
+  encodeToWorker,
+  workerProtocolError,
+  type AgentToWorker,
+  type WorkerMessage,
 } from "../../protos/index.ts";
 import { LaneSocket, framed } from "../../runtime/index.ts";
 import { descriptorOf, sendDescriptor } from "../common/handle-passing.ts";

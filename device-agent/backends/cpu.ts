@@ -91,9 +91,11 @@ export class CpuBackend implements Backend {
   /** TVM's cache_flush_cpu_non_first_arg: every buffer argument but the first, out of every cache level. */
   private flushArgs(values: readonly unknown[]): void {
     if (!this.flushFn) {
-      if (!this.supportLibrary) throw new FarmError("BAD_ARGUMENTS", "flushCpuCache: this board has no cache-flush helper (its agent found no C compiler to build it)");
+      if (!this.supportLibrary)
+        throw new FarmError("BAD_ARGUMENTS", "flushCpuCache: this board has no cache-flush helper (its agent found no C compiler to build it)");
       const fn = koffi.load(this.supportLibrary).func("kfarm_flush_range", "int32_t", ["void *", "size_t"]) as (p: Buffer, n: number) => number;
-      if (fn(Buffer.alloc(64), 64) !== 1) throw new FarmError("BAD_ARGUMENTS", `flushCpuCache: no cache-flush instruction for ${process.arch} in the helper library`);
+      if (fn(Buffer.alloc(64), 64) !== 1)
+        throw new FarmError("BAD_ARGUMENTS", `flushCpuCache: no cache-flush instruction for ${process.arch} in the helper library`);
       this.flushFn = fn;
     }
     for (const v of values.slice(1)) {
@@ -182,7 +184,14 @@ export class CpuBackend implements Backend {
     let bytes = 0;
     for (const a of this.arrays) bytes += a.nbytes;
     return {
-      counters: { calls: this.calls, call_ns_total: this.callNs, array_bytes: bytes, arrays: this.arrays.size, modules: this.modules, cache_flushes: this.flushes },
+      counters: {
+        calls: this.calls,
+        call_ns_total: this.callNs,
+        array_bytes: bytes,
+        arrays: this.arrays.size,
+        modules: this.modules,
+        cache_flushes: this.flushes,
+      },
       info: { kind: this.kind, arch: hostCpuTarget().arch, model: cpus()[0]?.model.trim() ?? "unknown" },
     };
   }

@@ -15,7 +15,10 @@ const NOT_ROOT = SessionDisk.supported() ? false : "needs root on Linux: mount(2
 const QUOTA = 1 << 20;
 
 /** Whether `dir` is a mount point (in /proc/self/mountinfo). */
-const mounted = (dir: string) => readFileSync("/proc/self/mountinfo", "utf8").split("\n").some((l) => l.split(" ")[4] === dir);
+const mounted = (dir: string) =>
+  readFileSync("/proc/self/mountinfo", "utf8")
+    .split("\n")
+    .some((l) => l.split(" ")[4] === dir);
 
 describe("session disk", () => {
   let root: string;
@@ -36,38 +39,45 @@ describe("session disk", () => {
     assert.match(e.message, /the session's files reached its disk quota of 4096 bytes/);
   });
 
-  it("mounts a tmpfs of the quota owned by the uid, 0700; writes past it fail with ENOSPC and full() says so; detaches while a file is open", { skip: NOT_ROOT }, () => {
-    const disk = new SessionDisk(QUOTA);
-    const d = mkdtempSync(join(root, "s-"));
-    disk.mount(d, 61001);
-    try {
-      assert.ok(mounted(d));
-      const st = statSync(d);
-      assert.equal(st.uid, 61001);
-      assert.equal(st.gid, 61001);
-      assert.equal(st.mode & 0o777, 0o700);
-      const fs = statfsSync(d);
-      assert.equal(fs.blocks * fs.bsize, QUOTA);
-      assert.equal(disk.full(d), false);
-      const fd = openSync(join(d, "f"), "w");
-      const buf = Buffer.alloc(64 * 1024);
-      let written = 0;
-      assert.throws(() => {
-        for (;;) written += writeSync(fd, buf);
-      }, (e: NodeJS.ErrnoException) => e.code === "ENOSPC");
-      assert.ok(written <= QUOTA, `${written} bytes written`);
-      assert.equal(disk.full(d), true);
-      // Still open: a lazy detach does not wait for it.
+  it(
+    "mounts a tmpfs of the quota owned by the uid, 0700; writes past it fail with ENOSPC and full() says so; detaches while a file is open",
+    { skip: NOT_ROOT },
+    () => {
+      const disk = new SessionDisk(QUOTA);
+      const d = mkdtempSync(join(root, "s-"));
+      disk.mount(d, 61001);
+      try {
+        assert.ok(mounted(d));
+        const st = statSync(d);
+        assert.equal(st.uid, 61001);
+        assert.equal(st.gid, 61001);
+        assert.equal(st.mode & 0o777, 0o700);
+        const fs = statfsSync(d);
+        assert.equal(fs.blocks * fs.bsize, QUOTA);
+        assert.equal(disk.full(d), false);
+        const fd = openSync(join(d, "f"), "w");
+        const buf = Buffer.alloc(64 * 1024);
+        let written = 0;
+        assert.throws(
+          () => {
+            for (;;) written += writeSync(fd, buf);
+          },
+          (e: NodeJS.ErrnoException) => e.code === "ENOSPC",
+        );
+        assert.ok(written <= QUOTA, `${written} bytes written`);
+        assert.equal(disk.full(d), true);
+        // Still open: a lazy detach does not wait for it.
+        disk.unmount(d);
+        assert.ok(!mounted(d));
+        closeSync(fd);
+      } finally {
+        disk.unmount(d);
+      }
+      // Twice, or on a plain folder: nothing to do, no error.
       disk.unmount(d);
-      assert.ok(!mounted(d));
-      closeSync(fd);
-    } finally {
-      disk.unmount(d);
-    }
-    // Twice, or on a plain folder: nothing to do, no error.
-    disk.unmount(d);
-    assert.equal(disk.full(join(root, "gone")), false);
-  });
+      assert.equal(disk.full(join(root, "gone")), false);
+    },
+  );
 
   it("detachWhere: detaches the session tmpfs it picks (a mount point with a space too), and only those", { skip: NOT_ROOT }, () => {
     const disk = new SessionDisk(QUOTA);
@@ -79,7 +89,13 @@ describe("session disk", () => {
     }
     const then: string[] = [];
     try {
-      assert.equal(SessionDisk.detachWhere((p) => p === stale, (p) => then.push(p)), 1);
+      assert.equal(
+        SessionDisk.detachWhere(
+          (p) => p === stale,
+          (p) => then.push(p),
+        ),
+        1,
+      );
       assert.deepEqual(then, [stale]);
       assert.ok(!mounted(stale.replace(/ /g, "\\040")));
       assert.ok(mounted(live));

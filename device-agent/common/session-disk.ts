@@ -57,7 +57,10 @@ export class SessionDisk {
     /** The quota of every session, in bytes. */
     readonly quotaBytes: number,
   ) {
-    if (!(Number.isSafeInteger(quotaBytes) && quotaBytes > 0)) throw new FarmError("INVALID_ARGUMENT", `--worker-disk: a session's disk quota must be a whole number of bytes > 0, got ${quotaBytes}`, { details: { option: "workerDisk" } });
+    if (!(Number.isSafeInteger(quotaBytes) && quotaBytes > 0))
+      throw new FarmError("INVALID_ARGUMENT", `--worker-disk: a session's disk quota must be a whole number of bytes > 0, got ${quotaBytes}`, {
+        details: { option: "workerDisk" },
+      });
   }
 
   /** Only on Linux, as root: elsewhere the agent cannot mount. */
@@ -76,7 +79,11 @@ export class SessionDisk {
     if (loadLibc().mount(SOURCE, dir, "tmpfs", MS_NOSUID | MS_NODEV, options) !== 0) {
       const errno = koffi.errno();
       // Named by the session's folder alone: this message ends the session, and its host hears it (no agent path).
-      throw new FarmError("INTERNAL", `cannot mount the tmpfs (${options}) of session ${basename(dir)}: errno ${errno}; the agent must run as root on Linux, or pass --worker-disk off`, { details: { errno } });
+      throw new FarmError(
+        "INTERNAL",
+        `cannot mount the tmpfs (${options}) of session ${basename(dir)}: errno ${errno}; the agent must run as root on Linux, or pass --worker-disk off`,
+        { details: { errno } },
+      );
     }
   }
 
@@ -85,7 +92,8 @@ export class SessionDisk {
     if (loadLibc().umount2(dir, MNT_DETACH) !== 0) {
       const errno = koffi.errno();
       // EINVAL: not a mount point (already detached, or never mounted); ENOENT: gone.
-      if (errno !== EINVAL && errno !== ENOENT) throw new FarmError("INTERNAL", `cannot unmount the tmpfs of session ${basename(dir)}: errno ${errno}`, { details: { errno } });
+      if (errno !== EINVAL && errno !== ENOENT)
+        throw new FarmError("INTERNAL", `cannot unmount the tmpfs of session ${basename(dir)}: errno ${errno}`, { details: { errno } });
     }
   }
 

@@ -60,9 +60,11 @@ export class Tickets {
     if (hello.role !== "host") throw new FarmError("PROTOCOL_ERROR", "only hosts connect to a direct lane");
     const expected = this.expected.get(sessionId) ?? (wait ? await this.arrival(sessionId) : undefined);
     if (!expected) throw new FarmError("NOT_FOUND", `no session "${sessionId}" here (it ended, never was, or went to another worker)`);
-    if (expected.route !== "direct" && expected.route !== "auto") throw new FarmError("PERMISSION_DENIED", `session ${sessionId} travels on the ${expected.route} route, not on a direct lane`);
+    if (expected.route !== "direct" && expected.route !== "auto")
+      throw new FarmError("PERMISSION_DENIED", `session ${sessionId} travels on the ${expected.route} route, not on a direct lane`);
     const given = Buffer.from(hello.ticket);
-    if (given.length !== expected.ticket.length || !timingSafeEqual(given, expected.ticket)) throw new FarmError("PERMISSION_DENIED", `wrong ticket for session ${sessionId}`);
+    if (given.length !== expected.ticket.length || !timingSafeEqual(given, expected.ticket))
+      throw new FarmError("PERMISSION_DENIED", `wrong ticket for session ${sessionId}`);
     if (expected.taken) throw new FarmError("PERMISSION_DENIED", `session ${sessionId} already has its lane; its ticket is used`);
     expected.taken = true;
   }

@@ -17,7 +17,10 @@ describe("a worker's requests to its agent", () => {
     assert.equal(sent.length, WORKER_MAX_PENDING_REQUESTS + 1, "an id never asked frees nothing");
     for (const id of [0, 2, 3, 4, 5]) r.answered(id, { store_kept: { id } });
     const got = await Promise.all(answers);
-    assert.deepEqual(got.map((m) => m.store_kept!.id), [0, 1, 2, 3, 4, 5]);
+    assert.deepEqual(
+      got.map((m) => m.store_kept!.id),
+      [0, 1, 2, 3, 4, 5],
+    );
   });
 
   it("settles once every request is answered, or after its bound when the agent stays silent", async () => {

@@ -29,7 +29,11 @@ export function fileError(err: unknown, action: FileAction, name?: string): Farm
       return new FarmError("NOT_FOUND", name === undefined ? "this session's folder is gone" : `no file "${name}" in this session`, opts);
     case "EISDIR":
     case "ERR_FS_EISDIR":
-      return new FarmError("INVALID_NAME", `${what} is a folder in this session (a kernel made it), not a file: ${action} takes file names; ${action === "upload" ? "upload under another name" : "name a file (listdir() shows them)"}`, opts);
+      return new FarmError(
+        "INVALID_NAME",
+        `${what} is a folder in this session (a kernel made it), not a file: ${action} takes file names; ${action === "upload" ? "upload under another name" : "name a file (listdir() shows them)"}`,
+        opts,
+      );
     case "ENOTDIR":
       return new FarmError("NOT_FOUND", `${what} is not a file or folder this session can ${action}`, opts);
     case "ENAMETOOLONG":
@@ -47,7 +51,11 @@ export function fileError(err: unknown, action: FileAction, name?: string): Farm
       return new FarmError("TOO_LARGE", `cannot ${action} ${what}: the board's disk is full; remove files this session no longer needs`, opts);
     default:
       // Node's own message carries the path: say only the code and the call.
-      return new FarmError("INTERNAL", `cannot ${action} ${what}: ${code || "error"}${(err as NodeJS.ErrnoException | null)?.syscall ? ` (${(err as NodeJS.ErrnoException).syscall})` : ""}`, opts);
+      return new FarmError(
+        "INTERNAL",
+        `cannot ${action} ${what}: ${code || "error"}${(err as NodeJS.ErrnoException | null)?.syscall ? ` (${(err as NodeJS.ErrnoException).syscall})` : ""}`,
+        opts,
+      );
   }
 }
 

@@ -42,8 +42,10 @@ describe("checkUploadName", () => {
     ];
     for (const [name, why] of cases) {
       assert.throws(() => checkUploadName(name), code("INVALID_NAME", why), JSON.stringify(name));
-      assert.throws(() => checkUploadName(name), // Long names are quoted by their first 40 characters.
-      (e: FarmError) => e.message.includes(JSON.stringify(name.slice(0, 40)).slice(0, -1)) && /plain file names/.test(e.message));
+      assert.throws(
+        () => checkUploadName(name), // Long names are quoted by their first 40 characters.
+        (e: FarmError) => e.message.includes(JSON.stringify(name.slice(0, 40)).slice(0, -1)) && /plain file names/.test(e.message),
+      );
     }
   });
 });
@@ -72,10 +74,16 @@ describe("SessionFiles", () => {
     const files = new SessionFiles(dir, { maxUploadBytes: 1000, maxSessionBytes: 1000 });
     await put(files, "b.bin", bytes(10, 7), 3);
     await put(files, "a.txt", new TextEncoder().encode("hello"));
-    assert.deepEqual(files.list(), [{ name: "a.txt", size: 5 }, { name: "b.bin", size: 10 }]);
+    assert.deepEqual(files.list(), [
+      { name: "a.txt", size: 5 },
+      { name: "b.bin", size: 10 },
+    ]);
     assert.deepEqual([...files.read("b.bin")], Array(10).fill(7));
     files.remove("b.bin");
-    assert.deepEqual(files.list().map((f) => f.name), ["a.txt"]);
+    assert.deepEqual(
+      files.list().map((f) => f.name),
+      ["a.txt"],
+    );
     assert.throws(() => files.read("b.bin"), code("NOT_FOUND", /no file "b\.bin"/));
     assert.throws(() => files.remove("b.bin"), code("NOT_FOUND", /b\.bin/));
   });
@@ -92,7 +100,10 @@ describe("SessionFiles", () => {
     const files = new SessionFiles(dir, { maxUploadBytes: 1000, maxSessionBytes: 1000 });
     writeFileSync(join(dir, ".module0.so"), "ELF");
     await put(files, "k.kfm", bytes(4));
-    assert.deepEqual(files.list().map((f) => f.name), ["k.kfm"]);
+    assert.deepEqual(
+      files.list().map((f) => f.name),
+      ["k.kfm"],
+    );
   });
 
   it("refuses a file over the per-file cap when announced, naming the sizes", async () => {
@@ -124,7 +135,14 @@ describe("SessionFiles", () => {
     assert.throws(() => files.begin("one-more.bin", 1), code("TOO_LARGE", /251 bytes/));
     files.remove("two.bin");
     await put(files, "three.bin", bytes(100));
-    assert.deepEqual(files.list().map((f) => [f.name, f.size]), [["one.bin", 100], ["small.bin", 50], ["three.bin", 100]]);
+    assert.deepEqual(
+      files.list().map((f) => [f.name, f.size]),
+      [
+        ["one.bin", 100],
+        ["small.bin", 50],
+        ["three.bin", 100],
+      ],
+    );
   });
 
   it("replacing a file counts only the new size", async () => {

@@ -42,15 +42,22 @@ function quoted(name: string): string {
 export function checkUploadName(name: string): string {
   const bytes = Buffer.byteLength(name, "utf8");
   const problem =
-    name.length === 0 ? "is empty"
-    : bytes > MAX_NAME_BYTES ? `is ${bytes} bytes long in UTF-8 (${name.length} characters); the filesystem's limit is ${MAX_NAME_BYTES} bytes`
-    : /[/\\]/.test(name) ? "contains a path separator"
-    : name.includes("..") ? 'contains ".."'
-    : name === "." ? 'is "."'
-    : // eslint-disable-next-line no-control-regex -- control characters are what it looks for
-      /[\x00-\x1f\x7f]/.test(name) ? "contains a control character"
-    : name.startsWith(".module") ? "is reserved for loaded modules"
-    : undefined;
+    name.length === 0
+      ? "is empty"
+      : bytes > MAX_NAME_BYTES
+        ? `is ${bytes} bytes long in UTF-8 (${name.length} characters); the filesystem's limit is ${MAX_NAME_BYTES} bytes`
+        : /[/\\]/.test(name)
+          ? "contains a path separator"
+          : name.includes("..")
+            ? 'contains ".."'
+            : name === "."
+              ? 'is "."'
+              : // eslint-disable-next-line no-control-regex -- control characters are what it looks for
+                /[\x00-\x1f\x7f]/.test(name)
+                ? "contains a control character"
+                : name.startsWith(".module")
+                  ? "is reserved for loaded modules"
+                  : undefined;
   if (problem) {
     throw new FarmError("INVALID_NAME", `file name ${quoted(name)} ${problem}; upload names must be plain file names`, { details: { bytes } });
   }
@@ -76,7 +83,6 @@ export class SessionFiles {
     private readonly limits: FileLimits,
     private readonly store?: SessionStore,
   ) {}
-
 
   path(name: string): string {
     return join(this.dir, checkUploadName(name));
@@ -224,7 +230,10 @@ export class SessionFiles {
       throw new FarmError("TOO_LARGE", `upload "${name}" is ${bytes} bytes; this board accepts at most ${this.limits.maxUploadBytes} bytes per file`);
     }
     if (this.used - replacing + bytes > this.limits.maxSessionBytes) {
-      throw new FarmError("TOO_LARGE", `upload "${name}" would bring this session's files to ${this.used - replacing + bytes} bytes; the cap is ${this.limits.maxSessionBytes} bytes per session`);
+      throw new FarmError(
+        "TOO_LARGE",
+        `upload "${name}" would bring this session's files to ${this.used - replacing + bytes} bytes; the cap is ${this.limits.maxSessionBytes} bytes per session`,
+      );
     }
   }
 }

@@ -39,12 +39,13 @@ export function socketLane(socket: Socket, rest: Buffer, kind: Lane): WorkerLane
   // A socket detached in this process (the standby lane) was paused there.
   socket.resume();
   let finished = false;
-  const opened = kind === "relay"
-    ? lane.first("welcome").then((bytes) => {
-        const w = decodeLaneWelcome(bytes);
-        if (w.error) throw FarmError.fromWire(w.error);
-      })
-    : Promise.resolve(kind === "direct" ? welcome(lane) : undefined);
+  const opened =
+    kind === "relay"
+      ? lane.first("welcome").then((bytes) => {
+          const w = decodeLaneWelcome(bytes);
+          if (w.error) throw FarmError.fromWire(w.error);
+        })
+      : Promise.resolve(kind === "direct" ? welcome(lane) : undefined);
   const over = new Promise<FarmError | undefined>((resolve) => {
     opened.catch((err) => {
       lane.fail(FarmError.from(err));
@@ -64,15 +65,22 @@ export function socketLane(socket: Socket, rest: Buffer, kind: Lane): WorkerLane
     resume: () => socket.resume(),
     drained: () => lane.drained(),
     flushed: () => lane.flushed(),
-    onFrame: (handler) => void opened.then(() => lane.onFrame(handler), () => {}),
+    onFrame: (handler) =>
+      void opened.then(
+        () => lane.onFrame(handler),
+        () => {},
+      ),
     over,
     finish: () => {
       finished = true;
       lane.send(CLEAN_END_FRAME);
-      const sent = socket.destroyed || socket.writableFinished ? Promise.resolve() : new Promise<void>((resolve) => {
-        socket.once("finish", resolve);
-        socket.once("close", resolve);
-      });
+      const sent =
+        socket.destroyed || socket.writableFinished
+          ? Promise.resolve()
+          : new Promise<void>((resolve) => {
+              socket.once("finish", resolve);
+              socket.once("close", resolve);
+            });
       lane.end();
       return sent;
     },

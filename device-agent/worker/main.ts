@@ -128,15 +128,19 @@ function fromAgent({ msg, socket, server }: FromAgent): void {
     else socket?.destroy();
   } else if (msg.standby && server) {
     // Sent once per worker (device-agent/agent/pool.ts), when it is ready.
-    standby = new StandbyLane(server, {
-      serving: () => serving,
-      open: (sessionId, laneSocket, rest) => {
-        if (current?.sessionId !== sessionId) return false;
-        current.lane(socketLane(laneSocket, rest, "direct"));
-        tell({ lane_opened: { session_id: sessionId } });
-        return true;
+    standby = new StandbyLane(
+      server,
+      {
+        serving: () => serving,
+        open: (sessionId, laneSocket, rest) => {
+          if (current?.sessionId !== sessionId) return false;
+          current.lane(socketLane(laneSocket, rest, "direct"));
+          tell({ lane_opened: { session_id: sessionId } });
+          return true;
+        },
       },
-    }, log);
+      log,
+    );
   } else if (msg.end) {
     if (current?.sessionId === msg.end.session_id) current.end();
   } else if (msg.run_canary) {

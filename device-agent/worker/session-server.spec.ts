@@ -81,7 +81,9 @@ let server: SessionServer;
 function start(parts = true): void {
   sink = new Sink(parts);
   counters = new RequestCounters();
-  server = new SessionServer(new CpuBackend({ memoryBytes: 1 << 20 }), dir, { maxUploadBytes: 8 << 20, maxSessionBytes: 16 << 20, callTimeoutMs: 1000 }, sink, { counters });
+  server = new SessionServer(new CpuBackend({ memoryBytes: 1 << 20 }), dir, { maxUploadBytes: 8 << 20, maxSessionBytes: 16 << 20, callTimeoutMs: 1000 }, sink, {
+    counters,
+  });
 }
 
 function send(frame: HostFrame): void {
@@ -237,7 +239,13 @@ describe("SessionServer: big replies", () => {
     assert.equal(sink.frames.length, 2, "nothing more until it drains");
     sink.release();
     const replies = await sink.replies(4);
-    assert.deepEqual(replies.slice(2).map((f) => [f.id, f.result]), [[2, "data"], [3, "listing"]]);
+    assert.deepEqual(
+      replies.slice(2).map((f) => [f.id, f.result]),
+      [
+        [2, "data"],
+        [3, "listing"],
+      ],
+    );
   });
 });
 
@@ -253,7 +261,10 @@ describe("SessionServer: flow and tenant code", () => {
     assert.equal(sink.frames.length, 1, "the call waits for the flush, and the listdir after it waits its turn");
     flush();
     const replies = await sink.replies(3);
-    assert.deepEqual(replies.map((f) => f.id), [1, 2, 3]);
+    assert.deepEqual(
+      replies.map((f) => f.id),
+      [1, 2, 3],
+    );
   });
 
   it("stops the lane's reading when frames pile up, and goes on when half have been handled", async () => {
@@ -269,7 +280,10 @@ describe("SessionServer: flow and tenant code", () => {
     flush();
     const replies = await sink.replies(10);
     assert.equal(sink.resumes, 1);
-    assert.deepEqual(replies.map((f) => f.id), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    assert.deepEqual(
+      replies.map((f) => f.id),
+      [1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+    );
   });
 });
 

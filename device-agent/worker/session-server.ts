@@ -6,7 +6,13 @@
  * are assembled here.
  */
 import {
-  CHUNK_BYTES, FarmError, decodeHostFrame, encodeBoardFrame, encodeBoardFrameParts, type BoardFrame, type HostFrame__Output,
+  CHUNK_BYTES,
+  FarmError,
+  decodeHostFrame,
+  encodeBoardFrame,
+  encodeBoardFrameParts,
+  type BoardFrame,
+  type HostFrame__Output,
 } from "../../protos/index.ts";
 import { dirname } from "node:path";
 import type { Backend } from "../backends/index.ts";

@@ -28,7 +28,11 @@ export class StandbyLane {
   /** The tickets of the sessions assigned to this worker. */
   readonly tickets = new Tickets();
 
-  constructor(server: Server, private readonly hooks: StandbyHooks, private readonly log: Logger) {
+  constructor(
+    server: Server,
+    private readonly hooks: StandbyHooks,
+    private readonly log: Logger,
+  ) {
     server.on("connection", (socket: Socket) => void this.accept(socket));
     server.on("error", (err) => log.warn({ err: err.message }, "the standby lane failed; hosts use the agent's data port"));
   }

@@ -3,7 +3,16 @@ import { describe, it } from "node:test";
 import { medianRse } from "../../domain/index.ts";
 import { evaluateTime, type TimeEvaluatorSettings } from "./time-evaluator.ts";
 
-const BASE: TimeEvaluatorSettings = { number: 1, repeat: 3, minRepeatMs: 0, cooldownMs: 0, repeatsToCooldown: 1, limitZeroTimeIterations: 100, targetRse: 0, budgetMs: 0 };
+const BASE: TimeEvaluatorSettings = {
+  number: 1,
+  repeat: 3,
+  minRepeatMs: 0,
+  cooldownMs: 0,
+  repeatsToCooldown: 1,
+  limitZeroTimeIterations: 100,
+  targetRse: 0,
+  budgetMs: 0,
+};
 
 /** Call times of 1000 ns with ±`spread` relative noise, the same sequence in every run (a small LCG). */
 function noisy(spread: number): (k: number) => number {
@@ -17,7 +26,11 @@ function noisy(spread: number): (k: number) => number {
 /** A kernel whose calls take `ns(k)` nanoseconds for the k-th timed batch (the warm-up is not timed). */
 function run(settings: Partial<TimeEvaluatorSettings>, ns: (k: number) => number) {
   let k = 0;
-  return evaluateTime({ ...BASE, ...settings }, () => {}, (n) => n * ns(k++));
+  return evaluateTime(
+    { ...BASE, ...settings },
+    () => {},
+    (n) => n * ns(k++),
+  );
 }
 
 describe("evaluateTime's precision target", () => {

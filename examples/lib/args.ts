@@ -4,13 +4,16 @@ import type { Strategy } from "./search.ts";
 
 export function numberArg(name: string, value: string | undefined, min: number, integer = true): number {
   const n = Number(value);
-  if ((integer && !Number.isInteger(n)) || !(n >= min)) throw new Error(`--${name} must be ${integer ? "an integer" : "a number"} ≥ ${min}, got ${JSON.stringify(value)}`);
+  if ((integer && !Number.isInteger(n)) || !(n >= min))
+    throw new Error(`--${name} must be ${integer ? "an integer" : "a number"} ≥ ${min}, got ${JSON.stringify(value)}`);
   return n;
 }
 
 export function searchArg(value: string | undefined): Strategy {
   if (value === "model" || value === "evolution") return value;
-  throw new Error(`--search must be "model" (a cost model ranks proposals by what was measured) or "evolution" (random draws, then mutations of the best), got ${JSON.stringify(value)}`);
+  throw new Error(
+    `--search must be "model" (a cost model ranks proposals by what was measured) or "evolution" (random draws, then mutations of the best), got ${JSON.stringify(value)}`,
+  );
 }
 
 /** parseArgs options every tuning example takes: the search and measure()'s pipeline. */
@@ -23,7 +26,9 @@ export const TUNING_OPTIONS = {
 } as const;
 
 /** `--boards`, `--compile-jobs`, `--queue-depth`, `--in-flight`: measure()'s pipeline options, its own choices where absent. */
-export function pipelineArgs(args: Record<string, string | boolean | undefined>): Pick<MeasureOptions, "boards" | "compileParallelism" | "queueDepth" | "inFlightPerBoard"> {
+export function pipelineArgs(
+  args: Record<string, string | boolean | undefined>,
+): Pick<MeasureOptions, "boards" | "compileParallelism" | "queueDepth" | "inFlightPerBoard"> {
   const opt = (name: string) => (args[name] === undefined ? undefined : numberArg(name, String(args[name]), 1));
   const out = { boards: opt("boards"), compileParallelism: opt("compile-jobs"), queueDepth: opt("queue-depth"), inFlightPerBoard: opt("in-flight") };
   return Object.fromEntries(Object.entries(out).filter(([, v]) => v !== undefined));

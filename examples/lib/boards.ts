@@ -9,7 +9,7 @@ import type { TrackerClient } from "kernelfarm";
 export async function boardsOf(client: TrackerClient, key: string, address: string, waitMs = 30_000) {
   const of = async () => (await client.summary()).boards.filter((b) => b.key === key);
   let boards = await of();
-  for (const until = Date.now() + waitMs; boards.length === 0 && Date.now() < until; ) {
+  for (const until = Date.now() + waitMs; boards.length === 0 && Date.now() < until;) {
     await new Promise((r) => setTimeout(r, 250));
     boards = await of();
   }

@@ -154,7 +154,7 @@ export function trainingTargets(scores: readonly number[], higherIsBetter: boole
     // Average ranks for ties, so equal scores get equal targets.
     const order = ok.slice().sort((a, b) => sign * (scores[a]! - scores[b]!));
     const denom = Math.max(1, order.length - 1);
-    for (let r = 0; r < order.length; ) {
+    for (let r = 0; r < order.length;) {
       let e = r;
       while (e + 1 < order.length && scores[order[e + 1]!] === scores[order[r]!]) e++;
       for (let k = r; k <= e; k++) out[order[k]!] = (r + e) / 2 / denom;
@@ -203,7 +203,12 @@ export class CostModel<S extends KnobSpace> {
 
   fit(scored: readonly ScoredConfig<S>[], seed = 0): void {
     const x = this.featurizer.encode(scored.map((s) => s.config));
-    const y = trainingTargets(scored.map((s) => s.score), this.opts.higherIsBetter, this.objective, this.failurePenalty);
+    const y = trainingTargets(
+      scored.map((s) => s.score),
+      this.opts.higherIsBetter,
+      this.objective,
+      this.failurePenalty,
+    );
     this.gbt = Gbt.fit(x, y, { ...this.opts.gbt, seed });
   }
 

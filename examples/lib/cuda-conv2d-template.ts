@@ -135,7 +135,8 @@ export function directConfigProblem(c: DirectConfig, p: ConvProblem, arch = "sm_
   const cluster = clusterSplitProblem("split_k", f.split, arch);
   if (cluster) return cluster;
   if (f.rco % f.split !== 0) return `split_k ${f.split} does not divide the ${f.rco} outer steps of tile_rc ${c.tile_rc}`;
-  if (f.bf * f.vf * f.tf * f.fi !== p.k || f.by * f.vy * f.ty * f.yi !== p.h || f.bx * f.vx * f.tx * f.xi !== p.w || f.rco * f.rci !== p.c) return "the splits do not cover the problem";
+  if (f.bf * f.vf * f.tf * f.fi !== p.k || f.by * f.vy * f.ty * f.yi !== p.h || f.bx * f.vx * f.tx * f.xi !== p.w || f.rco * f.rci !== p.c)
+    return "the splits do not cover the problem";
   return undefined;
 }
 
@@ -192,11 +193,10 @@ function unrollPragmas(c: DirectConfig, registerTile: number, extents: readonly 
   const step = Number(c.auto_unroll_max_step);
   let product = registerTile;
   // Innermost first, as TVM's unroll pass goes: a loop is unrolled while everything inside it, and it, stays within the step.
-  return extents
-    .map((e) => {
-      product *= e;
-      return product <= step ? "#pragma unroll" : Number(c.unroll_explicit) === 1 ? "#pragma unroll 1" : "";
-    });
+  return extents.map((e) => {
+    product *= e;
+    return product <= step ? "#pragma unroll" : Number(c.unroll_explicit) === 1 ? "#pragma unroll 1" : "";
+  });
 }
 
 /** The CUDA C++ source of configuration `c` for problem `p`: `extern "C" __global__ void conv2d(data, kernel, out)`. */
@@ -206,7 +206,9 @@ export function directSource(c: DirectConfig, p: ConvProblem): string {
   // The staged reduction loops, innermost first: rx, ry, rc.
   const [uRx, uRy, uRc] = unrollPragmas(c, tile, [f.rxi, f.ryi, f.rci]);
   const cluster = f.split > 1;
-  return `// kernelfarm conv2d direct template: ${Object.entries(c).map(([k, v]) => `${k}=${v}`).join(" ")}
+  return `// kernelfarm conv2d direct template: ${Object.entries(c)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(" ")}
 // problem: C=${p.c} H=${p.h} W=${p.w} K=${p.k}, 3x3, stride 1, pad 1, batch 1
 ${cluster ? CLUSTER_INCLUDE : ""}
 #define C ${p.c}

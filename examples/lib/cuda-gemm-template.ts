@@ -90,15 +90,20 @@ export function gemmSharedBytes(c: GemmConfig): number {
  */
 export function gemmConfigProblem(c: GemmConfig, p: GemmProblem): string | undefined {
   const [wm, wn] = gemmWarpTile(c);
-  if (c.BM % wm !== 0 || c.BN % wn !== 0) return `the warp tile ${wm}×${wn} (thread tile ${c.TM}×${c.TN}, ${c.warp_y}×${WARP / c.warp_y} lanes) does not divide the block tile ${c.BM}×${c.BN}`;
+  if (c.BM % wm !== 0 || c.BN % wn !== 0)
+    return `the warp tile ${wm}×${wn} (thread tile ${c.TM}×${c.TN}, ${c.warp_y}×${WARP / c.warp_y} lanes) does not divide the block tile ${c.BM}×${c.BN}`;
   const threads = gemmThreads(c);
   if (threads > MAX_THREADS_PER_BLOCK) return `${threads} threads per block (at most ${MAX_THREADS_PER_BLOCK})`;
   if (c.TM * c.TN > MAX_ACCUMULATORS) return `${c.TM * c.TN} accumulators per thread (at most ${MAX_ACCUMULATORS})`;
-  for (const [what, floats] of [["A", c.BM * c.BK], ["B", c.BK * c.BN]] as const) {
+  for (const [what, floats] of [
+    ["A", c.BM * c.BK],
+    ["B", c.BK * c.BN],
+  ] as const) {
     if ((floats / 4) % threads !== 0) return `the ${floats / 4} float4 loads of a slice of ${what} do not divide among ${threads} threads`;
   }
   if (gemmSharedBytes(c) > MAX_STATIC_SHARED_BYTES) return `${gemmSharedBytes(c)} bytes of shared memory (at most ${MAX_STATIC_SHARED_BYTES})`;
-  if (p.m % c.BM !== 0 || p.n % c.BN !== 0 || p.k % c.BK !== 0) return `the block tile ${c.BM}×${c.BN}×${c.BK} does not divide the problem ${p.m}×${p.n}×${p.k}`;
+  if (p.m % c.BM !== 0 || p.n % c.BN !== 0 || p.k % c.BK !== 0)
+    return `the block tile ${c.BM}×${c.BN}×${c.BK} does not divide the problem ${p.m}×${p.n}×${p.k}`;
   if (p.k % 4 !== 0 || p.n % 4 !== 0) return `rows of A and B are not aligned for float4 loads (K ${p.k} and N ${p.n} must be multiples of 4)`;
   return undefined;
 }
@@ -111,7 +116,9 @@ export function gemmLaunch(c: GemmConfig, p: GemmProblem): LaunchDecl {
 export function gemmSource(c: GemmConfig): string {
   const [wm, wn] = gemmWarpTile(c);
   const double = c.buffers === 2;
-  return `// kernelfarm GEMM template: ${Object.entries(c).map(([k, v]) => `${k}=${v}`).join(" ")}
+  return `// kernelfarm GEMM template: ${Object.entries(c)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(" ")}
 #define BM ${c.BM}
 #define BN ${c.BN}
 #define BK ${c.BK}
@@ -328,12 +335,17 @@ export async function hostGemmParallel(a: Float32Array, b: Float32Array, p: Gemm
   const sc = new SharedArrayBuffer(p.m * p.n * 4);
   const per = Math.ceil(p.m / workers);
   await Promise.all(
-    Array.from({ length: Math.min(workers, p.m) }, (_, w) =>
-      new Promise<void>((done, fail) => {
-        const worker = new Worker(GEMM_ROWS_WORKER, { eval: true, workerData: { a: sa, b: sb, c: sc, n: p.n, k: p.k, row0: w * per, row1: Math.min(p.m, (w + 1) * per) } });
-        worker.once("error", fail);
-        worker.once("exit", (code) => (code === 0 ? done() : fail(new Error(`a GEMM reference worker exited with ${code}`))));
-      }),
+    Array.from(
+      { length: Math.min(workers, p.m) },
+      (_, w) =>
+        new Promise<void>((done, fail) => {
+          const worker = new Worker(GEMM_ROWS_WORKER, {
+            eval: true,
+            workerData: { a: sa, b: sb, c: sc, n: p.n, k: p.k, row0: w * per, row1: Math.min(p.m, (w + 1) * per) },
+          });
+          worker.once("error", fail);
+          worker.once("exit", (code) => (code === 0 ? done() : fail(new Error(`a GEMM reference worker exited with ${code}`))));
+        }),
     ),
   );
   return new Float32Array(sc).slice();

@@ -24,7 +24,16 @@
  * tolerance, like the direct ones.
  */
 import type { CudaCompiledModule, LaunchDecl } from "kernelfarm";
-import { CLUSTER_INCLUDE, CONV_FUNCTION, MAX_STATIC_SHARED_BYTES, clusterSplitProblem, clusterSum, compileConv, type CompileConvOptions, type ConvProblem } from "./cuda-conv2d-template.ts";
+import {
+  CLUSTER_INCLUDE,
+  CONV_FUNCTION,
+  MAX_STATIC_SHARED_BYTES,
+  clusterSplitProblem,
+  clusterSum,
+  compileConv,
+  type CompileConvOptions,
+  type ConvProblem,
+} from "./cuda-conv2d-template.ts";
 import type { Config } from "./search.ts";
 
 export const WINOGRAD_SPACE = {
@@ -77,7 +86,9 @@ export function winogradLaunch(c: WinogradConfig, p: ConvProblem): LaunchDecl {
 export function winogradSource(c: WinogradConfig, p: ConvProblem): string {
   const { tw, tiles } = winogradTiles(p);
   const cluster = c.split_c > 1;
-  return `// kernelfarm conv2d Winograd F(2x2,3x3) template: ${Object.entries(c).map(([k, v]) => `${k}=${v}`).join(" ")}
+  return `// kernelfarm conv2d Winograd F(2x2,3x3) template: ${Object.entries(c)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(" ")}
 // problem: C=${p.c} H=${p.h} W=${p.w} K=${p.k}, 3x3, stride 1, pad 1, batch 1
 ${cluster ? CLUSTER_INCLUDE : ""}
 #define C ${p.c}
@@ -206,19 +217,23 @@ ${cluster ? "  cg::cluster_group cluster = cg::this_cluster();\n  __syncthreads(
         y[r][1] = t[r][1] - t[r][2] - t[r][3];
       }
       const int kk = tk + i * NK, pp = tp + j * NP;
-${cluster ? `#pragma unroll
+${
+  cluster
+    ? `#pragma unroll
       for (int q = 0; q < 4; q++) smem[(kk * BP + pp) * 4 + q] = y[q / 2][q % 2];
     }
 ${clusterSum(
   "const int kk = e / (BP * 4), pp = (e / 4) % BP, q = e % 4, tile = p0 + pp, oy = (tile / TW) * 2 + q / 2, ox = (tile % TW) * 2 + q % 2;\n    if (tile >= P || oy >= H || ox >= W) continue;",
   "out[((k0 + kk) * H + oy) * W + ox] = s;",
-)}` : `      const int tile = p0 + pp;
+)}`
+    : `      const int tile = p0 + pp;
       if (tile >= P) continue;
       const int oy = (tile / TW) * 2, ox = (tile % TW) * 2;
 #pragma unroll
       for (int q = 0; q < 4; q++)
         if (oy + q / 2 < H && ox + q % 2 < W) out[((k0 + kk) * H + oy + q / 2) * W + ox + q % 2] = y[q / 2][q % 2];
-    }`}
+    }`
+}
 }
 `;
 }

@@ -180,7 +180,16 @@ export class Gbt {
     const t = new Grower(x, y, o);
     for (let k = 0; k < o.trees && n > 0; k++) t.addTree();
     const k = t.nodes;
-    return new Gbt(t.base, cols, Int32Array.from(t.roots), t.feature.slice(0, k), t.cutAt.slice(0, k), t.left.slice(0, k), t.right.slice(0, k), t.value.slice(0, k));
+    return new Gbt(
+      t.base,
+      cols,
+      Int32Array.from(t.roots),
+      t.feature.slice(0, k),
+      t.cutAt.slice(0, k),
+      t.left.slice(0, k),
+      t.right.slice(0, k),
+      t.value.slice(0, k),
+    );
   }
 }
 
@@ -371,7 +380,17 @@ class Grower {
 }
 
 /** Every feature's histogram of residual sums and row counts over rows idx[lo, hi). */
-function histogram(bins: Uint8Array, cols: number, binStart: Int32Array, idx: Int32Array, lo: number, hi: number, residual: Float64Array, sums: Float64Array, counts: Int32Array): void {
+function histogram(
+  bins: Uint8Array,
+  cols: number,
+  binStart: Int32Array,
+  idx: Int32Array,
+  lo: number,
+  hi: number,
+  residual: Float64Array,
+  sums: Float64Array,
+  counts: Int32Array,
+): void {
   sums.fill(0);
   counts.fill(0);
   for (let k = lo; k < hi; k++) {
@@ -387,7 +406,14 @@ function histogram(bins: Uint8Array, cols: number, binStart: Int32Array, idx: In
 }
 
 /** out = parent − part, bin by bin. */
-function subtract(parentSums: Float64Array, parentCounts: Int32Array, partSums: Float64Array, partCounts: Int32Array, outSums: Float64Array, outCounts: Int32Array): void {
+function subtract(
+  parentSums: Float64Array,
+  parentCounts: Int32Array,
+  partSums: Float64Array,
+  partCounts: Int32Array,
+  outSums: Float64Array,
+  outCounts: Int32Array,
+): void {
   for (let h = 0; h < parentSums.length; h++) {
     outSums[h] = parentSums[h]! - partSums[h]!;
     outCounts[h] = parentCounts[h]! - partCounts[h]!;
@@ -399,7 +425,17 @@ function subtract(parentSums: Float64Array, parentCounts: Int32Array, partSums: 
  * `lambda`) that leaves at least `minLeaf` rows on each side, into `out`;
  * false when no split gains anything. Ties go to the first feature and bin.
  */
-function bestSplit(sums: Float64Array, counts: Int32Array, binStart: Int32Array, binCount: Int32Array, g: number, size: number, lambda: number, minLeaf: number, out: { feature: number; bin: number }): boolean {
+function bestSplit(
+  sums: Float64Array,
+  counts: Int32Array,
+  binStart: Int32Array,
+  binCount: Int32Array,
+  g: number,
+  size: number,
+  lambda: number,
+  minLeaf: number,
+  out: { feature: number; bin: number },
+): boolean {
   const parentScore = (g * g) / (size + lambda);
   let bestGain = 1e-12 * Math.max(1, parentScore);
   out.feature = -1;

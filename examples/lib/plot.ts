@@ -59,7 +59,10 @@ export function writeBestSoFarSvg(path: string, series: readonly PlotSeries[], o
     (r, k) =>
       `<line x1="${m.left}" x2="${W - m.right}" y1="${y(r.value).toFixed(1)}" y2="${y(r.value).toFixed(1)}" stroke="#6b7280" stroke-dasharray="6 4"/><text x="${W - m.right - 4}" y="${(y(r.value) - 4 - 14 * k).toFixed(1)}" text-anchor="end" fill="#374151" font-size="12">${escape(r.label)}: ${fmt(r.value)}</text>`,
   );
-  const legend = series.map((s, k) => `<text x="${m.left + 10}" y="${m.top + 16 + 16 * k}" fill="${COLORS[k % COLORS.length]}" font-size="13">${escape(s.label)}: ${fmt(curves[k]!.at(-1) ?? NaN)}</text>`);
+  const legend = series.map(
+    (s, k) =>
+      `<text x="${m.left + 10}" y="${m.top + 16 + 16 * k}" fill="${COLORS[k % COLORS.length]}" font-size="13">${escape(s.label)}: ${fmt(curves[k]!.at(-1) ?? NaN)}</text>`,
+  );
   const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif">
 <rect width="${W}" height="${H}" fill="white"/>
 <text x="${W / 2}" y="24" text-anchor="middle" font-size="15">${escape(opts.title)}</text>

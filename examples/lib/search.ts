@@ -199,7 +199,14 @@ export function resolveSearcherOptions<S extends KnobSpace>(o: SearcherOptions<S
   check(strategy === "evolution" || strategy === "model", `strategy must be "evolution" or "model", got ${JSON.stringify(strategy)}`);
   check(r.explore >= 0 && r.explore <= 1, `explore must be in [0, 1], got ${r.explore}`);
   check(r.refineShare >= 0 && r.refineShare <= 1, `refineShare must be in [0, 1], got ${r.refineShare}`);
-  for (const [name, v, min] of [["elite", r.elite, 1], ["randomFirst", r.randomFirst, 0], ["randomRounds", r.randomRounds, 0], ["minTrain", r.minTrain, 2], ["retrainEvery", r.retrainEvery, 1], ["poolSize", r.poolSize, 1]] as const) {
+  for (const [name, v, min] of [
+    ["elite", r.elite, 1],
+    ["randomFirst", r.randomFirst, 0],
+    ["randomRounds", r.randomRounds, 0],
+    ["minTrain", r.minTrain, 2],
+    ["retrainEvery", r.retrainEvery, 1],
+    ["poolSize", r.poolSize, 1],
+  ] as const) {
     check(Number.isInteger(v) && v >= min, `${name} must be an integer ≥ ${min}, got ${v}`);
   }
   check(r.retrainGrowth >= 0, `retrainGrowth must be ≥ 0, got ${r.retrainGrowth}`);
@@ -470,7 +477,13 @@ export class Searcher<S extends KnobSpace> {
 
   private newModel(): CostModel<S> {
     const { o } = this;
-    return new CostModel({ space: o.space, higherIsBetter: o.higherIsBetter, ...(o.features ? { features: o.features } : {}), ...(o.objective ? { objective: o.objective } : {}), ...(o.gbt ? { gbt: o.gbt } : {}) });
+    return new CostModel({
+      space: o.space,
+      higherIsBetter: o.higherIsBetter,
+      ...(o.features ? { features: o.features } : {}),
+      ...(o.objective ? { objective: o.objective } : {}),
+      ...(o.gbt ? { gbt: o.gbt } : {}),
+    });
   }
 
   /** Refits the model when enough new results arrived, and draws a new pool after each fit. */
@@ -611,9 +624,12 @@ export async function search<S extends KnobSpace>(opts: SearchOptions<S>): Promi
     // The model's search has no rounds of its own: a round is one measure() batch of next() proposals.
     for (let round = 0; s.trials.length < opts.total; round++) {
       const batch: Proposal<S>[] = [];
-      for (let p: Proposal<S> | undefined; batch.length < Math.min(opts.batchSize, opts.total - s.trials.length) && (p = s.next()); ) batch.push(p);
+      for (let p: Proposal<S> | undefined; batch.length < Math.min(opts.batchSize, opts.total - s.trials.length) && (p = s.next());) batch.push(p);
       if (batch.length === 0) break;
-      const scores = await opts.evaluate(batch.map((b) => b.config), round);
+      const scores = await opts.evaluate(
+        batch.map((b) => b.config),
+        round,
+      );
       batch.forEach((b, i) => s.tell(b.config, scores[i] ?? NaN));
     }
     return { trials: s.trials, rejected: s.rejected };
@@ -622,7 +638,13 @@ export async function search<S extends KnobSpace>(opts: SearchOptions<S>): Promi
     const round = s.round;
     const batch = s.propose(Math.min(opts.batchSize, opts.total - s.trials.length));
     if (batch.length === 0) break;
-    s.record(batch, await opts.evaluate(batch.map((b) => b.config), round));
+    s.record(
+      batch,
+      await opts.evaluate(
+        batch.map((b) => b.config),
+        round,
+      ),
+    );
   }
   return { trials: s.trials, rejected: s.rejected };
 }
@@ -653,7 +675,14 @@ export function formatTable(header: readonly string[], rows: readonly (readonly 
   const cells = [header, ...rows].map((r) => r.map(String));
   const widths = header.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? "").length)));
   const numeric = header.map((_, i) => rows.every((r) => typeof r[i] === "number" || /^[-+]?[\d.,]+[a-z%×]*$/i.test(String(r[i] ?? ""))));
-  return cells.map((r) => r.map((c, i) => (numeric[i] ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join("  ").trimEnd()).join("\n");
+  return cells
+    .map((r) =>
+      r
+        .map((c, i) => (numeric[i] ? c.padStart(widths[i]!) : c.padEnd(widths[i]!)))
+        .join("  ")
+        .trimEnd(),
+    )
+    .join("\n");
 }
 
 /** Outcome counts, in a fixed order, for a one-line summary. */

@@ -52,7 +52,10 @@ export function mutate<S extends KnobSpace>(config: Config<S>, space: S, random:
       const step = at === 0 ? 1 : at === choices.length - 1 ? -1 : random() < 0.5 ? -1 : 1;
       out[k] = choices[at + step]!;
     } else {
-      out[k] = pick(choices.filter((v) => v !== out[k]), random);
+      out[k] = pick(
+        choices.filter((v) => v !== out[k]),
+        random,
+      );
     }
   }
   return out as Config<S>;
@@ -60,7 +63,9 @@ export function mutate<S extends KnobSpace>(config: Config<S>, space: S, random:
 
 /** A stable, readable id: `knob=value` joined by commas, in the config's own key order. */
 export function configKey(config: Readonly<Record<string, number | string>>): string {
-  return Object.entries(config).map(([k, v]) => `${k}=${v}`).join(",");
+  return Object.entries(config)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(",");
 }
 
 /** The number of configurations in the space. */

@@ -101,7 +101,9 @@ export async function tuneArms(measurer: Measurer, arms: readonly TuneArm[], opt
     if (!Number.isNaN(score) && (Number.isNaN(best) || better(score, best))) best = score;
     points.push({ arm: from.arm.name, id: r.id, score, at: (performance.now() - t0) / 1e3, result: r });
     if (logEvery > 0 && points.length % logEvery === 0) {
-      opts.log?.(`  ${points.length}/${opts.total} measured; best so far ${Number.isNaN(best) ? "—" : best.toFixed(0)}; ${((performance.now() - t0) / 1e3).toFixed(1)} s`);
+      opts.log?.(
+        `  ${points.length}/${opts.total} measured; best so far ${Number.isNaN(best) ? "—" : best.toFixed(0)}; ${((performance.now() - t0) / 1e3).toFixed(1)} s`,
+      );
     }
   };
 

@@ -21,7 +21,9 @@ export function defaultCacheDir(): string {
 
 /** sha256 (hex) of the canonical JSON of `parts` plus CACHE_FORMAT: objects with sorted keys, so key order never matters. */
 export function cacheKey(parts: Record<string, unknown>): string {
-  return createHash("sha256").update(canonicalJson({ cacheFormat: CACHE_FORMAT, ...parts })).digest("hex");
+  return createHash("sha256")
+    .update(canonicalJson({ cacheFormat: CACHE_FORMAT, ...parts }))
+    .digest("hex");
 }
 
 function canonicalJson(value: unknown): string {

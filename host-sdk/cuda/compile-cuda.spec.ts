@@ -86,7 +86,13 @@ describe("compileCuda with nvcc", () => {
           ],
           launch: { grid: [4096, 1, 1], block: [256, 1, 1], sharedMemBytes: 0 },
         },
-        { name: "reverse", params: [{ name: "x", kind: "buffer", dtype: "float32" }, { name: "y", kind: "buffer", dtype: "float32" }] },
+        {
+          name: "reverse",
+          params: [
+            { name: "x", kind: "buffer", dtype: "float32" },
+            { name: "y", kind: "buffer", dtype: "float32" },
+          ],
+        },
       ]);
       assert.deepEqual(m.functions, b.functions);
       assert.ok(m.resources.saxpy!.registers > 0, JSON.stringify(m.resources));
@@ -97,7 +103,8 @@ describe("compileCuda with nvcc", () => {
       assert.match(b.meta!.compiler!, /^nvcc \d+\.\d+/);
       assert.equal(b.meta!.flags, "-fatbin -O3 -gencode arch=compute_90,code=[sm_90,compute_90] -Xptxas -v");
       assert.match(b.meta!.source_sha256!, /^[0-9a-f]{64}$/);
-    }));
+    }),
+  );
 
   test("ptx: false gives a plain cubin (an ELF file) for the arch only", { skip }, async () => {
     const m = await compileCuda(SAXPY, { functions: { saxpy: SAXPY_PARAMS }, ptx: false, cache: false });
@@ -120,7 +127,7 @@ describe("compileCuda with nvcc", () => {
     assert.equal(err.details?.diagnostics, err.message.slice("nvcc failed to compile kernel.cu:\n".length));
   });
 
-  test("a kernel without extern \"C\" is COMPILE_ERROR saying to declare it extern \"C\"", { skip }, async () => {
+  test('a kernel without extern "C" is COMPILE_ERROR saying to declare it extern "C"', { skip }, async () => {
     const err = await failure(compileCuda(SAXPY.replace('extern "C" __global__ void saxpy', "__global__ void saxpy"), { functions: FUNCTIONS, cache: false }));
     assert.equal(err.code, "COMPILE_ERROR");
     assert.match(err.message, /"saxpy"/);
@@ -161,8 +168,13 @@ describe("compileCuda with nvcc", () => {
       assert.equal(rebuilt.cached, false);
       assert.deepEqual(rebuilt.bytes, first.bytes);
       assert.equal((await compileCuda(SAXPY, opts)).cached, true);
-      assert.deepEqual((await readdir(cache)).filter((f) => !f.endsWith(".kfm")), [], "no temporary files left behind");
-    }));
+      assert.deepEqual(
+        (await readdir(cache)).filter((f) => !f.endsWith(".kfm")),
+        [],
+        "no temporary files left behind",
+      );
+    }),
+  );
 
   test("compileCudaMany compiles 4 different kernels, never more nvcc at once than CPUs", { skip }, () =>
     withCache(async (cache) => {
@@ -176,12 +188,16 @@ describe("compileCuda with nvcc", () => {
       assert.equal(modules.length, 4);
       modules.forEach((m, i) => {
         assert.equal(m.cached, false);
-        assert.deepEqual(decodeBundle(m.bytes).functions.map((f) => [f.name, f.launch?.grid]), [[`k${i}`, [i + 1, 2, 1]]]);
+        assert.deepEqual(
+          decodeBundle(m.bytes).functions.map((f) => [f.name, f.launch?.grid]),
+          [[`k${i}`, [i + 1, 2, 1]]],
+        );
         assert.ok(m.resources[`k${i}`]!.registers > 0);
       });
       assert.equal(new Set(modules.map((m) => m.digest)).size, 4);
       assert.ok(nvccLimiter.peak <= availableParallelism(), `peak ${nvccLimiter.peak}`);
-    }));
+    }),
+  );
 });
 
 describe("compileCuda refusals before nvcc runs", () => {
@@ -223,16 +239,44 @@ describe("compileCuda refusals before nvcc runs", () => {
   test("options of the wrong shape are INVALID_ARGUMENT naming the option, before nvcc runs", async () => {
     const nvcc = "/nonexistent/nvcc"; // reached only if a check let the options through (TOOLCHAIN_MISSING)
     const cases: Array<[string, unknown, RegExp]> = [
-      ["functions as a list of { name, params }", { functions: [{ name: "saxpy", params: SAXPY_PARAMS }], nvcc }, /^compileCuda: functions must be a record of kernel name → parameters, e\.g\. .*; got an array \(for a list of \{ name, params \}, write \{ \[name\]: \{ params, launch \} \}\)$/],
+      [
+        "functions as a list of { name, params }",
+        { functions: [{ name: "saxpy", params: SAXPY_PARAMS }], nvcc },
+        /^compileCuda: functions must be a record of kernel name → parameters, e\.g\. .*; got an array \(for a list of \{ name, params \}, write \{ \[name\]: \{ params, launch \} \}\)$/,
+      ],
       // Spread into characters, "-O3" gave nvcc a "-" argument: it waited for its source on stdin.
-      ["flags as one string", { functions: FUNCTIONS, flags: "-O3", nvcc }, /^compileCuda: flags must be a list of strings such as \["-O3", "-DN=4"\], got "-O3"$/],
-      ["ptx that is not a boolean", { functions: FUNCTIONS, ptx: "yes", nvcc }, /^compileCuda: ptx must be true \(a fatbin with PTX\) or false \(a cubin\), got "yes"$/],
-      ["cache that is neither a directory nor false", { functions: FUNCTIONS, cache: 5, nvcc }, /^compileCuda: cache must be a directory or false \(no cache\), got 5$/],
+      [
+        "flags as one string",
+        { functions: FUNCTIONS, flags: "-O3", nvcc },
+        /^compileCuda: flags must be a list of strings such as \["-O3", "-DN=4"\], got "-O3"$/,
+      ],
+      [
+        "ptx that is not a boolean",
+        { functions: FUNCTIONS, ptx: "yes", nvcc },
+        /^compileCuda: ptx must be true \(a fatbin with PTX\) or false \(a cubin\), got "yes"$/,
+      ],
+      [
+        "cache that is neither a directory nor false",
+        { functions: FUNCTIONS, cache: 5, nvcc },
+        /^compileCuda: cache must be a directory or false \(no cache\), got 5$/,
+      ],
       ["nvcc that is not a path", { functions: FUNCTIONS, nvcc: 7 }, /^compileCuda: nvcc must be a path, got 7$/],
-      ["a misspelt option", { functions: FUNCTIONS, archs: "sm_90", nvcc }, /^compileCuda: options has an unknown key "archs"; the keys are functions, arch, flags, ptx, nvcc, fileName, cache$/],
+      [
+        "a misspelt option",
+        { functions: FUNCTIONS, archs: "sm_90", nvcc },
+        /^compileCuda: options has an unknown key "archs"; the keys are functions, arch, flags, ptx, nvcc, fileName, cache$/,
+      ],
       ["no options", undefined, /^compileCuda: options must be \{ functions, arch\?, flags\?, ptx\?, nvcc\?, fileName\?, cache\? \}, got undefined$/],
-      ["a kernel with an unknown key", { functions: { saxpy: { params: SAXPY_PARAMS, grid: 8 } }, nvcc }, /^compileCuda: function saxpy: unknown key "grid"; a kernel is \{ params, launch\? \}$/],
-      ["a launch with an unknown key", { functions: { saxpy: { params: SAXPY_PARAMS, launch: { grid: 8, block: 32, shared: 1024 } } }, nvcc }, /^compileCuda: function saxpy: launch has an unknown key "shared"; expected grid, block and sharedMemBytes$/],
+      [
+        "a kernel with an unknown key",
+        { functions: { saxpy: { params: SAXPY_PARAMS, grid: 8 } }, nvcc },
+        /^compileCuda: function saxpy: unknown key "grid"; a kernel is \{ params, launch\? \}$/,
+      ],
+      [
+        "a launch with an unknown key",
+        { functions: { saxpy: { params: SAXPY_PARAMS, launch: { grid: 8, block: 32, shared: 1024 } } }, nvcc },
+        /^compileCuda: function saxpy: launch has an unknown key "shared"; expected grid, block and sharedMemBytes$/,
+      ],
     ];
     for (const [what, opts, message] of cases) {
       const err = await failure(compileCuda(SAXPY, opts as CompileCudaOptions));
@@ -281,13 +325,15 @@ describe("the nvcc limiter", () => {
     let most = 0;
     const results = await Promise.all(
       Array.from({ length: 7 }, (_, i) =>
-        limiter.run(async () => {
-          most = Math.max(most, ++running);
-          await new Promise((r) => setTimeout(r, 5));
-          running--;
-          if (i === 3) throw new Error("task 3 fails");
-          return i;
-        }).catch((e: Error) => e.message),
+        limiter
+          .run(async () => {
+            most = Math.max(most, ++running);
+            await new Promise((r) => setTimeout(r, 5));
+            running--;
+            if (i === 3) throw new Error("task 3 fails");
+            return i;
+          })
+          .catch((e: Error) => e.message),
       ),
     );
     assert.deepEqual(results, [0, 1, 2, "task 3 fails", 4, 5, 6]);
@@ -376,12 +422,48 @@ ptxas info    : Function properties for _Z3bigi
   test("reads every entry per architecture: registers, barriers, stack, spills, cmem", () => {
     assert.deepEqual(parsePtxasInfo(MULTI_ARCH), {
       sm_90a: {
-        dyn: { registers: 12, barriers: 1, stackFrameBytes: 0, cumulativeStackBytes: 0, spillStoreBytes: 0, spillLoadBytes: 0, sharedMemBytes: 0, constMemBytes: 0 },
-        spill: { registers: 24, barriers: 0, stackFrameBytes: 152, cumulativeStackBytes: 152, spillStoreBytes: 184, spillLoadBytes: 184, sharedMemBytes: 0, constMemBytes: 0 },
+        dyn: {
+          registers: 12,
+          barriers: 1,
+          stackFrameBytes: 0,
+          cumulativeStackBytes: 0,
+          spillStoreBytes: 0,
+          spillLoadBytes: 0,
+          sharedMemBytes: 0,
+          constMemBytes: 0,
+        },
+        spill: {
+          registers: 24,
+          barriers: 0,
+          stackFrameBytes: 152,
+          cumulativeStackBytes: 152,
+          spillStoreBytes: 184,
+          spillLoadBytes: 184,
+          sharedMemBytes: 0,
+          constMemBytes: 0,
+        },
       },
       sm_80: {
-        dyn: { registers: 10, barriers: 1, stackFrameBytes: 0, cumulativeStackBytes: 0, spillStoreBytes: 0, spillLoadBytes: 0, sharedMemBytes: 0, constMemBytes: 360 },
-        spill: { registers: 24, barriers: 0, stackFrameBytes: 264, cumulativeStackBytes: 264, spillStoreBytes: 276, spillLoadBytes: 276, sharedMemBytes: 0, constMemBytes: 368 },
+        dyn: {
+          registers: 10,
+          barriers: 1,
+          stackFrameBytes: 0,
+          cumulativeStackBytes: 0,
+          spillStoreBytes: 0,
+          spillLoadBytes: 0,
+          sharedMemBytes: 0,
+          constMemBytes: 360,
+        },
+        spill: {
+          registers: 24,
+          barriers: 0,
+          stackFrameBytes: 264,
+          cumulativeStackBytes: 264,
+          spillStoreBytes: 276,
+          spillLoadBytes: 276,
+          sharedMemBytes: 0,
+          constMemBytes: 368,
+        },
       },
     });
   });
@@ -398,14 +480,21 @@ ptxas info    : Function properties for _Z3bigi
 
   test("takes the older form of the Used line (no barriers, cmem) and ignores other text", () => {
     const older = [
-      "kernel.cu(3): warning #177-D: variable \"unused\" was declared but never referenced",
+      'kernel.cu(3): warning #177-D: variable "unused" was declared but never referenced',
       "ptxas info    : Compiling entry function 'saxpy' for 'sm_70'",
       "ptxas info    : Function properties for saxpy",
       "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads",
       "ptxas info    : Used 10 registers, 380 bytes cmem[0]",
     ].join("\r\n");
     assert.deepEqual(parsePtxasInfo(older).sm_70?.saxpy, {
-      registers: 10, barriers: 0, stackFrameBytes: 0, cumulativeStackBytes: 0, spillStoreBytes: 0, spillLoadBytes: 0, sharedMemBytes: 0, constMemBytes: 380,
+      registers: 10,
+      barriers: 0,
+      stackFrameBytes: 0,
+      cumulativeStackBytes: 0,
+      spillStoreBytes: 0,
+      spillLoadBytes: 0,
+      sharedMemBytes: 0,
+      constMemBytes: 380,
     });
     assert.deepEqual(parsePtxasInfo(""), {});
   });

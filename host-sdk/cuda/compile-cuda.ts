@@ -9,8 +9,17 @@ import { mkdtemp, readFile, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
-  BUNDLE_FORMAT, BUNDLE_VERSION, FarmError, bundleDigest, decodeBundle, encodeBundle, toLaunchConfig,
-  type Dim3, type FunctionSpec, type LaunchConfig, type LaunchDecl,
+  BUNDLE_FORMAT,
+  BUNDLE_VERSION,
+  FarmError,
+  bundleDigest,
+  decodeBundle,
+  encodeBundle,
+  toLaunchConfig,
+  type Dim3,
+  type FunctionSpec,
+  type LaunchConfig,
+  type LaunchDecl,
 } from "../../protos/index.ts";
 import { componentLogger } from "../../runtime/index.ts";
 import { functionTable, type ParamDecl } from "../compile-cpu.ts";
@@ -57,7 +66,8 @@ export const DEFAULT_CUDA_FILE_NAME = "kernel.cu";
 const ARCH = /^sm_\d+[a-z]?$/;
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const OPTION_KEYS = ["functions", "arch", "flags", "ptx", "nvcc", "fileName", "cache"];
-const FUNCTIONS_EXAMPLE = '{ saxpy: { params: ["float32 a", "float32* x", "float32* y", "int32 n"], launch: { grid: 4096, block: 256 } } }, or { saxpy: ["float32 a", …] }';
+const FUNCTIONS_EXAMPLE =
+  '{ saxpy: { params: ["float32 a", "float32* x", "float32* y", "int32 n"], launch: { grid: 4096, block: 256 } } }, or { saxpy: ["float32 a", …] }';
 
 interface ResolvedCompileCudaOptions {
   arch: string;
@@ -76,14 +86,17 @@ function invalid(message: string, details?: Record<string, unknown>): FarmError 
 function resolveCompileCudaOptions(opts: CompileCudaOptions): ResolvedCompileCudaOptions {
   checkRecord(opts, OPTION_KEYS, "compileCuda", "options", `{ ${OPTION_KEYS.map((k) => (k === "functions" ? k : `${k}?`)).join(", ")} }`);
   const arch = opts.arch ?? DEFAULT_CUDA_ARCH;
-  if (typeof arch !== "string" || !ARCH.test(arch)) throw invalid(`arch ${JSON.stringify(arch)} is not a GPU architecture such as "sm_90" (or "sm_90a", "sm_80")`, { field: "arch" });
+  if (typeof arch !== "string" || !ARCH.test(arch))
+    throw invalid(`arch ${JSON.stringify(arch)} is not a GPU architecture such as "sm_90" (or "sm_90a", "sm_80")`, { field: "arch" });
   const fileName = checkFileName(opts.fileName ?? DEFAULT_CUDA_FILE_NAME, "compileCuda", DEFAULT_CUDA_FILE_NAME, ".cu");
   const flags = checkFlags(opts.flags, "compileCuda");
   const ptx = opts.ptx ?? true;
   if (typeof ptx !== "boolean") throw invalid(`ptx must be true (a fatbin with PTX) or false (a cubin), got ${shown(ptx)}`, { field: "ptx" });
-  if (opts.nvcc !== undefined && (typeof opts.nvcc !== "string" || opts.nvcc === "")) throw invalid(`nvcc must be a path, got ${shown(opts.nvcc)}`, { field: "nvcc" });
+  if (opts.nvcc !== undefined && (typeof opts.nvcc !== "string" || opts.nvcc === ""))
+    throw invalid(`nvcc must be a path, got ${shown(opts.nvcc)}`, { field: "nvcc" });
   const cache = opts.cache === undefined ? defaultCacheDir() : opts.cache;
-  if (cache !== false && (typeof cache !== "string" || cache === "")) throw invalid(`cache must be a directory or false (no cache), got ${shown(cache)}`, { field: "cache" });
+  if (cache !== false && (typeof cache !== "string" || cache === ""))
+    throw invalid(`cache must be a directory or false (no cache), got ${shown(cache)}`, { field: "cache" });
   return { arch, functions: cudaFunctionTable(opts.functions), flags, ptx, nvcc: opts.nvcc, fileName, cache };
 }
 
@@ -106,7 +119,8 @@ export function cudaFunctionTable(functions: Record<string, CudaFunctionDecl>): 
       throw invalid(`function ${name}: expected a list of parameters or { params, launch? }`, { function: name, field: "params" });
     }
     const unknown = Object.keys(d).find((k) => k !== "params" && k !== "launch");
-    if (unknown !== undefined) throw invalid(`function ${name}: unknown key ${JSON.stringify(unknown)}; a kernel is { params, launch? }`, { function: name, field: unknown });
+    if (unknown !== undefined)
+      throw invalid(`function ${name}: unknown key ${JSON.stringify(unknown)}; a kernel is { params, launch? }`, { function: name, field: unknown });
     params[name] = d.params as readonly ParamDecl[];
     if (d.launch !== undefined) launches.set(name, launchConfig(name, d.launch));
   }
@@ -118,16 +132,23 @@ export function cudaFunctionTable(functions: Record<string, CudaFunctionDecl>): 
 
 function launchConfig(name: string, launch: unknown): LaunchConfig {
   const where = `compileCuda: function ${name}`;
-  if (typeof launch !== "object" || launch === null) throw new FarmError("INVALID_ARGUMENT", `${where}: launch is not a record { grid, block, sharedMemBytes? }`, { details: { function: name, field: "launch" } });
+  if (typeof launch !== "object" || launch === null)
+    throw new FarmError("INVALID_ARGUMENT", `${where}: launch is not a record { grid, block, sharedMemBytes? }`, {
+      details: { function: name, field: "launch" },
+    });
   const l = launch as Record<string, unknown>;
   const unknown = Object.keys(l).find((k) => k !== "grid" && k !== "block" && k !== "sharedMemBytes");
   if (unknown !== undefined) {
-    throw new FarmError("INVALID_ARGUMENT", `${where}: launch has an unknown key ${JSON.stringify(unknown)}; expected grid, block and sharedMemBytes`, { details: { function: name, field: "launch" } });
+    throw new FarmError("INVALID_ARGUMENT", `${where}: launch has an unknown key ${JSON.stringify(unknown)}; expected grid, block and sharedMemBytes`, {
+      details: { function: name, field: "launch" },
+    });
   }
   for (const field of ["grid", "block"] as const) {
     const v = l[field];
     if (typeof v !== "number" && !(Array.isArray(v) && v.length >= 1 && v.length <= 3)) {
-      throw new FarmError("INVALID_ARGUMENT", `${where}: launch ${field} is ${JSON.stringify(v)}, expected a number or [x], [x, y], [x, y, z]`, { details: { function: name, field: `launch.${field}` } });
+      throw new FarmError("INVALID_ARGUMENT", `${where}: launch ${field} is ${JSON.stringify(v)}, expected a number or [x], [x, y], [x, y, z]`, {
+        details: { function: name, field: `launch.${field}` },
+      });
     }
   }
   return toLaunchConfig(l as unknown as LaunchDecl, where);
@@ -182,20 +203,22 @@ export async function compileCuda(source: string, opts: CompileCudaOptions): Pro
 
   const resources = kernelResources(stderr, o);
   // A plain copy: protobufjs hands back a Buffer, which may be a slice of a pool Node reuses.
-  const bytes = new Uint8Array(encodeBundle({
-    format: BUNDLE_FORMAT,
-    version: BUNDLE_VERSION,
-    target: "cuda",
-    targetDetails: { arch: o.arch, format, ptx },
-    binary,
-    functions: o.functions,
-    meta: {
-      compiler: `nvcc ${nvcc.version}`,
-      flags: args.slice(0, -3).join(" "),
-      source_sha256: createHash("sha256").update(source).digest("hex"),
-      ptxas: JSON.stringify(resources),
-    },
-  }));
+  const bytes = new Uint8Array(
+    encodeBundle({
+      format: BUNDLE_FORMAT,
+      version: BUNDLE_VERSION,
+      target: "cuda",
+      targetDetails: { arch: o.arch, format, ptx },
+      binary,
+      functions: o.functions,
+      meta: {
+        compiler: `nvcc ${nvcc.version}`,
+        flags: args.slice(0, -3).join(" "),
+        source_sha256: createHash("sha256").update(source).digest("hex"),
+        ptxas: JSON.stringify(resources),
+      },
+    }),
+  );
   if (o.cache !== false) {
     try {
       await writeCacheEntry(o.cache, key, bytes);
@@ -211,7 +234,13 @@ export function compileCudaMany(jobs: ReadonlyArray<{ source: string } & Compile
   return Promise.all(jobs.map(({ source, ...opts }) => compileCuda(source, opts)));
 }
 
-function compiledModule(bytes: Uint8Array, functions: FunctionSpec[], arch: string, resources: Record<string, KernelResources>, cached: boolean): CudaCompiledModule {
+function compiledModule(
+  bytes: Uint8Array,
+  functions: FunctionSpec[],
+  arch: string,
+  resources: Record<string, KernelResources>,
+  cached: boolean,
+): CudaCompiledModule {
   const digest = bundleDigest(bytes);
   return { bytes, name: `${digest.slice(0, 16)}.kfm`, digest, target: "cuda", functions, arch, resources, cached };
 }
@@ -230,9 +259,11 @@ function kernelResources(stderr: string, o: ResolvedCompileCudaOptions): Record<
     if (!(o.arch in report) && otherArchs.length) lines.push(`(ptxas compiled for ${otherArchs.join(", ")} only: do the flags override the architecture?)`);
     for (const name of missing) {
       const mangled = found.find((e) => e.startsWith("_Z") && e.includes(`${name.length}${name}`));
-      lines.push(mangled
-        ? `"${mangled}" is ${name} with a C++ mangled name: declare the kernel extern "C" __global__ so that its name stays "${name}"`
-        : `declare each kernel as extern "C" __global__ and list it in \`functions\` under its name in the source ("${name}" is not one)`);
+      lines.push(
+        mangled
+          ? `"${mangled}" is ${name} with a C++ mangled name: declare the kernel extern "C" __global__ so that its name stays "${name}"`
+          : `declare each kernel as extern "C" __global__ and list it in \`functions\` under its name in the source ("${name}" is not one)`,
+      );
     }
     throw new FarmError("COMPILE_ERROR", lines.join("\n"), { details: { missing, entries: found } });
   }

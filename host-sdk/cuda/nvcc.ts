@@ -110,9 +110,12 @@ export function runNvcc(where: NvccLocation, args: readonly string[], cwd: strin
       const e = err as NodeJS.ErrnoException & { stdout?: string; stderr?: string; killed?: boolean; signal?: string | null };
       if (e.code === "ENOENT" || e.code === "EACCES") throw toolchainError(where, err);
       const output = [e.stdout ?? "", e.stderr ?? ""].filter((s) => s.trim()).join("\n");
-      const reason = e.killed && e.signal
-        ? `nvcc ran past ${NVCC_TIMEOUT_MS / 1000} s and was killed`
-        : typeof e.code === "number" ? `nvcc exited with status ${e.code}` : e.message;
+      const reason =
+        e.killed && e.signal
+          ? `nvcc ran past ${NVCC_TIMEOUT_MS / 1000} s and was killed`
+          : typeof e.code === "number"
+            ? `nvcc exited with status ${e.code}`
+            : e.message;
       return { ok: false, stderr: output, reason };
     }
   });

@@ -37,11 +37,22 @@ describe("boardCount", () => {
   });
 
   it("refuses a key no board serves once `deadlineMs` has passed, naming the keys the farm serves", async () => {
-    await assert.rejects(boardCount(tracker([{ key: "gpu", labels: {} }, { key: "arm", labels: {} }]), { key: "cpu", labels: { rack: "a" }, deadlineMs: 0 }, undefined, 0), (e: FarmError) => {
-      assert.equal(e.code, "NO_BOARD");
-      assert.match(e.message, /no board serves key "cpu" with labels \{"rack":"a"\} \(waited 0 ms for one to attach\); the farm serves keys arm, gpu/);
-      return true;
-    });
+    await assert.rejects(
+      boardCount(
+        tracker([
+          { key: "gpu", labels: {} },
+          { key: "arm", labels: {} },
+        ]),
+        { key: "cpu", labels: { rack: "a" }, deadlineMs: 0 },
+        undefined,
+        0,
+      ),
+      (e: FarmError) => {
+        assert.equal(e.code, "NO_BOARD");
+        assert.match(e.message, /no board serves key "cpu" with labels \{"rack":"a"\} \(waited 0 ms for one to attach\); the farm serves keys arm, gpu/);
+        return true;
+      },
+    );
   });
 
   it("waits for a board to attach", async () => {

@@ -54,7 +54,10 @@ export class BoardSession {
       return undefined; // a malformed launch: the board names it
     }
     const problem = cudaLaunchProblem(c.function, resources, launch, this.limits);
-    return problem && `${problem} (told on the host against board ${this.session.board.id}'s registered limits, with ptxas's report of the kernel; nothing was uploaded)`;
+    return (
+      problem &&
+      `${problem} (told on the host against board ${this.session.board.id}'s registered limits, with ptxas's report of the kernel; nothing was uploaded)`
+    );
   }
 
   /**
@@ -136,7 +139,9 @@ export class BoardSession {
       if (copiesMustFinish) await allOrFirstError(pending);
       const remote = await loading;
       const checks = await Promise.all(
-        expects.flatMap((expect, i) => (expect ? [this.held(expect).then((held) => ({ array: ready[i] as RemoteArray, expect: held ?? expect, atol: c.atol ?? 0, rtol: c.rtol ?? 0 }))] : [])),
+        expects.flatMap((expect, i) =>
+          expect ? [this.held(expect).then((held) => ({ array: ready[i] as RemoteArray, expect: held ?? expect, atol: c.atol ?? 0, rtol: c.rtol ?? 0 }))] : [],
+        ),
       );
       const timeOpts: TimeEvaluatorOptions = { number: 10, repeat: 3, ...opts.timeEvaluator, timeoutMs: opts.timeoutMs ?? 10_000, launch: c.launch };
       const measure = (withChecks: typeof checks) => {
@@ -182,7 +187,13 @@ export type Measured = Omit<MeasureResult, "index" | "id" | "attempts">;
 
 function measuredResult(m: Awaited<ReturnType<Session["measureCall"]>>, board: string): Measured {
   const t = m.time && {
-    results: [...m.time.results], mean: m.time.mean, median: m.time.median, min: m.time.min, max: m.time.max, std: m.time.std, number: m.time.number,
+    results: [...m.time.results],
+    mean: m.time.mean,
+    median: m.time.median,
+    min: m.time.min,
+    max: m.time.max,
+    std: m.time.std,
+    number: m.time.number,
     // The precision achieved (Infinity, with one repeat, is not JSON: left out), and why the timing stopped when a target was given.
     ...(Number.isFinite(m.time.rse) ? { rse: m.time.rse } : {}),
     ...(m.time.stoppedBy !== "repeat" ? { stoppedBy: m.time.stoppedBy } : {}),

@@ -5,7 +5,10 @@ import { candidateDigest, canonicalJson } from "./candidate-digest.ts";
 
 describe("canonicalJson", () => {
   it("sorts keys, drops null and undefined, writes integers as integers and other numbers as their bits", () => {
-    assert.equal(canonicalJson({ b: 1, a: [1.0, -0, 0.1, 1e-5, "é\n"], c: null, d: undefined, e: true }), '{"a":[1,0,"f64:3fb999999999999a","f64:3ee4f8b588e368f1","é\\n"],"b":1,"e":true}');
+    assert.equal(
+      canonicalJson({ b: 1, a: [1.0, -0, 0.1, 1e-5, "é\n"], c: null, d: undefined, e: true }),
+      '{"a":[1,0,"f64:3fb999999999999a","f64:3ee4f8b588e368f1","é\\n"],"b":1,"e":true}',
+    );
     assert.equal(canonicalJson(2 ** 53), '"f64:4340000000000000"', "beyond 2^53 an integer is not exact in both languages: its bits");
     assert.throws(() => canonicalJson({ x: Number.NaN }), /NaN has no canonical form/);
     assert.throws(() => canonicalJson({ f: () => 1 }), /a function has no canonical form/);
@@ -16,14 +19,22 @@ describe("candidateDigest", () => {
   const base = {
     moduleDigest: "ab".repeat(32),
     function: "f",
-    args: [{ input: Float32Array.of(1, 2) }, { random: { seed: 3 }, shape: [2], dtype: "float32" as const }, { output: { shape: [2], dtype: "float32" as const } }, { scalar: 2 }],
+    args: [
+      { input: Float32Array.of(1, 2) },
+      { random: { seed: 3 }, shape: [2], dtype: "float32" as const },
+      { output: { shape: [2], dtype: "float32" as const } },
+      { scalar: 2 },
+    ],
   };
   const d0 = candidateDigest(base);
 
   it("is the same for the same definition, whatever defaults are spelled out", () => {
     assert.match(d0, /^[0-9a-f]{64}$/);
     assert.equal(candidateDigest({ ...base, atol: 0, timeEvaluator: { number: 10, repeat: 3 }, timeoutMs: 10_000 }), d0);
-    assert.equal(candidateDigest({ ...base, launch: { grid: 1, block: [32] } }), candidateDigest({ ...base, launch: { grid: [1, 1, 1], block: [32, 1, 1], sharedMemBytes: 0 } }));
+    assert.equal(
+      candidateDigest({ ...base, launch: { grid: 1, block: [32] } }),
+      candidateDigest({ ...base, launch: { grid: [1, 1, 1], block: [32, 1, 1], sharedMemBytes: 0 } }),
+    );
   });
 
   it("changes with the module, an input's bytes, the seed, a tolerance, a timing option, the timeout", () => {
@@ -40,7 +51,10 @@ describe("candidateDigest", () => {
   });
 
   it("with a definition, needs no module digest", () => {
-    assert.equal(candidateDigest({ ...base, moduleDigest: undefined, definition: { source: "x", arch: "sm_90" } }), candidateDigest({ ...base, moduleDigest: "ef".repeat(32), definition: { arch: "sm_90", source: "x" } }));
+    assert.equal(
+      candidateDigest({ ...base, moduleDigest: undefined, definition: { source: "x", arch: "sm_90" } }),
+      candidateDigest({ ...base, moduleDigest: "ef".repeat(32), definition: { arch: "sm_90", source: "x" } }),
+    );
     assert.throws(() => candidateDigest({ ...base, moduleDigest: undefined }), /a module digest or a definition is needed/);
   });
 });

@@ -47,7 +47,8 @@ export interface DigestInput {
 
 /** SHA-256 (hex) of the canonical JSON of the candidate's definition. */
 export function candidateDigest(c: DigestInput): string {
-  if (c.definition === undefined && c.moduleDigest === undefined) throw new FarmError("INVALID_ARGUMENT", "candidateDigest: a module digest or a definition is needed");
+  if (c.definition === undefined && c.moduleDigest === undefined)
+    throw new FarmError("INVALID_ARGUMENT", "candidateDigest: a module digest or a definition is needed");
   const launch = c.launch && toLaunchConfig(c.launch, `candidate ${c.function}`);
   const timing: Record<string, unknown> = { ...TIMING_DEFAULTS };
   for (const k of Object.keys(TIMING_DEFAULTS)) {
@@ -69,7 +70,9 @@ export function candidateDigest(c: DigestInput): string {
 }
 
 function bytesDigest(a: AnyTypedArray): string {
-  return createHash("sha256").update(new Uint8Array(a.buffer, a.byteOffset, a.byteLength)).digest("hex");
+  return createHash("sha256")
+    .update(new Uint8Array(a.buffer, a.byteOffset, a.byteLength))
+    .digest("hex");
 }
 
 function argDoc(a: MeasureArg): unknown {

@@ -6,9 +6,22 @@
  */
 export { measure, Measurer, type BatchOptions } from "./measurer.ts";
 export {
-  MEASURE_OUTCOMES, DEFAULT_REMEASURE_TIMES, DEFAULT_INFRA_DEADLINE_MS, DEFAULT_RETRIES, DEFAULT_IN_FLIGHT_PER_BOARD,
-  type Candidate, type CandidateSource, type MeasureArg, type MeasureOptions, type MeasureResult, type MeasureOutcome, type ReferenceFn, type RemeasureOptions,
-  type MeasureReport, type BoardReport, type IdleTime,
+  MEASURE_OUTCOMES,
+  DEFAULT_REMEASURE_TIMES,
+  DEFAULT_INFRA_DEADLINE_MS,
+  DEFAULT_RETRIES,
+  DEFAULT_IN_FLIGHT_PER_BOARD,
+  type Candidate,
+  type CandidateSource,
+  type MeasureArg,
+  type MeasureOptions,
+  type MeasureResult,
+  type MeasureOutcome,
+  type ReferenceFn,
+  type RemeasureOptions,
+  type MeasureReport,
+  type BoardReport,
+  type IdleTime,
 } from "./types.ts";
 export { formatReport } from "./format-report.ts";
 export { candidateDigest } from "./candidate-digest.ts";

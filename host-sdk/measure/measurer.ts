@@ -137,7 +137,10 @@ export class Measurer {
     this.lastReport = report;
     opts.onReport?.(report);
     const n = list?.length ?? pipeline.results.length;
-    return Array.from({ length: n }, (_, i) => pipeline.results[i] ?? { index: i, id: list?.[i]?.id ?? `c${i}`, outcome: "INFRA_ERROR", message: "INTERNAL: not measured", attempts: 0 });
+    return Array.from(
+      { length: n },
+      (_, i) => pipeline.results[i] ?? { index: i, id: list?.[i]?.id ?? `c${i}`, outcome: "INFRA_ERROR", message: "INTERNAL: not measured", attempts: 0 },
+    );
   }
 
   /** A session kept from an earlier batch that is still open, if any. */

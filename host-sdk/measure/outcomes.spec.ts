@@ -67,14 +67,23 @@ describe("checkCandidate", () => {
       () => checkCandidate(candidate([{ random: { seed: -1 }, shape: [4], dtype: "float32" }, out]), "c7"),
       (e: FarmError) => e.code === "INVALID_ARGUMENT" && /^measure: candidate c7: argument 0, a random float32 input: the seed/.test(e.message),
     );
-    assert.throws(() => checkCandidate(candidate([{ random: { seed: 1, low: 0, high: 300 }, shape: [4], dtype: "uint8" }]), "c8"), /argument 0, a random uint8 input: \[0, 300\] does not fit uint8/);
+    assert.throws(
+      () => checkCandidate(candidate([{ random: { seed: 1, low: 0, high: 300 }, shape: [4], dtype: "uint8" }]), "c8"),
+      /argument 0, a random uint8 input: \[0, 300\] does not fit uint8/,
+    );
   });
 
   it("refuses an output with both an expect and a reference function", () => {
-    assert.throws(() => checkCandidate(candidate([{ output: { shape: [4], dtype: "float32" }, expect: new Float32Array(4) }], { reference }), "c1"), /candidate c1: argument 0 has an expect and the candidate a reference function/);
+    assert.throws(
+      () => checkCandidate(candidate([{ output: { shape: [4], dtype: "float32" }, expect: new Float32Array(4) }], { reference }), "c1"),
+      /candidate c1: argument 0 has an expect and the candidate a reference function/,
+    );
   });
 
   it("refuses a reference function with no output to check", () => {
-    assert.throws(() => checkCandidate(candidate([{ scalar: 1 }], { reference }), "c2"), /candidate c2: a reference function, but no output arguments to check/);
+    assert.throws(
+      () => checkCandidate(candidate([{ scalar: 1 }], { reference }), "c2"),
+      /candidate c2: a reference function, but no output arguments to check/,
+    );
   });
 });

@@ -29,7 +29,17 @@ import { adaptedQueueDepth, initialQueueDepth } from "./queue-depth.ts";
 import type { References } from "./references.ts";
 import { buildReport } from "./report.ts";
 import type { ResultsFile } from "./results-file.ts";
-import { DEFAULT_IN_FLIGHT_PER_BOARD, DEFAULT_INFRA_DEADLINE_MS, DEFAULT_RETRIES, type Candidate, type CandidateSource, type MeasureOptions, type MeasureReport, type MeasureResult, type RemeasureOptions } from "./types.ts";
+import {
+  DEFAULT_IN_FLIGHT_PER_BOARD,
+  DEFAULT_INFRA_DEADLINE_MS,
+  DEFAULT_RETRIES,
+  type Candidate,
+  type CandidateSource,
+  type MeasureOptions,
+  type MeasureReport,
+  type MeasureResult,
+  type RemeasureOptions,
+} from "./types.ts";
 
 /** A pulled candidate on its way through the pipeline. */
 interface Entry {
@@ -110,7 +120,8 @@ export class Pipeline {
     this.inFlight = positive(opts.inFlightPerBoard, "inFlightPerBoard") ?? DEFAULT_IN_FLIGHT_PER_BOARD;
     this.depth = positive(opts.queueDepth, "queueDepth") ?? initialQueueDepth(this.compileParallelism, slots, this.inFlight);
     this.retries = opts.retries ?? DEFAULT_RETRIES;
-    if (!Number.isInteger(this.retries) || this.retries < 0) throw new FarmError("INVALID_ARGUMENT", `measure: retries must be an integer ≥ 0, got ${opts.retries}`);
+    if (!Number.isInteger(this.retries) || this.retries < 0)
+      throw new FarmError("INVALID_ARGUMENT", `measure: retries must be an integer ≥ 0, got ${opts.retries}`);
     this.infraDeadlineMs = opts.infraDeadlineMs ?? DEFAULT_INFRA_DEADLINE_MS;
     if (!(this.infraDeadlineMs >= 0)) throw new FarmError("INVALID_ARGUMENT", `measure: infraDeadlineMs must be ≥ 0, got ${opts.infraDeadlineMs}`);
     this.compiles = new Limiter(this.compileParallelism);
@@ -129,7 +140,9 @@ export class Pipeline {
     // Builds still running write their results (a compile error) before the batch ends.
     while (this.preparing > 0 || this.pulling) await new Promise<void>((resolve) => this.waiters.push(resolve));
     // Candidates nobody could measure (the farm stayed away past the deadline) still get their result.
-    if (this.fatal === undefined) for (const e of this.ready.splice(0)) this.record(e, { outcome: "INFRA_ERROR", message: this.lastInfra || "UNAVAILABLE: no board could be reached" }, e.attempts);
+    if (this.fatal === undefined)
+      for (const e of this.ready.splice(0))
+        this.record(e, { outcome: "INFRA_ERROR", message: this.lastInfra || "UNAVAILABLE: no board could be reached" }, e.attempts);
     for (const loop of this.loops) {
       loop.clock.tick();
       if (loop.session && !loop.session.session.isClosed) this.pool.keep(loop.session);
@@ -214,7 +227,17 @@ export class Pipeline {
   private digestOf(e: Entry): string | undefined {
     const o = this.opts;
     try {
-      e.digest = candidateDigest({ moduleDigest: e.module?.digest, definition: e.c.definition, function: e.c.function, args: e.c.args, atol: e.c.atol, rtol: e.c.rtol, launch: e.c.launch, timeEvaluator: o.timeEvaluator, timeoutMs: o.timeoutMs });
+      e.digest = candidateDigest({
+        moduleDigest: e.module?.digest,
+        definition: e.c.definition,
+        function: e.c.function,
+        args: e.c.args,
+        atol: e.c.atol,
+        rtol: e.c.rtol,
+        launch: e.c.launch,
+        timeEvaluator: o.timeEvaluator,
+        timeoutMs: o.timeoutMs,
+      });
     } catch (err) {
       this.stop(err);
     }
@@ -255,7 +278,8 @@ export class Pipeline {
   }
 
   private wake(): void {
-    const done = this.fatal !== undefined || this.live === 0 || (this.exhausted && this.preparing === 0 && !this.pulling && this.taken === 0 && this.ready.length === 0);
+    const done =
+      this.fatal !== undefined || this.live === 0 || (this.exhausted && this.preparing === 0 && !this.pulling && this.taken === 0 && this.ready.length === 0);
     if (done) this.finished.abort();
     for (const w of this.waiters.splice(0)) w();
   }
@@ -347,7 +371,8 @@ export class Pipeline {
       e.sessionFailures++;
       e.firstInfraAt ??= Date.now();
       this.lastInfra = o.message;
-      if (e.sessionFailures > this.retries || Date.now() - e.firstInfraAt > this.infraDeadlineMs) this.record(e, { board: board.session.board.id, ...outcomeFields(o) }, e.attempts);
+      if (e.sessionFailures > this.retries || Date.now() - e.firstInfraAt > this.infraDeadlineMs)
+        this.record(e, { board: board.session.board.id, ...outcomeFields(o) }, e.attempts);
       else this.requeue(e); // transparently again, on a fresh session (the board may be gone: the tracker picks another)
     } finally {
       this.hooks.running(-1);
@@ -432,7 +457,13 @@ export class Pipeline {
   /** A fixed `queueDepth` stays; otherwise the depth follows what the batch has seen (queue-depth.ts). */
   private adaptDepth(): void {
     if (this.opts.queueDepth !== undefined) return;
-    const depth = adaptedQueueDepth({ slots: this.slots, inFlight: this.inFlight, compileParallelism: this.compileParallelism, boardSeconds: this.boardSeconds, compileSeconds: this.compileSeconds });
+    const depth = adaptedQueueDepth({
+      slots: this.slots,
+      inFlight: this.inFlight,
+      compileParallelism: this.compileParallelism,
+      boardSeconds: this.boardSeconds,
+      compileSeconds: this.compileSeconds,
+    });
     if (depth !== undefined) this.depth = depth;
   }
 

@@ -14,7 +14,9 @@ export class Progress {
     const s = (Date.now() - this.t0) / 1e3;
     const rate = this.done / Math.max(s, 1e-3);
     const eta = this.total === undefined ? "" : ` · ETA ${(rate > 0 ? (this.total - this.done) / rate : 0).toFixed(0)} s`;
-    process.stderr.write(`\r measure: ${this.done}${this.total !== undefined ? `/${this.total}` : ""} done, ${this.failed} failed, ${this.running} running · ${rate.toFixed(1)}/s${eta}   `);
+    process.stderr.write(
+      `\r measure: ${this.done}${this.total !== undefined ? `/${this.total}` : ""} done, ${this.failed} failed, ${this.running} running · ${rate.toFixed(1)}/s${eta}   `,
+    );
   }
   /** Ends the line, so what the script prints next starts on its own. */
   end(): void {

@@ -25,7 +25,10 @@ describe("queue depth", () => {
 
   it("goes no deeper than every compile slot plus two per board slot", () => {
     // 4 boards at 10 ms a candidate, 10 s compiles: Little's law asks for 6008; the ceiling is 4 + 2 × 8.
-    assert.equal(adaptedQueueDepth({ slots: 4, inFlight: 2, compileParallelism: 4, boardSeconds: [0.01, 0.01, 0.01, 0.01], compileSeconds: [10, 10, 10, 10] }), 20);
+    assert.equal(
+      adaptedQueueDepth({ slots: 4, inFlight: 2, compileParallelism: 4, boardSeconds: [0.01, 0.01, 0.01, 0.01], compileSeconds: [10, 10, 10, 10] }),
+      20,
+    );
   });
 
   it("takes boards that report no time as a millisecond, not as infinitely fast", () => {

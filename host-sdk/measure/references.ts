@@ -43,13 +43,19 @@ export class References {
     }
     const outputs = c.args.flatMap((a) => ("output" in a ? [a.output] : []));
     if (!Array.isArray(got) || got.length !== outputs.length) {
-      throw new FarmError("INVALID_ARGUMENT", `measure: the reference function of candidate ${id} returned ${Array.isArray(got) ? got.length : typeof got} array(s) for ${outputs.length} output(s)`);
+      throw new FarmError(
+        "INVALID_ARGUMENT",
+        `measure: the reference function of candidate ${id} returned ${Array.isArray(got) ? got.length : typeof got} array(s) for ${outputs.length} output(s)`,
+      );
     }
     outputs.forEach((o, k) => {
       const r = got[k]!;
       if (!ArrayBuffer.isView(r) || dtypeOf(r) !== o.dtype || r.length !== elementCount(o.shape)) {
         const what = ArrayBuffer.isView(r) ? `${r.length} ${dtypeOf(r)}` : typeof r;
-        throw new FarmError("INVALID_ARGUMENT", `measure: the reference function of candidate ${id} returned ${what} for output ${k}, which is ${elementCount(o.shape)} ${o.dtype}`);
+        throw new FarmError(
+          "INVALID_ARGUMENT",
+          `measure: the reference function of candidate ${id} returned ${what} for output ${k}, which is ${elementCount(o.shape)} ${o.dtype}`,
+        );
       }
     });
     let k = 0;

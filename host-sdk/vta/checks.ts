@@ -23,7 +23,9 @@ export function nonNegativeInt(value: unknown, field: string): number {
 
 export function oneOf<T extends string | number>(value: unknown, allowed: readonly T[], field: string): T {
   if (!allowed.includes(value as T)) {
-    throw new FarmError("INVALID_ARGUMENT", `${field} must be one of ${allowed.map((a) => JSON.stringify(a)).join(", ")}, got ${JSON.stringify(value)}`, { details: { field } });
+    throw new FarmError("INVALID_ARGUMENT", `${field} must be one of ${allowed.map((a) => JSON.stringify(a)).join(", ")}, got ${JSON.stringify(value)}`, {
+      details: { field },
+    });
   }
   return value as T;
 }

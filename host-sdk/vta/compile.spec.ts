@@ -36,11 +36,24 @@ describe("coproc sync planning", () => {
     // The simple matmul tutorial: reset; for ko { load; gemm }; store.
     runLowered(seq(C("reset", t), loop("ko", 2, seq(L("load", t), C("gemm", t))), S("store", t)), cmd, { threads: 1, trailingPops: "carry" });
     assert.deepEqual(t, [
-      "reset", "push(2→1)",
-      "pop(2→1)", "load", "push(1→2)", "pop(1→2)", "gemm", "push(2→1)",
-      "pop(2→1)", "load", "push(1→2)", "pop(1→2)", "gemm", "push(2→1)",
-      "push(2→3)", "pop(2→1)",
-      "pop(2→3)", "store",
+      "reset",
+      "push(2→1)",
+      "pop(2→1)",
+      "load",
+      "push(1→2)",
+      "pop(1→2)",
+      "gemm",
+      "push(2→1)",
+      "pop(2→1)",
+      "load",
+      "push(1→2)",
+      "pop(1→2)",
+      "gemm",
+      "push(2→1)",
+      "push(2→3)",
+      "pop(2→1)",
+      "pop(2→3)",
+      "store",
       "sync",
     ]);
   });
@@ -54,12 +67,15 @@ describe("coproc sync planning", () => {
     const body = seq(C("reset", t), loop("ic", 2, seq(L("load", t), C("gemm", t))), C("alu", t), S("store", t));
     runLowered(loop("h", 2, body), cmd, { threads: 2, trailingPops: "carry" });
     const text = t.join(" ");
-    assert.ok(text.startsWith("push(3→2) push(3→2) pop(3→2) reset push(2→1) pop(3→2) reset push(2→1) pop(2→1) load push(1→2) pop(2→1) load push(1→2) pop(1→2) gemm"), text);
+    assert.ok(
+      text.startsWith("push(3→2) push(3→2) pop(3→2) reset push(2→1) pop(3→2) reset push(2→1) pop(2→1) load push(1→2) pop(2→1) load push(1→2) pop(1→2) gemm"),
+      text,
+    );
     assert.ok(text.includes("gemm push(2→1) pop(2→1) pop(2→1) alu push(2→3) alu push(2→3) pop(2→3) store push(3→2) pop(2→3) store push(3→2)"), text);
     assert.ok(text.endsWith("push(3→2) pop(3→2) pop(3→2) sync"), text);
   });
 
-  it("without virtual threads TVM's trailing pop falls after the sync (\"carry\") unless committed", () => {
+  it('without virtual threads TVM\'s trailing pop falls after the sync ("carry") unless committed', () => {
     const run = (trailingPops: "carry" | "commit") => {
       const t: string[] = [];
       const cmd = new VtaCommandQueue();
@@ -85,11 +101,33 @@ describe("coproc sync planning", () => {
     const specs: VtaKernelSpec[] = [
       VTA_CONV2D,
       { kind: "conv2d", workload: { ...VTA_CONV2D.workload }, schedule: { ...VTA_CONV2D.schedule, virtualThreads: 1 } },
-      { kind: "conv2d", workload: { batch: 1, inChannels: 32, outChannels: 32, height: 9, width: 9, kernelH: 3, kernelW: 3, padH: 1, padW: 1, strideH: 2, strideW: 2 }, schedule: { ocBlock: 1, icBlock: 2, hBlock: 5, wBlock: 5, virtualThreads: 2, storeGranularity: "row" } },
-      { kind: "conv2d", workload: { batch: 1, inChannels: 16, outChannels: 16, height: 8, width: 8, kernelH: 1, kernelW: 1 }, schedule: { ocBlock: 1, icBlock: 1, hBlock: 8, wBlock: 8, virtualThreads: 1, storeGranularity: "channel" } },
-      { kind: "matmul", workload: { batch: 4, inFeatures: 64, outFeatures: 64, shift: 3, clip: [-8, 8] }, schedule: { batchBlock: 2, inBlock: 2, outBlock: 2, virtualThreads: 2, storeGranularity: "element" } },
+      {
+        kind: "conv2d",
+        workload: { batch: 1, inChannels: 32, outChannels: 32, height: 9, width: 9, kernelH: 3, kernelW: 3, padH: 1, padW: 1, strideH: 2, strideW: 2 },
+        schedule: { ocBlock: 1, icBlock: 2, hBlock: 5, wBlock: 5, virtualThreads: 2, storeGranularity: "row" },
+      },
+      {
+        kind: "conv2d",
+        workload: { batch: 1, inChannels: 16, outChannels: 16, height: 8, width: 8, kernelH: 1, kernelW: 1 },
+        schedule: { ocBlock: 1, icBlock: 1, hBlock: 8, wBlock: 8, virtualThreads: 1, storeGranularity: "channel" },
+      },
+      {
+        kind: "matmul",
+        workload: { batch: 4, inFeatures: 64, outFeatures: 64, shift: 3, clip: [-8, 8] },
+        schedule: { batchBlock: 2, inBlock: 2, outBlock: 2, virtualThreads: 2, storeGranularity: "element" },
+      },
       { kind: "matmul", workload: { batch: 1, inFeatures: 32, outFeatures: 32 } },
-      { kind: "elementwise", workload: { length: 64 * 16, ops: [{ op: "add", rhs: "b" }, { op: "shr", imm: 1 }] }, schedule: { blockVectors: 16 } },
+      {
+        kind: "elementwise",
+        workload: {
+          length: 64 * 16,
+          ops: [
+            { op: "add", rhs: "b" },
+            { op: "shr", imm: 1 },
+          ],
+        },
+        schedule: { blockVectors: 16 },
+      },
     ];
     for (const spec of specs) {
       const { fn, info } = lowerVtaKernel(spec);
@@ -143,13 +181,23 @@ describe("VTA compiler: the module bundle", () => {
     const bundle = decodeBundle(mod.bytes);
     assert.equal(bundle.target, "vta");
     assert.deepEqual(bundle.targetDetails, { hardware: "1x16_i8w8a32_15_15_18_17" });
-    assert.deepEqual(bundle.functions.map((f) => f.name), ["conv2d", "fc"]);
+    assert.deepEqual(
+      bundle.functions.map((f) => f.name),
+      ["conv2d", "fc"],
+    );
     assert.deepEqual(bundle.functions[0]!.params, [
       { name: "data", kind: "buffer", dtype: "int8", shape: [1, 16, 14, 14, 1, 16] },
       { name: "kernel", kind: "buffer", dtype: "int8", shape: [16, 16, 3, 3, 16, 16] },
       { name: "res", kind: "buffer", dtype: "int8", shape: [1, 16, 14, 14, 1, 16] },
     ]);
-    assert.deepEqual(bundle.functions[1]!.params.map((p) => p.shape), [[1, 4, 1, 16], [2, 4, 16, 16], [1, 2, 1, 16]]);
+    assert.deepEqual(
+      bundle.functions[1]!.params.map((p) => p.shape),
+      [
+        [1, 4, 1, 16],
+        [2, 4, 16, 16],
+        [1, 2, 1, 16],
+      ],
+    );
     const binary = decodeVtaBinary(bundle.binary);
     assert.equal(binary.hardware, mod.hardware.name);
     assert.deepEqual(Object.keys(binary.functions), ["conv2d", "fc"]);
@@ -157,21 +205,31 @@ describe("VTA compiler: the module bundle", () => {
     assert.match(mod.name, /^[0-9a-f]{16}\.kfm$/);
     // Relocations: every data-moving LOAD/STORE names its parameter (0 data, 1 kernel, 2 res) or the uop buffer.
     const run = mod.program.functions.conv2d!.runs[0]!;
-    const spaces = new Set(runToStream(run).lines.filter((l) => l.dram).map((l) => `${l.kind}:${l.dram!.space}`));
+    const spaces = new Set(
+      runToStream(run)
+        .lines.filter((l) => l.dram)
+        .map((l) => `${l.kind}:${l.dram!.space}`),
+    );
     assert.deepEqual([...spaces].sort(), ["LOAD_INP:arg0", "LOAD_UOP:uop", "LOAD_WGT:arg1", "STORE:arg2"]);
   });
 
   it("vtaVectorAdd is the get-started program: two ACC loads, one ALU ADD, one store", () => {
     const mod = vtaVectorAdd(1024);
     const lines = runToStream(mod.program.functions.vector_add!.runs[0]!).lines;
-    assert.deepEqual(lines.slice(0, 5).map((l) => `${l.kind} ${l.fields}`), [
-      "LOAD_ACC sram 0 <dram> y 1 x 64 s 64",
-      "LOAD_ACC sram 64 <dram> y 1 x 64 s 64",
-      "LOAD_UOP sram 0 <dram> y 1 x 1 s 1",
-      "ALU ADD uop[0,1) out 1 (0,0) in 64 (1,1)",
-      "STORE sram 0 <dram> y 1 x 64 s 64",
-    ]);
-    assert.deepEqual(mod.functions[0]!.params.map((p) => `${p.name}:${p.dtype}[${p.shape}]`), ["a:int32[1024]", "b:int32[1024]", "c:int8[1024]"]);
+    assert.deepEqual(
+      lines.slice(0, 5).map((l) => `${l.kind} ${l.fields}`),
+      [
+        "LOAD_ACC sram 0 <dram> y 1 x 64 s 64",
+        "LOAD_ACC sram 64 <dram> y 1 x 64 s 64",
+        "LOAD_UOP sram 0 <dram> y 1 x 1 s 1",
+        "ALU ADD uop[0,1) out 1 (0,0) in 64 (1,1)",
+        "STORE sram 0 <dram> y 1 x 64 s 64",
+      ],
+    );
+    assert.deepEqual(
+      mod.functions[0]!.params.map((p) => `${p.name}:${p.dtype}[${p.shape}]`),
+      ["a:int32[1024]", "b:int32[1024]", "c:int8[1024]"],
+    );
   });
 
   it("compiles for another hardware configuration and says so", () => {
@@ -187,15 +245,47 @@ describe("VTA compiler: refusals", () => {
 
   it("options and specs of the wrong shape, and fields it does not know (a typo would compile something else), are INVALID_ARGUMENT", () => {
     const spec = { kind: "conv2d", workload: conv } as VtaKernelSpec;
-    expectFarmError(() => compileVta({ ...spec, workload: { ...conv, stride: 2 } } as never), "INVALID_ARGUMENT", /^compileVta: conv2d workload has an unknown key "stride"; the keys are batch, .*strideH, strideW, shift, clip$/);
-    expectFarmError(() => compileVta({ ...spec, schedule: "fast" } as never), "INVALID_ARGUMENT", /^compileVta: conv2d schedule must be an object \{ ocBlock\?, .* \}, got "fast"$/);
-    expectFarmError(() => compileVta({ ...spec, schedule: { tileH: 2 } } as never), "INVALID_ARGUMENT", /^compileVta: conv2d schedule has an unknown key "tileH"/);
-    expectFarmError(() => compileVta({ ...spec, shape: [1] } as never), "INVALID_ARGUMENT", /^compileVta: the kernel spec has an unknown key "shape"; the keys are kind, name, workload, schedule$/);
-    expectFarmError(() => compileVta({ kind: "matmul", workload: { batch: 1, inFeatures: 16, outFeatures: 16, bias: true } } as never), "INVALID_ARGUMENT", /matmul workload has an unknown key "bias"/);
-    expectFarmError(() => compileVta({ kind: "elementwise", workload: { length: 16, ops: [{ op: "add", rhs: "b" }] }, schedule: { blocks: 1 } } as never), "INVALID_ARGUMENT", /elementwise schedule has an unknown key "blocks"/);
+    expectFarmError(
+      () => compileVta({ ...spec, workload: { ...conv, stride: 2 } } as never),
+      "INVALID_ARGUMENT",
+      /^compileVta: conv2d workload has an unknown key "stride"; the keys are batch, .*strideH, strideW, shift, clip$/,
+    );
+    expectFarmError(
+      () => compileVta({ ...spec, schedule: "fast" } as never),
+      "INVALID_ARGUMENT",
+      /^compileVta: conv2d schedule must be an object \{ ocBlock\?, .* \}, got "fast"$/,
+    );
+    expectFarmError(
+      () => compileVta({ ...spec, schedule: { tileH: 2 } } as never),
+      "INVALID_ARGUMENT",
+      /^compileVta: conv2d schedule has an unknown key "tileH"/,
+    );
+    expectFarmError(
+      () => compileVta({ ...spec, shape: [1] } as never),
+      "INVALID_ARGUMENT",
+      /^compileVta: the kernel spec has an unknown key "shape"; the keys are kind, name, workload, schedule$/,
+    );
+    expectFarmError(
+      () => compileVta({ kind: "matmul", workload: { batch: 1, inFeatures: 16, outFeatures: 16, bias: true } } as never),
+      "INVALID_ARGUMENT",
+      /matmul workload has an unknown key "bias"/,
+    );
+    expectFarmError(
+      () => compileVta({ kind: "elementwise", workload: { length: 16, ops: [{ op: "add", rhs: "b" }] }, schedule: { blocks: 1 } } as never),
+      "INVALID_ARGUMENT",
+      /elementwise schedule has an unknown key "blocks"/,
+    );
     expectFarmError(() => compileVta(spec, null as never), "INVALID_ARGUMENT", /^compileVta: options must be \{ hardware\?, trailingPops\? \}, got null$/);
-    expectFarmError(() => compileVta(spec, { hardware: "pynq" } as never), "INVALID_ARGUMENT", /^compileVta: hardware must be a VtaHardware, made by vtaHardware\(config\)/);
-    expectFarmError(() => vtaConv2d(conv, undefined, { name: "c", hardwre: vtaHardware() } as never), "INVALID_ARGUMENT", /options has an unknown key "hardwre"/);
+    expectFarmError(
+      () => compileVta(spec, { hardware: "pynq" } as never),
+      "INVALID_ARGUMENT",
+      /^compileVta: hardware must be a VtaHardware, made by vtaHardware\(config\)/,
+    );
+    expectFarmError(
+      () => vtaConv2d(conv, undefined, { name: "c", hardwre: vtaHardware() } as never),
+      "INVALID_ARGUMENT",
+      /options has an unknown key "hardwre"/,
+    );
   });
 
   it("shapes not divisible by the block sizes", () => {
@@ -204,14 +294,35 @@ describe("VTA compiler: refusals", () => {
     expectFarmError(() => vtaMatmul({ batch: 1, inFeatures: 20, outFeatures: 16 }), "COMPILE_ERROR", /inFeatures \(20\)/);
     expectFarmError(() => vtaVectorAdd(1000), "COMPILE_ERROR", /length \(1000\) is not divisible by BATCH × BLOCK_OUT \(16\)/);
     expectFarmError(() => vtaConv2d(conv, { ...sched, hBlock: 5 }), "COMPILE_ERROR", /output height \(14\) is not divisible by hBlock \(5\)/);
-    expectFarmError(() => vtaConv2d(conv, { ...sched, ocBlock: 16 }), "COMPILE_ERROR", /output-channel blocks \(16\) is not divisible by ocBlock × virtualThreads = 16 × 2/);
+    expectFarmError(
+      () => vtaConv2d(conv, { ...sched, ocBlock: 16 }),
+      "COMPILE_ERROR",
+      /output-channel blocks \(16\) is not divisible by ocBlock × virtualThreads = 16 × 2/,
+    );
   });
 
   it("tiles that overflow an on-chip buffer, naming the buffer, the size needed and the size available", () => {
-    expectFarmError(() => vtaConv2d(conv, { ...sched, hBlock: 14 }), "COMPILE_ERROR", /does not fit the ACC buffer: .* needs 3136 elements \(200704 B\), the ACC buffer holds 2048 \(131072 B\)/);
-    expectFarmError(() => vtaConv2d(conv, { ...sched, icBlock: 8 }), "COMPILE_ERROR", /does not fit the INP buffer: .* needs 2304 elements \(36864 B\), the INP buffer holds 2048 \(32768 B\)/);
-    expectFarmError(() => vtaConv2d(conv, { ...sched, icBlock: 16, hBlock: 2 }), "COMPILE_ERROR", /does not fit the WGT buffer: .* needs 2304 elements \(589824 B\), the WGT buffer holds 1024 \(262144 B\)/);
-    expectFarmError(() => vtaMatmul({ batch: 1, inFeatures: 1024, outFeatures: 1024 }, { batchBlock: 1, inBlock: 64, outBlock: 64, virtualThreads: 1, storeGranularity: "tile" }), "COMPILE_ERROR", /WGT buffer: .* needs 4096 elements/);
+    expectFarmError(
+      () => vtaConv2d(conv, { ...sched, hBlock: 14 }),
+      "COMPILE_ERROR",
+      /does not fit the ACC buffer: .* needs 3136 elements \(200704 B\), the ACC buffer holds 2048 \(131072 B\)/,
+    );
+    expectFarmError(
+      () => vtaConv2d(conv, { ...sched, icBlock: 8 }),
+      "COMPILE_ERROR",
+      /does not fit the INP buffer: .* needs 2304 elements \(36864 B\), the INP buffer holds 2048 \(32768 B\)/,
+    );
+    expectFarmError(
+      () => vtaConv2d(conv, { ...sched, icBlock: 16, hBlock: 2 }),
+      "COMPILE_ERROR",
+      /does not fit the WGT buffer: .* needs 2304 elements \(589824 B\), the WGT buffer holds 1024 \(262144 B\)/,
+    );
+    expectFarmError(
+      () =>
+        vtaMatmul({ batch: 1, inFeatures: 1024, outFeatures: 1024 }, { batchBlock: 1, inBlock: 64, outBlock: 64, virtualThreads: 1, storeGranularity: "tile" }),
+      "COMPILE_ERROR",
+      /WGT buffer: .* needs 4096 elements/,
+    );
     expectFarmError(
       () => vtaElementwise({ length: 16 * 2048, ops: [{ op: "max", rhs: "b" }] }, { blockVectors: 2048 }),
       "COMPILE_ERROR",
@@ -240,22 +351,74 @@ describe("VTA compiler: refusals", () => {
     const k = vtaConv2d(conv, { ...sched, wBlock: 2, hBlock: 14, ocBlock: 1 }).kernels[0]!;
     assert.equal(k.stats.gemm_counter, lowerVtaKernel(VTA_CONV2D).info.stats.gemm_counter);
     expectFarmError(
-      () => aluLoops([{ extent: 2, dst: 100, src: 100, wgt: 0 }, { extent: 3, dst: 20, src: 20, wgt: 0 }, { extent: 4, dst: 1, src: 1, wgt: 0 }], "test"),
+      () =>
+        aluLoops(
+          [
+            { extent: 2, dst: 100, src: 100, wgt: 0 },
+            { extent: 3, dst: 20, src: 20, wgt: 0 },
+            { extent: 4, dst: 1, src: 1, wgt: 0 },
+          ],
+          "test",
+        ),
       "COMPILE_ERROR",
       /flattens to 3 loops \(2 × 3 × 4\).*at most 2/,
     );
-    assert.deepEqual(aluLoops([{ extent: 8, dst: 98, src: 98, wgt: 0 }, { extent: 7, dst: 14, src: 14, wgt: 0 }, { extent: 14, dst: 1, src: 1, wgt: 0 }], "test"), [{ extent: 784, dst: 1, src: 1, wgt: 0 }]);
+    assert.deepEqual(
+      aluLoops(
+        [
+          { extent: 8, dst: 98, src: 98, wgt: 0 },
+          { extent: 7, dst: 14, src: 14, wgt: 0 },
+          { extent: 14, dst: 1, src: 1, wgt: 0 },
+        ],
+        "test",
+      ),
+      [{ extent: 784, dst: 1, src: 1, wgt: 0 }],
+    );
   });
 
   it("padding beyond what a load can insert", () => {
     const w = { ...conv, height: 4, width: 4, padH: 16, padW: 16, kernelH: 3, kernelW: 3 };
-    expectFarmError(() => vtaConv2d(w, { ocBlock: 1, icBlock: 1, hBlock: 2, wBlock: 17, virtualThreads: 1, storeGranularity: "row" }), "COMPILE_ERROR", /output row tile 0 needs 16 rows of padding; a VTA load pads at most 15/);
+    expectFarmError(
+      () => vtaConv2d(w, { ocBlock: 1, icBlock: 1, hBlock: 2, wBlock: 17, virtualThreads: 1, storeGranularity: "row" }),
+      "COMPILE_ERROR",
+      /output row tile 0 needs 16 rows of padding; a VTA load pads at most 15/,
+    );
   });
 
   it("DMA regions that are not 2-D", () => {
-    expectFarmError(() => dma2d([{ extent: 2, stride: 100 }, { extent: 3, stride: 10 }, { extent: 4, stride: 1 }], "test"), "COMPILE_ERROR", /not a 2-D pattern/);
-    assert.deepEqual(dma2d([{ extent: 16, stride: 16 }, { extent: 1, stride: 1 }], "t"), { xSize: 1, ySize: 16, xStride: 16 });
-    assert.deepEqual(dma2d([{ extent: 4, stride: 64 }, { extent: 64, stride: 1 }], "t"), { xSize: 256, ySize: 1, xStride: 256 });
+    expectFarmError(
+      () =>
+        dma2d(
+          [
+            { extent: 2, stride: 100 },
+            { extent: 3, stride: 10 },
+            { extent: 4, stride: 1 },
+          ],
+          "test",
+        ),
+      "COMPILE_ERROR",
+      /not a 2-D pattern/,
+    );
+    assert.deepEqual(
+      dma2d(
+        [
+          { extent: 16, stride: 16 },
+          { extent: 1, stride: 1 },
+        ],
+        "t",
+      ),
+      { xSize: 1, ySize: 16, xStride: 16 },
+    );
+    assert.deepEqual(
+      dma2d(
+        [
+          { extent: 4, stride: 64 },
+          { extent: 64, stride: 1 },
+        ],
+        "t",
+      ),
+      { xSize: 256, ySize: 1, xStride: 256 },
+    );
   });
 
   it("malformed requests are INVALID_ARGUMENT", () => {

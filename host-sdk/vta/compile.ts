@@ -8,13 +8,28 @@
  */
 import { BUNDLE_FORMAT, BUNDLE_VERSION, FarmError, bundleDigest, encodeBundle, type FunctionSpec, type ParamSpec } from "../../protos/index.ts";
 import {
-  DEFAULT_VTA_HARDWARE, VtaCommandQueue, VtaRuntimeError, encodeVtaBinary, streamStats,
-  type QueueId, type VtaBinary, type VtaFunction, type VtaHardware, type VtaStreamStats,
+  DEFAULT_VTA_HARDWARE,
+  VtaCommandQueue,
+  VtaRuntimeError,
+  encodeVtaBinary,
+  streamStats,
+  type QueueId,
+  type VtaBinary,
+  type VtaFunction,
+  type VtaHardware,
+  type VtaStreamStats,
 } from "../../vta/index.ts";
 import type { CompiledModule } from "../compiled-module.ts";
 import { checkRecord, invalidOption, shown } from "../options.ts";
 import { conv2dParams, lowerConv2d, resolveConv2d, type ResolvedConv2d, type VtaConv2dSchedule, type VtaConv2dWorkload } from "./conv2d.ts";
-import { elementwiseParams, lowerElementwise, resolveElementwise, type ResolvedElementwise, type VtaElementwiseSchedule, type VtaElementwiseWorkload } from "./elementwise.ts";
+import {
+  elementwiseParams,
+  lowerElementwise,
+  resolveElementwise,
+  type ResolvedElementwise,
+  type VtaElementwiseSchedule,
+  type VtaElementwiseWorkload,
+} from "./elementwise.ts";
 import { runLowered, type TrailingPops } from "./lowered.ts";
 import type { Stmt } from "./stmt.ts";
 import { lowerMatmul, matmulParams, resolveMatmul, type ResolvedMatmul, type VtaMatmulSchedule, type VtaMatmulWorkload } from "./matmul.ts";
@@ -76,7 +91,10 @@ const FIELDS: Record<VtaKernelSpec["kind"], { workload: readonly string[]; sched
     workload: ["batch", "inChannels", "outChannels", "height", "width", "kernelH", "kernelW", "padH", "padW", "strideH", "strideW", "shift", "clip"],
     schedule: ["ocBlock", "icBlock", "hBlock", "wBlock", "virtualThreads", "storeGranularity"],
   },
-  matmul: { workload: ["batch", "inFeatures", "outFeatures", "shift", "clip"], schedule: ["batchBlock", "inBlock", "outBlock", "virtualThreads", "storeGranularity"] },
+  matmul: {
+    workload: ["batch", "inFeatures", "outFeatures", "shift", "clip"],
+    schedule: ["batchBlock", "inBlock", "outBlock", "virtualThreads", "storeGranularity"],
+  },
   elementwise: { workload: ["length", "inputDtype", "ops"], schedule: ["blockVectors"] },
 };
 
@@ -85,8 +103,19 @@ function checkOptions(options: CompileVtaOptions): VtaHardware {
   checkRecord(options, ["hardware", "trailingPops"], "compileVta", "options", "{ hardware?, trailingPops? }");
   const hw = options.hardware ?? DEFAULT_VTA_HARDWARE;
   const h = hw as Partial<VtaHardware> | null;
-  if (typeof h !== "object" || h === null || typeof h.name !== "string" || !Number.isInteger(h.blockIn) || !Number.isInteger(h.blockOut) || !Number.isInteger(h.batch)) {
-    throw invalidOption("compileVta", "hardware", `hardware must be a VtaHardware, made by vtaHardware(config) (default DEFAULT_VTA_HARDWARE, the Pynq configuration), got ${shown(hw)}`);
+  if (
+    typeof h !== "object" ||
+    h === null ||
+    typeof h.name !== "string" ||
+    !Number.isInteger(h.blockIn) ||
+    !Number.isInteger(h.blockOut) ||
+    !Number.isInteger(h.batch)
+  ) {
+    throw invalidOption(
+      "compileVta",
+      "hardware",
+      `hardware must be a VtaHardware, made by vtaHardware(config) (default DEFAULT_VTA_HARDWARE, the Pynq configuration), got ${shown(hw)}`,
+    );
   }
   return hw;
 }
@@ -98,7 +127,8 @@ function checkSpecFields(spec: VtaKernelSpec): void {
   if (!fields) return; // lowerSpec names the unknown kind
   const { workload, schedule } = spec as { workload: unknown; schedule?: unknown };
   if (typeof workload === "object" && workload !== null) checkRecord(workload, fields.workload, "compileVta", `${spec.kind} workload`, "an object");
-  if (schedule !== undefined) checkRecord(schedule, fields.schedule, "compileVta", `${spec.kind} schedule`, `an object { ${fields.schedule.map((f) => `${f}?`).join(", ")} }`);
+  if (schedule !== undefined)
+    checkRecord(schedule, fields.schedule, "compileVta", `${spec.kind} schedule`, `an object { ${fields.schedule.map((f) => `${f}?`).join(", ")} }`);
 }
 
 interface Lowered {
@@ -123,7 +153,10 @@ function lowerSpec(spec: VtaKernelSpec, hw: VtaHardware): Lowered {
       return { root: lowerElementwise(r, hw), threads: 1, params: elementwiseParams(r), schedule: r.schedule };
     }
     default:
-      throw new FarmError("INVALID_ARGUMENT", `unknown VTA kernel kind ${JSON.stringify((spec as { kind: unknown }).kind)}; expected "conv2d", "matmul" or "elementwise"`);
+      throw new FarmError(
+        "INVALID_ARGUMENT",
+        `unknown VTA kernel kind ${JSON.stringify((spec as { kind: unknown }).kind)}; expected "conv2d", "matmul" or "elementwise"`,
+      );
   }
 }
 
@@ -131,7 +164,8 @@ function lowerSpec(spec: VtaKernelSpec, hw: VtaHardware): Lowered {
 export function lowerVtaKernel(spec: VtaKernelSpec, options: CompileVtaOptions = {}): { fn: VtaFunction; info: VtaKernelInfo } {
   const hw = checkOptions(options);
   const trailingPops = options.trailingPops ?? "commit";
-  if (trailingPops !== "commit" && trailingPops !== "carry") throw new FarmError("INVALID_ARGUMENT", `trailingPops must be "commit" or "carry", got ${JSON.stringify(trailingPops)}`);
+  if (trailingPops !== "commit" && trailingPops !== "carry")
+    throw new FarmError("INVALID_ARGUMENT", `trailingPops must be "commit" or "carry", got ${JSON.stringify(trailingPops)}`);
   if (typeof spec !== "object" || spec === null) throw new FarmError("INVALID_ARGUMENT", "a VTA kernel spec must be an object");
   checkSpecFields(spec);
   const name = spec.name ?? DEFAULT_NAMES[spec.kind as keyof typeof DEFAULT_NAMES] ?? "kernel";
@@ -146,10 +180,12 @@ export function lowerVtaKernel(spec: VtaKernelSpec, options: CompileVtaOptions =
     throw err;
   }
   const runs = cmd.takeRuns();
-  const carriedPops = cmd.pendingPops().flatMap((p) => [
-    ...(p.popPrev ? [{ from: (p.stage - 1) as QueueId, to: p.stage }] : []),
-    ...(p.popNext ? [{ from: (p.stage + 1) as QueueId, to: p.stage }] : []),
-  ]);
+  const carriedPops = cmd
+    .pendingPops()
+    .flatMap((p) => [
+      ...(p.popPrev ? [{ from: (p.stage - 1) as QueueId, to: p.stage }] : []),
+      ...(p.popNext ? [{ from: (p.stage + 1) as QueueId, to: p.stage }] : []),
+    ]);
   const info: VtaKernelInfo = {
     name,
     kind: spec.kind,
@@ -185,7 +221,8 @@ export function compileVta(kernels: VtaKernelSpec | readonly VtaKernelSpec[], op
   const infos: VtaKernelInfo[] = [];
   for (const spec of list) {
     const { fn, info } = lowerVtaKernel(spec, options);
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(info.name)) throw new FarmError("INVALID_ARGUMENT", `VTA function name ${JSON.stringify(info.name)} is not a C identifier`);
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(info.name))
+      throw new FarmError("INVALID_ARGUMENT", `VTA function name ${JSON.stringify(info.name)} is not a C identifier`);
     if (Object.hasOwn(functions, info.name)) throw new FarmError("INVALID_ARGUMENT", `two VTA functions are named "${info.name}"; give each a distinct name`);
     functions[info.name] = fn;
     table.push({ name: info.name, params: info.params });

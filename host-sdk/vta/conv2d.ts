@@ -79,7 +79,14 @@ export interface ResolvedConv2d {
   outHeight: number;
   outWidth: number;
   /** Tile sizes per thread, in elements of each buffer. */
-  tile: { inpH: number; inpW: number; inp: number; wgt: number; acc: number; /** Loop order of the GEMM kernel (see GEMM_ORDERS). */ gemmOrder: readonly Axis[] };
+  tile: {
+    inpH: number;
+    inpW: number;
+    inp: number;
+    wgt: number;
+    acc: number;
+    /** Loop order of the GEMM kernel (see GEMM_ORDERS). */ gemmOrder: readonly Axis[];
+  };
 }
 
 const BUFFER_DATA = 0;
@@ -109,7 +116,10 @@ function resolveWorkload(w: VtaConv2dWorkload, hw: VtaHardware): ResolvedConv2d[
   divisible("conv2d outChannels", r.outChannels, hw.blockOut, "BLOCK_OUT");
   const { outHeight, outWidth } = conv2dOutputSize(r);
   if (outHeight < 1 || outWidth < 1) {
-    throw new FarmError("INVALID_ARGUMENT", `conv2d: a ${r.kernelH}×${r.kernelW} kernel does not fit the ${r.height}×${r.width} input padded by ${r.padH}×${r.padW}`);
+    throw new FarmError(
+      "INVALID_ARGUMENT",
+      `conv2d: a ${r.kernelH}×${r.kernelW} kernel does not fit the ${r.height}×${r.width} input padded by ${r.padH}×${r.padW}`,
+    );
   }
   return { ...r, outHeight, outWidth };
 }
@@ -124,7 +134,15 @@ export function resolveConv2d(w: VtaConv2dWorkload, schedule: Partial<VtaConv2dS
 }
 
 function isComplete(s: Partial<VtaConv2dSchedule> | undefined): s is VtaConv2dSchedule {
-  return !!s && s.ocBlock !== undefined && s.icBlock !== undefined && s.hBlock !== undefined && s.wBlock !== undefined && s.virtualThreads !== undefined && s.storeGranularity !== undefined;
+  return (
+    !!s &&
+    s.ocBlock !== undefined &&
+    s.icBlock !== undefined &&
+    s.hBlock !== undefined &&
+    s.wBlock !== undefined &&
+    s.virtualThreads !== undefined &&
+    s.storeGranularity !== undefined
+  );
 }
 
 type Workload = ReturnType<typeof resolveWorkload>;
@@ -173,13 +191,15 @@ function checkSchedule(w: Workload, s: VtaConv2dSchedule, hw: VtaHardware): Reso
   for (let yo = 0; yo < w.outHeight / s.hBlock; yo++) {
     const r0 = yo * s.hBlock * w.strideH - w.padH;
     const [p0, p1, n] = edgePads(r0, inpH, w.height);
-    if (p0 > 15 || p1 > 15) throw new FarmError("COMPILE_ERROR", `conv2d: output row tile ${yo} needs ${Math.max(p0, p1)} rows of padding; a VTA load pads at most 15`);
+    if (p0 > 15 || p1 > 15)
+      throw new FarmError("COMPILE_ERROR", `conv2d: output row tile ${yo} needs ${Math.max(p0, p1)} rows of padding; a VTA load pads at most 15`);
     if (n <= 0) throw new FarmError("COMPILE_ERROR", `conv2d: output row tile ${yo} reads only padding; reduce padH`);
   }
   for (let xo = 0; xo < w.outWidth / s.wBlock; xo++) {
     const c0 = xo * s.wBlock * w.strideW - w.padW;
     const [p0, p1, n] = edgePads(c0, inpW, w.width);
-    if (p0 > 15 || p1 > 15) throw new FarmError("COMPILE_ERROR", `conv2d: output column tile ${xo} needs ${Math.max(p0, p1)} columns of padding; a VTA load pads at most 15`);
+    if (p0 > 15 || p1 > 15)
+      throw new FarmError("COMPILE_ERROR", `conv2d: output column tile ${xo} needs ${Math.max(p0, p1)} columns of padding; a VTA load pads at most 15`);
     if (n <= 0) throw new FarmError("COMPILE_ERROR", `conv2d: output column tile ${xo} reads only padding; reduce padW`);
   }
   return { ...tile, gemmOrder: order };
@@ -267,7 +287,11 @@ function autoSchedule(w: Workload, given: Partial<VtaConv2dSchedule>, hw: VtaHar
   return firstFitting(
     candidates.map((c) => c.s),
     (s) => checkSchedule(w, s, hw),
-    () => new FarmError("COMPILE_ERROR", `conv2d: no schedule with the given knobs ${JSON.stringify(given)} fits the VTA buffers (INP ${hw.inpDepth}, WGT ${hw.wgtDepth}, ACC ${hw.accDepth} elements)`),
+    () =>
+      new FarmError(
+        "COMPILE_ERROR",
+        `conv2d: no schedule with the given knobs ${JSON.stringify(given)} fits the VTA buffers (INP ${hw.inpDepth}, WGT ${hw.wgtDepth}, ACC ${hw.accDepth} elements)`,
+      ),
   );
 }
 
@@ -276,7 +300,12 @@ export function conv2dParams(r: ResolvedConv2d, hw: VtaHardware): ParamSpec[] {
   const nb = w.batch / hw.batch;
   return [
     { name: "data", kind: "buffer", dtype: "int8", shape: [nb, w.inChannels / hw.blockIn, w.height, w.width, hw.batch, hw.blockIn] },
-    { name: "kernel", kind: "buffer", dtype: "int8", shape: [w.outChannels / hw.blockOut, w.inChannels / hw.blockIn, w.kernelH, w.kernelW, hw.blockOut, hw.blockIn] },
+    {
+      name: "kernel",
+      kind: "buffer",
+      dtype: "int8",
+      shape: [w.outChannels / hw.blockOut, w.inChannels / hw.blockIn, w.kernelH, w.kernelW, hw.blockOut, hw.blockIn],
+    },
     { name: "res", kind: "buffer", dtype: "int8", shape: [nb, w.outChannels / hw.blockOut, r.outHeight, r.outWidth, hw.batch, hw.blockOut] },
   ];
 }
@@ -319,7 +348,13 @@ export function lowerConv2d(r: ResolvedConv2d, hw: VtaHardware): Stmt {
       cmd.loadBuffer2D(BUFFER_DATA, off, xs, ys, W, xp0, yp0, xp1, yp1, base(ctx).inp + ici * t.inpH * t.inpW, MEM.INP);
     }
     const wOff = (ocTile * s.ocBlock * Cb + ico * s.icBlock) * kk;
-    const d = dma2d([{ extent: s.ocBlock, stride: Cb * kk }, { extent: s.icBlock * kk, stride: 1 }], "conv2d weight load");
+    const d = dma2d(
+      [
+        { extent: s.ocBlock, stride: Cb * kk },
+        { extent: s.icBlock * kk, stride: 1 },
+      ],
+      "conv2d weight load",
+    );
     cmd.loadBuffer2D(BUFFER_KERNEL, wOff, d.xSize, d.ySize, d.xStride, 0, 0, 0, 0, base(ctx).wgt, MEM.WGT);
   });
 
@@ -334,7 +369,13 @@ export function lowerConv2d(r: ResolvedConv2d, hw: VtaHardware): Stmt {
     const sram = (oc: number, r: number, c: number) => acc + (oc * s.hBlock + r) * s.wBlock + c;
     for (let oc = 0; oc < s.ocBlock; oc++) {
       if (s.storeGranularity === "channel") {
-        const d = dma2d([{ extent: s.hBlock, stride: OW }, { extent: s.wBlock, stride: 1 }], "conv2d store");
+        const d = dma2d(
+          [
+            { extent: s.hBlock, stride: OW },
+            { extent: s.wBlock, stride: 1 },
+          ],
+          "conv2d store",
+        );
         cmd.storeBuffer2D(sram(oc, 0, 0), MEM.OUT, BUFFER_OUT, outOff(oc, 0, 0), d.xSize, d.ySize, d.xStride);
         continue;
       }

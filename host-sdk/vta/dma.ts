@@ -37,7 +37,10 @@ export function dma2d(dims: readonly DmaDim[], what: string): Dma2d {
     } else if (d.stride === yStride * y) {
       y *= d.extent;
     } else {
-      throw new FarmError("COMPILE_ERROR", `${what}: the region is not a 2-D pattern (dimensions ${dims.map((q) => `${q.extent}@${q.stride}`).join(", ")}); VTA DMA moves rows of contiguous elements at one stride`);
+      throw new FarmError(
+        "COMPILE_ERROR",
+        `${what}: the region is not a 2-D pattern (dimensions ${dims.map((q) => `${q.extent}@${q.stride}`).join(", ")}); VTA DMA moves rows of contiguous elements at one stride`,
+      );
     }
   }
   return { xSize: x, ySize: y, xStride: inY ? yStride : x };

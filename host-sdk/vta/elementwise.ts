@@ -20,9 +20,7 @@ import { loop, scope, seq, type Stmt } from "./stmt.ts";
 import { aluLoops, recordAlu } from "./uop-nest.ts";
 
 /** One ALU step on `a`: with the second operand tensor `b`, or with an immediate (int16). `shl` is SHR by a negative amount; `mul` runs only on the simulator. */
-export type VtaAluStep =
-  | { op: "add" | "min" | "max" | "mul"; rhs: "b" }
-  | { op: "add" | "min" | "max" | "mul" | "shr" | "shl"; imm: number };
+export type VtaAluStep = { op: "add" | "min" | "max" | "mul"; rhs: "b" } | { op: "add" | "min" | "max" | "mul" | "shr" | "shl"; imm: number };
 
 export interface VtaElementwiseWorkload {
   /** Elements per tensor. */
@@ -59,7 +57,10 @@ export function resolveElementwise(w: VtaElementwiseWorkload, schedule: Partial<
       if (st.rhs !== "b") throw new FarmError("INVALID_ARGUMENT", `${at}.rhs must be "b"`);
       if (st.op === ("shr" as string) || st.op === ("shl" as string)) throw new FarmError("INVALID_ARGUMENT", `${at}: shifts take an immediate amount`);
     } else if (!Number.isInteger(st.imm) || st.imm < -32768 || st.imm > 32767) {
-      throw new FarmError("INVALID_ARGUMENT", `${at}.imm must be an integer within int16 (an ALU immediate), got ${JSON.stringify((st as { imm: unknown }).imm)}`);
+      throw new FarmError(
+        "INVALID_ARGUMENT",
+        `${at}.imm must be an integer within int16 (an ALU immediate), got ${JSON.stringify((st as { imm: unknown }).imm)}`,
+      );
     } else if ((st.op === "shr" || st.op === "shl") && (st.imm < 0 || st.imm > 31)) {
       throw new FarmError("INVALID_ARGUMENT", `${at}.imm: shift amounts are 0..31`);
     }

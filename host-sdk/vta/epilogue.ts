@@ -26,8 +26,12 @@ export function checkEpilogue(e: VtaEpilogue, at: string): void {
   }
   if (e.clip != null) {
     const [lo, hi] = e.clip;
-    for (const [v, name] of [[lo, "min"], [hi, "max"]] as const) {
-      if (!Number.isInteger(v) || v < -32768 || v > 32767) throw new FarmError("INVALID_ARGUMENT", `${at}.clip ${name} must be an integer within int16 (an ALU immediate), got ${JSON.stringify(v)}`);
+    for (const [v, name] of [
+      [lo, "min"],
+      [hi, "max"],
+    ] as const) {
+      if (!Number.isInteger(v) || v < -32768 || v > 32767)
+        throw new FarmError("INVALID_ARGUMENT", `${at}.clip ${name} must be an integer within int16 (an ALU immediate), got ${JSON.stringify(v)}`);
     }
     if (lo > hi) throw new FarmError("INVALID_ARGUMENT", `${at}.clip is [${lo}, ${hi}]: min is above max`);
   }

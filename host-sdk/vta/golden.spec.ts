@@ -79,7 +79,7 @@ describe("VTA compiler vs TVM's golden streams", () => {
     });
   }
 
-  it("the default (trailingPops \"commit\") differs only where TVM leaves a pop pending after the sync", () => {
+  it('the default (trailingPops "commit") differs only where TVM leaves a pop pending after the sync', () => {
     for (const name of ["matrix_multiply", "convolution_opt"] as const) {
       const { fn } = lowerVtaKernel(VTA_TUTORIALS[name]);
       assert.equal(firstDifference(runToStream(fn.runs[0]!), golden(name)), undefined, name);
@@ -109,9 +109,33 @@ describe("VTA compiler vs TVM's golden streams", () => {
 describe("VTA compiler: tutorial statistics", () => {
   // The figures the tutorials print (docs/vta-isa.md §9), derived here from the instructions alone.
   const PUBLISHED = {
-    matrix_multiply: { inp_load_nbytes: 256, wgt_load_nbytes: 65536, acc_load_nbytes: 0, uop_load_nbytes: 8, out_store_nbytes: 256, gemm_counter: 256, alu_counter: 0 },
-    matrix_multiply_opt: { inp_load_nbytes: 4096, wgt_load_nbytes: 1048576, acc_load_nbytes: 0, uop_load_nbytes: 20, out_store_nbytes: 1024, gemm_counter: 4096, alu_counter: 192 },
-    convolution_opt: { inp_load_nbytes: 114688, wgt_load_nbytes: 1179648, acc_load_nbytes: 0, uop_load_nbytes: 1144, out_store_nbytes: 50176, gemm_counter: 451584, alu_counter: 9408 },
+    matrix_multiply: {
+      inp_load_nbytes: 256,
+      wgt_load_nbytes: 65536,
+      acc_load_nbytes: 0,
+      uop_load_nbytes: 8,
+      out_store_nbytes: 256,
+      gemm_counter: 256,
+      alu_counter: 0,
+    },
+    matrix_multiply_opt: {
+      inp_load_nbytes: 4096,
+      wgt_load_nbytes: 1048576,
+      acc_load_nbytes: 0,
+      uop_load_nbytes: 20,
+      out_store_nbytes: 1024,
+      gemm_counter: 4096,
+      alu_counter: 192,
+    },
+    convolution_opt: {
+      inp_load_nbytes: 114688,
+      wgt_load_nbytes: 1179648,
+      acc_load_nbytes: 0,
+      uop_load_nbytes: 1144,
+      out_store_nbytes: 50176,
+      gemm_counter: 451584,
+      alu_counter: 9408,
+    },
   };
   for (const name of NAMES) {
     it(`${name} counts as published`, () => {

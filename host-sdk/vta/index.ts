@@ -26,7 +26,11 @@ export function vtaMatmul(workload: VtaMatmulWorkload, schedule?: Partial<VtaMat
 }
 
 /** A module with one element-wise function `(a[, b], c)`. */
-export function vtaElementwise(workload: VtaElementwiseWorkload, schedule?: Partial<VtaElementwiseSchedule>, options: VtaKernelOptions = {}): VtaCompiledModule {
+export function vtaElementwise(
+  workload: VtaElementwiseWorkload,
+  schedule?: Partial<VtaElementwiseSchedule>,
+  options: VtaKernelOptions = {},
+): VtaCompiledModule {
   const { name, ...compile } = options;
   return compileVta({ kind: "elementwise", workload, ...(schedule ? { schedule } : {}), ...(name ? { name } : {}) }, compile);
 }

@@ -13,7 +13,11 @@ describe("VTA host packing", () => {
     const data = iota(N * C * H * W);
     const packed = packNCHW(data, [N, C, H, W]);
     // packed[n0][c0][h][w][n1][c1] = data[n0·B + n1][c0·16 + c1][h][w]
-    for (const [c0, h, w, c1] of [[0, 0, 0, 0], [1, 1, 2, 5], [1, 0, 1, 15]] as const) {
+    for (const [c0, h, w, c1] of [
+      [0, 0, 0, 0],
+      [1, 1, 2, 5],
+      [1, 0, 1, 15],
+    ] as const) {
       const p = (((c0 * H + h) * W + w) * 1 + 0) * 16 + c1;
       assert.equal(packed[p], data[((c0 * 16 + c1) * H + h) * W + w]);
     }
@@ -38,7 +42,10 @@ describe("VTA host packing", () => {
   });
 
   it("refuses shapes that are not whole blocks", () => {
-    assert.throws(() => packNCHW(iota(24), [1, 24, 1, 1]), (e: unknown) => e instanceof FarmError && e.code === "INVALID_ARGUMENT" && /channels \(24\) is not a multiple of 16/.test(e.message));
+    assert.throws(
+      () => packNCHW(iota(24), [1, 24, 1, 1]),
+      (e: unknown) => e instanceof FarmError && e.code === "INVALID_ARGUMENT" && /channels \(24\) is not a multiple of 16/.test(e.message),
+    );
     assert.throws(() => packOIHW(iota(10), [16, 16, 1, 1]), /expected 16×16×1×1 = 256 elements, got 10/);
   });
 });
@@ -63,13 +70,20 @@ describe("VTA reference implementations", () => {
     wt[16] = -128;
     const out = matmulReference(a, wt, { batch: 1, inFeatures: 16, outFeatures: 16 });
     assert.equal(out[0], 0); // 256 → int8 0
-    assert.equal(out[1], (16 * (15 - 128)) << 24 >> 24);
+    assert.equal(out[1], ((16 * (15 - 128)) << 24) >> 24);
   });
 
   it("element-wise: binary and immediate steps in order", () => {
     const a = Int32Array.of(1000, -1000, 5, 300);
     const b = Int32Array.of(24, 24, -5, 0);
-    const out = elementwiseReference(a, b, { length: 4, ops: [{ op: "add", rhs: "b" }, { op: "shr", imm: 3 }, { op: "max", imm: -100 }] });
+    const out = elementwiseReference(a, b, {
+      length: 4,
+      ops: [
+        { op: "add", rhs: "b" },
+        { op: "shr", imm: 3 },
+        { op: "max", imm: -100 },
+      ],
+    });
     assert.deepEqual([...out], [128 - 256, -100, 0, 37]);
   });
 });

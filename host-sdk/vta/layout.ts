@@ -31,7 +31,7 @@ function pack4<T extends Int8Like>(src: T, [A, B, H, W]: readonly [number, numbe
     for (let bo = 0; bo < Bb; bo++) {
       for (let h = 0; h < H; h++) {
         for (let w = 0; w < W; w++) {
-          const packedBase = ((((ao * Bb + bo) * H + h) * W + w) * a) * b;
+          const packedBase = (((ao * Bb + bo) * H + h) * W + w) * a * b;
           for (let ai = 0; ai < a; ai++) {
             for (let bi = 0; bi < b; bi++) {
               const plain = (((ao * a + ai) * B + bo * b + bi) * H + h) * W + w;

@@ -121,7 +121,8 @@ function checkSchedule(w: Workload, s: VtaMatmulSchedule, hw: VtaHardware): Reso
   const kernel = foldGemmNest(gemmNest(s), { dst: 0, src: 0, wgt: 0 });
   fitsBuffer(hw, "UOP", kernel.uops.length, "the GEMM micro-op kernel");
   const bad = verifyDepViolation(kernel.uops);
-  if (bad !== undefined) throw new FarmError("COMPILE_ERROR", `matmul schedule: GEMM uop ${bad} repeats an accumulator of the two uops before it (the runtime's VerifyDep)`);
+  if (bad !== undefined)
+    throw new FarmError("COMPILE_ERROR", `matmul schedule: GEMM uop ${bad} repeats an accumulator of the two uops before it (the runtime's VerifyDep)`);
   return tile;
 }
 
@@ -138,7 +139,11 @@ function autoSchedule(w: Workload, given: Partial<VtaMatmulSchedule>, hw: VtaHar
           if (vt * batchBlock * inBlock > hw.inpDepth || vt * outBlock * inBlock > hw.wgtDepth || vt * batchBlock * outBlock > hw.accDepth) continue;
           const tiles = (nb / batchBlock) * (ob / outBlock);
           const cost = tiles * ib * (batchBlock * hw.inpElemBytes + outBlock * hw.wgtElemBytes);
-          candidates.push({ s: { batchBlock, inBlock, outBlock, virtualThreads: vt, storeGranularity: given.storeGranularity ?? "tile" }, cost, size: inBlock });
+          candidates.push({
+            s: { batchBlock, inBlock, outBlock, virtualThreads: vt, storeGranularity: given.storeGranularity ?? "tile" },
+            cost,
+            size: inBlock,
+          });
         }
       }
     }
@@ -178,9 +183,21 @@ export function lowerMatmul(r: ResolvedMatmul, hw: VtaHardware): Stmt {
     const { cmd } = ctx;
     const { b0, oc0 } = tileAt(ctx);
     const ic0 = (ctx.loops.ic ?? 0) * s.inBlock;
-    const a = dma2d([{ extent: s.batchBlock, stride: ib }, { extent: s.inBlock, stride: 1 }], "matmul input load");
+    const a = dma2d(
+      [
+        { extent: s.batchBlock, stride: ib },
+        { extent: s.inBlock, stride: 1 },
+      ],
+      "matmul input load",
+    );
     cmd.loadBuffer2D(BUFFER_A, b0 * ib + ic0, a.xSize, a.ySize, a.xStride, 0, 0, 0, 0, base(ctx).inp, MEM.INP);
-    const d = dma2d([{ extent: s.outBlock, stride: ib }, { extent: s.inBlock, stride: 1 }], "matmul weight load");
+    const d = dma2d(
+      [
+        { extent: s.outBlock, stride: ib },
+        { extent: s.inBlock, stride: 1 },
+      ],
+      "matmul weight load",
+    );
     cmd.loadBuffer2D(BUFFER_W, oc0 * ib + ic0, d.xSize, d.ySize, d.xStride, 0, 0, 0, 0, base(ctx).wgt, MEM.WGT);
   });
 
@@ -192,7 +209,13 @@ export function lowerMatmul(r: ResolvedMatmul, hw: VtaHardware): Stmt {
     const { b0, oc0 } = tileAt(ctx);
     const acc = base(ctx).acc;
     if (s.storeGranularity === "tile") {
-      const d = dma2d([{ extent: s.batchBlock, stride: ob }, { extent: s.outBlock, stride: 1 }], "matmul store");
+      const d = dma2d(
+        [
+          { extent: s.batchBlock, stride: ob },
+          { extent: s.outBlock, stride: 1 },
+        ],
+        "matmul store",
+      );
       cmd.storeBuffer2D(acc, MEM.OUT, BUFFER_C, b0 * ob + oc0, d.xSize, d.ySize, d.xStride);
       return;
     }

@@ -10,7 +10,6 @@ import type { VtaAluStep, VtaElementwiseWorkload } from "./elementwise.ts";
 import { applyEpilogue, type VtaEpilogue } from "./epilogue.ts";
 import type { VtaMatmulWorkload } from "./matmul.ts";
 
-
 /** conv2d on NCHW data and an OIHW kernel → NCHW int8 output. */
 export function conv2dReference(data: Int8Array, kernel: Int8Array, w: VtaConv2dWorkload): Int8Array {
   const { batch: N, inChannels: C, outChannels: O, height: H, width: W, kernelH: KH, kernelW: KW } = w;
@@ -20,7 +19,8 @@ export function conv2dReference(data: Int8Array, kernel: Int8Array, w: VtaConv2d
   const sw = w.strideW ?? 1;
   const { outHeight: OH, outWidth: OW } = conv2dOutputSize(w);
   if (data.length !== N * C * H * W) throw new FarmError("INVALID_ARGUMENT", `conv2dReference: data has ${data.length} elements, expected ${N}×${C}×${H}×${W}`);
-  if (kernel.length !== O * C * KH * KW) throw new FarmError("INVALID_ARGUMENT", `conv2dReference: kernel has ${kernel.length} elements, expected ${O}×${C}×${KH}×${KW}`);
+  if (kernel.length !== O * C * KH * KW)
+    throw new FarmError("INVALID_ARGUMENT", `conv2dReference: kernel has ${kernel.length} elements, expected ${O}×${C}×${KH}×${KW}`);
   const out = new Int8Array(N * O * OH * OW);
   for (let n = 0; n < N; n++) {
     for (let o = 0; o < O; o++) {
@@ -49,7 +49,8 @@ export function conv2dReference(data: Int8Array, kernel: Int8Array, w: VtaConv2d
 /** `A · Wᵀ` with A `(batch, in)` and W `(out, in)` → int8 `(batch, out)`. */
 export function matmulReference(a: Int8Array, weight: Int8Array, w: VtaMatmulWorkload): Int8Array {
   const { batch: M, inFeatures: K, outFeatures: N } = w;
-  if (a.length !== M * K || weight.length !== N * K) throw new FarmError("INVALID_ARGUMENT", `matmulReference: expected A ${M}×${K} and W ${N}×${K}, got ${a.length} and ${weight.length} elements`);
+  if (a.length !== M * K || weight.length !== N * K)
+    throw new FarmError("INVALID_ARGUMENT", `matmulReference: expected A ${M}×${K} and W ${N}×${K}, got ${a.length} and ${weight.length} elements`);
   const out = new Int8Array(M * N);
   for (let i = 0; i < M; i++) {
     for (let j = 0; j < N; j++) {

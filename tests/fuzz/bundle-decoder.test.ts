@@ -41,6 +41,9 @@ describe("fuzz: the bundle decoder", () => {
     // eslint-disable-next-line @typescript-eslint/no-explicit-any -- reaching into a decoded bundle to break one field
     const bundle = decodeBundle(good) as unknown as Record<string, any>;
     bundle.functions[0].params[0].shape = [2 ** 60];
-    assert.throws(() => decodeBundle(encodeBundleUnchecked(bundle as ModuleBundle)), (e: unknown) => e instanceof FarmError && e.code === "BAD_BUNDLE" && e.details?.field === "functions[0].params[0].shape");
+    assert.throws(
+      () => decodeBundle(encodeBundleUnchecked(bundle as ModuleBundle)),
+      (e: unknown) => e instanceof FarmError && e.code === "BAD_BUNDLE" && e.details?.field === "functions[0].params[0].shape",
+    );
   });
 });

@@ -19,8 +19,43 @@ import { checkVadd } from "../helpers/kernels.ts";
 import { startFarm } from "../helpers/processes.ts";
 
 const METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH", "TRACE", "CONNECT", "PRI"];
-const TARGETS = ["/", "//", "///", "//a", "//:99999", "//[", "*", "/metrics", "/feed", "/healthz", "/readyz", "/metrics?token=x", "/feed?token=%", "http://[", "http://tracker/metrics", "/%zz", "/..%2f..%2fetc", "/./metrics", "/\\\\x", "/metrics#frag"];
-const HEADER_NAMES = ["Host", "Authorization", "Connection", "Upgrade", "Sec-WebSocket-Key", "Sec-WebSocket-Version", "Sec-WebSocket-Extensions", "Origin", "Content-Length", "Transfer-Encoding", "Cookie", "Expect", "X-Forwarded-For"];
+const TARGETS = [
+  "/",
+  "//",
+  "///",
+  "//a",
+  "//:99999",
+  "//[",
+  "*",
+  "/metrics",
+  "/feed",
+  "/healthz",
+  "/readyz",
+  "/metrics?token=x",
+  "/feed?token=%",
+  "http://[",
+  "http://tracker/metrics",
+  "/%zz",
+  "/..%2f..%2fetc",
+  "/./metrics",
+  "/\\\\x",
+  "/metrics#frag",
+];
+const HEADER_NAMES = [
+  "Host",
+  "Authorization",
+  "Connection",
+  "Upgrade",
+  "Sec-WebSocket-Key",
+  "Sec-WebSocket-Version",
+  "Sec-WebSocket-Extensions",
+  "Origin",
+  "Content-Length",
+  "Transfer-Encoding",
+  "Cookie",
+  "Expect",
+  "X-Forwarded-For",
+];
 
 /** One request as bytes: a request line, headers, maybe an upgrade, maybe a body. */
 const request = fc
@@ -29,18 +64,41 @@ const request = fc
     target: fc.oneof(
       fc.constantFrom(...TARGETS),
       fc.webPath(),
-      fc.array(fc.constantFrom("", ".", "..", "%00", "%2F", "metrics", "feed", "?", "#", "é", "\u0000", ":", "@"), { maxLength: 6 }).map((p) => `/${p.join("/")}`),
+      fc
+        .array(fc.constantFrom("", ".", "..", "%00", "%2F", "metrics", "feed", "?", "#", "é", "\u0000", ":", "@"), { maxLength: 6 })
+        .map((p) => `/${p.join("/")}`),
       fc.string({ unit: "binary", maxLength: 40 }),
     ),
     version: fc.constantFrom("HTTP/1.1", "HTTP/1.0", "HTTP/2.0", "HTTP/9", ""),
-    headers: fc.array(fc.tuple(fc.oneof(fc.constantFrom(...HEADER_NAMES), fc.string({ maxLength: 12 })), fc.oneof(fc.string({ maxLength: 40 }), fc.string({ unit: "binary", maxLength: 40 }), fc.constantFrom("websocket", "Upgrade", "13", "8", "-1", "99999999999999999999", "chunked", "Bearer kf1.x.y", "Bearer", "http://evil.example"))), { maxLength: 8 }),
-    upgrade: fc.option(fc.record({ key: fc.oneof(fc.constant(""), fc.string({ maxLength: 30 }), fc.uint8Array({ minLength: 16, maxLength: 16 }).map((b) => Buffer.from(b).toString("base64"))), version: fc.constantFrom("13", "8", "", "x"), path: fc.constantFrom("/feed", "/", "/metrics", "/nope") })),
+    headers: fc.array(
+      fc.tuple(
+        fc.oneof(fc.constantFrom(...HEADER_NAMES), fc.string({ maxLength: 12 })),
+        fc.oneof(
+          fc.string({ maxLength: 40 }),
+          fc.string({ unit: "binary", maxLength: 40 }),
+          fc.constantFrom("websocket", "Upgrade", "13", "8", "-1", "99999999999999999999", "chunked", "Bearer kf1.x.y", "Bearer", "http://evil.example"),
+        ),
+      ),
+      { maxLength: 8 },
+    ),
+    upgrade: fc.option(
+      fc.record({
+        key: fc.oneof(
+          fc.constant(""),
+          fc.string({ maxLength: 30 }),
+          fc.uint8Array({ minLength: 16, maxLength: 16 }).map((b) => Buffer.from(b).toString("base64")),
+        ),
+        version: fc.constantFrom("13", "8", "", "x"),
+        path: fc.constantFrom("/feed", "/", "/metrics", "/nope"),
+      }),
+    ),
     body: fc.uint8Array({ maxLength: 256 }),
     frames: fc.uint8Array({ maxLength: 256 }),
   })
   .map((r) => {
     const lines = [`${r.method} ${r.upgrade ? r.upgrade.path : r.target} ${r.version}`.trimEnd(), "Host: 127.0.0.1"];
-    if (r.upgrade) lines.push("Upgrade: websocket", "Connection: Upgrade", `Sec-WebSocket-Key: ${r.upgrade.key}`, `Sec-WebSocket-Version: ${r.upgrade.version}`);
+    if (r.upgrade)
+      lines.push("Upgrade: websocket", "Connection: Upgrade", `Sec-WebSocket-Key: ${r.upgrade.key}`, `Sec-WebSocket-Version: ${r.upgrade.version}`);
     for (const [k, v] of r.headers) lines.push(`${k}: ${v}`);
     return { head: Buffer.from(`${lines.join("\r\n")}\r\n\r\n`, "utf8"), body: Buffer.from(r.body), frames: Buffer.from(r.frames), upgrade: !!r.upgrade };
   });
@@ -104,8 +162,22 @@ describe("fuzz: the tracker's HTTP side", () => {
   it("regressions the fuzzer found, kept: `//` and other targets with an empty authority", async () => {
     // `new URL("//", base)` throws: the tracker died of an uncaught exception on `GET // HTTP/1.1`.
     for (const target of ["//", "///", "//:99999", "//["]) {
-      assert.equal(await send(host, port, { head: Buffer.from(`GET ${target} HTTP/1.1\r\nHost: x\r\n\r\n`), body: Buffer.alloc(0), frames: Buffer.alloc(0) }), 404, target);
-      assert.equal(await send(host, port, { head: Buffer.from(`GET ${target} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${randomBytes(16).toString("base64")}\r\nSec-WebSocket-Version: 13\r\n\r\n`), body: Buffer.alloc(0), frames: Buffer.alloc(0) }), 404, `upgrade of ${target}`);
+      assert.equal(
+        await send(host, port, { head: Buffer.from(`GET ${target} HTTP/1.1\r\nHost: x\r\n\r\n`), body: Buffer.alloc(0), frames: Buffer.alloc(0) }),
+        404,
+        target,
+      );
+      assert.equal(
+        await send(host, port, {
+          head: Buffer.from(
+            `GET ${target} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${randomBytes(16).toString("base64")}\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+          ),
+          body: Buffer.alloc(0),
+          frames: Buffer.alloc(0),
+        }),
+        404,
+        `upgrade of ${target}`,
+      );
     }
     assert.equal(farm.tracker.proc.exitCode, null);
     assert.equal(pathOf({ url: "/metrics?token=x#y" }), "/metrics");

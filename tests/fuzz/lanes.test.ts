@@ -58,7 +58,12 @@ function laneInput(sessionId: string): fc.Arbitrary<Buffer> {
     // A frame of random bytes (not a hello).
     fc.uint8Array({ maxLength: 300 }).map((b) => framed(b)),
     // A length prefix far past any hello (or any frame), then a little.
-    fc.tuple(fc.oneof(fc.constantFrom(0xffffffff, 0x80000000, 4097, 4096, 64 << 20), fc.integer({ min: 4097, max: 0xffffffff })), fc.uint8Array({ maxLength: 64 })).map(([n, rest]) => Buffer.concat([header(n), rest])),
+    fc
+      .tuple(
+        fc.oneof(fc.constantFrom(0xffffffff, 0x80000000, 4097, 4096, 64 << 20), fc.integer({ min: 4097, max: 0xffffffff })),
+        fc.uint8Array({ maxLength: 64 }),
+      )
+      .map(([n, rest]) => Buffer.concat([header(n), rest])),
     // An empty frame.
     fc.constant(header(0)),
   );
@@ -97,7 +102,10 @@ describe("fuzz: lane hellos and frames", () => {
     client = await connectTracker(tracker.address);
     await waitForFreeBoards(client, 1);
     directPort = await waitFor("the direct lane's port in the agent's log", () => {
-      const line = agent.stderr().split("\n").find((l) => l.includes('"direct lane listening"'));
+      const line = agent
+        .stderr()
+        .split("\n")
+        .find((l) => l.includes('"direct lane listening"'));
       return line ? (JSON.parse(line) as { port: number }).port : undefined;
     });
     open = await client.request("cpu", { deadlineMs: 10_000, route: "direct" });
@@ -115,7 +123,10 @@ describe("fuzz: lane hellos and frames", () => {
     await fuzz(name, { runs, seconds }, laneInput(open.id), async (bytes) => {
       const r = refusal(await poke("127.0.0.1", port(), bytes));
       if (r) {
-        assert.ok(FarmError.isCode(r.code) && ["PROTOCOL_ERROR", "PERMISSION_DENIED", "NOT_FOUND", "UNAUTHENTICATED", "TIMEOUT"].includes(r.code), `refused with ${r.code}: ${r.message}`);
+        assert.ok(
+          FarmError.isCode(r.code) && ["PROTOCOL_ERROR", "PERMISSION_DENIED", "NOT_FOUND", "UNAUTHENTICATED", "TIMEOUT"].includes(r.code),
+          `refused with ${r.code}: ${r.message}`,
+        );
         assert.ok(r.message.length > 10, `the refusal names no problem: ${r.code} ${JSON.stringify(r.message)}`);
         seen.add(r.code);
       }

@@ -38,13 +38,11 @@ const withLength = (body: Buffer): Piece => ({ bytes: Buffer.concat([int32(body.
 const jsonRequest = fc
   .tuple(fc.integer({ min: -3, max: 9 }), fc.array(fc.jsonValue({ maxDepth: 4 }), { maxLength: 4 }))
   .map(([code, args]) => withLength(Buffer.from(JSON.stringify([code, ...args]), "utf8")));
-const nested = fc
-  .tuple(fc.integer({ min: 1, max: 8000 }), fc.constantFrom("[", '{"a":'), fc.boolean())
-  .map(([depth, open, wrap]) => {
-    const close = open === "[" ? "]" : "}";
-    const inner = `${open.repeat(depth)}${open === "[" ? "" : "1"}${close.repeat(depth)}`;
-    return withLength(Buffer.from(wrap ? `[1, ${inner}]` : inner, "utf8"));
-  });
+const nested = fc.tuple(fc.integer({ min: 1, max: 8000 }), fc.constantFrom("[", '{"a":'), fc.boolean()).map(([depth, open, wrap]) => {
+  const close = open === "[" ? "]" : "}";
+  const inner = `${open.repeat(depth)}${open === "[" ? "" : "1"}${close.repeat(depth)}`;
+  return withLength(Buffer.from(wrap ? `[1, ${inner}]` : inner, "utf8"));
+});
 const garbage = fc.uint8Array({ minLength: 1, maxLength: 2048 }).map((b) => withLength(Buffer.from(b)));
 const badLength = fc
   .tuple(fc.oneof(fc.integer({ min: -(2 ** 31), max: 0 }), fc.integer({ min: 4097, max: 2 ** 31 - 1 })), fc.uint8Array({ maxLength: 64 }))
@@ -97,7 +95,12 @@ describe("fuzz: TVM tracker frames", () => {
         const last = bytes.length - 1;
         if (truncate !== undefined) bytes[last] = bytes[last]!.subarray(0, Math.max(0, bytes[last]!.length - truncate));
         const whole = truncate === undefined ? pieces.length : last;
-        const outcome = receiveUntil(socket, ANSWER_MS, () => `neither answered nor closed within ${ANSWER_MS} ms`, (received) => magic === TRACKER_MAGIC && replies(received) >= whole);
+        const outcome = receiveUntil(
+          socket,
+          ANSWER_MS,
+          () => `neither answered nor closed within ${ANSWER_MS} ms`,
+          (received) => magic === TRACKER_MAGIC && replies(received) >= whole,
+        );
         socket.write(Buffer.concat([int32(magic), ...bytes]));
         // A frame cut short waits for its rest: the peer ends, the tracker closes.
         if (truncate !== undefined) socket.end();

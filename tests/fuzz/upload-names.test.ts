@@ -19,14 +19,53 @@ import { fuzz } from "../helpers/fuzz.ts";
 import { checkVadd } from "../helpers/kernels.ts";
 import { startAgentProcess, startTrackerProcess, waitForFreeBoards, type AgentProcess, type TrackerProcess } from "../helpers/processes.ts";
 
-const FRAGMENTS = ["../", "..", ".", "/", "\\", "\0", "\n", "\x7f", "é", "😀", "a", ".module", " ", "%2F", "\u202e", "\ufeff", "\ud800", "\udfff", "x".repeat(100), "é".repeat(60), "~", "-", ":", "*", "?"];
+const FRAGMENTS = [
+  "../",
+  "..",
+  ".",
+  "/",
+  "\\",
+  "\0",
+  "\n",
+  "\x7f",
+  "é",
+  "😀",
+  "a",
+  ".module",
+  " ",
+  "%2F",
+  "\u202e",
+  "\ufeff",
+  "\ud800",
+  "\udfff",
+  "x".repeat(100),
+  "é".repeat(60),
+  "~",
+  "-",
+  ":",
+  "*",
+  "?",
+];
 
 const names = fc.oneof(
   fc.string({ unit: "binary", minLength: 0, maxLength: 300 }),
   fc.string({ unit: "grapheme", maxLength: 80 }),
   fc.string({ unit: fc.constantFrom(...FRAGMENTS), maxLength: 8 }),
   fc.tuple(fc.constantFrom("é", "😀", "a", "€"), fc.integer({ min: 60, max: 300 })).map(([c, n]) => c.repeat(n)),
-  fc.constantFrom(".", "..", "...", "a/b", "/etc/passwd", "..\\x", "\0", ".module1.so", "x".repeat(255), "x".repeat(256), `${"é".repeat(127)}x`, `${"é".repeat(127)}xy`),
+  fc.constantFrom(
+    ".",
+    "..",
+    "...",
+    "a/b",
+    "/etc/passwd",
+    "..\\x",
+    "\0",
+    ".module1.so",
+    "x".repeat(255),
+    "x".repeat(256),
+    `${"é".repeat(127)}x`,
+    `${"é".repeat(127)}xy`,
+  ),
 );
 
 describe("fuzz: upload names", () => {

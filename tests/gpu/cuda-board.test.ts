@@ -234,7 +234,10 @@ describe("CUDA board on a real GPU", { skip }, () => {
         const data = await s.array({ shape: [4], dtype: "float32" });
         const rev = m.getFunction("shared_reverse");
         names(await refused(rev.withOptions({ launch: { grid: 1, block: 2048 } })(data, 4), "LAUNCH_ERROR"), "2048 threads", "shared_reverse");
-        names(await refused(rev.withOptions({ launch: { grid: 1, block: 4, sharedMemBytes: 4 << 20 } })(data, 4), "LAUNCH_ERROR"), "4194304 bytes of dynamic shared memory");
+        names(
+          await refused(rev.withOptions({ launch: { grid: 1, block: 4, sharedMemBytes: 4 << 20 } })(data, 4), "LAUNCH_ERROR"),
+          "4194304 bytes of dynamic shared memory",
+        );
         // The session goes on.
         await rev.withOptions({ launch: { grid: 1, block: 4, sharedMemBytes: 16 } })(data, 4);
       });
@@ -275,11 +278,27 @@ describe("CUDA board on a real GPU", { skip }, () => {
       const registers = heavy.resources.heavy!.registers;
       assert.ok(registers > 64, `ptxas gave heavy ${registers} registers`);
       const cand = (id: string, block: number, sharedMemBytes = 0): Candidate => ({
-        id, module: heavy, function: "heavy", launch: { grid: 1, block, sharedMemBytes }, args: [{ output: { shape: [200 * block], dtype: "float32" } }, { scalar: 1 }],
+        id,
+        module: heavy,
+        function: "heavy",
+        launch: { grid: 1, block, sharedMemBytes },
+        args: [{ output: { shape: [200 * block], dtype: "float32" } }, { scalar: 1 }],
       });
-      const results = await measure(client, [cand("regs", 1024), cand("shared", 32, 1 << 30), cand("fits", 32)], { key: "gpu", boards: 1, progress: false, timeEvaluator: { number: 1, repeat: 1 } });
-      assert.deepEqual(results.map((r) => r.outcome), ["INVALID_CONFIG", "INVALID_CONFIG", "OK"], JSON.stringify(results.map((r) => r.message)));
-      assert.match(results[0]!.message!, new RegExp(`uses ${registers} registers per thread: 1024 threads take \\d+ registers, more than the 65536 .*told on the host .*nothing was uploaded`));
+      const results = await measure(client, [cand("regs", 1024), cand("shared", 32, 1 << 30), cand("fits", 32)], {
+        key: "gpu",
+        boards: 1,
+        progress: false,
+        timeEvaluator: { number: 1, repeat: 1 },
+      });
+      assert.deepEqual(
+        results.map((r) => r.outcome),
+        ["INVALID_CONFIG", "INVALID_CONFIG", "OK"],
+        JSON.stringify(results.map((r) => r.message)),
+      );
+      assert.match(
+        results[0]!.message!,
+        new RegExp(`uses ${registers} registers per thread: 1024 threads take \\d+ registers, more than the 65536 .*told on the host .*nothing was uploaded`),
+      );
       assert.match(results[1]!.message!, /1073741824 dynamic\), more than the \d+ a block may have .*told on the host/);
       await assertBoardsBack();
     });
@@ -295,8 +314,17 @@ describe("CUDA board on a real GPU", { skip }, () => {
       });
       const poke: Candidate = { id: "poke", module, function: "poke", args: [{ output: { shape: [1], dtype: "int32" } }, { scalar: 2 ** 40 }] };
       // One board loop: without `sticky` reaching the host it would keep the lost session, and every later candidate would fail on it.
-      const results = await measure(client, [fill("before"), poke, fill("after1"), fill("after2")], { key: "gpu", boards: 1, progress: false, timeEvaluator: { number: 2, repeat: 1 } });
-      assert.deepEqual(results.map((r) => r.outcome), ["OK", "RUNTIME_ERROR", "OK", "OK"], JSON.stringify(results.map((r) => r.message)));
+      const results = await measure(client, [fill("before"), poke, fill("after1"), fill("after2")], {
+        key: "gpu",
+        boards: 1,
+        progress: false,
+        timeEvaluator: { number: 2, repeat: 1 },
+      });
+      assert.deepEqual(
+        results.map((r) => r.outcome),
+        ["OK", "RUNTIME_ERROR", "OK", "OK"],
+        JSON.stringify(results.map((r) => r.message)),
+      );
       assert.match(results[1]!.message!, /DEVICE_ERROR: .*CUDA_ERROR_ILLEGAL_ADDRESS/);
       for (const r of results.filter((r) => r.outcome === "OK")) assertTimingConditions(r.conditions!, r.throttled, `measure() ${r.id}`);
       await assertBoardsBack();
@@ -348,10 +376,14 @@ describe("CUDA board on a real GPU", { skip }, () => {
   it("cuda:all registers one board per device", async () => {
     const agent = await startAgentProcess(farm.tracker.address, ["cuda:all:key=every-gpu"]);
     try {
-      const boards = await waitFor("cuda:all boards", async () => {
-        const b = (await client.summary()).boards.filter((x) => x.key === "every-gpu");
-        return b.length > 0 && b.every((x) => x.state === "free") ? b : undefined;
-      }, 30_000);
+      const boards = await waitFor(
+        "cuda:all boards",
+        async () => {
+          const b = (await client.summary()).boards.filter((x) => x.key === "every-gpu");
+          return b.length > 0 && b.every((x) => x.state === "free") ? b : undefined;
+        },
+        30_000,
+      );
       assert.deepEqual(boards.map((b) => b.id.split("/").pop()).sort(), boards.map((_, i) => `cuda${i}`).sort());
     } finally {
       await agent.stop();

@@ -56,7 +56,9 @@ describe("CUDA timing fidelity", { skip }, () => {
       const input = seeded(C * H * W, 3);
       const weights = seeded(KO * C * 9, 4);
       const out = await s.array({ shape: [KO * H * W], dtype: "float32" });
-      const conv = m.getFunction("conv2d_3x3_nchw").withOptions({ launch: { grid: [Math.ceil(KO / 4), Math.ceil(H / 8) * Math.ceil(W / 8)], block: [32, 16] } });
+      const conv = m
+        .getFunction("conv2d_3x3_nchw")
+        .withOptions({ launch: { grid: [Math.ceil(KO / 4), Math.ceil(H / 8) * Math.ceil(W / 8)], block: [32, 16] } });
       await conv(await s.array(input), await s.array(weights), out, C, H, W, KO);
       const convErr = maxRelError((await out.toArray()) as Float32Array, conv2dRef(input, weights, C, H, W, KO));
       assert.ok(convErr < 1e-3, `conv2d max relative error ${convErr}`);
@@ -65,20 +67,27 @@ describe("CUDA timing fidelity", { skip }, () => {
     }
   });
 
-  it(`the farm's median agrees with the native harness within ${TOLERANCE * 100} % for kernels ≥ ${FIDELITY_FLOOR_US} µs`, { timeout: 20 * 60_000 }, async () => {
-    const run = await measureFidelity(client, "gpu", { log: (l) => console.log(`# ${l}`) });
-    try {
-      const checked = run.rows.filter((r) => r.nativeUs >= FIDELITY_FLOOR_US);
-      assert.ok(checked.length >= 4, `only ${checked.length} workloads ran ≥ ${FIDELITY_FLOOR_US} µs`);
-      for (const r of checked) {
-        assert.ok(Math.abs(r.ratio - 1) <= TOLERANCE, `${r.workload.name}: farm ${r.farmUs.toFixed(2)} µs vs native ${r.nativeUs.toFixed(2)} µs (ratio ${r.ratio.toFixed(4)})`);
+  it(
+    `the farm's median agrees with the native harness within ${TOLERANCE * 100} % for kernels ≥ ${FIDELITY_FLOOR_US} µs`,
+    { timeout: 20 * 60_000 },
+    async () => {
+      const run = await measureFidelity(client, "gpu", { log: (l) => console.log(`# ${l}`) });
+      try {
+        const checked = run.rows.filter((r) => r.nativeUs >= FIDELITY_FLOOR_US);
+        assert.ok(checked.length >= 4, `only ${checked.length} workloads ran ≥ ${FIDELITY_FLOOR_US} µs`);
+        for (const r of checked) {
+          assert.ok(
+            Math.abs(r.ratio - 1) <= TOLERANCE,
+            `${r.workload.name}: farm ${r.farmUs.toFixed(2)} µs vs native ${r.nativeUs.toFixed(2)} µs (ratio ${r.ratio.toFixed(4)})`,
+          );
+        }
+        for (const r of run.rows) {
+          assert.equal(r.conditions.name, r.device, "the timing result names the device the native harness ran on");
+          assert.match(r.conditions.sm_clock_mhz ?? "", /^\d+$/);
+        }
+      } finally {
+        await run.dispose();
       }
-      for (const r of run.rows) {
-        assert.equal(r.conditions.name, r.device, "the timing result names the device the native harness ran on");
-        assert.match(r.conditions.sm_clock_mhz ?? "", /^\d+$/);
-      }
-    } finally {
-      await run.dispose();
-    }
-  });
+    },
+  );
 });

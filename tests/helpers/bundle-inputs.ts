@@ -14,15 +14,28 @@ import type * as Protobuf from "protobufjs";
 const protobuf = createRequire(import.meta.url)("protobufjs") as typeof Protobuf;
 
 /** A string a bundle field could hold, or any string. */
-const anyString = fc.oneof(fc.string(), fc.constantFrom("kernelfarm.bundle", "cpu", "cuda", "vta", "sm_90", "cubin", "x86_64", "linux", "float32", "buffer", "scalar", "", "__proto__"));
+const anyString = fc.oneof(
+  fc.string(),
+  fc.constantFrom("kernelfarm.bundle", "cpu", "cuda", "vta", "sm_90", "cubin", "x86_64", "linux", "float32", "buffer", "scalar", "", "__proto__"),
+);
 /** A number as a uint32 or uint64 field holds it. */
 const anyCount = fc.oneof(fc.constantFrom(0, 1, 2, 3, 0x7fffffff, 0x80000000, 2 ** 32 - 1), fc.nat(), fc.maxSafeNat());
 const dims = fc.array(anyCount, { maxLength: 4 });
 const stringRecord = fc.dictionary(anyString, anyString, { maxKeys: 4 });
 
-const param = fc.record({ name: anyString, kind: anyString, dtype: anyString, shape: fc.option(dims, { nil: undefined }) }, { requiredKeys: ["name", "kind", "dtype"] });
+const param = fc.record(
+  { name: anyString, kind: anyString, dtype: anyString, shape: fc.option(dims, { nil: undefined }) },
+  { requiredKeys: ["name", "kind", "dtype"] },
+);
 const launch = fc.record({ grid: dims, block: dims, sharedMemBytes: anyCount });
-const fn = fc.record({ name: fc.oneof(fc.stringMatching(/^[A-Za-z_][A-Za-z0-9_]{0,8}$/), anyString), params: fc.array(param, { maxLength: 4 }), launch: fc.option(launch, { nil: undefined }) }, { requiredKeys: ["name", "params"] });
+const fn = fc.record(
+  {
+    name: fc.oneof(fc.stringMatching(/^[A-Za-z_][A-Za-z0-9_]{0,8}$/), anyString),
+    params: fc.array(param, { maxLength: 4 }),
+    launch: fc.option(launch, { nil: undefined }),
+  },
+  { requiredKeys: ["name", "params"] },
+);
 
 /** A bundle whose every field holds a value of its type, valid-looking or not. */
 export const oddBundle = fc
@@ -41,17 +54,27 @@ export const oddBundle = fc
   .map((r) => encodeBundleUnchecked(r as unknown as ModuleBundle));
 
 /** Protobuf fields of any number and wire type, nested at times: what a foreign or corrupt writer could produce. */
-export const protobufSoup = fc.array(fc.record({ field: fc.integer({ min: 1, max: 12 }), wire: fc.constantFrom(0, 1, 2, 3, 4, 5), value: fc.maxSafeNat(), bytes: fc.uint8Array({ maxLength: 24 }) }), { maxLength: 8 }).map((fields) => {
-  const w = protobuf.Writer.create();
-  for (const f of fields) {
-    w.uint32((f.field << 3) | f.wire);
-    if (f.wire === 0) w.uint64(f.value);
-    else if (f.wire === 1) w.fixed64(f.value);
-    else if (f.wire === 2) w.bytes(f.bytes);
-    else if (f.wire === 5) w.fixed32(f.value >>> 0);
-  }
-  return w.finish();
-});
+export const protobufSoup = fc
+  .array(
+    fc.record({
+      field: fc.integer({ min: 1, max: 12 }),
+      wire: fc.constantFrom(0, 1, 2, 3, 4, 5),
+      value: fc.maxSafeNat(),
+      bytes: fc.uint8Array({ maxLength: 24 }),
+    }),
+    { maxLength: 8 },
+  )
+  .map((fields) => {
+    const w = protobuf.Writer.create();
+    for (const f of fields) {
+      w.uint32((f.field << 3) | f.wire);
+      if (f.wire === 0) w.uint64(f.value);
+      else if (f.wire === 1) w.fixed64(f.value);
+      else if (f.wire === 2) w.bytes(f.bytes);
+      else if (f.wire === 5) w.fixed32(f.value >>> 0);
+    }
+    return w.finish();
+  });
 
 /** `good` with flips, insertions and cuts (protobuf tags, lengths and values changed, fields cut short). */
 export function mutated(good: Uint8Array): fc.Arbitrary<Uint8Array> {
@@ -77,7 +100,19 @@ export function mutated(good: Uint8Array): fc.Arbitrary<Uint8Array> {
  * the binary kept (a load then fails, if at all, for the record's sake).
  */
 export function fieldSwapped(good: Uint8Array): fc.Arbitrary<Uint8Array> {
-  const paths = ["format", "version", "target", "targetDetails", "functions", "meta", "functions.0.name", "functions.0.params", "functions.0.params.0.dtype", "functions.0.params.0.kind", "functions.0.params.0.shape"];
+  const paths = [
+    "format",
+    "version",
+    "target",
+    "targetDetails",
+    "functions",
+    "meta",
+    "functions.0.name",
+    "functions.0.params",
+    "functions.0.params.0.dtype",
+    "functions.0.params.0.kind",
+    "functions.0.params.0.shape",
+  ];
   const values = fc.oneof(anyString, anyCount, stringRecord, dims, fc.array(fn, { maxLength: 2 }), fc.array(param, { maxLength: 2 }));
   return fc.tuple(fc.constantFrom(...paths), fc.option(values, { nil: undefined })).map(([path, value]) => {
     const copy = decodeBundle(good) as unknown as Record<string, unknown>;

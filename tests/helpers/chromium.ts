@@ -73,7 +73,14 @@ export class Browser {
     readonly stderr: () => string,
   ) {
     ws.on("message", (data: Buffer) => {
-      const msg = JSON.parse(data.toString()) as { id?: number; result?: Record<string, unknown>; error?: { message: string }; method?: string; params?: Record<string, unknown>; sessionId?: string };
+      const msg = JSON.parse(data.toString()) as {
+        id?: number;
+        result?: Record<string, unknown>;
+        error?: { message: string };
+        method?: string;
+        params?: Record<string, unknown>;
+        sessionId?: string;
+      };
       if (msg.id !== undefined) {
         const p = this.pending.get(msg.id);
         if (!p) return;
@@ -183,7 +190,8 @@ export class Browser {
   }
 
   async close(): Promise<void> {
-    const exited = this.proc.exitCode !== null || this.proc.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => this.proc.once("exit", () => r()));
+    const exited =
+      this.proc.exitCode !== null || this.proc.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => this.proc.once("exit", () => r()));
     try {
       await this.send("Browser.close", {}, undefined, 3000);
     } catch {

@@ -22,16 +22,28 @@ export interface FloodResult {
 }
 
 /** Runs the flood at `address` (plaintext, loopback) until every stream made `rounds` calls or `untilMs` passed. */
-export async function summaryFlood(address: string, opts: { rounds: number; untilMs?: number; connections?: number; streams?: number; bodyBytes?: number }): Promise<FloodResult> {
+export async function summaryFlood(
+  address: string,
+  opts: { rounds: number; untilMs?: number; connections?: number; streams?: number; bodyBytes?: number },
+): Promise<FloodResult> {
   const body = Buffer.alloc(opts.bodyBytes ?? FLOOD_BODY_BYTES, 0xff);
   const deadline = opts.untilMs ?? Infinity;
   const codes = new Map<string, number>();
   let calls = 0;
-  const clients = Array.from({ length: opts.connections ?? FLOOD_CONNECTIONS }, () => new grpc.Client(address, grpc.credentials.createInsecure(), CHANNEL_OPTIONS));
+  const clients = Array.from(
+    { length: opts.connections ?? FLOOD_CONNECTIONS },
+    () => new grpc.Client(address, grpc.credentials.createInsecure(), CHANNEL_OPTIONS),
+  );
   const one = (client: grpc.Client) =>
     new Promise<string>((resolve) =>
-      client.makeUnaryRequest(SUMMARY_PATH, (b: Buffer) => b, (b: Buffer) => b, body, new grpc.Metadata(), { deadline: Date.now() + 30_000 }, (err) =>
-        resolve(err ? FarmError.from(err).code : "OK"),
+      client.makeUnaryRequest(
+        SUMMARY_PATH,
+        (b: Buffer) => b,
+        (b: Buffer) => b,
+        body,
+        new grpc.Metadata(),
+        { deadline: Date.now() + 30_000 },
+        (err) => resolve(err ? FarmError.from(err).code : "OK"),
       ),
     );
   try {

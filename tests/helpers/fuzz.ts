@@ -50,7 +50,12 @@ export async function fuzz<T>(name: string, limits: FuzzBudget, arbitrary: fc.Ar
  * wait is on those events; `ms` only bounds it, failing the input with
  * `what()` (and destroying the socket) when the peer does neither.
  */
-export function receiveUntil(socket: Socket, ms: number, what: () => string, enough: (received: Buffer) => boolean = () => false): Promise<{ received: Buffer; answered: boolean }> {
+export function receiveUntil(
+  socket: Socket,
+  ms: number,
+  what: () => string,
+  enough: (received: Buffer) => boolean = () => false,
+): Promise<{ received: Buffer; answered: boolean }> {
   return new Promise((resolve, reject) => {
     let received = Buffer.alloc(0);
     const timer = setTimeout(() => {

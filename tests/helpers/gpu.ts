@@ -19,4 +19,3 @@ export async function cudaSkipReason(): Promise<string | false> {
   }
   return false;
 }
-

@@ -30,14 +30,24 @@ type Mapping = { [key: string]: Json };
 
 /** Every document of a YAML file, read as kubectl reads it: YAML 1.1 (`0440` is octal, an unquoted `off` is false). */
 export function readYamlDocuments(path: string): unknown[] {
-  return parseAllDocuments(readFileSync(path, "utf8"), { version: "1.1" }).map((doc, i) => {
-    if (doc.errors.length > 0) throw new Error(`${path}, document ${i + 1}: ${doc.errors[0]!.message}`);
-    return doc.toJS() as unknown;
-  }).filter((d) => d !== null);
+  return parseAllDocuments(readFileSync(path, "utf8"), { version: "1.1" })
+    .map((doc, i) => {
+      if (doc.errors.length > 0) throw new Error(`${path}, document ${i + 1}: ${doc.errors[0]!.message}`);
+      return doc.toJS() as unknown;
+    })
+    .filter((d) => d !== null);
 }
 
 const KUSTOMIZATION_FIELDS = new Set(["apiVersion", "kind", "resources", "namespace", "images", "labels", "patches"]);
-const CLUSTER_SCOPED = new Set(["Namespace", "ClusterRole", "ClusterRoleBinding", "PersistentVolume", "StorageClass", "PriorityClass", "CustomResourceDefinition"]);
+const CLUSTER_SCOPED = new Set([
+  "Namespace",
+  "ClusterRole",
+  "ClusterRoleBinding",
+  "PersistentVolume",
+  "StorageClass",
+  "PriorityClass",
+  "CustomResourceDefinition",
+]);
 
 interface Kustomization {
   resources?: string[];
@@ -53,10 +63,13 @@ export function readKustomization(dir: string): Kustomization {
   const [doc, ...more] = readYamlDocuments(path);
   if (more.length > 0 || typeof doc !== "object" || doc === null) throw new Error(`${path}: one mapping expected`);
   const k = doc as Record<string, unknown>;
-  if (k.apiVersion !== "kustomize.config.k8s.io/v1beta1" || k.kind !== "Kustomization") throw new Error(`${path}: not a kustomize.config.k8s.io/v1beta1 Kustomization`);
-  for (const field of Object.keys(k)) if (!KUSTOMIZATION_FIELDS.has(field)) throw new Error(`${path}: "${field}" is not rendered by tests/helpers/kustomize.ts`);
+  if (k.apiVersion !== "kustomize.config.k8s.io/v1beta1" || k.kind !== "Kustomization")
+    throw new Error(`${path}: not a kustomize.config.k8s.io/v1beta1 Kustomization`);
+  for (const field of Object.keys(k))
+    if (!KUSTOMIZATION_FIELDS.has(field)) throw new Error(`${path}: "${field}" is not rendered by tests/helpers/kustomize.ts`);
   for (const p of (k.patches ?? []) as Array<Record<string, unknown>>) {
-    if (Object.keys(p).join() !== "path") throw new Error(`${path}: only patches given by path (strategic merge files) are rendered here, got ${JSON.stringify(p)}`);
+    if (Object.keys(p).join() !== "path")
+      throw new Error(`${path}: only patches given by path (strategic merge files) are rendered here, got ${JSON.stringify(p)}`);
   }
   for (const l of (k.labels ?? []) as Array<Record<string, unknown>>) {
     if (l.includeSelectors) throw new Error(`${path}: labels with includeSelectors are not rendered here`);
@@ -186,4 +199,3 @@ function withImage(o: K8sObject, image: { name: string; newName?: string; newTag
   }
   return out;
 }
-

@@ -36,7 +36,10 @@ function hash01(s: string): number {
   return (h >>> 0) / 4294967296;
 }
 
-const keyOf = (c: Readonly<Record<string, unknown>>) => Object.entries(c).map(([k, v]) => `${k}=${v}`).join(",");
+const keyOf = (c: Readonly<Record<string, unknown>>) =>
+  Object.entries(c)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(",");
 
 export const GEMM_LIKE_SPACE = {
   BM: [16, 32, 64, 128, 256],
@@ -95,7 +98,23 @@ export const GEMM_LIKE: Landscape<typeof GEMM_LIKE_SPACE> = {
 };
 
 export const CONV_LIKE_SPACE = {
-  tile_f: ["1x1x8x8", "1x2x8x4", "2x1x8x4", "1x4x8x2", "2x2x4x4", "4x1x4x4", "1x1x16x4", "2x1x16x2", "1x2x16x2", "4x2x4x2", "1x8x4x2", "1x1x32x2", "2x4x8x1", "1x1x64x1", "8x1x8x1"],
+  tile_f: [
+    "1x1x8x8",
+    "1x2x8x4",
+    "2x1x8x4",
+    "1x4x8x2",
+    "2x2x4x4",
+    "4x1x4x4",
+    "1x1x16x4",
+    "2x1x16x2",
+    "1x2x16x2",
+    "4x2x4x2",
+    "1x8x4x2",
+    "1x1x32x2",
+    "2x4x8x1",
+    "1x1x64x1",
+    "8x1x8x1",
+  ],
   tile_y: ["1x1x7x2", "1x2x7x1", "2x1x7x1", "1x1x14x1", "7x1x2x1", "7x2x1x1", "1x7x2x1", "14x1x1x1"],
   tile_x: ["1x1x7x2", "1x2x7x1", "2x1x7x1", "1x1x14x1", "7x1x2x1", "7x2x1x1", "1x7x2x1", "14x1x1x1"],
   tile_rc: ["1x64", "2x32", "4x16", "8x8", "16x4", "32x2", "64x1"],
@@ -106,7 +125,8 @@ export const CONV_LIKE_SPACE = {
 type ConvLike = Config<typeof CONV_LIKE_SPACE>;
 const factors = (s: string) => s.split("x").map(Number);
 const convThreads = (c: ConvLike) => factors(c.tile_f)[2]! * factors(c.tile_y)[2]! * factors(c.tile_x)[2]!;
-const convWork = (c: ConvLike) => factors(c.tile_f)[3]! * factors(c.tile_y)[3]! * factors(c.tile_x)[3]! * factors(c.tile_f)[1]! * factors(c.tile_y)[1]! * factors(c.tile_x)[1]!;
+const convWork = (c: ConvLike) =>
+  factors(c.tile_f)[3]! * factors(c.tile_y)[3]! * factors(c.tile_x)[3]! * factors(c.tile_f)[1]! * factors(c.tile_y)[1]! * factors(c.tile_x)[1]!;
 const convShared = (c: ConvLike) => {
   const [, vf, tf, fi] = factors(c.tile_f);
   const [, vy, ty, yi] = factors(c.tile_y);

@@ -185,7 +185,12 @@ export async function runCli(args: string[], opts: CliOptions & { timeoutMs?: nu
   return { code, stdout, stderr };
 }
 
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 15_000, everyMs = 20): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 15_000,
+  everyMs = 20,
+): Promise<T> {
   const until = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -202,10 +207,14 @@ export async function waitFor<T>(what: string, probe: () => Promise<T | undefine
 
 /** Waits until the tracker lists `n` free boards (of `key`, if given). */
 export async function waitForFreeBoards(client: TrackerClient, n: number, key?: string, timeoutMs = 20_000): Promise<void> {
-  await waitFor(`${n} free board(s)${key ? ` of key ${key}` : ""}`, async () => {
-    const s = await client.summary();
-    return s.boards.filter((b) => b.state === "free" && (!key || b.key === key)).length >= n;
-  }, timeoutMs);
+  await waitFor(
+    `${n} free board(s)${key ? ` of key ${key}` : ""}`,
+    async () => {
+      const s = await client.summary();
+      return s.boards.filter((b) => b.state === "free" && (!key || b.key === key)).length >= n;
+    },
+    timeoutMs,
+  );
 }
 
 /** A tracker, one agent with `boards`, and a connected client. */

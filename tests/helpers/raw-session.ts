@@ -5,7 +5,15 @@
  */
 import { connect, type Socket } from "node:net";
 import {
-  HostService, SESSION_REQUEST_HEADER, decodeLaneWelcome, encodeLaneHello, encodeSessionRequest, type Grant__Output, type HostServiceClient, type LaneHello, type SessionRequest,
+  HostService,
+  SESSION_REQUEST_HEADER,
+  decodeLaneWelcome,
+  encodeLaneHello,
+  encodeSessionRequest,
+  type Grant__Output,
+  type HostServiceClient,
+  type LaneHello,
+  type SessionRequest,
 } from "../../protos/index.ts";
 import { LaneSocket, callMetadata, makeClient } from "../../runtime/index.ts";
 import { awaitGrant, type SessionStream } from "../../host-sdk/frame-channel.ts";

@@ -53,9 +53,11 @@ export function it(name: string, optsOrFn?: TestOptions | TestFn, maybeFn?: Test
 }
 
 type Hook = typeof nt.before;
-const hook = (real: Hook): Hook => (fn, options) => {
-  if (!skipping) real(fn, options);
-};
+const hook =
+  (real: Hook): Hook =>
+  (fn, options) => {
+    if (!skipping) real(fn, options);
+  };
 
 export const before = hook(nt.before);
 export const after = hook(nt.after);

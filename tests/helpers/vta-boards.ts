@@ -34,10 +34,39 @@ export function vtaTestBoards(): VtaTestBoard[] {
   if (flag) {
     const device = /^vta:([a-z0-9]+)/.exec(flag)?.[1];
     if (!device) throw new Error(`KFARM_VTA_BOARD=${flag}: give a vta board flag, e.g. vta:pynq:key=vta`);
-    return [{ what: `the ${device} board`, flag, agentArgs: device === "model" ? [] : ["--worker-uids", "off"], kind: "vta", labels: { device }, timeCounter: "device_ns_total", showsLatencyHiding: device !== "model", strayAddress: MMIO_STRAY }];
+    return [
+      {
+        what: `the ${device} board`,
+        flag,
+        agentArgs: device === "model" ? [] : ["--worker-uids", "off"],
+        kind: "vta",
+        labels: { device },
+        timeCounter: "device_ns_total",
+        showsLatencyHiding: device !== "model",
+        strayAddress: MMIO_STRAY,
+      },
+    ];
   }
   return [
-    { what: "a simulator board", flag: "vta-sim:key=vta", agentArgs: [], kind: "vta-sim", labels: { sim: "true" }, timeCounter: "cycle_count", showsLatencyHiding: true, strayAddress: /outside the buffers placed for this call/ },
-    { what: "the mmio driver on the device model", flag: "vta:model:key=vta", agentArgs: [], kind: "vta", labels: { device: "model" }, timeCounter: "device_ns_total", showsLatencyHiding: false, strayAddress: MMIO_STRAY },
+    {
+      what: "a simulator board",
+      flag: "vta-sim:key=vta",
+      agentArgs: [],
+      kind: "vta-sim",
+      labels: { sim: "true" },
+      timeCounter: "cycle_count",
+      showsLatencyHiding: true,
+      strayAddress: /outside the buffers placed for this call/,
+    },
+    {
+      what: "the mmio driver on the device model",
+      flag: "vta:model:key=vta",
+      agentArgs: [],
+      kind: "vta",
+      labels: { device: "model" },
+      timeCounter: "device_ns_total",
+      showsLatencyHiding: false,
+      strayAddress: MMIO_STRAY,
+    },
   ];
 }

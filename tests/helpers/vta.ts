@@ -4,8 +4,17 @@
  * must be — the same case whether it runs in-process or through a farm.
  */
 import {
-  conv2dOutputSize, conv2dReference, matmulReference, packMatmulInput, packMatmulWeight, packNCHW, packOIHW,
-  unpackMatmulOutput, unpackNCHW, type VtaConv2dWorkload, type VtaMatmulWorkload,
+  conv2dOutputSize,
+  conv2dReference,
+  matmulReference,
+  packMatmulInput,
+  packMatmulWeight,
+  packNCHW,
+  packOIHW,
+  unpackMatmulOutput,
+  unpackNCHW,
+  type VtaConv2dWorkload,
+  type VtaMatmulWorkload,
 } from "../../host-sdk/index.ts";
 
 /** Deterministic int8 data in [lo, hi]: a small LCG, so a failure reproduces. */
@@ -14,7 +23,7 @@ export function randomInt8(n: number, seed: number, lo = -128, hi = 127): Int8Ar
   const out = new Int8Array(n);
   for (let i = 0; i < n; i++) {
     x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
-    out[i] = lo + (x >>> 8) % (hi - lo + 1);
+    out[i] = lo + ((x >>> 8) % (hi - lo + 1));
   }
   return out;
 }

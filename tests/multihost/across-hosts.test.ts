@@ -28,7 +28,11 @@ describe("a farm across hosts, under delay and loss", { skip, timeout: 600_000 }
     farm = await startBedFarm();
     const driver = await Driver.start(farm.bed, "agent1");
     sink = { driver, port: (await driver.do("sink")).port };
-    await waitFor("both agents' boards", async () => (await farm.clients.client1.do("summary")).boards.filter((b: { state: string }) => b.state === "free").length === 2, 30_000);
+    await waitFor(
+      "both agents' boards",
+      async () => (await farm.clients.client1.do("summary")).boards.filter((b: { state: string }) => b.state === "free").length === 2,
+      30_000,
+    );
   });
 
   after(async () => {
@@ -47,7 +51,11 @@ describe("a farm across hosts, under delay and loss", { skip, timeout: 600_000 }
       assert.deepEqual(f.measure.outcomes, { OK: 12 }, "every candidate measured and checked");
       assert.deepEqual(f.measure.boards, ["agent1/agent1-cpu0", "agent2/agent2-cpu0"], "the batch used both agents' boards");
       // The wire really delays: at 20 ms one way a call cannot come back in less than the round trip.
-      if (condition.link.delayMs > 0) assert.ok(Math.min(...f.callMs) >= 4 * condition.link.delayMs - 2 * condition.link.jitterMs, `calls at ${condition.name} took ${Math.min(...f.callMs)} ms at least`);
+      if (condition.link.delayMs > 0)
+        assert.ok(
+          Math.min(...f.callMs) >= 4 * condition.link.delayMs - 2 * condition.link.jitterMs,
+          `calls at ${condition.name} took ${Math.min(...f.callMs)} ms at least`,
+        );
     });
   }
 });

@@ -55,7 +55,14 @@ export interface ConditionRun {
 export async function runCondition(farm: BedFarm, sink: { driver: Driver; port: number }, c: Condition, run: ConditionRun): Promise<ConditionFigures> {
   await farm.bed.allLinks({ ...c.link, dir: "both" });
   const client = farm.clients.client1;
-  const fig: ConditionFigures = { condition: c.name, grantMs: [], callMs: [], uploadMs: {}, rawMs: [], measure: { candidates: 0, ms: 0, outcomes: {}, boards: [] } };
+  const fig: ConditionFigures = {
+    condition: c.name,
+    grantMs: [],
+    callMs: [],
+    uploadMs: {},
+    rawMs: [],
+    measure: { candidates: 0, ms: 0, outcomes: {}, boards: [] },
+  };
 
   for (let i = 0; i < run.grants; i++) {
     const s = await client.do("request", { key: "cpu" });

@@ -171,8 +171,17 @@ async function run(cmd: Command): Promise<unknown> {
         timeEvaluator: { number: Number(cmd.number ?? 1), repeat: Number(cmd.repeat ?? 1) },
         ...(cmd.deadlineMs ? { deadlineMs: Number(cmd.deadlineMs) } : {}),
       });
-      const lines = existsSync(String(cmd.resultsFile)) ? readFileSync(String(cmd.resultsFile), "utf8").trim().split("\n").map((l) => JSON.parse(l) as { id: string; outcome: string }) : [];
-      return { ms: ms(t0), results: results.map((r) => ({ id: r.id, outcome: r.outcome, board: r.board, attempts: r.attempts, message: r.message })), fileIds: lines.map((l) => l.id) };
+      const lines = existsSync(String(cmd.resultsFile))
+        ? readFileSync(String(cmd.resultsFile), "utf8")
+            .trim()
+            .split("\n")
+            .map((l) => JSON.parse(l) as { id: string; outcome: string })
+        : [];
+      return {
+        ms: ms(t0),
+        results: results.map((r) => ({ id: r.id, outcome: r.outcome, board: r.board, attempts: r.attempts, message: r.message })),
+        fileIds: lines.map((l) => l.id),
+      };
     }
     case "summary": {
       if (!cmd.fresh) return await tracker().summary();

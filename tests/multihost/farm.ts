@@ -17,7 +17,11 @@ const DRIVER = fileURLToPath(new URL("./driver.ts", import.meta.url));
 
 /** A command's failure on a driver: the farm's code and message, and how long the command ran before it failed. */
 export class DriverError extends FarmError {
-  constructor(code: FarmErrorCode, message: string, readonly ms: number) {
+  constructor(
+    code: FarmErrorCode,
+    message: string,
+    readonly ms: number,
+  ) {
     super(code, message);
   }
 }

@@ -43,10 +43,15 @@ describe("network faults across hosts", { skip, timeout: 600_000 }, () => {
   }
 
   async function allFree(timeoutMs = 30_000): Promise<void> {
-    await waitFor("every board free", async () => {
-      const b = await boards();
-      return b.length === 4 && b.every((x) => x.state === "free");
-    }, timeoutMs, 50);
+    await waitFor(
+      "every board free",
+      async () => {
+        const b = await boards();
+        return b.length === 4 && b.every((x) => x.state === "free");
+      },
+      timeoutMs,
+      50,
+    );
   }
 
   before(async () => {
@@ -66,7 +71,12 @@ describe("network faults across hosts", { skip, timeout: 600_000 }, () => {
     const held = await farm.clients.client2.do("request", { key: "cpu", labels: { host: "agent1" } });
     // Candidates of ~30 ms each keep the batch busy on agent1's board when the cut comes.
     const batch = farm.clients.client1.do("measure", { key: "cpu", n: 60, resultsFile, number: 30000, repeat: 3 });
-    await waitFor("the batch running on agent1", async () => (await boards()).some((b) => b.agent_name === "agent1" && b.state === "busy" && b.id !== held.board), 30_000, 20);
+    await waitFor(
+      "the batch running on agent1",
+      async () => (await boards()).some((b) => b.agent_name === "agent1" && b.state === "busy" && b.id !== held.board),
+      30_000,
+      20,
+    );
 
     await farm.bed.cut("agent1");
     const cutAt = now();
@@ -86,14 +96,20 @@ describe("network faults across hosts", { skip, timeout: 600_000 }, () => {
     const r = await batch;
     rmSync(resultsFile, { force: true });
     const outcomes = (r.results as Array<{ outcome: string }>).map((x) => x.outcome);
-    assert.deepEqual(new Set(outcomes), new Set(["OK"]), `every candidate measured OK: ${JSON.stringify(r.results.filter((x: { outcome: string }) => x.outcome !== "OK"))}`);
+    assert.deepEqual(
+      new Set(outcomes),
+      new Set(["OK"]),
+      `every candidate measured OK: ${JSON.stringify(r.results.filter((x: { outcome: string }) => x.outcome !== "OK"))}`,
+    );
     assert.equal(r.fileIds.length, 60, "one results-file line per candidate: none lost");
     assert.equal(new Set(r.fileIds).size, 60, "none recorded twice");
     const retried = (r.results as Array<{ attempts: number }>).filter((x) => x.attempts > 1).length;
     assert.ok(retried >= 1, "the candidate running on agent1 when it was cut was retried on another board");
     assert.ok(leftMs < AGENT_LOSS_BOUND_MS, `agent1's boards left after ${leftMs.toFixed(0)} ms (bound ${AGENT_LOSS_BOUND_MS})`);
     assert.ok(backMs < REATTACH_BOUND_MS, `agent1's boards came back ${backMs.toFixed(0)} ms after the link (bound ${REATTACH_BOUND_MS})`);
-    figures.push(`| agent host partitioned ${ms / 1000} s (measure() of 60: all OK, ${retried} retried, each recorded once) | boards left after ${leftMs.toFixed(0)} ms; the held session ended AGENT_LOST after ${end.ms.toFixed(0)} ms | boards back ${backMs.toFixed(0)} ms after the link |`);
+    figures.push(
+      `| agent host partitioned ${ms / 1000} s (measure() of 60: all OK, ${retried} retried, each recorded once) | boards left after ${leftMs.toFixed(0)} ms; the held session ended AGENT_LOST after ${end.ms.toFixed(0)} ms | boards back ${backMs.toFixed(0)} ms after the link |`,
+    );
     await allFree();
   }
 
@@ -113,7 +129,12 @@ describe("network faults across hosts", { skip, timeout: 600_000 }, () => {
       (s: { sid: string }) => ({ granted: s }),
       (e: DriverError) => ({ failed: e }),
     );
-    await waitFor("client2 in the queue", async () => (await farm.clients.client1.do("summary")).queues.some((q: { pending: number }) => q.pending > 0), 10_000, 20);
+    await waitFor(
+      "client2 in the queue",
+      async () => (await farm.clients.client1.do("summary")).queues.some((q: { pending: number }) => q.pending > 0),
+      10_000,
+      20,
+    );
 
     await farm.bed.cut("tracker");
     const cutAt = now();
@@ -131,15 +152,21 @@ describe("network faults across hosts", { skip, timeout: 600_000 }, () => {
     await allFree(30_000);
     const recoveredMs = now() - restoredAt;
     const ends = await Promise.all(held.map((s) => farm.clients.client1.do("ended", { sid: s.sid, timeoutMs: 30_000 })));
-    for (const e of ends) assert.ok(["AGENT_LOST", "CANCELLED", "UNAVAILABLE"].includes(e.code), `a session held across the partition ended ${e.code}: ${e.message}`);
+    for (const e of ends)
+      assert.ok(["AGENT_LOST", "CANCELLED", "UNAVAILABLE"].includes(e.code), `a session held across the partition ended ${e.code}: ${e.message}`);
     const s = await farm.clients.client2.do("summary", { fresh: true });
     assert.equal(s.boards.filter((b: BoardRow) => b.state !== "free").length, 0, "no lease outlived the partition");
-    assert.ok(s.queues.every((x: { pending: number }) => x.pending === 0), "no request is left waiting");
+    assert.ok(
+      s.queues.every((x: { pending: number }) => x.pending === 0),
+      "no request is left waiting",
+    );
     // And the farm serves again, across hosts: client2's own channel reconnects (its backoff is capped at 2 s).
     const again = await waitFor("client2 served again", () => farm.clients.client2.do("request", { key: "cpu", deadlineMs: 5000 }), 30_000, 100);
     const hostBackMs = now() - restoredAt;
     await farm.clients.client2.do("close", { sid: again.sid });
-    figures.push(`| tracker host partitioned ${((restoredAt - cutAt) / 1000).toFixed(0)} s (4 held sessions, 1 waiting request) | waiting request: ${"failed" in q ? `${q.failed.code} after ${q.failed.ms.toFixed(0)} ms` : "granted"}; held sessions: ${[...new Set(ends.map((e) => e.code))].join(", ")} | every board free and re-attached ${recoveredMs.toFixed(0)} ms after the link; client2 served again on its own channel after ${hostBackMs.toFixed(0)} ms |`);
+    figures.push(
+      `| tracker host partitioned ${((restoredAt - cutAt) / 1000).toFixed(0)} s (4 held sessions, 1 waiting request) | waiting request: ${"failed" in q ? `${q.failed.code} after ${q.failed.ms.toFixed(0)} ms` : "granted"}; held sessions: ${[...new Set(ends.map((e) => e.code))].join(", ")} | every board free and re-attached ${recoveredMs.toFixed(0)} ms after the link; client2 served again on its own channel after ${hostBackMs.toFixed(0)} ms |`,
+    );
   });
 
   it(`a client host that vanishes mid-session (no FIN): its lease is reclaimed within the liveness bound (${LIVENESS_MS} ms) and the board returns`, async () => {
@@ -154,7 +181,9 @@ describe("network faults across hosts", { skip, timeout: 600_000 }, () => {
     const end = await farm.clients.client1.do("ended", { sid: s.sid, timeoutMs: 30_000 });
     assert.ok(end.code, "the client, back on the network, learns that its session is gone");
     await assert.rejects(farm.clients.client1.do("calls", { sid: s.sid, n: 1 }), "a call on the reclaimed session fails");
-    figures.push(`| client host vanished mid-session | lease reclaimed, board free after ${reclaimedMs.toFixed(0)} ms | the client, reconnected, sees ${end.code} |`);
+    figures.push(
+      `| client host vanished mid-session | lease reclaimed, board free after ${reclaimedMs.toFixed(0)} ms | the client, reconnected, sees ${end.code} |`,
+    );
     await allFree();
   });
 
@@ -177,7 +206,9 @@ describe("network faults across hosts", { skip, timeout: 600_000 }, () => {
       assert.ok(["UNAVAILABLE", "CANCELLED"].includes(direct.code), `${direct.code}: ${direct.message}`);
       assert.match(direct.message, /agent|lane/);
       await allFree();
-      figures.push(`| client cannot reach agent1 (agent1 reaches the tracker) | auto: relay after ${auto.ms.toFixed(0)} ms; direct: ${direct.code} after ${direct.ms.toFixed(0)} ms | calls on the relay lane work; the board returns |`);
+      figures.push(
+        `| client cannot reach agent1 (agent1 reaches the tracker) | auto: relay after ${auto.ms.toFixed(0)} ms; direct: ${direct.code} after ${direct.ms.toFixed(0)} ms | calls on the relay lane work; the board returns |`,
+      );
     } finally {
       await farm.bed.unblock("client1", "agent1");
     }

@@ -79,7 +79,10 @@ export function splitAddress(address: string): { host: string; port: number } {
 
 /** A tracker connection after the magic exchange. */
 export class TrackerConn {
-  private constructor(readonly socket: Socket, private readonly reader: SocketReader) {}
+  private constructor(
+    readonly socket: Socket,
+    private readonly reader: SocketReader,
+  ) {}
 
   static async open(address: string, opts: { localAddress?: string } = {}): Promise<TrackerConn> {
     const socket = connect({ ...splitAddress(address), noDelay: true, ...opts });
@@ -168,7 +171,13 @@ export class FakeRpcServer {
   private frozen = false;
   private readonly used = new Set<string>();
 
-  private constructor(private readonly tracker: string, readonly key: string, readonly port: number, listener: Server, private readonly opts: { pollMs: number; customAddr: string | null }) {
+  private constructor(
+    private readonly tracker: string,
+    readonly key: string,
+    readonly port: number,
+    listener: Server,
+    private readonly opts: { pollMs: number; customAddr: string | null },
+  ) {
     this.listener = listener;
     listener.on("connection", (s: Socket) => {
       this.arrived.push(s);

@@ -52,8 +52,29 @@ describe("Apache TVM's own rpc_server, client and query_rpc_tracker against kern
     client = await connectTracker(tracker.address);
     tvm = splitAddress(tracker.tvmAddress!);
     serverPort = await freePort();
-    server = spawn(PYTHON, ["-m", "tvm.exec.rpc_server", "--host", "127.0.0.1", "--port", String(serverPort), "--port-end", String(serverPort + 1), "--tracker", tracker.tvmAddress!, "--key", "real-cpu"], { stdio: "ignore" });
-    await waitFor("TVM's rpc_server registered and free", async () => (await client.summary()).boards.some((b) => b.kind === "tvm-rpc" && b.key === "real-cpu" && b.state === "free"), 60_000);
+    server = spawn(
+      PYTHON,
+      [
+        "-m",
+        "tvm.exec.rpc_server",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        String(serverPort),
+        "--port-end",
+        String(serverPort + 1),
+        "--tracker",
+        tracker.tvmAddress!,
+        "--key",
+        "real-cpu",
+      ],
+      { stdio: "ignore" },
+    );
+    await waitFor(
+      "TVM's rpc_server registered and free",
+      async () => (await client.summary()).boards.some((b) => b.kind === "tvm-rpc" && b.key === "real-cpu" && b.state === "free"),
+      60_000,
+    );
   });
   after(async () => {
     server?.kill("SIGTERM");
@@ -73,11 +94,17 @@ print("sum", float(x.numpy().sum()))
 `);
     assert.equal(run.code, 0, run.out);
     assert.match(run.out, /sum 28\.0/);
-    await waitFor("the board free again (the server put itself back)", async () => (await client.summary()).boards.some((b) => b.key === "real-cpu" && b.state === "free"), 30_000);
+    await waitFor(
+      "the board free again (the server put itself back)",
+      async () => (await client.summary()).boards.some((b) => b.key === "real-cpu" && b.state === "free"),
+      30_000,
+    );
   });
 
   it("query_rpc_tracker prints the server and its queue", { skip: MISSING }, async () => {
-    const run = await python(`import sys; sys.argv = ["q", "--host", "${tvm.host}", "--port", "${tvm.port}"]; import runpy; runpy.run_module("tvm.exec.query_rpc_tracker", run_name="__main__")`);
+    const run = await python(
+      `import sys; sys.argv = ["q", "--host", "${tvm.host}", "--port", "${tvm.port}"]; import runpy; runpy.run_module("tvm.exec.query_rpc_tracker", run_name="__main__")`,
+    );
     assert.equal(run.code, 0, run.out);
     assert.match(run.out, new RegExp(`127\\.0\\.0\\.1:${serverPort}\\s+server:real-cpu`));
     assert.match(run.out, /real-cpu\s+1\s+1\s+0/);

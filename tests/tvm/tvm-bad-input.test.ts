@@ -37,7 +37,11 @@ describe("bad input on the TVM port", () => {
 
   before(async () => {
     // At info level: the tests read the one line a bad frame's connection ends with.
-    tracker = await startTrackerProcess(["--tvm-port", "0", "--metrics-port", "0", "--tvm-allow", "127.0.0.1/32", "--tvm-keys", "ok-key,tvm-dead,tvm-live,tvm-own"], 0, { env: { KFARM_LOG: "info" } });
+    tracker = await startTrackerProcess(
+      ["--tvm-port", "0", "--metrics-port", "0", "--tvm-allow", "127.0.0.1/32", "--tvm-keys", "ok-key,tvm-dead,tvm-live,tvm-own"],
+      0,
+      { env: { KFARM_LOG: "info" } },
+    );
     agent = await startAgentProcess(tracker.address, ["cpu:key=kf-cpu,name=c0"]);
     client = await connectTracker(tracker.address);
     await waitForFreeBoards(client, 1, "kf-cpu");
@@ -112,7 +116,10 @@ describe("bad input on the TVM port", () => {
     const deep = Buffer.from(`[1, ${"[".repeat(MAX_JSON_DEPTH)}${"]".repeat(MAX_JSON_DEPTH)}]`);
     for (const [body, want] of [
       [attack, `[PROTOCOL_ERROR] a frame of 12000 bytes: the TVM port takes frames of 1 to ${MAX_FRAME_BYTES} bytes`],
-      [deep, `[PROTOCOL_ERROR] a frame of ${deep.length} bytes nests arrays and objects more than ${MAX_JSON_DEPTH} deep: TVM's tracker requests nest 3 deep at most`],
+      [
+        deep,
+        `[PROTOCOL_ERROR] a frame of ${deep.length} bytes nests arrays and objects more than ${MAX_JSON_DEPTH} deep: TVM's tracker requests nest 3 deep at most`,
+      ],
     ] as const) {
       const { socket, reader } = await raw(tracker.tvmAddress!);
       socket.write(int32(TRACKER_MAGIC));
@@ -122,13 +129,23 @@ describe("bad input on the TVM port", () => {
       assert.deepEqual(await readFrame(reader), [CODES.FAIL, want]);
       await reader.closed();
       // One line names the peer and what was wrong.
-      await waitFor("the log line", () => tracker.stderr().split("\n").filter((l) => l.includes(`closing the connection from ${local}`)).length === 1);
+      await waitFor(
+        "the log line",
+        () =>
+          tracker
+            .stderr()
+            .split("\n")
+            .filter((l) => l.includes(`closing the connection from ${local}`)).length === 1,
+      );
       assert.match(tracker.stderr(), new RegExp(`closing the connection from ${local}: a frame of ${body.length} bytes`));
     }
     assert.equal(tracker.proc.exitCode, null);
     // Brackets inside strings do not count, and 16 deep is still a request: answered.
     const c = await TrackerConn.open(tracker.tvmAddress!);
-    assert.equal(await c.call([CODES.PING, "[[[[[[[[[[[[[[[[[[[[\\\"[[[[", JSON.parse(`${"[".repeat(MAX_JSON_DEPTH - 1)}${"]".repeat(MAX_JSON_DEPTH - 1)}`)]), CODES.SUCCESS);
+    assert.equal(
+      await c.call([CODES.PING, '[[[[[[[[[[[[[[[[[[[[\\"[[[[', JSON.parse(`${"[".repeat(MAX_JSON_DEPTH - 1)}${"]".repeat(MAX_JSON_DEPTH - 1)}`)]),
+      CODES.SUCCESS,
+    );
     c.close();
   });
 
@@ -145,11 +162,16 @@ describe("bad input on the TVM port", () => {
     assert.equal(await c.call([CODES.UPDATE_INFO, { key: "server:ok-key", addr: ["127.0.0.2", targetPort] }]), CODES.SUCCESS);
     const reply = (await c.call([CODES.PUT, "ok-key", [targetPort, "ok-key:0.1"], "127.0.0.2"])) as [number, string];
     assert.equal(reply[0], CODES.FAIL);
-    assert.match(reply[1], /^\[PERMISSION_DENIED\] PUT names 127\.0\.0\.2 as the address its clients connect to, but this server's tracker connection comes from 127\.0\.0\.1: .*start rpc_server without --custom-addr/);
+    assert.match(
+      reply[1],
+      /^\[PERMISSION_DENIED\] PUT names 127\.0\.0\.2 as the address its clients connect to, but this server's tracker connection comes from 127\.0\.0\.1: .*start rpc_server without --custom-addr/,
+    );
     c.close();
     // A server naming its own address (and one naming none) registers, is probed there, and is served.
     const own = await FakeRpcServer.start(tracker.tvmAddress!, "tvm-own", { customAddr: "127.0.0.1" });
-    await waitFor("the server naming its own address free", async () => (await client.summary()).boards.some((b) => b.id === `tvm@127.0.0.1:${own.port}/tvm-own` && b.state === "free"));
+    await waitFor("the server naming its own address free", async () =>
+      (await client.summary()).boards.some((b) => b.id === `tvm@127.0.0.1:${own.port}/tvm-own` && b.state === "free"),
+    );
     const asker = await TrackerConn.open(tracker.tvmAddress!);
     assert.deepEqual(await asker.request("tvm-own"), [CODES.SUCCESS, ["127.0.0.1", own.port, own.matchkey]]);
     asker.close();
@@ -169,7 +191,10 @@ describe("bad input on the TVM port", () => {
       [Buffer.concat([int32(2), Buffer.from([0xc3, 0x28])]), /^\[INVALID_ARGUMENT\] a frame of 2 bytes is not UTF-8 JSON/],
       [frame({ code: 1 }), /^\[INVALID_ARGUMENT\] a tracker request is a JSON array whose first element is a tracker code/],
       [frame([]), /^\[INVALID_ARGUMENT\] a tracker request is a JSON array/],
-      [frame([99]), /^\[INVALID_ARGUMENT\] unknown tracker code 99; codes: 1 PING, 2 STOP, 3 PUT, 4 REQUEST, 5 UPDATE_INFO, 6 SUMMARY, 7 GET_PENDING_MATCHKEYS/],
+      [
+        frame([99]),
+        /^\[INVALID_ARGUMENT\] unknown tracker code 99; codes: 1 PING, 2 STOP, 3 PUT, 4 REQUEST, 5 UPDATE_INFO, 6 SUMMARY, 7 GET_PENDING_MATCHKEYS/,
+      ],
       [frame([CODES.STOP, "tracker:0.5"]), /^\[PERMISSION_DENIED\] STOP is not obeyed on kernelfarm's TVM port/],
       [frame([CODES.PUT, "ok-key", [9090, "ok-key:0.1"], null]), /^\[INVALID_ARGUMENT\] PUT before UPDATE_INFO/],
       [frame([CODES.REQUEST, "ok-key", "", "high"]), /^\[INVALID_ARGUMENT\] REQUEST's priority is a 32-bit integer/],
@@ -196,7 +221,11 @@ describe("bad input on the TVM port", () => {
     assert.equal(await c.call([CODES.PUT, "tvm-dead", [port, "tvm-dead:0.1"], null]), CODES.SUCCESS);
     const id = `tvm@127.0.0.1:${port}/tvm-dead`;
     // Probed at once (refused), again PROBE_RETRY_MS later: two failures quarantine it.
-    const quarantined = await waitFor("the server quarantined by its probes", async () => (await client.summary()).boards.find((b) => b.id === id && b.health === "quarantined"), 15_000);
+    const quarantined = await waitFor(
+      "the server quarantined by its probes",
+      async () => (await client.summary()).boards.find((b) => b.id === id && b.health === "quarantined"),
+      15_000,
+    );
     assert.equal(quarantined.state, "quarantined");
     assert.match(quarantined.health_reason, new RegExp(`its RPC port 127\\.0\\.0\\.1:${port} cannot be reached: ECONNREFUSED`));
     const asker = await TrackerConn.open(tracker.tvmAddress!);
@@ -235,7 +264,10 @@ describe("bad input on the TVM port", () => {
     assert.match(server[1], /^\[PERMISSION_DENIED\] key "other-key" is not served/);
     c.close();
     const after = await scrape(tracker.httpAddress!);
-    assert.equal((after.get("kernelfarm_tvm_refused_total", { reason: "network" }) ?? 0) - (before.get("kernelfarm_tvm_refused_total", { reason: "network" }) ?? 0), 1);
+    assert.equal(
+      (after.get("kernelfarm_tvm_refused_total", { reason: "network" }) ?? 0) - (before.get("kernelfarm_tvm_refused_total", { reason: "network" }) ?? 0),
+      1,
+    );
     assert.equal((after.get("kernelfarm_tvm_refused_total", { reason: "key" }) ?? 0) - (before.get("kernelfarm_tvm_refused_total", { reason: "key" }) ?? 0), 2);
   });
 

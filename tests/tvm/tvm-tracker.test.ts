@@ -78,7 +78,10 @@ describe("TVM's tracker protocol on kernelfarm's tracker", () => {
     ws.close();
     const snapshot = unpack(first[0] as Buffer) as FeedSnapshot;
     assert.equal(snapshot.kind, "snapshot");
-    assert.ok(snapshot.summary.boards.some((x) => x.id === b.id && x.kind === "tvm-rpc"), "the live view's snapshot lists the TVM server");
+    assert.ok(
+      snapshot.summary.boards.some((x) => x.id === b.id && x.kind === "tvm-rpc"),
+      "the live view's snapshot lists the TVM server",
+    );
     s.stop();
     await waitFor("the server to leave", async () => !(await client.summary()).boards.some((x) => x.id === b.id));
   });
@@ -114,7 +117,10 @@ describe("TVM's tracker protocol on kernelfarm's tracker", () => {
     for (const priority of [1, 5, 3]) {
       const c = await conn();
       c.send([CODES.REQUEST, "ts-prio", "", priority]);
-      await waitFor(`request ${priority} queued`, async () => (await (await conn()).summary()).queue_info["ts-prio"]?.pending === order.length + waits.length + 1);
+      await waitFor(
+        `request ${priority} queued`,
+        async () => (await (await conn()).summary()).queue_info["ts-prio"]?.pending === order.length + waits.length + 1,
+      );
       waits.push(
         (async () => {
           const r = (await c.next()) as Grant;
@@ -175,7 +181,10 @@ describe("TVM's tracker protocol on kernelfarm's tracker", () => {
     const moved = (await c.call([CODES.PUT, "ts-keep", [2, "ts-keep:0.2"], null])) as [number, string];
     assert.match(moved[1], /^\[INVALID_ARGUMENT\] PUT for 127\.0\.0\.1:2 from TVM server tvm@127\.0\.0\.1:1\/ts-keep: a server keeps its address/);
     const summary = await c.summary();
-    assert.ok(summary.server_info.every((i) => typeof i.key === "string" && (i.key as string).startsWith("server:")), JSON.stringify(summary.server_info));
+    assert.ok(
+      summary.server_info.every((i) => typeof i.key === "string" && (i.key as string).startsWith("server:")),
+      JSON.stringify(summary.server_info),
+    );
     c.close();
     const granted = (await (await conn()).request("ts-keep")) as Grant;
     assert.equal(granted[0], CODES.SUCCESS);

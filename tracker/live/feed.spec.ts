@@ -27,7 +27,15 @@ const session = (id: string, change: "granted" | "ended", at: number, reason?: s
 
 describe("coalesce", () => {
   it("drops superseded board states and queue depths, keeping order", () => {
-    const events = [board("a/b0", "starting", "added"), queue("k", 1), board("a/b0", "free", "changed"), session("s1", "granted", 1), board("a/b0", "busy", "changed"), queue("k", 0), board("a/b1", "free", "changed")];
+    const events = [
+      board("a/b0", "starting", "added"),
+      queue("k", 1),
+      board("a/b0", "free", "changed"),
+      session("s1", "granted", 1),
+      board("a/b0", "busy", "changed"),
+      queue("k", 0),
+      board("a/b1", "free", "changed"),
+    ];
     const out = coalesce(events);
     assert.deepEqual(
       out.map((e) => (e.type === "board" ? `${e.board.id}:${e.change}:${e.board.state}` : e.type === "queue" ? `q${e.pending}` : e.type)),
@@ -37,7 +45,10 @@ describe("coalesce", () => {
 
   it("keeps a removal and the events before an addition", () => {
     const events = [board("a/b0", "free", "changed"), board("a/b0", "free", "removed")];
-    assert.deepEqual(coalesce(events).map((e) => e.type === "board" && e.change), ["removed"]);
+    assert.deepEqual(
+      coalesce(events).map((e) => e.type === "board" && e.change),
+      ["removed"],
+    );
     assert.equal(coalesce([queue("k", 3)]).length, 1);
   });
 });
@@ -74,7 +85,10 @@ describe("LiveHistory", () => {
     const f = farm();
     const h = new LiveHistory(f.registry, f.scheduler, { maxSessions: 3, maxSamples: 3 });
     for (let i = 1; i <= 5; i++) h.record(session(`s${i}`, "ended", i, i === 4 ? "AGENT_LOST" : "OK"));
-    assert.deepEqual(h.sessions().map((s) => s.session), ["s5", "s4", "s3"]);
+    assert.deepEqual(
+      h.sessions().map((s) => s.session),
+      ["s5", "s4", "s3"],
+    );
     assert.deepEqual(h.boardIssues(), { "a/b0": { reason: "AGENT_LOST", at: 4, session: "s4" } });
     h.record(board("a/b0", "free", "removed"));
     assert.deepEqual(h.boardIssues(), {});

@@ -70,9 +70,13 @@ export function resolveLiveViewOptions(opts: LiveViewOptions = {}): ResolvedLive
     pingIntervalMs: opts.pingIntervalMs ?? DEFAULT_PING_INTERVAL_MS,
   };
   for (const [name, value] of Object.entries(resolved)) {
-    if (!Number.isFinite(value) || value < 0) throw new FarmError("INVALID_ARGUMENT", `live view option ${name} must be a non-negative number, got ${value}`, { details: { option: name } });
+    if (!Number.isFinite(value) || value < 0)
+      throw new FarmError("INVALID_ARGUMENT", `live view option ${name} must be a non-negative number, got ${value}`, { details: { option: name } });
   }
-  if (resolved.sampleIntervalMs < 100) throw new FarmError("INVALID_ARGUMENT", `live view option sampleIntervalMs must be at least 100, got ${resolved.sampleIntervalMs}`, { details: { option: "sampleIntervalMs" } });
+  if (resolved.sampleIntervalMs < 100)
+    throw new FarmError("INVALID_ARGUMENT", `live view option sampleIntervalMs must be at least 100, got ${resolved.sampleIntervalMs}`, {
+      details: { option: "sampleIntervalMs" },
+    });
   return resolved;
 }
 
@@ -91,7 +95,8 @@ const PAGE_HEADERS = {
   "content-type": "text/html; charset=utf-8",
   "cache-control": "no-cache",
   // Everything is inline and nothing is fetched but the feed.
-  "content-security-policy": "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; connect-src 'self'; base-uri 'none'; form-action 'none'",
+  "content-security-policy":
+    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; connect-src 'self'; base-uri 'none'; form-action 'none'",
   "x-content-type-options": "nosniff",
 };
 
@@ -239,7 +244,10 @@ export class LiveView {
       if (!isBinary) throw new Error("text frame (the feed speaks msgpack in binary frames)");
       const msg: unknown = this.unpackr.unpack(Buffer.isBuffer(data) ? data : Buffer.concat(Array.isArray(data) ? data : [Buffer.from(data)]));
       kind = msg && typeof msg === "object" ? (msg as { kind?: unknown }).kind : undefined;
-      if (kind !== "ping") throw new Error(`unknown message ${kind === undefined ? (msg === null ? "null" : typeof msg) : JSON.stringify(kind)} (only { kind: "ping" } is understood)`);
+      if (kind !== "ping")
+        throw new Error(
+          `unknown message ${kind === undefined ? (msg === null ? "null" : typeof msg) : JSON.stringify(kind)} (only { kind: "ping" } is understood)`,
+        );
     } catch (err) {
       const message = `ignored a message from the page: ${(err as Error).message}`;
       this.log.debug({ peer: client.peer }, message);

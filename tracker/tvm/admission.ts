@@ -29,14 +29,20 @@ export class TvmAdmission {
    * `keys`: the keys the port serves (undefined or empty: all). Throws
    * INVALID_ARGUMENT naming an entry it cannot read.
    */
-  constructor(readonly allow: readonly string[], readonly keys: readonly string[] | undefined) {
+  constructor(
+    readonly allow: readonly string[],
+    readonly keys: readonly string[] | undefined,
+  ) {
     if (allow.length === 0) throw new FarmError("INVALID_ARGUMENT", "--tvm-allow names no network: give at least one CIDR (default 127.0.0.0/8,::1/128)");
     for (const entry of allow) {
       const [address = "", prefix, extra] = entry.trim().split("/");
       const family = isIP(address);
       const bits = prefix === undefined ? (family === 6 ? 128 : 32) : Number(prefix);
       if (family === 0 || extra !== undefined || !Number.isInteger(bits) || bits < 0 || bits > (family === 6 ? 128 : 32) || prefix === "") {
-        throw new FarmError("INVALID_ARGUMENT", `--tvm-allow: ${JSON.stringify(entry)} is not a network: write ADDRESS/PREFIX, e.g. 10.1.0.0/16 or fd00::/8 (a bare address is one host)`);
+        throw new FarmError(
+          "INVALID_ARGUMENT",
+          `--tvm-allow: ${JSON.stringify(entry)} is not a network: write ADDRESS/PREFIX, e.g. 10.1.0.0/16 or fd00::/8 (a bare address is one host)`,
+        );
       }
       this.networks.addSubnet(address, bits, family === 6 ? "ipv6" : "ipv4");
     }
@@ -62,7 +68,10 @@ export class TvmAdmission {
   get beyondLoopback(): boolean {
     return this.allow.some((entry) => {
       const [address = "", prefix] = entry.trim().split("/");
-      const loopback = isIP(address) === 6 ? address === "::1" && (prefix === undefined || prefix === "128") : address.startsWith("127.") && (prefix === undefined || Number(prefix) >= 8);
+      const loopback =
+        isIP(address) === 6
+          ? address === "::1" && (prefix === undefined || prefix === "128")
+          : address.startsWith("127.") && (prefix === undefined || Number(prefix) >= 8);
       return !loopback;
     });
   }

@@ -83,7 +83,10 @@ export class TvmConnection implements TvmServerLink {
   /** The socket closed. */
   private closed = false;
 
-  constructor(private readonly socket: Socket, private readonly ctx: TvmPortContext) {
+  constructor(
+    private readonly socket: Socket,
+    private readonly ctx: TvmPortContext,
+  ) {
     socket.setNoDelay(true);
     socket.setKeepAlive(true, KEEPALIVE_IDLE_MS);
     this.peerHost = plainAddress(socket.remoteAddress);
@@ -101,7 +104,9 @@ export class TvmConnection implements TvmServerLink {
       }
     });
     // A reset or a failed keepalive: 'close' follows and says the rest.
-    socket.on("error", (err: NodeJS.ErrnoException) => this.ctx.farm.log.debug({ peer: this.peer, err: err.code ?? err.message }, "tvm port: connection error"));
+    socket.on("error", (err: NodeJS.ErrnoException) =>
+      this.ctx.farm.log.debug({ peer: this.peer, err: err.code ?? err.message }, "tvm port: connection error"),
+    );
     socket.on("close", () => this.ended());
   }
 
@@ -156,7 +161,13 @@ export class TvmConnection implements TvmServerLink {
 
   private handle(request: unknown): void {
     if (!Array.isArray(request) || request.length === 0 || !Number.isInteger(request[0])) {
-      this.fail(new FarmError("INVALID_ARGUMENT", `a tracker request is a JSON array whose first element is a tracker code (e.g. [1] for PING), got ${clip(JSON.stringify(request))}`), "a request");
+      this.fail(
+        new FarmError(
+          "INVALID_ARGUMENT",
+          `a tracker request is a JSON array whose first element is a tracker code (e.g. [1] for PING), got ${clip(JSON.stringify(request))}`,
+        ),
+        "a request",
+      );
       return;
     }
     const code = request[0] as number;
@@ -180,7 +191,13 @@ export class TvmConnection implements TvmServerLink {
           this.server?.polled();
           return this.write(this.server?.pendingKeys() ?? []);
         default:
-          throw new FarmError("INVALID_ARGUMENT", `unknown tracker code ${code}; codes: ${Object.entries(TRACKER_CODES).filter(([, c]) => c > 0).map(([n, c]) => `${c} ${n}`).join(", ")}`);
+          throw new FarmError(
+            "INVALID_ARGUMENT",
+            `unknown tracker code ${code}; codes: ${Object.entries(TRACKER_CODES)
+              .filter(([, c]) => c > 0)
+              .map(([n, c]) => `${c} ${n}`)
+              .join(", ")}`,
+          );
       }
     } catch (err) {
       this.fail(FarmError.from(err), what);
@@ -190,13 +207,18 @@ export class TvmConnection implements TvmServerLink {
   /** `[3, key, [port, matchkey], custom_addr | null]` */
   private put(request: unknown[]): void {
     const [, key, slot, customAddr] = request;
-    if (!this.server) throw new FarmError("INVALID_ARGUMENT", `PUT before UPDATE_INFO: a TVM server says who it is first, [5, {"key": "server:<key>", "addr": [null, <port>]}] (as rpc_server does)`);
+    if (!this.server)
+      throw new FarmError(
+        "INVALID_ARGUMENT",
+        `PUT before UPDATE_INFO: a TVM server says who it is first, [5, {"key": "server:<key>", "addr": [null, <port>]}] (as rpc_server does)`,
+      );
     const refused = this.ctx.admission.refusesKey(name(key, "PUT's key"));
     if (refused) {
       this.refuse("key", refused);
       throw new FarmError("PERMISSION_DENIED", refused);
     }
-    if (!Array.isArray(slot) || slot.length !== 2) throw new FarmError("INVALID_ARGUMENT", `PUT's third element is [port, matchkey], got ${clip(JSON.stringify(slot))}`);
+    if (!Array.isArray(slot) || slot.length !== 2)
+      throw new FarmError("INVALID_ARGUMENT", `PUT's third element is [port, matchkey], got ${clip(JSON.stringify(slot))}`);
     const custom = customAddr === undefined || customAddr === null ? null : plainAddress(name(customAddr, "PUT's custom address"));
     if (custom !== null && custom !== this.peerHost) {
       const why = `PUT names ${clip(custom)} as the address its clients connect to, but this server's tracker connection comes from ${this.peerHost}: the TVM port registers (and probes) only the address a server connects from, so that no peer can make the tracker connect where it says; start rpc_server without --custom-addr (or with its own address, ${this.peerHost})`;
@@ -221,7 +243,10 @@ export class TvmConnection implements TvmServerLink {
       throw new FarmError("PERMISSION_DENIED", refused);
     }
     if (this.waiting.size >= MAX_WAITING_PER_CONNECTION) {
-      throw new FarmError("INVALID_ARGUMENT", `this connection has ${this.waiting.size} requests waiting already, the most one connection may; wait for their answers, or open another connection`);
+      throw new FarmError(
+        "INVALID_ARGUMENT",
+        `this connection has ${this.waiting.size} requests waiting already, the most one connection may; wait for their answers, or open another connection`,
+      );
     }
     // Fairness is per client: the user it names (TVM's client names none) at the address it comes from.
     const clientId = `tvm:${u ? `${u}@` : ""}${this.peerHost}`;
@@ -242,8 +267,28 @@ export class TvmConnection implements TvmServerLink {
           const server = farm.servers.get(lease.board.agent.id);
           if (!server) return lease.end(new FarmError("INTERNAL", `session ${lease.id}: board ${lease.board.id} is no TVM server's`));
           this.write([TRACKER_CODES.SUCCESS, server.grantOf(lease)]);
-          farm.audit.record({ event: "grant", who: clientId, kind: "tvm", peer: this.peer, session: lease.id, board: lease.board.id, key: k, priority, queuedMs });
-          lease.whenEnded(() => farm.audit.record({ event: "session_end", who: clientId, kind: "tvm", session: lease.id, board: lease.board.id, reason: lease.reason?.code ?? "OK", lane: lease.lane ?? null }));
+          farm.audit.record({
+            event: "grant",
+            who: clientId,
+            kind: "tvm",
+            peer: this.peer,
+            session: lease.id,
+            board: lease.board.id,
+            key: k,
+            priority,
+            queuedMs,
+          });
+          lease.whenEnded(() =>
+            farm.audit.record({
+              event: "session_end",
+              who: clientId,
+              kind: "tvm",
+              session: lease.id,
+              board: lease.board.id,
+              reason: lease.reason?.code ?? "OK",
+              lane: lease.lane ?? null,
+            }),
+          );
         },
         fail: (err) => {
           settled = true;
@@ -262,18 +307,28 @@ export class TvmConnection implements TvmServerLink {
   private updateInfo(request: unknown[]): void {
     const info = request[1];
     if (typeof info !== "object" || info === null || Array.isArray(info)) {
-      throw new FarmError("INVALID_ARGUMENT", `UPDATE_INFO carries a JSON object, e.g. {"key": "server:<key>", "addr": [null, <port>]}, got ${clip(JSON.stringify(info))}`);
+      throw new FarmError(
+        "INVALID_ARGUMENT",
+        `UPDATE_INFO carries a JSON object, e.g. {"key": "server:<key>", "addr": [null, <port>]}, got ${clip(JSON.stringify(info))}`,
+      );
     }
     const update = { ...(info as Record<string, unknown>) };
     if ("addr" in update) {
       const addr = update.addr;
-      if (!Array.isArray(addr) || addr.length !== 2) throw new FarmError("INVALID_ARGUMENT", `UPDATE_INFO's addr is [host | null, port], got ${clip(JSON.stringify(addr))}`);
+      if (!Array.isArray(addr) || addr.length !== 2)
+        throw new FarmError("INVALID_ARGUMENT", `UPDATE_INFO's addr is [host | null, port], got ${clip(JSON.stringify(addr))}`);
       // As TVM's tracker: a server that names no address is where its connection comes from.
-      update.addr = [addr[0] === null ? this.peerHost : name(addr[0], "UPDATE_INFO's addr host"), addr[1] === null ? null : portOf(addr[1], "UPDATE_INFO's addr port")];
+      update.addr = [
+        addr[0] === null ? this.peerHost : name(addr[0], "UPDATE_INFO's addr host"),
+        addr[1] === null ? null : portOf(addr[1], "UPDATE_INFO's addr port"),
+      ];
     }
     const key = "key" in update ? update.key : this.info.key;
     if (this.server && key !== `server:${this.server.key}`) {
-      throw new FarmError("INVALID_ARGUMENT", `this connection registered TVM server "server:${this.server.key}"; it cannot become ${clip(JSON.stringify(key))} (reconnect to register another)`);
+      throw new FarmError(
+        "INVALID_ARGUMENT",
+        `this connection registered TVM server "server:${this.server.key}"; it cannot become ${clip(JSON.stringify(key))} (reconnect to register another)`,
+      );
     }
     if (typeof key === "string" && key.startsWith("server:")) {
       const rpcKey = name(key.slice("server:".length), "UPDATE_INFO's server key");
@@ -298,7 +353,15 @@ export class TvmConnection implements TvmServerLink {
   private refuse(reason: "network" | "key" | "address", why: string): void {
     this.ctx.refused(reason);
     this.ctx.farm.log.warn({ peer: this.peer, reason }, `tvm port: refused ${this.peer}: ${why}`);
-    this.ctx.farm.audit.record({ event: "refused", who: "unknown", kind: "tvm", peer: this.peer, doing: "use the TVM port", code: "PERMISSION_DENIED", reason: why });
+    this.ctx.farm.audit.record({
+      event: "refused",
+      who: "unknown",
+      kind: "tvm",
+      peer: this.peer,
+      doing: "use the TVM port",
+      code: "PERMISSION_DENIED",
+      reason: why,
+    });
   }
 
   /** One frame in one write; a peer that leaves too many replies unread is dropped. */

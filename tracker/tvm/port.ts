@@ -63,7 +63,9 @@ export class TvmPort implements TvmPortContext {
 
   listen(host: string, port: number): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.listener.once("error", (err) => reject(new FarmError("UNAVAILABLE", `the tracker cannot open its TVM port on ${host}:${port}: ${err.message}`, { cause: err })));
+      this.listener.once("error", (err) =>
+        reject(new FarmError("UNAVAILABLE", `the tracker cannot open its TVM port on ${host}:${port}: ${err.message}`, { cause: err })),
+      );
       this.listener.listen(port, host, () => resolve());
     });
   }

@@ -47,7 +47,11 @@ export function probeTvmServer(host: string, port: number, timeoutMs = PROBE_TIM
       answer = Buffer.concat([answer, chunk]);
       if (answer.length < 4) return;
       const code = answer.readInt32LE(0);
-      settle(code === RPC_CODE_MISMATCH ? undefined : `its RPC port ${where} answered a probe with 0x${(code >>> 0).toString(16)}, not a TVM RPC server's key mismatch (0x${RPC_CODE_MISMATCH.toString(16)})`);
+      settle(
+        code === RPC_CODE_MISMATCH
+          ? undefined
+          : `its RPC port ${where} answered a probe with 0x${(code >>> 0).toString(16)}, not a TVM RPC server's key mismatch (0x${RPC_CODE_MISMATCH.toString(16)})`,
+      );
     });
     socket.once("error", (err: NodeJS.ErrnoException) => settle(`its RPC port ${where} cannot be reached: ${err.code ?? err.message}`));
     socket.once("close", () => settle(`its RPC port ${where} closed a probe without answering`));

@@ -32,7 +32,18 @@ import type { AuditLog } from "../audit.ts";
 import type { BoardMemory } from "../board-memory.ts";
 import type { FarmEvents } from "../events.ts";
 import type { HealthInput } from "../health.ts";
-import { TVM_AGENT_PREFIX, TVM_BOARD_KIND, describeBoard, joinHostPort, newBoard, type Board, type AgentControl, type BoardLease, type Registry, type TvmAgent } from "../registry.ts";
+import {
+  TVM_AGENT_PREFIX,
+  TVM_BOARD_KIND,
+  describeBoard,
+  joinHostPort,
+  newBoard,
+  type Board,
+  type AgentControl,
+  type BoardLease,
+  type Registry,
+  type TvmAgent,
+} from "../registry.ts";
 import type { Scheduler } from "../scheduler.ts";
 import { probeTvmServer } from "./probe.ts";
 
@@ -118,7 +129,8 @@ export class TvmServer {
 
   /** The address its clients are given: [host, port, matchkey] of its current lease. */
   grantOf(lease: BoardLease): [string, number, string] {
-    if (!this.address || !this.claimedKey || this.board?.lease !== lease) throw new FarmError("INTERNAL", `TVM server ${this.link.peer} holds no key for session ${lease.id}`);
+    if (!this.address || !this.claimedKey || this.board?.lease !== lease)
+      throw new FarmError("INTERNAL", `TVM server ${this.link.peer} holds no key for session ${lease.id}`);
     return [this.address.host, this.address.port, this.claimedKey];
   }
 
@@ -146,7 +158,12 @@ export class TvmServer {
     this.pollsSinceGrant++;
     const waitedMs = Date.now() - lease.grantedAt;
     if (waitedMs >= CLAIM_MS) {
-      lease.end(new FarmError("CANCELLED", `session ${lease.id}: its TVM client was given TVM server ${this.board!.id} but did not connect within ${waitedMs} ms (the server still waits with the key); the key went back to the pool`));
+      lease.end(
+        new FarmError(
+          "CANCELLED",
+          `session ${lease.id}: its TVM client was given TVM server ${this.board!.id} but did not connect within ${waitedMs} ms (the server still waits with the key); the key went back to the pool`,
+        ),
+      );
     }
   }
 
@@ -159,10 +176,16 @@ export class TvmServer {
    */
   put(put: TvmPut, host: string): void {
     if (put.key !== this.key) {
-      throw new FarmError("INVALID_ARGUMENT", `PUT for key "${put.key}" on the connection of TVM server "server:${this.key}": one server per tracker connection, serving the key it registered (TVM's rpc_proxy, which PUTs for many keys, is not served: docs/tvm-tracker.md)`);
+      throw new FarmError(
+        "INVALID_ARGUMENT",
+        `PUT for key "${put.key}" on the connection of TVM server "server:${this.key}": one server per tracker connection, serving the key it registered (TVM's rpc_proxy, which PUTs for many keys, is not served: docs/tvm-tracker.md)`,
+      );
     }
     if (this.address && (this.address.host !== host || this.address.port !== put.port)) {
-      throw new FarmError("INVALID_ARGUMENT", `PUT for ${joinHostPort(host, put.port)} from TVM server ${this.board?.id}: a server keeps its address for as long as its tracker connection; reconnect to register another`);
+      throw new FarmError(
+        "INVALID_ARGUMENT",
+        `PUT for ${joinHostPort(host, put.port)} from TVM server ${this.board?.id}: a server keeps its address for as long as its tracker connection; reconnect to register another`,
+      );
     }
     this.address = { host, port: put.port };
     if (!this.board) this.register(host, put.port);
@@ -175,7 +198,11 @@ export class TvmServer {
       const neverCame = lease.state === "granted" && this.pollsSinceGrant > 0;
       if (!neverCame) lease.opened("tvm");
       this.becomeReady();
-      lease.end(neverCame ? new FarmError("CANCELLED", `session ${lease.id}: its TVM client never connected to TVM server ${this.board!.id}, which gave its key up`) : null);
+      lease.end(
+        neverCame
+          ? new FarmError("CANCELLED", `session ${lease.id}: its TVM client never connected to TVM server ${this.board!.id}, which gave its key up`)
+          : null,
+      );
       return;
     }
     this.becomeReady();
@@ -228,12 +255,33 @@ export class TvmServer {
     const previous = this.farm.registry.agentByName(name);
     if (previous) this.farm.servers.get(previous.id)?.link.close(`replaced: a new tracker connection from ${this.link.peer} registered ${name}`);
     const id = this.farm.registry.newAgentId(name);
-    const agent: TvmAgent = { protocol: "tvm", control: this.control, id, name, peer: this.link.peer, attachedAt: Date.now(), lastSeen: Date.now(), boards: new Map(), data: undefined };
-    const capabilities: Record<string, string> = { protocol: "TVM RPC (tracker protocol on the TVM port)", tvm_key: `server:${this.key}`, tracker_peer: this.link.peer };
+    const agent: TvmAgent = {
+      protocol: "tvm",
+      control: this.control,
+      id,
+      name,
+      peer: this.link.peer,
+      attachedAt: Date.now(),
+      lastSeen: Date.now(),
+      boards: new Map(),
+      data: undefined,
+    };
+    const capabilities: Record<string, string> = {
+      protocol: "TVM RPC (tracker protocol on the TVM port)",
+      tvm_key: `server:${this.key}`,
+      tracker_peer: this.link.peer,
+    };
     for (const [field, value] of Object.entries(this.info)) {
       if (field !== "key" && field !== "addr") capabilities[`info.${field}`] = typeof value === "string" ? value : JSON.stringify(value);
     }
-    const board = newBoard(agent, { id: `${name}/${this.key}`, name: this.key, key: this.key, kind: TVM_BOARD_KIND, labels: { address: joinHostPort(host, port) }, capabilities });
+    const board = newBoard(agent, {
+      id: `${name}/${this.key}`,
+      name: this.key,
+      key: this.key,
+      kind: TVM_BOARD_KIND,
+      labels: { address: joinHostPort(host, port) },
+      capabilities,
+    });
     agent.boards.set(board.name, board);
     this.farm.memory.recall([board]);
     this.farm.registry.add(agent);
@@ -292,9 +340,16 @@ export class TvmServer {
       this.link.close(`it sent nothing for ${SILENT_MS} ms while free, and ${failure}`);
       return;
     }
-    this.health(failure ? { kind: "canary_failed", reason: `probe of the TVM server: ${failure}` } : { kind: "canary_passed", detail: `its RPC port ${where} answered a probe` });
+    this.health(
+      failure
+        ? { kind: "canary_failed", reason: `probe of the TVM server: ${failure}` }
+        : { kind: "canary_passed", detail: `its RPC port ${where} answered a probe` },
+    );
     if (failure) {
-      this.farm.log.warn({ board: this.board.id }, `TVM server ${this.board.id}: ${failure}; clients would fail to connect, so it is not granted (probed again every ${PROBE_RETRY_MS} ms)`);
+      this.farm.log.warn(
+        { board: this.board.id },
+        `TVM server ${this.board.id}: ${failure}; clients would fail to connect, so it is not granted (probed again every ${PROBE_RETRY_MS} ms)`,
+      );
       this.state = "unreachable";
       this.retry = setTimeout(() => void this.probe("retry"), PROBE_RETRY_MS);
       return;

@@ -53,7 +53,7 @@ describe("TVM tracker wire codec", () => {
       }),
       { numRuns: 2000 },
     );
-    assert.equal(nestsDeeperThan(Buffer.from(JSON.stringify(["[[[[\\\"[[[[", { "{{": "}\\" }])), 2), false);
+    assert.equal(nestsDeeperThan(Buffer.from(JSON.stringify(['[[[[\\"[[[[', { "{{": "}\\" }])), 2), false);
   });
 
   it("a frame nested past MAX_JSON_DEPTH is a PROTOCOL_ERROR before it is parsed", () => {

@@ -130,7 +130,10 @@ export class WireReader {
         if (this.bufferedBytes < 4) return events;
         const magic = this.take(4).readInt32LE(0);
         if (magic !== TRACKER_MAGIC) {
-          throw new FarmError("PROTOCOL_ERROR", `the connection opened with 0x${(magic >>> 0).toString(16)} where TVM's tracker magic 0x${TRACKER_MAGIC.toString(16)} belongs: not a TVM tracker client or server`);
+          throw new FarmError(
+            "PROTOCOL_ERROR",
+            `the connection opened with 0x${(magic >>> 0).toString(16)} where TVM's tracker magic 0x${TRACKER_MAGIC.toString(16)} belongs: not a TVM tracker client or server`,
+          );
         }
         this.helloSeen = true;
         events.push({ type: "hello" });
@@ -148,12 +151,21 @@ export class WireReader {
       const body = this.take(this.want);
       this.want = 0;
       if (nestsDeeperThan(body, MAX_JSON_DEPTH)) {
-        throw new FarmError("PROTOCOL_ERROR", `a frame of ${body.length} bytes nests arrays and objects more than ${MAX_JSON_DEPTH} deep: TVM's tracker requests nest 3 deep at most`);
+        throw new FarmError(
+          "PROTOCOL_ERROR",
+          `a frame of ${body.length} bytes nests arrays and objects more than ${MAX_JSON_DEPTH} deep: TVM's tracker requests nest 3 deep at most`,
+        );
       }
       try {
         events.push({ type: "frame", value: JSON.parse(utf8.decode(body)) });
       } catch (err) {
-        events.push({ type: "frame", error: new FarmError("INVALID_ARGUMENT", `a frame of ${body.length} bytes is not UTF-8 JSON (${(err as Error).message}): each request is a JSON array such as [1] (PING)`) });
+        events.push({
+          type: "frame",
+          error: new FarmError(
+            "INVALID_ARGUMENT",
+            `a frame of ${body.length} bytes is not UTF-8 JSON (${(err as Error).message}): each request is a JSON array such as [1] (PING)`,
+          ),
+        });
       }
     }
   }

@@ -92,16 +92,26 @@ class CudaArray implements DeviceArray {
 /** The 8-byte slot of one kernel argument: device pointers and scalars as the kernel reads them. */
 function writeScalar(slot: Buffer, offset: number, dtype: Dtype, value: number): void {
   switch (dtype) {
-    case "int8": return void slot.writeInt8(value, offset);
-    case "uint8": return void slot.writeUInt8(value, offset);
-    case "int16": return void slot.writeInt16LE(value, offset);
-    case "uint16": return void slot.writeUInt16LE(value, offset);
-    case "int32": return void slot.writeInt32LE(value, offset);
-    case "uint32": return void slot.writeUInt32LE(value, offset);
-    case "int64": return void slot.writeBigInt64LE(BigInt(value), offset);
-    case "uint64": return void slot.writeBigUInt64LE(BigInt(value), offset);
-    case "float32": return void slot.writeFloatLE(value, offset);
-    case "float64": return void slot.writeDoubleLE(value, offset);
+    case "int8":
+      return void slot.writeInt8(value, offset);
+    case "uint8":
+      return void slot.writeUInt8(value, offset);
+    case "int16":
+      return void slot.writeInt16LE(value, offset);
+    case "uint16":
+      return void slot.writeUInt16LE(value, offset);
+    case "int32":
+      return void slot.writeInt32LE(value, offset);
+    case "uint32":
+      return void slot.writeUInt32LE(value, offset);
+    case "int64":
+      return void slot.writeBigInt64LE(BigInt(value), offset);
+    case "uint64":
+      return void slot.writeBigUInt64LE(BigInt(value), offset);
+    case "float32":
+      return void slot.writeFloatLE(value, offset);
+    case "float64":
+      return void slot.writeDoubleLE(value, offset);
   }
 }
 
@@ -172,7 +182,12 @@ export class CudaBackend implements Backend {
 
   private guard<T>(run: () => T, context?: string): T {
     if (this.broken) {
-      throw new CudaError("DEVICE_ERROR", `the CUDA context of this board was lost earlier (${this.broken.cuda}); this session can do nothing more on it: close it and request a new one`, this.broken.cuda, true);
+      throw new CudaError(
+        "DEVICE_ERROR",
+        `the CUDA context of this board was lost earlier (${this.broken.cuda}); this session can do nothing more on it: close it and request a new one`,
+        this.broken.cuda,
+        true,
+      );
     }
     try {
       return run();
@@ -274,7 +289,10 @@ export class CudaBackend implements Backend {
     const name = fn.spec.name;
     const launch = call.launch ?? fn.spec.launch;
     if (!launch) {
-      throw new FarmError("BAD_ARGUMENTS", `kernel ${name} was compiled without a launch configuration: give one with the call, e.g. fn.withOptions({ launch: { grid: 128, block: 256 } })`);
+      throw new FarmError(
+        "BAD_ARGUMENTS",
+        `kernel ${name} was compiled without a launch configuration: give one with the call, e.g. fn.withOptions({ launch: { grid: 128, block: 256 } })`,
+      );
     }
     const d = this.device;
     const threads = launch.block[0] * launch.block[1] * launch.block[2];
@@ -287,10 +305,12 @@ export class CudaBackend implements Backend {
     }
     const dims = ["x", "y", "z"];
     launch.block.forEach((b, i) => {
-      if (b > d.maxBlock[i]!) throw new FarmError("LAUNCH_ERROR", `block ${launch.block.join("×")}: ${dims[i]} is ${b}, the ${d.name} allows at most ${d.maxBlock[i]}`);
+      if (b > d.maxBlock[i]!)
+        throw new FarmError("LAUNCH_ERROR", `block ${launch.block.join("×")}: ${dims[i]} is ${b}, the ${d.name} allows at most ${d.maxBlock[i]}`);
     });
     launch.grid.forEach((g, i) => {
-      if (g > d.maxGrid[i]!) throw new FarmError("LAUNCH_ERROR", `grid ${launch.grid.join("×")}: ${dims[i]} is ${g}, the ${d.name} allows at most ${d.maxGrid[i]}`);
+      if (g > d.maxGrid[i]!)
+        throw new FarmError("LAUNCH_ERROR", `grid ${launch.grid.join("×")}: ${dims[i]} is ${g}, the ${d.name} allows at most ${d.maxGrid[i]}`);
     });
     const staticShared = fn.attributes.shared_static_bytes;
     if (staticShared + launch.sharedMemBytes > d.maxSharedPerBlockOptin) {
@@ -421,7 +441,12 @@ export class CudaBackend implements Backend {
           try {
             dx.write(0, new Uint8Array(x.buffer));
             dy.write(0, new Uint8Array(y.buffer));
-            const args: ArgValue[] = [{ kind: "scalar", value: 2 }, { kind: "buffer", array: dx }, { kind: "buffer", array: dy }, { kind: "scalar", value: n }];
+            const args: ArgValue[] = [
+              { kind: "scalar", value: 2 },
+              { kind: "buffer", array: dx },
+              { kind: "buffer", array: dy },
+              { kind: "scalar", value: n },
+            ];
             const params = this.params(args, CANARY_SPEC);
             this.driver.launch(fn, [n / 256, 1, 1], [256, 1, 1], 0, LEGACY_STREAM, params, "the canary");
             this.driver.call("cuStreamSynchronize", LEGACY_STREAM);
@@ -449,7 +474,15 @@ export class CudaBackend implements Backend {
     const dx = this.alloc(n * 4) as CudaArray;
     const dy = this.alloc(n * 4) as CudaArray;
     try {
-      const params = this.params([{ kind: "scalar", value: 2 }, { kind: "buffer", array: dx }, { kind: "buffer", array: dy }, { kind: "scalar", value: n }], CANARY_SPEC);
+      const params = this.params(
+        [
+          { kind: "scalar", value: 2 },
+          { kind: "buffer", array: dx },
+          { kind: "buffer", array: dy },
+          { kind: "scalar", value: n },
+        ],
+        CANARY_SPEC,
+      );
       const launch = () => this.driver.launch(fn, [n / 256, 1, 1], [256, 1, 1], 0, LEGACY_STREAM, params, "the canary");
       launch(); // the first launch outside the timing
       return timeCanary((number) => {

@@ -35,7 +35,13 @@ export function cudaDeviceInfo(ordinal: number): CudaDeviceInfo {
   const d = CudaDriver.get();
   const count = d.deviceCount();
   if (!Number.isInteger(ordinal) || ordinal < 0 || ordinal >= count) {
-    throw new FarmError("INVALID_ARGUMENT", count === 0 ? `no CUDA device ${ordinal}: this host has none` : `no CUDA device ${ordinal}: this host has ${count} (cuda:0 … cuda:${count - 1}, or cuda:all)`, { details: { device: ordinal, devices: count } });
+    throw new FarmError(
+      "INVALID_ARGUMENT",
+      count === 0
+        ? `no CUDA device ${ordinal}: this host has none`
+        : `no CUDA device ${ordinal}: this host has ${count} (cuda:0 … cuda:${count - 1}, or cuda:all)`,
+      { details: { device: ordinal, devices: count } },
+    );
   }
   const dev = d.device(ordinal);
   const a = (attr: number) => d.attribute(dev, attr);

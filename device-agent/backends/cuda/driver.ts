@@ -72,7 +72,12 @@ const STICKY = new Set([
 
 /** The driver's error, as a FarmError: details.cuda is its name, details.sticky whether the context is lost. */
 export class CudaError extends FarmError {
-  constructor(code: FarmErrorCode, message: string, readonly cuda: string, readonly sticky: boolean) {
+  constructor(
+    code: FarmErrorCode,
+    message: string,
+    readonly cuda: string,
+    readonly sticky: boolean,
+  ) {
     super(code, message, { details: { cuda, sticky } });
   }
 }
@@ -158,7 +163,11 @@ export class CudaDriver {
       try {
         lib = koffi.load("libcuda.so.1");
       } catch (err) {
-        throw new FarmError("DEVICE_ERROR", `no NVIDIA driver on this host: cannot load libcuda.so.1 (${(err as Error).message}); CUDA boards need the NVIDIA driver installed`, { cause: err });
+        throw new FarmError(
+          "DEVICE_ERROR",
+          `no NVIDIA driver on this host: cannot load libcuda.so.1 (${(err as Error).message}); CUDA boards need the NVIDIA driver installed`,
+          { cause: err },
+        );
       }
       const driver = new CudaDriver(lib);
       driver.check("cuInit", driver.f.cuInit!(0));
@@ -260,6 +269,10 @@ export class CudaDriver {
 
   /** cuLaunchKernel: `params` is the kernelParams array (one pointer per argument). */
   launch(fn: Handle, grid: readonly number[], block: readonly number[], sharedMemBytes: number, stream: Handle, params: Buffer | null, context: string): void {
-    this.check("cuLaunchKernel", this.f.cuLaunchKernel!(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], sharedMemBytes, stream, params, null), context);
+    this.check(
+      "cuLaunchKernel",
+      this.f.cuLaunchKernel!(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], sharedMemBytes, stream, params, null),
+      context,
+    );
   }
 }

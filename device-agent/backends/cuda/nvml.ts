@@ -53,7 +53,9 @@ export class Nvml {
         clock: optional("nvmlDeviceGetClockInfo", ["uint64_t", "int", "void *"]),
         temperature: optional("nvmlDeviceGetTemperature", ["uint64_t", "int", "void *"]),
         // Renamed in R535; the old name is still exported (deprecated), and is all an older driver has.
-        reasons: optional("nvmlDeviceGetCurrentClocksEventReasons", ["uint64_t", "void *"]) ?? optional("nvmlDeviceGetCurrentClocksThrottleReasons", ["uint64_t", "void *"]),
+        reasons:
+          optional("nvmlDeviceGetCurrentClocksEventReasons", ["uint64_t", "void *"]) ??
+          optional("nvmlDeviceGetCurrentClocksThrottleReasons", ["uint64_t", "void *"]),
         // nvmlViolationTime_t: { unsigned long long referenceTime (µs); unsigned long long violationTime (ns) }.
         violation: optional("nvmlDeviceGetViolationStatus", ["uint64_t", "int", "void *"]),
       };

@@ -182,7 +182,8 @@ export function checkRunShape(run: unknown, where: string): asserts run is VtaRu
   if (!Array.isArray(r.relocations)) bad("relocations is not a list");
   for (const [k, rel] of (r.relocations as unknown[]).entries()) {
     const x = rel as Record<string, unknown> | null;
-    if (typeof x !== "object" || x === null || !Number.isInteger(x.insn) || !Number.isInteger(x.buffer)) bad(`relocations[${k}] is not { insn, buffer } integers`);
+    if (typeof x !== "object" || x === null || !Number.isInteger(x.insn) || !Number.isInteger(x.buffer))
+      bad(`relocations[${k}] is not { insn, buffer } integers`);
   }
 }
 
@@ -227,7 +228,8 @@ export function decodeRun(hw: VtaHardware, timing: TimingModel, run: VtaRun, run
     if (rel.buffer !== UOP_BUFFER) {
       const p = params[rel.buffer];
       if (!p) throw insnError(where, rel.insn, d.label, `is relocated to parameter ${rel.buffer}, but the function has ${params.length} parameter(s)`);
-      if (p.kind !== "buffer") throw insnError(where, rel.insn, d.label, `is relocated to parameter ${rel.buffer} (${p.name}), which is a scalar, not a buffer`);
+      if (p.kind !== "buffer")
+        throw insnError(where, rel.insn, d.label, `is relocated to parameter ${rel.buffer} (${p.name}), which is a scalar, not a buffer`);
     }
     if (d.buffer === ABSOLUTE) d.buffer = rel.buffer;
   }
@@ -236,7 +238,9 @@ export function decodeRun(hw: VtaHardware, timing: TimingModel, run: VtaRun, run
   for (const d of insns) {
     if (d.buffer === UOP_BUFFER && d.dramEndByte > run.uops.byteLength) {
       throw insnError(
-        where, d.index, d.label,
+        where,
+        d.index,
+        d.label,
         `reads DRAM bytes [${d.dramFirstByte}, ${d.dramEndByte}) of the run's micro-op buffer, which holds only ${run.uops.byteLength} bytes`,
       );
     }
@@ -307,14 +311,17 @@ function decodeOne(hw: VtaHardware, timing: TimingModel, raw: Insn, i: number, w
       d.dramElemBytes = dramElemBytes;
       if (!isLoad) {
         if (raw.memoryType !== MEM.OUT) throw insnError(where, i, label, `stores ${memName}; a STORE must have memory type OUT (4)`);
-        if (raw.yPad0 || raw.yPad1 || raw.xPad0 || raw.xPad1) throw insnError(where, i, label, `has padding (y ${raw.yPad0},${raw.yPad1} x ${raw.xPad0},${raw.xPad1}); a STORE cannot pad`);
+        if (raw.yPad0 || raw.yPad1 || raw.xPad0 || raw.xPad1)
+          throw insnError(where, i, label, `has padding (y ${raw.yPad0},${raw.yPad1} x ${raw.xPad0},${raw.xPad1}); a STORE cannot pad`);
       }
       const width = raw.xPad0 + raw.xSize + raw.xPad1;
       const rows = isLoad ? raw.yPad0 + raw.ySize + raw.yPad1 : raw.ySize;
       const sramEnd = raw.sramBase + width * rows;
       if (sramEnd > depth) {
         throw insnError(
-          where, i, label,
+          where,
+          i,
+          label,
           `${isLoad ? "writes" : "reads"} ${sramName} SRAM elements [${raw.sramBase}, ${sramEnd}), but the ${sramName} buffer holds ${depth} elements`,
         );
       }
@@ -385,7 +392,12 @@ function decodeOne(hw: VtaHardware, timing: TimingModel, raw: Insn, i: number, w
  */
 function setQueues(d: DecodedInsn, raw: Insn, where: string): void {
   const illegal = (flag: string) =>
-    insnError(where, d.index, d.label, `sets ${flag}, but the ${MODULE_NAMES[d.module]} module has no ${flag.includes("prev") ? "previous" : "next"} module to exchange tokens with`);
+    insnError(
+      where,
+      d.index,
+      d.label,
+      `sets ${flag}, but the ${MODULE_NAMES[d.module]} module has no ${flag.includes("prev") ? "previous" : "next"} module to exchange tokens with`,
+    );
   switch (d.module) {
     case MODULE.LOAD:
       if (raw.popPrev) throw illegal("pop_prev");

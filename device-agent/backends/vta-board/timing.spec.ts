@@ -19,7 +19,10 @@ describe("cycle estimate", () => {
     const program = binaryOf([
       rawRun(
         [insn.load(MEM.INP, load), insn.load(MEM.UOP), insn.gemm(gemm), insn.alu(0, { iterIn: 7, useImm: true }), insn.finish()],
-        [[0, 0], [1, UOP_BUFFER]],
+        [
+          [0, 0],
+          [1, UOP_BUFFER],
+        ],
         [{ dst: 0, src: 0, wgt: 0 }],
       ),
     ]);
@@ -45,7 +48,10 @@ describe("cycle estimate", () => {
           insn.store({ xSize: 2 }), // store module, independent
           insn.finish(),
         ],
-        [[0, 0], [1, 1]],
+        [
+          [0, 0],
+          [1, 1],
+        ],
       ),
     ]);
     const r = runVtaFunction(program, "f", [new Uint8Array(8 * hw.wgtElemBytes), new Uint8Array(2 * hw.outElemBytes)]);

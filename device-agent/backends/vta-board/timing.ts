@@ -64,7 +64,10 @@ export const DEFAULT_TIMING: Readonly<TimingModel> = Object.freeze({
 export function resolveTiming(t: Partial<TimingModel> = {}): TimingModel {
   const out = { ...DEFAULT_TIMING, ...t };
   for (const [k, v] of Object.entries(out)) {
-    if (typeof v !== "number" || !Number.isFinite(v) || v < 0) throw new FarmError("INVALID_ARGUMENT", `vta-sim board option timing.${k} must be a non-negative number, got ${String(v)}`, { details: { option: `timing.${k}` } });
+    if (typeof v !== "number" || !Number.isFinite(v) || v < 0)
+      throw new FarmError("INVALID_ARGUMENT", `vta-sim board option timing.${k} must be a non-negative number, got ${String(v)}`, {
+        details: { option: `timing.${k}` },
+      });
   }
   return out;
 }

@@ -45,8 +45,16 @@ describe("dependency tokens", () => {
           insn.gemm({ uopBgn: 1, uopEnd: 2, popPrev: true }), // 6: ACC[1] += INP[0]·W
           insn.finish(),
         ],
-        [[0, 1], [1, 0], [2, 0], [3, UOP_BUFFER]],
-        [{ dst: 0, src: 0, wgt: 0 }, { dst: 1, src: 0, wgt: 0 }],
+        [
+          [0, 1],
+          [1, 0],
+          [2, 0],
+          [3, UOP_BUFFER],
+        ],
+        [
+          { dst: 0, src: 0, wgt: 0 },
+          { dst: 1, src: 0, wgt: 0 },
+        ],
       ),
     ]);
     const sim = new VtaSimulator();
@@ -132,7 +140,12 @@ describe("dependency tokens", () => {
   it("the simulator keeps working after a failed call", () => {
     const sim = new VtaSimulator();
     rejects(() => runVtaFunction(binaryOf([finishOnly({ popPrev: true })]), "f", [], { simulator: sim }), /deadlock/);
-    const r = runVtaFunction(binaryOf([rawRun([insn.load(MEM.INP, { pushNext: true }), insn.finish({ popPrev: true })], [[0, 0]])]), "f", [new Uint8Array(hw.inpElemBytes)], { simulator: sim });
+    const r = runVtaFunction(
+      binaryOf([rawRun([insn.load(MEM.INP, { pushNext: true }), insn.finish({ popPrev: true })], [[0, 0]])]),
+      "f",
+      [new Uint8Array(hw.inpElemBytes)],
+      { simulator: sim },
+    );
     assert.equal(r.counters.inp_load_nbytes, hw.inpElemBytes);
   });
 });

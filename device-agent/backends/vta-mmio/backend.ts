@@ -51,7 +51,10 @@ export interface VtaMmioBackendOptions {
 export function vtaTarget(device: string): VtaTarget {
   const target = VTA_TARGETS[device === MODEL_DEVICE ? "pynq" : device];
   if (!target) {
-    throw new FarmError("INVALID_ARGUMENT", `vta board device ${JSON.stringify(device)} is not known; give ${MODEL_DEVICE} (the device model) or a target: ${Object.keys(VTA_TARGETS).join(", ")}`);
+    throw new FarmError(
+      "INVALID_ARGUMENT",
+      `vta board device ${JSON.stringify(device)} is not known; give ${MODEL_DEVICE} (the device model) or a target: ${Object.keys(VTA_TARGETS).join(", ")}`,
+    );
   }
   return target;
 }
@@ -163,7 +166,14 @@ export class VtaMmioBackend implements Backend {
     const prepared: MmioProgram[] = [];
     try {
       for (const spec of bundle.functions) {
-        const program = prepareMmioProgram(hw, this.timing, this.memory, binary, spec.name, spec.params.map((p) => ({ name: p.name, kind: p.kind })));
+        const program = prepareMmioProgram(
+          hw,
+          this.timing,
+          this.memory,
+          binary,
+          spec.name,
+          spec.params.map((p) => ({ name: p.name, kind: p.kind })),
+        );
         prepared.push(program);
         const capacity = this.insnBuffer.nbytes / 16;
         const longest = program.runs.find((r) => r.count > capacity);
@@ -201,7 +211,10 @@ export class VtaMmioBackend implements Backend {
   stats(): BackendStats {
     return {
       counters: {
-        ...this.counters.toRecord(), calls: this.calls, call_ns_total: this.callNs, device_ns_total: this.deviceNs,
+        ...this.counters.toRecord(),
+        calls: this.calls,
+        call_ns_total: this.callNs,
+        device_ns_total: this.deviceNs,
         dram_bytes_in_use: [...this.owned].reduce((n, b) => n + b.nbytes, 0),
       },
       info: {
@@ -240,7 +253,10 @@ export class VtaMmioBackend implements Backend {
     this.driver.assertLive();
     if (program.error) throw program.error;
     const buffers = this.buffers(spec, args);
-    checkArgumentSizes(program, buffers.map((b) => b?.nbytes));
+    checkArgumentSizes(
+      program,
+      buffers.map((b) => b?.nbytes),
+    );
     const phys = buffers.map((b) => b?.phys ?? 0);
     const t0 = process.hrtime.bigint();
     let deviceNs = 0;

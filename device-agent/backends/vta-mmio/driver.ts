@@ -76,7 +76,10 @@ export class VtaMmioDriver {
         if (done()) return;
         if (process.hrtime.bigint() > deadline) {
           this.hung = `${count} instructions at 0x${insnPhys.toString(16)}: ${what} not raised after ${this.doneTimeoutMs} ms`;
-          throw new FarmError("TIMEOUT", `the VTA device did not finish a run of ${count} instructions within ${this.doneTimeoutMs} ms (${what} never came); the worker will be replaced and the board re-checked by its canary`);
+          throw new FarmError(
+            "TIMEOUT",
+            `the VTA device did not finish a run of ${count} instructions within ${this.doneTimeoutMs} ms (${what} never came); the worker will be replaced and the board re-checked by its canary`,
+          );
         }
       }
     };

@@ -39,7 +39,11 @@ export class FpgaManager {
     const m = new FpgaManager(root);
     mkdirSync(m.manager, { recursive: true });
     mkdirSync(join(root, "lib/firmware"), { recursive: true });
-    for (const [file, text] of [["flags", "0"], ["firmware", ""], ["state", "operating"]]) {
+    for (const [file, text] of [
+      ["flags", "0"],
+      ["firmware", ""],
+      ["state", "operating"],
+    ]) {
       if (!existsSync(join(m.manager, file!))) writeFileSync(join(m.manager, file!), `${text}\n`);
     }
     return m;
@@ -55,7 +59,10 @@ export class FpgaManager {
       );
     }
     if (!existsSync(this.manager)) {
-      throw new FarmError("DEVICE_ERROR", `no FPGA manager at ${this.manager}: the board's kernel needs the FPGA manager framework (CONFIG_FPGA_MGR) and a driver for its FPGA`);
+      throw new FarmError(
+        "DEVICE_ERROR",
+        `no FPGA manager at ${this.manager}: the board's kernel needs the FPGA manager framework (CONFIG_FPGA_MGR) and a driver for its FPGA`,
+      );
     }
     const bytes = bitstream.bytes;
     if (bytes.byteLength === 0) throw new FarmError("INVALID_ARGUMENT", `${bitstream.name} is empty: no bitstream to load`);
@@ -69,7 +76,8 @@ export class FpgaManager {
       throw new FarmError("DEVICE_ERROR", `loading ${firmware} through ${this.manager} failed: ${(err as Error).message}`, { cause: err });
     }
     const state = readFileSync(join(this.manager, "state"), "utf8").trim();
-    if (state !== "operating") throw new FarmError("DEVICE_ERROR", `the FPGA manager says "${state}" after loading ${firmware}, not "operating": the bitstream did not take`);
+    if (state !== "operating")
+      throw new FarmError("DEVICE_ERROR", `the FPGA manager says "${state}" after loading ${firmware}, not "operating": the bitstream did not take`);
     return { sha256, hardware: theirs };
   }
 }

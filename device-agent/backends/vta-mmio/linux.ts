@@ -62,7 +62,10 @@ function openDevice(path: string, flags: number, what: string, hint: string): nu
 function mapDevice(fd: number, offset: number, length: number, what: string): { view: ArrayBuffer; unmap: () => void } {
   const ptr = c().mmap!(null, length, PROT_READ_WRITE, MAP_SHARED, fd, offset);
   if (ptr === null || koffi.address(ptr) === 0xffffffffffffffffn || koffi.address(ptr) === 0xffffffffn) {
-    throw new FarmError("DEVICE_ERROR", `cannot map ${length} bytes at 0x${offset.toString(16)} for ${what} (${errnoText()}); a kernel driver may have claimed the range (CONFIG_IO_STRICT_DEVMEM) or the address is wrong for this board`);
+    throw new FarmError(
+      "DEVICE_ERROR",
+      `cannot map ${length} bytes at 0x${offset.toString(16)} for ${what} (${errnoText()}); a kernel driver may have claimed the range (CONFIG_IO_STRICT_DEVMEM) or the address is wrong for this board`,
+    );
   }
   return { view: koffi.view(ptr, length), unmap: () => void c().munmap!(ptr, length) };
 }
@@ -77,7 +80,12 @@ export class DevMemBus implements RegisterBus {
   constructor(target: VtaTarget, path = "/dev/mem") {
     this.base = target.baseAddress;
     const length = MODULES.length * VTA_IP_REG_MAP_RANGE;
-    this.fd = openDevice(path, O_RDWR_SYNC, `VTA's registers at 0x${this.base.toString(16)}`, "the agent needs root (or CAP_SYS_RAWIO) on the board, and a kernel with /dev/mem");
+    this.fd = openDevice(
+      path,
+      O_RDWR_SYNC,
+      `VTA's registers at 0x${this.base.toString(16)}`,
+      "the agent needs root (or CAP_SYS_RAWIO) on the board, and a kernel with /dev/mem",
+    );
     try {
       const m = mapDevice(this.fd, this.base, length, `VTA's registers (${target.name})`);
       this.words = new Uint32Array(m.view);
@@ -155,7 +163,10 @@ export class UdmabufMemory implements DmaMemory {
     const dev = `/dev/${name}`;
     this.sys = `/sys/class/u-dma-buf/${name}`;
     if (!existsSync(dev) || !existsSync(this.sys)) {
-      throw new FarmError("DEVICE_ERROR", `no u-dma-buf region ${name}: ${dev} or ${this.sys} is missing; load the module (modprobe u-dma-buf udmabuf0=SIZE) or give the board dma=cma`);
+      throw new FarmError(
+        "DEVICE_ERROR",
+        `no u-dma-buf region ${name}: ${dev} or ${this.sys} is missing; load the module (modprobe u-dma-buf udmabuf0=SIZE) or give the board dma=cma`,
+      );
     }
     this.phys = Number(readFileSync(`${this.sys}/phys_addr`, "utf8").trim());
     this.capacityBytes = Number(readFileSync(`${this.sys}/size`, "utf8").trim());
@@ -209,7 +220,10 @@ export class CmaMemory implements DmaMemory {
     try {
       lib = koffi.load(library);
     } catch (err) {
-      throw new FarmError("DEVICE_ERROR", `cannot load ${library} (${(err as Error).message}): the board image has no libcma; install it (Pynq images ship it) or load u-dma-buf and give dma=udmabuf0`);
+      throw new FarmError(
+        "DEVICE_ERROR",
+        `cannot load ${library} (${(err as Error).message}): the board image has no libcma; install it (Pynq images ship it) or load u-dma-buf and give dma=udmabuf0`,
+      );
     }
     this.f = {
       alloc: lib.func("cma_alloc", "void *", ["uint32_t", "uint32_t"]) as Native,
@@ -225,7 +239,8 @@ export class CmaMemory implements DmaMemory {
   alloc(nbytes: number): DmaBuffer {
     const size = Math.max(PAGE, Math.ceil(nbytes / PAGE) * PAGE);
     const ptr = this.f.alloc!(size, 1);
-    if (ptr === null) throw new FarmError("OUT_OF_MEMORY", `libcma could not allocate ${size} contiguous bytes (${this.capacityBytes} bytes were available at start)`);
+    if (ptr === null)
+      throw new FarmError("OUT_OF_MEMORY", `libcma could not allocate ${size} contiguous bytes (${this.capacityBytes} bytes were available at start)`);
     const phys = Number(this.f.phys!(ptr));
     let freed = false;
     return {
@@ -269,4 +284,3 @@ export function openBoard(target: VtaTarget, dma: string): { bus: RegisterBus; m
     throw err;
   }
 }
-

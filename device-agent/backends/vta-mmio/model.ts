@@ -24,8 +24,19 @@ import type { DramBuffer } from "../vta-sim/dram.ts";
 import { VtaSimulator } from "../vta-sim/simulator.ts";
 import type { DmaBuffer, DmaMemory, RegisterBus } from "./bus.ts";
 import {
-  ARG, CONTROL, CTRL_AUTO_RESTART, CTRL_DONE, CTRL_START, MODULES, VTA_DONE, VTA_IP_REG_MAP_RANGE, VTA_TARGETS, registerAddress, registerName,
-  type VtaModule, type VtaTarget,
+  ARG,
+  CONTROL,
+  CTRL_AUTO_RESTART,
+  CTRL_DONE,
+  CTRL_START,
+  MODULES,
+  VTA_DONE,
+  VTA_IP_REG_MAP_RANGE,
+  VTA_TARGETS,
+  registerAddress,
+  registerName,
+  type VtaModule,
+  type VtaTarget,
 } from "./registers.ts";
 
 /** The Pynq-Z1's memory. */
@@ -105,7 +116,10 @@ export class VtaDeviceModel implements RegisterBus, DmaMemory {
       return;
     }
     const want = m === "fetch" ? CTRL_START : CTRL_START | CTRL_AUTO_RESTART;
-    if (value !== want) this.offence(`control 0x${value.toString(16)} written to ${m}; the driver starts fetch with 0x${CTRL_START.toString(16)} and the others with 0x${want.toString(16)}`);
+    if (value !== want)
+      this.offence(
+        `control 0x${value.toString(16)} written to ${m}; the driver starts fetch with 0x${CTRL_START.toString(16)} and the others with 0x${want.toString(16)}`,
+      );
     if (this.state === "running") this.offence(`${m} started while a run is in flight`);
     if (m === "fetch") {
       const count = this.regs.get(registerAddress(this.target, "fetch", ARG.fetch.insnCount))!;
@@ -171,7 +185,6 @@ export class VtaDeviceModel implements RegisterBus, DmaMemory {
     if (this.hanging) return false;
     return --this.pollsLeft <= 0;
   }
-
 
   private locate(phys: number, access: string): [VtaModule, number] {
     const base = this.target.baseAddress;

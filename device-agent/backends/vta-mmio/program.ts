@@ -53,7 +53,12 @@ export interface MmioProgram {
  * Structural faults throw LOAD_ERROR; faults of the streams are kept in `error`.
  */
 export function prepareMmioProgram(
-  hw: VtaHardware, timing: TimingModel, memory: DmaMemory, binary: VtaBinary, name: string, params: readonly ParamInfo[],
+  hw: VtaHardware,
+  timing: TimingModel,
+  memory: DmaMemory,
+  binary: VtaBinary,
+  name: string,
+  params: readonly ParamInfo[],
 ): MmioProgram {
   const fn = binary.functions[name];
   if (typeof fn !== "object" || fn === null || !Array.isArray(fn.runs)) {
@@ -139,7 +144,10 @@ function dramBaseField(hw: VtaHardware): { lo: number; width: number } {
  */
 function writeDramBase(field: { lo: number; width: number }, out: Uint8Array, index: number, value: number): void {
   if (!Number.isInteger(value) || value < 0 || value >= 2 ** field.width) {
-    throw new FarmError("RUNTIME_ERROR", `VTA instruction ${index}: its DRAM address ${value} (in elements) does not fit the ${field.width}-bit dram_base field; the buffer lies too high in physical memory`);
+    throw new FarmError(
+      "RUNTIME_ERROR",
+      `VTA instruction ${index}: its DRAM address ${value} (in elements) does not fit the ${field.width}-bit dram_base field; the buffer lies too high in physical memory`,
+    );
   }
   let bit = field.lo;
   let done = 0;

@@ -39,8 +39,16 @@ function runAlu(data: Int32Array, uops: Uop[], alu: Parameters<typeof insn.alu>[
   const { op, ...fields } = alu;
   const program = binaryOf([
     rawRun(
-      [insn.load(MEM.ACC, { xSize: data.length / lanes }), insn.load(MEM.UOP, { xSize: uops.length, xStride: uops.length }), insn.alu(op, { uopBgn: 0, uopEnd: uops.length, ...fields }), insn.finish()],
-      [[0, 0], [1, UOP_BUFFER]],
+      [
+        insn.load(MEM.ACC, { xSize: data.length / lanes }),
+        insn.load(MEM.UOP, { xSize: uops.length, xStride: uops.length }),
+        insn.alu(op, { uopBgn: 0, uopEnd: uops.length, ...fields }),
+        insn.finish(),
+      ],
+      [
+        [0, 0],
+        [1, UOP_BUFFER],
+      ],
       uops,
     ),
   ]);
@@ -48,7 +56,13 @@ function runAlu(data: Int32Array, uops: Uop[], alu: Parameters<typeof insn.alu>[
   return { acc: sim.core.srams.acc.slice(0, data.length), counters: r.counters };
 }
 
-const OPS: [string, AluOpcode][] = [["MIN", ALU_OP.MIN], ["MAX", ALU_OP.MAX], ["ADD", ALU_OP.ADD], ["SHR", ALU_OP.SHR], ["MUL", ALU_OP.MUL]];
+const OPS: [string, AluOpcode][] = [
+  ["MIN", ALU_OP.MIN],
+  ["MAX", ALU_OP.MAX],
+  ["ADD", ALU_OP.ADD],
+  ["SHR", ALU_OP.SHR],
+  ["MUL", ALU_OP.MUL],
+];
 const engines: GemmEngine[] = wasmGemmSupported(hw) ? ["wasm-simd", "js"] : ["js"];
 
 describe("ALU", () => {
@@ -90,9 +104,23 @@ describe("ALU", () => {
 
   it("runs two loops and several micro-ops, counting iter_out × iter_in × uops", () => {
     // dst = u.dst + 2y + x over y<2, x<2 → rows 0..3 from uop 0 and 4..7 from uop 1; each adds 1.
-    const { acc, counters } = runAlu(data, [{ dst: 0, src: 0, wgt: 0 }, { dst: 4, src: 0, wgt: 0 }], {
-      op: ALU_OP.ADD, iterOut: 2, iterIn: 2, dstFactorOut: 2, dstFactorIn: 1, useImm: true, imm: 1,
-    }, engines[0]!);
+    const { acc, counters } = runAlu(
+      data,
+      [
+        { dst: 0, src: 0, wgt: 0 },
+        { dst: 4, src: 0, wgt: 0 },
+      ],
+      {
+        op: ALU_OP.ADD,
+        iterOut: 2,
+        iterIn: 2,
+        dstFactorOut: 2,
+        dstFactorIn: 1,
+        useImm: true,
+        imm: 1,
+      },
+      engines[0]!,
+    );
     for (let i = 0; i < 8 * lanes; i++) assert.equal(acc[i], reference(ALU_OP.ADD, data[i]!, 1));
     assert.equal(counters.alu_counter, 2 * 2 * 2);
     assert.equal(counters.gemm_counter, 0);
@@ -100,8 +128,20 @@ describe("ALU", () => {
 
   it("refuses an unknown ALU opcode and an ACC index past the buffer, naming the instruction", () => {
     const bad = binaryOf([rawRun([insn.finish(), insn.alu(6 as AluOpcode)])]);
-    assert.throws(() => runVtaFunction(bad, "f", []), (e: FarmError) => e.code === "RUNTIME_ERROR" && /instruction 1 .*unknown ALU opcode 6/.test(e.message));
-    const far = binaryOf([rawRun([insn.load(MEM.UOP), insn.alu(ALU_OP.MAX, { iterIn: 2, srcFactorIn: 1 }), insn.finish()], [[0, UOP_BUFFER]], [{ dst: 0, src: hw.accDepth - 1, wgt: 0 }])]);
-    assert.throws(() => runVtaFunction(far, "f", []), (e: FarmError) => e.code === "RUNTIME_ERROR" && /instruction 1 \(ALU MAX\).*micro-op 0.*ACC SRAM index/.test(e.message));
+    assert.throws(
+      () => runVtaFunction(bad, "f", []),
+      (e: FarmError) => e.code === "RUNTIME_ERROR" && /instruction 1 .*unknown ALU opcode 6/.test(e.message),
+    );
+    const far = binaryOf([
+      rawRun(
+        [insn.load(MEM.UOP), insn.alu(ALU_OP.MAX, { iterIn: 2, srcFactorIn: 1 }), insn.finish()],
+        [[0, UOP_BUFFER]],
+        [{ dst: 0, src: hw.accDepth - 1, wgt: 0 }],
+      ),
+    ]);
+    assert.throws(
+      () => runVtaFunction(far, "f", []),
+      (e: FarmError) => e.code === "RUNTIME_ERROR" && /instruction 1 \(ALU MAX\).*micro-op 0.*ACC SRAM index/.test(e.message),
+    );
   });
 });

@@ -68,7 +68,10 @@ describe("vta-sim backend", () => {
     assert.ok(s1.counters.cycle_count! > 0);
     assert.equal(s1.counters.calls, 1);
     assert.equal(s1.info.hardware, hw.name);
-    assert.ok(c!.read(0, 256).some((v) => v !== 0), "C was written");
+    assert.ok(
+      c!.read(0, 256).some((v) => v !== 0),
+      "C was written",
+    );
     const ns = be.timeCalls(fn, args, 3);
     assert.ok(ns > 0);
     const s4 = be.stats();
@@ -135,7 +138,10 @@ describe("vta-sim backend", () => {
     assert.equal(be.stats().counters.dram_bytes_in_use, 0);
     // The board loads and runs a sound module right after.
     const fn = be.load(bundle(matrixMultiplyProgram())).functions.get("matmul")!;
-    be.invoke(fn, [256, 65536, 256].map((n) => ({ kind: "buffer" as const, array: be.alloc(n) })));
+    be.invoke(
+      fn,
+      [256, 65536, 256].map((n) => ({ kind: "buffer" as const, array: be.alloc(n) })),
+    );
     assert.equal(be.stats().counters.gemm_counter, 256);
   });
 

@@ -63,7 +63,11 @@ export class VtaSimBackend implements Backend {
     const programs: VtaProgram[] = [];
     try {
       for (const spec of bundle.functions) {
-        const program = this.sim.prepare(binary, spec.name, spec.params.map((p) => ({ name: p.name, kind: p.kind })));
+        const program = this.sim.prepare(
+          binary,
+          spec.name,
+          spec.params.map((p) => ({ name: p.name, kind: p.kind })),
+        );
         programs.push(program);
         functions.set(spec.name, { spec, program });
       }

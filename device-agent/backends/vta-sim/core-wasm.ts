@@ -99,7 +99,8 @@ function gemmFunction(hw: VtaHardware, l: SramLayout): WasmFunction {
   const G = (g: number) => B + 1 + g;
   const c = new Code();
   loopNest(
-    c, n,
+    c,
+    n,
     () => {
       nestOffset(c, n, P.dfo, P.dfi, L.d0);
       nestOffset(c, n, P.sfo, P.sfi, L.s0);
@@ -114,18 +115,35 @@ function gemmFunction(hw: VtaHardware, l: SramLayout): WasmFunction {
         // G(g) = ACC lanes 4g..4g+3 of batch row b, plus every pair's products.
         const accOffset = (g: number) => l.accBase + (b * BO + 4 * g) * 4;
         for (let g = 0; g < groups; g++) c.get(L.a).v128load(accOffset(g)).set(G(g));
-        c.get(L.i).i32const(b * BI * 2).i32add().set(L.ip);
+        c.get(L.i)
+          .i32const(b * BI * 2)
+          .i32add()
+          .set(L.ip);
         c.get(L.w).set(L.wp);
         c.i32const(BI / 2 / PAIRS_PER_ITERATION).set(L.k);
         c.loop(); // pairs
         for (let q = 0; q < PAIRS_PER_ITERATION; q++) {
-          c.get(L.ip).load32Splat(l.inp16Base + 4 * q).set(B);
+          c.get(L.ip)
+            .load32Splat(l.inp16Base + 4 * q)
+            .set(B);
           for (let g = 0; g < groups; g++) {
-            c.get(G(g)).get(B).get(L.wp).v128load(l.wgtPairBase + (q * groups + g) * 16).i32x4dotI16x8s().i32x4add().set(G(g));
+            c.get(G(g))
+              .get(B)
+              .get(L.wp)
+              .v128load(l.wgtPairBase + (q * groups + g) * 16)
+              .i32x4dotI16x8s()
+              .i32x4add()
+              .set(G(g));
           }
         }
-        c.get(L.ip).i32const(4 * PAIRS_PER_ITERATION).i32add().set(L.ip);
-        c.get(L.wp).i32const(16 * groups * PAIRS_PER_ITERATION).i32add().set(L.wp);
+        c.get(L.ip)
+          .i32const(4 * PAIRS_PER_ITERATION)
+          .i32add()
+          .set(L.ip);
+        c.get(L.wp)
+          .i32const(16 * groups * PAIRS_PER_ITERATION)
+          .i32add()
+          .set(L.wp);
         c.get(L.k).i32const(-1).i32add().tee(L.k).brIf(0);
         c.end(); // pairs
         for (let g = 0; g < groups; g++) c.get(L.a).get(G(g)).v128store(accOffset(g));
@@ -143,11 +161,15 @@ function resetFunction(hw: VtaHardware, l: SramLayout): WasmFunction {
   const c = new Code();
   c.i32const(0).i32x4splat().set(ZERO);
   loopNest(
-    c, n,
+    c,
+    n,
     () => nestOffset(c, n, P.dfo, P.dfi, L.d0),
     () => {
       uopElement(c, n, l.uopDstBase, L.d0, hw.accElemBytes, L.a);
-      for (let v = 0; v < hw.accElemBytes / 16; v++) c.get(L.a).get(ZERO).v128store(l.accBase + 16 * v);
+      for (let v = 0; v < hw.accElemBytes / 16; v++)
+        c.get(L.a)
+          .get(ZERO)
+          .v128store(l.accBase + 16 * v);
     },
   );
   return { exportName: "reset", params: Array(6).fill(I32), locals: [...Array(ZERO - 6).fill(I32), V128], body: c };
@@ -176,7 +198,8 @@ function aluFunction(hw: VtaHardware, l: SramLayout): WasmFunction {
     c.end(); // block v: variant v follows
     const variant = ALU_VARIANTS[v]!;
     loopNest(
-      c, n,
+      c,
+      n,
       () => {
         nestOffset(c, n, P.dfo, P.dfi, L.d0);
         nestOffset(c, n, P.sfo, P.sfi, L.s0);
@@ -194,7 +217,15 @@ function aluFunction(hw: VtaHardware, l: SramLayout): WasmFunction {
 }
 
 /** One ACC row (at byte offset L.a, operand row at L.b) of an ALU variant, in lane order. */
-function aluRow(c: Code, variant: (typeof ALU_VARIANTS)[number], accBase: number, vectors: number, imm: number, immVector: number, L: { a: number; b: number; by: number; value: number }): void {
+function aluRow(
+  c: Code,
+  variant: (typeof ALU_VARIANTS)[number],
+  accBase: number,
+  vectors: number,
+  imm: number,
+  immVector: number,
+  L: { a: number; b: number; by: number; value: number },
+): void {
   if (variant === "SHR") {
     // Each lane shifts by its own amount, which no SIMD shift does: lane by lane, branch-free.
     for (let k = 0; k < vectors * 4; k++) {
@@ -255,7 +286,11 @@ function copyLoop(c: Code, srcBytes: number, dstBytes: number, body: () => void)
 function widenInpFunction(hw: VtaHardware, l: SramLayout): WasmFunction {
   const c = new Code();
   copyLoop(c, hw.inpElemBytes, 2 * hw.inpElemBytes, () => {
-    for (let k = 0; k < hw.inpElemBytes; k += 8) c.get(C.dst).get(C.src).load8x8s(l.inpBase + k).v128store(l.inp16Base + 2 * k);
+    for (let k = 0; k < hw.inpElemBytes; k += 8)
+      c.get(C.dst)
+        .get(C.src)
+        .load8x8s(l.inpBase + k)
+        .v128store(l.inp16Base + 2 * k);
   });
   return { exportName: "widen_inp", params: [I32, I32], locals: [I32, I32, I32, I32], body: c };
 }
@@ -271,17 +306,36 @@ function pairWgtFunction(hw: VtaHardware, l: SramLayout): WasmFunction {
     for (let g = 0; g < groups; g++) {
       for (let h = 0; h < BI / 8; h++) {
         // R(q) = pairs 4h..4h+3 of output lane 4g + q, as int16 pairs (one per i32 lane).
-        for (let q = 0; q < 4; q++) c.get(C.src).load8x8s(l.wgtBase + (4 * g + q) * BI + 8 * h).set(R(q));
+        for (let q = 0; q < 4; q++)
+          c.get(C.src)
+            .load8x8s(l.wgtBase + (4 * g + q) * BI + 8 * h)
+            .set(R(q));
         // A 4×4 transpose of i32 lanes: vector (p, g) = pair p of lanes 4g..4g+3.
         c.get(R(0)).get(R(1)).shuffle32([0, 4, 1, 5]).set(T(0));
         c.get(R(2)).get(R(3)).shuffle32([0, 4, 1, 5]).set(T(1));
         c.get(R(0)).get(R(1)).shuffle32([2, 6, 3, 7]).set(T(2));
         c.get(R(2)).get(R(3)).shuffle32([2, 6, 3, 7]).set(T(3));
         const out = (p: number) => l.wgtPairBase + (p * groups + g) * 16;
-        c.get(C.dst).get(T(0)).get(T(1)).shuffle32([0, 1, 4, 5]).v128store(out(4 * h));
-        c.get(C.dst).get(T(0)).get(T(1)).shuffle32([2, 3, 6, 7]).v128store(out(4 * h + 1));
-        c.get(C.dst).get(T(2)).get(T(3)).shuffle32([0, 1, 4, 5]).v128store(out(4 * h + 2));
-        c.get(C.dst).get(T(2)).get(T(3)).shuffle32([2, 3, 6, 7]).v128store(out(4 * h + 3));
+        c.get(C.dst)
+          .get(T(0))
+          .get(T(1))
+          .shuffle32([0, 1, 4, 5])
+          .v128store(out(4 * h));
+        c.get(C.dst)
+          .get(T(0))
+          .get(T(1))
+          .shuffle32([2, 3, 6, 7])
+          .v128store(out(4 * h + 1));
+        c.get(C.dst)
+          .get(T(2))
+          .get(T(3))
+          .shuffle32([0, 1, 4, 5])
+          .v128store(out(4 * h + 2));
+        c.get(C.dst)
+          .get(T(2))
+          .get(T(3))
+          .shuffle32([2, 3, 6, 7])
+          .v128store(out(4 * h + 3));
       }
     }
   });

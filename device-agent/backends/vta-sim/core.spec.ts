@@ -10,12 +10,21 @@ import { ALU_OP, DEFAULT_VTA_HARDWARE, vtaHardware, type VtaHardware } from "../
 import { createCore, wasmGemmSupported, type Core } from "./core.ts";
 import { randomInt8 } from "./test-programs.ts";
 
-const SHAPES: [logBatch: number, logBlock: number][] = [[0, 4], [1, 4], [2, 3], [0, 5], [1, 5]];
+const SHAPES: [logBatch: number, logBlock: number][] = [
+  [0, 4],
+  [1, 4],
+  [2, 3],
+  [0, 5],
+  [1, 5],
+];
 
 /** Both engines for `hw`, their SRAMs filled alike from `seed` (the wasm engine told of every INP and WGT element, as loads do). */
 function cores(hw: VtaHardware, seed: number): [Core, Core] {
   const pair = [createCore(hw, "wasm-simd"), createCore(hw, "js")] as [Core, Core];
-  assert.deepEqual(pair.map((c) => c.engine), ["wasm-simd", "js"]);
+  assert.deepEqual(
+    pair.map((c) => c.engine),
+    ["wasm-simd", "js"],
+  );
   const inp = randomInt8(hw.inpDepth * hw.inpElemBytes, seed);
   const wgt = randomInt8(hw.wgtDepth * hw.wgtElemBytes, seed + 1);
   const acc = Int32Array.from(randomInt8(hw.accDepth * hw.batch * hw.blockOut, seed + 2), (v, i) => v * (i % 7 === 0 ? 16_777_259 : 3));

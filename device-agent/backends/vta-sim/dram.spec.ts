@@ -22,7 +22,10 @@ describe("VTA DRAM", () => {
     const a = dram.alloc(PAGE_BYTES);
     const b = dram.alloc(2 * PAGE_BYTES);
     dram.alloc(PAGE_BYTES);
-    assert.throws(() => dram.alloc(1), (e: FarmError) => e.code === "OUT_OF_MEMORY" && /capacity/.test(e.message));
+    assert.throws(
+      () => dram.alloc(1),
+      (e: FarmError) => e.code === "OUT_OF_MEMORY" && /capacity/.test(e.message),
+    );
     b.free();
     const small = dram.alloc(10);
     assert.equal(small.phys, b.phys);
@@ -38,6 +41,9 @@ describe("VTA DRAM", () => {
     assert.ok(a.read(0, 8).every((v) => v === 0));
     a.write(4, new Uint8Array([1, 2, 3, 4]));
     assert.deepEqual([...a.read(0, 8)], [0, 0, 0, 0, 1, 2, 3, 4]);
-    assert.throws(() => a.write(5, new Uint8Array(4)), (e: FarmError) => e.code === "BAD_ARGUMENTS");
+    assert.throws(
+      () => a.write(5, new Uint8Array(4)),
+      (e: FarmError) => e.code === "BAD_ARGUMENTS",
+    );
   });
 });

@@ -4,8 +4,16 @@
  * by core.ts.
  */
 export type GemmFn = (
-  uopBgn: number, uopEnd: number, iterOut: number, iterIn: number,
-  dstFactorOut: number, dstFactorIn: number, srcFactorOut: number, srcFactorIn: number, wgtFactorOut: number, wgtFactorIn: number,
+  uopBgn: number,
+  uopEnd: number,
+  iterOut: number,
+  iterIn: number,
+  dstFactorOut: number,
+  dstFactorIn: number,
+  srcFactorOut: number,
+  srcFactorIn: number,
+  wgtFactorOut: number,
+  wgtFactorIn: number,
 ) => void;
 
 /** GEMM with reset_reg: zeroes the ACC element of every (y, x, uop). */
@@ -13,6 +21,15 @@ export type ResetFn = (uopBgn: number, uopEnd: number, iterOut: number, iterIn: 
 
 /** `op` an ALU_OP; `useImm` 1 for the immediate, 0 for ACC[src]. */
 export type AluFn = (
-  op: number, useImm: number, imm: number, uopBgn: number, uopEnd: number, iterOut: number, iterIn: number,
-  dstFactorOut: number, dstFactorIn: number, srcFactorOut: number, srcFactorIn: number,
+  op: number,
+  useImm: number,
+  imm: number,
+  uopBgn: number,
+  uopEnd: number,
+  iterOut: number,
+  iterIn: number,
+  dstFactorOut: number,
+  dstFactorIn: number,
+  srcFactorOut: number,
+  srcFactorIn: number,
 ) => void;

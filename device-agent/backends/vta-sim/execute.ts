@@ -101,7 +101,13 @@ export class Executor {
   }
 
   /** Copies rows of `xSize` elements (`lanes` lanes each) from `src` (lane offset `srcBase`) with zero padding. */
-  private load2d(d: DecodedInsn, dst: Int8Array | Int32Array | Uint32Array, lanes: number, src: Int8Array | Int32Array | Uint32Array | undefined, srcBase: number): void {
+  private load2d(
+    d: DecodedInsn,
+    dst: Int8Array | Int32Array | Uint32Array,
+    lanes: number,
+    src: Int8Array | Int32Array | Uint32Array | undefined,
+    srcBase: number,
+  ): void {
     const width = d.xPad0 + d.xSize + d.xPad1;
     let at = d.sramBase * lanes;
     if (d.yPad0 > 0) {

@@ -48,7 +48,12 @@ function gemmProgram(uops: Uop[], nest: Nest, sizes: { inp: number; wgt: number;
         insn.gemm({ ...nest, uopBgn: 0, uopEnd: uops.length, resetReg: reset, popPrev: true }),
         insn.finish(),
       ],
-      [[0, 0], [1, 1], [2, 2], [3, UOP_BUFFER]],
+      [
+        [0, 0],
+        [1, 1],
+        [2, 2],
+        [3, UOP_BUFFER],
+      ],
       uops,
     ),
   ]);
@@ -57,7 +62,11 @@ function gemmProgram(uops: Uop[], nest: Nest, sizes: { inp: number; wgt: number;
 const engines: GemmEngine[] = wasmGemmSupported(hw) ? ["wasm-simd", "js"] : ["js"];
 
 describe("GEMM", () => {
-  const uops: Uop[] = [{ dst: 0, src: 1, wgt: 2 }, { dst: 3, src: 0, wgt: 0 }, { dst: 1, src: 4, wgt: 5 }];
+  const uops: Uop[] = [
+    { dst: 0, src: 1, wgt: 2 },
+    { dst: 3, src: 0, wgt: 0 },
+    { dst: 1, src: 4, wgt: 5 },
+  ];
   const nest: Nest = { iterOut: 2, iterIn: 3, dstFactorOut: 7, dstFactorIn: 2, srcFactorOut: 5, srcFactorIn: 1, wgtFactorOut: 3, wgtFactorIn: 1 };
   const sizes = { inp: 16, wgt: 12, acc: 16 };
   const inp = randomInt8(sizes.inp * inpLanes, 11);
@@ -68,7 +77,9 @@ describe("GEMM", () => {
     it(`runs the micro-op loop nest with outer and inner factors (${engine} engine)`, () => {
       const sim = new VtaSimulator({ engine });
       assert.equal(sim.core.engine, engine);
-      const r = runVtaFunction(gemmProgram(uops, nest, sizes), "f", [new Uint8Array(inp.buffer), new Uint8Array(wgt.buffer), new Uint8Array(acc0.buffer)], { simulator: sim });
+      const r = runVtaFunction(gemmProgram(uops, nest, sizes), "f", [new Uint8Array(inp.buffer), new Uint8Array(wgt.buffer), new Uint8Array(acc0.buffer)], {
+        simulator: sim,
+      });
       const want = acc0.slice();
       referenceGemm(want, inp, wgt, uops, nest);
       assert.deepEqual([...sim.core.srams.acc.subarray(0, want.length)], [...want]);
@@ -81,7 +92,11 @@ describe("GEMM", () => {
       // The wasm engine multiplies int16 copies of INP and WGT, refreshed at each LOAD: a stale copy would show here.
       const sim = new VtaSimulator({ engine });
       const nest2: Nest = { iterOut: 2, iterIn: 2, dstFactorOut: 4, dstFactorIn: 1, srcFactorOut: 0, srcFactorIn: 0, wgtFactorOut: 0, wgtFactorIn: 0 };
-      const uops3: Uop[] = [{ dst: 0, src: 0, wgt: 0 }, { dst: 1, src: 2, wgt: 1 }, { dst: 3, src: 4, wgt: 2 }];
+      const uops3: Uop[] = [
+        { dst: 0, src: 0, wgt: 0 },
+        { dst: 1, src: 2, wgt: 1 },
+        { dst: 3, src: 4, wgt: 2 },
+      ];
       const [inp1, inp2] = [randomInt8(4 * inpLanes, 21), randomInt8(5 * inpLanes, 22)];
       const [wgt1, wgt2] = [randomInt8(3 * wgtLanes, 23), randomInt8(1 * wgtLanes, 24)];
       const accIn = Int32Array.from(randomInt8(9 * accLanes, 25), (v) => v * 4099);
@@ -98,7 +113,14 @@ describe("GEMM", () => {
             insn.gemm({ ...nest2, uopEnd: 3, popPrev: true }),
             insn.finish(),
           ],
-          [[0, 0], [1, 1], [2, 2], [3, UOP_BUFFER], [5, 3], [6, 4]],
+          [
+            [0, 0],
+            [1, 1],
+            [2, 2],
+            [3, UOP_BUFFER],
+            [5, 3],
+            [6, 4],
+          ],
           uops3,
         ),
       ]);
@@ -117,7 +139,12 @@ describe("GEMM", () => {
       referenceGemm(want, inp, wgt, uops3, nest2);
       assert.deepEqual([...sim.core.srams.acc.subarray(0, want.length)], [...want]);
       // A later call whose GEMM uses the INP and WGT this one left.
-      runVtaFunction(binaryOf([rawRun([insn.load(MEM.UOP, { xSize: 3, xStride: 3 }), insn.gemm({ ...nest2, uopEnd: 3 }), insn.finish()], [[0, UOP_BUFFER]], uops3)]), "f", [], { simulator: sim });
+      runVtaFunction(
+        binaryOf([rawRun([insn.load(MEM.UOP, { xSize: 3, xStride: 3 }), insn.gemm({ ...nest2, uopEnd: 3 }), insn.finish()], [[0, UOP_BUFFER]], uops3)]),
+        "f",
+        [],
+        { simulator: sim },
+      );
       referenceGemm(want, inp, wgt, uops3, nest2);
       assert.deepEqual([...sim.core.srams.acc.subarray(0, want.length)], [...want]);
     });
@@ -129,14 +156,32 @@ describe("GEMM", () => {
     const w = new Int8Array(wgtLanes).fill(1);
     const sim = new VtaSimulator();
     const one = { iterOut: 1, iterIn: 1, dstFactorOut: 0, dstFactorIn: 0, srcFactorOut: 0, srcFactorIn: 0, wgtFactorOut: 0, wgtFactorIn: 0 };
-    runVtaFunction(gemmProgram([{ dst: 0, src: 0, wgt: 0 }], one, { inp: 1, wgt: 1, acc: 1 }), "f", [new Uint8Array(ones.buffer), new Uint8Array(w.buffer), new Uint8Array(big.buffer)], { simulator: sim });
+    runVtaFunction(
+      gemmProgram([{ dst: 0, src: 0, wgt: 0 }], one, { inp: 1, wgt: 1, acc: 1 }),
+      "f",
+      [new Uint8Array(ones.buffer), new Uint8Array(w.buffer), new Uint8Array(big.buffer)],
+      { simulator: sim },
+    );
     assert.equal(sim.core.srams.acc[0], -(2 ** 31) + hw.blockIn - 1);
   });
 
   it("with reset_reg zeroes the addressed accumulators only, and counts nothing", () => {
     const sim = new VtaSimulator();
     const resetNest: Nest = { ...nest, iterOut: 2, iterIn: 2, dstFactorOut: 8, dstFactorIn: 1 };
-    const r = runVtaFunction(gemmProgram([{ dst: 0, src: 9, wgt: 9 }, { dst: 4, src: 9, wgt: 9 }], resetNest, sizes, true), "f", [new Uint8Array(inp.buffer), new Uint8Array(wgt.buffer), new Uint8Array(acc0.buffer)], { simulator: sim });
+    const r = runVtaFunction(
+      gemmProgram(
+        [
+          { dst: 0, src: 9, wgt: 9 },
+          { dst: 4, src: 9, wgt: 9 },
+        ],
+        resetNest,
+        sizes,
+        true,
+      ),
+      "f",
+      [new Uint8Array(inp.buffer), new Uint8Array(wgt.buffer), new Uint8Array(acc0.buffer)],
+      { simulator: sim },
+    );
     const zeroed = new Set([0, 1, 8, 9, 4, 5, 12, 13]);
     for (let e = 0; e < sizes.acc; e++) {
       const got = [...sim.core.srams.acc.subarray(e * accLanes, (e + 1) * accLanes)];
@@ -152,7 +197,9 @@ describe("GEMM", () => {
       [{ dst: 0, src: 0, wgt: hw.wgtDepth - 1 }, { iterOut: 2, wgtFactorOut: 1 }, "WGT"],
     ];
     for (const [uop, n, buffer] of cases) {
-      const program = binaryOf([rawRun([insn.load(MEM.UOP, { sramBase: 0 }), insn.gemm({ iterOut: 1, iterIn: 1, ...n }), insn.finish()], [[0, UOP_BUFFER]], [uop])]);
+      const program = binaryOf([
+        rawRun([insn.load(MEM.UOP, { sramBase: 0 }), insn.gemm({ iterOut: 1, iterIn: 1, ...n }), insn.finish()], [[0, UOP_BUFFER]], [uop]),
+      ]);
       let err: unknown;
       try {
         runVtaFunction(program, "f", []);
@@ -166,6 +213,9 @@ describe("GEMM", () => {
 
   it("refuses a micro-op range past the UOP buffer", () => {
     const program = binaryOf([rawRun([insn.gemm({ uopBgn: 1, uopEnd: hw.uopDepth + 1 }), insn.finish()])]);
-    assert.throws(() => runVtaFunction(program, "f", []), (e: FarmError) => e.code === "RUNTIME_ERROR" && /instruction 0 \(GEMM\).*UOP buffer/.test(e.message));
+    assert.throws(
+      () => runVtaFunction(program, "f", []),
+      (e: FarmError) => e.code === "RUNTIME_ERROR" && /instruction 0 \(GEMM\).*UOP buffer/.test(e.message),
+    );
   });
 });

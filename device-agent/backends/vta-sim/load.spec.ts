@@ -65,11 +65,21 @@ describe("LOAD", () => {
     const sim = new VtaSimulator();
     sim.core.srams.wgt.fill(9);
     const r = runVtaFunction(
-      binaryOf([rawRun([insn.load(MEM.WGT, { sramBase: 1, dramBase: 1, ySize: 2, xSize: 1, xStride: 2, yPad0: 1, pushNext: true }), insn.finish({ popPrev: true })], [[0, 0]])]),
-      "f", [pattern(4, E)], { simulator: sim },
+      binaryOf([
+        rawRun(
+          [insn.load(MEM.WGT, { sramBase: 1, dramBase: 1, ySize: 2, xSize: 1, xStride: 2, yPad0: 1, pushNext: true }), insn.finish({ popPrev: true })],
+          [[0, 0]],
+        ),
+      ]),
+      "f",
+      [pattern(4, E)],
+      { simulator: sim },
     );
     const wgt = sim.core.srams.wgt;
-    assert.ok(wgt.subarray(1 * E, 2 * E).every((v) => v === 0), "the y_pad_0 row is zero");
+    assert.ok(
+      wgt.subarray(1 * E, 2 * E).every((v) => v === 0),
+      "the y_pad_0 row is zero",
+    );
     assert.equal(wgt[2 * E + 5], ((1 * 7 + 5) << 24) >> 24);
     assert.equal(wgt[3 * E + 5], ((3 * 7 + 5) << 24) >> 24);
     assert.equal(r.counters.wgt_load_nbytes, 2 * E);
@@ -80,7 +90,9 @@ describe("LOAD", () => {
     sim.core.srams.inp.fill(0x55);
     const r = runVtaFunction(
       binaryOf([rawRun([insn.load(MEM.INP, { xSize: 0, ySize: 3, pushNext: true }), insn.finish({ popPrev: true })], [[0, 0]])]),
-      "f", [pattern(4, hw.inpElemBytes)], { simulator: sim },
+      "f",
+      [pattern(4, hw.inpElemBytes)],
+      { simulator: sim },
     );
     assert.ok(sim.core.srams.inp.every((v) => v === 0x55));
     assert.equal(r.counters.inp_load_nbytes, 0);
@@ -96,10 +108,15 @@ describe("LOAD", () => {
       binaryOf([
         rawRun(
           [insn.load(MEM.ACC, { sramBase: 4, dramBase: 1, xSize: 2 }), insn.load(MEM.ACC_8BIT, { sramBase: 10, dramBase: 1, xSize: 1 }), insn.finish()],
-          [[0, 0], [1, 1]],
+          [
+            [0, 0],
+            [1, 1],
+          ],
         ),
       ]),
-      "f", [new Uint8Array(acc32.buffer), new Uint8Array(acc8.buffer)], { simulator: sim },
+      "f",
+      [new Uint8Array(acc32.buffer), new Uint8Array(acc8.buffer)],
+      { simulator: sim },
     );
     const acc = sim.core.srams.acc;
     assert.deepEqual([...acc.subarray(4 * lanes, 6 * lanes)], [...acc32.subarray(lanes, 3 * lanes)]);
@@ -108,9 +125,18 @@ describe("LOAD", () => {
   });
 
   it("loads micro-ops from the run's micro-op buffer and decodes them", () => {
-    const uops = [{ dst: 5, src: 6, wgt: 7 }, { dst: hw.accDepth - 1, src: hw.inpDepth - 1, wgt: hw.wgtDepth - 1 }, { dst: 1, src: 0, wgt: 2 }];
+    const uops = [
+      { dst: 5, src: 6, wgt: 7 },
+      { dst: hw.accDepth - 1, src: hw.inpDepth - 1, wgt: hw.wgtDepth - 1 },
+      { dst: 1, src: 0, wgt: 2 },
+    ];
     const sim = new VtaSimulator();
-    const r = runVtaFunction(binaryOf([rawRun([insn.load(MEM.UOP, { sramBase: 20, dramBase: 1, xSize: 2, xStride: 2 }), insn.finish()], [[0, UOP_BUFFER]], uops)]), "f", [], { simulator: sim });
+    const r = runVtaFunction(
+      binaryOf([rawRun([insn.load(MEM.UOP, { sramBase: 20, dramBase: 1, xSize: 2, xStride: 2 }), insn.finish()], [[0, UOP_BUFFER]], uops)]),
+      "f",
+      [],
+      { simulator: sim },
+    );
     const s = sim.core.srams;
     assert.deepEqual([s.uopDst[20], s.uopSrc[20], s.uopWgt[20]], [hw.accDepth - 1, hw.inpDepth - 1, hw.wgtDepth - 1]);
     assert.deepEqual([s.uopDst[21], s.uopSrc[21], s.uopWgt[21]], [1, 0, 2]);
@@ -133,19 +159,39 @@ describe("LOAD", () => {
 
   it("refuses an SRAM range past the buffer, naming the instruction", () => {
     const program = binaryOf([rawRun([insn.finish(), insn.load(MEM.INP, { sramBase: hw.inpDepth - 2, xSize: 3 })], [[1, 0]])]);
-    rejects(() => runVtaFunction(program, "f", [pattern(4, hw.inpElemBytes)]), "RUNTIME_ERROR", "instruction 1", "LOAD INP", `[${hw.inpDepth - 2}, ${hw.inpDepth + 1})`, String(hw.inpDepth));
+    rejects(
+      () => runVtaFunction(program, "f", [pattern(4, hw.inpElemBytes)]),
+      "RUNTIME_ERROR",
+      "instruction 1",
+      "LOAD INP",
+      `[${hw.inpDepth - 2}, ${hw.inpDepth + 1})`,
+      String(hw.inpDepth),
+    );
     const padded = binaryOf([rawRun([insn.load(MEM.ACC, { sramBase: hw.accDepth - 1, xSize: 1, yPad1: 1 }), insn.finish()], [[0, 0]])]);
     rejects(() => runVtaFunction(padded, "f", [pattern(4, hw.accElemBytes)]), "RUNTIME_ERROR", "instruction 0", "ACC");
   });
 
   it("refuses a load into OUT, naming the instruction", () => {
-    rejects(() => runVtaFunction(binaryOf([rawRun([insn.load(MEM.OUT), insn.finish()], [[0, 0]])]), "f", [new Uint8Array(64)]), "RUNTIME_ERROR", "instruction 0", "OUT");
+    rejects(
+      () => runVtaFunction(binaryOf([rawRun([insn.load(MEM.OUT), insn.finish()], [[0, 0]])]), "f", [new Uint8Array(64)]),
+      "RUNTIME_ERROR",
+      "instruction 0",
+      "OUT",
+    );
   });
 
   it("refuses an argument too small for the DRAM the program reads, naming the parameter", () => {
-    const program = binaryOf([rawRun([insn.load(MEM.INP, { dramBase: 1, ySize: 2, xSize: 2, xStride: 4, pushNext: true }), insn.finish({ popPrev: true })], [[0, 0]])]);
+    const program = binaryOf([
+      rawRun([insn.load(MEM.INP, { dramBase: 1, ySize: 2, xSize: 2, xStride: 4, pushNext: true }), insn.finish({ popPrev: true })], [[0, 0]]),
+    ]);
     const need = (1 + 4 + 2) * hw.inpElemBytes;
-    const err = rejects(() => runVtaFunction(program, "f", [new Uint8Array(need - 1)], { params: [{ name: "data", kind: "buffer" }] }), "BAD_ARGUMENTS", "data", String(need), "instruction 0");
+    const err = rejects(
+      () => runVtaFunction(program, "f", [new Uint8Array(need - 1)], { params: [{ name: "data", kind: "buffer" }] }),
+      "BAD_ARGUMENTS",
+      "data",
+      String(need),
+      "instruction 0",
+    );
     assert.match(err.message, /argument 0/);
     // Exactly enough is fine.
     runVtaFunction(program, "f", [new Uint8Array(need)]);
@@ -161,7 +207,16 @@ describe("LOAD", () => {
   });
 
   it("refuses a micro-op load past the run's micro-op buffer", () => {
-    const program = binaryOf([rawRun([insn.load(MEM.UOP, { dramBase: 1, xSize: 2 }), insn.finish()], [[0, UOP_BUFFER]], [{ dst: 0, src: 0, wgt: 0 }, { dst: 1, src: 0, wgt: 0 }])]);
+    const program = binaryOf([
+      rawRun(
+        [insn.load(MEM.UOP, { dramBase: 1, xSize: 2 }), insn.finish()],
+        [[0, UOP_BUFFER]],
+        [
+          { dst: 0, src: 0, wgt: 0 },
+          { dst: 1, src: 0, wgt: 0 },
+        ],
+      ),
+    ]);
     rejects(() => runVtaFunction(program, "f", []), "RUNTIME_ERROR", "instruction 0", "micro-op buffer");
   });
 });

@@ -24,8 +24,18 @@ import { FarmError } from "../../../protos/index.ts";
 import { DEFAULT_VTA_HARDWARE, UOP_BUFFER, type VtaBinary, type VtaHardware } from "../../../vta/index.ts";
 import { Dram, type DramBuffer } from "./dram.ts";
 import {
-  ABSOLUTE, KIND, MODULE_NAMES, checkArgumentSizes, checkRunShape, decodeRun, popFlagName, runLabel,
-  type BufferNeed, type DecodedInsn, type DecodedRun, type ParamInfo,
+  ABSOLUTE,
+  KIND,
+  MODULE_NAMES,
+  checkArgumentSizes,
+  checkRunShape,
+  decodeRun,
+  popFlagName,
+  runLabel,
+  type BufferNeed,
+  type DecodedInsn,
+  type DecodedRun,
+  type ParamInfo,
 } from "../vta-board/decode.ts";
 import { Executor } from "./execute.ts";
 import { createCore, type Core, type GemmEngine } from "./core.ts";
@@ -151,7 +161,10 @@ export class VtaSimulator {
    */
   call(program: VtaProgram, args: readonly (DramBuffer | undefined)[]): CallReport {
     if (program.error) throw program.error;
-    checkArgumentSizes(program, args.map((b) => b?.nbytes));
+    checkArgumentSizes(
+      program,
+      args.map((b) => b?.nbytes),
+    );
     const report: CallReport = { cycles: 0, runs: 0, instructions: 0 };
     for (const run of program.runs) {
       try {
@@ -295,7 +308,10 @@ export class VtaSimulator {
 
   private deadlock(where: string, run: DecodedRun, ptr: number[]): FarmError {
     const waits = [0, 1, 2].map((m) => this.describeWait(run, m, ptr[m]!)).join("; ");
-    const first = [0, 1, 2].map((m) => run.queues[m]![ptr[m]!]).filter((x): x is number => x !== undefined).sort((a, b) => a - b)[0];
+    const first = [0, 1, 2]
+      .map((m) => run.queues[m]![ptr[m]!])
+      .filter((x): x is number => x !== undefined)
+      .sort((a, b) => a - b)[0];
     return new FarmError("RUNTIME_ERROR", `VTA ${where}: dependency-token deadlock before FINISH — ${waits}`, { details: { instruction: first ?? -1 } });
   }
 }

@@ -48,7 +48,19 @@ export function sramLayout(hw: VtaHardware): SramLayout {
   const uopWgtBase = take(hw.uopDepth * 4);
   const inp16Base = take(hw.inpDepth * hw.inpElemBytes * 2);
   const wgtPairBase = take(hw.wgtDepth * hw.wgtElemBytes * 2);
-  return { inpBase, wgtBase, accBase, uopBase, uopDstBase, uopSrcBase, uopWgtBase, inp16Base, wgtPairBase, totalBytes: at, wasmPages: Math.ceil(at / WASM_PAGE) };
+  return {
+    inpBase,
+    wgtBase,
+    accBase,
+    uopBase,
+    uopDstBase,
+    uopSrcBase,
+    uopWgtBase,
+    inp16Base,
+    wgtPairBase,
+    totalBytes: at,
+    wasmPages: Math.ceil(at / WASM_PAGE),
+  };
 }
 
 export class Srams {
@@ -75,7 +87,8 @@ export class Srams {
     this.layout = sramLayout(hw);
     const l = this.layout;
     this.memory = memory ?? new ArrayBuffer(l.totalBytes);
-    if (this.memory.byteLength < l.totalBytes) throw new FarmError("INTERNAL", `SRAM memory of ${this.memory.byteLength} bytes is smaller than the ${l.totalBytes} bytes needed`);
+    if (this.memory.byteLength < l.totalBytes)
+      throw new FarmError("INTERNAL", `SRAM memory of ${this.memory.byteLength} bytes is smaller than the ${l.totalBytes} bytes needed`);
     this.inp = new Int8Array(this.memory, l.inpBase, hw.inpDepth * hw.inpElemBytes);
     this.wgt = new Int8Array(this.memory, l.wgtBase, hw.wgtDepth * hw.wgtElemBytes);
     this.acc = new Int32Array(this.memory, l.accBase, (hw.accDepth * hw.accElemBytes) / 4);

@@ -12,12 +12,11 @@ const lanes = hw.batch * hw.blockOut;
 function storeProgram(store: Parameters<typeof insn.store>[0], accElems: number) {
   return binaryOf([
     rawRun(
+      [insn.load(MEM.ACC, { xSize: accElems, pushNext: true }), insn.store({ ...store, popPrev: true, pushPrev: true }), insn.finish({ popNext: true })],
       [
-        insn.load(MEM.ACC, { xSize: accElems, pushNext: true }),
-        insn.store({ ...store, popPrev: true, pushPrev: true }),
-        insn.finish({ popNext: true }),
+        [0, 0],
+        [1, 1],
       ],
-      [[0, 0], [1, 1]],
     ),
   ]);
 }
@@ -29,7 +28,12 @@ describe("STORE", () => {
     const r = runVtaFunction(storeProgram({ sramBase: 0, dramBase: 1, xSize: 2, ySize: 2, xStride: 3 }, 4), "f", [new Uint8Array(acc.buffer), out]);
     const got = new Int8Array(r.outputs[1]!.buffer);
     // ACC element y·x_size + x → OUT element dram_base + y·x_stride + x.
-    const placed = new Map([[1, 0], [2, 1], [4, 2], [5, 3]]);
+    const placed = new Map([
+      [1, 0],
+      [2, 1],
+      [4, 2],
+      [5, 3],
+    ]);
     for (let e = 0; e < 8; e++) {
       for (let k = 0; k < lanes; k++) {
         const from = placed.get(e);

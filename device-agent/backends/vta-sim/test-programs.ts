@@ -14,8 +14,25 @@
  * need them are in tests/.
  */
 import {
-  DEFAULT_VTA_HARDWARE, MEM, NO_DEPS, OPCODE, STAGE, UOP_MODE, UopHandle, VtaCommandQueue, encodeInsn, encodeUop, nopInsn,
-  type AluOpcode, type Insn, type MemInsn, type MemoryType, type Uop, type VtaBinary, type VtaHardware, type VtaRun,
+  DEFAULT_VTA_HARDWARE,
+  MEM,
+  NO_DEPS,
+  OPCODE,
+  STAGE,
+  UOP_MODE,
+  UopHandle,
+  VtaCommandQueue,
+  encodeInsn,
+  encodeUop,
+  nopInsn,
+  type AluOpcode,
+  type Insn,
+  type MemInsn,
+  type MemoryType,
+  type Uop,
+  type VtaBinary,
+  type VtaHardware,
+  type VtaRun,
 } from "../../../vta/index.ts";
 
 // ---- a program built through the runtime emulation
@@ -81,14 +98,39 @@ export const insn = {
   },
   gemm(f: Partial<Omit<Extract<Insn, { opcode: 2 }>, "opcode">> = {}): Insn {
     return {
-      ...NO_DEPS, opcode: OPCODE.GEMM, resetReg: false, uopBgn: 0, uopEnd: 1, iterOut: 1, iterIn: 1,
-      dstFactorOut: 0, dstFactorIn: 0, srcFactorOut: 0, srcFactorIn: 0, wgtFactorOut: 0, wgtFactorIn: 0, ...f,
+      ...NO_DEPS,
+      opcode: OPCODE.GEMM,
+      resetReg: false,
+      uopBgn: 0,
+      uopEnd: 1,
+      iterOut: 1,
+      iterIn: 1,
+      dstFactorOut: 0,
+      dstFactorIn: 0,
+      srcFactorOut: 0,
+      srcFactorIn: 0,
+      wgtFactorOut: 0,
+      wgtFactorIn: 0,
+      ...f,
     };
   },
   alu(aluOpcode: AluOpcode, f: Partial<Omit<Extract<Insn, { opcode: 4 }>, "opcode" | "aluOpcode">> = {}): Insn {
     return {
-      ...NO_DEPS, opcode: OPCODE.ALU, aluOpcode, resetReg: false, uopBgn: 0, uopEnd: 1, iterOut: 1, iterIn: 1,
-      dstFactorOut: 0, dstFactorIn: 0, srcFactorOut: 0, srcFactorIn: 0, useImm: false, imm: 0, ...f,
+      ...NO_DEPS,
+      opcode: OPCODE.ALU,
+      aluOpcode,
+      resetReg: false,
+      uopBgn: 0,
+      uopEnd: 1,
+      iterOut: 1,
+      iterIn: 1,
+      dstFactorOut: 0,
+      dstFactorIn: 0,
+      srcFactorOut: 0,
+      srcFactorIn: 0,
+      useImm: false,
+      imm: 0,
+      ...f,
     };
   },
   finish(f: Partial<Omit<Extract<Insn, { opcode: 3 }>, "opcode">> = {}): Insn {

@@ -206,7 +206,14 @@ export function wasmModule(pages: number, fns: WasmFunction[]): Uint8Array {
     return [...uleb(body.length), ...body];
   });
   return new Uint8Array([
-    0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+    0x00,
+    0x61,
+    0x73,
+    0x6d,
+    0x01,
+    0x00,
+    0x00,
+    0x00,
     ...section(1, vec(types)),
     ...section(2, vec(imports)),
     ...section(3, vec(funcs)),

@@ -17,7 +17,10 @@ export const loadModule: Handler<"load_module"> = (s, id, { name }, mux) => {
   const bundle = decodeBundle(s.files.read(name, "load"));
   if (bundle.target !== s.backend.target) {
     const details = Object.values(bundle.targetDetails).join("/");
-    throw new FarmError("TARGET_MISMATCH", `module "${name}" was built for target ${bundle.target}${details ? ` (${details})` : ""}, but this board is a ${s.backend.kind} board`);
+    throw new FarmError(
+      "TARGET_MISMATCH",
+      `module "${name}" was built for target ${bundle.target}${details ? ` (${details})` : ""}, but this board is a ${s.backend.kind} board`,
+    );
   }
   // Said before the load: a shared object's constructors run inside it, and from then on this process is the tenant's.
   if (s.backend.loadsNativeCode && !s.nativeCodeLoaded) {
@@ -118,7 +121,10 @@ export function callSettings(s: SessionState, c: Call__Output, timing: { flush_l
     const given = (Object.keys(settings) as (keyof CallSettings)[]).filter((k) => SETTING_TARGETS[k] === target);
     if (given.length === 0 || s.backend.target === target) continue;
     const hint = target === "cpu" && s.backend.target === "cuda" ? " (flushL2 flushes a GPU's L2)" : "";
-    throw new FarmError("BAD_ARGUMENTS", `${given.join(", ")} ${given.length > 1 ? "are options" : "is an option"} of ${target.toUpperCase()} boards; this is a ${s.backend.kind} board${hint}`);
+    throw new FarmError(
+      "BAD_ARGUMENTS",
+      `${given.join(", ")} ${given.length > 1 ? "are options" : "is an option"} of ${target.toUpperCase()} boards; this is a ${s.backend.kind} board${hint}`,
+    );
   }
   return settings;
 }

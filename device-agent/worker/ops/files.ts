@@ -33,12 +33,14 @@ export const upload: Handler<"upload"> = (s, id, u, mux) => (u.probe && !mux.ass
 /** An upload probe: the file from the agent's store, or NOT_FOUND (the host then sends the bytes). */
 function probe(s: SessionState, id: number, u: Body<"upload">, mux: Multiplexer): Promise<void> {
   const digest = digestOf(u);
-  if (!digest || u.data.byteLength > 0 || !u.done) throw new FarmError("PROTOCOL_ERROR", `upload probe ${id} must carry a sha256 or tree_sha256, no data, and be its request's only frame`);
+  if (!digest || u.data.byteLength > 0 || !u.done)
+    throw new FarmError("PROTOCOL_ERROR", `upload probe ${id} must carry a sha256 or tree_sha256, no data, and be its request's only frame`);
   return adopt(s, id, u, digest, mux);
 }
 
 async function adopt(s: SessionState, id: number, u: Body<"upload">, digest: string, mux: Multiplexer): Promise<void> {
-  if (!(await s.files.adopt(u.name, digest, u.total_bytes))) throw new FarmError("NOT_FOUND", `this board holds no ${u.total_bytes} bytes of digest ${digest}; send them`);
+  if (!(await s.files.adopt(u.name, digest, u.total_bytes)))
+    throw new FarmError("NOT_FOUND", `this board holds no ${u.total_bytes} bytes of digest ${digest}; send them`);
   s.reused.files++;
   s.reused.bytes += u.total_bytes;
   mux.reply({ id, ok: {} });

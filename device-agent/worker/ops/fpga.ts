@@ -5,9 +5,15 @@ import type { Handler } from "./operation.ts";
 
 export const programFpga: Handler<"program_fpga"> = async (s, id, { bitstream, config }, mux) => {
   if (!s.hooks.programFpga) {
-    throw new FarmError("BAD_ARGUMENTS", `programming an FPGA is an operation of vta boards (an FPGA board or its device model); this is a ${s.backend.kind} board`);
+    throw new FarmError(
+      "BAD_ARGUMENTS",
+      `programming an FPGA is an operation of vta boards (an FPGA board or its device model); this is a ${s.backend.kind} board`,
+    );
   }
-  for (const [what, name] of [["bitstream", bitstream], ["companion JSON (TVM's vta_config.json)", config]] as const) {
+  for (const [what, name] of [
+    ["bitstream", bitstream],
+    ["companion JSON (TVM's vta_config.json)", config],
+  ] as const) {
     if (!name) throw new FarmError("BAD_ARGUMENTS", `program_fpga needs the ${what}: the name of a file uploaded to this session`);
     if (!existsSync(s.files.path(name))) throw new FarmError("NOT_FOUND", `no file "${name}" in this session for the ${what}: upload it first`);
   }

@@ -21,7 +21,8 @@ export const measure: Handler<"measure"> = (s, id, m, mux) => {
     const a = arrayOf(s, k.array);
     // A reference in a board array is read once, here: the same for the check before timing and after.
     const held = k.expect_array ? arrayOf(s, k.expect_array) : undefined;
-    if (held && held.dtype !== a.dtype) throw new FarmError("BAD_ARGUMENTS", `check ${i}: the reference array ${k.expect_array} holds ${held.dtype}, array ${k.array} ${a.dtype}`);
+    if (held && held.dtype !== a.dtype)
+      throw new FarmError("BAD_ARGUMENTS", `check ${i}: the reference array ${k.expect_array} holds ${held.dtype}, array ${k.array} ${a.dtype}`);
     const expect = held ? held.array.read(0, held.array.nbytes) : k.expect;
     if (expect.byteLength !== a.array.nbytes) {
       throw new FarmError("BAD_ARGUMENTS", `check ${i}: the reference has ${expect.byteLength} bytes, array ${k.array} holds ${a.array.nbytes}`);
@@ -49,7 +50,14 @@ export const measure: Handler<"measure"> = (s, id, m, mux) => {
   const after = check("after timing");
   const stats = s.backend.stats();
   const counters = { ...stats.counters, measure_wall_ns: (performance.now() - t0) * 1e6 };
-  mux.reply({ id, measured: { time: { results_s: result.resultsS, number: result.number, conditions: result.conditions, stopped_by: result.stoppedBy }, wrong: after, counters } });
+  mux.reply({
+    id,
+    measured: {
+      time: { results_s: result.resultsS, number: result.number, conditions: result.conditions, stopped_by: result.stoppedBy },
+      wrong: after,
+      counters,
+    },
+  });
 };
 
 /** The first element of `got` outside |got − want| ≤ atol + rtol·|want|, described; or undefined. */

@@ -15,9 +15,13 @@ export const timeEvaluate: Handler<"time_evaluate"> = (s, id, t, mux) => {
 export function evaluate(s: SessionState, t: TimeEvaluate__Output): TimeEvaluation & { conditions: Record<string, string> } {
   if (!t.call) throw new FarmError("BAD_ARGUMENTS", "time_evaluate needs a call");
   const c = t.call;
-  if (t.repeat < 1 || t.number < 1) throw new FarmError("BAD_ARGUMENTS", `time_evaluate needs number ≥ 1 and repeat ≥ 1 (got number ${t.number}, repeat ${t.repeat})`);
+  if (t.repeat < 1 || t.number < 1)
+    throw new FarmError("BAD_ARGUMENTS", `time_evaluate needs number ≥ 1 and repeat ≥ 1 (got number ${t.number}, repeat ${t.repeat})`);
   if (!(t.target_rse >= 0 && t.target_rse < 1) || !(t.budget_ms >= 0)) {
-    throw new FarmError("BAD_ARGUMENTS", `time_evaluate: targetRse must be in [0, 1) (0.01: the median within ~1 %) and budgetMs ≥ 0 (got targetRse ${t.target_rse}, budgetMs ${t.budget_ms})`);
+    throw new FarmError(
+      "BAD_ARGUMENTS",
+      `time_evaluate: targetRse must be in [0, 1) (0.01: the median within ~1 %) and budgetMs ≥ 0 (got targetRse ${t.target_rse}, budgetMs ${t.budget_ms})`,
+    );
   }
   const { fn, args } = prepare(s, c);
   const settings = callSettings(s, c, t);
