@@ -170,6 +170,13 @@ describe("a farm with tokens", () => {
       /token 'alice' is a client token and may not quarantine boards; that needs an operator token/,
     );
     await refused((await client(tokens.alice)).tokens({ action: "list" }), "PERMISSION_DENIED", /may not administer tokens/);
+    // Who asks is judged before what it asks: an action outside the enum, sent raw, is still a permission refusal.
+    const raw = (await client(tokens.alice)) as unknown as {
+      client: { BoardCommand(req: object, md: object, cb: (err: Error | null) => void): void };
+      metadata(): object;
+    };
+    const err = await new Promise<Error | null>((resolve) => raw.client.BoardCommand({ board_id: board, action: 99 }, raw.metadata(), resolve));
+    assert.equal(FarmError.from(err).code, "PERMISSION_DENIED", String(err));
   });
 
   it("keeps a client to its keys, its priority cap and its session-timeout cap; 0 is never unlimited", async () => {

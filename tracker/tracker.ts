@@ -340,8 +340,11 @@ export class Tracker {
       BoardCommand: (call, callback) => {
         try {
           const caller = this.auth.caller(call.metadata, call.getPeer(), "send board commands");
-          const action = BOARD_ACTION.fromWire(call.request.action, "the board command");
-          this.auth.requireKind(caller, ["operator"], `${action || "command"} boards`);
+          // Who asks comes first: a caller who may not command boards hears that, whatever its action says (named in
+          // the refusal when it is one); an action outside the enum is refused only to a caller who may ask.
+          const wire = call.request.action;
+          this.auth.requireKind(caller, ["operator"], `${BOARD_ACTION.names.find((n) => BOARD_ACTION.toWire(n) === wire) ?? "command"} boards`);
+          const action = BOARD_ACTION.fromWire(wire, "the board command");
           const { board_id: id, operator, reason } = call.request;
           // With tokens, who asked is the token's name, not what the request says.
           const by = caller.identity ? caller.name : operator || call.getPeer();
