@@ -49,6 +49,8 @@ export interface ConditionRun {
   uploads: number;
   lanes: Lane[];
   candidates: number;
+  /** How many times each candidate's timing runs the kernel (default 1). */
+  number?: number;
 }
 
 /** `sink` is a driver on agent1's host, listening for the raw transfer. */
@@ -89,9 +91,7 @@ export async function runCondition(farm: BedFarm, sink: { driver: Driver; port: 
 
   const resultsFile = join(tmpdir(), `kfarm-multihost-${process.pid}-${c.name.replace(/\W+/g, "")}.jsonl`);
   rmSync(resultsFile, { force: true });
-  // Each timing runs the kernel 300,000 times (~0.2 s), so the batch (2–3 s on one board) outlasts a board whose session opened late: at
-  // 1 % loss a lost SYN is sent again after 1 s, and 12 quick candidates were all done on the other board by then.
-  const m = await client.do("measure", { key: "cpu", n: run.candidates, resultsFile, number: 300_000 });
+  const m = await client.do("measure", { key: "cpu", n: run.candidates, resultsFile, number: run.number ?? 1 });
   rmSync(resultsFile, { force: true });
   fig.measure = { candidates: run.candidates, ms: m.ms, outcomes: {}, boards: [...new Set<string>(m.results.map((r: { board: string }) => r.board))].sort() };
   for (const r of m.results as Array<{ outcome: string }>) fig.measure.outcomes[r.outcome] = (fig.measure.outcomes[r.outcome] ?? 0) + 1;
