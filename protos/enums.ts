@@ -22,9 +22,8 @@
  * protos/ call them where messages are encoded and decoded, and a part that
  * builds or reads a gRPC message itself calls them at that point.
  */
-import { createRequire } from "node:module";
 import type * as Protobuf from "protobufjs";
-import { fileURLToPath } from "node:url";
+import { protobuf, root } from "./contract-root.ts";
 import { FarmError, type FarmErrorCode } from "./errors.ts";
 import { AUTO_ROUTE, LANES } from "./gen/contract.ts";
 import type { BoardAction__Output } from "./gen/farm/v1/BoardAction.ts";
@@ -36,13 +35,6 @@ import type { TokenKind__Output } from "./gen/farm/v1/TokenKind.ts";
 import type { Lane__Output } from "./gen/farm/v1/Lane.ts";
 import type { LaneRole__Output } from "./gen/farm/v1/LaneRole.ts";
 import type { Route__Output } from "./gen/farm/v1/Route.ts";
-
-const require = createRequire(import.meta.url);
-const protobuf = require("protobufjs") as typeof Protobuf;
-
-const root = new protobuf.Root();
-root.resolvePath = (_origin, target) => (target.startsWith("farm/") ? fileURLToPath(new URL(target, import.meta.url)) : target);
-root.loadSync(["farm/v1/common.proto", "farm/v1/agent.proto", "farm/v1/host.proto", "farm/v1/session.proto", "farm/v1/worker.proto"], { keepCase: true });
 
 type Kebab<S extends string> = S extends `${infer A}_${infer B}` ? `${A}-${Kebab<B>}` : S;
 /** The name users see of wire value `W` of the enum whose values start with `P`; `E`: the value that stands for "". */

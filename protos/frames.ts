@@ -4,9 +4,8 @@
  * The host SDK and the session worker are the only two places that ever look
  * inside a frame; the tracker relays the encoded bytes untouched.
  */
-import { createRequire } from "node:module";
 import type * as Protobuf from "protobufjs";
-import { fileURLToPath } from "node:url";
+import { protobuf, root } from "./contract-root.ts";
 import type { HostFrame, HostFrame__Output } from "./gen/farm/v1/HostFrame.ts";
 import type { BoardFrame, BoardFrame__Output } from "./gen/farm/v1/BoardFrame.ts";
 import type { WireError } from "./errors.ts";
@@ -20,17 +19,6 @@ import { SPLIT_MIN_BYTES } from "./gen/contract.ts";
 import type { BoardInfo, BoardInfo__Output } from "./summary-reply.ts";
 import type { Route } from "./routes.ts";
 
-const require = createRequire(import.meta.url);
-const protobuf = require("protobufjs") as typeof Protobuf;
-
-// 64-bit integers decode as JS numbers: frame fields that are 64-bit hold
-// kernel scalar arguments, and sizes are doubles (exact to 2^53).
-protobuf.util.Long = undefined as never;
-protobuf.configure();
-
-const root = new protobuf.Root();
-root.resolvePath = (_origin, target) => (target.startsWith("farm/") ? fileURLToPath(new URL(target, import.meta.url)) : target);
-root.loadSync(["farm/v1/session.proto", "farm/v1/host.proto"], { keepCase: true });
 const hostFrameType = root.lookupType("farm.v1.HostFrame");
 const boardFrameType = root.lookupType("farm.v1.BoardFrame");
 const sessionRequestType = root.lookupType("farm.v1.SessionRequest");

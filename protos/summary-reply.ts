@@ -11,9 +11,7 @@
  * The tracker hands the bytes to grpc-js as its reply, and HostService's
  * Summary serializer passes a Buffer as it is (protos/grpc.ts).
  */
-import { createRequire } from "node:module";
-import type * as Protobuf from "protobufjs";
-import { fileURLToPath } from "node:url";
+import { protobuf, root } from "./contract-root.ts";
 import type { BoardInfo as BoardInfoMessage, BoardInfo__Output as BoardInfoMessage__Output } from "./gen/farm/v1/BoardInfo.ts";
 import type { SummaryReply as SummaryReplyMessage, SummaryReply__Output as SummaryReplyMessage__Output } from "./gen/farm/v1/SummaryReply.ts";
 import type { HealthChange as HealthChangeMessage, HealthChange__Output as HealthChangeMessage__Output } from "./gen/farm/v1/HealthChange.ts";
@@ -40,12 +38,6 @@ export type HealthChange__Output = Omit<HealthChangeMessage__Output, "from" | "t
 export type SummaryReply = Omit<SummaryReplyMessage, "boards"> & { boards?: BoardInfo[] };
 export type SummaryReply__Output = Omit<SummaryReplyMessage__Output, "boards"> & { boards: BoardInfo__Output[] };
 
-const require = createRequire(import.meta.url);
-const protobuf = require("protobufjs") as typeof Protobuf;
-
-const root = new protobuf.Root();
-root.resolvePath = (_origin, target) => (target.startsWith("farm/") ? fileURLToPath(new URL(target, import.meta.url)) : target);
-root.loadSync(["farm/v1/host.proto"], { keepCase: true });
 const boardInfoType = root.lookupType("farm.v1.BoardInfo");
 const summaryReplyType = root.lookupType("farm.v1.SummaryReply");
 /** SummaryReply.boards: field 2, length-delimited. */

@@ -9,9 +9,7 @@
  * well-formed message is in scope for the sending worker (its session, its
  * state) is the agent's to judge (device-agent/agent/pool.ts).
  */
-import { createRequire } from "node:module";
-import type * as Protobuf from "protobufjs";
-import { fileURLToPath } from "node:url";
+import { root } from "./contract-root.ts";
 import { FarmError, type WireError } from "./errors.ts";
 import type { AgentToWorker as AgentToWorkerMessage, AgentToWorker__Output as AgentToWorkerMessage__Output } from "./gen/farm/v1/AgentToWorker.ts";
 import type { WorkerAssign, WorkerAssign__Output } from "./gen/farm/v1/WorkerAssign.ts";
@@ -20,12 +18,6 @@ import { LANE, ROUTE, toWireMessage } from "./enums.ts";
 import { LANES, type Lane, type Route } from "./routes.ts";
 import type { WorkerToAgent, WorkerToAgent__Output } from "./gen/farm/v1/WorkerToAgent.ts";
 
-const require = createRequire(import.meta.url);
-const protobuf = require("protobufjs") as typeof Protobuf;
-
-const root = new protobuf.Root();
-root.resolvePath = (_origin, target) => (target.startsWith("farm/") ? fileURLToPath(new URL(target, import.meta.url)) : target);
-root.loadSync(["farm/v1/worker.proto"], { keepCase: true });
 const toWorkerType = root.lookupType("farm.v1.AgentToWorker");
 const toAgentType = root.lookupType("farm.v1.WorkerToAgent");
 
