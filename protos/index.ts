@@ -14,7 +14,6 @@ export {
   encodeBundle,
   decodeBundle,
   validateBundle,
-  warmBundleCodec,
   bundleDigest,
   launchProblem,
   paramProblem,
@@ -27,6 +26,7 @@ export {
   type FunctionSpec,
   type ParamSpec,
 } from "./bundle.ts";
+export { workerCodecWarmups } from "./warm.ts";
 export {
   encodeHostFrame,
   encodeHostFrameParts,

@@ -7,7 +7,7 @@
  */
 import { readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { FarmError, warmBundleCodec } from "../../protos/index.ts";
+import { FarmError, workerCodecWarmups } from "../../protos/index.ts";
 import { componentLogger } from "../../runtime/index.ts";
 import { createBackend } from "../backends/index.ts";
 import type { WorkerToAgent } from "../../protos/index.ts";
@@ -169,11 +169,19 @@ async function canary(): Promise<void> {
 
 // A new worker checks its board first: at registration, and after any worker death.
 await canary();
-// What the first session's load_module would otherwise pay: the bundle codec's first run.
-warmBundleCodec();
-
 // Listening already: an assignment can follow "ready" at once.
 tell({ ready: {} });
+
+// What a fresh worker's first session would otherwise pay on its critical path, 25 ms of it on the way to its
+// first call here: each codec's first run (protos/warm.ts). One step per turn while idle, so no assignment waits
+// for more than one.
+const warmups = workerCodecWarmups();
+(function warmNext(): void {
+  if (serving === undefined && warmups.length > 0) {
+    warmups.shift()!();
+    setImmediate(warmNext);
+  }
+})();
 
 /** The worker's own home (HOME, TMPDIR, working directory) between sessions. */
 const home = { HOME: process.env.HOME, TMPDIR: process.env.TMPDIR, cwd: process.cwd() };
