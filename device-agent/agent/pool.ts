@@ -163,6 +163,8 @@ export class BoardPool {
   /** The last lane handed over, and whether its worker's channel took it (giveLane's answer). */
   private lastHanded: { lane: LaneId; sent: boolean } | undefined;
   private readonly timers = new Map<string, NodeJS.Timeout>();
+  /** Session folders whose tmpfs is being detached off the event loop (removeDir). */
+  private readonly detaching = new Set<string>();
   /** Workers started, for names of homes where workers have no uid of their own. */
   private started = 0;
   /** Session folders of exited workers waiting for their uid's last processes to die (reap()), with that uid. */
@@ -256,6 +258,9 @@ export class BoardPool {
   /** Kills every worker (sessions included) and whatever its kernels started. */
   close(): void {
     this.feed({ kind: "close" });
+    // Those still being detached on libuv's threads: the agent removes its scratch folder next, which cannot go while
+    // a tmpfs is mounted in it (a second detach of one is harmless).
+    for (const dir of this.detaching) this.removeDir(dir, true);
   }
 
   /** Ends every session in progress (the tracker is gone, its sessions with it). */
@@ -344,7 +349,7 @@ export class BoardPool {
           // Folders of workers that exited and whose uid is still being cleared.
           for (const [dir, uid] of this.lateRemovals) {
             this.sandbox.uids.releaseSync(uid);
-            this.removeDir(dir);
+            this.removeDir(dir, true);
           }
           this.lateRemovals.clear();
           break;
@@ -549,22 +554,38 @@ export class BoardPool {
     if (p?.uid !== undefined) this.sandbox.uids.releaseSync(p.uid);
     else if (p) killGroup(p);
     // Now too, once nothing of it runs: the agent removes its scratch folder next, which cannot go while a session's tmpfs is mounted in it.
-    this.removeDir(this.takeFolder(folder));
+    this.removeDir(this.takeFolder(folder), true);
   }
 
-  private removeDir(dir: string | undefined): void {
+  /**
+   * Removes a session's folder. Its tmpfs is detached, not unmounted: a
+   * kernel's leftover child may still hold a file open in it; the memory is
+   * freed when the last one goes (every process of the uid is killed on
+   * reap). Detached off the event loop (unmountSoon), then the folder, empty
+   * by then, removed; `now` (the pool closing): all at once.
+   */
+  private removeDir(dir: string | undefined, now = false): void {
     if (!dir) return;
     this.sandbox.store.release(basename(dir));
-    if (this.sandbox.disk) {
-      try {
-        // Detached, not unmounted: a kernel's leftover child may still hold a file open in it; the
-        // memory is freed when the last one goes (every process of the uid is killed on reap).
-        this.sandbox.disk.unmount(dir);
-      } catch (err) {
-        this.log.error({ board: this.boardName, dir, err: (err as Error).message }, "cannot detach a session's tmpfs");
-      }
+    const disk = this.sandbox.disk;
+    const failed = (err: unknown) => this.log.error({ board: this.boardName, dir, err: (err as Error).message }, "cannot detach a session's tmpfs");
+    const remove = () => rmSync(dir, { recursive: true, force: true });
+    if (!disk) return remove();
+    if (!now) {
+      this.detaching.add(dir);
+      return void disk
+        .unmountSoon(dir)
+        .catch(failed)
+        .then(() => this.detaching.delete(dir) && remove())
+        .catch((err: unknown) => this.log.error({ board: this.boardName, dir, err: (err as Error).message }, "cannot remove a session's folder"));
     }
-    rmSync(dir, { recursive: true, force: true });
+    this.detaching.delete(dir);
+    try {
+      disk.unmount(dir);
+    } catch (err) {
+      failed(err);
+    }
+    remove();
   }
 
   /** A worker's request to the agent, served in its session's folder; resolves to the reply. */

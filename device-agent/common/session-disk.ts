@@ -12,7 +12,7 @@
  */
 import { readFileSync, statfsSync } from "node:fs";
 import { basename } from "node:path";
-import koffi from "koffi";
+import koffi, { type KoffiFunc } from "koffi";
 import { FarmError } from "../../protos/index.ts";
 
 const MS_NOSUID = 2;
@@ -27,7 +27,7 @@ const ENOENT = 2;
 
 interface Libc {
   mount: (source: string, target: string, fstype: string, flags: number, data: string) => number;
-  umount2: (target: string, flags: number) => number;
+  umount2: KoffiFunc<(target: string, flags: number) => number>;
 }
 
 let libc: Libc | undefined;
@@ -36,7 +36,7 @@ function loadLibc(): Libc {
     const lib = koffi.load("libc.so.6");
     libc = {
       mount: lib.func("int mount(const char *source, const char *target, const char *fstype, unsigned long flags, const char *data)"),
-      umount2: lib.func("int umount2(const char *target, int flags)"),
+      umount2: lib.func("int umount2(const char *target, int flags)") as KoffiFunc<(target: string, flags: number) => number>,
     };
   }
   return libc;
@@ -85,6 +85,27 @@ export class SessionDisk {
         { details: { errno } },
       );
     }
+  }
+
+  /**
+   * As unmount, on a thread of libuv's pool: umount2 waits for the kernel
+   * (milliseconds: an RCU grace period), and a session's end must not hold
+   * the agent's event loop, where the next session's assignment waits. The
+   * errno of a call on another thread is not the one koffi.errno() reads, so
+   * a failure is tried again here, whose errno is (EINVAL then: detached).
+   */
+  unmountSoon(dir: string): Promise<void> {
+    return new Promise((resolve, reject) =>
+      loadLibc().umount2.async(dir, MNT_DETACH, (err: unknown, rc: number) => {
+        if (err) return reject(err as Error);
+        try {
+          if (rc !== 0) this.unmount(dir);
+          resolve();
+        } catch (retried) {
+          reject(retried as Error);
+        }
+      }),
+    );
   }
 
   /** Detaches the tmpfs on `dir`, if one is there (its memory is freed once nothing in it is open). */
