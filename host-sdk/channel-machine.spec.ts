@@ -21,7 +21,7 @@ import {
   type GrantFacts,
   type TimerName,
 } from "./channel-machine.ts";
-import { MachineClock } from "../tests/helpers/machine-clock.ts";
+import { MachineClock, ignoredWhy, refusal } from "../tests/helpers/machine-clock.ts";
 
 const TRACKER = "10.0.0.1:7000";
 const DIRECT_MS = 1000;
@@ -94,17 +94,6 @@ function settleEffects(
     ...(parts.socket ? [{ kind: "endStream" } as const] : []),
     { kind: "settle", reason },
   ];
-}
-
-function ignoredWhy(s: ChannelStep): string {
-  assert.equal(s.outcome, "ignored");
-  return s.outcome === "ignored" ? s.why : "";
-}
-
-function refusal(s: ChannelStep): FarmError {
-  assert.equal(s.outcome, "refused");
-  if (s.outcome !== "refused") throw new Error("unreachable");
-  return s.error;
 }
 
 function reasonOf(c: Clock): { code: string; message: string } | null | undefined {

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { FarmError, type Route } from "../protos/index.ts";
 import { begin, checkSocket, step, type LeaseEffect, type LeaseEvent, type LeaseMachineState, type LeaseStep, type TimerName } from "./lease-machine.ts";
-import { MachineClock } from "../tests/helpers/machine-clock.ts";
+import { MachineClock, ignoredWhy, refusal } from "../tests/helpers/machine-clock.ts";
 
 /** What a TVM server's AgentControl says a lease whose lane never opened lacked (tracker/tvm/server.ts). */
 const TVM_MISSING = "the TVM client did not connect to the TVM server";
@@ -57,17 +57,6 @@ function active(route: "grpc" | "relay" | "direct" | "tvm", sessionTimeoutMs = S
 
 function reasonOf(c: Clock): { code: string; message: string } | null {
   return c.state.reason && { code: c.state.reason.code, message: c.state.reason.message };
-}
-
-function ignoredWhy(s: LeaseStep): string {
-  assert.equal(s.outcome, "ignored");
-  return s.outcome === "ignored" ? s.why : "";
-}
-
-function refusal(s: LeaseStep): FarmError {
-  assert.equal(s.outcome, "refused");
-  if (s.outcome !== "refused") throw new Error("unreachable");
-  return s.error;
 }
 
 /** The end's effects for a lease with these parts, timers as listed. */

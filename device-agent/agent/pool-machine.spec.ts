@@ -25,7 +25,7 @@ import {
   type WorkerId,
   type WorkerRecord,
 } from "./pool-machine.ts";
-import { MachineClock } from "../../tests/helpers/machine-clock.ts";
+import { MachineClock, ignoredWhy } from "../../tests/helpers/machine-clock.ts";
 
 const GRACE_MS = 1000;
 const CANARY_MS = 60_000;
@@ -100,11 +100,6 @@ function serve(c: Clock, sessionId: string, lanePort = 0): WorkerId {
   assert.equal(c.worker(w.id).state, "serving");
   assert.equal(c.worker(w.id).assigning, undefined);
   return w.id;
-}
-
-function ignoredWhy(s: PoolStep): string {
-  assert.equal(s.outcome, "ignored");
-  return s.outcome === "ignored" ? s.why : "";
 }
 
 const kinds = (effects: readonly PoolEffect[]) => effects.map((e) => e.kind);

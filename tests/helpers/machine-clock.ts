@@ -95,3 +95,16 @@ export class MachineClock<State, Event, Effect, Timer, Step extends Stepped<Stat
     assert.deepEqual([...this.machine.armed(this.current)].map(key).sort(), [...this.timers.keys()].sort());
   }
 }
+
+/** Why a step was ignored; fails unless it was. */
+export function ignoredWhy(s: { readonly outcome: string; readonly why?: string }): string {
+  assert.equal(s.outcome, "ignored");
+  return s.why ?? "";
+}
+
+/** What a refused step gives its caller; fails unless it was refused. */
+export function refusal<E>(s: { readonly outcome: string; readonly error?: E }): E {
+  assert.equal(s.outcome, "refused");
+  if (s.error === undefined) throw new Error("a refused step carries its error");
+  return s.error;
+}
