@@ -21,6 +21,7 @@ import {
   type GrantFacts,
   type TimerName,
 } from "./channel-machine.ts";
+import { MachineClock, ignoredWhy, refusal } from "../tests/helpers/machine-clock.ts";
 
 const TRACKER = "10.0.0.1:7000";
 const DIRECT_MS = 1000;
@@ -28,60 +29,20 @@ const GRACE_MS = 1000;
 /** The closing wait a grant with GRACE_MS gives: twice the grace, and 1 s more. */
 const CLOSING_MS = 2 * GRACE_MS + 1000;
 
-/** One session on a fake clock: feeds events, keeps the armed timers the effects asked for, fires them as time passes. */
-class Clock {
-  now = 0;
-  state: ChannelMachineState;
-  /** Every effect performed so far, in order. */
-  readonly performed: ChannelEffect[] = [];
-  private readonly armed = new Map<TimerName, number>();
-
+/** One session on a fake clock (tests/helpers/machine-clock.ts). */
+class Clock extends MachineClock<ChannelMachineState, ChannelEvent, ChannelEffect, TimerName, ChannelStep> {
   constructor() {
-    const { state, effects } = begin({ tracker: TRACKER, directTimeoutMs: DIRECT_MS });
-    this.state = state;
-    this.perform(effects);
-  }
-
-  feed(event: ChannelEvent): ChannelStep {
-    const result = step(this.state, event);
-    if (result.outcome !== "applied") assert.equal(result.state, this.state, "an event that is not applied changes nothing");
-    this.state = result.state;
-    this.perform(result.effects);
-    return result;
-  }
-
-  /** Moves the clock on, firing each timer that falls due (earliest first). */
-  advance(ms: number): ChannelStep[] {
-    const until = this.now + ms;
-    const steps: ChannelStep[] = [];
-    for (;;) {
-      const due = [...this.armed].filter(([, at]) => at <= until).sort((a, b) => a[1] - b[1])[0];
-      if (!due) break;
-      this.now = due[1];
-      this.armed.delete(due[0]);
-      steps.push(this.feed({ kind: "timerFired", name: due[0] }));
-    }
-    this.now = until;
-    return steps;
-  }
-
-  /** The effects since the last call. */
-  take(): ChannelEffect[] {
-    return this.performed.splice(0);
-  }
-
-  private perform(effects: readonly ChannelEffect[]): void {
-    for (const e of effects) {
-      this.performed.push(e);
-      if (e.kind === "startTimer") {
-        assert.ok(!this.armed.has(e.name), `${e.name} armed twice`);
-        this.armed.set(e.name, this.now + e.ms);
-      } else if (e.kind === "cancelTimer") {
-        assert.ok(this.armed.delete(e.name), `${e.name} cancelled but not armed`);
-      }
-    }
-    // The machine's own record of its timers is what the shell has armed: the close cancels exactly those.
-    assert.deepEqual([...this.state.timers].sort(), [...this.armed.keys()].sort());
+    super(
+      {
+        step,
+        started: (e) => (e.kind === "startTimer" ? { timer: e.name, ms: e.ms } : undefined),
+        cancelled: (e) => (e.kind === "cancelTimer" ? e.name : undefined),
+        fired: (name) => ({ kind: "timerFired", name }),
+        armed: (state) => state.timers,
+        key: (name) => name,
+      },
+      begin({ tracker: TRACKER, directTimeoutMs: DIRECT_MS }),
+    );
   }
 }
 
@@ -133,17 +94,6 @@ function settleEffects(
     ...(parts.socket ? [{ kind: "endStream" } as const] : []),
     { kind: "settle", reason },
   ];
-}
-
-function ignoredWhy(s: ChannelStep): string {
-  assert.equal(s.outcome, "ignored");
-  return s.outcome === "ignored" ? s.why : "";
-}
-
-function refusal(s: ChannelStep): FarmError {
-  assert.equal(s.outcome, "refused");
-  if (s.outcome !== "refused") throw new Error("unreachable");
-  return s.error;
 }
 
 function reasonOf(c: Clock): { code: string; message: string } | null | undefined {

@@ -37,7 +37,7 @@ import {
   type Lane,
   type Route,
 } from "../protos/index.ts";
-import { LaneSocket, awaitWelcome, connectSocket, framed, parseAddress, type ClientSecurity } from "../runtime/index.ts";
+import { LaneSocket, NamedTimers, awaitWelcome, connectSocket, framed, parseAddress, type ClientSecurity } from "../runtime/index.ts";
 import { status as grpcStatus } from "@grpc/grpc-js";
 import {
   begin,
@@ -162,7 +162,7 @@ export class SessionChannel implements FrameChannel {
   private lane: LaneSocket | undefined;
   private frameHandler: ((frame: Uint8Array) => void) | undefined;
   private closeHandler: ((reason: FarmError | null) => void) | undefined;
-  private readonly timers = new Map<TimerName, NodeJS.Timeout>();
+  private readonly timers = new NamedTimers<TimerName>();
   private grantSettled!: { resolve(grant: Grant__Output): void; reject(err: FarmError): void };
   private openSettled!: { resolve(opened: { lane: Lane; note?: string }): void; reject(err: FarmError): void };
 
@@ -258,17 +258,10 @@ export class SessionChannel implements FrameChannel {
     for (const effect of effects) {
       switch (effect.kind) {
         case "startTimer":
-          this.timers.set(
-            effect.name,
-            setTimeout(() => {
-              this.timers.delete(effect.name);
-              this.feed({ kind: "timerFired", name: effect.name });
-            }, effect.ms),
-          );
+          this.timers.start(effect.name, effect.ms, () => this.feed({ kind: "timerFired", name: effect.name }));
           break;
         case "cancelTimer":
-          clearTimeout(this.timers.get(effect.name));
-          this.timers.delete(effect.name);
+          this.timers.cancel(effect.name);
           break;
         case "deliverGrant":
           this.grantSettled.resolve(this.grant!);

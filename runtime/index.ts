@@ -1,7 +1,8 @@
 /**
  * The process runtime every part shares: gRPC channel and server settings,
  * credentials (TLS, tokens) and the servers and sockets built with them, the
- * socket lanes' framing and handshakes, logging, health probes.
+ * socket lanes' framing and handshakes, logging, health probes, the named
+ * timers of the lifecycle machines' shells.
  */
 export { LaneSocket, framed, acceptHello, welcome, refuse, awaitWelcome, HELLO_TIMEOUT_MS, type AcceptedHello } from "./lane.ts";
 export { rootLogger, componentLogger, type Logger } from "./log.ts";
@@ -30,3 +31,4 @@ export {
   type SecurityFlags,
 } from "./credentials.ts";
 export { CHANNEL_OPTIONS, SERVER_OPTIONS, parseAddress } from "./grpc-options.ts";
+export { NamedTimers } from "./named-timers.ts";

@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { FarmError, type Route } from "../protos/index.ts";
 import { begin, checkSocket, step, type LeaseEffect, type LeaseEvent, type LeaseMachineState, type LeaseStep, type TimerName } from "./lease-machine.ts";
+import { MachineClock, ignoredWhy, refusal } from "../tests/helpers/machine-clock.ts";
 
 /** What a TVM server's AgentControl says a lease whose lane never opened lacked (tracker/tvm/server.ts). */
 const TVM_MISSING = "the TVM client did not connect to the TVM server";
@@ -17,66 +18,26 @@ const OPEN_MS = 10_000;
 const SESSION_MS = 60_000;
 const GRACE_MS = 1000;
 
-/** One lease on a fake clock: feeds events, keeps the armed timers the effects asked for, fires them as time passes. */
-class Clock {
-  now = 0;
-  state: LeaseMachineState;
-  /** Every effect performed so far, in order. */
-  readonly performed: LeaseEffect[] = [];
-  private readonly armed = new Map<TimerName, number>();
-
+/** One lease on a fake clock (tests/helpers/machine-clock.ts). */
+class Clock extends MachineClock<LeaseMachineState, LeaseEvent, LeaseEffect, TimerName, LeaseStep> {
   constructor(opts: { route?: Route; tvm?: boolean; sessionTimeoutMs?: number } = {}) {
-    const { state, effects } = begin({
-      id: "s1",
-      boardId: "b1",
-      ...(opts.tvm ? { laneMissing: TVM_MISSING } : {}),
-      route: opts.route ?? "grpc",
-      timeouts: { openTimeoutMs: OPEN_MS, sessionTimeoutMs: opts.sessionTimeoutMs ?? SESSION_MS, endGraceMs: GRACE_MS },
-    });
-    this.state = state;
-    this.perform(effects);
-  }
-
-  feed(event: LeaseEvent): LeaseStep {
-    const result = step(this.state, event);
-    if (result.outcome !== "applied") assert.equal(result.state, this.state, "an event that is not applied changes nothing");
-    this.state = result.state;
-    this.perform(result.effects);
-    return result;
-  }
-
-  /** Moves the clock on, firing each timer that falls due (earliest first). */
-  advance(ms: number): LeaseStep[] {
-    const until = this.now + ms;
-    const steps: LeaseStep[] = [];
-    for (;;) {
-      const due = [...this.armed].filter(([, at]) => at <= until).sort((a, b) => a[1] - b[1])[0];
-      if (!due) break;
-      this.now = due[1];
-      this.armed.delete(due[0]);
-      steps.push(this.feed({ kind: "timerFired", name: due[0] }));
-    }
-    this.now = until;
-    return steps;
-  }
-
-  /** The effects since the last call. */
-  take(): LeaseEffect[] {
-    return this.performed.splice(0);
-  }
-
-  private perform(effects: readonly LeaseEffect[]): void {
-    for (const e of effects) {
-      this.performed.push(e);
-      if (e.kind === "startTimer") {
-        assert.ok(!this.armed.has(e.name), `${e.name} armed twice`);
-        this.armed.set(e.name, this.now + e.ms);
-      } else if (e.kind === "cancelTimer") {
-        assert.ok(this.armed.delete(e.name), `${e.name} cancelled but not armed`);
-      }
-    }
-    // The machine's own record of its timers is what the shell has armed: an end cancels exactly those.
-    assert.deepEqual([...this.state.timers].sort(), [...this.armed.keys()].sort());
+    super(
+      {
+        step,
+        started: (e) => (e.kind === "startTimer" ? { timer: e.name, ms: e.ms } : undefined),
+        cancelled: (e) => (e.kind === "cancelTimer" ? e.name : undefined),
+        fired: (name) => ({ kind: "timerFired", name }),
+        armed: (state) => state.timers,
+        key: (name) => name,
+      },
+      begin({
+        id: "s1",
+        boardId: "b1",
+        ...(opts.tvm ? { laneMissing: TVM_MISSING } : {}),
+        route: opts.route ?? "grpc",
+        timeouts: { openTimeoutMs: OPEN_MS, sessionTimeoutMs: opts.sessionTimeoutMs ?? SESSION_MS, endGraceMs: GRACE_MS },
+      }),
+    );
   }
 }
 
@@ -96,17 +57,6 @@ function active(route: "grpc" | "relay" | "direct" | "tvm", sessionTimeoutMs = S
 
 function reasonOf(c: Clock): { code: string; message: string } | null {
   return c.state.reason && { code: c.state.reason.code, message: c.state.reason.message };
-}
-
-function ignoredWhy(s: LeaseStep): string {
-  assert.equal(s.outcome, "ignored");
-  return s.outcome === "ignored" ? s.why : "";
-}
-
-function refusal(s: LeaseStep): FarmError {
-  assert.equal(s.outcome, "refused");
-  if (s.outcome !== "refused") throw new Error("unreachable");
-  return s.error;
 }
 
 /** The end's effects for a lease with these parts, timers as listed. */

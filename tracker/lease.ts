@@ -26,6 +26,7 @@
 import type { ServerDuplexStream } from "@grpc/grpc-js";
 import type { Socket } from "node:net";
 import { encodeEndFrame, encodeGrantFrame, type FarmError, type Grant, type Route } from "../protos/index.ts";
+import { NamedTimers } from "../runtime/index.ts";
 import {
   begin,
   checkSocket,
@@ -76,7 +77,7 @@ export class Lease<B extends LeasedBoard = LeasedBoard> {
   private workerStream: SessionStream | undefined;
   private relay: Relay | undefined;
   private readonly sockets: { host?: LaneEnd; worker?: LaneEnd } = {};
-  private readonly timers = new Map<TimerName, NodeJS.Timeout>();
+  private readonly timers = new NamedTimers<TimerName>();
   private readonly activeListeners: Array<() => void> = [];
   private readonly endListeners: Array<() => void> = [];
 
@@ -202,17 +203,10 @@ export class Lease<B extends LeasedBoard = LeasedBoard> {
     for (const effect of effects) {
       switch (effect.kind) {
         case "startTimer":
-          this.timers.set(
-            effect.name,
-            setTimeout(() => {
-              this.timers.delete(effect.name);
-              this.feed({ kind: "timerFired", name: effect.name });
-            }, effect.ms),
-          );
+          this.timers.start(effect.name, effect.ms, () => this.feed({ kind: "timerFired", name: effect.name }));
           break;
         case "cancelTimer":
-          clearTimeout(this.timers.get(effect.name));
-          this.timers.delete(effect.name);
+          this.timers.cancel(effect.name);
           break;
         case "sendGrant":
           if (this.host && this.grantFrame) this.host.write(Buffer.from(encodeGrantFrame(this.grantFrame)));

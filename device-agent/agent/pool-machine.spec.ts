@@ -25,41 +25,36 @@ import {
   type WorkerId,
   type WorkerRecord,
 } from "./pool-machine.ts";
+import { MachineClock, ignoredWhy } from "../../tests/helpers/machine-clock.ts";
 
 const GRACE_MS = 1000;
 const CANARY_MS = 60_000;
 
 const key = (t: PoolTimer) => (t.name === "canary" ? "canary" : `grace:${t.worker}`);
 
-/** One board's pool on a fake clock: feeds events, keeps the armed timers the effects asked for, fires them as time passes. */
-class Clock {
-  now = 0;
-  state: PoolMachineState;
-  /** Every effect performed so far, in order. */
-  readonly performed: PoolEffect[] = [];
-  private readonly armed = new Map<string, { timer: PoolTimer; at: number }>();
-
+/** One board's pool on a fake clock (tests/helpers/machine-clock.ts). */
+class Clock extends MachineClock<PoolMachineState, PoolEvent, PoolEffect, PoolTimer, PoolStep> {
   constructor(opts: Partial<PoolConfig> = {}) {
-    const { state, effects } = begin({
-      boardName: "b1",
-      kind: "cpu",
-      warm: 1,
-      standby: false,
-      ownUids: false,
-      canaryIntervalMs: 0,
-      endGraceMs: GRACE_MS,
-      ...opts,
-    });
-    this.state = state;
-    this.perform(effects);
-  }
-
-  feed(event: PoolEvent): PoolStep {
-    const result = step(this.state, event);
-    if (result.outcome !== "applied") assert.equal(result.state, this.state, "an event that is not applied changes nothing");
-    this.state = result.state;
-    this.perform(result.effects);
-    return result;
+    super(
+      {
+        step,
+        started: (e) => (e.kind === "startTimer" ? { timer: e.timer, ms: e.ms } : undefined),
+        cancelled: (e) => (e.kind === "cancelTimer" ? e.timer : undefined),
+        fired: (timer) => ({ kind: "timerFired", timer }),
+        armed: armedTimers,
+        key,
+      },
+      begin({
+        boardName: "b1",
+        kind: "cpu",
+        warm: 1,
+        standby: false,
+        ownUids: false,
+        canaryIntervalMs: 0,
+        endGraceMs: GRACE_MS,
+        ...opts,
+      }),
+    );
   }
 
   /** What worker `id` says. */
@@ -67,44 +62,10 @@ class Clock {
     return this.feed({ kind: "message", worker: id, msg });
   }
 
-  /** Moves the clock on, firing each timer that falls due (earliest first). */
-  advance(ms: number): PoolStep[] {
-    const until = this.now + ms;
-    const steps: PoolStep[] = [];
-    for (;;) {
-      const due = [...this.armed.values()].filter((t) => t.at <= until).sort((a, b) => a.at - b.at)[0];
-      if (!due) break;
-      this.now = due.at;
-      this.armed.delete(key(due.timer));
-      steps.push(this.feed({ kind: "timerFired", timer: due.timer }));
-    }
-    this.now = until;
-    return steps;
-  }
-
-  /** The effects since the last call. */
-  take(): PoolEffect[] {
-    return this.performed.splice(0);
-  }
-
   worker(id: WorkerId): WorkerRecord {
     const w = this.state.workers.find((x) => x.id === id);
     assert.ok(w, `worker ${id} is there`);
     return w;
-  }
-
-  private perform(effects: readonly PoolEffect[]): void {
-    for (const e of effects) {
-      this.performed.push(e);
-      if (e.kind === "startTimer") {
-        assert.ok(!this.armed.has(key(e.timer)), `${key(e.timer)} armed twice`);
-        this.armed.set(key(e.timer), { timer: e.timer, at: this.now + e.ms });
-      } else if (e.kind === "cancelTimer") {
-        assert.ok(this.armed.delete(key(e.timer)), `${key(e.timer)} cancelled but not armed`);
-      }
-    }
-    // The machine's own record of its timers is what the shell has armed: a kill cancels exactly those.
-    assert.deepEqual(armedTimers(this.state).map(key).sort(), [...this.armed.keys()].sort());
   }
 }
 
@@ -139,11 +100,6 @@ function serve(c: Clock, sessionId: string, lanePort = 0): WorkerId {
   assert.equal(c.worker(w.id).state, "serving");
   assert.equal(c.worker(w.id).assigning, undefined);
   return w.id;
-}
-
-function ignoredWhy(s: PoolStep): string {
-  assert.equal(s.outcome, "ignored");
-  return s.outcome === "ignored" ? s.why : "";
 }
 
 const kinds = (effects: readonly PoolEffect[]) => effects.map((e) => e.kind);

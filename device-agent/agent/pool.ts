@@ -33,7 +33,7 @@ import { rmSync } from "node:fs";
 import { basename, join } from "node:path";
 import { createServer, type AddressInfo, type Socket } from "node:net";
 import { FarmError, SESSION_END_GRACE_MS, type AgentToWorker, type Route } from "../../protos/index.ts";
-import { type Logger } from "../../runtime/index.ts";
+import { NamedTimers, type Logger } from "../../runtime/index.ts";
 import type { BoardMetrics } from "./metrics.ts";
 import { effectiveLimits, workerCommand, workerEnv, type SandboxPlan, type UidAllocator, type WorkerDirs } from "./sandbox.ts";
 import { quotaError, type SessionDisk } from "../common/session-disk.ts";
@@ -162,7 +162,7 @@ export class BoardPool {
   private nextLane = 0;
   /** The last lane handed over, and whether its worker's channel took it (giveLane's answer). */
   private lastHanded: { lane: LaneId; sent: boolean } | undefined;
-  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private readonly timers = new NamedTimers<string>();
   /** Session folders whose tmpfs is being detached off the event loop (removeDir). */
   private readonly detaching = new Set<string>();
   /** Workers started, for names of homes where workers have no uid of their own. */
@@ -355,22 +355,13 @@ export class BoardPool {
           break;
         case "startTimer": {
           const { timer } = effect;
-          const key = timerKey(timer);
-          const handle = setTimeout(() => {
-            this.timers.delete(key);
-            this.feed({ kind: "timerFired", timer });
-          }, effect.ms);
           // The canary's timer alone keeps no agent alive; a session's grace ends with the kill it stands for.
-          if (timer.name === "canary") handle.unref();
-          this.timers.set(key, handle);
+          this.timers.start(timerKey(timer), effect.ms, () => this.feed({ kind: "timerFired", timer }), { unref: timer.name === "canary" });
           break;
         }
-        case "cancelTimer": {
-          const key = timerKey(effect.timer);
-          clearTimeout(this.timers.get(key));
-          this.timers.delete(key);
+        case "cancelTimer":
+          this.timers.cancel(timerKey(effect.timer));
           break;
-        }
         case "boardReady":
           this.events.ready(this.boardName);
           break;
