@@ -14,8 +14,8 @@
  * The names' types come from the generated enum types, so a value added to
  * a .proto file is a name here without another declaration. Where
  * contract.json declares the names too (the lanes, the auto route, the board
- * kinds agents serve), the codec refuses to load when the two disagree. python/kernelfarm/enums.py
- * applies the same rule.
+ * kinds agents serve), the codec refuses to load when the two disagree.
+ * python/kernelfarm/enums.py applies the same rule.
  *
  * toWireMessage and fromWireMessage convert every enum field of a message,
  * nested messages included, by the message's reflection: the codecs of
