@@ -8,12 +8,12 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FarmError } from "./protos/index.ts";
-import type { SessionLimits, SessionServer } from "./device-agent/index.ts";
+import type { BoardKind, SessionLimits, SessionServer } from "./device-agent/index.ts";
 import { Session, type FrameChannel } from "./host-sdk/index.ts";
 
 export interface LocalSessionOptions {
   /** Board kind; default "cpu". */
-  kind?: string;
+  kind?: BoardKind;
   /** Backend settings (memoryBytes, ...). */
   backendOptions?: Record<string, unknown>;
   limits?: Partial<SessionLimits>;

@@ -4,10 +4,25 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { BOARD_ACTION, BOARD_HEALTH, BOARD_STATE, EnumCodec, LANE, ROUTE, TOKEN_KIND, fromWireMessage, toWireMessage } from "./enums.ts";
+import { root } from "./contract-root.ts";
+import {
+  BOARD_ACTION,
+  BOARD_HEALTH,
+  BOARD_KIND,
+  BOARD_STATE,
+  EnumCodec,
+  LANE,
+  ROUTE,
+  TOKEN_KIND,
+  TVM_BOARD_KIND,
+  fromWireMessage,
+  toWireMessage,
+} from "./enums.ts";
 import { FarmError } from "./errors.ts";
+import { BOARD_KINDS } from "./gen/contract.ts";
 import { decodeGrantFrame, decodeLaneHello, decodeSessionRequest, encodeGrantFrame, encodeLaneHello, encodeSessionRequest } from "./frames.ts";
 import { LANES, ROUTES } from "./routes.ts";
+import { encodeBoardEntry, encodeSummaryReply, type SummaryReply__Output } from "./summary-reply.ts";
 import { decodeToWorker, encodeToWorker } from "./worker-channel.ts";
 
 const refused = (code: string, pattern: RegExp) => (e: unknown) => e instanceof FarmError && e.code === code && pattern.test(e.message);
@@ -25,6 +40,12 @@ describe("enum codecs", () => {
     assert.equal(BOARD_STATE.fromWire(0, "x"), "absent", "the enum's 0: a board that is not attached");
     assert.deepEqual(TOKEN_KIND.names, ["agent", "client", "operator"]);
     assert.deepEqual(BOARD_HEALTH.names, ["healthy", "suspect", "quarantined"]);
+    assert.deepEqual(BOARD_KIND.names, ["cpu", "cuda", "vta-sim", "vta", "tvm-rpc"]);
+    assert.deepEqual(BOARD_KIND.names, [...BOARD_KINDS, TVM_BOARD_KIND], "contract.json's kinds, then the tracker's own");
+    assert.equal(BOARD_KIND.toWire("vta-sim"), "BOARD_KIND_VTA_SIM");
+    assert.equal(BOARD_KIND.toWire("tvm-rpc"), "BOARD_KIND_TVM_RPC");
+    assert.equal(BOARD_KIND.fromWire(4, "x"), "vta");
+    assert.equal(BOARD_KIND.fromWire("BOARD_KIND_UNSPECIFIED", "x"), "");
   });
 
   it(`read an UNSPECIFIED 0 as unset, "", as the string field it replaced was, and never offer it as a choice`, () => {
@@ -57,6 +78,31 @@ describe("enum codecs", () => {
     );
     assert.throws(() => LANE.parse("none", "x"), refused("INVALID_ARGUMENT", /"" \(none\), direct/));
     assert.throws(() => ROUTE.toWire("teleport" as never), refused("INTERNAL", /teleport/));
+    assert.throws(
+      () => BOARD_KIND.fromWire(9, "the tracker's board a/b", "PROTOCOL_ERROR"),
+      refused("PROTOCOL_ERROR", /^the tracker's board a\/b: board kind must be one of cpu, cuda, vta-sim, vta, tvm-rpc, got 9$/),
+    );
+  });
+
+  it("refuse a value outside a field's own choices of the enum, naming those: an agent's board is never unset nor tvm-rpc", () => {
+    const what = `agent a1's board "b0"`;
+    assert.equal(BOARD_KIND.fromWireAmong(BOARD_KINDS, "BOARD_KIND_CUDA", what), "cuda");
+    assert.equal(BOARD_KIND.fromWireAmong(BOARD_KINDS, 3, what), "vta-sim");
+    for (const [value, got] of [
+      ["BOARD_KIND_TVM_RPC", '"tvm-rpc"'],
+      [5, '"tvm-rpc"'],
+      ["BOARD_KIND_UNSPECIFIED", '""'],
+      [0, '""'],
+      [9, "9"],
+      ["BOARD_KIND_TPU", '"BOARD_KIND_TPU"'],
+      [undefined, "undefined"],
+    ] as const) {
+      assert.throws(
+        () => BOARD_KIND.fromWireAmong(BOARD_KINDS, value, what),
+        refused("INVALID_ARGUMENT", new RegExp(`^agent a1's board "b0": board kind must be one of cpu, cuda, vta-sim, vta, got ${got}$`)),
+        String(value),
+      );
+    }
   });
 
   it("refuse to load an enum whose values break the naming rule", () => {
@@ -69,6 +115,7 @@ describe("the codecs of messages with enums", () => {
     const labels = { rack: "r1" };
     const board = {
       id: "a/b",
+      kind: "vta-sim" as const,
       state: "busy" as const,
       session_lane: "relay" as const,
       labels,
@@ -78,6 +125,7 @@ describe("the codecs of messages with enums", () => {
     const wire = toWireMessage<{ boards: Array<Record<string, unknown>> }>("farm.v1.SummaryReply", reply);
     assert.deepEqual(wire.boards[0], {
       id: "a/b",
+      kind: "BOARD_KIND_VTA_SIM",
       state: "BOARD_STATE_BUSY",
       session_lane: "LANE_RELAY",
       labels,
@@ -90,6 +138,30 @@ describe("the codecs of messages with enums", () => {
       () => fromWireMessage("farm.v1.SummaryReply", { boards: [{ id: "a/b", state: 42 }] }, "the tracker's summary", "PROTOCOL_ERROR"),
       refused("PROTOCOL_ERROR", /^the tracker's summary: board state must be one of absent, starting, free, busy, draining, quarantined, got 42$/),
     );
+  });
+
+  it("carry a board's kind by name: an agent's registration, a summary's boards and a grant's board, through the encoders", () => {
+    const agentMessage = root.lookupType("farm.v1.AgentMessage");
+    const summaryReply = root.lookupType("farm.v1.SummaryReply");
+    const decoded = (type: typeof agentMessage, bytes: Uint8Array) => type.toObject(type.decode(bytes), { enums: String, defaults: true });
+    for (const kind of BOARD_KIND.names) {
+      const register = toWireMessage<object>("farm.v1.AgentMessage", { register: { agent_name: "a1", boards: [{ name: "b0", key: "k", kind }] } });
+      const back = fromWireMessage<{ register: { boards: Array<{ kind: string }> } }>(
+        "farm.v1.AgentMessage",
+        decoded(agentMessage, agentMessage.encode(agentMessage.fromObject(register)).finish()),
+        "x",
+      );
+      assert.equal(back.register.boards[0]!.kind, kind);
+      const summary = encodeSummaryReply({ tracker_version: "v" }, [encodeBoardEntry({ id: "a1/b0", kind })]) as unknown as Uint8Array;
+      assert.equal(fromWireMessage<SummaryReply__Output>("farm.v1.SummaryReply", decoded(summaryReply, summary), "x").boards[0]!.kind, kind);
+      assert.equal(decodeGrantFrame(encodeGrantFrame({ session_id: "s", ticket: "t", board: { id: "a1/b0", kind } })).board?.kind, kind);
+    }
+    // An unset kind, as no board the tracker describes has: "".
+    assert.equal(decodeGrantFrame(encodeGrantFrame({ session_id: "s", ticket: "t", board: { id: "a1/b0" } })).board?.kind, "");
+    // An older agent's kind as a string (field 3, reserved now) is not read: its board has none, which the tracker refuses.
+    const spec = root.lookupType("farm.v1.BoardSpec");
+    const old = Buffer.concat([spec.encode(spec.fromObject({ name: "b0", key: "k" })).finish(), Buffer.from([(3 << 3) | 2, 3]), Buffer.from("cpu")]);
+    assert.equal(decoded(spec, old).kind, "BOARD_KIND_UNSPECIFIED");
   });
 
   it("carry a session request's and a grant's route by name, and the worker's assignment", () => {

@@ -13,9 +13,9 @@
  * (LANE_NONE: no lane yet).
  * The names' types come from the generated enum types, so a value added to
  * a .proto file is a name here without another declaration. Where
- * contract.json declares the names too (the lanes, the auto route), the
- * codec refuses to load when the two disagree. python/kernelfarm/enums.py
- * applies the same rule.
+ * contract.json declares the names too (the lanes, the auto route, the board
+ * kinds agents serve), the codec refuses to load when the two disagree.
+ * python/kernelfarm/enums.py applies the same rule.
  *
  * toWireMessage and fromWireMessage convert every enum field of a message,
  * nested messages included, by the message's reflection: the codecs of
@@ -25,9 +25,10 @@
 import type * as Protobuf from "protobufjs";
 import { protobuf, root } from "./contract-root.ts";
 import { FarmError, type FarmErrorCode } from "./errors.ts";
-import { AUTO_ROUTE, LANES } from "./gen/contract.ts";
+import { AUTO_ROUTE, BOARD_KINDS, LANES } from "./gen/contract.ts";
 import type { BoardAction__Output } from "./gen/farm/v1/BoardAction.ts";
 import type { BoardHealth__Output } from "./gen/farm/v1/BoardHealth.ts";
+import type { BoardKind__Output } from "./gen/farm/v1/BoardKind.ts";
 import type { BoardState__Output } from "./gen/farm/v1/BoardState.ts";
 import type { HealthReportKind__Output } from "./gen/farm/v1/HealthReportKind.ts";
 import type { TokenAction__Output } from "./gen/farm/v1/TokenAction.ts";
@@ -92,8 +93,18 @@ export class EnumCodec<W extends string, N extends string> {
     return (this.names as readonly string[]).includes(value) ? (value as N) : this.refuse(value, what, "INVALID_ARGUMENT");
   }
 
-  private refuse(value: unknown, what: string, code: FarmErrorCode): never {
-    const choices = this.names.map((n) => (n === "" ? '"" (none)' : n)).join(", ");
+  /**
+   * As fromWire, for a field that may hold only `choices` of the enum (an
+   * agent's board: the kinds agents serve): any other value, unset included,
+   * is refused naming those, a value of the enum by its name ("tvm-rpc").
+   */
+  fromWireAmong<C extends N>(choices: readonly C[], value: string | number | null | undefined, what: string, code: FarmErrorCode = "INVALID_ARGUMENT"): C {
+    const name = value === null || value === undefined ? undefined : this.nameOf.get(value);
+    return name !== undefined && (choices as readonly string[]).includes(name) ? (name as C) : this.refuse(name ?? value, what, code, choices);
+  }
+
+  private refuse(value: unknown, what: string, code: FarmErrorCode, among: readonly string[] = this.names): never {
+    const choices = among.map((n) => (n === "" ? '"" (none)' : n)).join(", ");
     throw new FarmError(code, `${what}: ${this.label} must be one of ${choices}, got ${JSON.stringify(value) ?? String(value)}`);
   }
 }
@@ -214,8 +225,18 @@ export const BOARD_ACTION = new EnumCodec<BoardAction__Output, EnumName<BoardAct
 export const TOKEN_ACTION = new EnumCodec<TokenAction__Output, EnumName<TokenAction__Output, "TOKEN_ACTION_">>("farm.v1.TokenAction", "token action");
 /** Who a token speaks for (tracker/tokens.ts takes its TOKEN_KINDS from here). */
 export const TOKEN_KIND = new EnumCodec<TokenKind__Output, EnumName<TokenKind__Output, "TOKEN_KIND_">>("farm.v1.TokenKind", "token kind");
+/**
+ * What a board is: one of the kinds agents serve (contract.json's boardKinds,
+ * BOARD_KINDS) or the tracker's own TVM_BOARD_KIND; "" where unset, which the
+ * tracker refuses of an agent's board.
+ */
+export const BOARD_KIND = new EnumCodec<BoardKind__Output, EnumName<BoardKind__Output, "BOARD_KIND_">>("farm.v1.BoardKind", "board kind");
+export type BoardKindName = (typeof BOARD_KIND.names)[number];
+/** The kind of every board a stock TVM server registers on the tracker's TVM port (tracker/tvm): no agent serves it. */
+export const TVM_BOARD_KIND = "tvm-rpc" satisfies BoardKindName;
 /** A busy board's session's lane ("" until it opens). */
 export type SessionLane = (typeof LANE.names)[number];
 
 agree(ROUTE, [AUTO_ROUTE, ...LANES], "contract.json's autoRoute and lanes");
 agree(LANE, ["", ...LANES, "tvm"], `contract.json's lanes (with "" and tvm)`);
+agree(BOARD_KIND, [...BOARD_KINDS, TVM_BOARD_KIND], `contract.json's boardKinds (with the tracker's ${TVM_BOARD_KIND})`);

@@ -75,6 +75,9 @@ export {
   type SessionLane,
   BOARD_HEALTH,
   type BoardHealthName,
+  BOARD_KIND,
+  type BoardKindName,
+  TVM_BOARD_KIND,
 } from "./enums.ts";
 export type { TokensRequest, TokensRequest__Output, TokenInfo, TokenInfo__Output, TokensReply, TokensReply__Output } from "./admin.ts";
 export { encodeBoardEntry, encodeSummaryReply, type BoardInfo, type BoardInfo__Output, type SummaryReply, type SummaryReply__Output } from "./summary-reply.ts";
@@ -108,6 +111,8 @@ export {
   type AgentServiceHandlers,
 } from "./grpc.ts";
 export { FARM_VERSION } from "./version.ts";
+/** The board kinds agents serve, as contract.json declares them (the BoardKind enum adds the tracker's tvm-rpc: protos/enums.ts). */
+export { BOARD_KINDS } from "./gen/contract.ts";
 export type {
   CudaLaunchLimits as CudaLaunchLimitsMessage,
   CudaLaunchLimits__Output as CudaLaunchLimitsMessage__Output,

@@ -15,17 +15,21 @@ import { protobuf, root } from "./contract-root.ts";
 import type { BoardInfo as BoardInfoMessage, BoardInfo__Output as BoardInfoMessage__Output } from "./gen/farm/v1/BoardInfo.ts";
 import type { SummaryReply as SummaryReplyMessage, SummaryReply__Output as SummaryReplyMessage__Output } from "./gen/farm/v1/SummaryReply.ts";
 import type { HealthChange as HealthChangeMessage, HealthChange__Output as HealthChangeMessage__Output } from "./gen/farm/v1/HealthChange.ts";
-import { toWireMessage, type BoardHealthName, type BoardStateName, type SessionLane } from "./enums.ts";
+import { toWireMessage, type BOARD_KIND, type BoardHealthName, type BoardStateName, type SessionLane } from "./enums.ts";
 
-/** A board as every part handles it: its state and session lane by name ("free", "direct"); protos/enums.ts converts the enums at the wire. */
+/** "" where unset (as no BoardInfo the tracker sends has it). */
+type Kind = ReturnType<typeof BOARD_KIND.fromWire>;
+/** A board as every part handles it: its kind, state and session lane by name ("cpu", "free", "direct"); protos/enums.ts converts the enums at the wire. */
 /** "local": a local session's board (local-session.ts), which never travels. */
-export type BoardInfo = Omit<BoardInfoMessage, "state" | "session_lane" | "health" | "health_history"> & {
+export type BoardInfo = Omit<BoardInfoMessage, "kind" | "state" | "session_lane" | "health" | "health_history"> & {
+  kind?: Kind;
   state?: BoardStateName;
   session_lane?: SessionLane | "local";
   health?: BoardHealthName;
   health_history?: HealthChange[];
 };
-export type BoardInfo__Output = Omit<BoardInfoMessage__Output, "state" | "session_lane" | "health" | "health_history"> & {
+export type BoardInfo__Output = Omit<BoardInfoMessage__Output, "kind" | "state" | "session_lane" | "health" | "health_history"> & {
+  kind: Kind;
   state: BoardStateName;
   session_lane: SessionLane | "local";
   health: BoardHealthName;

@@ -14,7 +14,7 @@ import { after, before, describe, it } from "./helpers/suites.ts";
 import type * as grpc from "@grpc/grpc-js";
 import { Packr, unpack } from "msgpackr";
 import WebSocket from "ws";
-import { AgentService, FARM_VERSION, type AgentServiceClient } from "../protos/index.ts";
+import { AgentService, BOARD_KIND, FARM_VERSION, type AgentServiceClient } from "../protos/index.ts";
 import { makeClient } from "../runtime/index.ts";
 import type { AgentMessage } from "../protos/gen/farm/v1/AgentMessage.ts";
 import type { TrackerMessage__Output } from "../protos/gen/farm/v1/TrackerMessage.ts";
@@ -149,7 +149,7 @@ async function attachAndDetach(tracker: string, boards: number, name: string): P
     const specs = Array.from({ length: boards }, (_, j) => ({
       name: `b${j}`,
       key: "flood",
-      kind: "cpu",
+      kind: BOARD_KIND.toWire("cpu"),
       labels: { rack: `r${j % 8}`, pool: "flood" },
       capabilities: { cores: "2", memory_bytes: "25275838464" },
     }));

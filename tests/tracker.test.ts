@@ -14,6 +14,7 @@ import { after, before, describe, it } from "node:test";
 import * as grpc from "@grpc/grpc-js";
 import {
   AgentService,
+  FARM_VERSION,
   type FarmError,
   HostService,
   SESSION_ID_HEADER,
@@ -25,6 +26,9 @@ import {
   type HostServiceClient,
 } from "../protos/index.ts";
 import { makeClient } from "../runtime/index.ts";
+import type { AgentMessage } from "../protos/gen/farm/v1/AgentMessage.ts";
+import type { BoardKind } from "../protos/gen/farm/v1/BoardKind.ts";
+import type { TrackerMessage__Output } from "../protos/gen/farm/v1/TrackerMessage.ts";
 import { rawSession } from "./helpers/raw-session.ts";
 import { connectTracker, type TrackerClient } from "../host-sdk/index.ts";
 import { startAgentProcess, startFarm, startTrackerProcess, waitFor, waitForFreeBoards } from "./helpers/processes.ts";
@@ -218,6 +222,46 @@ describe("label selectors and the summary", () => {
       await other.stop();
     }
     await waitForFreeBoards(client, 2, "cpu");
+  });
+
+  it("refuses an agent's board whose kind is unset, one it does not know or the TVM servers' tvm-rpc, naming the kinds agents serve", async () => {
+    const raw = makeClient<AgentServiceClient>(AgentService, tracker.address, {});
+    /** The Attach stream's status; "registered" (the call ended then) where the tracker took the board. */
+    const register = (kind: BoardKind | number | undefined) =>
+      new Promise<grpc.StatusObject | "registered">((resolve) => {
+        const call = raw.Attach() as unknown as grpc.ClientDuplexStream<AgentMessage, TrackerMessage__Output>;
+        call.on("status", resolve).on("error", () => {});
+        call.on("data", (m: TrackerMessage__Output) => {
+          if (!m.registered) return;
+          resolve("registered");
+          call.end();
+        });
+        const spec = { name: "b0", key: "odd", ...(kind === undefined ? {} : { kind: kind as BoardKind }) };
+        call.write({ register: { agent_name: "odd", version: FARM_VERSION, boards: [spec] } });
+      });
+    try {
+      // 9: a kind a newer agent might serve, which this tracker's enum lacks.
+      for (const [kind, got] of [
+        [9, "9"],
+        ["BOARD_KIND_TVM_RPC", '"tvm-rpc"'],
+        [undefined, '""'],
+      ] as const) {
+        const status = await register(kind);
+        assert.ok(status !== "registered", `the tracker took a board of kind ${String(kind)}`);
+        assert.equal(status.code, grpc.status.INVALID_ARGUMENT, String(kind));
+        assert.equal(status.metadata.get("farm-code")[0], "INVALID_ARGUMENT");
+        assert.equal(status.details, `agent odd's board "b0": board kind must be one of cpu, cuda, vta-sim, vta, got ${got}`);
+      }
+    } finally {
+      raw.close();
+    }
+    const s = await client.summary();
+    assert.deepEqual([s.boards.filter((b) => b.key === "odd"), s.agents.filter((a) => a.name === "odd")], [[], []]);
+    assert.deepEqual(
+      s.boards.map((b) => b.kind),
+      ["cpu", "cpu"],
+      "a board's kind by name",
+    );
   });
 
   it("kfarm status on an unreachable tracker says which address failed", async () => {

@@ -5,7 +5,7 @@
  * like one whose stream closes: its boards leave the pool and its sessions
  * end with AGENT_LOST.
  */
-import { FarmError, HEALTH_REPORT_KIND, ROUTE, type WireError } from "../protos/index.ts";
+import { BOARD_KIND, BOARD_KINDS, FarmError, HEALTH_REPORT_KIND, ROUTE, type WireError } from "../protos/index.ts";
 import { type Logger } from "../runtime/index.ts";
 import type { AgentMessage__Output } from "../protos/gen/farm/v1/AgentMessage.ts";
 import type { Register__Output } from "../protos/gen/farm/v1/Register.ts";
@@ -168,7 +168,8 @@ export class AgentLinks {
         id: `${name}/${spec.name}`,
         name: spec.name,
         key: spec.key,
-        kind: spec.kind,
+        // Unset, a kind this tracker does not know (a newer agent's) or the TVM servers' own: refused, naming the kinds agents serve.
+        kind: BOARD_KIND.fromWireAmong(BOARD_KINDS, spec.kind, `agent ${name}'s board ${JSON.stringify(spec.name)}`),
         labels: { ...spec.labels },
         capabilities: { ...spec.capabilities },
         cudaLimits: spec.cuda_limits ?? undefined,

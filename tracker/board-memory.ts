@@ -19,10 +19,10 @@
  * (tracker/state-store.ts) with `--state-dir`, so the same holds across the
  * tracker's restarts.
  */
-import type { BoardInfo } from "../protos/index.ts";
+import { BOARD_KIND, TVM_BOARD_KIND, type BoardInfo, type BoardKindName } from "../protos/index.ts";
 import { CanaryDrift, type CanaryRecord } from "./canary-drift.ts";
 import { BoardHealth, HEALTH_STATES, type HealthChange, type HealthRecord } from "./health.ts";
-import { TVM_BOARD_KIND, standingInfo, type Board } from "./registry.ts";
+import { standingInfo, type Board } from "./registry.ts";
 import type { StateStore } from "./state-store.ts";
 
 /** A board that left this long ago is forgotten, unless an operator's command holds it. */
@@ -31,7 +31,7 @@ export const FORGET_AFTER_MS = 30 * 24 * 3600_000;
 /** One board as the state file keeps it. */
 export interface BoardMemo {
   key: string;
-  kind: string;
+  kind: BoardKindName;
   /** When its agent last attached it or it left (the tracker's clock). */
   seenAt: number;
   /** Board.drain: why an operator drained it; "" when not. */
@@ -183,7 +183,7 @@ function parseMemo(raw: unknown, at: string): BoardMemo {
   if (!Array.isArray(h.history)) throw new Error(`${at}.health.history must be an array`);
   return {
     key: field(raw, "key", "string", at),
-    kind: field(raw, "kind", "string", at),
+    kind: BOARD_KIND.parse(field(raw, "kind", "string", at), `${at}.kind`),
     seenAt: field(raw, "seenAt", "number", at),
     drain: field(raw, "drain", "string", at),
     health: {

@@ -14,7 +14,7 @@
 import type { ServerDuplexStream } from "@grpc/grpc-js";
 import type { AgentMessage__Output } from "../protos/gen/farm/v1/AgentMessage.ts";
 import type { TrackerMessage } from "../protos/gen/farm/v1/TrackerMessage.ts";
-import type { BoardInfo } from "../protos/index.ts";
+import type { BoardInfo, BoardKindName } from "../protos/index.ts";
 import type { CudaLaunchLimitsMessage__Output } from "../protos/index.ts";
 import { BoardHealth } from "./health.ts";
 import type { Lease } from "./lease.ts";
@@ -72,8 +72,6 @@ export type Agent = FarmAgent | TvmAgent;
 /** Who a board can be granted to: kernelfarm hosts (the SDK), or TVM clients (the TVM port). */
 export type BoardProtocol = Agent["protocol"];
 
-/** The kind of every board a TVM server registers. */
-export const TVM_BOARD_KIND = "tvm-rpc";
 /** TVM servers' agent names: `tvm@HOST:PORT`; kernelfarm agents may not take such a name. */
 export const TVM_AGENT_PREFIX = "tvm@";
 
@@ -94,7 +92,8 @@ export interface Board {
   readonly id: string;
   readonly name: string;
   readonly key: string;
-  readonly kind: string;
+  /** One of the kinds agents serve, or TVM_BOARD_KIND (protos/enums.ts) for a TVM server's. */
+  readonly kind: BoardKindName;
   /** As registered; replaced when the agent reports new ones (BoardLabels: a VTA board programmed with a bitstream). */
   labels: Readonly<Record<string, string>>;
   readonly capabilities: Readonly<Record<string, string>>;

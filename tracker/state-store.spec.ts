@@ -15,6 +15,7 @@ import { pathToFileURL } from "node:url";
 import { FarmError } from "../protos/index.ts";
 import { type Logger } from "../runtime/index.ts";
 import { emptyState, parseTrackerState } from "./board-memory.ts";
+import { BoardHealth } from "./health.ts";
 import { STATE_FILE_NAME, STATE_VERSION, StateStore, type StateStoreOptions } from "./state-store.ts";
 
 interface Doc {
@@ -117,6 +118,12 @@ describe("StateStore", () => {
     );
     const bad = refusal(() => StateStore.open(path, { parse: parseTrackerState, empty: emptyState, logger: recorder() }));
     assert.match(bad.message, /is damaged: boards\["a\/b"\]\.health\.state must be one of healthy, suspect, quarantined, got "sideways"/);
+    // A board's kind is one of the BoardKind enum's, a TVM server's tvm-rpc included.
+    const memo = (kind: string) => ({ key: "k", kind, seenAt: 1, drain: "", health: new BoardHealth().snapshot() });
+    assert.equal(parseTrackerState(JSON.parse(JSON.stringify({ boards: { "tvm@h:1/k": memo("tvm-rpc") } }))).boards["tvm@h:1/k"]!.kind, "tvm-rpc");
+    writeFileSync(path, JSON.stringify({ version: 1, boards: { "a/b": memo("tpu") } }));
+    const kind = refusal(() => StateStore.open(path, { parse: parseTrackerState, empty: emptyState, logger: recorder() }));
+    assert.match(kind.message, /is damaged: boards\["a\/b"\]\.kind: board kind must be one of cpu, cuda, vta-sim, vta, tvm-rpc, got "tpu"/);
     writeFileSync(path, JSON.stringify({ boards: {} }));
     assert.match(refusal(() => StateStore.open(path, options())).message, /is not a tracker state file \(no "version"\)/);
   });

@@ -17,6 +17,7 @@
  * that loses the tracker ends the process with code 1.
  */
 import { monitorEventLoopDelay } from "node:perf_hooks";
+import { BOARD_KIND } from "../../protos/index.ts";
 import { SimAgent, type SimAgentStats } from "./sim-agent.ts";
 
 const args = process.argv.slice(2);
@@ -43,7 +44,7 @@ for (let i = first; i < first + agents; i++) {
   const boards = Array.from({ length: boardsPerAgent }, (_, j) => ({
     name: `cpu${j}`,
     key,
-    kind: "cpu",
+    kind: BOARD_KIND.toWire("cpu"),
     // What a real CPU agent reports (device-agent/backends/cpu.ts).
     labels: { arch: "x64", os: "linux", rack: `r${i % 8}` },
     capabilities: { cores: "2", model: "AMD EPYC", memory_bytes: "25275838464" },

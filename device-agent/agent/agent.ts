@@ -4,7 +4,7 @@
  */
 import { rmSync } from "node:fs";
 import { join } from "node:path";
-import { FarmError, HEALTH_REPORT_KIND, ROUTE } from "../../protos/index.ts";
+import { BOARD_KIND, FarmError, HEALTH_REPORT_KIND, ROUTE } from "../../protos/index.ts";
 import { cudaLaunchLimitsToWire } from "../../domain/index.ts";
 import { parseAddress } from "../../runtime/index.ts";
 import { DEFAULT_VTA_HARDWARE } from "../../vta/index.ts";
@@ -118,7 +118,7 @@ export class Agent {
       const spec: BoardSpec = {
         name: board.name,
         key: board.key,
-        kind: board.kind,
+        kind: BOARD_KIND.toWire(board.kind),
         labels: { ...facts.labels, ...board.labels },
         capabilities: { ...facts.capabilities, sandbox: describeSandbox(plan, board.kind) },
         ...(facts.cudaLimits ? { cuda_limits: cudaLaunchLimitsToWire(facts.cudaLimits) } : {}),

@@ -28,7 +28,7 @@ export const BOARD_GRAMMAR =
   "KIND[:DEVICE][:KEY=VALUE,...], e.g. cpu:key=cpu,name=c0 · vta-sim:key=vta · vta:pynq:key=vta · vta:model:key=vta · cuda:0:key=h100 · cuda:all:key=h100 " +
   "(DEVICE: CUDA, a number or all; VTA, model or a target: pynq, ultra96, zcu104)";
 /** Kinds whose boards name a device: CUDA's numbered devices, VTA's target or its model. */
-const INDEXED_KINDS: ReadonlySet<string> = new Set(["cuda", "vta"]);
+const INDEXED_KINDS: ReadonlySet<BoardKind> = new Set(["cuda", "vta"]);
 /** What the options of VTA device boards may say. */
 const VTA_DEVICES = ["model", "pynq", "ultra96", "zcu104"];
 

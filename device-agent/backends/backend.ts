@@ -2,8 +2,11 @@
  * What a board kind provides to a session worker. One Backend instance lives
  * in one worker process and serves its sessions one after another.
  */
-import type { BundleTarget, FunctionSpec, LaunchConfig, ModuleBundle } from "../../protos/index.ts";
+import type { BOARD_KINDS, BundleTarget, FunctionSpec, LaunchConfig, ModuleBundle } from "../../protos/index.ts";
 import type { CudaLaunchLimits } from "../../domain/index.ts";
+
+/** A kind an agent serves: contract.json's boardKinds, the one table of them (protos/enums.ts adds the tracker's tvm-rpc). */
+export type BoardKind = (typeof BOARD_KINDS)[number];
 
 /** Memory on the board holding one remote array. */
 export interface DeviceArray {
@@ -43,7 +46,7 @@ export interface BackendStats {
 }
 
 export interface Backend {
-  readonly kind: string;
+  readonly kind: BoardKind;
   readonly target: BundleTarget;
   /** What one session may allocate in total. */
   readonly memoryBytes: number;

@@ -1,11 +1,9 @@
 /** Board kinds this agent can serve, by name. */
-import { FarmError } from "../../protos/index.ts";
-import { BOARD_KINDS } from "../../protos/gen/contract.ts";
-import type { Backend, BoardFacts } from "./backend.ts";
+import { BOARD_KINDS, FarmError } from "../../protos/index.ts";
+import type { Backend, BoardFacts, BoardKind } from "./backend.ts";
 
 /** Declared once, with what each kind is, in protos/farm/v1/contract.json; the switches below serve each one. */
 export { BOARD_KINDS };
-export type BoardKind = (typeof BOARD_KINDS)[number];
 
 export function isBoardKind(kind: string): kind is BoardKind {
   return (BOARD_KINDS as readonly string[]).includes(kind);
@@ -73,4 +71,15 @@ function deviceOption(options: Record<string, unknown>): number {
   return typeof options.device === "number" ? options.device : 0;
 }
 
-export type { Backend, CanaryResult, CallSettings, BoardFacts, DeviceArray, ArgValue, LoadedFunction, LoadedModule, BackendStats } from "./backend.ts";
+export type {
+  Backend,
+  BoardKind,
+  CanaryResult,
+  CallSettings,
+  BoardFacts,
+  DeviceArray,
+  ArgValue,
+  LoadedFunction,
+  LoadedModule,
+  BackendStats,
+} from "./backend.ts";

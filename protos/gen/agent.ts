@@ -87,6 +87,7 @@ export interface ProtoGrpcType {
       BoardHealth: EnumTypeDefinition
       BoardHealthReport: MessageTypeDefinition<_farm_v1_BoardHealthReport, _farm_v1_BoardHealthReport__Output>
       BoardInfo: MessageTypeDefinition<_farm_v1_BoardInfo, _farm_v1_BoardInfo__Output>
+      BoardKind: EnumTypeDefinition
       BoardLabels: MessageTypeDefinition<_farm_v1_BoardLabels, _farm_v1_BoardLabels__Output>
       BoardReady: MessageTypeDefinition<_farm_v1_BoardReady, _farm_v1_BoardReady__Output>
       BoardSpec: MessageTypeDefinition<_farm_v1_BoardSpec, _farm_v1_BoardSpec__Output>

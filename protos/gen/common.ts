@@ -16,6 +16,7 @@ export interface ProtoGrpcType {
     v1: {
       BoardHealth: EnumTypeDefinition
       BoardInfo: MessageTypeDefinition<_farm_v1_BoardInfo, _farm_v1_BoardInfo__Output>
+      BoardKind: EnumTypeDefinition
       BoardState: EnumTypeDefinition
       CanaryTiming: MessageTypeDefinition<_farm_v1_CanaryTiming, _farm_v1_CanaryTiming__Output>
       CudaLaunchLimits: MessageTypeDefinition<_farm_v1_CudaLaunchLimits, _farm_v1_CudaLaunchLimits__Output>

@@ -74,3 +74,6 @@ LANE = EnumCodec(common_pb2.Lane, "lane", empty="LANE_NONE")
 BOARD_HEALTH = EnumCodec(common_pb2.BoardHealth, "board health")
 #: Where a board stands with the tracker; "absent": not attached (a remembered board).
 BOARD_STATE = EnumCodec(common_pb2.BoardState, "board state")
+#: What a board is: one of the kinds agents serve (_contract.BOARD_KINDS), or "tvm-rpc", a stock TVM server on
+#: the tracker's TVM port; "" where unset.
+BOARD_KIND = EnumCodec(common_pb2.BoardKind, "board kind")

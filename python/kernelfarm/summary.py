@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Optional
 
-from .enums import BOARD_HEALTH, BOARD_STATE, LANE
+from .enums import BOARD_HEALTH, BOARD_KIND, BOARD_STATE, LANE
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,6 +55,7 @@ class BoardInfo:
 
     id: str
     key: str
+    #: One of the kinds agents serve (cpu, cuda, vta-sim, vta), or tvm-rpc: a stock TVM server's board.
     kind: str
     labels: dict[str, str]
     capabilities: dict[str, str]
@@ -119,7 +120,7 @@ def board_info(m: Any) -> BoardInfo:
     return BoardInfo(
         id=m.id,
         key=m.key,
-        kind=m.kind,
+        kind=BOARD_KIND.from_wire(m.kind, what, "PROTOCOL_ERROR"),
         labels=dict(m.labels),
         capabilities=dict(m.capabilities),
         agent_id=m.agent_id,

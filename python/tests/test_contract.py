@@ -13,7 +13,7 @@ import pytest
 
 import kernelfarm
 from kernelfarm import _contract, _error_types
-from kernelfarm.enums import LANE, ROUTE
+from kernelfarm.enums import BOARD_KIND, LANE, ROUTE
 from kernelfarm.errors import FarmError
 from farm import REPO
 
@@ -36,6 +36,8 @@ def test_the_other_sets_and_limits_are_the_declared_ones() -> None:
     # The Route and Lane enums of the protos name the same lanes (protos/enums.ts checks the TypeScript side).
     assert ROUTE.names == kernelfarm.ROUTES and LANE.names == ("", *lanes, "tvm")
     assert _contract.BOARD_KINDS == tuple(k["kind"] for k in CONTRACT["boardKinds"])
+    # The BoardKind enum: the kinds agents serve, and the tracker's own for stock TVM servers.
+    assert BOARD_KIND.names == (*_contract.BOARD_KINDS, "tvm-rpc")
     for k in CONTRACT["constants"]:
         assert getattr(_contract, k["name"]) == k["value"], k["name"]
     from kernelfarm import channel, credentials, frames, tracker_client
@@ -100,4 +102,11 @@ def test_an_enum_value_outside_the_enum_is_refused_naming_the_choices() -> None:
     assert (e.value.code, e.value.message) == (
         "PROTOCOL_ERROR",
         "the tracker's grant: route must be one of auto, direct, relay, grpc, got 9",
+    )
+    assert (BOARD_KIND.to_wire("vta-sim"), BOARD_KIND.from_wire(5, "x"), BOARD_KIND.from_wire(0, "x")) == (3, "tvm-rpc", "")
+    with pytest.raises(FarmError) as e:
+        BOARD_KIND.from_wire(42, "the tracker's board a1/c0", "PROTOCOL_ERROR")
+    assert (e.value.code, e.value.message) == (
+        "PROTOCOL_ERROR",
+        "the tracker's board a1/c0: board kind must be one of cpu, cuda, vta-sim, vta, tvm-rpc, got 42",
     )

@@ -32,7 +32,8 @@ def test_each_class_has_its_message_fields(cls, message):
 
 def test_every_value_is_carried_over_as_a_python_value():
     board = common_pb2.BoardInfo(
-        id="a1/c0", key="cpu", kind="cpu", labels={"arch": "x86_64"}, capabilities={"cores": "2"}, agent_id="ag", agent_name="a1",
+        id="a1/c0", key="cpu", kind=common_pb2.BOARD_KIND_CPU, labels={"arch": "x86_64"}, capabilities={"cores": "2"},
+        agent_id="ag", agent_name="a1",
         state=common_pb2.BOARD_STATE_BUSY, session_id="s1", client_id="me", health=common_pb2.BOARD_HEALTH_SUSPECT,
         health_reason="slow canary", last_error="TIMEOUT", drained=True, last_canary="passed: vadd", last_canary_at_ms=1.5,
         session_lane=common_pb2.LANE_DIRECT, drain_reason="drained by alice",
@@ -58,11 +59,12 @@ def test_every_value_is_carried_over_as_a_python_value():
         uptime_ms=42.0,
     )
     b = s.boards[0]
+    enums = ("kind", "state", "session_lane", "health")
     for f in common_pb2.BoardInfo.DESCRIPTOR.fields:
-        if f.name not in ("labels", "capabilities", "health_history", "canary_timings", "cuda_limits", "state", "session_lane", "health"):
+        if f.name not in ("labels", "capabilities", "health_history", "canary_timings", "cuda_limits", *enums):
             assert getattr(b, f.name) == getattr(board, f.name), f.name
     # Enums by the names users see, as the TypeScript SDK gives them (protos/enums.ts).
-    assert (b.state, b.session_lane, b.health) == ("busy", "direct", "suspect")
+    assert (b.kind, b.state, b.session_lane, b.health) == ("cpu", "busy", "direct", "suspect")
     assert type(b.labels) is dict and b.labels == {"arch": "x86_64"} and b.capabilities == {"cores": "2"}
     assert b.health_history == [kernelfarm.HealthChange(at_ms=2.0, from_="healthy", to="suspect", reason="slow canary")]
     assert b.canary_timings == [kernelfarm.CanaryTiming(at_ms=3.0, kernel_ns=120.0)]

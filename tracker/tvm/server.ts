@@ -26,7 +26,7 @@
  * (AGENT_LOST), at the tracker's session cap (SESSION_TIMEOUT), or when the
  * tracker stops (DRAINED).
  */
-import { FarmError } from "../../protos/index.ts";
+import { FarmError, TVM_BOARD_KIND } from "../../protos/index.ts";
 import { type Logger } from "../../runtime/index.ts";
 import type { AuditLog } from "../audit.ts";
 import type { BoardMemory } from "../board-memory.ts";
@@ -34,7 +34,6 @@ import type { FarmEvents } from "../events.ts";
 import type { HealthInput } from "../health.ts";
 import {
   TVM_AGENT_PREFIX,
-  TVM_BOARD_KIND,
   describeBoard,
   joinHostPort,
   newBoard,

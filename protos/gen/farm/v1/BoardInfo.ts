@@ -6,9 +6,10 @@ import type { CudaLaunchLimits as _farm_v1_CudaLaunchLimits, CudaLaunchLimits__O
 import type { Lane as _farm_v1_Lane, Lane__Output as _farm_v1_Lane__Output } from '../../farm/v1/Lane';
 import type { BoardState as _farm_v1_BoardState, BoardState__Output as _farm_v1_BoardState__Output } from '../../farm/v1/BoardState';
 import type { BoardHealth as _farm_v1_BoardHealth, BoardHealth__Output as _farm_v1_BoardHealth__Output } from '../../farm/v1/BoardHealth';
+import type { BoardKind as _farm_v1_BoardKind, BoardKind__Output as _farm_v1_BoardKind__Output } from '../../farm/v1/BoardKind';
 
 /**
- * A board as the tracker knows it. `kind` names the backend (cpu, cuda, vta-sim);
+ * A board as the tracker knows it. `kind` names its backend (BoardKind);
  * `labels` are what hosts select on; `capabilities` are facts the agent reports
  * (memory, arch, ...), shown in the summary but never matched on.
  */
@@ -18,7 +19,6 @@ export interface BoardInfo {
    */
   'id'?: (string);
   'key'?: (string);
-  'kind'?: (string);
   'labels'?: ({[key: string]: string});
   'capabilities'?: ({[key: string]: string});
   'agent_id'?: (string);
@@ -92,10 +92,11 @@ export interface BoardInfo {
   'session_lane'?: (_farm_v1_Lane);
   'state'?: (_farm_v1_BoardState);
   'health'?: (_farm_v1_BoardHealth);
+  'kind'?: (_farm_v1_BoardKind);
 }
 
 /**
- * A board as the tracker knows it. `kind` names the backend (cpu, cuda, vta-sim);
+ * A board as the tracker knows it. `kind` names its backend (BoardKind);
  * `labels` are what hosts select on; `capabilities` are facts the agent reports
  * (memory, arch, ...), shown in the summary but never matched on.
  */
@@ -105,7 +106,6 @@ export interface BoardInfo__Output {
    */
   'id': (string);
   'key': (string);
-  'kind': (string);
   'labels': ({[key: string]: string});
   'capabilities': ({[key: string]: string});
   'agent_id': (string);
@@ -179,4 +179,5 @@ export interface BoardInfo__Output {
   'session_lane': (_farm_v1_Lane__Output);
   'state': (_farm_v1_BoardState__Output);
   'health': (_farm_v1_BoardHealth__Output);
+  'kind': (_farm_v1_BoardKind__Output);
 }
