@@ -16,20 +16,20 @@ const onCpuNs = (pid: number | "self") => {
     return 0;
   }
 };
-const roles = () => ({ host: ["self"] as (number | "self")[], tracker: [farm.trackerPid], agent: [farm.agentPid], workers: farm.workerPids() });
-const total = (pids: (number | "self")[]) => pids.reduce((a, p) => a + onCpuNs(p), 0);
+const roles = (): Record<string, (number | "self")[]> => ({ host: ["self"], tracker: [farm.trackerPid], agent: [farm.agentPid], workers: farm.workerPids() });
+const total = (pids: (number | "self")[]) => pids.reduce<number>((a, p) => a + onCpuNs(p), 0);
 const cpu: Record<string, number[]> = { host: [], tracker: [], agent: [], workers: [] };
 const wall: number[] = [];
 for (let i = 0; i < 5 + runs; i++) {
   await farm.waitFree();
   await settle(farm);
   const r = roles();
-  const before = Object.fromEntries(Object.entries(r).map(([k, pids]) => [k, total(pids)]));
+  const before: Record<string, number> = Object.fromEntries(Object.entries(r).map(([k, pids]) => [k, total(pids)]));
   const t0 = nowMs();
   const s = await farm.client.request("cpu");
   await s.listdir();
   const t1 = nowMs();
-  const after = Object.fromEntries(Object.entries(r).map(([k, pids]) => [k, total(pids)]));
+  const after: Record<string, number> = Object.fromEntries(Object.entries(r).map(([k, pids]) => [k, total(pids)]));
   await s.close();
   if (i < 5) continue;
   wall.push(t1 - t0);
