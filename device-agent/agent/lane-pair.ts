@@ -85,8 +85,9 @@ export const BRIDGE_LINGER_MS = 2000;
  * MAX_MESSAGE_BYTES (a gRPC message could not carry it) fails the lane as
  * soon as its 4 bytes are read — runtime/lane.ts, so nothing of the announced
  * frame is buffered — and the socket is destroyed. What the agent holds for
- * one lane is bounded by the back-pressure: the stream's own buffer, one
- * frame being read, one socket read.
+ * one lane is bounded by the back-pressure: the stream's own buffer and the
+ * frames of one socket read past it, and one frame being read (a frame never
+ * finished holds at most MAX_MESSAGE_BYTES, until the session ends).
  *
  * The worker's socket closing half-closes the stream (as a worker that died,
  * a partial frame included: the tracker tells a clean end by the end frame
