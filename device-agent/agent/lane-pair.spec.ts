@@ -2,8 +2,13 @@
  * The grpc lane's bridge between a ServeSession stream and the worker's end
  * of a socket pair: one message, one frame, both ways, undecoded; back-pressure
  * both ways; each side's end reaching the other. The pair is real (unix
- * sockets); the stream stands in for grpc-js's ClientDuplexStream, which it
- * mirrors: messages pushed in, writes held until released, "status" then "end".
+ * sockets). The first suite's stream stands in for grpc-js's
+ * ClientDuplexStream, which it mirrors: messages pushed in, writes held until
+ * released, "status" then "end". The second faces a hostile worker (it runs a
+ * tenant's code) with a real ServeSession call to a server on loopback, which
+ * stands where the tracker does: what the bridge holds for the worker is
+ * grpc-js's buffering, not a fake's, and what the server sees is what the
+ * tracker would.
  */
 import assert from "node:assert/strict";
 import { once } from "node:events";
@@ -12,10 +17,11 @@ import type { Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Duplex } from "node:stream";
-import { after, describe, it } from "node:test";
-import { CLEAN_END_FRAME } from "../../protos/index.ts";
-import { LaneSocket } from "../../runtime/index.ts";
-import { bridgeStream, socketPair } from "./lane-pair.ts";
+import { after, before, describe, it } from "node:test";
+import * as grpc from "@grpc/grpc-js";
+import { AgentService, CLEAN_END_FRAME, MAX_MESSAGE_BYTES, SESSION_ID_HEADER, type AgentServiceClient, type FarmError } from "../../protos/index.ts";
+import { CHANNEL_OPTIONS, LaneSocket, SERVER_OPTIONS, framed } from "../../runtime/index.ts";
+import { bridgeStream, socketPair, type ServeStream } from "./lane-pair.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "kfarm-lane-pair-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -171,5 +177,199 @@ describe("bridgeStream (grpc lane)", () => {
     await closed;
     assert.deepEqual(b.codes, [1]);
     assert.ok(b.worker.isClosed);
+  });
+});
+
+describe("bridgeStream facing a hostile worker (a real ServeSession call; the server stands where the tracker does)", () => {
+  type ServerCall = grpc.ServerDuplexStream<Buffer, Buffer>;
+  type ClientCall = grpc.ClientDuplexStream<Uint8Array, Buffer>;
+  const FRAME = 1 << 20;
+  const waiting = new Map<string, (call: ServerCall) => void>();
+  let server: grpc.Server;
+  let client: AgentServiceClient;
+  let sessions = 0;
+
+  before(async () => {
+    server = new grpc.Server(SERVER_OPTIONS);
+    server.addService(AgentService.service, {
+      ServeSession: (call: ServerCall) => waiting.get(String(call.metadata.get(SESSION_ID_HEADER)[0]))?.(call),
+    });
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+    );
+    client = new AgentService(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), CHANNEL_OPTIONS) as unknown as AgentServiceClient;
+  });
+  after(() => {
+    client.close();
+    server.forceShutdown();
+  });
+
+  /** A session's lane as the agent bridges it (lanes.ts serveSession); the worker's end is not read until `readWorker`. */
+  async function served(): Promise<{
+    stream: ClientCall;
+    call: ServerCall;
+    mine: Socket;
+    theirs: Socket;
+    ended: Promise<{ code: number; broken: FarmError | undefined }>;
+  }> {
+    const id = `s${++sessions}`;
+    const arrived = new Promise<ServerCall>((resolve) => waiting.set(id, resolve));
+    const [mine, theirs] = await socketPair(dir);
+    const metadata = new grpc.Metadata();
+    metadata.set(SESSION_ID_HEADER, id);
+    const stream = client.ServeSession(metadata) as unknown as ClientCall;
+    const ended = new Promise<{ code: number; broken: FarmError | undefined }>((resolve) =>
+      bridgeStream(stream as unknown as ServeStream, mine, (code, broken) => resolve({ code, broken })),
+    );
+    const call = await arrived;
+    waiting.delete(id);
+    return { stream, call, mine, theirs, ended };
+  }
+
+  function readWorker(theirs: Socket): LaneSocket {
+    const lane = new LaneSocket(theirs, "the worker's lane");
+    theirs.resume();
+    return lane;
+  }
+
+  function messagesOf(call: ServerCall, n: number): Promise<Buffer[]> {
+    const got: Buffer[] = [];
+    return new Promise((resolve) =>
+      call.on("data", (m: Buffer) => {
+        got.push(m);
+        if (got.length === n) resolve(got);
+      }),
+    );
+  }
+
+  function header(length: number): Buffer {
+    const h = Buffer.alloc(4);
+    h.writeUInt32BE(length);
+    return h;
+  }
+
+  for (const announced of [MAX_MESSAGE_BYTES + 1, 1 << 30, 0xffffffff]) {
+    it(
+      `a header announcing ${announced} bytes (the limit is ${MAX_MESSAGE_BYTES}) cuts the worker off at once, buffering none of it; the agent's other lanes serve on`,
+      { timeout: 10_000 },
+      async () => {
+        const a = await served();
+        const b = await served();
+        const bWorker = readWorker(b.theirs);
+        const worker = readWorker(a.theirs);
+        const cut = new Promise<unknown>((resolve) => worker.onClose(resolve));
+        const cancelled = once(a.call, "cancelled");
+        const passedOn: Buffer[] = [];
+        a.call.on("data", (m: Buffer) => passedOn.push(m));
+
+        // The header, then the announced bytes as fast as the worker can write them: the cut must not wait for them.
+        const offered = 8 << 20;
+        a.theirs.write(header(announced));
+        a.theirs.write(Buffer.alloc(offered, 0xee));
+        await cut;
+        await cancelled;
+        const { code, broken } = await a.ended;
+        assert.equal(code, grpc.status.CANCELLED, "the agent cancelled the stream: a gRPC client sends no status of its own");
+        assert.equal(broken?.code, "PROTOCOL_ERROR");
+        assert.equal(broken.message, `the worker's end of a grpc lane: a frame of ${announced} bytes is over the limit of ${MAX_MESSAGE_BYTES}`);
+        assert.ok(a.mine.destroyed, "the agent's end of the pair is gone");
+        assert.ok(a.mine.bytesRead < 1 << 20, `the agent read ${a.mine.bytesRead} of the ${offered} bytes offered after the header`);
+        assert.deepEqual(passedOn, [], "nothing of the frame reached the tracker");
+
+        // Another session's lane on the same connection carries frames both ways still.
+        const up = messagesOf(b.call, 1);
+        bWorker.send(Buffer.from("still here"));
+        assert.equal(String((await up)[0]), "still here");
+        const down = framesOf(bWorker, 1);
+        b.call.write(Buffer.from("so am I"));
+        assert.equal(String((await down)[0]), "so am I");
+        b.call.end();
+        assert.deepEqual(await b.ended, { code: grpc.status.OK, broken: undefined });
+      },
+    );
+  }
+
+  it(
+    "a frame cut short by the worker's socket closing half-closes the stream, passing none of it on (as a worker that died)",
+    { timeout: 10_000 },
+    async () => {
+      const a = await served();
+      readWorker(a.theirs);
+      const passedOn: Buffer[] = [];
+      a.call.on("data", (m: Buffer) => passedOn.push(m));
+      const halfClosed = once(a.call, "end");
+      a.theirs.end(framed(Buffer.alloc(100, 1)).subarray(0, 4 + 10));
+      await halfClosed;
+      assert.deepEqual(passedOn, []);
+      // The tracker ends the call once the agent's report says why the worker went.
+      a.call.end();
+      assert.deepEqual(await a.ended, { code: grpc.status.OK, broken: undefined });
+    },
+  );
+
+  it("a worker writing faster than the stream drains is read no further than the stream's buffer holds", { timeout: 20_000 }, async () => {
+    const a = await served();
+    const worker = readWorker(a.theirs);
+    // The tracker reads nothing for now.
+    a.call.pause();
+    const n = 64;
+    const paused = once(a.mine, "pause");
+    for (let i = 0; i < n; i++) a.theirs.write(framed(Buffer.alloc(FRAME, i)));
+    await paused;
+    // A round trip the other way while the flood waits: the agent goes on serving, and reads no more of it.
+    const ping = framesOf(worker, 1);
+    a.call.write(Buffer.from("ping"));
+    await ping;
+    assert.ok(a.mine.isPaused(), "the worker's socket is not read while the stream is full");
+    // The stream's buffer, the frame the lane was reading, and what is on its way (the server's window, one socket read).
+    const bound = (a.stream.writableHighWaterMark + 3) * FRAME;
+    assert.ok(a.mine.bytesRead <= bound, `the agent read ${a.mine.bytesRead} bytes of the worker's ${n * FRAME}, over ${bound}`);
+
+    const all = messagesOf(a.call, n);
+    a.call.resume();
+    assert.deepEqual(
+      (await all).map((m) => [m.length, m[0]]),
+      Array.from({ length: n }, (_, i) => [FRAME, i]),
+    );
+    a.theirs.destroy();
+  });
+
+  it("a flood of tiny frames in one read waits for one drain, not one per frame", { timeout: 20_000 }, async () => {
+    const a = await served();
+    readWorker(a.theirs);
+    a.call.pause();
+    const n = 20_000;
+    const paused = once(a.mine, "pause");
+    a.theirs.write(Buffer.concat(Array.from({ length: n }, (_, i) => framed(Buffer.of(i & 0xff)))));
+    // Every frame of the read that filled the stream was written to it before the pause took: one listener waits for them all.
+    await paused;
+    assert.ok(a.stream.writableLength > a.stream.writableHighWaterMark, "the read held more frames than the stream takes");
+    assert.equal(a.stream.listenerCount("drain"), 1, "one listener waits for the stream's drain");
+
+    const all = messagesOf(a.call, n);
+    a.call.resume();
+    assert.ok((await all).every((m, i) => m.length === 1 && m[0] === (i & 0xff)));
+    a.theirs.destroy();
+  });
+
+  it("a worker that reads nothing stops the stream being read: what waits for it is one frame", { timeout: 20_000 }, async () => {
+    const a = await served();
+    const n = 64;
+    const paused = once(a.stream, "pause");
+    for (let i = 0; i < n; i++) a.call.write(Buffer.alloc(FRAME, i));
+    await paused;
+    // A round trip the other way: the worker's frames still go up while nothing comes down.
+    const up = messagesOf(a.call, 1);
+    a.theirs.write(framed(Buffer.from("pong")));
+    assert.equal(String((await up)[0]), "pong");
+    assert.ok(a.stream.isPaused(), "the stream is not read while the worker's socket is full");
+    assert.ok(a.mine.writableLength <= 2 * (FRAME + 4), `${a.mine.writableLength} bytes wait for the worker`);
+
+    const frames = framesOf(readWorker(a.theirs), n);
+    assert.deepEqual(
+      (await frames).map((f) => [f.length, f[0]]),
+      Array.from({ length: n }, (_, i) => [FRAME, i]),
+    );
+    a.theirs.destroy();
   });
 });

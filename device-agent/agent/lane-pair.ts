@@ -11,6 +11,7 @@ import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
 import { createServer, connect as netConnect, type Socket } from "node:net";
 import { join } from "node:path";
+import type { FarmError } from "../../protos/index.ts";
 import { LaneSocket } from "../../runtime/index.ts";
 
 /** Two connected unix sockets (Node has no socketpair): through a listener in `dir` that lives for one connection. */
@@ -80,22 +81,41 @@ export const BRIDGE_LINGER_MS = 2000;
  * must stay one message of its own. Back-pressure both ways: a full side
  * stops the other being read until it drains.
  *
- * The worker's socket closing half-closes the stream (cancels it when the
- * socket failed): the tracker tells a clean end by the end frame before it,
- * a dead worker by its agent's report. The stream's status ends the other
- * way: OK ends the socket once every message before it is on its way to the
- * worker; any other drops it at once (the session is over and the tracker
- * knows why). `ended` is called once, with the status's code.
+ * The worker is hostile (it runs a tenant's code): a frame header over
+ * MAX_MESSAGE_BYTES (a gRPC message could not carry it) fails the lane as
+ * soon as its 4 bytes are read — runtime/lane.ts, so nothing of the announced
+ * frame is buffered — and the socket is destroyed. What the agent holds for
+ * one lane is bounded by the back-pressure: the stream's own buffer and the
+ * frames of one socket read past it, and one frame being read (a frame never
+ * finished holds at most MAX_MESSAGE_BYTES, until the session ends).
+ *
+ * The worker's socket closing half-closes the stream (as a worker that died,
+ * a partial frame included: the tracker tells a clean end by the end frame
+ * before it, a dead worker by its agent's report); a socket that failed, or
+ * a worker that broke the framing, cancels it (the tracker sees it
+ * cancelled, a gRPC client can send no status). The stream's status ends the
+ * other way: OK ends the socket once every message before it is on its way
+ * to the worker; any other drops it at once (the session is over and the
+ * tracker knows why). `ended` is called once, with the status's code and,
+ * where the bridge cancelled the stream, why (a PROTOCOL_ERROR for a frame
+ * over the limit): the tracker never hears it, so only the agent can say it.
  */
-export function bridgeStream(stream: ServeStream, mine: Socket, ended: (code: number) => void = () => {}): void {
+export function bridgeStream(stream: ServeStream, mine: Socket, ended: (code: number, broken: FarmError | undefined) => void = () => {}): void {
   const lane = new LaneSocket(mine, "the worker's end of a grpc lane");
   let finished = false;
+  let broken: FarmError | undefined;
+  let awaitingDrain = false;
   lane.onFrame((frame) => {
     // What a worker still sends once the tracker ended the stream goes nowhere.
     if (finished) return;
-    if (!stream.write(frame)) {
+    // One waiter, however many frames one read held: a flood of small frames must not add a listener each.
+    if (!stream.write(frame) && !awaitingDrain) {
+      awaitingDrain = true;
       mine.pause();
-      stream.once("drain", () => mine.resume());
+      stream.once("drain", () => {
+        awaitingDrain = false;
+        mine.resume();
+      });
     }
   });
   stream.on("data", (message) => {
@@ -107,14 +127,16 @@ export function bridgeStream(stream: ServeStream, mine: Socket, ended: (code: nu
   });
   lane.onClose((err) => {
     if (finished) return;
-    if (err) stream.cancel();
-    else stream.end();
+    if (err) {
+      broken = err;
+      stream.cancel();
+    } else stream.end();
   });
   // The status comes first (grpc-js), then "end" once every message before it was read here: sent on, or at least buffered.
   stream.on("status", ({ code }) => {
     finished = true;
     if (code !== 0) mine.destroy();
-    ended(code);
+    ended(code, broken);
   });
   stream.on("end", () => {
     if (mine.destroyed) return;

@@ -182,9 +182,17 @@ export class AgentLanes {
         const stream = client.ServeSession(metadata) as unknown as ServeStream;
         this.bridged.add(mine);
         mine.once("close", () => this.bridged.delete(mine));
-        bridgeStream(stream, mine, (code) => {
-          // The tracker ends a session's stream with the session's reason, which it logs and tells the host.
-          if (code !== grpc.status.OK) this.log.debug({ session: sessionId, code: grpc.status[code] }, "a grpc lane's stream ended");
+        bridgeStream(stream, mine, (code, broken) => {
+          if (broken?.code === "PROTOCOL_ERROR") {
+            // The tracker saw only its stream cancelled: a worker that broke the lane's framing is told of here alone.
+            this.log.warn(
+              { session: sessionId, audit: "worker_protocol", err: broken.message },
+              "a session worker broke its grpc lane's framing: its socket was cut and its stream cancelled",
+            );
+          } else if (code !== grpc.status.OK) {
+            // The tracker ends a session's stream with the session's reason, which it logs and tells the host.
+            this.log.debug({ session: sessionId, code: grpc.status[code], err: broken?.message }, "a grpc lane's stream ended");
+          }
         });
       });
     } catch (err) {

@@ -1,7 +1,91 @@
 /**
  * The whole session suite again on the grpc route (the default run takes
- * auto, which is direct on a loopback farm): every lane must pass it.
+ * auto, which is direct on a loopback farm): every lane must pass it. Then
+ * what only this route has: the agent in the middle of the worker's lane
+ * (device-agent/agent/lane-pair.ts), facing a worker turned hostile.
  */
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { compileCpu, connectTracker } from "../../host-sdk/index.ts";
+import { MAX_MESSAGE_BYTES, type FarmError } from "../../protos/index.ts";
+import { checkVadd } from "../helpers/kernels.ts";
+import { startAgentProcess, startTrackerProcess, waitFor, waitForFreeBoards } from "../helpers/processes.ts";
+
 process.env.KFARM_ROUTE = "grpc";
 await import("./session-suite.ts");
-export {};
+
+/**
+ * A tenant's kernel runs in the session worker, so it can write to the
+ * worker's end of the lane's pair: the accepted end of a socket named
+ * pair-*.sock (lane-pair.ts socketPair). It writes a frame header announcing
+ * `announced` bytes there, and nothing more.
+ */
+const FORGE_SOURCE = `
+#include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+void forge(int32_t announced) {
+  uint32_t n = (uint32_t)announced;
+  unsigned char header[4] = { n >> 24, n >> 16, n >> 8, n };
+  for (int fd = 3; fd < 1024; fd++) {
+    struct sockaddr_un a;
+    socklen_t len = sizeof a;
+    memset(&a, 0, sizeof a);
+    if (getsockname(fd, (struct sockaddr*)&a, &len) != 0 || a.sun_family != AF_UNIX) continue;
+    if (strstr(a.sun_path, "/pair-")) write(fd, header, 4);
+  }
+}
+`;
+
+describe("a worker that breaks the grpc lane's framing", () => {
+  it("is cut off at its header: the agent says why, the session ends, the agent and other sessions serve on", { timeout: 60_000 }, async () => {
+    const tracker = await startTrackerProcess();
+    const agent = await startAgentProcess(tracker.address, ["cpu:key=cpu,name=c0", "cpu:key=cpu,name=c1"], [], { env: { KFARM_LOG: "warn" } });
+    const client = await connectTracker(tracker.address);
+    try {
+      await waitForFreeBoards(client, 2);
+      const forge = await compileCpu(FORGE_SOURCE, { functions: { forge: ["int32 announced"] } });
+      const other = await client.request("cpu");
+      const s = await client.request("cpu");
+      assert.equal(s.lane, "grpc");
+      await s.upload(forge);
+      const mod = await s.loadModule(forge.name);
+
+      const announced = 1 << 30;
+      await assert.rejects(mod.getFunction("forge")(announced), (e: FarmError) => {
+        // The tracker saw its stream cancelled, and the host gets the worker's own account of its lane closing
+        // (its next read meets the end, or its next write the broken pipe, whichever comes first): only the agent
+        // knows the frame was over the limit, and says so in its log.
+        assert.ok(["CANCELLED", "UNAVAILABLE"].includes(e.code), `${e.code}: ${e.message}`);
+        assert.match(e.message, /lane/);
+        return true;
+      });
+      assert.ok(s.isClosed);
+      await waitFor("the agent's account of the breach", () =>
+        agent
+          .stderr()
+          .split("\n")
+          .some(
+            (line) =>
+              line.includes(`"audit":"worker_protocol"`) &&
+              line.includes(s.id) &&
+              line.includes(`a frame of ${announced} bytes is over the limit of ${MAX_MESSAGE_BYTES}`),
+          ),
+      );
+
+      assert.equal(agent.proc.exitCode, null, "the agent lives on");
+      await checkVadd(other);
+      await other.close();
+      await waitForFreeBoards(client, 2);
+      const again = await client.request("cpu");
+      await checkVadd(again);
+      await again.close();
+    } finally {
+      client.close();
+      await agent.stop();
+      await tracker.stop();
+    }
+  });
+});
