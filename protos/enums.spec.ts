@@ -16,6 +16,7 @@ import {
   TOKEN_KIND,
   TVM_BOARD_KIND,
   fromWireMessage,
+  toEncodable,
   toWireMessage,
 } from "./enums.ts";
 import { FarmError } from "./errors.ts";
@@ -138,6 +139,17 @@ describe("the codecs of messages with enums", () => {
       () => fromWireMessage("farm.v1.SummaryReply", { boards: [{ id: "a/b", state: 42 }] }, "the tracker's summary", "PROTOCOL_ERROR"),
       refused("PROTOCOL_ERROR", /^the tracker's summary: board state must be one of absent, starting, free, busy, draining, quarantined, got 42$/),
     );
+  });
+
+  it("give the enums of a message as their numbers for protobufjs's encode (toEncodable), which writes a name as 0", () => {
+    const grant = { session_id: "s", route: "relay" as const, board: { id: "a/b", kind: "cuda" as const, state: "busy" as const, labels: { rack: "r1" } } };
+    const encodable = toEncodable<{ route: unknown; board: { kind: unknown; state: unknown; labels: unknown } }>("farm.v1.Grant", grant);
+    assert.deepEqual([encodable.route, encodable.board.kind, encodable.board.state], [2, 2, 3]);
+    assert.equal(encodable.board.labels, grant.board.labels, "what holds no enum is shared, not copied");
+    const type = root.lookupType("farm.v1.Grant");
+    const viaNames = type.encode(type.fromObject(toWireMessage("farm.v1.Grant", grant))).finish();
+    assert.deepEqual(type.encode(encodable as object).finish(), viaNames, "the same bytes as fromObject of the names");
+    assert.throws(() => toEncodable("farm.v1.Grant", { route: "teleport" }), refused("INTERNAL", /teleport/));
   });
 
   it("carry a board's kind by name: an agent's registration, a summary's boards and a grant's board, through the encoders", () => {

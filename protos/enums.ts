@@ -54,6 +54,7 @@ export class EnumCodec<W extends string, N extends string> {
   /** The choices, as users see them, in the enum's order ("" only where it means something: `empty`). */
   readonly names: readonly N[];
   private readonly wireOf = new Map<string, W>();
+  private readonly numberOf = new Map<string, number>();
   private readonly nameOf = new Map<string | number, N | Unset<W>>();
 
   /** `type`: the enum's full name ("farm.v1.Route"); `label`: what its values are, in errors ("route"). */
@@ -71,6 +72,7 @@ export class EnumCodec<W extends string, N extends string> {
       const name = (unset || wire === empty ? "" : wire.slice(prefix.length).toLowerCase().replaceAll("_", "-")) as N;
       if (!unset) names.push(name);
       this.wireOf.set(name, wire as W);
+      this.numberOf.set(name, num);
       this.nameOf.set(wire, name).set(num, name);
     }
     if (empty !== undefined && !names.includes("" as N)) throw new Error(`${type} has no value ${empty}`);
@@ -81,6 +83,11 @@ export class EnumCodec<W extends string, N extends string> {
   /** "direct" → "ROUTE_DIRECT", for a message being built. */
   toWire(name: N | Unset<W>): W {
     return this.wireOf.get(name) ?? this.refuse(name, "a message being built", "INTERNAL");
+  }
+
+  /** "direct" → 1, for protobufjs's encode, which takes an enum's number only. */
+  toNumber(name: N | Unset<W>): number {
+    return this.numberOf.get(name) ?? this.refuse(name, "a message being built", "INTERNAL");
   }
 
   /** "ROUTE_DIRECT", or its number, from a decoded message → "direct"; a value outside the enum is refused with `code`. */
@@ -150,7 +157,7 @@ function planByName(type: string): Plan {
 }
 
 /** How one enum value is converted: to its wire value, or from it (refused with `code`, naming `what`). */
-type Direction = { readonly toWire: true } | { readonly toWire: false; readonly what: string; readonly code: FarmErrorCode };
+type Direction = { readonly toWire: true; readonly numbers: boolean } | { readonly toWire: false; readonly what: string; readonly code: FarmErrorCode };
 
 /** A copy of `value` (a plain object, as grpc-js and toObject give) with its enum fields converted; fields without enums are shared, not copied. */
 function convertMessage(plan: Plan, value: Record<string, unknown>, dir: Direction): Record<string, unknown> {
@@ -162,7 +169,9 @@ function convertMessage(plan: Plan, value: Record<string, unknown>, dir: Directi
     const each = (x: unknown): unknown =>
       f.codec
         ? dir.toWire
-          ? f.codec.toWire(x as string)
+          ? dir.numbers
+            ? f.codec.toNumber(x as string)
+            : f.codec.toWire(x as string)
           : f.codec.fromWire(x as string | number, dir.what, dir.code)
         : convertMessage(f.inner, x as Record<string, unknown>, dir);
     if (f.map) out[f.name] = Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([k, x]) => [k, each(x)]));
@@ -172,11 +181,21 @@ function convertMessage(plan: Plan, value: Record<string, unknown>, dir: Directi
   return out;
 }
 
-const TO_WIRE: Direction = { toWire: true };
+const TO_WIRE: Direction = { toWire: true, numbers: false };
+const TO_NUMBERS: Direction = { toWire: true, numbers: true };
 
 /** `value` as a message of `type` ("farm.v1.BoardInfo") with every enum field's name ("free") as its wire value ("BOARD_STATE_FREE"). */
 export function toWireMessage<T>(type: string, value: object): T {
   return convertMessage(planByName(type), value as Record<string, unknown>, TO_WIRE) as T;
+}
+
+/**
+ * As toWireMessage, with each enum field as its number: what protobufjs's
+ * encode takes (a name it would write as 0), so protos/' own encoders need
+ * no fromObject, a copy of the whole message, on the grant's path.
+ */
+export function toEncodable<T>(type: string, value: object): T {
+  return convertMessage(planByName(type), value as Record<string, unknown>, TO_NUMBERS) as T;
 }
 
 /**

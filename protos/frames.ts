@@ -13,7 +13,7 @@ import type { Grant as GrantMessage, Grant__Output as GrantMessage__Output } fro
 import type { LaneHello as LaneHelloMessage, LaneHello__Output as LaneHelloMessage__Output } from "./gen/farm/v1/LaneHello.ts";
 import type { LaneWelcome, LaneWelcome__Output } from "./gen/farm/v1/LaneWelcome.ts";
 import type { SessionRequest as SessionRequestMessage, SessionRequest__Output as SessionRequestMessage__Output } from "./gen/farm/v1/SessionRequest.ts";
-import { fromWireMessage, toWireMessage, type LaneRoleName } from "./enums.ts";
+import { fromWireMessage, toEncodable, type LaneRoleName } from "./enums.ts";
 // Below SPLIT_MIN_BYTES of data one buffer is cheaper than two writes (declared for both SDKs).
 import { SPLIT_MIN_BYTES } from "./gen/contract.ts";
 import type { BoardInfo, BoardInfo__Output } from "./summary-reply.ts";
@@ -118,10 +118,8 @@ export function isEndFrame(bytes: Uint8Array): boolean {
 }
 
 // No `id` at all: protobufjs writes a field that is present even when it is 0, and the tag must come first.
-// fromObject: protobufjs's encode takes an enum's number only, and a name would be written as 0.
 export function encodeGrantFrame(grant: Grant): Uint8Array {
-  const frame = { grant: toWireMessage<GrantMessage>("farm.v1.Grant", grant) };
-  return boardFrameType.encode(boardFrameType.fromObject(frame)).finish();
+  return boardFrameType.encode({ grant: toEncodable<GrantMessage>("farm.v1.Grant", grant) }).finish();
 }
 
 /** A session's last frame: `reason` null is a clean close. */
@@ -150,7 +148,7 @@ export function decodeEndFrame(bytes: Uint8Array): WireError | null {
 // --- the session request (metadata of HostService.Session) and the lane handshake
 
 export function encodeSessionRequest(req: SessionRequest): Uint8Array {
-  return sessionRequestType.encode(sessionRequestType.fromObject(toWireMessage("farm.v1.SessionRequest", req))).finish();
+  return sessionRequestType.encode(toEncodable("farm.v1.SessionRequest", req)).finish();
 }
 
 /** Throws what protobufjs throws for bytes that do not decode, and an INVALID_ARGUMENT FarmError for a route it does not know. */
@@ -165,7 +163,7 @@ export type LaneHello = Omit<LaneHelloMessage, "role"> & { role: LaneRoleName };
 export type LaneHello__Output = Omit<LaneHelloMessage__Output, "role"> & { role: LaneRoleName | "" };
 
 export function encodeLaneHello(hello: LaneHello): Uint8Array {
-  return laneHelloType.encode(laneHelloType.fromObject(toWireMessage("farm.v1.LaneHello", hello))).finish();
+  return laneHelloType.encode(toEncodable("farm.v1.LaneHello", hello)).finish();
 }
 
 /**

@@ -14,7 +14,7 @@ import { FarmError, type WireError } from "./errors.ts";
 import type { AgentToWorker as AgentToWorkerMessage, AgentToWorker__Output as AgentToWorkerMessage__Output } from "./gen/farm/v1/AgentToWorker.ts";
 import type { WorkerAssign, WorkerAssign__Output } from "./gen/farm/v1/WorkerAssign.ts";
 import type { WorkerLane, WorkerLane__Output } from "./gen/farm/v1/WorkerLane.ts";
-import { LANE, ROUTE, toWireMessage } from "./enums.ts";
+import { LANE, ROUTE, toEncodable } from "./enums.ts";
 import { LANES, type Lane, type Route } from "./routes.ts";
 import type { WorkerToAgent, WorkerToAgent__Output } from "./gen/farm/v1/WorkerToAgent.ts";
 
@@ -58,9 +58,7 @@ type Bodies = { [K in NonNullable<WorkerToAgent__Output["msg"]>]-?: NonNullable<
 export type WorkerMessage = { [K in keyof Bodies]: { kind: K; m: Bodies[K] } }[keyof Bodies];
 
 export function encodeToWorker(msg: AgentToWorker): Uint8Array {
-  // fromObject: protobufjs's encode takes an enum's number only, and a name would be written as 0.
-  if (msg.assign || msg.lane) return toWorkerType.encode(toWorkerType.fromObject(toWireMessage("farm.v1.AgentToWorker", msg))).finish();
-  return toWorkerType.encode(msg).finish();
+  return toWorkerType.encode(msg.assign || msg.lane ? toEncodable("farm.v1.AgentToWorker", msg) : msg).finish();
 }
 
 /** The worker's side: the agent is trusted, but a frame it cannot read is still a clear error. */

@@ -39,17 +39,22 @@ export class DataPort {
     this.stopWatching = made.stopWatching;
   }
 
+  /** Its port once listening, else 0; read on every grant (the relay port it names), so kept, not asked of the socket (a getsockname). */
   get port(): number {
-    const a = this.server.address();
-    return typeof a === "object" && a ? a.port : 0;
+    return this.boundPort;
   }
+  private boundPort = 0;
 
   listen(host: string, port: number): Promise<void> {
     return new Promise((resolve, reject) => {
       this.server.once("error", (err) =>
         reject(new FarmError("UNAVAILABLE", `the tracker cannot open its data port on ${host}:${port}: ${err.message}`, { cause: err })),
       );
-      this.server.listen(port, host, () => resolve());
+      this.server.listen(port, host, () => {
+        const a = this.server.address();
+        this.boundPort = typeof a === "object" && a ? a.port : 0;
+        resolve();
+      });
     });
   }
 
@@ -86,6 +91,7 @@ export class DataPort {
   close(): void {
     this.stopWatching();
     this.server.close();
+    this.boundPort = 0;
     for (const s of this.open) s.destroy();
   }
 }
