@@ -241,6 +241,7 @@ export class Agent {
       {
         hand: (sessionId, socket, rest, kind) => [...this.pools.values()].some((p) => p.giveLane(sessionId, socket, rest, kind)),
         opened: (sessionId) => this.laneOpened(sessionId),
+        broke: (sessionId, error) => this.pools.forEach((p) => p.laneBroken(sessionId, error)),
       },
       o.logger,
     );

@@ -211,6 +211,8 @@ describe("bridgeStream facing a hostile worker (a real ServeSession call; the se
     mine: Socket;
     theirs: Socket;
     ended: Promise<{ code: number; broken: FarmError | undefined }>;
+    /** What the bridge told, in order: "broke" (with the error's code) as it cut the socket, "ended" with the status. */
+    told: string[];
   }> {
     const id = `s${++sessions}`;
     const arrived = new Promise<ServerCall>((resolve) => waiting.set(id, resolve));
@@ -218,12 +220,21 @@ describe("bridgeStream facing a hostile worker (a real ServeSession call; the se
     const metadata = new grpc.Metadata();
     metadata.set(SESSION_ID_HEADER, id);
     const stream = client.ServeSession(metadata) as unknown as ClientCall;
+    const told: string[] = [];
     const ended = new Promise<{ code: number; broken: FarmError | undefined }>((resolve) =>
-      bridgeStream(stream as unknown as ServeStream, mine, (code, broken) => resolve({ code, broken })),
+      bridgeStream(
+        stream as unknown as ServeStream,
+        mine,
+        (code, broken) => {
+          told.push("ended");
+          resolve({ code, broken });
+        },
+        (error) => told.push(`broke ${error.code}`),
+      ),
     );
     const call = await arrived;
     waiting.delete(id);
-    return { stream, call, mine, theirs, ended };
+    return { stream, call, mine, theirs, ended, told };
   }
 
   function readWorker(theirs: Socket): LaneSocket {
@@ -272,6 +283,8 @@ describe("bridgeStream facing a hostile worker (a real ServeSession call; the se
         assert.equal(code, grpc.status.CANCELLED, "the agent cancelled the stream: a gRPC client sends no status of its own");
         assert.equal(broken?.code, "PROTOCOL_ERROR");
         assert.equal(broken.message, `the worker's end of a grpc lane: a frame of ${announced} bytes is over the limit of ${MAX_MESSAGE_BYTES}`);
+        assert.deepEqual(a.told, ["broke PROTOCOL_ERROR", "ended"], "the breach is told as the socket is cut, before the stream's status");
+        assert.deepEqual(b.told, [], "the other lane's bridge told nothing");
         assert.ok(a.mine.destroyed, "the agent's end of the pair is gone");
         assert.ok(a.mine.bytesRead < 1 << 20, `the agent read ${a.mine.bytesRead} of the ${offered} bytes offered after the header`);
         assert.deepEqual(passedOn, [], "nothing of the frame reached the tracker");

@@ -99,8 +99,15 @@ export const BRIDGE_LINGER_MS = 2000;
  * tracker knows why). `ended` is called once, with the status's code and,
  * where the bridge cancelled the stream, why (a PROTOCOL_ERROR for a frame
  * over the limit): the tracker never hears it, so only the agent can say it.
+ * `broke` is called with that PROTOCOL_ERROR as the socket is cut, so the
+ * agent ends the session with it before the worker reports its lane closed.
  */
-export function bridgeStream(stream: ServeStream, mine: Socket, ended: (code: number, broken: FarmError | undefined) => void = () => {}): void {
+export function bridgeStream(
+  stream: ServeStream,
+  mine: Socket,
+  ended: (code: number, broken: FarmError | undefined) => void = () => {},
+  broke: (error: FarmError) => void = () => {},
+): void {
   const lane = new LaneSocket(mine, "the worker's end of a grpc lane");
   let finished = false;
   let broken: FarmError | undefined;
@@ -129,6 +136,8 @@ export function bridgeStream(stream: ServeStream, mine: Socket, ended: (code: nu
     if (finished) return;
     if (err) {
       broken = err;
+      // At once, not with the status the cancel brings a turn later: the agent ends the session with it first.
+      if (err.code === "PROTOCOL_ERROR") broke(err);
       stream.cancel();
     } else stream.end();
   });

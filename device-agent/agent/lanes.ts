@@ -45,6 +45,8 @@ export interface LaneHooks {
   hand(sessionId: string, socket: Socket, rest: Buffer, kind: Lane): boolean;
   /** The host reached the worker directly (the tracker is told). */
   opened(sessionId: string): void;
+  /** The session's worker broke its lane's framing (a PROTOCOL_ERROR the grpc bridge cut it for): the pool ends the session with it. */
+  broke(sessionId: string, error: FarmError): void;
 }
 
 export interface AgentLanesOptions {
@@ -182,18 +184,17 @@ export class AgentLanes {
         const stream = client.ServeSession(metadata) as unknown as ServeStream;
         this.bridged.add(mine);
         mine.once("close", () => this.bridged.delete(mine));
-        bridgeStream(stream, mine, (code, broken) => {
-          if (broken?.code === "PROTOCOL_ERROR") {
-            // The tracker saw only its stream cancelled: a worker that broke the lane's framing is told of here alone.
-            this.log.warn(
-              { session: sessionId, audit: "worker_protocol", err: broken.message },
-              "a session worker broke its grpc lane's framing: its socket was cut and its stream cancelled",
-            );
-          } else if (code !== grpc.status.OK) {
+        bridgeStream(
+          stream,
+          mine,
+          (code, broken) => {
             // The tracker ends a session's stream with the session's reason, which it logs and tells the host.
-            this.log.debug({ session: sessionId, code: grpc.status[code], err: broken?.message }, "a grpc lane's stream ended");
-          }
-        });
+            if (code !== grpc.status.OK) this.log.debug({ session: sessionId, code: grpc.status[code], err: broken?.message }, "a grpc lane's stream ended");
+          },
+          // The tracker sees only its stream cancelled (a gRPC client sends no status): the pool ends the session
+          // with the breach, before the worker can tell its own story of a lane that closed.
+          (error) => this.hooks.broke(sessionId, error),
+        );
       });
     } catch (err) {
       // The tracker ends the lease when its lane does not open; say why here.

@@ -687,6 +687,21 @@ describe("pool machine: breaches (a worker says what it may not, or its channel 
       { kind: "sessionEnded", sessionId: "s1", reason: error },
     ]);
   });
+
+  it("a lane the worker broke (the agent's grpc bridge cut it) is a breach with the lane's error", () => {
+    const c = warmPool();
+    serve(c, "s1");
+    c.take();
+    const error = new FarmError("PROTOCOL_ERROR", "the worker's end of a grpc lane: a frame of 1073741824 bytes is over the limit of 16777216");
+    c.feed({ kind: "laneBroken", sessionId: "s1", error });
+    assert.deepEqual(c.take(), [
+      { kind: "cutOff", worker: 0, sessionId: "s1", state: "serving", error },
+      { kind: "countEnd", reason: "PROTOCOL_ERROR" },
+      { kind: "kill", worker: 0, signal: "SIGKILL", group: true },
+      { kind: "sessionEnded", sessionId: "s1", reason: error },
+    ]);
+    assert.equal(c.worker(0).state, "exiting");
+  });
 });
 
 describe("pool machine: exits", () => {
@@ -813,6 +828,10 @@ describe("pool machine: what is ignored, and why", () => {
     const c = warmPool();
     assert.match(ignoredWhy(c.feed({ kind: "laneArrived", sessionId: "other", lane: 1 })), /no worker of board b1 serves session other/);
     assert.match(ignoredWhy(c.feed({ kind: "endSession", sessionId: "other", reason: null })), /no worker of board b1 serves session other/);
+    assert.match(
+      ignoredWhy(c.feed({ kind: "laneBroken", sessionId: "other", error: new FarmError("PROTOCOL_ERROR", "x") })),
+      /no worker of board b1 serves session other/,
+    );
   });
 
   it("a second clean end_session while the grace runs", () => {

@@ -54,6 +54,7 @@
  * | `idle`              | `timerFired` `canary` (first idle worker that never loaded native code nor was asked) | `idle` | send run_canary; arm `canary` again |
  * | `starting`/`idle`   | says "canary", asked, no native code           | same           | `health` (the canary's verdict) if it ran |
  * | any but `exiting`   | says anything out of its scope, or `channelBroken` | `exiting`  | cut it off (stop its channel, log); count the error; kill its group; `sessionEnded` PROTOCOL_ERROR if it served |
+ * | `serving`           | `laneBroken` for its session (it broke its lane's framing: the agent's grpc bridge cut it) | `exiting` | as the row above |
  * | `serving`           | `exited` (not killed by the agent)             | (gone)         | reap; count and `sessionEnded` with its death (RUNTIME_CRASH, TIMEOUT, TOO_LARGE); fill; `boardReady` if idle and no session |
  * | `starting`/`idle`   | `exited` (not killed, not closed)              | (gone)         | reap; `workerDied` (infra health); fill; `boardReady` if idle and no session |
  * | `exiting`           | `exited`                                       | (gone)         | reap (with the folder it kept); fill; `boardReady` if idle and no session |
@@ -180,6 +181,8 @@ export type PoolEvent =
   | { readonly kind: "standbyOpened"; readonly worker: WorkerId; readonly port: number }
   /** A worker's channel broke its contract (bytes that do not decode, a frame too large). */
   | { readonly kind: "channelBroken"; readonly worker: WorkerId; readonly error: FarmError }
+  /** A session's lane through the agent (the grpc bridge) was cut: its worker broke the lane's framing. */
+  | { readonly kind: "laneBroken"; readonly sessionId: string; readonly error: FarmError }
   /** A worker's process exited and its channel drained; `death` is the shell's account of it, as a session would hear it. */
   | { readonly kind: "exited"; readonly worker: WorkerId; readonly code: number | null; readonly signal: NodeJS.Signals | null; readonly death: FarmError }
   /** The tracker's AssignSession; `lanePort`: the standby lane its grant named (0: none). */
@@ -332,6 +335,11 @@ export function step(state: PoolMachineState, event: PoolEvent): PoolStep {
       const w = find(state, event.worker);
       if (!w || w.state === "exiting")
         return ignored(state, `worker ${event.worker} is ${w ? "being killed" : "gone"}: what its channel does no longer matters`);
+      return applied(...breach(new Change(state), w, event.error));
+    }
+    case "laneBroken": {
+      const w = state.workers.find((x) => x.state === "serving" && x.sessionId === event.sessionId);
+      if (!w) return ignored(state, `no worker of board ${state.config.boardName} serves session ${event.sessionId}`);
       return applied(...breach(new Change(state), w, event.error));
     }
     case "exited":

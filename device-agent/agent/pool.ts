@@ -250,6 +250,11 @@ export class BoardPool {
     return this.lastHanded?.lane === lane ? this.lastHanded.sent : undefined;
   }
 
+  /** The worker serving `sessionId` broke its lane's framing (the agent's grpc bridge cut it): it is cut off and killed, its session ends with `error`. */
+  laneBroken(sessionId: string, error: FarmError): void {
+    this.feed({ kind: "laneBroken", sessionId, error });
+  }
+
   /** The tracker ended a session: a clean end lets the worker close its lane and report, any other kills it. */
   end(sessionId: string, reason: FarmError | null): void {
     this.feed({ kind: "endSession", sessionId, reason });

@@ -40,52 +40,55 @@ void forge(int32_t announced) {
 `;
 
 describe("a worker that breaks the grpc lane's framing", () => {
-  it("is cut off at its header: the agent says why, the session ends, the agent and other sessions serve on", { timeout: 60_000 }, async () => {
-    const tracker = await startTrackerProcess();
-    const agent = await startAgentProcess(tracker.address, ["cpu:key=cpu,name=c0", "cpu:key=cpu,name=c1"], [], { env: { KFARM_LOG: "warn" } });
-    const client = await connectTracker(tracker.address);
-    try {
-      await waitForFreeBoards(client, 2);
-      const forge = await compileCpu(FORGE_SOURCE, { functions: { forge: ["int32 announced"] } });
-      const other = await client.request("cpu");
-      const s = await client.request("cpu");
-      assert.equal(s.lane, "grpc");
-      await s.upload(forge);
-      const mod = await s.loadModule(forge.name);
+  it(
+    "is cut off at its header: the session ends PROTOCOL_ERROR saying why, the agent logs it, the agent and other sessions serve on",
+    { timeout: 60_000 },
+    async () => {
+      const tracker = await startTrackerProcess();
+      const agent = await startAgentProcess(tracker.address, ["cpu:key=cpu,name=c0", "cpu:key=cpu,name=c1"], [], { env: { KFARM_LOG: "warn" } });
+      const client = await connectTracker(tracker.address);
+      try {
+        await waitForFreeBoards(client, 2);
+        const forge = await compileCpu(FORGE_SOURCE, { functions: { forge: ["int32 announced"] } });
+        const other = await client.request("cpu");
+        const s = await client.request("cpu");
+        assert.equal(s.lane, "grpc");
+        await s.upload(forge);
+        const mod = await s.loadModule(forge.name);
 
-      const announced = 1 << 30;
-      await assert.rejects(mod.getFunction("forge")(announced), (e: FarmError) => {
-        // The tracker saw its stream cancelled, and the host gets the worker's own account of its lane closing
-        // (its next read meets the end, or its next write the broken pipe, whichever comes first): only the agent
-        // knows the frame was over the limit, and says so in its log.
-        assert.ok(["CANCELLED", "UNAVAILABLE"].includes(e.code), `${e.code}: ${e.message}`);
-        assert.match(e.message, /lane/);
-        return true;
-      });
-      assert.ok(s.isClosed);
-      await waitFor("the agent's account of the breach", () =>
-        agent
-          .stderr()
-          .split("\n")
-          .some(
-            (line) =>
-              line.includes(`"audit":"worker_protocol"`) &&
-              line.includes(s.id) &&
-              line.includes(`a frame of ${announced} bytes is over the limit of ${MAX_MESSAGE_BYTES}`),
-          ),
-      );
+        const announced = 1 << 30;
+        await assert.rejects(mod.getFunction("forge")(announced), (e: FarmError) => {
+          // The tracker saw only its stream cancelled; the agent ended the session with the breach as it cut the
+          // worker's socket (device-agent/agent/lane-pair.ts), before the worker could report its lane closing.
+          assert.equal(e.code, "PROTOCOL_ERROR", `${e.code}: ${e.message}`);
+          assert.match(e.message, new RegExp(`a frame of ${announced} bytes is over the limit of ${MAX_MESSAGE_BYTES}`));
+          return true;
+        });
+        assert.ok(s.isClosed);
+        await waitFor("the agent's account of the breach", () =>
+          agent
+            .stderr()
+            .split("\n")
+            .some(
+              (line) =>
+                line.includes(`"audit":"worker_protocol"`) &&
+                line.includes(s.id) &&
+                line.includes(`a frame of ${announced} bytes is over the limit of ${MAX_MESSAGE_BYTES}`),
+            ),
+        );
 
-      assert.equal(agent.proc.exitCode, null, "the agent lives on");
-      await checkVadd(other);
-      await other.close();
-      await waitForFreeBoards(client, 2);
-      const again = await client.request("cpu");
-      await checkVadd(again);
-      await again.close();
-    } finally {
-      client.close();
-      await agent.stop();
-      await tracker.stop();
-    }
-  });
+        assert.equal(agent.proc.exitCode, null, "the agent lives on");
+        await checkVadd(other);
+        await other.close();
+        await waitForFreeBoards(client, 2);
+        const again = await client.request("cpu");
+        await checkVadd(again);
+        await again.close();
+      } finally {
+        client.close();
+        await agent.stop();
+        await tracker.stop();
+      }
+    },
+  );
 });
