@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type * as Protobuf from "protobufjs";
 import { protobuf, root } from "./contract-root.ts";
-import { workerCodecWarmups } from "./warm.ts";
+import { WORKER_MESSAGES, workerCodecWarmups } from "./warm.ts";
 
 /** protobufjs replaces a type's prototype coders with generated ones of its own on first use (Type#setup). */
 const generated = (type: Protobuf.Type) => Object.hasOwn(type, "encode") && Object.hasOwn(type, "decode");
@@ -23,15 +23,7 @@ function reachable(name: string, into = new Set<Protobuf.Type>()): Set<Protobuf.
 describe("workerCodecWarmups", () => {
   it("generate the coders of every type the agent's messages, the lane's and the frames hold", () => {
     const types = new Set<Protobuf.Type>();
-    for (const name of [
-      "farm.v1.AgentToWorker",
-      "farm.v1.WorkerToAgent",
-      "farm.v1.HostFrame",
-      "farm.v1.BoardFrame",
-      "farm.v1.LaneHello",
-      "farm.v1.LaneWelcome",
-    ])
-      reachable(name, types);
+    for (const name of WORKER_MESSAGES) reachable(name, types);
     // The frames hold the call's arguments, the measure results, errors, the grant: dozens of types.
     assert.ok(types.size > 40, `only ${types.size} types reachable`);
     for (const step of workerCodecWarmups()) step();

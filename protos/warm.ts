@@ -48,7 +48,8 @@ export function workerCodecWarmups(): Array<() => void> {
   ];
 }
 
-const WORKER_MESSAGES = [
+/** What a worker reads or writes: the agent's messages and its own, the lane's hello and welcome, the frames. */
+export const WORKER_MESSAGES = [
   "farm.v1.AgentToWorker",
   "farm.v1.WorkerToAgent",
   "farm.v1.HostFrame",
