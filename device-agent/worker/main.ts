@@ -172,9 +172,9 @@ await canary();
 // Listening already: an assignment can follow "ready" at once.
 tell({ ready: {} });
 
-// What a fresh worker's first session would otherwise pay on its critical path, 25 ms of it on the way to its
-// first call here: each codec's first run (protos/warm.ts). One step per turn while idle, so no assignment waits
-// for more than one.
+// What a fresh worker's first session would otherwise pay on its critical path (grant to first call 42 → 15 ms on
+// a 2-vCPU VM, bench/ab/phases.ts): each codec's first run (protos/warm.ts). One step per turn while idle, so no
+// assignment waits for more than one.
 const warmups = workerCodecWarmups();
 (function warmNext(): void {
   if (serving === undefined && warmups.length > 0) {
