@@ -1,8 +1,9 @@
 /**
  * A session worker process. It warms up (its backend), says "ready", runs
- * its codecs once while it waits (protos/warm.ts), and then serves the sessions the agent assigns to it, one at a time, each in its own
- * working directory, on the lane socket the agent hands it (it has no way to
- * the tracker of its own). A worker that loaded foreign code serves no
+ * its codecs once while it waits (protos/warm.ts), and then serves the
+ * sessions the agent assigns to it, one at a time, each in its own working
+ * directory, on the lane socket the agent hands it (it has no way to the
+ * tracker of its own). A worker that loaded foreign code serves no
  * further session: it exits after that one.
  */
 import { readdirSync, rmSync } from "node:fs";
