@@ -71,7 +71,9 @@ program
   .addOption(new Option("--port <port>", "port to bind (0: any free port)").default(9190).argParser(integer))
   .addOption(new Option("--heartbeat-ms <ms>", "agent heartbeat interval").default(500).argParser(integer))
   .addOption(new Option("--missed-heartbeats <n>", "heartbeats an agent may miss before it is lost").default(3).argParser(integer))
-  .addOption(new Option("--default-deadline-ms <ms>", "queue wait of requests that name no deadline").default(60_000).argParser(integer))
+  .addOption(
+    new Option("--default-deadline-ms <ms>", "queue wait of requests that name no deadline; 0: no cap (as TVM's tracker)").default(60_000).argParser(integer),
+  )
   .addOption(new Option("--metrics-port <port>", "HTTP port for /metrics and the live view (0: any free port; default: none)").argParser(integer))
   .option("--tls-cert <file>", "serve TLS on every port with this certificate (PEM; re-read when it changes)")
   .option("--tls-key <file>", "the key of --tls-cert")

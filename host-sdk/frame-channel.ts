@@ -37,7 +37,7 @@ import {
   type Lane,
   type Route,
 } from "../protos/index.ts";
-import { LaneSocket, NamedTimers, awaitWelcome, connectSocket, framed, parseAddress, type ClientSecurity } from "../runtime/index.ts";
+import { LaneSocket, LongTimer, NamedTimers, awaitWelcome, connectSocket, framed, parseAddress, type ClientSecurity } from "../runtime/index.ts";
 import { status as grpcStatus } from "@grpc/grpc-js";
 import {
   begin,
@@ -82,15 +82,16 @@ function endOf(frame: Uint8Array): FarmError | null {
  */
 export function awaitGrant(stream: SessionStream, timeoutMs?: number): Promise<Grant__Output> {
   return new Promise((resolve, reject) => {
+    // A request's deadline may be any uint32 of ms, past what Node's own timer holds.
     const timer =
       timeoutMs === undefined
         ? undefined
-        : setTimeout(() => {
+        : new LongTimer(timeoutMs, () => {
             cleanup();
             stream.on("error", () => {});
             stream.cancel();
             reject(new FarmError("DEADLINE_EXCEEDED", `the tracker gave no grant nor refusal within ${timeoutMs} ms`));
-          }, timeoutMs);
+          });
     const onData = (frame: Buffer) => {
       cleanup();
       stream.pause();
@@ -110,7 +111,7 @@ export function awaitGrant(stream: SessionStream, timeoutMs?: number): Promise<G
       if (s.code === grpcStatus.OK) onError(new FarmError("PROTOCOL_ERROR", "the tracker ended a Session stream without a grant"));
     };
     const cleanup = () => {
-      clearTimeout(timer);
+      timer?.clear();
       stream.off("data", onData);
       stream.off("error", onError);
       stream.off("status", onStatus);

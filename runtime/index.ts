@@ -32,3 +32,4 @@ export {
 } from "./credentials.ts";
 export { CHANNEL_OPTIONS, SERVER_OPTIONS, parseAddress } from "./grpc-options.ts";
 export { NamedTimers } from "./named-timers.ts";
+export { LongTimer, MAX_TIMER_MS } from "./long-timer.ts";

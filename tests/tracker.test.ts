@@ -105,6 +105,42 @@ describe("scheduling", () => {
   });
 });
 
+describe("queue waits of any length", () => {
+  // The operator's default of 0 is no cap (TVM's tracker waits forever); a wait past Node's 2^31 − 1 ms timer
+  // limit is kept, where a plain setTimeout would fire at once (TimeoutOverflowWarning) and fail the request.
+  let farm: Awaited<ReturnType<typeof startFarm>>;
+  before(async () => {
+    farm = await startFarm(["cpu:key=one,name=solo"], { trackerArgs: ["--default-deadline-ms", "0"] });
+  });
+  after(() => farm.stop());
+
+  for (const [what, deadlineMs] of [
+    ["a request naming no deadline, the tracker's default 0", undefined],
+    ["a request naming a deadline past 2^31 − 1 ms", 3_000_000_000],
+  ] as const) {
+    it(`${what}: waits while the board is taken, and is granted when it frees`, async () => {
+      const holder = await farm.client.request("one");
+      let settled = "";
+      const waiting = farm.client.request("one", deadlineMs === undefined ? {} : { deadlineMs }).then(
+        (s) => ((settled = "granted"), s),
+        (err: FarmError) => {
+          settled = `${err.code}: ${err.message}`;
+          throw err;
+        },
+      );
+      await waitFor("the request to be queued", async () => (await pending(farm.client, "one")) === 1 || settled !== "");
+      // Its deadline timer, had it fired at once, has had the queueing's round trips to do so.
+      assert.deepEqual(await holder.listdir(), []);
+      assert.equal(settled, "", "still waiting");
+      assert.equal(await pending(farm.client, "one"), 1);
+      await holder.close();
+      const s = await waiting;
+      assert.equal(settled, "granted");
+      await s.close();
+    });
+  }
+});
+
 describe("label selectors and the summary", () => {
   let tracker: Awaited<ReturnType<typeof startTrackerProcess>>;
   let agent: Awaited<ReturnType<typeof startAgentProcess>>;

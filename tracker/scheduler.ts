@@ -4,7 +4,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { FarmError, type Route } from "../protos/index.ts";
-import { type Logger } from "../runtime/index.ts";
+import { LongTimer, type Logger } from "../runtime/index.ts";
 import type { SessionRequest__Output } from "../protos/index.ts";
 import { Lease, type LeaseTimeouts } from "./lease.ts";
 import { labelsMatch, RequestQueue, type PendingRequest } from "./queue.ts";
@@ -23,7 +23,8 @@ export interface Waiter extends PendingRequest {
   readonly boardId: string | undefined;
   grant(lease: BoardLease, queuedMs: number): void;
   fail(err: FarmError): void;
-  timer?: NodeJS.Timeout;
+  /** Its deadline; none where it has no cap (`--default-deadline-ms 0` and a request naming none). */
+  timer?: LongTimer;
 }
 
 export interface SchedulerHooks {
@@ -139,21 +140,23 @@ export class Scheduler {
     const queue = this.queueOf(req.key);
     queue.push(waiter);
     this.queueChanged(req.key);
-    waiter.timer = setTimeout(() => {
-      if (queue.remove(waiter)) {
-        this.queueChanged(req.key);
-        const busy = this.registry.boardsOfKey(req.key, protocol).length;
-        const gone = CLIENTS[protocol].waitsForReturningBoards ? this.hooks.lastLeft(req.key) : undefined;
-        waiter.fail(
-          new FarmError(
-            "DEADLINE_EXCEEDED",
-            busy === 0 && gone !== undefined
-              ? `no board of key "${req.key}" came back within the request's deadline of ${deadlineMs} ms: none is attached, the last left ${((Date.now() - gone) / 1000).toFixed(1)} s ago (is its agent running? kfarm status shows the boards attached)`
-              : `no board of key "${req.key}" became free within ${deadlineMs} ms (${busy} board(s) serve it, ${queue.size} other request(s) waiting)`,
-          ),
-        );
-      }
-    }, deadlineMs);
+    // 0: no cap (the operator's default; a request's own 0 means "the default"). Any length: LongTimer.
+    if (deadlineMs > 0)
+      waiter.timer = new LongTimer(deadlineMs, () => {
+        if (queue.remove(waiter)) {
+          this.queueChanged(req.key);
+          const busy = this.registry.boardsOfKey(req.key, protocol).length;
+          const gone = CLIENTS[protocol].waitsForReturningBoards ? this.hooks.lastLeft(req.key) : undefined;
+          waiter.fail(
+            new FarmError(
+              "DEADLINE_EXCEEDED",
+              busy === 0 && gone !== undefined
+                ? `no board of key "${req.key}" came back within the request's deadline of ${deadlineMs} ms: none is attached, the last left ${((Date.now() - gone) / 1000).toFixed(1)} s ago (is its agent running? kfarm status shows the boards attached)`
+                : `no board of key "${req.key}" became free within ${deadlineMs} ms (${busy} board(s) serve it, ${queue.size} other request(s) waiting)`,
+            ),
+          );
+        }
+      });
     this.dispatch(req.key);
     return waiter;
   }
@@ -219,7 +222,7 @@ export class Scheduler {
 
   /** The requester went away before being served. */
   cancel(waiter: Waiter): void {
-    clearTimeout(waiter.timer);
+    waiter.timer?.clear();
     if (this.queues.get(waiter.key)?.remove(waiter)) this.queueChanged(waiter.key);
   }
 
@@ -235,7 +238,7 @@ export class Scheduler {
       if (queue.size === 0) continue;
       for (const waiter of [...queue.all()]) {
         queue.remove(waiter);
-        clearTimeout(waiter.timer);
+        waiter.timer?.clear();
         waiter.fail(why(key, Date.now() - waiter.enqueuedAt));
       }
       this.queueChanged(key);
@@ -255,7 +258,7 @@ export class Scheduler {
       if (boardState(board) !== "free") continue;
       const waiter = queue.take((w) => w.protocol === board.agent.protocol && labelsMatch(w.labels, board.labels) && (!w.boardId || w.boardId === board.id));
       if (!waiter) continue;
-      clearTimeout(waiter.timer);
+      waiter.timer?.clear();
       this.grant(board, waiter);
       this.queueChanged(key);
       if (queue.size === 0) return;
