@@ -15,7 +15,7 @@ import { protobuf, root } from "./contract-root.ts";
 import type { BoardInfo as BoardInfoMessage, BoardInfo__Output as BoardInfoMessage__Output } from "./gen/farm/v1/BoardInfo.ts";
 import type { SummaryReply as SummaryReplyMessage, SummaryReply__Output as SummaryReplyMessage__Output } from "./gen/farm/v1/SummaryReply.ts";
 import type { HealthChange as HealthChangeMessage, HealthChange__Output as HealthChangeMessage__Output } from "./gen/farm/v1/HealthChange.ts";
-import { toWireMessage, type BOARD_KIND, type BoardHealthName, type BoardStateName, type SessionLane } from "./enums.ts";
+import { toEncodable, type BOARD_KIND, type BoardHealthName, type BoardStateName, type SessionLane } from "./enums.ts";
 
 /** "" where unset (as no BoardInfo the tracker sends has it). */
 type Kind = ReturnType<typeof BOARD_KIND.fromWire>;
@@ -53,10 +53,9 @@ const BOARDS_TAG = (2 << 3) | 2;
  * that a reply is its head and these, end to end.
  */
 export function encodeBoardEntry(info: BoardInfo): Uint8Array {
-  const wire = toWireMessage<BoardInfoMessage>("farm.v1.BoardInfo", info);
   return protobuf.Writer.create()
     .uint32(BOARDS_TAG)
-    .bytes(boardInfoType.encode(boardInfoType.fromObject(wire)).finish())
+    .bytes(boardInfoType.encode(toEncodable<BoardInfoMessage>("farm.v1.BoardInfo", info)).finish())
     .finish();
 }
 
