@@ -1,29 +1,21 @@
 /**
- * The same scenarios with Apache TVM itself, where it is installed for
- * Debian's Python (`/usr/bin/python3 -c "import tvm"`): TVM's rpc_server
+ * The same scenarios with Apache TVM itself, where it is found
+ * (tests/helpers/tvm.ts: KFARM_TVM_HOME, which .ci/run sets): TVM's rpc_server
  * registers with kernelfarm's TVM port, TVM's client requests it and runs a
  * session on it, query_rpc_tracker prints the farm, and the lease returns.
  * Without TVM the suite is skipped, saying so in the summary.
  */
 import assert from "node:assert/strict";
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { after, before, describe, it } from "node:test";
 import { connectTracker, type TrackerClient } from "../../host-sdk/index.ts";
 import { freePort, startTrackerProcess, waitFor, type TrackerProcess } from "../helpers/processes.ts";
+import { PYTHON, tvmEnv, tvmMissing } from "../helpers/tvm.ts";
 import { splitAddress } from "./fake-tvm.ts";
-
-const PYTHON = "/usr/bin/python3";
-
-function tvmMissing(): string | false {
-  const probe = spawnSync(PYTHON, ["-c", "import tvm, tvm.rpc; print(tvm.__version__)"], { encoding: "utf8", timeout: 60_000 });
-  if (probe.error) return `${PYTHON} cannot run (${probe.error.message}): no TVM to test against`;
-  if (probe.status !== 0) return `TVM is not installed for ${PYTHON} (import tvm failed): the real-TVM scenarios need it; the fakes from the spec ran instead`;
-  return false;
-}
 
 /** Runs a Python snippet to its end; its output. */
 function python(code: string, timeoutMs = 60_000): Promise<{ code: number | null; out: string }> {
-  const child = spawn(PYTHON, ["-c", code], { stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(PYTHON, ["-c", code], { stdio: ["ignore", "pipe", "pipe"], env: tvmEnv() });
   let out = "";
   child.stdout.on("data", (c: Buffer) => (out += c.toString()));
   child.stderr.on("data", (c: Buffer) => (out += c.toString()));
@@ -68,7 +60,7 @@ describe("Apache TVM's own rpc_server, client and query_rpc_tracker against kern
         "--key",
         "real-cpu",
       ],
-      { stdio: "ignore" },
+      { stdio: "ignore", env: tvmEnv() },
     );
     await waitFor(
       "TVM's rpc_server registered and free",
