@@ -112,6 +112,22 @@ program
   )
   .addOption(
     new Option(
+      "--tvm-deadline-ms <ms>",
+      "how long a TVM client's request waits for a server: 0, no cap, as TVM's tracker (its client gives up on nothing but a closed connection)",
+    )
+      .default(0)
+      .argParser(integer),
+  )
+  .addOption(
+    new Option(
+      "--tvm-fairness <order>",
+      "equal priorities on the TVM port: fifo (arrival order, as TVM's tracker) or per-client (round robin by client address)",
+    )
+      .choices(["fifo", "per-client"])
+      .default("fifo"),
+  )
+  .addOption(
+    new Option(
       "--max-canary-drift <ratio>",
       'a board whose canary runs more than this many times slower than its baseline is suspect, with the figures as reason (above 1; 0: keep and show canary times, judge none; docs/architecture.md, "Canary drift")',
     )
@@ -123,6 +139,8 @@ program
       tvmPort?: number;
       tvmAllow: string[];
       tvmKeys?: string[];
+      tvmDeadlineMs: number;
+      tvmFairness: "fifo" | "per-client";
       maxCanaryDrift: number;
       dataPort: number;
       endGraceMs: number;
@@ -163,6 +181,8 @@ program
         tvmPort: o.tvmPort,
         tvmAllow: o.tvmAllow,
         tvmKeys: o.tvmKeys,
+        tvmDeadlineMs: o.tvmDeadlineMs,
+        tvmFairness: o.tvmFairness,
         maxCanaryDrift: o.maxCanaryDrift,
       });
       // One line on stdout that scripts (and our tests) read for the bound address.

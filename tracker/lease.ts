@@ -62,11 +62,12 @@ export interface LaneEnd {
 export interface LeasedBoard {
   readonly id: string;
   /** What a lease whose lane never opened lacked, in the words of its agent's clients (registry.ts AgentControl). */
-  readonly agent: { readonly control: { readonly laneMissing?: string } };
+  readonly agent: { readonly control: { readonly laneMissing?: string; readonly minOpenTimeoutMs?: number } };
 }
 
 export class Lease<B extends LeasedBoard = LeasedBoard> {
   readonly grantedAt = Date.now();
+  readonly timeouts: LeaseTimeouts;
   /** The standby lane the grant named (a worker's own port on the agent's direct-lane host); 0: none. */
   lanePort = 0;
   /** When it ended (ms since the epoch). */
@@ -91,10 +92,12 @@ export class Lease<B extends LeasedBoard = LeasedBoard> {
     readonly owner: string | undefined,
     /** What the host asked for; `auto` resolves to direct (relay as fallback) or relay. */
     readonly route: Route,
-    readonly timeouts: LeaseTimeouts,
+    timeouts: LeaseTimeouts,
     private readonly onEnded: (lease: Lease<B>) => void,
   ) {
-    const { state, effects } = begin({ id, boardId: board.id, laneMissing: board.agent.control.laneMissing, route, timeouts });
+    const { laneMissing, minOpenTimeoutMs = 0 } = board.agent.control;
+    this.timeouts = { ...timeouts, openTimeoutMs: Math.max(timeouts.openTimeoutMs, minOpenTimeoutMs) };
+    const { state, effects } = begin({ id, boardId: board.id, laneMissing, route, timeouts: this.timeouts });
     this.machine = state;
     this.perform(effects);
   }

@@ -2,6 +2,7 @@ import { join, dirname } from "node:path";
 import { FarmError, SESSION_END_GRACE_MS } from "../protos/index.ts";
 import { componentLogger, isLoopbackHost, type Logger, type ServerTls } from "../runtime/index.ts";
 import { DEFAULT_MAX_CANARY_DRIFT } from "./canary-drift.ts";
+import { FAIRNESS, type Fairness } from "./queue.ts";
 import { DEFAULT_TVM_ALLOW } from "./tvm/admission.ts";
 
 export interface TrackerOptions {
@@ -50,6 +51,10 @@ export interface TrackerOptions {
   tvmAllow?: string[];
   /** Keys the TVM port serves (servers may register, clients request); default every key. */
   tvmKeys?: string[];
+  /** How long a TVM client's REQUEST waits for a server; default 0, no cap: TVM's tracker waits forever, and TVM's client gives up on nothing but a closed connection. */
+  tvmDeadlineMs?: number;
+  /** How the TVM port orders equal priorities; default `fifo`, TVM's tracker's order (docs/tvm-tracker.md, "Scheduling"). */
+  tvmFairness?: Fairness;
   /**
    * A board whose recent canary time is more than this many times its
    * baseline is suspect (tracker/canary-drift.ts): default 1.25 (25 %
@@ -91,6 +96,8 @@ export function resolveTrackerOptions(opts: TrackerOptions = {}): ResolvedTracke
     tvmPort: opts.tvmPort,
     tvmAllow: opts.tvmAllow ?? [...DEFAULT_TVM_ALLOW],
     tvmKeys: opts.tvmKeys,
+    tvmDeadlineMs: opts.tvmDeadlineMs ?? 0,
+    tvmFairness: opts.tvmFairness ?? "fifo",
     maxCanaryDrift: opts.maxCanaryDrift ?? DEFAULT_MAX_CANARY_DRIFT,
     logger: opts.logger ?? componentLogger("tracker"),
   };
@@ -101,6 +108,8 @@ export function resolveTrackerOptions(opts: TrackerOptions = {}): ResolvedTracke
       `tracker option maxCanaryDrift must be above 1 (1.25: a canary 25 % slower than its baseline makes its board suspect), or 0 to judge no canary's time; got ${resolved.maxCanaryDrift}`,
     );
   }
+  if (!FAIRNESS.includes(resolved.tvmFairness))
+    throw new FarmError("INVALID_ARGUMENT", `tracker option tvmFairness is one of ${FAIRNESS.join(", ")}, got ${JSON.stringify(resolved.tvmFairness)}`);
   for (const [name, value] of Object.entries(resolved)) {
     if (typeof value === "number" && (!Number.isFinite(value) || value < 0)) {
       throw new RangeError(`tracker option ${name} must be a non-negative number, got ${value}`);

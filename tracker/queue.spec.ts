@@ -1,15 +1,24 @@
 /** RequestQueue serving order (priority, fairness across clients, FIFO) and label selectors. */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { labelsMatch, RequestQueue, type PendingRequest } from "./queue.ts";
+import { labelsMatch, RequestQueue, type Fairness, type PendingRequest } from "./queue.ts";
 
 interface Req extends PendingRequest {
   readonly tag: string;
 }
 
 let seq = 0;
-function req(tag: string, opts: { priority?: number; clientId?: string; labels?: Record<string, string> } = {}): Req {
-  return { tag, seq: seq++, key: "cpu", priority: opts.priority ?? 1, labels: opts.labels ?? {}, clientId: opts.clientId ?? "c", enqueuedAt: Date.now() };
+function req(tag: string, opts: { priority?: number; clientId?: string; labels?: Record<string, string>; fairness?: Fairness } = {}): Req {
+  return {
+    tag,
+    seq: seq++,
+    key: "cpu",
+    priority: opts.priority ?? 1,
+    labels: opts.labels ?? {},
+    clientId: opts.clientId ?? "c",
+    fairness: opts.fairness ?? "per-client",
+    enqueuedAt: Date.now(),
+  };
 }
 
 /** Takes every request, one by one, in serving order. */
@@ -63,6 +72,26 @@ describe("RequestQueue", () => {
     for (let i = 0; i < 3; i++) q.push(req(`a${i}`, { clientId: "a" }));
     for (let i = 0; i < 3; i++) q.push(req(`b${i}`, { clientId: "b" }));
     assert.deepEqual(drain(q), ["a0", "b0", "a1", "b1", "a2", "b2"]);
+  });
+
+  it("fifo fairness serves equal priorities in arrival order, as TVM's tracker does: X1 X2 X3 then Y1 Y2 are served so", () => {
+    const q = new RequestQueue<Req>();
+    for (const t of ["X1", "X2", "X3"]) q.push(req(t, { clientId: "x", fairness: "fifo" }));
+    assert.equal(q.take(() => true)?.tag, "X1");
+    for (const t of ["Y1", "Y2"]) q.push(req(t, { clientId: "y", fairness: "fifo" }));
+    assert.deepEqual(drain(q), ["X2", "X3", "Y1", "Y2"]);
+    // The same arrivals with per-client fairness: Y is served between X's.
+    for (const t of ["X1", "X2", "X3"]) q.push(req(t, { clientId: "x" }));
+    assert.equal(q.take(() => true)?.tag, "X1");
+    for (const t of ["Y1", "Y2"]) q.push(req(t, { clientId: "y" }));
+    assert.deepEqual(drain(q), ["Y1", "X2", "Y2", "X3"]);
+  });
+
+  it("fifo fairness still serves higher priority first", () => {
+    const q = new RequestQueue<Req>();
+    q.push(req("low", { priority: 1, fairness: "fifo" }));
+    q.push(req("high", { priority: 9, fairness: "fifo" }));
+    assert.deepEqual(drain(q), ["high", "low"]);
   });
 
   it("fairness never overrides priority", () => {

@@ -1,8 +1,15 @@
 /**
- * Per-key request queues: highest priority first; within a priority, the
- * client served least recently goes first (round robin across client ids);
- * within a client, arrival order.
+ * Per-key request queues: highest priority first; within a priority, a
+ * request of `per-client` fairness goes by the client served least recently
+ * (round robin across client ids), then arrival; one of `fifo` fairness by
+ * arrival alone (TVM's tracker's order). Both kinds never compete for one
+ * board (tracker/scheduler.ts grants each asker its own boards), so the two
+ * orders never meet.
  */
+
+/** How equal priorities are ordered: round robin across clients, or arrival order. */
+export const FAIRNESS = ["per-client", "fifo"] as const;
+export type Fairness = (typeof FAIRNESS)[number];
 
 export interface PendingRequest {
   readonly seq: number;
@@ -10,6 +17,7 @@ export interface PendingRequest {
   readonly priority: number;
   readonly labels: Readonly<Record<string, string>>;
   readonly clientId: string;
+  readonly fairness: Fairness;
   readonly enqueuedAt: number;
 }
 
@@ -36,7 +44,7 @@ export class RequestQueue<R extends PendingRequest> {
 
   /** Requests in the order they should be served. */
   ordered(): R[] {
-    const served = (r: R) => this.lastServed.get(r.clientId) ?? -1;
+    const served = (r: R) => (r.fairness === "per-client" ? (this.lastServed.get(r.clientId) ?? -1) : -1);
     return [...this.pending].sort((a, b) => b.priority - a.priority || served(a) - served(b) || a.seq - b.seq);
   }
 

@@ -36,6 +36,8 @@ export interface AgentControl {
   end(lease: BoardLease): void;
   /** What a lease whose lane never opened lacked, in its clients' words; undefined: the lane's own account (lease.ts). */
   readonly laneMissing?: string;
+  /** The least time its leases' lanes get to open, where its boards show an open lane late (a TVM server, by no longer polling); the tracker's own is used when longer. */
+  readonly minOpenTimeoutMs?: number;
 }
 
 interface AgentBase {

@@ -7,7 +7,7 @@ import { FarmError, type Route } from "../protos/index.ts";
 import { LongTimer, type Logger } from "../runtime/index.ts";
 import type { SessionRequest__Output } from "../protos/index.ts";
 import { Lease, type LeaseTimeouts } from "./lease.ts";
-import { labelsMatch, RequestQueue, type PendingRequest } from "./queue.ts";
+import { labelsMatch, RequestQueue, type Fairness, type PendingRequest } from "./queue.ts";
 import type { FarmEvents } from "./events.ts";
 import { boardState, describeBoard, type Board, type BoardLease, type BoardProtocol, type Registry } from "./registry.ts";
 
@@ -46,6 +46,18 @@ export interface SchedulerHooks {
 export const RECENT_KEY_MS = 10 * 60_000;
 
 /**
+ * What the operator sets for each kind of asker (`kfarm tracker
+ * --default-deadline-ms` for kernelfarm's hosts; `--tvm-deadline-ms`,
+ * `--tvm-fairness` for TVM's clients on the TVM port).
+ */
+export interface AskerPolicy {
+  /** The queue wait of a request that names none; 0: no cap. */
+  readonly deadlineMs: number;
+  /** Equal priorities: `per-client`, the client served least recently first; `fifo`, arrival order. */
+  readonly fairness: Fairness;
+}
+
+/**
  * What differs between the clients a request comes from — kernelfarm's
  * hosts (the SDK) and TVM's clients (the TVM port) — as data, so the
  * scheduler asks no one which they are.
@@ -53,6 +65,12 @@ export const RECENT_KEY_MS = 10 * 60_000;
 const CLIENTS: Record<
   BoardProtocol,
   {
+    /**
+     * A request no board can serve now waits all the same (TVM's tracker
+     * waits for any key: a server may register later, and TVM's client
+     * cannot tell a refusal from a bug); otherwise it fails NO_BOARD at once.
+     */
+    waitsForAnyKey: boolean;
     /** A key whose boards left a moment ago (an agent restarting) is waited for rather than refused. */
     waitsForReturningBoards: boolean;
     /** Why no board can serve `key`: the keys its kind of boards serve, and how many boards of `key` serve the other kind only. */
@@ -60,11 +78,13 @@ const CLIENTS: Record<
   }
 > = {
   kernelfarm: {
+    waitsForAnyKey: false,
     waitsForReturningBoards: true,
     noBoard: (key, keys, others) =>
       `no board serves key "${key}"; keys served: ${keys.length ? keys.join(", ") : "(none: no agent is attached)"}${others ? `; ${others} TVM server(s) of key "${key}" serve TVM clients only, on the TVM port` : ""}`,
   },
   tvm: {
+    waitsForAnyKey: true,
     waitsForReturningBoards: false,
     noBoard: (key, keys, others) =>
       `no TVM server serves key "${key}"; keys TVM servers serve: ${keys.length ? keys.join(", ") : "(none: no TVM server is registered)"}${others ? `; ${others} kernelfarm board(s) of key "${key}" serve kernelfarm's SDK only` : ""}`,
@@ -81,7 +101,8 @@ export class Scheduler {
 
   constructor(
     private readonly registry: Registry,
-    private readonly timeouts: Omit<LeaseTimeouts, "sessionTimeoutMs"> & { defaultDeadlineMs: number },
+    private readonly timeouts: Omit<LeaseTimeouts, "sessionTimeoutMs">,
+    private readonly askers: Readonly<Record<BoardProtocol, AskerPolicy>>,
     private readonly hooks: SchedulerHooks,
     private readonly log: Logger,
     private readonly events: FarmEvents,
@@ -102,7 +123,7 @@ export class Scheduler {
     return [...this.queues.entries()].filter(([, q]) => q.size > 0).map(([k]) => k);
   }
 
-  /** Enqueues a request; fails at once when no board could ever serve it. */
+  /** Enqueues a request; fails at once when no board could ever serve it (kernelfarm's hosts; TVM's clients wait for any key). */
   request(
     req: SessionRequest__Output,
     callbacks: { grant: Waiter["grant"]; fail: Waiter["fail"] },
@@ -120,14 +141,25 @@ export class Scheduler {
     }
     const labels = req.labels ?? {};
     const boardId = req.board_id || undefined;
-    if (!this.servable(req.key, labels, boardId, protocol, callbacks.fail)) return undefined;
-    const deadlineMs = req.deadline_ms || this.timeouts.defaultDeadlineMs;
+    const unservable = this.unservable(req.key, labels, boardId, protocol);
+    if (unservable && !CLIENTS[protocol].waitsForAnyKey) {
+      callbacks.fail(unservable);
+      return undefined;
+    }
+    const policy = this.askers[protocol];
+    const deadlineMs = req.deadline_ms || policy.deadlineMs;
+    if (unservable)
+      this.log.info(
+        { key: req.key, client: req.client_id, deadlineMs },
+        `a ${protocol} request for key "${req.key}" waits${deadlineMs > 0 ? ` up to ${deadlineMs} ms` : ""} though none can serve it now: ${unservable.message}`,
+      );
     const waiter: Waiter = {
       seq: this.seq++,
       key: req.key,
       priority: req.priority,
       labels,
       clientId: req.client_id || "anonymous",
+      fairness: policy.fairness,
       enqueuedAt: Date.now(),
       sessionTimeoutMs: req.session_timeout_ms,
       owner,
@@ -147,12 +179,16 @@ export class Scheduler {
           this.queueChanged(req.key);
           const busy = this.registry.boardsOfKey(req.key, protocol).length;
           const gone = CLIENTS[protocol].waitsForReturningBoards ? this.hooks.lastLeft(req.key) : undefined;
+          // A request that waits for any key (TVM's) says why none could serve it, where none could.
+          const why = CLIENTS[protocol].waitsForAnyKey ? this.unservable(req.key, labels, boardId, protocol) : undefined;
           waiter.fail(
             new FarmError(
               "DEADLINE_EXCEEDED",
               busy === 0 && gone !== undefined
                 ? `no board of key "${req.key}" came back within the request's deadline of ${deadlineMs} ms: none is attached, the last left ${((Date.now() - gone) / 1000).toFixed(1)} s ago (is its agent running? kfarm status shows the boards attached)`
-                : `no board of key "${req.key}" became free within ${deadlineMs} ms (${busy} board(s) serve it, ${queue.size} other request(s) waiting)`,
+                : why
+                  ? `no board of key "${req.key}" could serve the request within ${deadlineMs} ms: ${why.message}`
+                  : `no board of key "${req.key}" became free within ${deadlineMs} ms (${busy} board(s) serve it, ${queue.size} other request(s) waiting)`,
             ),
           );
         }
@@ -162,38 +198,27 @@ export class Scheduler {
   }
 
   /**
-   * Whether a request for `key` may wait: false, after failing it with why,
-   * when no board could ever serve it (docs/architecture.md, "Scheduling").
+   * Why no board could ever serve a request for `key` (docs/architecture.md,
+   * "Scheduling"), or undefined when one can or may come back.
    * A usable board is found among the key's boards, or the ones named, without
    * a copy, and the search stops there: the lists that say why not are built
    * only for a request that fails (a farm of 10,000 boards paid them on every
    * request, BENCHMARKS.md §18).
    */
-  private servable(
-    key: string,
-    labels: Readonly<Record<string, string>>,
-    boardId: string | undefined,
-    protocol: BoardProtocol,
-    fail: (err: FarmError) => void,
-  ): boolean {
+  private unservable(key: string, labels: Readonly<Record<string, string>>, boardId: string | undefined, protocol: BoardProtocol): FarmError | undefined {
     const fits = (b: { id: string; labels: Readonly<Record<string, string>> }) => labelsMatch(labels, b.labels) && (!boardId || b.id === boardId);
     const named = boardId === undefined ? undefined : this.registry.board(boardId);
     for (const b of boardId === undefined ? this.registry.boardsWithKey(key) : named?.key === key ? [named] : []) {
-      if (b.agent.protocol === protocol && fits(b) && boardState(b) !== "quarantined" && !b.drain) return true;
+      if (b.agent.protocol === protocol && fits(b) && boardState(b) !== "quarantined" && !b.drain) return undefined;
     }
     // None: why not, from the whole list of the key's boards.
     const boards = this.registry.boardsOfKey(key, protocol);
     // Only where no board serves the key: the board memory is looked through then, not at every request.
     const left = boards.length === 0 && CLIENTS[protocol].waitsForReturningBoards ? this.hooks.lastLeft(key) : undefined;
     const returning = left !== undefined && Date.now() - left <= RECENT_KEY_MS;
-    if (boards.length === 0 && !returning) {
-      fail(this.noBoard(key, protocol));
-      return false;
-    }
-    if (boardId && !returning && !boards.some((b) => b.id === boardId)) {
-      fail(new FarmError("NO_BOARD", `no board ${boardId} serves key "${key}"; boards of that key: ${boards.map((b) => b.id).join(", ")}`));
-      return false;
-    }
+    if (boards.length === 0 && !returning) return this.noBoard(key, protocol);
+    if (boardId && !returning && !boards.some((b) => b.id === boardId))
+      return new FarmError("NO_BOARD", `no board ${boardId} serves key "${key}"; boards of that key: ${boards.map((b) => b.id).join(", ")}`);
     // Boards that are away cannot be asked about their labels: a returning key's request waits.
     if (!returning && !boards.some(fits)) {
       const seen = boards.map(
@@ -202,17 +227,15 @@ export class Scheduler {
             .map(([k, v]) => `${k}=${v}`)
             .join(", ")}}`,
       );
-      fail(new FarmError("NO_BOARD", `no board of key "${key}" has labels ${JSON.stringify(labels)}; boards of that key: ${seen.join("; ")}`));
-      return false;
+      return new FarmError("NO_BOARD", `no board of key "${key}" has labels ${JSON.stringify(labels)}; boards of that key: ${seen.join("; ")}`);
     }
     // Boards out of rotation come back only by an operator or passing canaries: say so now rather than at the deadline.
     const usable = boards.filter((b) => fits(b) && boardState(b) !== "quarantined" && !b.drain);
     if (!returning && usable.length === 0) {
       const why = boards.filter(fits).map((b) => `${b.id} (${boardState(b) === "quarantined" ? `quarantined: ${b.health.reason}` : b.drain})`);
-      fail(new FarmError("NO_BOARD", `every board of key "${key}" is out of rotation: ${why.join("; ")}`));
-      return false;
+      return new FarmError("NO_BOARD", `every board of key "${key}" is out of rotation: ${why.join("; ")}`);
     }
-    return true;
+    return undefined;
   }
 
   /** NO_BOARD for `key`, naming the keys `protocol`'s boards serve (and the other protocol's boards of `key`: kernelfarm hosts and TVM clients share no boards). */

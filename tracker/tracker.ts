@@ -88,10 +88,10 @@ export class Tracker {
     this.events = new FarmEvents(log);
     this.scheduler = new Scheduler(
       this.registry,
+      { openTimeoutMs: this.options.openTimeoutMs, endGraceMs: this.options.endGraceMs },
       {
-        openTimeoutMs: this.options.openTimeoutMs,
-        endGraceMs: this.options.endGraceMs,
-        defaultDeadlineMs: this.options.defaultDeadlineMs,
+        kernelfarm: { deadlineMs: this.options.defaultDeadlineMs, fairness: "per-client" },
+        tvm: { deadlineMs: this.options.tvmDeadlineMs, fairness: this.options.tvmFairness },
       },
       {
         assigned: (lease) => lease.board.agent.control.assign(lease),
@@ -246,6 +246,8 @@ export class Tracker {
     this.auth.close();
     this.relayLanes.close();
     await this.http?.close();
+    // TVM's clients are not answered but disconnected, so that they reconnect and ask again (tracker/tvm/port.ts).
+    this.tvm?.stop();
     // Requests first: the boards that the leases' ends hand back must not be granted to them.
     this.scheduler.close(
       (key, waitedMs) =>
@@ -256,7 +258,7 @@ export class Tracker {
     );
     for (const lease of [...this.scheduler.leases.values()])
       lease.end(new FarmError("DRAINED", `the tracker at ${this.address} is shutting down, and this session with it; request a new one when it is back`));
-    // After the requests' answers: a TVM client waiting in a queue reads why before its connection ends.
+    // After the leases ended DRAINED: a TVM server's lease ends as every other, not as its connection's loss.
     this.tvm?.close();
     await this.state?.close();
     this.audit.close();

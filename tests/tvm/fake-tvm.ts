@@ -151,7 +151,7 @@ export async function rpcConnect(host: string, port: number, matchkey: string): 
 /**
  * TVM's `rpc_server --tracker ADDR --key KEY` at the protocol level (docs/tvm-tracker.md, "TVM's protocol" §3):
  * UPDATE_INFO, PUT with a fresh match key, a GET_PENDING_MATCHKEYS poll
- * every `pollMs` while it waits, the key given up after 4 s out, the
+ * every `pollMs` while it waits, the key given up at the 4th poll out, the
  * client's key checked (MISMATCH otherwise), one session at a time — until
  * the client closes — then a new PUT. Connections that arrive meanwhile wait,
  * as in a listen backlog.
@@ -160,6 +160,10 @@ export class FakeRpcServer {
   matchkey = "";
   readonly sessions: string[] = [];
   mismatches = 0;
+  /** Connections that did not open with the RPC magic: dropped unanswered and unlogged, as TVM's Python server does. */
+  dropped = 0;
+  /** Polls in a row that no longer listed its key (a client was given it and has not come); at 4 it gives the key up. */
+  misses = 0;
   puts = 0;
   /** What stopped its loop, if anything did before stop(). */
   error: Error | undefined;
@@ -215,18 +219,18 @@ export class FakeRpcServer {
     if (info !== CODES.SUCCESS) throw new Error(`UPDATE_INFO answered ${JSON.stringify(info)}`);
     while (!this.stopped) {
       await this.put();
-      let misses = 0;
+      this.misses = 0;
       for (;;) {
         if (this.stopped) return;
         const client = await this.nextConnection();
         if (this.stopped) return;
         if (!client) {
           const pending = (await this.conn.call([CODES.GET_PENDING_MATCHKEYS])) as string[];
-          misses = pending.includes(this.matchkey) ? 0 : misses + 1;
-          // TVM's rule, in seconds: a key out for more than 4 s past a poll period is given up.
-          if ((misses * this.opts.pollMs) / 1000 > 4 + this.opts.pollMs / 1000) {
+          this.misses = pending.includes(this.matchkey) ? 0 : this.misses + 1;
+          // TVM's rule (misses · 2 s > 4 s + 2 s: its ping period and unmatch timeout) in polls: the 4th poll out gives the key up.
+          if (this.misses >= 4) {
             await this.put();
-            misses = 0;
+            this.misses = 0;
           }
           continue;
         }
@@ -268,7 +272,10 @@ export class FakeRpcServer {
     const reader = new SocketReader(client);
     try {
       const magic = (await reader.read(4)).readInt32LE(0);
-      if (magic !== RPC_MAGIC) return false;
+      if (magic !== RPC_MAGIC) {
+        this.dropped++;
+        return false;
+      }
       const n = (await reader.read(4)).readInt32LE(0);
       const words = (await reader.read(n)).toString("utf8").split(/\s+/);
       if (words[0] !== `client:${this.matchkey}`) {

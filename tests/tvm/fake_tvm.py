@@ -6,7 +6,7 @@ the standard library only: what kernelfarm's TVM port
 * TrackerConn: a tracker connection (the magic, then int32-length JSON frames).
 * FakeRpcServer: TVM's rpc_server in tracker mode (docs/tvm-tracker.md §3): UPDATE_INFO,
   PUT with a fresh match key, GET_PENDING_MATCHKEYS every poll period while
-  it waits, a new key after 4 misses, the client handshake checked against
+  it waits, a new key at the 4th poll out, the client handshake checked against
   its key (MISMATCH otherwise), one session at a time, a new PUT after each.
 * rpc_connect: a TVM client's connect() handshake (docs/tvm-tracker.md §4).
 * text_summary: query_rpc_tracker's output (docs/tvm-tracker.md §4, v0.18).
@@ -122,6 +122,8 @@ class FakeRpcServer:
         self.matchkey = None
         self.sessions = []  # the client keys of the sessions served, in order
         self.mismatches = 0
+        self.dropped = 0  # openings without the RPC magic: dropped unanswered and unlogged, as TVM's server does
+        self.misses = 0  # polls in a row that no longer listed its key; at 4 it gives the key up
         self.puts = 0
         self.frozen = threading.Event()
         self.stopped = threading.Event()
@@ -158,7 +160,7 @@ class FakeRpcServer:
             used = set()
             while not self.stopped.is_set():
                 self._put(used)
-                misses = 0
+                self.misses = 0
                 while not self.stopped.is_set():
                     if self.frozen.is_set():
                         time.sleep(0.05)  # SIGSTOP, as the tracker sees it: no poll, no accept
@@ -167,11 +169,12 @@ class FakeRpcServer:
                     if not ready:
                         send_frame(self.conn, [GET_PENDING_MATCHKEYS])
                         pending = recv_frame(self.conn)
-                        misses = 0 if self.matchkey in pending else misses + 1
-                        # TVM's rule, in seconds: a key out (not pending) for more than 4 s past a poll period is given up.
-                        if misses * self.poll_s > 4 + self.poll_s:
+                        self.misses = 0 if self.matchkey in pending else self.misses + 1
+                        # TVM's rule (misses * 2 s > 4 s + 2 s: its ping period and unmatch timeout) in polls:
+                        # the 4th poll that no longer lists the key gives it up.
+                        if self.misses >= 4:
                             self._put(used)
-                            misses = 0
+                            self.misses = 0
                         continue
                     if self._accept():
                         break
@@ -186,6 +189,7 @@ class FakeRpcServer:
             client.settimeout(10)
             (magic,) = struct.unpack("<i", recv_exact(client, 4))
             if magic != RPC_MAGIC:
+                self.dropped += 1
                 return False
             (n,) = struct.unpack("<i", recv_exact(client, 4))
             words = recv_exact(client, n).decode("utf-8").split()

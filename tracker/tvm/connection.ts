@@ -4,13 +4,16 @@
  * PING), a server's once it sends UPDATE_INFO `{"key": "server:K"}` (then
  * PUT and its polls; tracker/tvm/server.ts), or both.
  *
- * Differences from TVM's tracker, each on purpose (docs/tvm-tracker.md):
+ * A REQUEST waits as with TVM's tracker: for any key, also one no server
+ * serves yet, with no cap unless the operator sets `--tvm-deadline-ms`; and
+ * a tracker that stops closes the connection rather than answering, since
+ * TVM's client reconnects and asks again after a closed connection but gives
+ * up on a failure reply. Differences from TVM's tracker, each on purpose
+ * (docs/tvm-tracker.md):
  * * every reply leaves in one write on a TCP_NODELAY socket;
- * * a request that cannot be served is answered `[-1, "[CODE] what to do"]`
- *   (a TVM client raises it as "Invalid return value …"), where TVM's
- *   tracker closes the connection or waits forever — a REQUEST for a key no
- *   TVM server serves fails at once (NO_BOARD), one whose servers are all
- *   taken waits up to the tracker's default deadline (DEADLINE_EXCEEDED);
+ * * a request that is wrong is answered `[-1, "[CODE] what to do"]` (a TVM
+ *   client raises it as "Invalid return value …"), where TVM's tracker
+ *   closes the connection;
  * * a client that disconnects leaves the queue at once;
  * * STOP is never obeyed: the tracker is stopped by its operator's signal.
  *
@@ -30,6 +33,7 @@ import { FarmError } from "../../protos/index.ts";
 import { joinHostPort } from "../registry.ts";
 import type { Waiter } from "../scheduler.ts";
 import { plainAddress, type TvmAdmission } from "./admission.ts";
+import type { TvmServerDialect } from "./probe.ts";
 import { TvmServer, type TvmFarm, type TvmServerLink } from "./server.ts";
 import { TRACKER_CODES, TRACKER_MAGIC, WireReader, encodeFrame, int32 } from "./wire.ts";
 
@@ -58,6 +62,8 @@ export interface TvmPortContext {
   readonly farm: TvmFarm;
   /** The tracker's session cap: a TVM client's session timeout stays between it and its server, so its lease gets the cap. */
   readonly maxSessionTimeoutMs: number;
+  /** The tracker is stopping: a request it fails is not answered, its connection closes (TVM's client reconnects then). */
+  readonly stopping: boolean;
   /** The farm in the SUMMARY reply's format. */
   summary(): unknown;
   refused(reason: RefusalReason): void;
@@ -73,6 +79,8 @@ export class TvmConnection implements TvmServerLink {
   server: TvmServer | undefined;
   /** Its UPDATE_INFO dicts, merged (as TVM's tracker keeps them). */
   readonly info: Record<string, unknown> = {};
+  /** Which TVM server it is, as its UPDATE_INFO tells: C++'s `tvm_rpc` sends its port as a string (probe.ts opens to each differently). */
+  dialect: TvmServerDialect = "python";
   private readonly reader = new WireReader();
   private readonly waiting = new Set<Waiter>();
   /** Why this peer is not admitted; its first request is answered with it, then the connection ends. */
@@ -293,7 +301,9 @@ export class TvmConnection implements TvmServerLink {
         fail: (err) => {
           settled = true;
           if (waiter) this.waiting.delete(waiter);
-          if (!this.closing) this.fail(err, "REQUEST");
+          // A closed connection is what TVM's client retries on (it reconnects for 60 s); a failure reply it raises.
+          if (this.ctx.stopping) this.finish("the tracker is shutting down: its TVM client reconnects and asks again", "info");
+          else if (!this.closing) this.fail(err, "REQUEST");
         },
       },
       undefined,
@@ -317,6 +327,7 @@ export class TvmConnection implements TvmServerLink {
       const addr = update.addr;
       if (!Array.isArray(addr) || addr.length !== 2)
         throw new FarmError("INVALID_ARGUMENT", `UPDATE_INFO's addr is [host | null, port], got ${clip(JSON.stringify(addr))}`);
+      this.dialect = typeof addr[1] === "string" ? "c++" : "python";
       // As TVM's tracker: a server that names no address is where its connection comes from.
       update.addr = [
         addr[0] === null ? this.peerHost : name(addr[0], "UPDATE_INFO's addr host"),

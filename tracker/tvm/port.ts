@@ -40,6 +40,7 @@ export class TvmPort implements TvmPortContext {
   readonly admission: TvmAdmission;
   readonly farm: TvmFarm;
   readonly maxSessionTimeoutMs: number;
+  stopping = false;
   private readonly listener: Server;
   private readonly connections = new Set<TvmConnection>();
   private readonly refusedCount: Record<RefusalReason | "overload", number> = { network: 0, key: 0, address: 0, protocol: 0, overload: 0 };
@@ -119,9 +120,21 @@ export class TvmPort implements TvmPortContext {
     return { queue_info, server_info };
   }
 
-  /** Stops listening and ends every connection, after the answers already written (the tracker is stopping: its waiting requests were failed, its leases ended). */
-  close(): void {
+  /**
+   * The tracker is stopping: new connections are refused, and a waiting
+   * REQUEST that the scheduler fails from here on closes its connection
+   * instead of being answered — TVM's client then reconnects (it retries for
+   * 60 s) and asks again, as with TVM's tracker; a failure reply it would
+   * raise to its user.
+   */
+  stop(): void {
+    this.stopping = true;
     this.listener.close();
+  }
+
+  /** Ends every connection, after what was written (the tracker is stopping: its waiting requests left their queues, its leases ended). */
+  close(): void {
+    this.stop();
     for (const c of this.connections) c.finish("the tracker is shutting down", "info");
   }
 }

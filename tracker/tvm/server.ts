@@ -20,11 +20,12 @@
  * The lease rule (a TVM client tells the tracker nothing after REQUEST, and
  * keeps its session timeout between itself and the server): a lease ends
  * when the server PUTs again — it is back in its accept loop with a fresh
- * key, so its session is over (OK) — or when the key went stale (the server
- * kept polling for CLAIM_MS after the grant: its client never connected;
- * CANCELLED, and the same key is free again at once), when the server goes
- * (AGENT_LOST), at the tracker's session cap (SESSION_TIMEOUT), or when the
- * tracker stops (DRAINED).
+ * key, so its session is over (OK), or, if it polled GIVE_UP_POLLS times
+ * since the grant, it gave the unused key up (CANCELLED: its client never
+ * came) — when the server goes (AGENT_LOST), at the tracker's session cap
+ * (SESSION_TIMEOUT), or when the tracker stops (DRAINED). The tracker never
+ * takes a granted key back by itself: a late client keeps its server for as
+ * long as the server waits for it, as with TVM's tracker.
  */
 import { FarmError, TVM_BOARD_KIND } from "../../protos/index.ts";
 import { type Logger } from "../../runtime/index.ts";
@@ -44,14 +45,19 @@ import {
   type TvmAgent,
 } from "../registry.ts";
 import type { Scheduler } from "../scheduler.ts";
-import { probeTvmServer } from "./probe.ts";
+import { probeTvmServer, type TvmServerDialect } from "./probe.ts";
 
 /** A TVM server's accept loop polls (GET_PENDING_MATCHKEYS) this often while it waits (docs/tvm-tracker.md, "TVM's protocol" §3). */
 export const TVM_POLL_MS = 2000;
 /** No poll this long after a grant (or after the last poll): the server is serving, its client connected. */
 export const POLL_GAP_MS = TVM_POLL_MS + 1000;
-/** Still polling this long after a grant: the client never connected, the key is stale and goes back to the pool (TVM's server gives it up after ~8 s, TVM's tracker never). */
-export const CLAIM_MS = 3000;
+/**
+ * A server that polled this often since its key was granted, and then PUTs a
+ * fresh key, gave the key up unused: TVM's rpc_server does so at the 4th poll
+ * that no longer lists its key (`unmatch_timeout`, ~8 s after the grant). One
+ * that stopped polling before its PUT served a session.
+ */
+export const GIVE_UP_POLLS = 4;
 /** A free server that sends nothing this long (3 polls) is probed; if the probe fails it leaves the pool. */
 export const SILENT_MS = 3 * TVM_POLL_MS;
 /** How often an address that failed its probe is probed again. */
@@ -77,6 +83,8 @@ export interface TvmServerLink {
   readonly peerHost: string;
   /** "ip:port" of the tracker connection. */
   readonly peer: string;
+  /** Which TVM server it is (probe.ts opens to each so that it drops the probe quietly). */
+  readonly dialect: TvmServerDialect;
   /** Ends the connection (the server is gone or replaced). */
   close(why: string): void;
 }
@@ -150,20 +158,9 @@ export class TvmServer {
     this.arm();
   }
 
-  /** A GET_PENDING_MATCHKEYS poll: it is waiting in its accept loop. */
+  /** A GET_PENDING_MATCHKEYS poll: it is waiting in its accept loop (while granted: its client has not come yet). */
   polled(): void {
-    const lease = this.board?.lease;
-    if (this.state !== "granted" || !lease) return;
-    this.pollsSinceGrant++;
-    const waitedMs = Date.now() - lease.grantedAt;
-    if (waitedMs >= CLAIM_MS) {
-      lease.end(
-        new FarmError(
-          "CANCELLED",
-          `session ${lease.id}: its TVM client was given TVM server ${this.board!.id} but did not connect within ${waitedMs} ms (the server still waits with the key); the key went back to the pool`,
-        ),
-      );
-    }
+    if (this.state === "granted") this.pollsSinceGrant++;
   }
 
   /**
@@ -194,12 +191,15 @@ export class TvmServer {
     if (this.probing) return;
     if (lease) {
       // Back in its accept loop with a fresh key: the session is over (or, if it kept polling, its client never came and it gave the key up).
-      const neverCame = lease.state === "granted" && this.pollsSinceGrant > 0;
+      const neverCame = lease.state === "granted" && this.pollsSinceGrant >= GIVE_UP_POLLS;
       if (!neverCame) lease.opened("tvm");
       this.becomeReady();
       lease.end(
         neverCame
-          ? new FarmError("CANCELLED", `session ${lease.id}: its TVM client never connected to TVM server ${this.board!.id}, which gave its key up`)
+          ? new FarmError(
+              "CANCELLED",
+              `session ${lease.id}: its TVM client never connected to TVM server ${this.board!.id}, which gave its key up after ${this.pollsSinceGrant} polls (${((Date.now() - lease.grantedAt) / 1000).toFixed(1)} s)`,
+            )
           : null,
       );
       return;
@@ -219,6 +219,8 @@ export class TvmServer {
     openRelay: () => {},
     end: () => {},
     laneMissing: "the TVM client did not connect to the TVM server",
+    // A client may come until the server gives its key up; the tracker learns it came only when the polls stop.
+    minOpenTimeoutMs: (GIVE_UP_POLLS + 1) * TVM_POLL_MS + POLL_GAP_MS,
   };
 
   private assigned(lease: BoardLease): void {
@@ -331,7 +333,7 @@ export class TvmServer {
     this.setReady(false);
     const where = this.where();
     const startedAt = Date.now();
-    const failure = await probeTvmServer(this.address.host, this.address.port);
+    const failure = await probeTvmServer(this.address.host, this.address.port, this.link.dialect);
     this.probing = false;
     if ((this.state as TvmServerState) === "gone") return;
     // Silent, and its port does not answer either: it stopped (a frozen process, a host gone without a FIN).

@@ -13,10 +13,8 @@ import { FarmError } from "../../protos/index.ts";
 
 /** The tracker handshake (`RPC_TRACKER_MAGIC`). */
 export const TRACKER_MAGIC = 0x2f271;
-/** The RPC server handshake (`RPC_MAGIC`): the probe of a TVM server's port sends it (tracker/tvm/probe.ts). */
+/** The RPC server handshake (`RPC_MAGIC`): the probe of a C++ TVM server's port opens with it (tracker/tvm/probe.ts). */
 export const RPC_MAGIC = 0xff271;
-/** What a TVM server answers a client whose match key is not its own. */
-export const RPC_CODE_MISMATCH = RPC_MAGIC + 2;
 
 export const TRACKER_CODES = {
   FAIL: -1,
