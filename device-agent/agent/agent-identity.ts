@@ -18,7 +18,14 @@ export type Identity = { pid: number; start?: string; claimedAtMs?: number };
 
 /** Clock ticks per second of /proc's times (sysconf(_SC_CLK_TCK): 100 on every Linux we run on). */
 const TICKS_PER_SECOND = 100;
-/** The boot time is whole seconds and a claim's mtime is written after its agent started: this much either way is no evidence. */
+/**
+ * This much either way is no evidence: the boot time is whole seconds, a
+ * claim's mtime is written after its agent started, and an agent run by
+ * qemu-user (tests/arm-bundle.test.ts) writes the start time qemu emulates,
+ * a few ticks after the kernel's (which every other agent reads). A pid is
+ * reused within this long of its last start only after a full wrap of the
+ * pid space in that time.
+ */
 const START_SLACK_MS = 1500;
 
 /** When the kernel booted, in ms since the epoch (/proc/stat btime), or undefined. */
@@ -58,7 +65,8 @@ export function parseIdentity(text: string): Identity | undefined {
 /**
  * Whether the process named is still running: its pid is alive (a process
  * of another user counts: EPERM) and, where the start time was written, it
- * is the same process, not a later one given the same pid.
+ * is the same process (its start within START_SLACK_MS), not a later one
+ * given the same pid.
  */
 export function isRunning(who: Identity): boolean {
   if (!(who.pid > 0)) return false;
@@ -70,7 +78,7 @@ export function isRunning(who: Identity): boolean {
   const now = startTime(who.pid);
   // No /proc to look at: believe the pid.
   if (now === undefined) return true;
-  if (who.start !== undefined) return now === who.start;
+  if (who.start !== undefined) return (Math.abs(Number(now) - Number(who.start)) * 1000) / TICKS_PER_SECOND <= START_SLACK_MS;
   if (who.claimedAtMs !== undefined) {
     // A process that started after the claim was written cannot have written it: its pid was reused.
     const boot = bootMs();

@@ -6,8 +6,8 @@
  * thousands deep (the 12 KB `[`×6000 `]`×6000 crash of issue 27 among them),
  * bytes that are not JSON or not UTF-8, length headers that are negative,
  * zero or huge, and a last frame cut short. The property: the tracker
- * process lives, and the connection is answered (one reply per whole frame)
- * or closed; a connection left mid-frame is closed once the peer ends it.
+ * process lives, and the connection is answered (one reply per whole frame;
+ * a REQUEST, which waits for a server, at the tracker's cap) or closed; a connection left mid-frame is closed once the peer ends it.
  * Afterwards the farm still serves: a TVM server registers and a TVM client
  * is granted it, and a kernelfarm session runs.
  */
@@ -26,6 +26,8 @@ const TIME_BUDGET_S = 10;
 const MAX_RUNS = 3000;
 /** How long the tracker may take to answer or close one run's connection. */
 const ANSWER_MS = 5000;
+/** The tracker's cap on a TVM REQUEST's wait (`--tvm-deadline-ms`): a REQUEST is answered at the latest then. */
+const REQUEST_CAP_MS = 100;
 
 /** One frame as sent: its bytes, and whether they are a whole frame the tracker must answer or close on. */
 interface Piece {
@@ -75,7 +77,8 @@ describe("fuzz: TVM tracker frames", () => {
   let client: TrackerClient;
 
   before(async () => {
-    tracker = await startTrackerProcess(["--tvm-port", "0"]);
+    // A REQUEST waits for a server as with TVM's tracker, with no cap by default: the cap answers them here.
+    tracker = await startTrackerProcess(["--tvm-port", "0", "--tvm-deadline-ms", String(REQUEST_CAP_MS)]);
     agent = await startAgentProcess(tracker.address, ["cpu:key=kf-cpu"]);
     client = await connectTracker(tracker.address);
     await waitForFreeBoards(client, 1);
