@@ -59,7 +59,7 @@ const BENCHMARKS: Record<string, { what: string; run: () => Promise<void> }> = {
     run: async () => (await import("./tune-hosts.ts")).benchTuneHosts(),
   },
   "tvm-tracker": {
-    what: "TVM's tracker protocol on the tracker's TVM port: REQUEST → grant p50/p90 for a TVM-protocol client, a free TVM server waiting, vs TVM's 48 ms and a raw TCP ping-pong of the same frames",
+    what: "TVM's tracker protocol on the tracker's TVM port, the tracker's own work: REQUEST → grant p50/p90 for a TCP_NODELAY protocol client (not TVM's), a free TVM server waiting, vs a raw TCP ping-pong of the same frames (TVM's own client: tvm-stock)",
     run: async () => (await import("./tvm-tracker.ts")).benchTvmTracker(),
   },
   "tvm-stock": {
