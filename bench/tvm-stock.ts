@@ -46,8 +46,6 @@ interface PyChild {
   readonly proc: ChildProcess;
   /** The first line on `stream` matching `re`, after those already taken; rejects when the child exits first or `timeoutMs` passes. */
   line(re: RegExp, timeoutMs: number, stream?: "stdout" | "stderr"): Promise<string>;
-  /** The last output, stdout and stderr, for an error report. */
-  tail(): string;
 }
 
 /** Every Python child this benchmark starts, killed by group at its end, on failure, and when this process exits. */
@@ -63,7 +61,7 @@ class PyChildren {
     const proc = spawn(PYTHON, args, { env: tvmEnv(), detached: true, stdio: ["pipe", "pipe", "pipe"] });
     this.live.add(proc);
     proc.on("exit", () => this.live.delete(proc));
-    // rpc_server logs every session: its pipes are drained, their tail kept.
+    // rpc_server logs every session: its pipes are drained, their tail kept for error reports.
     let tail = "";
     const pending = { stdout: "", stderr: "" };
     for (const stream of ["stdout", "stderr"] as const) {
@@ -103,7 +101,7 @@ class PyChildren {
         proc.once("exit", onExit);
         take();
       });
-    return { proc, line, tail: () => tail };
+    return { proc, line };
   }
 
   killAll(): void {
