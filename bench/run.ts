@@ -59,8 +59,12 @@ const BENCHMARKS: Record<string, { what: string; run: () => Promise<void> }> = {
     run: async () => (await import("./tune-hosts.ts")).benchTuneHosts(),
   },
   "tvm-tracker": {
-    what: "TVM's tracker protocol on the tracker's TVM port: REQUEST → grant p50/p90 for a TVM-protocol client, a free TVM server waiting, vs TVM's 48 ms and a raw TCP ping-pong of the same frames",
+    what: "TVM's tracker protocol on the tracker's TVM port, the tracker's own work: REQUEST → grant p50/p90 for a TCP_NODELAY protocol client (not TVM's), a free TVM server waiting, vs a raw TCP ping-pong of the same frames (TVM's own client: tvm-stock)",
     run: async () => (await import("./tvm-tracker.ts")).benchTvmTracker(),
+  },
+  "tvm-stock": {
+    what: "TVM's tracker protocol with TVM's own client and rpc_servers, TVM's tracker vs kernelfarm's TVM port in alternating rounds: request → usable session p50/p90 (kept and fresh tracker connection, stock and TCP_NODELAY client), sessions/s with 1 and 4 servers (skipped without TVM)",
+    run: async () => (await import("./tvm-stock.ts")).benchTvmStock(),
   },
   measure: {
     what: "measure(): overhead per candidate beyond board time (cpu, vta-sim), candidates/s on 1/4/16 vta-sim boards, vs one session per candidate",

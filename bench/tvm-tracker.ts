@@ -1,25 +1,29 @@
 /**
- * Benchmark 12: TVM's tracker protocol on kernelfarm's tracker (--tvm-port).
- * A TVM-protocol client (tests/tvm/fake-tvm.ts, written from the protocol
- * description) sends REQUEST for a key whose one TVM server is free and
- * waits for the grant, [0, [host, port, matchkey]]: p50/p90 over REQUEST_RUNS
- * requests on one tracker connection, as TVM's TrackerSession keeps one. Between
- * requests (untimed) the client opens and closes the session with the match
- * key, and the server puts itself back with a fresh key, as TVM's does.
+ * Benchmark 12, the tracker's own work per grant: TVM's tracker protocol on
+ * kernelfarm's tracker (--tvm-port), driven by a TVM-protocol client that is
+ * not TVM's (tests/tvm/fake-tvm.ts, written from the protocol description):
+ * it sets TCP_NODELAY and sends each frame in one write. It sends REQUEST for
+ * a key whose one TVM server is free and waits for the grant,
+ * [0, [host, port, matchkey]]: p50/p90 over REQUEST_RUNS requests on one
+ * tracker connection, as TVM's TrackerSession keeps one. Between requests
+ * (untimed) the client opens and closes the session with the match key, and
+ * the server puts itself back with a fresh key, as TVM's does.
  *
- * Against: TVM's 48 ms (BENCHMARKS.md, "The TVM baseline": request() →
- * usable session, two 44 ms delayed-ACK stalls), and, in the same run, a raw
- * TCP ping-pong of frames of the same sizes with a Node process that answers
- * at once in one write with TCP_NODELAY (the floor for any tracker), and the
- * same server answering as TVM's tracker writes: length and JSON in two
- * writes, without TCP_NODELAY.
+ * Against, in the same run: a raw TCP ping-pong of frames of the same sizes
+ * with a Node process that answers at once in one write with TCP_NODELAY (the
+ * floor for any tracker), and the same server answering as TVM's tracker
+ * writes: length and JSON in two writes, without TCP_NODELAY.
+ *
+ * These are not what a TVM user sees: TVM's own client writes its REQUEST in
+ * two sends without TCP_NODELAY, and waits ~44 ms for the tracker's delayed
+ * ACK on any tracker, this one included. bench/tvm-stock.ts measures TVM's
+ * own client and servers on both trackers.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { connect } from "node:net";
 import { startTrackerProcess, waitFor } from "../tests/helpers/processes.ts";
 import { CODES, FakeRpcServer, SocketReader, TrackerConn, frame, rpcConnect } from "../tests/tvm/fake-tvm.ts";
-import { TVM_GRANT_MS } from "./grant.ts";
 import { fmtMs, fmtRatio, nowMs, percentile, printTable, verdict } from "./lib/stats.ts";
 
 const WARMUP = 20;
@@ -114,15 +118,15 @@ export async function benchTvmTracker(): Promise<void> {
     const g50 = percentile(grant, 50);
     const r50 = percentile(raw, 50);
     printTable(
-      `TVM's tracker protocol: REQUEST → grant on kernelfarm's TVM port, a free TVM server waiting (${REQUEST_RUNS} requests on one connection, key "bench")`,
+      `TVM's tracker protocol: REQUEST → grant on kernelfarm's TVM port with a TCP_NODELAY protocol client (not TVM's), a free TVM server waiting (${REQUEST_RUNS} requests on one connection, key "bench")`,
       [
         {
           figure: "REQUEST → grant, p50",
           value: fmtMs(g50),
           target: `< ${TARGET_TVM_GRANT_MS} ms`,
           verdict: verdict(g50 < TARGET_TVM_GRANT_MS),
-          baseline: `TVM ${TVM_GRANT_MS} ms`,
-          ratio: `${fmtRatio(TVM_GRANT_MS / g50)} faster`,
+          baseline: `raw ping-pong p50 ${fmtMs(r50)}`,
+          ratio: fmtRatio(g50 / r50),
         },
         {
           figure: "REQUEST → grant, p90",
@@ -133,20 +137,20 @@ export async function benchTvmTracker(): Promise<void> {
           ratio: fmtRatio(percentile(grant, 90) / percentile(raw, 90)),
         },
         {
-          figure: "REQUEST → grant − raw ping-pong, p50",
+          figure: "REQUEST → grant − raw ping-pong, p50 (the tracker's work)",
           value: fmtMs(g50 - r50),
           target: "",
           verdict: "",
-          baseline: `raw ping-pong p50 ${fmtMs(r50)}`,
-          ratio: fmtRatio(g50 / r50),
+          baseline: "",
+          ratio: "",
         },
         {
           figure: "REQUEST → server handshake done, p50",
           value: fmtMs(percentile(session, 50)),
           target: "",
           verdict: "",
-          baseline: `TVM ${TVM_GRANT_MS} ms (to a usable session)`,
-          ratio: `${fmtRatio(TVM_GRANT_MS / percentile(session, 50))} faster`,
+          baseline: "",
+          ratio: "",
         },
         {
           figure: "same ping-pong, answered in two writes without TCP_NODELAY, p50",
@@ -159,8 +163,8 @@ export async function benchTvmTracker(): Promise<void> {
       ],
       [
         `frames: REQUEST ${request.length} B, grant ${replyBytes + 4} B; the raw ping-pong sends and answers frames of those sizes with a Node process that answers at once (one write, TCP_NODELAY)`,
-        `"two writes": the same process writing length and JSON separately without TCP_NODELAY, as TVM's tracker does — the delayed-ACK stall the TVM port avoids`,
-        `the handshake row adds the client's RPC handshake with the server (tests/tvm/fake-tvm.ts): TVM's 48 ms also covers its session set-up (InitServer), which a fake server does not do`,
+        `"two writes": the same process writing length and JSON separately without TCP_NODELAY, as TVM's tracker does (and TVM's client, whose request waits ~44 ms on any tracker: bench/tvm-stock.ts)`,
+        `the client here is not TVM's: it sets TCP_NODELAY and sends each frame in one write, so these rows are the tracker's own work per grant; the handshake row adds its RPC handshake with a fake server (tests/tvm/fake-tvm.ts), which does no session set-up`,
       ],
     );
   } finally {
