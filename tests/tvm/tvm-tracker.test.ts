@@ -24,40 +24,49 @@ import { CODES, FakeRpcServer, TrackerConn, rpcConnect, splitAddress } from "./f
 
 type Grant = [number, [string, number, string]];
 
-describe("TVM's tracker protocol on kernelfarm's tracker", () => {
-  let tracker: TrackerProcess;
-  let client: TrackerClient;
+/**
+ * A tracker with a TVM port for one describe block (started before its tests, stopped after), and what its tests
+ * open on it: TVM connections and fake TVM servers, closed at the end.
+ */
+function tvmTracker(args: string[]) {
   const open: Array<{ close(): void } | { stop(): void }> = [];
-
+  const farm = {
+    tracker: undefined as unknown as TrackerProcess,
+    client: undefined as unknown as TrackerClient,
+    async conn(): Promise<TrackerConn> {
+      const c = await TrackerConn.open(farm.tracker.tvmAddress!);
+      open.push(c);
+      return c;
+    },
+    async server(key: string, pollMs = 500): Promise<FakeRpcServer> {
+      const s = await FakeRpcServer.start(farm.tracker.tvmAddress!, key, { pollMs });
+      open.push(s);
+      return s;
+    },
+    async board(key: string, state?: string) {
+      return waitFor(`a TVM board of key ${key}${state ? ` ${state}` : ""}`, async () =>
+        (await farm.client.summary()).boards.find((b) => b.kind === "tvm-rpc" && b.key === key && (!state || b.state === state)),
+      );
+    },
+  };
   before(async () => {
-    tracker = await startTrackerProcess(["--tvm-port", "0", "--metrics-port", "0"]);
-    client = await connectTracker(tracker.address);
+    farm.tracker = await startTrackerProcess(["--tvm-port", "0", ...args]);
+    farm.client = await connectTracker(farm.tracker.address);
   });
   after(async () => {
     for (const o of open) {
       if ("stop" in o) o.stop();
       else o.close();
     }
-    client?.close();
-    await tracker?.stop();
+    farm.client?.close();
+    await farm.tracker?.stop();
   });
+  return farm;
+}
 
-  const tvm = () => tracker.tvmAddress!;
-  async function conn(): Promise<TrackerConn> {
-    const c = await TrackerConn.open(tvm());
-    open.push(c);
-    return c;
-  }
-  async function server(key: string, pollMs = 500): Promise<FakeRpcServer> {
-    const s = await FakeRpcServer.start(tvm(), key, { pollMs });
-    open.push(s);
-    return s;
-  }
-  async function board(key: string, state?: string) {
-    return waitFor(`a TVM board of key ${key}${state ? ` ${state}` : ""}`, async () =>
-      (await client.summary()).boards.find((b) => b.kind === "tvm-rpc" && b.key === key && (!state || b.state === state)),
-    );
-  }
+describe("TVM's tracker protocol on kernelfarm's tracker", () => {
+  const farm = tvmTracker(["--metrics-port", "0"]);
+  const { conn, server, board } = farm;
 
   it("a server registers: kfarm status, the live view and the metrics show a board of kind tvm-rpc", async () => {
     const s = await server("ts-cpu");
@@ -69,16 +78,16 @@ describe("TVM's tracker protocol on kernelfarm's tracker", () => {
     assert.deepEqual(b.labels, { address: `127.0.0.1:${s.port}` });
     assert.equal(b.capabilities.tvm_key, "server:ts-cpu");
 
-    const status = await runCli(["status", "--tracker", tracker.address]);
+    const status = await runCli(["status", "--tracker", farm.tracker.address]);
     assert.equal(status.code, 0, status.stderr);
     assert.match(status.stdout, new RegExp(`tvm@127\\.0\\.0\\.1:${s.port}/ts-cpu\\s+ts-cpu\\s+tvm-rpc\\s+free`));
 
-    const m = await scrape(tracker.httpAddress!);
+    const m = await scrape(farm.tracker.httpAddress!);
     assert.equal(m.get("kernelfarm_boards", { key: "ts-cpu", kind: "tvm-rpc", state: "free" }), 1);
     assert.equal(m.get("kernelfarm_board_info", { board: b.id, key: "ts-cpu", kind: "tvm-rpc", agent: `tvm@127.0.0.1:${s.port}` }), 1);
     assert.ok((m.get("kernelfarm_tvm_connections") ?? 0) >= 1);
 
-    const ws = new WebSocket(`ws://${tracker.httpAddress}/feed`);
+    const ws = new WebSocket(`ws://${farm.tracker.httpAddress}/feed`);
     const first = await once(ws, "message");
     ws.close();
     const snapshot = unpack(first[0] as Buffer) as FeedSnapshot;
@@ -88,7 +97,7 @@ describe("TVM's tracker protocol on kernelfarm's tracker", () => {
       "the live view's snapshot lists the TVM server",
     );
     s.stop();
-    await waitFor("the server to leave", async () => !(await client.summary()).boards.some((x) => x.id === b.id));
+    await waitFor("the server to leave", async () => !(await farm.client.summary()).boards.some((x) => x.id === b.id));
   });
 
   it("request → the server's address and match key → the client connects → the lease returns when the server puts itself back", async () => {
@@ -107,7 +116,7 @@ describe("TVM's tracker protocol on kernelfarm's tracker", () => {
     await board("ts-lease", "free");
     assert.deepEqual(s.sessions, [`client:${reply[1][2]}`]);
     assert.equal(s.error, undefined);
-    const m = await scrape(tracker.httpAddress!);
+    const m = await scrape(farm.tracker.httpAddress!);
     assert.equal(m.get("kernelfarm_sessions_ended_total", { key: "ts-lease", reason: "OK", lane: "tvm" }), 1);
     assert.equal(m.get("kernelfarm_sessions_started_total", { key: "ts-lease" }), 1);
   });
@@ -199,7 +208,7 @@ describe("TVM's tracker protocol on kernelfarm's tracker", () => {
     const free = await board("ts-late", "free");
     assert.equal(free.state, "free");
     await assert.rejects(rpcConnect(...never[1]), /cannot find server that matches key/);
-    const m = await scrape(tracker.httpAddress!);
+    const m = await scrape(farm.tracker.httpAddress!);
     assert.equal(m.get("kernelfarm_sessions_ended_total", { key: "ts-late", reason: "OK", lane: "tvm" }), 1);
     assert.equal(m.get("kernelfarm_sessions_ended_total", { key: "ts-late", reason: "CANCELLED", lane: "none" }), 1);
   });
@@ -207,13 +216,13 @@ describe("TVM's tracker protocol on kernelfarm's tracker", () => {
   it("operators' commands apply: a drained TVM server is not granted, a restored one is", async () => {
     await server("ts-drain");
     const b = await board("ts-drain", "free");
-    const drain = await runCli(["board", "drain", b.id, "--tracker", tracker.address, "--reason", "new fan"]);
+    const drain = await runCli(["board", "drain", b.id, "--tracker", farm.tracker.address, "--reason", "new fan"]);
     assert.equal(drain.code, 0, drain.stderr);
     // TVM's client cannot tell a refusal from a bug: its REQUEST waits (with a cap, the failure says why: the suite below).
     const waiting = await conn();
     waiting.send([CODES.REQUEST, "ts-drain", "", 1]);
     await waitFor("the request waiting", async () => (await (await conn()).summary()).queue_info["ts-drain"]?.pending === 1);
-    const restore = await runCli(["board", "restore", b.id, "--tracker", tracker.address]);
+    const restore = await runCli(["board", "restore", b.id, "--tracker", farm.tracker.address]);
     assert.equal(restore.code, 0, restore.stderr);
     const granted = (await waiting.next()) as Grant;
     assert.equal(granted[0], CODES.SUCCESS);
@@ -248,7 +257,7 @@ describe("TVM's tracker protocol on kernelfarm's tracker", () => {
   it("kernelfarm hosts and TVM clients share no boards: a host is told where the TVM servers are, a TVM client waits", async () => {
     await server("ts-shared");
     await board("ts-shared", "free");
-    await assert.rejects(client.request("ts-shared"), (err: Error & { code?: string }) => {
+    await assert.rejects(farm.client.request("ts-shared"), (err: Error & { code?: string }) => {
       assert.equal(err.code, "NO_BOARD");
       assert.match(err.message, /1 TVM server\(s\) of key "ts-shared" serve TVM clients only, on the TVM port/);
       return true;
@@ -260,7 +269,7 @@ describe("TVM's tracker protocol on kernelfarm's tracker", () => {
     await board("ts-gone", "free");
     const holder = (await (await conn()).request("ts-gone")) as Grant;
     const held = await rpcConnect(...holder[1]);
-    const c = await TrackerConn.open(tvm());
+    const c = await TrackerConn.open(farm.tracker.tvmAddress!);
     c.send([CODES.REQUEST, "ts-gone", "", 1]);
     await waitFor("one pending", async () => (await (await conn()).summary()).queue_info["ts-gone"]?.pending === 1);
     c.close();
@@ -271,39 +280,8 @@ describe("TVM's tracker protocol on kernelfarm's tracker", () => {
 });
 
 describe("the operator's cap on the TVM port (--tvm-deadline-ms 1500)", () => {
-  let tracker: TrackerProcess;
-  let client: TrackerClient;
-  const open: Array<{ close(): void } | { stop(): void }> = [];
-
-  before(async () => {
-    tracker = await startTrackerProcess(["--tvm-port", "0", "--tvm-deadline-ms", "1500"]);
-    client = await connectTracker(tracker.address);
-  });
-  after(async () => {
-    for (const o of open) {
-      if ("stop" in o) o.stop();
-      else o.close();
-    }
-    client?.close();
-    await tracker?.stop();
-  });
-
-  const tvm = () => tracker.tvmAddress!;
-  async function conn(): Promise<TrackerConn> {
-    const c = await TrackerConn.open(tvm());
-    open.push(c);
-    return c;
-  }
-  async function server(key: string, pollMs = 500): Promise<FakeRpcServer> {
-    const s = await FakeRpcServer.start(tvm(), key, { pollMs });
-    open.push(s);
-    return s;
-  }
-  async function board(key: string, state?: string) {
-    return waitFor(`a TVM board of key ${key}${state ? ` ${state}` : ""}`, async () =>
-      (await client.summary()).boards.find((b) => b.kind === "tvm-rpc" && b.key === key && (!state || b.state === state)),
-    );
-  }
+  const farm = tvmTracker(["--tvm-deadline-ms", "1500"]);
+  const { conn, server, board } = farm;
 
   it("a request whose servers stay taken fails DEADLINE_EXCEEDED at the cap", async () => {
     await server("ts-deadline");
@@ -325,7 +303,7 @@ describe("the operator's cap on the TVM port (--tvm-deadline-ms 1500)", () => {
     assert.match(none[1], /^\[DEADLINE_EXCEEDED\] no board of key "cap-none" could serve the request within 1500 ms: no TVM server serves key "cap-none"/);
     await server("cap-drain");
     const b = await board("cap-drain", "free");
-    const drain = await runCli(["board", "drain", b.id, "--tracker", tracker.address, "--reason", "new fan"]);
+    const drain = await runCli(["board", "drain", b.id, "--tracker", farm.tracker.address, "--reason", "new fan"]);
     assert.equal(drain.code, 0, drain.stderr);
     const drained = (await (await conn()).request("cap-drain")) as [number, string];
     assert.match(
