@@ -185,6 +185,34 @@ except Exception as err:
     await freeAgain("the board free after the session with the right key");
   });
 
+  it("the client's session_timeout ends the session as TVM's server does, and the lease with it", { skip: MISSING }, async () => {
+    const run = python(`${prelude()}
+import time
+remote = t.request("${KEY}", priority=1, session_timeout=2)
+print("connected", remote.cpu(0).exist, flush=True)
+time.sleep(4)
+try:
+    # A call that reaches the server (a device's attributes may be answered from the client's cache).
+    tvm.nd.array(np.ones(4, dtype="float32"), remote.cpu(0))
+    print("still served")
+except Exception as err:
+    print("expired", "RPCSessionTimeoutError" in str(err))
+`);
+    const { code, out } = await run.done;
+    assert.equal(code, 0, out);
+    assert.match(out, /connected True/);
+    assert.match(out, /expired True/, out);
+    await freeAgain("the board free after the client's session timed out");
+  });
+
+  it("a kernelfarm host is not granted a tvm board: told it serves TVM clients", { skip: MISSING }, async () => {
+    await assert.rejects(client.request(KEY, { deadlineMs: 2000 }), (err: Error & { code?: string }) => {
+      assert.equal(err.code, "NO_BOARD", err.message);
+      assert.match(err.message, new RegExp(`no board serves key "${KEY}".*serve TVM clients only`));
+      return true;
+    });
+  });
+
   it("autotvm's run_through_rpc measures the module on the board", { skip: MISSING }, async () => {
     const run = python(`${prelude()}
 from types import SimpleNamespace
@@ -207,5 +235,47 @@ print("error_no", result.error_no, "costs", len(result.costs), all(c > 0 for c i
     assert.equal(code, 0, out);
     assert.match(out, /error_no 0 costs \d+ True/, out);
     await freeAgain("the board free after autotvm's measurement");
+  });
+});
+
+describe("a tvm board's lease ends at the tracker's session cap, its TVM session with it", () => {
+  let tracker: TrackerProcess;
+  let agent: AgentProcess;
+  let client: TrackerClient;
+  let tvm: { host: string; port: number };
+
+  before(async () => {
+    if (MISSING) return;
+    tracker = await startTrackerProcess(["--tvm-port", "0", "--max-session-timeout-ms", "3000"]);
+    tvm = splitAddress(tracker.tvmAddress!);
+    agent = await startAgentProcess(tracker.address, [`tvm:key=${KEY}`], [], { env: tvmEnv() as Record<string, string> });
+    client = await connectTracker(tracker.address);
+    await waitFor("the tvm board free", async () => (await client.summary()).boards.some((b) => b.key === KEY && b.state === "free"), 30_000);
+  });
+  after(async () => {
+    client?.close();
+    await agent?.stop();
+    await tracker?.stop();
+  });
+
+  it("a client still connected at the cap loses its session; the board returns", { skip: MISSING }, async () => {
+    const run = python(`
+import time
+import numpy as np, tvm
+from tvm import rpc
+remote = rpc.connect_tracker("${tvm.host}", ${tvm.port}).request("${KEY}", priority=1)
+print("connected", remote.cpu(0).exist, flush=True)
+time.sleep(5)
+try:
+    tvm.nd.array(np.ones(4, dtype="float32"), remote.cpu(0))
+    print("still served")
+except Exception:
+    print("cut off")
+`);
+    const { code, out } = await run.done;
+    assert.equal(code, 0, out);
+    assert.match(out, /connected True/);
+    assert.match(out, /cut off/);
+    await waitFor("the board free after the cap", async () => (await client.summary()).boards.some((b) => b.key === KEY && b.state === "free"), 30_000);
   });
 });
