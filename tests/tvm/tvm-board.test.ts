@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { connectTracker, type TrackerClient } from "../../host-sdk/index.ts";
-import { startAgentProcess, startTrackerProcess, waitFor, type AgentProcess, type TrackerProcess } from "../helpers/processes.ts";
+import { runCli, startAgentProcess, startTrackerProcess, waitFor, type AgentProcess, type TrackerProcess } from "../helpers/processes.ts";
 import { PYTHON, tvmEnv, tvmMissing } from "../helpers/tvm.ts";
 import { splitAddress } from "./fake-tvm.ts";
 
@@ -86,6 +86,9 @@ t = rpc.connect_tracker("${tvm.host}", ${tvm.port})
     writeFileSync(join(dir, "vadd.c"), MODULE_SOURCE);
     module = join(dir, "vadd.so");
     execFileSync("cc", ["-shared", "-fPIC", "-O2", "-o", module, join(dir, "vadd.c")]);
+    // What TVM's export_library("x.tar") writes: the module's object files, linked on the board by load_module.
+    execFileSync("cc", ["-c", "-fPIC", "-O2", "-o", join(dir, "vadd.o"), join(dir, "vadd.c")]);
+    execFileSync("tar", ["cf", join(dir, "vadd.tar"), "-C", dir, "vadd.o"]);
     tracker = await startTrackerProcess(["--tvm-port", "0"]);
     tvm = splitAddress(tracker.tvmAddress!);
     agent = await startAgentProcess(tracker.address, [`tvm:key=${KEY},name=t0`], [], { env: tvmEnv() as Record<string, string> });
@@ -127,6 +130,23 @@ print("timed", len(r.results), r.mean > 0)
     assert.equal(code, 0, out);
     assert.match(out, /timed 3 True/);
     await freeAgain("the board free again after the TVM session");
+  });
+
+  it("a module exported as a .tar is linked and loaded on the board, as TVM's rpc_server does", { skip: MISSING }, async () => {
+    const run = python(`${prelude()}
+remote = t.request("${KEY}", priority=1, session_timeout=60)
+remote.upload("${dir}/vadd.tar")
+m = remote.load_module("vadd.tar")
+dev = remote.cpu(0)
+a = tvm.nd.array(np.arange(16, dtype="float32"), dev)
+c = tvm.nd.empty((16,), "float32", dev)
+m["vadd"](a, a, c)
+print("tar", c.numpy().tolist() == [2.0 * i for i in range(16)])
+`);
+    const { code, out } = await run.done;
+    assert.equal(code, 0, out);
+    assert.match(out, /tar True/);
+    await freeAgain("the board free after the .tar session");
   });
 
   it("a TVM client killed mid-session ends its lease; the board serves the next one", { skip: MISSING }, async () => {
@@ -238,7 +258,7 @@ print("error_no", result.error_no, "costs", len(result.costs), all(c > 0 for c i
   });
 });
 
-describe("a tvm board's lease ends at the tracker's session cap, its TVM session with it", () => {
+describe("a tvm board beside a cpu board, on a tracker with a session cap", () => {
   let tracker: TrackerProcess;
   let agent: AgentProcess;
   let client: TrackerClient;
@@ -248,9 +268,10 @@ describe("a tvm board's lease ends at the tracker's session cap, its TVM session
     if (MISSING) return;
     tracker = await startTrackerProcess(["--tvm-port", "0", "--max-session-timeout-ms", "3000"]);
     tvm = splitAddress(tracker.tvmAddress!);
-    agent = await startAgentProcess(tracker.address, [`tvm:key=${KEY}`], [], { env: tvmEnv() as Record<string, string> });
+    // A cpu board beside it, and no standby lanes: kernelfarm hosts come through the port TVM clients use too.
+    agent = await startAgentProcess(tracker.address, [`tvm:key=${KEY}`, "cpu:key=cpu-beside"], ["--no-standby"], { env: tvmEnv() as Record<string, string> });
     client = await connectTracker(tracker.address);
-    await waitFor("the tvm board free", async () => (await client.summary()).boards.some((b) => b.key === KEY && b.state === "free"), 30_000);
+    await waitFor("both boards free", async () => (await client.summary()).boards.filter((b) => b.state === "free").length === 2, 30_000);
   });
   after(async () => {
     client?.close();
@@ -277,5 +298,33 @@ except Exception:
     assert.match(out, /connected True/);
     assert.match(out, /cut off/);
     await waitFor("the board free after the cap", async () => (await client.summary()).boards.some((b) => b.key === KEY && b.state === "free"), 30_000);
+  });
+
+  it("a kernelfarm host's session on the cpu board opens at the same port", { skip: MISSING }, async () => {
+    const s = await client.request("cpu-beside", { route: "direct" });
+    try {
+      assert.equal(s.lane, "direct");
+      await s.upload(Buffer.from("hello"), "note.txt");
+      assert.deepEqual((await s.listdir()).map((e) => e.name), ["note.txt"]);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+describe("an agent with a tvm board", () => {
+  it("refuses to start where TVM is not found, saying where it looked and what to set", async () => {
+    const r = await runCli(["agent", "--tracker", "127.0.0.1:1", "--board", "tvm:key=k,tvm_home=/nonexistent/tvm"]);
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /TVM home \/nonexistent\/tvm holds no TVM .*point tvm_home= or \$KFARM_TVM_HOME at a TVM build/);
+    const python = await runCli(["agent", "--tracker", "127.0.0.1:1", "--board", "tvm:key=k,python=/nonexistent/python3"]);
+    assert.notEqual(python.code, 0);
+    assert.match(python.stderr, /a tvm board needs Python with Apache TVM: \/nonexistent\/python3 cannot run .*give python=PATH/);
+  });
+
+  it("refuses to start without a plaintext direct lane: TVM's clients speak plain TCP", async () => {
+    const r = await runCli(["agent", "--tracker", "127.0.0.1:1", "--board", "tvm:key=k", "--no-direct"]);
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /board tvm0 \(tvm\) serves TVM clients, which connect to this agent's direct-lane port in plain TCP/);
   });
 });
