@@ -112,6 +112,16 @@ t = rpc.connect_tracker("${tvm.host}", ${tvm.port})
     assert.equal(after.health, "healthy", after.health_reason);
   });
 
+  it("query_rpc_tracker lists the board as a free server of its key", { skip: MISSING }, async () => {
+    const run = python(
+      `import sys; sys.argv = ["q", "--host", "${tvm.host}", "--port", "${tvm.port}"]; import runpy; runpy.run_module("tvm.exec.query_rpc_tracker", run_name="__main__")`,
+    );
+    const { code, out } = await run.done;
+    assert.equal(code, 0, out);
+    assert.match(out, new RegExp(`127\\.0\\.0\\.1:\\d+\\s+server:${KEY}`));
+    assert.match(out, new RegExp(`${KEY}\\s+1\\s+1\\s+0`));
+  });
+
   it("a TVM client requests the key, uploads a module, loads, calls and times it; the lease returns", { skip: MISSING }, async () => {
     const run = python(`${prelude()}
 remote = t.request("${KEY}", priority=1, session_timeout=60)

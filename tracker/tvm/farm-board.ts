@@ -8,7 +8,7 @@
  * lease). The agent checks it as it checks a host's hello
  * (device-agent/agent/tvm-door.ts).
  */
-import { TVM_FARM_BOARD_KIND, type BoardLease } from "../registry.ts";
+import { TVM_FARM_BOARD_KIND, boardState, type Board, type BoardLease } from "../registry.ts";
 
 /** TVM's grant `[host, port, matchkey]` for a lease on a kernelfarm `tvm` board; undefined for any other board. */
 export function farmBoardGrant(lease: BoardLease): [string, number, string] | undefined {
@@ -17,4 +17,16 @@ export function farmBoardGrant(lease: BoardLease): [string, number, string] | un
   // TVM's RPC protocol has no TLS: an agent serves tvm boards only on a plaintext direct lane (it refuses to start otherwise).
   if (board.kind !== TVM_FARM_BOARD_KIND || board.agent.protocol !== "kernelfarm" || !data || data.tls) return undefined;
   return [data.host, data.port, `${lease.id}:${lease.token}`];
+}
+
+/**
+ * A kernelfarm `tvm` board in the TVM port's SUMMARY, as TVM's tracker lists
+ * a server (`query_rpc_tracker`'s Server List): its key as `server:K`, the
+ * address its clients connect to, and kernelfarm's extra fields. Undefined
+ * for any other board (TVM servers are listed from their connections).
+ */
+export function farmBoardInfo(board: Board): Record<string, unknown> | undefined {
+  if (board.kind !== TVM_FARM_BOARD_KIND || board.agent.protocol !== "kernelfarm") return undefined;
+  const data = board.agent.data;
+  return { key: `server:${board.key}`, addr: data ? [data.host, data.port] : [null, null], board: board.id, state: boardState(board) };
 }
