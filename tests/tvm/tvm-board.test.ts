@@ -320,6 +320,31 @@ except Exception:
       await s.close();
     }
   });
+
+  // Last: the agent goes.
+  it("an agent that stops mid-session cuts its TVM client off, and no server loop outlives it", { skip: MISSING }, async () => {
+    const run = python(`
+import time
+import numpy as np, tvm
+from tvm import rpc
+remote = rpc.connect_tracker("${tvm.host}", ${tvm.port}).request("${KEY}", priority=1)
+print("connected", remote.cpu(0).exist, flush=True)
+time.sleep(3)
+try:
+    tvm.nd.array(np.ones(4, dtype="float32"), remote.cpu(0))
+    print("still served")
+except Exception:
+    print("cut off")
+`);
+    await waitFor("the client connected", () => /connected True/.test(run.output()), 60_000);
+    assert.equal((await client.summary()).boards.find((b) => b.key === KEY)?.state, "busy");
+    await agent.stop();
+    const { code, out } = await run.done;
+    assert.equal(code, 0, out);
+    // Its socket closed: no process holds it any more, the server loop's child included.
+    assert.match(out, /cut off/);
+    await waitFor("the agent's boards gone", async () => (await client.summary()).boards.length === 0, 15_000);
+  });
 });
 
 describe("an agent with a tvm board", () => {
