@@ -90,6 +90,9 @@ describe("the registry", () => {
     registry.add(farm);
     assert.deepEqual(registry.keys("tvm"), ["k"]);
     assert.deepEqual(registry.keys("kernelfarm"), []);
-    assert.deepEqual(registry.boardsOfKey("k", "tvm").map((b) => b.id), ["f/t"]);
+    assert.deepEqual(
+      registry.boardsOfKey("k", "tvm").map((b) => b.id),
+      ["f/t"],
+    );
   });
 });

@@ -72,6 +72,9 @@ export type Agent = FarmAgent | TvmAgent;
 /** Who a board can be granted to: kernelfarm hosts (the SDK), or TVM clients (the TVM port). */
 export type BoardProtocol = Agent["protocol"];
 
+/** The kind of a kernelfarm board that serves TVM clients (docs/tvm-boards.md). */
+export const TVM_FARM_BOARD_KIND = "tvm" satisfies BoardKindName;
+
 /**
  * Whether `board` is granted to askers of `protocol`: the one rule of who
  * gets which board. A board serves its own agent's protocol — a TVM server's
@@ -82,9 +85,6 @@ export type BoardProtocol = Agent["protocol"];
 export function servesAsker(board: Pick<Board, "kind" | "agent">, protocol: BoardProtocol): boolean {
   return board.kind === TVM_FARM_BOARD_KIND ? protocol === "tvm" : board.agent.protocol === protocol;
 }
-
-/** The kind of a kernelfarm board that serves TVM clients (docs/tvm-boards.md). */
-export const TVM_FARM_BOARD_KIND = "tvm" satisfies BoardKindName;
 
 /** TVM servers' agent names: `tvm@HOST:PORT`; kernelfarm agents may not take such a name. */
 export const TVM_AGENT_PREFIX = "tvm@";

@@ -88,7 +88,13 @@ function cacheDir(): string {
  * infrastructure errors and operators only.
  */
 export async function buildCpuSupport(dir: string, log: Logger): Promise<string | undefined> {
-  return buildSharedObject("kfarm-cpu-support", CPU_SUPPORT_SOURCE, dir, log, "CPU boards run no canary and cannot flush caches: their helper library could not be built with the C compiler");
+  return buildSharedObject(
+    "kfarm-cpu-support",
+    CPU_SUPPORT_SOURCE,
+    dir,
+    log,
+    "CPU boards run no canary and cannot flush caches: their helper library could not be built with the C compiler",
+  );
 }
 
 /** The tvm boards' canary module, built and cached as the CPU helper library is; without a compiler, tvm boards run no canary (logged once). */

@@ -139,7 +139,10 @@ export class AgentLanes {
       try {
         tvm = await sniffTvm(socket, HELLO_TIMEOUT_MS);
       } catch (err) {
-        this.log.info({ peer: `${socket.remoteAddress}:${socket.remotePort}`, err: (err as Error).message }, "direct lane: connection dropped before its hello");
+        this.log.info(
+          { peer: `${socket.remoteAddress}:${socket.remotePort}`, err: (err as Error).message },
+          "direct lane: connection dropped before its hello",
+        );
         socket.destroy();
         return;
       }

@@ -133,8 +133,7 @@ function fromAgent({ msg, socket, server }: FromAgent): void {
     else if (kind === "tvm") {
       if (backend instanceof TvmBackend) current.lane({ kind, socket, handshake: Buffer.from(rest) });
       else socket.destroy();
-    }
-    else current.lane(socketLane(socket, Buffer.from(rest), kind));
+    } else current.lane(socketLane(socket, Buffer.from(rest), kind));
   } else if (msg.standby && server) {
     // Sent once per worker (device-agent/agent/pool.ts), when it is ready.
     standby = new StandbyLane(

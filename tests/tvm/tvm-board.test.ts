@@ -315,7 +315,10 @@ except Exception:
     try {
       assert.equal(s.lane, "direct");
       await s.upload(Buffer.from("hello"), "note.txt");
-      assert.deepEqual((await s.listdir()).map((e) => e.name), ["note.txt"]);
+      assert.deepEqual(
+        (await s.listdir()).map((e) => e.name),
+        ["note.txt"],
+      );
     } finally {
       await s.close();
     }
