@@ -10,7 +10,7 @@
  */
 import assert from "node:assert/strict";
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -347,6 +347,49 @@ except Exception:
     // Its socket closed: no process holds it any more, the server loop's child included.
     assert.match(out, /cut off/);
     await waitFor("the agent's boards gone", async () => (await client.summary()).boards.length === 0, 15_000);
+  });
+});
+
+describe("a tvm board whose TVM runtime breaks", () => {
+  let tracker: TrackerProcess;
+  let agent: AgentProcess;
+  let client: TrackerClient;
+  let dir: string;
+
+  before(async () => {
+    if (MISSING) return;
+    // An interpreter that imports TVM but whose TVM runtime cannot load a module any more: what the canary is for.
+    dir = mkdtempSync(join(tmpdir(), "kfarm-tvm-broken-"));
+    chmodSync(dir, 0o755);
+    const wrapper = join(dir, "python3");
+    writeFileSync(
+      wrapper,
+      `#!/bin/sh\ncase "$2" in *kfarm_tvm_canary_vadd*) echo "TVMError: cannot load the module: broken runtime" >&2; exit 1;; esac\nexec ${PYTHON} "$@"\n`,
+      { mode: 0o755 },
+    );
+    tracker = await startTrackerProcess();
+    agent = await startAgentProcess(tracker.address, [`tvm:key=broken,python=${wrapper}`], ["--canary-interval-ms", "300"], {
+      env: tvmEnv() as Record<string, string>,
+    });
+    client = await connectTracker(tracker.address);
+  });
+  after(async () => {
+    client?.close();
+    await agent?.stop();
+    await tracker?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("fails its canaries and is quarantined, saying what TVM's runtime said", { skip: MISSING }, async () => {
+    const board = await waitFor(
+      "the board quarantined",
+      async () => (await client.summary()).boards.find((b) => b.key === "broken" && b.health === "quarantined"),
+      30_000,
+    );
+    assert.match(
+      board.health_reason,
+      /canary failed: TVM's runtime could not load and run the canary module: TVMError: cannot load the module: broken runtime/,
+    );
   });
 });
 
