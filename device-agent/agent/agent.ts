@@ -176,7 +176,8 @@ export class Agent {
         },
         o.logger,
         sandbox,
-        standbyHost,
+        // TVM's clients come to the agent's port with their match key, never to a worker's own: no standby lane to hold open.
+        board.kind === "tvm" ? undefined : standbyHost,
         this.metrics?.board(board.name, board.kind),
       );
       this.pools.set(board.name, pool);
