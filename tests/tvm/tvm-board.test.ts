@@ -50,7 +50,8 @@ int vadd(TVMValue* args, int* codes, int n, TVMValue* ret, int* ret_code, void* 
 
 /** A Python child that imports TVM, its output collected. */
 function python(code: string): { child: ChildProcess; done: Promise<{ code: number | null; out: string }>; output: () => string } {
-  const child = spawn(PYTHON, ["-c", code], { stdio: ["ignore", "pipe", "pipe"], env: tvmEnv() });
+  // stdin: a script that waits for the test reads a line from it.
+  const child = spawn(PYTHON, ["-c", code], { stdio: ["pipe", "pipe", "pipe"], env: tvmEnv() });
   let out = "";
   child.stdout!.on("data", (c: Buffer) => (out += c.toString()));
   child.stderr!.on("data", (c: Buffer) => (out += c.toString()));
@@ -241,6 +242,30 @@ except Exception as err:
       assert.match(err.message, new RegExp(`no board serves key "${KEY}".*serve TVM clients only`));
       return true;
     });
+  });
+
+  it("a grant whose client never connects is taken back, and its match key dies with the lease", { skip: MISSING }, async () => {
+    const run = python(`${prelude()}
+from tvm.rpc import base
+base.sendjson(t._sock, [base.TrackerCode.REQUEST, "${KEY}", "", 1])
+ok, (host, port, matchkey) = base.recvjson(t._sock)
+print("granted", ok, flush=True)
+import sys
+sys.stdin.readline()
+try:
+    rpc.connect(host, port, key=matchkey)
+    print("stale key accepted")
+except Exception as err:
+    print("stale key refused", "matches key" in str(err))
+`);
+    await waitFor("the grant", () => /granted 0/.test(run.output()), 60_000);
+    assert.equal((await board())?.state, "busy");
+    await freeAgain("the board taken back from the client that never came");
+    // Now the client comes, too late.
+    run.child.stdin?.end();
+    const { code, out } = await run.done;
+    assert.equal(code, 0, out);
+    assert.match(out, /stale key refused True/);
   });
 
   it("autotvm's run_through_rpc measures the module on the board", { skip: MISSING }, async () => {
