@@ -41,8 +41,8 @@ describe("enum codecs", () => {
     assert.equal(BOARD_STATE.fromWire(0, "x"), "absent", "the enum's 0: a board that is not attached");
     assert.deepEqual(TOKEN_KIND.names, ["agent", "client", "operator"]);
     assert.deepEqual(BOARD_HEALTH.names, ["healthy", "suspect", "quarantined"]);
-    assert.deepEqual(BOARD_KIND.names, ["cpu", "cuda", "vta-sim", "vta", "tvm-rpc"]);
-    assert.deepEqual(BOARD_KIND.names, [...BOARD_KINDS, TVM_BOARD_KIND], "contract.json's kinds, then the tracker's own");
+    assert.deepEqual(BOARD_KIND.names, ["cpu", "cuda", "vta-sim", "vta", "tvm-rpc", "tvm"]);
+    assert.deepEqual([...BOARD_KIND.names].sort(), [...BOARD_KINDS, TVM_BOARD_KIND].sort(), "contract.json's kinds and the tracker's own");
     assert.equal(BOARD_KIND.toWire("vta-sim"), "BOARD_KIND_VTA_SIM");
     assert.equal(BOARD_KIND.toWire("tvm-rpc"), "BOARD_KIND_TVM_RPC");
     assert.equal(BOARD_KIND.fromWire(4, "x"), "vta");
@@ -81,7 +81,7 @@ describe("enum codecs", () => {
     assert.throws(() => ROUTE.toWire("teleport" as never), refused("INTERNAL", /teleport/));
     assert.throws(
       () => BOARD_KIND.fromWire(9, "the tracker's board a/b", "PROTOCOL_ERROR"),
-      refused("PROTOCOL_ERROR", /^the tracker's board a\/b: board kind must be one of cpu, cuda, vta-sim, vta, tvm-rpc, got 9$/),
+      refused("PROTOCOL_ERROR", /^the tracker's board a\/b: board kind must be one of cpu, cuda, vta-sim, vta, tvm-rpc, tvm, got 9$/),
     );
   });
 
@@ -100,7 +100,7 @@ describe("enum codecs", () => {
     ] as const) {
       assert.throws(
         () => BOARD_KIND.fromWireAmong(BOARD_KINDS, value, what),
-        refused("INVALID_ARGUMENT", new RegExp(`^agent a1's board "b0": board kind must be one of cpu, cuda, vta-sim, vta, got ${got}$`)),
+        refused("INVALID_ARGUMENT", new RegExp(`^agent a1's board "b0": board kind must be one of cpu, cuda, vta-sim, vta, tvm, got ${got}$`)),
         String(value),
       );
     }
@@ -200,14 +200,14 @@ describe("the codecs of messages with enums", () => {
   });
 
   it("carry a worker's lane's kind by name, and refuse one that names no socket a worker serves", () => {
-    for (const kind of LANES) {
+    // tvm: a TVM client's socket on a tvm board (docs/tvm-boards.md).
+    for (const kind of [...LANES, "tvm" as const]) {
       const lane = decodeToWorker(encodeToWorker({ lane: { session_id: "s", kind, rest: Buffer.from("hi") } })).lane;
       assert.deepEqual([lane?.kind, Buffer.from(lane!.rest).toString()], [kind, "hi"]);
     }
-    // LANE_NONE (an unset kind), LANE_TVM (4) and a value the enum lacks (9), as field 4 of a WorkerLane, field 2 of the AgentToWorker.
+    // LANE_NONE (an unset kind) and a value the enum lacks (9), as field 4 of a WorkerLane, field 2 of the AgentToWorker.
     for (const [value, got] of [
       [0, '""'],
-      [4, '"tvm"'],
       [9, "9"],
     ] as const) {
       const lane = Buffer.from([(1 << 3) | 2, 1, 0x73, (4 << 3) | 0, value]);

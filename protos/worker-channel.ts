@@ -46,12 +46,15 @@ export type { WorkerToAgent };
 /** What the agent says, with an assignment's route and a lane's kind by name ("grpc"): the codecs convert the Route and Lane enums (protos/enums.ts). */
 export type AgentToWorker = Omit<AgentToWorkerMessage, "assign" | "lane"> & {
   assign?: (Omit<WorkerAssign, "route"> & { route?: Route }) | null;
-  lane?: (Omit<WorkerLane, "kind"> & { kind: Lane }) | null;
+  lane?: (Omit<WorkerLane, "kind"> & { kind: WorkerLaneKind }) | null;
 };
 export type AgentToWorker__Output = Omit<AgentToWorkerMessage__Output, "assign" | "lane"> & {
   assign?: (Omit<WorkerAssign__Output, "route"> & { route: Route }) | null;
-  lane?: (Omit<WorkerLane__Output, "kind"> & { kind: Lane }) | null;
+  lane?: (Omit<WorkerLane__Output, "kind"> & { kind: WorkerLaneKind }) | null;
 };
+/** A worker's lane: one of LANES, or a TVM client's socket on a tvm board (device-agent/worker/tvm-session.ts). */
+export type WorkerLaneKind = Lane | "tvm";
+const WORKER_LANE_KINDS: readonly string[] = [...LANES, "tvm"];
 
 type Bodies = { [K in NonNullable<WorkerToAgent__Output["msg"]>]-?: NonNullable<WorkerToAgent__Output[K]> };
 /** A decoded, validated message from a worker: `kind` names it, `m` holds its fields. */
@@ -73,10 +76,10 @@ export function decodeToWorker(bytes: Uint8Array): AgentToWorker__Output {
   // A decoded instance keeps its defaults on its prototype: the route is replaced in place, not copied out.
   if (msg.assign) (msg.assign as { route: unknown }).route = ROUTE.fromWire(msg.assign.route, "the agent's assignment", "PROTOCOL_ERROR");
   if (msg.lane) {
-    // A worker's lane is one of LANES: LANE_NONE (unset) and LANE_TVM name no socket a worker could serve.
+    // A worker's lane is one of LANES, or a TVM client's socket (a tvm board); LANE_NONE (unset) names none.
     const kind = LANE.fromWire(msg.lane.kind, "the agent's lane", "PROTOCOL_ERROR");
-    if (!(LANES as readonly string[]).includes(kind))
-      throw new FarmError("PROTOCOL_ERROR", `the agent's lane: its kind must be one of ${LANES.join(", ")}, got ${JSON.stringify(kind)}`);
+    if (!WORKER_LANE_KINDS.includes(kind))
+      throw new FarmError("PROTOCOL_ERROR", `the agent's lane: its kind must be one of ${WORKER_LANE_KINDS.join(", ")}, got ${JSON.stringify(kind)}`);
     (msg.lane as { kind: unknown }).kind = kind;
   }
   return msg as unknown as AgentToWorker__Output;

@@ -286,7 +286,7 @@ describe("label selectors and the summary", () => {
         assert.ok(status !== "registered", `the tracker took a board of kind ${String(kind)}`);
         assert.equal(status.code, grpc.status.INVALID_ARGUMENT, String(kind));
         assert.equal(status.metadata.get("farm-code")[0], "INVALID_ARGUMENT");
-        assert.equal(status.details, `agent odd's board "b0": board kind must be one of cpu, cuda, vta-sim, vta, got ${got}`);
+        assert.equal(status.details, `agent odd's board "b0": board kind must be one of cpu, cuda, vta-sim, vta, tvm, got ${got}`);
       }
     } finally {
       raw.close();

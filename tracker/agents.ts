@@ -329,7 +329,8 @@ export class AgentLinks {
   /** The host reached the session's worker directly. */
   private laneOpened(agent: FarmAgent, sessionId: string): void {
     const lease = this.scheduler.leases.get(sessionId);
-    if (lease && lease.board.agent === agent) lease.opened("direct");
+    // A tvm board's lane is a TVM client's (docs/tvm-boards.md): shown as lane tvm, as on a TVM server's board.
+    if (lease && lease.board.agent === agent) lease.opened(lease.board.kind === "tvm" ? "tvm" : "direct");
   }
 
   /** What the tracker tells agent `id` about its boards' leases: messages on its Attach stream, while it is attached. */

@@ -22,7 +22,7 @@
 import { BOARD_KIND, TVM_BOARD_KIND, type BoardInfo, type BoardKindName } from "../protos/index.ts";
 import { CanaryDrift, type CanaryRecord } from "./canary-drift.ts";
 import { BoardHealth, HEALTH_STATES, type HealthChange, type HealthRecord } from "./health.ts";
-import { standingInfo, type Board } from "./registry.ts";
+import { TVM_FARM_BOARD_KIND, standingInfo, type Board } from "./registry.ts";
 import type { StateStore } from "./state-store.ts";
 
 /** A board that left this long ago is forgotten, unless an operator's command holds it. */
@@ -94,12 +94,13 @@ export class BoardMemory {
   /**
    * When the last remembered kernelfarm board of `key` that is not attached
    * left (ms since the epoch); undefined when none is remembered. TVM
-   * servers' boards serve TVM clients only: they do not count.
+   * servers' boards and kernelfarm's tvm boards serve TVM clients only: they
+   * do not count.
    */
   lastLeft(key: string): number | undefined {
     let last: number | undefined;
     for (const [id, memo] of Object.entries(this.state.boards)) {
-      if (memo.key !== key || memo.kind === TVM_BOARD_KIND || this.attached(id)) continue;
+      if (memo.key !== key || memo.kind === TVM_BOARD_KIND || memo.kind === TVM_FARM_BOARD_KIND || this.attached(id)) continue;
       if (last === undefined || memo.seenAt > last) last = memo.seenAt;
     }
     return last;

@@ -1,7 +1,7 @@
 /** The registry's indexes (by id, by key, ready boards of a key, id order) follow agents as they come and go, and readiness. */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { newBoard, Registry, type Board, type TvmAgent } from "./registry.ts";
+import { newBoard, Registry, servesAsker, type Board, type BoardProtocol, type TvmAgent } from "./registry.ts";
 
 let attaches = 0;
 function agent(name: string, boards: Array<{ name: string; key: string }>): TvmAgent {
@@ -74,5 +74,25 @@ describe("the registry", () => {
       ["b/1", "b/2"],
     );
     assert.deepEqual(registry.keys(), ["k"]);
+  });
+
+  it("grants a board to its own agent's askers, and a kernelfarm board of kind tvm to TVM clients only", () => {
+    const of = (protocol: BoardProtocol, kind: Board["kind"]) => ({ kind, agent: { protocol } }) as Pick<Board, "kind" | "agent">;
+    assert.equal(servesAsker(of("kernelfarm", "cpu"), "kernelfarm"), true);
+    assert.equal(servesAsker(of("kernelfarm", "cpu"), "tvm"), false);
+    assert.equal(servesAsker(of("tvm", "tvm-rpc"), "tvm"), true);
+    assert.equal(servesAsker(of("tvm", "tvm-rpc"), "kernelfarm"), false);
+    assert.equal(servesAsker(of("kernelfarm", "tvm"), "tvm"), true);
+    assert.equal(servesAsker(of("kernelfarm", "tvm"), "kernelfarm"), false);
+    const registry = new Registry();
+    const farm = { ...agent("f", []), protocol: "kernelfarm" } as unknown as TvmAgent;
+    farm.boards.set("t", newBoard(farm, { id: "f/t", name: "t", key: "k", kind: "tvm", labels: {}, capabilities: {} }));
+    registry.add(farm);
+    assert.deepEqual(registry.keys("tvm"), ["k"]);
+    assert.deepEqual(registry.keys("kernelfarm"), []);
+    assert.deepEqual(
+      registry.boardsOfKey("k", "tvm").map((b) => b.id),
+      ["f/t"],
+    );
   });
 });

@@ -74,6 +74,20 @@ export type Agent = FarmAgent | TvmAgent;
 /** Who a board can be granted to: kernelfarm hosts (the SDK), or TVM clients (the TVM port). */
 export type BoardProtocol = Agent["protocol"];
 
+/** The kind of a kernelfarm board that serves TVM clients (docs/tvm-boards.md). */
+export const TVM_FARM_BOARD_KIND = "tvm" satisfies BoardKindName;
+
+/**
+ * Whether `board` is granted to askers of `protocol`: the one rule of who
+ * gets which board. A board serves its own agent's protocol — a TVM server's
+ * TVM clients, a kernelfarm agent's hosts — except a kernelfarm board of
+ * kind `tvm`, Apache TVM's runtime behind an agent, which serves TVM clients
+ * on the TVM port (docs/tvm-boards.md).
+ */
+export function servesAsker(board: Pick<Board, "kind" | "agent">, protocol: BoardProtocol): boolean {
+  return board.kind === TVM_FARM_BOARD_KIND ? protocol === "tvm" : board.agent.protocol === protocol;
+}
+
 /** TVM servers' agent names: `tvm@HOST:PORT`; kernelfarm agents may not take such a name. */
 export const TVM_AGENT_PREFIX = "tvm@";
 
@@ -291,13 +305,13 @@ export class Registry {
 
   /** The boards of `key` (of one protocol, if given). */
   boardsOfKey(key: string, protocol?: BoardProtocol): Board[] {
-    return [...this.boardsWithKey(key)].filter((b) => protocol === undefined || b.agent.protocol === protocol);
+    return [...this.boardsWithKey(key)].filter((b) => protocol === undefined || servesAsker(b, protocol));
   }
 
   /** The keys boards serve (boards of one protocol, if given). */
   keys(protocol?: BoardProtocol): string[] {
     return [...this.byKey]
-      .filter(([, boards]) => protocol === undefined || [...boards].some((b) => b.agent.protocol === protocol))
+      .filter(([, boards]) => protocol === undefined || [...boards].some((b) => servesAsker(b, protocol)))
       .map(([key]) => key)
       .sort();
   }

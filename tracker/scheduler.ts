@@ -9,7 +9,7 @@ import type { SessionRequest__Output } from "../protos/index.ts";
 import { Lease, type LeaseTimeouts } from "./lease.ts";
 import { labelsMatch, RequestQueue, type Fairness, type PendingRequest } from "./queue.ts";
 import type { FarmEvents } from "./events.ts";
-import { boardState, describeBoard, type Board, type BoardLease, type BoardProtocol, type Registry } from "./registry.ts";
+import { boardState, describeBoard, servesAsker, type Board, type BoardLease, type BoardProtocol, type Registry } from "./registry.ts";
 
 export interface Waiter extends PendingRequest {
   readonly sessionTimeoutMs: number;
@@ -209,7 +209,7 @@ export class Scheduler {
     const fits = (b: { id: string; labels: Readonly<Record<string, string>> }) => labelsMatch(labels, b.labels) && (!boardId || b.id === boardId);
     const named = boardId === undefined ? undefined : this.registry.board(boardId);
     for (const b of boardId === undefined ? this.registry.boardsWithKey(key) : named?.key === key ? [named] : []) {
-      if (b.agent.protocol === protocol && fits(b) && boardState(b) !== "quarantined" && !b.drain) return undefined;
+      if (servesAsker(b, protocol) && fits(b) && boardState(b) !== "quarantined" && !b.drain) return undefined;
     }
     // None: why not, from the whole list of the key's boards.
     const boards = this.registry.boardsOfKey(key, protocol);
@@ -279,7 +279,7 @@ export class Scheduler {
     if (!queue || queue.size === 0 || this.closedWith) return;
     for (const board of this.registry.readyBoardsOf(key)) {
       if (boardState(board) !== "free") continue;
-      const waiter = queue.take((w) => w.protocol === board.agent.protocol && labelsMatch(w.labels, board.labels) && (!w.boardId || w.boardId === board.id));
+      const waiter = queue.take((w) => servesAsker(board, w.protocol) && labelsMatch(w.labels, board.labels) && (!w.boardId || w.boardId === board.id));
       if (!waiter) continue;
       waiter.timer?.clear();
       this.grant(board, waiter);

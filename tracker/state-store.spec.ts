@@ -123,7 +123,7 @@ describe("StateStore", () => {
     assert.equal(parseTrackerState(JSON.parse(JSON.stringify({ boards: { "tvm@h:1/k": memo("tvm-rpc") } }))).boards["tvm@h:1/k"]!.kind, "tvm-rpc");
     writeFileSync(path, JSON.stringify({ version: 1, boards: { "a/b": memo("tpu") } }));
     const kind = refusal(() => StateStore.open(path, { parse: parseTrackerState, empty: emptyState, logger: recorder() }));
-    assert.match(kind.message, /is damaged: boards\["a\/b"\]\.kind: board kind must be one of cpu, cuda, vta-sim, vta, tvm-rpc, got "tpu"/);
+    assert.match(kind.message, /is damaged: boards\["a\/b"\]\.kind: board kind must be one of cpu, cuda, vta-sim, vta, tvm-rpc, tvm, got "tpu"/);
     writeFileSync(path, JSON.stringify({ boards: {} }));
     assert.match(refusal(() => StateStore.open(path, options())).message, /is not a tracker state file \(no "version"\)/);
   });

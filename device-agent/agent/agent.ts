@@ -12,7 +12,7 @@ import type { BoardHealthReport } from "../../protos/gen/farm/v1/BoardHealthRepo
 import type { BoardSpec } from "../../protos/gen/farm/v1/BoardSpec.ts";
 import { describeBoard } from "../backends/index.ts";
 import { expandBoards, type BoardConfig } from "./board-config.ts";
-import { buildCpuSupport } from "./canary.ts";
+import { buildCpuSupport, buildTvmCanary } from "./canary.ts";
 import { describeLeftovers, holdScratch, sweepLeftovers } from "./leftovers.ts";
 import { AgentMetrics } from "./metrics.ts";
 import { resolveAgentOptions, workerLimitsFor, type AgentOptions, type ResolvedAgentOptions } from "./options.ts";
@@ -82,6 +82,16 @@ export class Agent {
         { details: { option: "worker-uids" } },
       );
     }
+    // TVM's clients speak plain TCP to the agent's direct-lane port (docs/tvm-boards.md): a tvm board needs one.
+    const tvm = boards.find((b) => b.kind === "tvm");
+    if (tvm && (!o.direct || o.dataTls || o.security.tls || /:\d+$/.test(o.dataAdvertise))) {
+      throw new FarmError(
+        "INVALID_ARGUMENT",
+        `board ${tvm.name} (tvm) serves TVM clients, which connect to this agent's direct-lane port in plain TCP (TVM's RPC protocol has no TLS): ` +
+          `start the agent with a direct lane, without --data-tls-cert, tracker TLS or a forwarded --data-advertise HOST:PORT`,
+        { details: { option: "board" } },
+      );
+    }
     // What agents killed without their clean-up left: scratch folders (users' modules), session tmpfs (RAM), uid claims.
     const uids = new UidAllocator(plan);
     const leftovers = sweepLeftovers(o.workRoot, { mounts: SessionDisk.supported(), uids });
@@ -105,6 +115,8 @@ export class Agent {
     const built = boards.some((b) => b.kind === "cpu") ? await buildCpuSupport(o.workRoot, o.logger) : undefined;
     // The user's cache may be closed to workers running as other users: they get a copy they can read.
     const cpuSupport = built && dirs.share(built);
+    const tvmCanaryBuilt = tvm ? await buildTvmCanary(o.workRoot, o.logger) : undefined;
+    const tvmCanary = tvmCanaryBuilt && dirs.share(tvmCanaryBuilt);
     // A board's own canary (`canary=PATH`) too.
     const shared = (options: Record<string, unknown>) =>
       typeof options.canaryLibrary === "string" ? { ...options, canaryLibrary: dirs.share(options.canaryLibrary) } : options;
@@ -131,7 +143,11 @@ export class Agent {
           kind: board.kind,
           // `canary=PATH` on the board replaces the canary, not the cache flush.
           backendOptions:
-            board.kind === "cpu" && cpuSupport ? { canaryLibrary: cpuSupport, ...shared(board.options), supportLibrary: cpuSupport } : shared(board.options),
+            board.kind === "cpu" && cpuSupport
+              ? { canaryLibrary: cpuSupport, ...shared(board.options), supportLibrary: cpuSupport }
+              : board.kind === "tvm"
+                ? tvmBackendOptions(board, facts.capabilities, tvmCanary)
+                : shared(board.options),
           limits: {
             maxUploadBytes: o.maxUploadBytes,
             maxSessionBytes: o.maxSessionBytes,
@@ -160,7 +176,8 @@ export class Agent {
         },
         o.logger,
         sandbox,
-        standbyHost,
+        // TVM's clients come to the agent's port with their match key, never to a worker's own: no standby lane to hold open.
+        board.kind === "tvm" ? undefined : standbyHost,
         this.metrics?.board(board.name, board.kind),
       );
       this.pools.set(board.name, pool);
@@ -237,7 +254,7 @@ export class Agent {
   private async openLanes(): Promise<DirectLane | undefined> {
     const o = this.options;
     this.lanes = new AgentLanes(
-      { tls: o.dataTls, security: o.security, tracker: o.tracker, workRoot: o.workRoot },
+      { tls: o.dataTls, security: o.security, tracker: o.tracker, workRoot: o.workRoot, tvm: o.boards.some((b) => b.kind === "tvm") },
       {
         hand: (sessionId, socket, rest, kind) => [...this.pools.values()].some((p) => p.giveLane(sessionId, socket, rest, kind)),
         opened: (sessionId) => this.laneOpened(sessionId),
@@ -300,6 +317,21 @@ function healthMessage(name: string, r: HealthReport, atMs: number): BoardHealth
     duration_ms: r.durationMs,
     at_ms: atMs,
     kernel_ns: r.kernelNs,
+  };
+}
+
+/**
+ * A tvm board's worker options: TVM's paths as the agent found them
+ * (describeTvmBoard; the worker's environment has no $KFARM_TVM_HOME), the
+ * key its server answers TVM's handshake with, and the canary module.
+ */
+function tvmBackendOptions(board: BoardConfig, capabilities: Record<string, string>, canaryLibrary: string | undefined): Record<string, unknown> {
+  return {
+    ...board.options,
+    python: capabilities.tvm_python,
+    ...(capabilities.tvm_home ? { tvmHome: capabilities.tvm_home } : {}),
+    key: board.key,
+    ...(canaryLibrary ? { canaryLibrary } : {}),
   };
 }
 

@@ -113,6 +113,20 @@ describe("parseBoardFlag", () => {
     assert.equal(parseBoardFlag("cpu:memory=1048576", 0).options.memoryBytes, 1 << 20);
   });
 
+  it("tvm:key=K,tvm_home=DIR,python=PATH → where TVM is, not labels; refused on other kinds", () => {
+    const b = parseBoardFlag("tvm:key=rasp4,tvm_home=/opt/tvm,python=/usr/bin/python3,zone=a", 0);
+    assert.deepEqual(b, {
+      kind: "tvm",
+      key: "rasp4",
+      name: "tvm0",
+      labels: { zone: "a" },
+      index: undefined,
+      options: { tvmHome: "/opt/tvm", python: "/usr/bin/python3" },
+    });
+    assert.throws(() => parseBoardFlag("cpu:key=cpu,tvm_home=/opt/tvm", 0), invalid(/tvm_home is an option of tvm boards, not cpu/));
+    assert.throws(() => parseBoardFlag("tvm:0:key=k", 0), invalid(/tvm boards take no device number/));
+  });
+
   it("refuses an unknown kind, naming it and the known kinds", () => {
     assert.throws(() => parseBoardFlag("tpu:key=tpu", 0), invalid(/unknown board kind "tpu".*known kinds: cpu/));
     assert.throws(() => parseBoardFlag("", 0), invalid(/unknown board kind/));

@@ -21,11 +21,11 @@ export interface BoardConfig {
 }
 
 /** Keys of `k=v` pairs that configure the board rather than label it. */
-const RESERVED = new Set(["key", "name", "memory", "canary", "dma", "done_timeout_ms", "hang"]);
+const RESERVED = new Set(["key", "name", "memory", "canary", "dma", "done_timeout_ms", "hang", "tvm_home", "python"]);
 
 /** What `--board` takes, shown with every refusal. */
 export const BOARD_GRAMMAR =
-  "KIND[:DEVICE][:KEY=VALUE,...], e.g. cpu:key=cpu,name=c0 · vta-sim:key=vta · vta:pynq:key=vta · vta:model:key=vta · cuda:0:key=h100 · cuda:all:key=h100 " +
+  "KIND[:DEVICE][:KEY=VALUE,...], e.g. cpu:key=cpu,name=c0 · tvm:key=rasp4,tvm_home=/opt/tvm · vta-sim:key=vta · vta:pynq:key=vta · vta:model:key=vta · cuda:0:key=h100 · cuda:all:key=h100 " +
   "(DEVICE: CUDA, a number or all; VTA, model or a target: pynq, ultra96, zcu104)";
 /** Kinds whose boards name a device: CUDA's numbered devices, VTA's target or its model. */
 const INDEXED_KINDS: ReadonlySet<BoardKind> = new Set(["cuda", "vta"]);
@@ -70,6 +70,9 @@ export function parseBoardFlag(flag: string, position: number): BoardConfig {
     options.doneTimeoutMs = ms;
   }
   if (pairs.hang !== undefined) options.hang = pairs.hang;
+  // tvm boards: where TVM's Python package and runtime are, and the interpreter (device-agent/backends/tvm/backend.ts).
+  if (pairs.tvm_home !== undefined) options.tvmHome = pairs.tvm_home;
+  if (pairs.python !== undefined) options.python = pairs.python;
   return checkBoard(
     {
       kind,
@@ -124,6 +127,14 @@ export function checkBoard(b: BoardConfig, where: string): BoardConfig {
       throw new FarmError("INVALID_ARGUMENT", `${where}: dma= chooses a board's allocator; the device model has its own memory`);
     b = { ...b, index: device, options: { ...b.options, device } };
   } else {
+    const tvmOnly = Object.entries({ tvmHome: "tvm_home", python: "python" })
+      .filter(([k]) => b.kind !== "tvm" && b.options[k] !== undefined)
+      .map(([, flag]) => flag);
+    if (tvmOnly.length > 0)
+      throw new FarmError(
+        "INVALID_ARGUMENT",
+        `${where}: ${tvmOnly.join(", ")} ${tvmOnly.length > 1 ? "are options" : "is an option"} of tvm boards, not ${b.kind}`,
+      );
     const vtaOnly = Object.entries({ dma: "dma", doneTimeoutMs: "done_timeout_ms", hang: "hang" })
       .filter(([k]) => b.options[k] !== undefined)
       .map(([, flag]) => flag);

@@ -39,10 +39,11 @@ import {
 } from "../../runtime/index.ts";
 import { Tickets, admitHost } from "../common/tickets.ts";
 import { bridgeStream, pipeSockets, socketPair, type ServeStream } from "./lane-pair.ts";
+import { TVM_RPC_DUPLICATE, TVM_RPC_MISMATCH, parseTvmClientKey, refuseTvm, sniffTvm, stopReading, type TvmHandshake } from "./tvm-door.ts";
 
 export interface LaneHooks {
   /** Gives the session's worker its lane; false when no worker serves the session (any more). */
-  hand(sessionId: string, socket: Socket, rest: Buffer, kind: Lane): boolean;
+  hand(sessionId: string, socket: Socket, rest: Buffer, kind: Lane | "tvm"): boolean;
   /** The host reached the worker directly (the tracker is told). */
   opened(sessionId: string): void;
   /** The session's worker broke its lane's framing (a PROTOCOL_ERROR the grpc bridge cut it for): the pool ends the session with it. */
@@ -58,6 +59,8 @@ export interface AgentLanesOptions {
   tracker: string;
   /** Where socket pairs (TLS and grpc lanes) are made: the agent's private scratch folder. */
   workRoot: string;
+  /** The agent serves a tvm board: TVM clients connect to the direct-lane port too (device-agent/agent/tvm-door.ts). */
+  tvm?: boolean;
 }
 
 export class AgentLanes {
@@ -131,6 +134,52 @@ export class AgentLanes {
   private async accept(socket: Socket): Promise<void> {
     this.open.add(socket);
     socket.once("close", () => this.open.delete(socket));
+    if (this.opts.tvm) {
+      let tvm;
+      try {
+        tvm = await sniffTvm(socket, HELLO_TIMEOUT_MS);
+      } catch (err) {
+        this.log.info(
+          { peer: `${socket.remoteAddress}:${socket.remotePort}`, err: (err as Error).message },
+          "direct lane: connection dropped before its hello",
+        );
+        socket.destroy();
+        return;
+      }
+      if (tvm) return this.acceptTvm(socket, tvm);
+      // A kernelfarm host: its bytes are back in the socket, for the lane's reader that admitHost attaches now.
+      const admitted = this.admit(socket);
+      socket.resume();
+      return admitted;
+    }
+    return this.admit(socket);
+  }
+
+  /**
+   * A TVM client with its match key (`<session id>:<ticket>`): admitted as a
+   * host's hello would be, its socket handed to the session's worker, which
+   * answers TVM's handshake and runs TVM's server loop on it. Refused with
+   * TVM's MISMATCH (the client's "cannot find server that matches key").
+   */
+  private async acceptTvm(socket: Socket, handshake: TvmHandshake): Promise<void> {
+    const peer = `${socket.remoteAddress}:${socket.remotePort}`;
+    let sessionId = "";
+    try {
+      const key = parseTvmClientKey(handshake.key);
+      sessionId = key.sessionId;
+      await this.tickets.admit({ session_id: key.sessionId, ticket: key.ticket, role: "host", token: "" });
+      stopReading(socket);
+      this.open.delete(socket);
+      if (!this.hooks.hand(sessionId, socket, handshake.bytes, "tvm")) throw new FarmError("NOT_FOUND", `session ${sessionId} has no worker any more`);
+      this.hooks.opened(sessionId);
+    } catch (err) {
+      const e = FarmError.from(err);
+      this.log.info({ peer, session: sessionId || undefined, code: e.code }, `TVM client refused at the direct-lane port: ${e.message}`);
+      refuseTvm(socket, /ticket is used/.test(e.message) ? TVM_RPC_DUPLICATE : TVM_RPC_MISMATCH);
+    }
+  }
+
+  private async admit(socket: Socket): Promise<void> {
     await admitHost(socket, this.tickets, "direct lane", this.log, async (sessionId, lane) => {
       // A TLS socket stays here (piped to the worker through a pair); a plain one goes to the worker.
       const encrypted = !!(socket as TLSSocket).encrypted;

@@ -144,7 +144,7 @@ interface WorkerProcess {
 interface HeldLane {
   readonly socket: Socket;
   readonly rest: Buffer;
-  readonly kind: "direct" | "relay" | "grpc";
+  readonly kind: "direct" | "relay" | "grpc" | "tvm";
 }
 
 /**
@@ -233,7 +233,7 @@ export class BoardPool {
   }
 
   /** Gives the worker serving `sessionId` its lane (or keeps it for the worker it waits for); false when none does. */
-  giveLane(sessionId: string, socket: Socket, rest: Buffer, kind: "direct" | "relay" | "grpc"): boolean {
+  giveLane(sessionId: string, socket: Socket, rest: Buffer, kind: "direct" | "relay" | "grpc" | "tvm"): boolean {
     const lane = this.nextLane++;
     this.lanes.set(lane, { socket, rest, kind });
     this.lastHanded = undefined;

@@ -20,6 +20,8 @@ export async function describeBoard(kind: BoardKind, options: Record<string, unk
       return (await import("./vta-sim/backend.ts")).describeVtaSimBoard();
     case "vta":
       return (await import("./vta-mmio/backend.ts")).describeVtaBoard(String(options.device));
+    case "tvm":
+      return (await import("./tvm/backend.ts")).describeTvmBoard(options);
   }
 }
 
@@ -55,6 +57,11 @@ export async function createBackend(kind: string, options: Record<string, unknow
         },
         device === "model" ? undefined : (await import("./vta-mmio/linux.ts")).openBoard,
       );
+    }
+    case "tvm": {
+      const { TvmBackend, tvmRuntimeOf } = await import("./tvm/backend.ts");
+      // The agent resolved TVM's paths (describeTvmBoard): the worker's environment holds no $KFARM_TVM_HOME.
+      return new TvmBackend(tvmRuntimeOf(options, {}), typeof options.canaryLibrary === "string" ? options.canaryLibrary : undefined);
     }
     default:
       throw new FarmError("INVALID_ARGUMENT", `unknown board kind "${kind}"; this agent serves: ${BOARD_KINDS.join(", ")}`);

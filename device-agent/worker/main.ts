@@ -20,6 +20,8 @@ import { RequestCounters, SessionServer } from "./session-server.ts";
 import { socketLane, type WorkerLane } from "./lane.ts";
 import { dieWithParent } from "./parent-death.ts";
 import { StandbyLane } from "./standby.ts";
+import { serveTvm, type TvmLane } from "./tvm-session.ts";
+import { TvmBackend } from "../backends/tvm/backend.ts";
 import { Watchdog } from "./watchdog.ts";
 
 const config = JSON.parse(process.env.KFARM_WORKER ?? "null") as WorkerConfig | null;
@@ -108,8 +110,8 @@ let serving: string | undefined;
 // From process start to ready: runtime and backend (a CUDA context).
 const startMs = performance.now().toFixed(1);
 
-/** The session being served: its lane arrives and its end may be asked for (a release). */
-let current: { sessionId: string; lane: (lane: WorkerLane) => void; end: () => void } | undefined;
+/** The session being served: its lane arrives (a TVM client's socket on a tvm board) and its end may be asked for (a release). */
+let current: { sessionId: string; lane: (lane: WorkerLane | TvmLane) => void; end: () => void } | undefined;
 /** This worker's own port, where its sessions' hosts connect straight to it (direct lanes). */
 let standby: StandbyLane | undefined;
 
@@ -125,8 +127,13 @@ function fromAgent({ msg, socket, server }: FromAgent): void {
     standby?.tickets.expect(a.session_id, a.token, a.route);
     serve(a.session_id, a.dir).catch(die);
   } else if (msg.lane) {
-    if (current?.sessionId === msg.lane.session_id && socket) current.lane(socketLane(socket, Buffer.from(msg.lane.rest), msg.lane.kind));
-    else socket?.destroy();
+    const { kind, rest } = msg.lane;
+    if (current?.sessionId !== msg.lane.session_id || !socket) socket?.destroy();
+    // A TVM client's socket only where TVM's server can serve it: a tvm board's worker.
+    else if (kind === "tvm") {
+      if (backend instanceof TvmBackend) current.lane({ kind, socket, handshake: Buffer.from(rest) });
+      else socket.destroy();
+    } else current.lane(socketLane(socket, Buffer.from(rest), kind));
   } else if (msg.standby && server) {
     // Sent once per worker (device-agent/agent/pool.ts), when it is ready.
     standby = new StandbyLane(
@@ -214,7 +221,7 @@ async function serve(sessionId: string, workdir: string): Promise<void> {
   // The folder is the agent's to make and remove (its parent is closed to workers); the worker empties it.
   enter(workdir);
   let ended = false;
-  const lane = await new Promise<WorkerLane | undefined>((resolve) => {
+  const lane = await new Promise<WorkerLane | TvmLane | undefined>((resolve) => {
     // The agent hands the lane over when the host (or the relay, or the agent's stream) is there.
     current = { sessionId, lane: resolve, end: () => resolve(undefined) };
   });
@@ -222,6 +229,10 @@ async function serve(sessionId: string, workdir: string): Promise<void> {
     // Released before its lane opened.
     ended = true;
     await finishSession(sessionId, workdir, undefined);
+    return;
+  }
+  if ("handshake" in lane) {
+    await serveTvmSession(sessionId, workdir, lane);
     return;
   }
   const server = new SessionServer(backend, workdir, config!.limits, lane, {
@@ -246,12 +257,27 @@ async function serve(sessionId: string, workdir: string): Promise<void> {
     ended = true;
     laneEnded = lane.finish();
   };
-  current = { sessionId, lane: (extra) => void extra.finish(), end: finish };
+  current = { sessionId, lane: (extra) => ("handshake" in extra ? extra.socket.destroy() : void extra.finish()), end: finish };
   void server.closed.then(finish);
   const error = await Promise.race([lane.over, server.closed.then(() => undefined)]);
   clearInterval(reporter);
   server.dispose();
   if (laneEnded) await within(laneEnded, LANE_END_MS);
+  await finishSession(sessionId, workdir, error);
+}
+
+/**
+ * A TVM client's session (a tvm board): TVM's server loop runs the tenant's
+ * modules in a child of this worker, which is tainted from now on.
+ */
+async function serveTvmSession(sessionId: string, workdir: string, lane: TvmLane): Promise<void> {
+  const tvm = backend as TvmBackend;
+  // Before the first tenant code, as for a module: the agent starts the board's next worker now.
+  tell({ foreign_code: { session_id: sessionId } });
+  tvm.taint(sessionId);
+  const session = serveTvm(lane, { runtime: tvm.runtime, key: String(config!.backendOptions.key ?? config!.boardName), workdir, log });
+  current = { sessionId, lane: (extra) => ("handshake" in extra ? extra.socket.destroy() : void extra.finish()), end: () => session.stop() };
+  const error = await session.over;
   await finishSession(sessionId, workdir, error);
 }
 

@@ -75,8 +75,9 @@ export const AUTO_ROUTE = "auto";
  * * cuda: an NVIDIA GPU through the CUDA driver
  * * vta-sim: the VTA accelerator's behavioural simulator
  * * vta: a VTA accelerator on an FPGA board (PYNQ), through its MMIO registers
+ * * tvm: Apache TVM's runtime behind the agent: TVM clients on the tracker's TVM port upload, load and time TVM modules on it (docs/tvm-boards.md)
  */
-export const BOARD_KINDS = ["cpu", "cuda", "vta-sim", "vta"] as const;
+export const BOARD_KINDS = ["cpu", "cuda", "vta-sim", "vta", "tvm"] as const;
 
 /** Session data is chunked to this size (1 MiB was best in every measurement). */
 export const CHUNK_BYTES = 1048576;

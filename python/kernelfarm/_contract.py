@@ -186,7 +186,9 @@ ROUTES: Final = ("auto", "direct", "relay", "grpc")
 #: cuda: an NVIDIA GPU through the CUDA driver
 #: vta-sim: the VTA accelerator's behavioural simulator
 #: vta: a VTA accelerator on an FPGA board (PYNQ), through its MMIO registers
-BOARD_KINDS: Final = ("cpu", "cuda", "vta-sim", "vta")
+#: tvm: Apache TVM's runtime behind the agent: TVM clients on the tracker's TVM port upload, load and time TVM modules on it
+#: (docs/tvm-boards.md)
+BOARD_KINDS: Final = ("cpu", "cuda", "vta-sim", "vta", "tvm")
 
 #: Session data is chunked to this size (1 MiB was best in every measurement).
 CHUNK_BYTES: Final = 1048576

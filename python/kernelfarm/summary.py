@@ -55,7 +55,7 @@ class BoardInfo:
 
     id: str
     key: str
-    #: One of the kinds agents serve (cpu, cuda, vta-sim, vta), or tvm-rpc: a stock TVM server's board.
+    #: One of the kinds agents serve (cpu, cuda, vta-sim, vta, tvm), or tvm-rpc: a stock TVM server's board.
     kind: str
     labels: dict[str, str]
     capabilities: dict[str, str]

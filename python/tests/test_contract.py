@@ -108,5 +108,5 @@ def test_an_enum_value_outside_the_enum_is_refused_naming_the_choices() -> None:
         BOARD_KIND.from_wire(42, "the tracker's board a1/c0", "PROTOCOL_ERROR")
     assert (e.value.code, e.value.message) == (
         "PROTOCOL_ERROR",
-        "the tracker's board a1/c0: board kind must be one of cpu, cuda, vta-sim, vta, tvm-rpc, got 42",
+        "the tracker's board a1/c0: board kind must be one of cpu, cuda, vta-sim, vta, tvm-rpc, tvm, got 42",
     )

@@ -33,6 +33,7 @@ import { FarmError } from "../../protos/index.ts";
 import { joinHostPort } from "../registry.ts";
 import type { Waiter } from "../scheduler.ts";
 import { plainAddress, type TvmAdmission } from "./admission.ts";
+import { farmBoardGrant } from "./farm-board.ts";
 import type { TvmServerDialect } from "./probe.ts";
 import { TvmServer, type TvmFarm, type TvmServerLink } from "./server.ts";
 import { TRACKER_CODES, TRACKER_MAGIC, WireReader, encodeFrame, int32 } from "./wire.ts";
@@ -272,9 +273,10 @@ export class TvmConnection implements TvmServerLink {
             lease.end(new FarmError("CANCELLED", `session ${lease.id}: the TVM client at ${this.peer} left before its grant`));
             return;
           }
-          const server = farm.servers.get(lease.board.agent.id);
-          if (!server) return lease.end(new FarmError("INTERNAL", `session ${lease.id}: board ${lease.board.id} is no TVM server's`));
-          this.write([TRACKER_CODES.SUCCESS, server.grantOf(lease)]);
+          // A TVM server's board, or a kernelfarm board of kind tvm (tracker/tvm/farm-board.ts).
+          const reply = farm.servers.get(lease.board.agent.id)?.grantOf(lease) ?? farmBoardGrant(lease);
+          if (!reply) return lease.end(new FarmError("INTERNAL", `session ${lease.id}: board ${lease.board.id} is no TVM server's and no tvm board`));
+          this.write([TRACKER_CODES.SUCCESS, reply]);
           farm.audit.record({
             event: "grant",
             who: clientId,

@@ -14,9 +14,10 @@
  */
 import { createServer, type Server } from "node:net";
 import { FarmError } from "../../protos/index.ts";
-import { boardState } from "../registry.ts";
+import { boardState, servesAsker } from "../registry.ts";
 import { TvmAdmission } from "./admission.ts";
 import { TvmConnection, type RefusalReason, type TvmPortContext } from "./connection.ts";
+import { farmBoardInfo } from "./farm-board.ts";
 import type { TvmFarm, TvmServer } from "./server.ts";
 
 /** Connections the port holds at once (servers, clients, status queries); beyond it new ones are dropped and counted. */
@@ -94,11 +95,12 @@ export class TvmPort implements TvmPortContext {
    * key of a TVM server or a waiting TVM request, `free` TVM servers and TVM
    * requests `pending`; per server connection its UPDATE_INFO dict, plus the
    * board's id and state (extra fields, which TVM's tools ignore).
-   * kernelfarm's own boards are not listed: TVM clients cannot use them.
+   * kernelfarm's own boards are not listed, but for those of kind tvm (which
+   * serve TVM clients: tracker/tvm/farm-board.ts).
    */
   summary(): TvmSummary {
     const { registry, scheduler } = this.farm;
-    const boards = [...registry.boards()].filter((b) => b.agent.protocol === "tvm");
+    const boards = [...registry.boards()].filter((b) => servesAsker(b, "tvm"));
     const keys = new Set(boards.map((b) => b.key));
     for (const key of scheduler.queuedKeys()) if (scheduler.pendingOf(key, "tvm") > 0) keys.add(key);
     const queue_info: TvmSummary["queue_info"] = {};
@@ -116,6 +118,11 @@ export class TvmPort implements TvmPortContext {
         addr: Array.isArray(c.info.addr) ? c.info.addr : [c.peerHost, server.clientAddress?.[1] ?? null],
         ...(board ? { board: board.id, state: boardState(board) } : {}),
       });
+    }
+    // kernelfarm's tvm boards (docs/tvm-boards.md), listed as TVM's tracker lists a server.
+    for (const b of boards) {
+      const info = farmBoardInfo(b);
+      if (info) server_info.push(info);
     }
     return { queue_info, server_info };
   }

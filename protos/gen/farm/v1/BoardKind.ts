@@ -17,6 +17,10 @@ export const BoardKind = {
    * a stock TVM RPC server on the tracker's TVM port: only the tracker makes these boards (tracker/tvm)
    */
   BOARD_KIND_TVM_RPC: 'BOARD_KIND_TVM_RPC',
+  /**
+   * Apache TVM's runtime behind a kernelfarm agent, granted to TVM clients on the TVM port (docs/tvm-boards.md)
+   */
+  BOARD_KIND_TVM: 'BOARD_KIND_TVM',
 } as const;
 
 /**
@@ -42,6 +46,11 @@ export type BoardKind =
    */
   | 'BOARD_KIND_TVM_RPC'
   | 5
+  /**
+   * Apache TVM's runtime behind a kernelfarm agent, granted to TVM clients on the TVM port (docs/tvm-boards.md)
+   */
+  | 'BOARD_KIND_TVM'
+  | 6
 
 /**
  * What a board is: the backend an agent serves it with, or a stock TVM
