@@ -47,6 +47,12 @@ const OUTSIDE: Array<[RegExp, string]> = [
   [new RegExp(`\\bthe VTA ${"spec"}\\b|\\b${"SPEC"} §`), "the sibling folder's VTA spec"],
 ];
 
+/**
+ * The one place a path beside the repository may appear: the line of .ci/run that points KFARM_TVM_HOME at the TVM
+ * build the CI machine keeps there (tests/helpers/tvm.ts). The tests themselves only read the variable.
+ */
+const CI_TVM_HOME = (path: string, line: string) => path === ".ci/run" && /^if \[ -z "\$\{KFARM_TVM_HOME:-\}" \] .* export KFARM_TVM_HOME=/.test(line);
+
 /** Phrases about the machines kernelfarm was developed on, not about kernelfarm. */
 const DEVELOPMENT_MACHINES = [/GPU machine (accepts|takes)/i, /copied payload/i, /\bdevice time\b/i, /64 MiB carry/i];
 
@@ -56,6 +62,7 @@ describe("the repository stands on its own", () => {
     for (const { path, text } of repositoryTexts()) {
       if (path === "BENCHMARKS.md") continue;
       text.split("\n").forEach((line, i) => {
+        if (CI_TVM_HOME(path, line)) return;
         for (const [pattern, what] of OUTSIDE) if (pattern.test(line)) found.push(`${path}:${i + 1} names ${what}: ${line.trim().slice(0, 160)}`);
       });
     }
