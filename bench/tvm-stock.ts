@@ -2,7 +2,9 @@
  * Benchmark 12, with Apache TVM's own programs only: the stock client
  * (`tvm.rpc.connect_tracker(...).request(key)`, bench/tvm_stock_client.py)
  * and stock `tvm.exec.rpc_server`s, against each tracker under test — TVM's
- * `tvm.exec.rpc_tracker`, and kernelfarm's tracker with `--tvm-port 0`.
+ * `tvm.exec.rpc_tracker`, and kernelfarm's tracker with `--tvm-port 0` —
+ * and, in a third column, the same keys served by kernelfarm boards of kind
+ * tvm (docs/tvm-boards.md) instead of stock rpc_servers.
  *
  * In one run the trackers take turns round by round (A B A B …), each
  * round measuring on each:
@@ -22,7 +24,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { freePort, startTrackerProcess } from "../tests/helpers/processes.ts";
+import { freePort, startAgentProcess, startTrackerProcess } from "../tests/helpers/processes.ts";
 import { PYTHON, tvmEnv, tvmMissing } from "../tests/helpers/tvm.ts";
 import { loadAverage, machineBusy } from "./lib/procs.ts";
 import { fmtMs, fmtRatio, percentile } from "./lib/stats.ts";
@@ -173,6 +175,26 @@ const TARGETS: readonly Target[] = [
       const [host, port] = [tracker.tvmAddress!.slice(0, i), Number(tracker.tvmAddress!.slice(i + 1))];
       await startStockServers(children, host, port);
       return { host, port, stop: () => tracker.stop() };
+    },
+  },
+  {
+    // The same keys served by kernelfarm boards of kind tvm (docs/tvm-boards.md) instead of stock rpc_servers.
+    name: "kernelfarm tvm boards",
+    short: "boards",
+    async start() {
+      const tracker = await startTrackerProcess(["--tvm-port", "0"]);
+      const boards = [KEY_ONE, KEY_FOUR, KEY_FOUR, KEY_FOUR, KEY_FOUR].map((key, i) => `tvm:key=${key},name=t${i}`);
+      const agent = await startAgentProcess(tracker.address, boards, [], { env: tvmEnv() as Record<string, string> });
+      const i = tracker.tvmAddress!.lastIndexOf(":");
+      const [host, port] = [tracker.tvmAddress!.slice(0, i), Number(tracker.tvmAddress!.slice(i + 1))];
+      return {
+        host,
+        port,
+        stop: async () => {
+          await agent.stop();
+          await tracker.stop();
+        },
+      };
     },
   },
 ];

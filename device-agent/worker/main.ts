@@ -20,7 +20,7 @@ import { RequestCounters, SessionServer } from "./session-server.ts";
 import { socketLane, type WorkerLane } from "./lane.ts";
 import { dieWithParent } from "./parent-death.ts";
 import { StandbyLane } from "./standby.ts";
-import { serveTvm, type TvmLane } from "./tvm-session.ts";
+import { serveTvm, startTvmServer, type TvmLane, type TvmServerChild } from "./tvm-session.ts";
 import { TvmBackend } from "../backends/tvm/backend.ts";
 import { Watchdog } from "./watchdog.ts";
 
@@ -177,6 +177,8 @@ async function canary(): Promise<void> {
 
 // A new worker checks its board first: at registration, and after any worker death.
 await canary();
+/** A tvm board's next session's TVM server: importing TVM (0.4–0.6 s) is done while the worker is idle. */
+const tvmServer: TvmServerChild | undefined = backend instanceof TvmBackend ? startTvmServer(backend.runtime) : undefined;
 // Listening already: an assignment can follow "ready" at once.
 tell({ ready: {} });
 
@@ -275,7 +277,7 @@ async function serveTvmSession(sessionId: string, workdir: string, lane: TvmLane
   // Before the first tenant code, as for a module: the agent starts the board's next worker now.
   tell({ foreign_code: { session_id: sessionId } });
   tvm.taint(sessionId);
-  const session = serveTvm(lane, { runtime: tvm.runtime, key: String(config!.backendOptions.key ?? config!.boardName), workdir, log });
+  const session = serveTvm(lane, { runtime: tvm.runtime, key: String(config!.backendOptions.key ?? config!.boardName), workdir, log }, tvmServer);
   current = { sessionId, lane: (extra) => ("handshake" in extra ? extra.socket.destroy() : void extra.finish()), end: () => session.stop() };
   const error = await session.over;
   await finishSession(sessionId, workdir, error);

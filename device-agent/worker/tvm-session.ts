@@ -16,6 +16,7 @@ import type { Socket } from "node:net";
 import { FarmError } from "../../protos/index.ts";
 import type { Logger } from "../../runtime/index.ts";
 import { tvmChildEnv, type TvmRuntime } from "../backends/tvm/backend.ts";
+import { descriptorOf, sendDescriptor } from "../common/handle-passing.ts";
 
 /** The RPC magic TVM's handshake opens with (python/tvm/rpc/base.py). */
 const TVM_RPC_MAGIC = 0xff271;
@@ -34,16 +35,35 @@ export interface TvmLane {
 }
 
 /**
- * The Python child: argv is [key, timeout seconds]; fd 3 the client's socket.
- * It dies with the worker (PR_SET_PDEATHSIG), whatever killed the worker.
+ * The Python child. It starts while the worker is idle and imports TVM (0.4–0.6 s
+ * that a session would otherwise wait for), then waits on fd 3, a unix socket
+ * to the worker, for its session: the client's socket (SCM_RIGHTS, with one
+ * byte), then a JSON line {key, timeout, workdir}. It dies with the worker
+ * (PR_SET_PDEATHSIG), whatever killed the worker, and exits quietly when the
+ * worker closes fd 3 without a session.
  */
 const SERVE_PY = `
-import ctypes, os, signal, socket, struct, sys, threading
+import ctypes, json, os, signal, socket, struct, sys, tempfile, threading
 ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: gone with the worker
 if os.getppid() == 1:
     sys.exit(1)
-key, timeout = sys.argv[1], float(sys.argv[2])
 from tvm.rpc import _ffi_api, server
+
+ctl = socket.socket(fileno=3)
+try:
+    _, fds, _, _ = socket.recv_fds(ctl, 1, 1)
+except OSError:
+    fds = []
+if not fds:
+    os._exit(0)  # the worker went, or ended without a session
+line = ctl.makefile("rb").readline()
+if not line:
+    os._exit(0)
+session = json.loads(line)
+key, timeout, workdir = session["key"], float(session["timeout"]), session["workdir"]
+os.chdir(workdir)
+os.environ["HOME"] = os.environ["TMPDIR"] = workdir
+tempfile.tempdir = workdir
 
 class SessionFolder:
     """TVM's server environment's work path: the session's folder, which the worker empties and the agent removes."""
@@ -56,22 +76,53 @@ class SessionFolder:
     def remove(self):
         pass
 
-server._server_env(None, SessionFolder(os.getcwd()))
-sock = socket.socket(fileno=3)
+server._server_env(None, SessionFolder(workdir))
+fd = fds[0]
+sock = socket.socket(fileno=fd)
 sock.setblocking(True)  # Node left the socket non-blocking; TVM's loop reads it blocking
 answer = ("server:" + key).encode()
 sock.sendall(struct.pack("<ii", ${TVM_RPC_MAGIC}, len(answer)) + answer)
 if timeout > 0:
     def expire():
         # As TVM's server: the client's pending call fails with this, then the session ends.
-        _ffi_api.ReturnException(3, 'RPCSessionTimeoutError: Your %ss session has expired, try to increase the "session_timeout" value.' % timeout)
+        _ffi_api.ReturnException(fd, 'RPCSessionTimeoutError: Your %ss session has expired, try to increase the "session_timeout" value.' % timeout)
         os._exit(${EXIT_TVM_TIMEOUT})
     t = threading.Timer(timeout, expire)
     t.daemon = True
     t.start()
-_ffi_api.ServerLoop(3)
+_ffi_api.ServerLoop(fd)
 os._exit(0)
 `;
+
+/** TVM's server in a Python child, started ahead of its session (startTvmServer); serveTvm gives it the session. */
+export interface TvmServerChild {
+  readonly process: ChildProcess;
+  /** Its stderr and stdout, the last STDERR_TAIL_CHARS: a crash's report. */
+  tail(): string;
+}
+
+/** Starts TVM's server child for the next session, in the worker's own folder until the session's arrives. */
+export function startTvmServer(runtime: TvmRuntime): TvmServerChild {
+  const child = spawn(runtime.python, ["-c", SERVE_PY], {
+    env: tvmChildEnv(runtime, undefined),
+    // fd 3: a unix socket pair (libuv's pipes are), for the client's socket and the session's line.
+    stdio: ["ignore", "pipe", "pipe", "pipe"],
+  });
+  let tail = "";
+  const keep = (chunk: Buffer) => {
+    tail = (tail + chunk.toString("utf8")).slice(-STDERR_TAIL_CHARS);
+  };
+  child.stdout?.on("data", keep);
+  child.stderr?.on("data", keep);
+  // Until a session comes, an early exit is only the next session's loss: serveTvm starts another then.
+  child.on("error", () => {});
+  return { process: child, tail: () => tail };
+}
+
+/** Whether a child started ahead can still take a session. */
+export function usable(child: TvmServerChild | undefined): child is TvmServerChild {
+  return child !== undefined && child.process.exitCode === null && child.process.signalCode === null && child.process.pid !== undefined;
+}
 
 export interface TvmSessionOptions {
   readonly runtime: TvmRuntime;
@@ -100,30 +151,29 @@ export function handshakeTimeout(handshake: Buffer): number {
   return 0;
 }
 
-/** Starts TVM's server loop on the client's socket; the worker's copy of the socket is closed once the child holds it. */
-export function serveTvm(lane: TvmLane, opts: TvmSessionOptions): TvmSession {
+/**
+ * Gives the client's socket to TVM's server child (`ahead`, started while the
+ * worker was idle, else one started now) and watches it to the session's end;
+ * the worker's copy of the socket is closed once the child holds it.
+ */
+export function serveTvm(lane: TvmLane, opts: TvmSessionOptions, ahead?: TvmServerChild): TvmSession {
   const timeoutS = handshakeTimeout(lane.handshake);
-  let child: ChildProcess;
+  const server = usable(ahead) ? ahead : startTvmServer(opts.runtime);
+  const child = server.process;
   try {
-    child = spawn(opts.runtime.python, ["-c", SERVE_PY, opts.key, String(timeoutS)], {
-      cwd: opts.workdir,
-      env: tvmChildEnv(opts.runtime, opts.workdir),
-      stdio: ["ignore", "pipe", "pipe", lane.socket],
-    });
+    const control = child.stdio[3] as Socket;
+    sendDescriptor(descriptorOf(control), descriptorOf(lane.socket));
+    control.end(`${JSON.stringify({ key: opts.key, timeout: timeoutS, workdir: opts.workdir })}\n`);
+  } catch (err) {
+    child.kill("SIGKILL");
+    opts.log.warn({ err: (err as Error).message }, "the TVM client's socket could not be handed to TVM's server");
   } finally {
-    // The child has its own copy (fd 3); the client sees the session end when the child's closes.
+    // The child has its own copy; the client sees the session end when the child's closes.
     lane.socket.destroy();
   }
-  let tail = "";
-  const keep = (chunk: Buffer) => {
-    tail = (tail + chunk.toString("utf8")).slice(-STDERR_TAIL_CHARS);
-  };
-  child.stdout?.on("data", keep);
-  child.stderr?.on("data", keep);
   let stopped = false;
   const over = new Promise<FarmError | undefined>((resolve) => {
-    child.once("error", (err) => resolve(new FarmError("RUNTIME_CRASH", `TVM's server could not start: ${opts.runtime.python}: ${err.message}`)));
-    child.once("close", (code, signal) => {
+    const ended = (code: number | null, signal: NodeJS.Signals | null) => {
       if (stopped || code === 0) resolve(undefined);
       else if (code === EXIT_TVM_TIMEOUT)
         resolve(new FarmError("SESSION_TIMEOUT", `the TVM client's session_timeout of ${timeoutS} s passed; TVM's server told the client so`));
@@ -131,10 +181,13 @@ export function serveTvm(lane: TvmLane, opts: TvmSessionOptions): TvmSession {
         resolve(
           new FarmError(
             "RUNTIME_CRASH",
-            `TVM's server loop ended with ${signal ? `signal ${signal}` : `exit status ${code}`} (a module the client loaded crashed it?): ${lastLines(tail)}`,
+            `TVM's server loop ended with ${signal ? `signal ${signal}` : `exit status ${code}`} (a module the client loaded crashed it?): ${lastLines(server.tail())}`,
           ),
         );
-    });
+    };
+    if (child.exitCode !== null || child.signalCode !== null) ended(child.exitCode, child.signalCode);
+    child.once("error", (err) => resolve(new FarmError("RUNTIME_CRASH", `TVM's server could not start: ${opts.runtime.python}: ${err.message}`)));
+    child.once("close", ended);
   });
   return {
     over,

@@ -10,12 +10,13 @@
  */
 import assert from "node:assert/strict";
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { connectTracker, type TrackerClient } from "../../host-sdk/index.ts";
 import { runCli, startAgentProcess, startTrackerProcess, waitFor, type AgentProcess, type TrackerProcess } from "../helpers/processes.ts";
+import { childrenOf, cmdlineOf } from "../helpers/procfs.ts";
 import { PYTHON, tvmEnv, tvmMissing } from "../helpers/tvm.ts";
 import { splitAddress } from "./fake-tvm.ts";
 
@@ -111,6 +112,19 @@ t = rpc.connect_tracker("${tvm.host}", ${tvm.port})
     const after = (await board())!;
     assert.match(after.last_canary, /vector add .* through TVM's runtime/);
     assert.equal(after.health, "healthy", after.health_reason);
+  });
+
+  it("the next session's TVM server waits while the board is idle, TVM's runtime loaded: a session pays no Python start", { skip: MISSING }, async () => {
+    await freeAgain("the tvm board free");
+    const ready = await waitFor(
+      "a Python child of the idle worker with TVM's runtime mapped",
+      () =>
+        descendantsOf(agent.proc.pid!).find(
+          (pid) => cmdlineOf(pid).includes("recv_fds") && readMaps(pid).includes("libtvm_runtime.so") && !readMaps(pid).includes(" (deleted)\n"),
+        ),
+      30_000,
+    );
+    assert.ok(ready > 0);
   });
 
   it("query_rpc_tracker lists the board as a free server of its key", { skip: MISSING }, async () => {
@@ -439,3 +453,18 @@ describe("an agent with a tvm board", () => {
     assert.match(r.stderr, /board tvm0 \(tvm\) serves TVM clients, which connect to this agent's direct-lane port in plain TCP/);
   });
 });
+
+/** Every process under `pid`, children first. */
+function descendantsOf(pid: number): number[] {
+  const out: number[] = [];
+  for (const child of childrenOf(pid)) out.push(child, ...descendantsOf(child));
+  return out;
+}
+
+function readMaps(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/maps`, "utf8");
+  } catch {
+    return "";
+  }
+}
