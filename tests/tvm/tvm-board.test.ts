@@ -305,6 +305,27 @@ print("error_no", result.error_no, "costs", len(result.costs), all(c > 0 for c i
     assert.match(out, /error_no 0 costs \d+ True/, out);
     await freeAgain("the board free after autotvm's measurement");
   });
+
+  it("autotvm's RPCRunner (set_task, run; two candidates in parallel on one board) measures on it, unchanged", { skip: MISSING }, async () => {
+    const run = python(`${prelude()}
+from types import SimpleNamespace
+from tvm import autotvm
+from tvm.autotvm.measure.measure import MeasureInput
+from tvm.autotvm.measure.measure_methods import BuildResult
+n = 4096
+runner = autotvm.RPCRunner("${KEY}", "${tvm.host}", ${tvm.port}, number=10, repeat=3, timeout=60, n_parallel=2)
+runner.ref_input = [np.random.rand(n).astype("float32") for _ in range(3)]
+task = SimpleNamespace(name="vadd", target="llvm", target_host=None)
+runner.set_task(task)  # autotvm's check_remote: a session that only asks for the device
+results = runner.run([MeasureInput("llvm", task, None)] * 2, [BuildResult("${module}", [((n,), "float32")] * 3, None, 0.1)] * 2)
+# 3 repeats each; autotvm drops the fastest and the slowest of more than 2.
+print("errors", [int(r.error_no) for r in results], "costs", [len(r.costs) for r in results], all(c > 0 for r in results for c in r.costs))
+`);
+    const { code, out } = await run.done;
+    assert.equal(code, 0, out);
+    assert.match(out, /errors \[0, 0\] costs \[1, 1\] True/, out);
+    await freeAgain("the board free after autotvm's runner");
+  });
 });
 
 describe("a tvm board beside a cpu board, on a tracker with a session cap", () => {
