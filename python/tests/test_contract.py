@@ -36,8 +36,10 @@ def test_the_other_sets_and_limits_are_the_declared_ones() -> None:
     # The Route and Lane enums of the protos name the same lanes (protos/enums.ts checks the TypeScript side).
     assert ROUTE.names == kernelfarm.ROUTES and LANE.names == ("", *lanes, "tvm")
     assert _contract.BOARD_KINDS == tuple(k["kind"] for k in CONTRACT["boardKinds"])
-    # The BoardKind enum: the kinds agents serve, and the tracker's own for stock TVM servers.
-    assert BOARD_KIND.names == (*_contract.BOARD_KINDS, "tvm-rpc")
+    # The BoardKind enum: the kinds agents serve, and the tracker's own for stock TVM servers (numbered before the
+    # tvm kind, which came later).
+    assert sorted(BOARD_KIND.names) == sorted((*_contract.BOARD_KINDS, "tvm-rpc"))
+    assert BOARD_KIND.names == ("cpu", "cuda", "vta-sim", "vta", "tvm-rpc", "tvm")
     for k in CONTRACT["constants"]:
         assert getattr(_contract, k["name"]) == k["value"], k["name"]
     from kernelfarm import channel, credentials, frames, tracker_client
