@@ -350,19 +350,7 @@ describe("a tvm board beside a cpu board, on a tracker with a session cap", () =
   });
 
   it("a client still connected at the cap loses its session; the board returns", { skip: MISSING }, async () => {
-    const run = python(`
-import time
-import numpy as np, tvm
-from tvm import rpc
-remote = rpc.connect_tracker("${tvm.host}", ${tvm.port}).request("${KEY}", priority=1)
-print("connected", remote.cpu(0).exist, flush=True)
-time.sleep(5)
-try:
-    tvm.nd.array(np.ones(4, dtype="float32"), remote.cpu(0))
-    print("still served")
-except Exception:
-    print("cut off")
-`);
+    const run = python(heldSession(tvm, 5));
     const { code, out } = await run.done;
     assert.equal(code, 0, out);
     assert.match(out, /connected True/);
@@ -386,19 +374,7 @@ except Exception:
 
   // Last: the agent goes.
   it("an agent that stops mid-session cuts its TVM client off, and no server loop outlives it", { skip: MISSING }, async () => {
-    const run = python(`
-import time
-import numpy as np, tvm
-from tvm import rpc
-remote = rpc.connect_tracker("${tvm.host}", ${tvm.port}).request("${KEY}", priority=1)
-print("connected", remote.cpu(0).exist, flush=True)
-time.sleep(3)
-try:
-    tvm.nd.array(np.ones(4, dtype="float32"), remote.cpu(0))
-    print("still served")
-except Exception:
-    print("cut off")
-`);
+    const run = python(heldSession(tvm, 3));
     await waitFor("the client connected", () => /connected True/.test(run.output()), 60_000);
     assert.equal((await client.summary()).boards.find((b) => b.key === KEY)?.state, "busy");
     await agent.stop();
@@ -488,4 +464,21 @@ function readMaps(pid: number): string {
   } catch {
     return "";
   }
+}
+
+/** A TVM client that takes a session on the board, holds it `seconds`, then calls once: "still served" or "cut off". */
+function heldSession(tvm: { host: string; port: number }, seconds: number): string {
+  return `
+import time
+import numpy as np, tvm
+from tvm import rpc
+remote = rpc.connect_tracker("${tvm.host}", ${tvm.port}).request("${KEY}", priority=1)
+print("connected", remote.cpu(0).exist, flush=True)
+time.sleep(${seconds})
+try:
+    tvm.nd.array(np.ones(4, dtype="float32"), remote.cpu(0))
+    print("still served")
+except Exception:
+    print("cut off")
+`;
 }
