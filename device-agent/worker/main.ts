@@ -22,6 +22,7 @@ import { dieWithParent } from "./parent-death.ts";
 import { StandbyLane } from "./standby.ts";
 import { serveTvm, startTvmServer, type TvmLane, type TvmServerChild } from "./tvm-session.ts";
 import { TvmBackend } from "../backends/tvm/backend.ts";
+import type { CanaryResult } from "../backends/backend.ts";
 import { Watchdog } from "./watchdog.ts";
 
 const config = JSON.parse(process.env.KFARM_WORKER ?? "null") as WorkerConfig | null;
@@ -162,12 +163,15 @@ function fromAgent({ msg, socket, server }: FromAgent): void {
 // The agent is gone (its end of the channel closed): nothing left to serve for.
 const channel = new AgentChannel(fromAgent, () => process.exit(0));
 
-/** Runs the board's canary, when it has one, and tells the agent how it went (it asked: at start, or run_canary). */
-async function canary(): Promise<void> {
-  const t0 = performance.now();
+/**
+ * Runs the board's canary, when it has one, and tells the agent how it went
+ * (it asked: at start, or run_canary); `ran`: a start canary a tvm board's
+ * server child ran already, TVM imported once for both.
+ */
+async function canary(ran?: Promise<CanaryResult>, t0 = performance.now()): Promise<void> {
   let result;
   try {
-    result = backend.canary();
+    result = ran ? await ran : backend.canary();
   } catch (err) {
     result = { ok: false, detail: `the canary threw: ${(err as Error).message}` };
   }
@@ -175,10 +179,14 @@ async function canary(): Promise<void> {
   tell({ canary: result ? { ran: true, ok: result.ok, detail: result.detail, duration_ms: durationMs, kernel_ns: result.kernelNs ?? 0 } : { ran: false } });
 }
 
+/**
+ * A tvm board's next session's TVM server: importing TVM (0.4–0.6 s) is done
+ * while the worker is idle, and the worker's start canary runs in it.
+ */
+const canaryFrom = performance.now();
+const tvmServer: TvmServerChild | undefined = backend instanceof TvmBackend ? startTvmServer(backend.runtime, backend.canaryLibrary) : undefined;
 // A new worker checks its board first: at registration, and after any worker death.
-await canary();
-/** A tvm board's next session's TVM server: importing TVM (0.4–0.6 s) is done while the worker is idle. */
-const tvmServer: TvmServerChild | undefined = backend instanceof TvmBackend ? startTvmServer(backend.runtime) : undefined;
+await canary(tvmServer?.canary, canaryFrom);
 // Listening already: an assignment can follow "ready" at once.
 tell({ ready: {} });
 

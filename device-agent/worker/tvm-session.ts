@@ -15,7 +15,8 @@ import { spawn, type ChildProcess } from "node:child_process";
 import type { Socket } from "node:net";
 import { FarmError } from "../../protos/index.ts";
 import type { Logger } from "../../runtime/index.ts";
-import { tvmChildEnv, type TvmRuntime } from "../backends/tvm/backend.ts";
+import type { CanaryResult } from "../backends/backend.ts";
+import { CANARY_PY, canaryFailed, canaryOf, tvmChildEnv, type TvmRuntime } from "../backends/tvm/backend.ts";
 import { descriptorOf, sendDescriptor } from "../common/handle-passing.ts";
 
 /** The RPC magic TVM's handshake opens with (python/tvm/rpc/base.py). */
@@ -34,6 +35,9 @@ export interface TvmLane {
   readonly handshake: Buffer;
 }
 
+/** The line a server child prints its start canary's result on. */
+const CANARY_LINE = "kfarm-canary ";
+
 /**
  * The Python child. It starts while the worker is idle and imports TVM (0.4–0.6 s
  * that a session would otherwise wait for), then waits on fd 3, a unix socket
@@ -47,7 +51,17 @@ import ctypes, json, os, signal, socket, struct, sys, tempfile, threading
 ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: gone with the worker
 if os.getppid() == 1:
     sys.exit(1)
+${CANARY_PY}
 from tvm.rpc import _ffi_api, server
+
+# The worker's start canary (argv[1]: the canary module), here where TVM is imported already: one Python start less.
+if len(sys.argv) > 1:
+    try:
+        result = kfarm_canary(sys.argv[1])
+    except Exception as err:
+        lines = str(err).strip().splitlines()
+        result = "error " + (lines[-1] if lines else type(err).__name__)
+    print("${CANARY_LINE}" + result, flush=True)
 
 ctl = socket.socket(fileno=3)
 try:
@@ -97,13 +111,19 @@ os._exit(0)
 /** TVM's server in a Python child, started ahead of its session (startTvmServer); serveTvm gives it the session. */
 export interface TvmServerChild {
   readonly process: ChildProcess;
+  /** The start canary it ran, when given the canary module: its result, or why it could not run. */
+  readonly canary: Promise<CanaryResult> | undefined;
   /** Its stderr and stdout, the last STDERR_TAIL_CHARS: a crash's report. */
   tail(): string;
 }
 
-/** Starts TVM's server child for the next session, in the worker's own folder until the session's arrives. */
-export function startTvmServer(runtime: TvmRuntime): TvmServerChild {
-  const child = spawn(runtime.python, ["-c", SERVE_PY], {
+/**
+ * Starts TVM's server child for the next session, in the worker's own folder
+ * until the session's arrives; with `canaryLibrary` it runs the worker's start
+ * canary first (TVM imported once for both).
+ */
+export function startTvmServer(runtime: TvmRuntime, canaryLibrary?: string): TvmServerChild {
+  const child = spawn(runtime.python, ["-c", SERVE_PY, ...(canaryLibrary ? [canaryLibrary] : [])], {
     env: tvmChildEnv(runtime, undefined),
     // fd 3: a unix socket pair (libuv's pipes are), for the client's socket and the session's line.
     stdio: ["ignore", "pipe", "pipe", "pipe"],
@@ -116,7 +136,22 @@ export function startTvmServer(runtime: TvmRuntime): TvmServerChild {
   child.stderr?.on("data", keep);
   // Until a session comes, an early exit is only the next session's loss: serveTvm starts another then.
   child.on("error", () => {});
-  return { process: child, tail: () => tail };
+  const canary = canaryLibrary
+    ? new Promise<CanaryResult>((resolve) => {
+        const look = () => {
+          const at = tail.indexOf(CANARY_LINE);
+          const end = at < 0 ? -1 : tail.indexOf("\n", at);
+          if (end < 0) return;
+          child.stdout?.off("data", look);
+          const result = tail.slice(at + CANARY_LINE.length, end);
+          resolve(result.startsWith("error ") ? canaryFailed(result.slice("error ".length)) : canaryOf(result));
+        };
+        child.stdout?.on("data", look);
+        child.once("error", (err) => resolve(canaryFailed(`${runtime.python}: ${err.message}`)));
+        child.once("close", (code, signal) => resolve(canaryFailed(lastLine(tail) || `exit ${code ?? signal}`)));
+      })
+    : undefined;
+  return { process: child, canary, tail: () => tail };
 }
 
 /** Whether a child started ahead can still take a session. */
@@ -199,6 +234,10 @@ export function serveTvm(lane: TvmLane, opts: TvmSessionOptions, ahead?: TvmServ
       opts.log.info({ pid: child.pid }, "TVM session ended by the tracker: its server loop is stopped");
     },
   };
+}
+
+function lastLine(text: string): string {
+  return text.trim().split("\n").pop() ?? "";
 }
 
 function lastLines(text: string): string {

@@ -114,7 +114,8 @@ export class TvmBackend implements Backend {
 
   constructor(
     readonly runtime: TvmRuntime,
-    private readonly canaryLibrary: string | undefined,
+    /** The canary module (a TVM-convention shared object the agent built), if the board has one. */
+    readonly canaryLibrary: string | undefined,
   ) {}
 
   get tainted(): boolean {
@@ -152,39 +153,51 @@ export class TvmBackend implements Backend {
    */
   canary(): CanaryResult | undefined {
     if (!this.canaryLibrary) return undefined;
-    const run = spawnSync(this.runtime.python, ["-c", CANARY_PY, this.canaryLibrary], {
+    const run = spawnSync(this.runtime.python, ["-c", `${CANARY_PY}\nprint(kfarm_canary(sys.argv[1]))`, this.canaryLibrary], {
       encoding: "utf8",
       timeout: PROBE_TIMEOUT_MS,
       env: tvmChildEnv(this.runtime, process.env.HOME),
     });
-    if (run.status !== 0) {
-      const why = run.error?.message ?? (run.stderr.trim().split("\n").pop() || `exit ${run.status ?? run.signal}`);
-      return { ok: false, detail: `TVM's runtime could not load and run the canary module: ${why}` };
-    }
-    const m = /^ok (\d+(?:\.\d+)?)$/m.exec(run.stdout);
-    if (!m) return { ok: false, detail: `the canary's vector add through TVM's runtime gave a wrong answer: ${run.stdout.trim().slice(0, 200)}` };
-    return { ok: true, detail: `vector add of ${CANARY_N} floats through TVM's runtime (load_module, time_evaluator)`, kernelNs: Number(m[1]) };
+    if (run.status !== 0) return canaryFailed(run.error?.message ?? (run.stderr.trim().split("\n").pop() || `exit ${run.status ?? run.signal}`));
+    return canaryOf(run.stdout);
   }
+}
+
+/** The canary's result from what `kfarm_canary` printed (CANARY_PY). */
+export function canaryOf(printed: string): CanaryResult {
+  const m = /^ok (\d+(?:\.\d+)?)$/m.exec(printed);
+  if (!m) return { ok: false, detail: `the canary's vector add through TVM's runtime gave a wrong answer: ${printed.trim().slice(0, 200)}` };
+  return { ok: true, detail: `vector add of ${CANARY_N} floats through TVM's runtime (load_module, time_evaluator)`, kernelNs: Number(m[1]) };
+}
+
+/** The canary's result when the Python that runs it failed, with the last thing it said. */
+export function canaryFailed(why: string): CanaryResult {
+  return { ok: false, detail: `TVM's runtime could not load and run the canary module: ${why}` };
 }
 
 /** Floats the canary adds. */
 const CANARY_N = 4096;
 
-/** The canary's Python: load the module, add, check exactly, time with TVM's own time_evaluator (ns per call). */
-const CANARY_PY = `
+/**
+ * The canary's Python, a function: load the module, add, check exactly, time
+ * with TVM's own time_evaluator; "ok <ns per call>" or "wrong …". Run on its
+ * own (canary()) and by a session's TVM server child when its worker starts
+ * (worker/tvm-session.ts), which imports TVM anyway.
+ */
+export const CANARY_PY = `
 import sys
 import numpy as np
 import tvm
-m = tvm.runtime.load_module(sys.argv[1])
-dev = tvm.cpu(0)
-a = tvm.nd.array(np.arange(${CANARY_N}, dtype="float32"), dev)
-b = tvm.nd.array(np.full(${CANARY_N}, 0.5, dtype="float32"), dev)
-c = tvm.nd.empty((${CANARY_N},), "float32", dev)
-m["kfarm_tvm_canary_vadd"](a, b, c)
-want = np.arange(${CANARY_N}, dtype="float32") + np.float32(0.5)
-if not np.array_equal(c.numpy(), want):
-    print("wrong", c.numpy()[:4])
-    sys.exit(0)
-t = m.time_evaluator("kfarm_tvm_canary_vadd", dev, number=20, repeat=9)(a, b, c)
-print("ok %.1f" % (float(np.median(t.results)) * 1e9))
+def kfarm_canary(path):
+    m = tvm.runtime.load_module(path)
+    dev = tvm.cpu(0)
+    a = tvm.nd.array(np.arange(${CANARY_N}, dtype="float32"), dev)
+    b = tvm.nd.array(np.full(${CANARY_N}, 0.5, dtype="float32"), dev)
+    c = tvm.nd.empty((${CANARY_N},), "float32", dev)
+    m["kfarm_tvm_canary_vadd"](a, b, c)
+    want = np.arange(${CANARY_N}, dtype="float32") + np.float32(0.5)
+    if not np.array_equal(c.numpy(), want):
+        return "wrong %s" % (c.numpy()[:4],)
+    t = m.time_evaluator("kfarm_tvm_canary_vadd", dev, number=20, repeat=9)(a, b, c)
+    return "ok %.1f" % (float(np.median(t.results)) * 1e9)
 `;
