@@ -156,7 +156,7 @@ const client = await connectTracker(args.tracker);
 const reports: LayerReport[] = [];
 let exitCode = 0;
 try {
-  const boards = await boardsOf(client, args.key!, args.tracker);
+  const boards = await boardsOf(client, args.key!);
   const gpu = boards[0]!.capabilities.name ?? boards[0]!.id;
   console.log(`${boards.length} board(s) of key ${args.key}: ${boards.map((b) => b.id).join(", ")} (${gpu}); results in ${resultsFile}`);
   const measurer = new Measurer(client, {

@@ -132,7 +132,7 @@ const gflops = (r: MeasureResult | undefined) => (r?.outcome === "OK" && r.timin
 const client = await connectTracker(args.tracker);
 let exitCode = 0;
 try {
-  const boards = await boardsOf(client, args.key!, args.tracker);
+  const boards = await boardsOf(client, args.key!);
   console.log(
     `${spaceSize(GEMM_SPACE).toLocaleString("en-US")} configurations in the space; measuring ${total} (and the naive baseline) on ${boards.length} board(s): ${boards.map((x) => x.id).join(", ")}`,
   );

@@ -9,6 +9,8 @@ import { basename } from "node:path";
 import {
   CHUNK_BYTES,
   FarmError,
+  checkOption,
+  checkOptions,
   dtypeBytes,
   dtypeOf,
   elementCount,
@@ -33,6 +35,12 @@ import type { CompiledModule } from "./compiled-module.ts";
 import { hashTree } from "./tree-hasher.ts";
 import { dedupePlan, noteHash, noteTransfer } from "./dedupe-plan.ts";
 
+/**
+ * TVM's time_evaluator options. Each numeric one takes the range that
+ * protos/farm/v1/contract.json declares for both SDKs ("optionLimits"); a
+ * value outside it is INVALID_ARGUMENT when the evaluator is made, before
+ * anything is sent.
+ */
 export interface TimeEvaluatorOptions {
   /** Calls per repeat (grows to reach minRepeatMs). Default 10. */
   number?: number;
@@ -159,6 +167,8 @@ export class RemoteModule {
   /** TVM's module.time_evaluator: returns an evaluator to call with the arguments. */
   timeEvaluator(name: string, opts: TimeEvaluatorOptions = {}): (...args: CallArg[]) => Promise<BenchmarkResult> {
     const info = this.info(name);
+    // Refused here, where the options are given, rather than at the first evaluation.
+    checkOptions("timeEvaluator", opts);
     let number = opts.number ?? 10;
     return async (...args: CallArg[]) => {
       const result = await this.session.timeEvaluate(this.id, info, args, { ...opts, number });
@@ -326,6 +336,7 @@ export class Session {
   }
 
   private callFrame(module: number, info: FunctionInfo__Output, args: readonly CallArg[], opts: CallOptions): Call {
+    if (opts.timeoutMs !== undefined) checkOption("call", "timeoutMs", opts.timeoutMs);
     const launch = opts.launch && toLaunchConfig(opts.launch, `call of ${info.name}`);
     return {
       module,
@@ -380,6 +391,8 @@ export class Session {
   }
 
   private timeFrame(module: number, info: FunctionInfo__Output, args: readonly CallArg[], opts: TimeEvaluatorOptions) {
+    // Every path to a time_evaluate or measure frame, measure()'s included: a value outside the table's limits never reaches the board.
+    checkOptions("timeEvaluator", opts);
     return {
       call: this.callFrame(module, info, args, opts),
       number: opts.number ?? 10,

@@ -6,10 +6,11 @@
 import type { BoardInfo__Output } from "../protos/index.ts";
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
-import type { Metadata } from "@grpc/grpc-js";
+import { connectivityState, type Metadata } from "@grpc/grpc-js";
 import {
   BOARD_ACTION,
   FarmError,
+  checkOptions,
   HostService,
   fromWireMessage,
   toWireMessage,
@@ -25,6 +26,7 @@ import { callMetadata, clientSecurity, diagnoseTransport, makeClient, parseAddre
 import type { SummaryReply__Output } from "../protos/index.ts";
 import { SessionChannel, connectionFailed, type SessionStream } from "./frame-channel.ts";
 import { Session } from "./session.ts";
+import { wrongPortHint } from "./wrong-port.ts";
 
 export interface ConnectOptions {
   /** Who this host is, for fairness between clients. Default host name + pid + random. On a farm with tokens the tracker uses the token's name instead. */
@@ -44,7 +46,13 @@ export interface RequestOptions {
   priority?: number;
   /** Every label must match the board's. */
   labels?: Record<string, string>;
-  /** Longest wait in the queue; default the tracker's (`kfarm tracker --default-deadline-ms`, 60 s unless set). */
+  /**
+   * Longest wait in the queue; default the tracker's (`kfarm tracker
+   * --default-deadline-ms`, 60 s unless set). Given here, it is also how long
+   * a request for a key no board serves yet waits for one to attach (an agent
+   * started just before the script); without it such a request fails
+   * NO_BOARD at once, naming the keys served.
+   */
   deadlineMs?: number;
   /** The lease ends after this long; 0 or absent: the longest the tracker (and your token) allows. */
   sessionTimeoutMs?: number;
@@ -116,6 +124,7 @@ export class TrackerClient {
    */
   async request(key: string, opts: RequestOptions = {}): Promise<Session> {
     const route = parseRoute(opts.route ?? process.env.KFARM_ROUTE, "request()");
+    checkOptions("request", opts);
     const metadata = this.metadata();
     metadata.set(
       SESSION_REQUEST_HEADER,
@@ -226,10 +235,23 @@ export class TrackerClient {
   }
 }
 
+/** Calls `then` the first time `channel` fails to connect (before `deadline`); not after it is ready or shut down. */
+function onFirstFailure(channel: ReturnType<HostServiceClient["getChannel"]>, deadline: number, then: () => void): void {
+  const watch = (state: connectivityState) =>
+    channel.watchConnectivityState(state, deadline, (err) => {
+      if (err) return;
+      const now = channel.getConnectivityState(false);
+      if (now === connectivityState.TRANSIENT_FAILURE) then();
+      else if (now !== connectivityState.READY && now !== connectivityState.SHUTDOWN) watch(now);
+    });
+  watch(channel.getConnectivityState(false));
+}
+
 /**
  * Connects to a tracker at HOST:PORT; fails with UNAVAILABLE naming the
- * address if nothing answers, and saying so when the reason is TLS on one
- * side only.
+ * address if nothing answers, saying so when the reason is TLS on one side
+ * only, and saying what answered (and which port to use) when it is the
+ * tracker's HTTP or TVM port — at once, not at the timeout.
  */
 export async function connectTracker(address: string, opts: ConnectOptions = {}): Promise<TrackerClient> {
   parseAddress(address);
@@ -244,18 +266,34 @@ export async function connectTracker(address: string, opts: ConnectOptions = {})
     "grpc.max_reconnect_backoff_ms": TRACKER_RECONNECT_MAX_MS,
   });
   const timeoutMs = opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
-  await new Promise<void>((resolve, reject) =>
-    client.waitForReady(Date.now() + timeoutMs, (err) => {
-      if (!err) return resolve();
+  const deadline = Date.now() + timeoutMs;
+  await new Promise<void>((resolve, reject) => {
+    let settled = false;
+    const fail = (why: string, err?: unknown) => {
+      if (settled) return;
+      settled = true;
       client.close();
-      void diagnoseTransport(address, security.tls ?? false).then((why) =>
-        reject(
-          new FarmError("UNAVAILABLE", why ?? `cannot reach the tracker at ${address} within ${timeoutMs} ms; is \`kfarm tracker\` running there?`, {
-            cause: err,
-          }),
-        ),
+      reject(new FarmError("UNAVAILABLE", why, err === undefined ? {} : { cause: err }));
+    };
+    client.waitForReady(deadline, (err) => {
+      if (settled) return;
+      if (!err) {
+        settled = true;
+        return resolve();
+      }
+      void (async () => (await wrongPortHint(address)) ?? (await diagnoseTransport(address, security.tls ?? false)))().then((why) =>
+        fail(why ?? `cannot reach the tracker at ${address} within ${timeoutMs} ms; is \`kfarm tracker\` running there?`, err),
       );
-    }),
-  );
+    });
+    // Another protocol on the port fails the channel's first attempt within a round trip: say what answered now, not at the timeout.
+    onFirstFailure(
+      client.getChannel(),
+      deadline,
+      () =>
+        void wrongPortHint(address).then((hint) => {
+          if (hint) fail(hint);
+        }),
+    );
+  });
   return new TrackerClient(address, client, opts, security);
 }

@@ -8,7 +8,8 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import { Metadata, status as GrpcStatus } from "@grpc/grpc-js";
-import { CONTRACT_JSON, OUTPUTS, pythonClassOf, readContract, renderAll, renderPy, staleOutputs } from "./generate-contract.ts";
+import { CONTRACT_JSON, OUTPUTS, pythonClassOf, readContract, renderAll, renderPy, staleOutputs, type Contract } from "./generate-contract.ts";
+import { OPTION_LIMITS } from "./gen/contract.ts";
 import { FARM_ERROR_CODES, FarmError } from "./errors.ts";
 import { CHUNK_BYTES, KEEPALIVE_TIME_MS, KEEPALIVE_TIMEOUT_MS, MAX_MESSAGE_BYTES } from "./grpc.ts";
 import { LANES, ROUTES, SESSION_END_GRACE_MS, SESSION_REQUEST_HEADER } from "./routes.ts";
@@ -67,6 +68,28 @@ describe("the contract", () => {
     }
   });
 
+  it("the numeric options' limits: one table, the same for TypeScript and Python", () => {
+    const py = repoFile(OUTPUTS.py);
+    for (const a of contract.optionLimits.apis) {
+      const ts = OPTION_LIMITS[a.api as keyof typeof OPTION_LIMITS] as Record<string, { python: string; min: number; max: number }>;
+      assert.deepEqual(
+        Object.keys(ts),
+        a.options.map((o) => o.option),
+        a.api,
+      );
+      assert.ok(py.includes(`    ${JSON.stringify(a.python)}: {`), a.python);
+      for (const o of a.options) {
+        assert.deepEqual([ts[o.option]!.python, ts[o.option]!.min, ts[o.option]!.max], [o.python, o.min, o.max], `${a.api}.${o.option}`);
+        assert.match(
+          py,
+          new RegExp(`${JSON.stringify(o.python)}: OptionLimit\\(\\s*${JSON.stringify(o.option)}, ${o.min}, ${o.max},`),
+          `${a.python}.${o.python}`,
+        );
+      }
+    }
+    assert.ok(Object.hasOwn(OPTION_LIMITS.timeEvaluator, "repeat") && OPTION_LIMITS.timeEvaluator.repeat.min === 1, "a negative repeat is refused");
+  });
+
   it("a status without a farm-code trailer maps as declared", () => {
     for (const [status, code] of Object.entries(contract.grpcStatusCodes)) {
       if (status === "$comment") continue;
@@ -119,6 +142,9 @@ describe("the contract", () => {
       broken((c) => c.constants.push({ name: "HALF", value: 0.5, doc: "d" })),
       /constant HALF: a value is a string or a safe integer/,
     );
+    const inverted = JSON.parse(text) as Contract;
+    inverted.optionLimits.apis[0]!.options[0]!.max = inverted.optionLimits.apis[0]!.options[0]!.min;
+    assert.throws(() => readContract(JSON.stringify(inverted)), /optionLimits timeEvaluator\.number: max must be a number above min/);
     const long = JSON.parse(text) as { constants: Array<Record<string, unknown>> };
     long.constants.push({ name: "LONG", value: 1, doc: "x".repeat(200) });
     assert.throws(() => renderPy(readContract(JSON.stringify(long))), /_contract.py would have a line over 140 characters/);

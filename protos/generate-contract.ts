@@ -36,7 +36,14 @@ export interface Contract {
   lanes: Array<Documented & { lane: string }>;
   autoRoute: Documented & { route: string };
   boardKinds: Array<Documented & { kind: string }>;
+  optionLimits: { $comment: string; apis: OptionLimitsApi[] };
   constants: Array<Documented & { name: string; value: number | string }>;
+}
+/** One API's numeric options (contract.json "optionLimits"): TypeScript's names, Python's, the range in TypeScript's unit. */
+export interface OptionLimitsApi {
+  api: string;
+  python: string;
+  options: Array<Documented & { option: string; python: string; min: number; max: number; integer?: boolean; maxExclusive?: boolean; pythonUnit?: "s" }>;
 }
 
 /** The declaration, checked: a mistake in it fails here, naming the entry, not later in one language. */
@@ -78,6 +85,23 @@ export function readContract(text = readFileSync(REPO + CONTRACT_JSON, "utf8")):
   names([c.autoRoute], "route", /^[a-z][a-z0-9-]*$/);
   if (lanes.includes(c.autoRoute.route)) fail(`the auto route ${c.autoRoute.route} is also a lane`);
   names(c.boardKinds, "kind", /^[a-z][a-z0-9-]*$/);
+  if (!Array.isArray(c.optionLimits?.apis)) fail(`"optionLimits" must hold a list "apis"`);
+  names(
+    c.optionLimits.apis.map((a) => ({ ...a, doc: a.python })),
+    "api",
+    /^[a-z][A-Za-z]*$/,
+  );
+  for (const a of c.optionLimits.apis) {
+    if (typeof a.python !== "string" || !/^[a-z][a-z_]*$/.test(a.python)) fail(`optionLimits ${a.api}: python ${JSON.stringify(a.python)} must be snake_case`);
+    names(a.options, "option", /^[a-z][A-Za-z]*$/);
+    for (const o of a.options) {
+      const at = `optionLimits ${a.api}.${o.option}`;
+      if (typeof o.python !== "string" || !/^[a-z][a-z_]*$/.test(o.python)) fail(`${at}: python ${JSON.stringify(o.python)} must be snake_case`);
+      if (!Number.isSafeInteger(o.min) && !Number.isFinite(o.min)) fail(`${at}: min must be a number`);
+      if (!Number.isFinite(o.max) || !(o.max > o.min)) fail(`${at}: max must be a number above min`);
+      if (o.pythonUnit !== undefined && o.pythonUnit !== "s") fail(`${at}: pythonUnit is "s" (seconds for milliseconds) or absent`);
+    }
+  }
   names(c.constants, "name", /^[A-Z][A-Z0-9_]*$/);
   for (const k of c.constants) {
     if (!(typeof k.value === "string" || Number.isSafeInteger(k.value))) fail(`constant ${k.name}: a value is a string or a safe integer`);
@@ -120,6 +144,42 @@ export function renderTs(c: Contract): string {
   out.push("/**", " * Board kinds an agent can serve:");
   for (const k of c.boardKinds) out.push(` * * ${k.kind}: ${k.doc}`);
   out.push(" */", `export const BOARD_KINDS = [${c.boardKinds.map((k) => js(k.kind)).join(", ")}] as const;`);
+  out.push("", "/** One numeric option's limits: inclusive unless maxExclusive, in TypeScript's unit; pythonUnit \"s\": Python's option takes seconds. */");
+  out.push(
+    "export interface OptionLimit {",
+    "  readonly python: string;",
+    "  readonly min: number;",
+    "  readonly max: number;",
+    "  readonly maxExclusive: boolean;",
+    "  readonly integer: boolean;",
+    '  readonly pythonUnit: "" | "s";',
+    "  readonly doc: string;",
+    "}",
+    "",
+    `/** ${c.optionLimits.$comment} */`,
+    "export const OPTION_LIMITS = {",
+  );
+  for (const a of c.optionLimits.apis) {
+    out.push(`  ${a.api}: {`);
+    for (const o of a.options) {
+      const limit = {
+        python: o.python,
+        min: o.min,
+        max: o.max,
+        maxExclusive: o.maxExclusive ?? false,
+        integer: o.integer ?? false,
+        pythonUnit: o.pythonUnit ?? "",
+        doc: o.doc,
+      };
+      out.push(
+        `    ${o.option}: { ${Object.entries(limit)
+          .map(([k, v]) => `${k}: ${js(v)}`)
+          .join(", ")} },`,
+      );
+    }
+    out.push("  },");
+  }
+  out.push("} as const satisfies Record<string, Record<string, OptionLimit>>;");
   for (const k of c.constants) out.push("", `/** ${k.doc} */`, `export const ${k.name} = ${js(k.value)};`);
   return out.join("\n") + "\n";
 }
@@ -150,7 +210,7 @@ export function renderPy(c: Contract): string {
     "from __future__ import annotations",
     "",
     "from enum import Enum",
-    "from typing import Final",
+    "from typing import Final, NamedTuple",
     "",
     "",
     "class ErrorCode(str, Enum):",
@@ -189,6 +249,36 @@ export function renderPy(c: Contract): string {
   out.push(`ROUTES: Final = ${pyTuple([c.autoRoute.route, ...c.lanes.map((l) => l.lane)])}`, "", "#: Board kinds an agent can serve:");
   for (const k of c.boardKinds) out.push(...pyComment(`${k.kind}: ${k.doc}`));
   out.push(`BOARD_KINDS: Final = ${pyTuple(c.boardKinds.map((k) => k.kind))}`);
+  out.push(
+    "",
+    "",
+    "class OptionLimit(NamedTuple):",
+    '    """One numeric option\'s limits, in TypeScript\'s unit: inclusive unless max_exclusive; unit "s": the Python option takes seconds."""',
+    "",
+    "    ts: str",
+    "    min: float",
+    "    max: float",
+    "    max_exclusive: bool",
+    "    integer: bool",
+    "    unit: str",
+    "    doc: str",
+    "",
+    "",
+    ...pyComment(c.optionLimits.$comment),
+    "OPTION_LIMITS: Final[dict[str, dict[str, OptionLimit]]] = {",
+  );
+  const pyBool = (b: boolean | undefined) => (b ? "True" : "False");
+  for (const a of c.optionLimits.apis) {
+    out.push(`    ${js(a.python)}: {`);
+    for (const o of a.options) {
+      const args = `${js(o.option)}, ${o.min}, ${o.max}, ${pyBool(o.maxExclusive)}, ${pyBool(o.integer)}, ${js(o.pythonUnit ?? "")}, ${js(o.doc)}`;
+      const line = `        ${js(o.python)}: OptionLimit(${args}),`;
+      // As black writes it: one line where it fits, else the arguments on a line of their own.
+      out.push(...(line.length <= PY_MAX_LINE ? [line] : [`        ${js(o.python)}: OptionLimit(`, `            ${args}`, "        ),"]));
+    }
+    out.push("    },");
+  }
+  out.push("}");
   for (const k of c.constants) out.push("", ...pyComment(k.doc), `${k.name}: Final = ${js(k.value)}`);
   return checkPyLines(out.join("\n") + "\n", OUTPUTS.py);
 }

@@ -113,6 +113,8 @@ export {
 export { FARM_VERSION } from "./version.ts";
 /** The board kinds agents serve, as contract.json declares them (the BoardKind enum adds the tracker's tvm-rpc: protos/enums.ts). */
 export { BOARD_KINDS } from "./gen/contract.ts";
+/** The numeric options of the SDKs' APIs, checked against contract.json's one table of their limits. */
+export { checkOption, checkOptions, describeLimit, type OptionApi } from "./option-limits.ts";
 export type {
   CudaLaunchLimits as CudaLaunchLimitsMessage,
   CudaLaunchLimits__Output as CudaLaunchLimitsMessage__Output,

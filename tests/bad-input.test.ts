@@ -9,12 +9,13 @@ import { spawnSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { decodeBundle, encodeBundle, type ModuleBundle } from "../protos/index.ts";
+import { decodeBundle, describeLimit, encodeBundle, type FarmError, type ModuleBundle } from "../protos/index.ts";
+import { OPTION_LIMITS } from "../protos/gen/contract.ts";
 import { encodeBundleUnchecked } from "../protos/bundle.ts";
 import { hostCpuTarget } from "../domain/index.ts";
-import { compileCpu, connectTracker, type CompiledModule, type Session, type TrackerClient } from "../host-sdk/index.ts";
+import { compileCpu, connectTracker, type CompiledModule, type Session, type TimeEvaluatorOptions, type TrackerClient } from "../host-sdk/index.ts";
 import { compileVadd } from "./helpers/kernels.ts";
-import { startFarm, startTrackerProcess, waitFor, waitForFreeBoards } from "./helpers/processes.ts";
+import { startAgentProcess, startFarm, startTrackerProcess, waitFor, waitForFreeBoards } from "./helpers/processes.ts";
 import { names, refused } from "./helpers/assertions.ts";
 
 type Farm = Awaited<ReturnType<typeof startFarm>>;
@@ -53,20 +54,43 @@ describe("requests the farm cannot serve", () => {
   });
   after(() => farm?.stop());
 
-  it("an unknown key is NO_BOARD at once, listing the served keys", async () => {
+  it("an unknown key without a deadline of its own is NO_BOARD at once, listing the served keys and saying how to wait", async () => {
     const t0 = performance.now();
-    const err = await refused(farm.client.request("h100", { deadlineMs: 10_000 }), "NO_BOARD");
+    const err = await refused(farm.client.request("h100"), "NO_BOARD");
     const ms = performance.now() - t0;
-    assert.ok(ms < 1000, `NO_BOARD took ${ms.toFixed(0)} ms; it must not wait for the 10 s deadline`);
+    assert.ok(ms < 1000, `NO_BOARD took ${ms.toFixed(0)} ms; without a deadline of its own it must not wait for the tracker's default`);
     names(err, '"h100"', "cpu", "other");
     assert.match(err.message, /keys served: cpu, other/);
+    assert.match(
+      err.message,
+      /to wait for a board of "h100" to attach, give it one: request\(key, \{ deadlineMs \}\), in Python request\(key, deadline=SECONDS\)/,
+    );
     await assertNothingLost(farm.client, BOARDS, "cpu");
   });
 
-  it("an unknown key with the default deadline is still NO_BOARD at once", async () => {
+  it("an unknown key with a deadline of its own waits for a board of it to attach, and is granted", async () => {
+    const waiting = farm.client.request("late", { deadlineMs: 20_000 });
+    // The request is in the tracker's queue before the agent starts: refused at once, it would never get there.
+    await waitFor("the request for late waiting in the queue", async () =>
+      (await farm.client.summary()).queues.some((q) => q.key === "late" && q.pending === 1),
+    );
+    const agent = await startAgentProcess(farm.tracker.address, ["cpu:key=late,name=l0"], ["--name", "late-agent"]);
+    try {
+      const s = await waiting;
+      assert.equal(s.board.id, "late-agent/l0");
+      await s.close();
+    } finally {
+      await agent.stop();
+    }
+    await waitFor("the late agent's board gone", async () => (await farm.client.summary()).boards.length === BOARDS);
+  });
+
+  it("an unknown key whose board never comes fails at its own deadline, naming the keys served", async () => {
     const t0 = performance.now();
-    await refused(farm.client.request("vta"), "NO_BOARD");
-    assert.ok(performance.now() - t0 < 1000);
+    const err = await refused(farm.client.request("h200", { deadlineMs: 300 }), "DEADLINE_EXCEEDED");
+    assert.ok(performance.now() - t0 >= 290, "it waited for its deadline");
+    assert.match(err.message, /no board of key "h200" could serve the request within 300 ms: no board serves key "h200"; keys served: cpu, other/);
+    await assertNothingLost(farm.client, BOARDS, "cpu");
   });
 
   it("a label selector no board has is NO_BOARD, naming the selector and the boards' labels", async () => {
@@ -124,6 +148,33 @@ describe("requests the farm cannot serve", () => {
       names(err2, tracker.address);
     } finally {
       client.close();
+      await tracker.stop();
+    }
+  });
+
+  it("connectTracker at the tracker's HTTP or TVM port says what answered and which port to use, at once", async () => {
+    const tracker = await startTrackerProcess(["--metrics-port", "0", "--tvm-port", "0"]);
+    try {
+      const cases: [string, RegExp][] = [
+        [tracker.httpAddress!, /answered in HTTP\/1\.1, not gRPC: it is an HTTP port \(the tracker's --metrics-port/],
+        [tracker.tvmAddress!, /answered with TVM's tracker magic \(0x2f271\), not gRPC: it is a TVM tracker port \(the tracker's --tvm-port/],
+      ];
+      for (const [address, what] of cases) {
+        const t0 = performance.now();
+        const err = await refused(connectTracker(address, { connectTimeoutMs: 20_000 }), "UNAVAILABLE");
+        const ms = performance.now() - t0;
+        names(err, address);
+        assert.match(err.message, what);
+        assert.match(
+          err.message,
+          /connect to the tracker's gRPC port instead: the one `kfarm tracker` prints as "listening on" \(its --port, 9190 unless set\)/,
+        );
+        assert.doesNotMatch(err.message, /running there/);
+        assert.ok(ms < 5000, `told after ${ms.toFixed(0)} ms: another protocol answering is known at the first attempt, not at the 20 s timeout`);
+      }
+      // The gRPC port itself still connects.
+      (await connectTracker(tracker.address)).close();
+    } finally {
       await tracker.stop();
     }
   });
@@ -415,6 +466,30 @@ describe("bad input inside a session", () => {
         ),
         "array 999",
       );
+
+      // Numeric options outside contract.json's limits are refused on the host, before anything is sent: a negative
+      // repeat would travel as the uint32 4294967295 and spin the board until its timeout.
+      const t0 = performance.now();
+      const evaluatorRefusal = (opts: TimeEvaluatorOptions) => {
+        try {
+          s.timeEvaluator("vadd", opts);
+        } catch (err) {
+          return err as FarmError;
+        }
+        assert.fail(`timeEvaluator took ${JSON.stringify(opts)}`);
+      };
+      const repeat = evaluatorRefusal({ repeat: -1 });
+      assert.equal(repeat.code, "INVALID_ARGUMENT");
+      assert.equal(repeat.message, "timeEvaluator repeat must be an integer in [1, 4294967295] (repeats, each one result), got -1");
+      for (const [option, limit] of Object.entries(OPTION_LIMITS.timeEvaluator)) {
+        for (const bad of [limit.min - 1, limit.maxExclusive ? limit.max : limit.max + 1, Number.NaN, limit.integer ? limit.min + 0.5 : Infinity]) {
+          const e = evaluatorRefusal({ [option]: bad });
+          assert.equal(e.code, "INVALID_ARGUMENT", e.message);
+          assert.equal(e.message, `timeEvaluator ${option} must be ${describeLimit(limit)} (${limit.doc}), got ${bad}`);
+        }
+      }
+      names(await refused(fn.withOptions({ timeoutMs: -5 })(a, b, c, n), "INVALID_ARGUMENT"), "call timeoutMs must be an integer in [1, 4294967295]", "got -5");
+      assert.ok(performance.now() - t0 < 1000, "refused at once, not at the board's timeout");
 
       // Nothing ran: c is still zero. Then a correct call works in the same session.
       assert.deepEqual([...((await c.toArray()) as Float32Array)], new Array(n).fill(0));

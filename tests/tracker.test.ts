@@ -31,7 +31,7 @@ import type { BoardKind } from "../protos/gen/farm/v1/BoardKind.ts";
 import type { TrackerMessage__Output } from "../protos/gen/farm/v1/TrackerMessage.ts";
 import { rawSession } from "./helpers/raw-session.ts";
 import { connectTracker, type TrackerClient } from "../host-sdk/index.ts";
-import { startAgentProcess, startFarm, startTrackerProcess, waitFor, waitForFreeBoards } from "./helpers/processes.ts";
+import { runCli, startAgentProcess, startFarm, startTrackerProcess, waitFor, waitForFreeBoards } from "./helpers/processes.ts";
 
 const run = promisify(execFile);
 const CLI = fileURLToPath(new URL("../cli/main.ts", import.meta.url));
@@ -187,6 +187,19 @@ describe("label selectors and the summary", () => {
     );
     assert.equal(s.boards[0]!.labels.arch, process.arch === "x64" ? "x86_64" : s.boards[0]!.labels.arch);
     assert.ok(Number(s.boards[0]!.capabilities.cores) >= 1);
+  });
+
+  it("refuses a config file with a misspelled field, naming it and the fields allowed, before it attaches anything", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "kf-cfg-typo-"));
+    const config = join(dir, "agent.yaml");
+    await writeFile(config, ["boards:", "  - kind: cpu", "    key: cpu", "    name: typo", "    lables: { tier: fast }", ""].join("\n"));
+    const r = await runCli(["agent", "--tracker", tracker.address, "--config", config]);
+    assert.notEqual(r.code, 0, r.stdout);
+    assert.match(r.stderr, /boards\[0\]\.lables is not a field here \(misspelled\?\); the fields allowed: kind, key, name, labels, index, options/);
+    assert.deepEqual(
+      (await client.summary()).boards.map((b) => b.id),
+      ["rack1/fast", "rack1/slow"],
+    );
   });
 
   it("grants only boards whose labels match", async () => {

@@ -71,6 +71,13 @@ const CLIENTS: Record<
      * cannot tell a refusal from a bug); otherwise it fails NO_BOARD at once.
      */
     waitsForAnyKey: boolean;
+    /**
+     * A request that names its own deadline waits up to it for a key no board
+     * serves yet (an agent started just before the script attaches a moment
+     * later, as TVM's servers register); one without fails NO_BOARD at once,
+     * saying how to wait.
+     */
+    waitsWithItsDeadline: boolean;
     /** A key whose boards left a moment ago (an agent restarting) is waited for rather than refused. */
     waitsForReturningBoards: boolean;
     /** Why no board can serve `key`: the keys its kind of boards serve, and how many boards of `key` serve the other kind only. */
@@ -79,12 +86,14 @@ const CLIENTS: Record<
 > = {
   kernelfarm: {
     waitsForAnyKey: false,
+    waitsWithItsDeadline: true,
     waitsForReturningBoards: true,
     noBoard: (key, keys, others) =>
       `no board serves key "${key}"; keys served: ${keys.length ? keys.join(", ") : "(none: no agent is attached)"}${others ? `; ${others} TVM server(s) of key "${key}" serve TVM clients only, on the TVM port` : ""}`,
   },
   tvm: {
     waitsForAnyKey: true,
+    waitsWithItsDeadline: true,
     waitsForReturningBoards: false,
     noBoard: (key, keys, others) =>
       `no TVM server serves key "${key}"; keys TVM servers serve: ${keys.length ? keys.join(", ") : "(none: no TVM server is registered)"}${others ? `; ${others} kernelfarm board(s) of key "${key}" serve kernelfarm's SDK only` : ""}`,
@@ -123,7 +132,11 @@ export class Scheduler {
     return [...this.queues.entries()].filter(([, q]) => q.size > 0).map(([k]) => k);
   }
 
-  /** Enqueues a request; fails at once when no board could ever serve it (kernelfarm's hosts; TVM's clients wait for any key). */
+  /**
+   * Enqueues a request; fails at once when no board could ever serve it and
+   * the request names no deadline of its own (TVM's clients wait for any key,
+   * a request with a deadline waits up to it for a board to attach).
+   */
   request(
     req: SessionRequest__Output,
     callbacks: { grant: Waiter["grant"]; fail: Waiter["fail"] },
@@ -142,8 +155,22 @@ export class Scheduler {
     const labels = req.labels ?? {};
     const boardId = req.board_id || undefined;
     const unservable = this.unservable(req.key, labels, boardId, protocol);
-    if (unservable && !CLIENTS[protocol].waitsForAnyKey) {
-      callbacks.fail(unservable);
+    const client = CLIENTS[protocol];
+    // Looked at only for a request none can serve: the key's list is built then, not on every request.
+    const keyAbsent = unservable !== undefined && this.registry.boardsOfKey(req.key).length === 0;
+    // The request's own deadline, not the operator's default: a script that gives none has not said it will wait.
+    // Only for a key no board serves yet (its agent may be starting); a key whose boards lack the labels, or are
+    // out of rotation, or serve TVM's clients only, is refused at once: waiting would only hide the reason.
+    const waits = client.waitsForAnyKey || (keyAbsent && client.waitsWithItsDeadline && req.deadline_ms > 0);
+    if (unservable && !waits) {
+      callbacks.fail(
+        keyAbsent
+          ? new FarmError(
+              unservable.code,
+              `${unservable.message} (a request without a deadline of its own fails at once; to wait for a board of "${req.key}" to attach, give it one: request(key, { deadlineMs }), in Python request(key, deadline=SECONDS))`,
+            )
+          : unservable,
+      );
       return undefined;
     }
     const policy = this.askers[protocol];
@@ -179,8 +206,8 @@ export class Scheduler {
           this.queueChanged(req.key);
           const busy = this.registry.boardsOfKey(req.key, protocol).length;
           const gone = CLIENTS[protocol].waitsForReturningBoards ? this.hooks.lastLeft(req.key) : undefined;
-          // A request that waits for any key (TVM's) says why none could serve it, where none could.
-          const why = CLIENTS[protocol].waitsForAnyKey ? this.unservable(req.key, labels, boardId, protocol) : undefined;
+          // A request that waited though none could serve it (TVM's, or one with its own deadline) says why none could, where none could.
+          const why = waits ? this.unservable(req.key, labels, boardId, protocol) : undefined;
           waiter.fail(
             new FarmError(
               "DEADLINE_EXCEEDED",

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { after, describe, it } from "node:test";
 import { FarmError } from "../../protos/index.ts";
 import { expandBoards, parseBoardFlag, parseBytes } from "./board-config.ts";
@@ -246,6 +247,26 @@ describe("readAgentConfigFile", () => {
     const path = join(dir, "badkind.json");
     writeFileSync(path, JSON.stringify({ boards: [{ kind: "cpu" }, { kind: "fpga" }] }));
     assert.throws(() => readAgentConfigFile(path), invalid(/boards\[1\]\.kind must be one of cpu/));
+  });
+
+  it("refuses a field it does not know (a misspelling), naming it and the fields allowed", () => {
+    const cases: [string, RegExp][] = [
+      [
+        "boards:\n  - kind: cpu\n    lables: { zone: a }\n",
+        /boards\[0\]\.lables is not a field here \(misspelled\?\); the fields allowed: kind, key, name, labels, index, options/,
+      ],
+      ["trackr: x:1\nboards: [{ kind: cpu }]\n", /: trackr is not a field here \(misspelled\?\); the fields allowed: tracker, name, boards, agent/],
+      ["boards: [{ kind: cpu, options: { memoryByte: 1024 } }]\n", /boards\[0\]\.options\.memoryByte is not a field here .*memoryBytes/],
+      ["boards: [{ kind: cpu, labels: [a, b] }]\n", /boards\[0\]\.labels must be a mapping/],
+      ["- kind: cpu\n", /must be a mapping with tracker, name, boards, agent/],
+    ];
+    for (const [yaml, why] of cases) {
+      const path = join(dir, "misspelled.yaml");
+      writeFileSync(path, yaml);
+      assert.throws(() => readAgentConfigFile(path), invalid(why), yaml);
+    }
+    const example = readAgentConfigFile(fileURLToPath(new URL("../../deploy/agent.example.yaml", import.meta.url)));
+    assert.deepEqual(example.boards[0]!.labels, { zone: "rack1" }, "the deployed example still reads");
   });
 
   it("refuses a bad key in a file, naming the file", () => {

@@ -1,7 +1,10 @@
 /**
  * The agent's config file (JSON or YAML): `{ tracker?, name?, boards: [...],
  * agent?: {settings} }`. Boards are checked as `--board` flags are
- * (board-config.ts); settings are the agent options a file may give.
+ * (board-config.ts); settings are the agent options a file may give. A field
+ * the reader does not know is an error naming it and the ones it knows: a
+ * misspelled `lables:` that were ignored would leave a board without its
+ * labels and nobody told.
  */
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
@@ -66,6 +69,20 @@ function readSettings(raw: unknown, at: string): AgentFileSettings {
   return out;
 }
 
+/** The fields of the file, of a board in it, and of a board's options (the backends' settings, camelCase as in BoardConfig.options). */
+const FILE_FIELDS = ["tracker", "name", "boards", "agent"] as const;
+const BOARD_FIELDS = ["kind", "key", "name", "labels", "index", "options"] as const;
+const BOARD_OPTIONS = ["memoryBytes", "canaryLibrary", "dma", "doneTimeoutMs", "hang", "tvmHome", "python"] as const;
+
+/** Refuses a field of `obj` that `known` lacks, naming it and the ones allowed. */
+function refuseUnknown(obj: object, known: readonly string[], at: string): void {
+  const unknown = Object.keys(obj).find((k) => !known.includes(k));
+  if (unknown !== undefined)
+    throw new FarmError("INVALID_ARGUMENT", `${at}${unknown} is not a field here (misspelled?); the fields allowed: ${known.join(", ")}`, {
+      details: { field: unknown },
+    });
+}
+
 /** Reads `{ tracker?, name?, boards: [{kind, key, name?, labels?, index?, options?}], agent?: {settings} }`. */
 export function readAgentConfigFile(path: string): { tracker?: string; name?: string; boards: BoardConfig[]; settings: AgentFileSettings } {
   let doc: unknown;
@@ -76,9 +93,22 @@ export function readAgentConfigFile(path: string): { tracker?: string; name?: st
     throw new FarmError("INVALID_ARGUMENT", `cannot read agent config ${path}: ${(err as Error).message}`, { cause: err });
   }
   const d = doc as { tracker?: unknown; name?: unknown; boards?: unknown; agent?: unknown };
-  if (!Array.isArray(d?.boards)) throw new FarmError("INVALID_ARGUMENT", `agent config ${path}: "boards" must be a list`);
+  if (typeof d !== "object" || d === null || Array.isArray(d))
+    throw new FarmError("INVALID_ARGUMENT", `agent config ${path} must be a mapping with ${FILE_FIELDS.join(", ")}`);
+  refuseUnknown(d, FILE_FIELDS, `agent config ${path}: `);
+  if (!Array.isArray(d.boards)) throw new FarmError("INVALID_ARGUMENT", `agent config ${path}: "boards" must be a list`);
   const boards = d.boards.map((b: Record<string, unknown>, i: number) => {
     const at = `agent config ${path}: boards[${i}]`;
+    if (typeof b !== "object" || b === null || Array.isArray(b))
+      throw new FarmError("INVALID_ARGUMENT", `${at} must be a mapping with ${BOARD_FIELDS.join(", ")}`);
+    refuseUnknown(b, BOARD_FIELDS, `${at}.`);
+    if (b.options !== undefined) {
+      if (typeof b.options !== "object" || b.options === null || Array.isArray(b.options))
+        throw new FarmError("INVALID_ARGUMENT", `${at}.options must be a mapping of ${BOARD_OPTIONS.join(", ")}`);
+      refuseUnknown(b.options, BOARD_OPTIONS, `${at}.options.`);
+    }
+    if (b.labels !== undefined && (typeof b.labels !== "object" || b.labels === null || Array.isArray(b.labels)))
+      throw new FarmError("INVALID_ARGUMENT", `${at}.labels must be a mapping of label names to values, got ${JSON.stringify(b.labels)}`);
     if (typeof b?.kind !== "string" || !isBoardKind(b.kind)) throw new FarmError("INVALID_ARGUMENT", `${at}.kind must be one of ${BOARD_KINDS.join(", ")}`);
     return checkBoard(
       {

@@ -2,17 +2,13 @@
 import type { TrackerClient } from "kernelfarm";
 
 /**
- * The boards of `key` attached to the tracker at `address`. An agent started
- * just before the script may still be attaching its boards, so this waits
- * for the first one up to `waitMs`, then names the key and the tracker.
+ * The boards of `key` attached to the tracker. An agent started just before
+ * the script may still be attaching its boards: a request with a deadline
+ * waits up to it for a board of the key to attach (the tracker's
+ * DEADLINE_EXCEEDED then names the keys it serves), and its session is
+ * closed at once.
  */
-export async function boardsOf(client: TrackerClient, key: string, address: string, waitMs = 30_000) {
-  const of = async () => (await client.summary()).boards.filter((b) => b.key === key);
-  let boards = await of();
-  for (const until = Date.now() + waitMs; boards.length === 0 && Date.now() < until;) {
-    await new Promise((r) => setTimeout(r, 250));
-    boards = await of();
-  }
-  if (boards.length === 0) throw new Error(`no board of key "${key}" is attached to ${address} (waited ${waitMs / 1000} s)`);
-  return boards;
+export async function boardsOf(client: TrackerClient, key: string, waitMs = 30_000) {
+  await (await client.request(key, { deadlineMs: waitMs })).close();
+  return (await client.summary({ key })).boards.filter((b) => b.key === key);
 }

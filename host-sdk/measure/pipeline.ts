@@ -15,7 +15,7 @@
  */
 import { setMaxListeners } from "node:events";
 import { availableParallelism } from "node:os";
-import { FarmError, type AnyTypedArray } from "../../protos/index.ts";
+import { FarmError, checkOption, checkOptions, type AnyTypedArray } from "../../protos/index.ts";
 import type { CompiledModule } from "../compiled-module.ts";
 import { Limiter } from "../limiter.ts";
 import type { TrackerClient } from "../tracker-client.ts";
@@ -119,6 +119,9 @@ export class Pipeline {
     this.compileParallelism = positive(opts.compileParallelism, "compileParallelism") ?? availableParallelism();
     this.inFlight = positive(opts.inFlightPerBoard, "inFlightPerBoard") ?? DEFAULT_IN_FLIGHT_PER_BOARD;
     this.depth = positive(opts.queueDepth, "queueDepth") ?? initialQueueDepth(this.compileParallelism, slots, this.inFlight);
+    // Before anything is sent: the same limits a session's timeEvaluator keeps (protos/option-limits.ts).
+    if (opts.timeoutMs !== undefined) checkOption("measure", "timeoutMs", opts.timeoutMs);
+    checkOptions("timeEvaluator", opts.timeEvaluator ?? {});
     this.retries = opts.retries ?? DEFAULT_RETRIES;
     if (!Number.isInteger(this.retries) || this.retries < 0)
       throw new FarmError("INVALID_ARGUMENT", `measure: retries must be an integer ≥ 0, got ${opts.retries}`);

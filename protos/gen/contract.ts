@@ -79,6 +79,44 @@ export const AUTO_ROUTE = "auto";
  */
 export const BOARD_KINDS = ["cpu", "cuda", "vta-sim", "vta", "tvm"] as const;
 
+/** One numeric option's limits: inclusive unless maxExclusive, in TypeScript's unit; pythonUnit "s": Python's option takes seconds. */
+export interface OptionLimit {
+  readonly python: string;
+  readonly min: number;
+  readonly max: number;
+  readonly maxExclusive: boolean;
+  readonly integer: boolean;
+  readonly pythonUnit: "" | "s";
+  readonly doc: string;
+}
+
+/** The numeric options of the SDKs' APIs and the values each takes: both SDKs check them before anything is sent, and refuse a bad one with INVALID_ARGUMENT naming the option, the value and the range (protos/option-limits.ts, python/kernelfarm/option_limits.py). `option` is TypeScript's name, `python` Python's; min and max are inclusive (max exclusive with maxExclusive), in TypeScript's unit; `pythonUnit` "s": Python takes seconds where TypeScript takes milliseconds; `integer`: whole numbers only. */
+export const OPTION_LIMITS = {
+  timeEvaluator: {
+    number: { python: "number", min: 1, max: 4294967295, maxExclusive: false, integer: true, pythonUnit: "", doc: "calls per repeat" },
+    repeat: { python: "repeat", min: 1, max: 4294967295, maxExclusive: false, integer: true, pythonUnit: "", doc: "repeats, each one result" },
+    minRepeatMs: { python: "min_repeat_ms", min: 0, max: 4294967295, maxExclusive: false, integer: false, pythonUnit: "", doc: "grow number until one repeat lasts this long" },
+    cooldownMs: { python: "cooldown_interval_ms", min: 0, max: 4294967295, maxExclusive: false, integer: false, pythonUnit: "", doc: "sleep after repeats" },
+    repeatsToCooldown: { python: "repeats_to_cooldown", min: 1, max: 4294967295, maxExclusive: false, integer: true, pythonUnit: "", doc: "sleep after every this many repeats" },
+    limitZeroTimeIterations: { python: "limit_zero_time_iterations", min: 0, max: 4294967295, maxExclusive: false, integer: true, pythonUnit: "", doc: "stop growing number after this many 0 ns measurements" },
+    targetRse: { python: "target_rse", min: 0, max: 1, maxExclusive: true, integer: false, pythonUnit: "", doc: "a precision target: 0.01, the median within ~1 %; 0, exactly repeat repeats" },
+    budgetMs: { python: "budget_ms", min: 0, max: 4294967295, maxExclusive: false, integer: false, pythonUnit: "", doc: "with a precision target, stop adding repeats after this long; 0: 5000 ms" },
+    timeoutMs: { python: "timeout", min: 1, max: 4294967295, maxExclusive: false, integer: true, pythonUnit: "s", doc: "each evaluation's timeout on the board" },
+  },
+  call: {
+    timeoutMs: { python: "timeout", min: 1, max: 4294967295, maxExclusive: false, integer: true, pythonUnit: "s", doc: "the call's timeout on the board" },
+  },
+  request: {
+    priority: { python: "priority", min: -2147483648, max: 2147483647, maxExclusive: false, integer: true, pythonUnit: "", doc: "larger is served first" },
+    deadlineMs: { python: "deadline", min: 0, max: 4294967295, maxExclusive: false, integer: true, pythonUnit: "s", doc: "the longest wait for a board of the key, queued or attaching" },
+    sessionTimeoutMs: { python: "session_timeout", min: 0, max: 4294967295, maxExclusive: false, integer: true, pythonUnit: "s", doc: "the lease ends after this long; 0: the longest allowed" },
+    directTimeoutMs: { python: "direct_timeout", min: 0, max: 4294967295, maxExclusive: false, integer: true, pythonUnit: "s", doc: "auto route: how long the direct lane may take before the relay" },
+  },
+  measure: {
+    timeoutMs: { python: "timeout", min: 1, max: 4294967295, maxExclusive: false, integer: true, pythonUnit: "s", doc: "each candidate's timeout on the board, for every call and the timing" },
+  },
+} as const satisfies Record<string, Record<string, OptionLimit>>;
+
 /** Session data is chunked to this size (1 MiB was best in every measurement). */
 export const CHUNK_BYTES = 1048576;
 

@@ -6,7 +6,7 @@ limits and metadata keys on the wire. The TypeScript side imports the same value
 from __future__ import annotations
 
 from enum import Enum
-from typing import Final
+from typing import Final, NamedTuple
 
 
 class ErrorCode(str, Enum):
@@ -189,6 +189,63 @@ ROUTES: Final = ("auto", "direct", "relay", "grpc")
 #: tvm: Apache TVM's runtime behind the agent: TVM clients on the tracker's TVM port upload, load and time TVM modules on it
 #: (docs/tvm-boards.md)
 BOARD_KINDS: Final = ("cpu", "cuda", "vta-sim", "vta", "tvm")
+
+
+class OptionLimit(NamedTuple):
+    """One numeric option's limits, in TypeScript's unit: inclusive unless max_exclusive; unit "s": the Python option takes seconds."""
+
+    ts: str
+    min: float
+    max: float
+    max_exclusive: bool
+    integer: bool
+    unit: str
+    doc: str
+
+
+#: The numeric options of the SDKs' APIs and the values each takes: both SDKs check them before anything is sent, and refuse a bad one with
+#: INVALID_ARGUMENT naming the option, the value and the range (protos/option-limits.ts, python/kernelfarm/option_limits.py). `option` is
+#: TypeScript's name, `python` Python's; min and max are inclusive (max exclusive with maxExclusive), in TypeScript's unit; `pythonUnit`
+#: "s": Python takes seconds where TypeScript takes milliseconds; `integer`: whole numbers only.
+OPTION_LIMITS: Final[dict[str, dict[str, OptionLimit]]] = {
+    "time_evaluator": {
+        "number": OptionLimit("number", 1, 4294967295, False, True, "", "calls per repeat"),
+        "repeat": OptionLimit("repeat", 1, 4294967295, False, True, "", "repeats, each one result"),
+        "min_repeat_ms": OptionLimit("minRepeatMs", 0, 4294967295, False, False, "", "grow number until one repeat lasts this long"),
+        "cooldown_interval_ms": OptionLimit("cooldownMs", 0, 4294967295, False, False, "", "sleep after repeats"),
+        "repeats_to_cooldown": OptionLimit("repeatsToCooldown", 1, 4294967295, False, True, "", "sleep after every this many repeats"),
+        "limit_zero_time_iterations": OptionLimit(
+            "limitZeroTimeIterations", 0, 4294967295, False, True, "", "stop growing number after this many 0 ns measurements"
+        ),
+        "target_rse": OptionLimit(
+            "targetRse", 0, 1, True, False, "", "a precision target: 0.01, the median within ~1 %; 0, exactly repeat repeats"
+        ),
+        "budget_ms": OptionLimit(
+            "budgetMs", 0, 4294967295, False, False, "", "with a precision target, stop adding repeats after this long; 0: 5000 ms"
+        ),
+        "timeout": OptionLimit("timeoutMs", 1, 4294967295, False, True, "s", "each evaluation's timeout on the board"),
+    },
+    "call": {
+        "timeout": OptionLimit("timeoutMs", 1, 4294967295, False, True, "s", "the call's timeout on the board"),
+    },
+    "request": {
+        "priority": OptionLimit("priority", -2147483648, 2147483647, False, True, "", "larger is served first"),
+        "deadline": OptionLimit(
+            "deadlineMs", 0, 4294967295, False, True, "s", "the longest wait for a board of the key, queued or attaching"
+        ),
+        "session_timeout": OptionLimit(
+            "sessionTimeoutMs", 0, 4294967295, False, True, "s", "the lease ends after this long; 0: the longest allowed"
+        ),
+        "direct_timeout": OptionLimit(
+            "directTimeoutMs", 0, 4294967295, False, True, "s", "auto route: how long the direct lane may take before the relay"
+        ),
+    },
+    "measure": {
+        "timeout": OptionLimit(
+            "timeoutMs", 1, 4294967295, False, True, "s", "each candidate's timeout on the board, for every call and the timing"
+        ),
+    },
+}
 
 #: Session data is chunked to this size (1 MiB was best in every measurement).
 CHUNK_BYTES: Final = 1048576

@@ -168,10 +168,7 @@ def timing_doc(time_evaluator: Optional[Mapping[str, Any]]) -> dict[str, Any]:
 
 def timeout_ms(timeout: Optional[float]) -> int:
     """measure()'s `timeout` (seconds; None: 10) as the board gets it, in whole milliseconds."""
-    try:
-        return _timeout_ms(DEFAULT_TIMEOUT_S if timeout is None else timeout, "measure: timeout")
-    except FarmError as err:
-        raise FarmError("INVALID_ARGUMENT", err.message) from None
+    return _timeout_ms(DEFAULT_TIMEOUT_S if timeout is None else timeout, "measure")
 
 
 def launch_doc(launch: Optional[Mapping[str, Any]], where: str) -> Optional[dict[str, Any]]:

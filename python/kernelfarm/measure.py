@@ -48,6 +48,8 @@ from ._contract import DEFAULT_INFRA_DEADLINE_MS, MEASURE_OUTCOMES as OUTCOMES
 from ._contract import DEFAULT_RETRIES as _DEFAULT_RETRIES
 from .results_file import ResultsFile, remeasure_reason
 from .seeded import fill_problem, fill_range, random_array
+from ._contract import OPTION_LIMITS
+from .option_limits import check_option
 from .session import RemoteArray, RemoteModule, Session, TimeOptions, measured
 from .tracker_client import TrackerClient
 
@@ -426,7 +428,12 @@ def _resolve(o: _Given) -> _Options:
             "INVALID_ARGUMENT",
             f"measure: unknown time_evaluator option(s) {', '.join(sorted(set(te) - allowed))}; options: {', '.join(sorted(allowed))}",
         )
+    # Before anything is sent: the same limits a session's time_evaluator keeps (contract.json "optionLimits").
+    for k, v in te.items():
+        if k in OPTION_LIMITS["time_evaluator"]:
+            check_option("time_evaluator", k, v)
     timeout = DEFAULT_TIMEOUT_S if o.timeout is None else o.timeout
+    check_option("measure", "timeout", timeout)
     retries = DEFAULT_RETRIES if o.retries is None else o.retries
     if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
         raise FarmError(

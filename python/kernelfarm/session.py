@@ -7,7 +7,6 @@ arrays. Every failure is a FarmError.
 """
 from __future__ import annotations
 
-import math
 import numbers
 import os
 import re
@@ -21,6 +20,7 @@ from .dtypes import DTYPES, dtype_name, shape_of, wire_array
 from .errors import FarmError
 from .frames import CHUNK_BYTES
 from .multiplexer import Multiplexer, Pending
+from .option_limits import check_option
 from .protos import session_pb2
 from .summary import BoardInfo
 from .seeded import RandomFill, fill_problem, fill_range
@@ -57,21 +57,9 @@ def _uint32(value: Any, what: str, minimum: int = 0) -> int:
     return int(value)
 
 
-def _non_negative(value: Any, what: str) -> float:
-    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not math.isfinite(value) or value < 0:
-        raise FarmError("BAD_ARGUMENTS", f"{what} must be a finite number ≥ 0, got {value!r}")
-    return float(value)
-
-
-def _timeout_ms(timeout: Optional[float], what: str) -> int:
-    """A timeout in seconds as the wire's milliseconds; None: the board's default (0)."""
-    if timeout is None:
-        return 0
-    seconds = _non_negative(timeout, what)
-    ms = max(1, round(seconds * 1000))
-    if seconds == 0 or ms > _UINT32_MAX:
-        raise FarmError("BAD_ARGUMENTS", f"{what} must be in (0, {_UINT32_MAX // 1000}] seconds, got {timeout!r}")
-    return ms
+def _timeout_ms(timeout: Optional[float], api: str) -> int:
+    """A timeout in seconds as the wire's milliseconds, checked as `api`'s timeout; None: the board's default (0)."""
+    return 0 if timeout is None else int(check_option(api, "timeout", timeout))
 
 
 def _launch(decl: Optional[Mapping[str, Any]], where: str) -> Optional[session_pb2.Launch]:
@@ -212,24 +200,29 @@ class RemoteModule:
             module=self.id,
             function=info.name,
             args=[self._session._arg(info, i, a) for i, a in enumerate(args)],
-            timeout_ms=_timeout_ms(timeout, f"timeout of {info.name}"),
+            timeout_ms=_timeout_ms(timeout, "call"),
             launch=_launch(launch, f"call of {info.name}"),
         )
 
     def _time_evaluate(self, info: session_pb2.FunctionInfo, args: Sequence[Any], o: "TimeOptions") -> session_pb2.TimeEvaluate:
+        def checked(option: str, value: Any) -> Any:
+            return check_option("time_evaluator", option, value)
+
+        call = self._call(info, args, None, o.launch)
+        call.timeout_ms = _timeout_ms(o.timeout, "time_evaluator")
         return session_pb2.TimeEvaluate(
-            call=self._call(info, args, o.timeout, o.launch),
-            number=_uint32(o.number, "time_evaluator number", 1),
-            repeat=_uint32(o.repeat, "time_evaluator repeat", 1),
-            min_repeat_ms=_non_negative(o.min_repeat_ms, "time_evaluator min_repeat_ms"),
-            cooldown_ms=_non_negative(o.cooldown_interval_ms, "time_evaluator cooldown_interval_ms"),
-            repeats_to_cooldown=_uint32(o.repeats_to_cooldown, "time_evaluator repeats_to_cooldown", 1),
-            limit_zero_time_iterations=_uint32(o.limit_zero_time_iterations, "time_evaluator limit_zero_time_iterations"),
+            call=call,
+            number=checked("number", o.number),
+            repeat=checked("repeat", o.repeat),
+            min_repeat_ms=checked("min_repeat_ms", o.min_repeat_ms),
+            cooldown_ms=checked("cooldown_interval_ms", o.cooldown_interval_ms),
+            repeats_to_cooldown=checked("repeats_to_cooldown", o.repeats_to_cooldown),
+            limit_zero_time_iterations=checked("limit_zero_time_iterations", o.limit_zero_time_iterations),
             flush_l2=bool(o.flush_l2),
             graph=bool(o.graph),
             flush_cpu_cache=bool(o.flush_cpu_cache),
-            target_rse=_target_rse(o.target_rse),
-            budget_ms=_non_negative(o.budget_ms, "time_evaluator budget_ms"),
+            target_rse=checked("target_rse", o.target_rse),
+            budget_ms=checked("budget_ms", o.budget_ms),
         )
 
     def time_evaluator(
@@ -282,6 +275,9 @@ class RemoteModule:
             budget_ms,
         )
 
+        # Refused here, where the options are given, rather than at the first evaluation.
+        self._time_evaluate(info, (), options)
+
         def evaluate(*args: Any) -> BenchmarkResult:
             nonlocal options
             reply = self._session._mux.request(time_evaluate=self._time_evaluate(info, args, options))
@@ -306,12 +302,6 @@ class TimeOptions(NamedTuple):
     flush_cpu_cache: bool = False
     target_rse: float = 0
     budget_ms: float = 0
-
-
-def _target_rse(value: Any) -> float:
-    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not 0 <= float(value) < 1:
-        raise FarmError("BAD_ARGUMENTS", f"time_evaluator target_rse must be in [0, 1) (0.01: the median within ~1 %), got {value!r}")
-    return float(value)
 
 
 def _benchmark(t: session_pb2.TimeResult) -> BenchmarkResult:

@@ -4,10 +4,10 @@
 """
 from __future__ import annotations
 
-import math
 import os
 import secrets
 import socket
+import threading
 import time
 from typing import Mapping, Optional
 
@@ -19,9 +19,11 @@ from .credentials import ClientSecurity, call_metadata, diagnose_transport, env_
 from .errors import FarmError
 from .frames import encode_session_request
 from .multiplexer import Multiplexer
+from .option_limits import check_option
 from .protos import host_pb2, host_pb2_grpc
 from .session import Session
 from .summary import FarmSummary, board_info, farm_summary
+from .wrong_port import wrong_port_hint
 
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
 DEFAULT_RPC_TIMEOUT_S = 10.0
@@ -49,16 +51,9 @@ def parse_address(address: str) -> tuple[str, int]:
     raise FarmError("INVALID_ARGUMENT", f"address must be HOST:PORT, got {address!r}")
 
 
-def _ms(seconds: Optional[float], what: str) -> int:
-    """Seconds as the wire's uint32 milliseconds; None or 0: the tracker's default."""
-    if seconds is None:
-        return 0
-    if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or not math.isfinite(seconds) or seconds < 0:
-        raise FarmError("INVALID_ARGUMENT", f"request(): {what} must be a number of seconds ≥ 0, got {seconds!r}")
-    ms = round(seconds * 1000)
-    if ms > 0xFFFF_FFFF:
-        raise FarmError("INVALID_ARGUMENT", f"request(): {what} of {seconds} s is over the {0xFFFF_FFFF // 1000} s the wire carries")
-    return ms
+def _ms(seconds: Optional[float], option: str) -> int:
+    """request()'s `option` in seconds as the wire's uint32 milliseconds; None or 0: the tracker's default."""
+    return 0 if seconds is None else int(check_option("request", option, seconds))
 
 
 class TrackerClient:
@@ -122,7 +117,10 @@ class TrackerClient:
         (seconds): the lease ends after this long; None or 0: the longest the
         tracker (and your token) allows. `labels`: every one must match the
         board's. `deadline` (seconds): the longest wait in the queue; None: the
-        tracker's default (60 s unless set). `route`: how the session's frames
+        tracker's default (60 s unless set). Given, it is also how long a
+        request for a key no board serves yet waits for one to attach (an
+        agent started just before the script); without it such a request
+        fails NO_BOARD at once. `route`: how the session's frames
         travel — "direct" to the board's worker, "relay" through the tracker's
         data port, "grpc" on the tracker's gRPC port, "auto" direct with relay
         as its fallback (default $KFARM_ROUTE, else auto); `session.lane` says
@@ -133,12 +131,12 @@ class TrackerClient:
         chosen = parse_route(route if route is not None else os.environ.get("KFARM_ROUTE"), "request()")
         if not isinstance(key, str):
             raise FarmError("INVALID_ARGUMENT", f"request(): key must be a string, got {type(key).__name__}")
-        if not isinstance(priority, int) or isinstance(priority, bool) or not -(2**31) <= priority < 2**31:
-            raise FarmError("INVALID_ARGUMENT", f"request(): priority must be a 32-bit integer, got {priority!r}")
+        priority = int(check_option("request", "priority", priority))
         label_map = dict(labels or {})
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in label_map.items()):
             raise FarmError("INVALID_ARGUMENT", f"request(): labels must map strings to strings, got {label_map!r}")
         deadline_ms = _ms(deadline, "deadline")
+        _ms(direct_timeout, "direct_timeout")  # checked here; open_lane takes the seconds
         if board is not None and not isinstance(board, str):
             raise FarmError("INVALID_ARGUMENT", f"request(): board must be a board id string (AGENT/NAME), got {type(board).__name__}")
         request = encode_session_request(
@@ -213,17 +211,52 @@ def connect_tracker(
     fairness between clients (default host name, pid and a random part; on a
     farm with tokens the tracker uses the token's name). Fails with
     UNAVAILABLE naming the address if nothing answers within
-    `connect_timeout` seconds, saying so when the reason is TLS on one side."""
+    `connect_timeout` seconds, saying so when the reason is TLS on one side,
+    and saying what answered (and which port to use) when it is the
+    tracker's HTTP or TVM port — at once, not at the timeout."""
     host, port = parse_address(address)
     security = env_security(token, tls_ca, tls_cert, tls_key, tls_server_name)
     channel = grpc_channel(address, security)
-    try:
-        grpc.channel_ready_future(channel).result(timeout=connect_timeout)
-    except grpc.FutureTimeoutError:
+    ready, hint = _wait_ready(channel, host, port, connect_timeout)
+    if not ready:
         channel.close()
-        why = diagnose_transport(host, port, security.tls is not None)
+        why = hint or wrong_port_hint(host, port) or diagnose_transport(host, port, security.tls is not None)
         raise FarmError(
             "UNAVAILABLE",
             why or f"cannot reach the tracker at {address} within {round(connect_timeout * 1000)} ms; is `kfarm tracker` running there?",
         ) from None
     return TrackerClient(address, channel, security, client_id, rpc_timeout)
+
+
+def _wait_ready(channel: grpc.Channel, host: str, port: int, timeout_s: float) -> tuple[bool, Optional[str]]:
+    """Whether `channel` connects within `timeout_s`, and if not, what answered on the port when that is known early:
+    another protocol fails the channel's first attempt within a round trip, and is named then, not at the timeout."""
+    ready = grpc.channel_ready_future(channel)
+    wake = threading.Event()
+    failed = threading.Event()
+
+    def watch(state: grpc.ChannelConnectivity) -> None:
+        if state == grpc.ChannelConnectivity.TRANSIENT_FAILURE:
+            failed.set()
+            wake.set()
+
+    ready.add_done_callback(lambda _: wake.set())
+    channel.subscribe(watch)
+    try:
+        until = time.monotonic() + timeout_s
+        probed = False
+        while not ready.done():
+            left = until - time.monotonic()
+            if left <= 0 or not wake.wait(left):
+                ready.cancel()
+                return False, None
+            wake.clear()
+            if failed.is_set() and not probed:
+                probed = True
+                hint = wrong_port_hint(host, port)
+                if hint:
+                    ready.cancel()
+                    return False, hint
+        return True, None
+    finally:
+        channel.unsubscribe(watch)

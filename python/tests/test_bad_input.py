@@ -11,6 +11,8 @@ import pytest
 
 import kernelfarm
 from kernelfarm import FarmError
+from kernelfarm._contract import OPTION_LIMITS
+from kernelfarm.option_limits import describe_limit
 from modules import BAD_FUNCTIONS, BAD_SOURCE, build_cpu
 
 
@@ -117,18 +119,31 @@ def test_calls_with_wrong_arguments(remote, loaded):
     )
     assert refused("BAD_ARGUMENTS", vadd, a, b, c, 2**70) == f"argument 3 of vadd is {2**70}, outside the 64-bit integers a call carries"
     assert refused("BAD_ARGUMENTS", vadd, a, b, c, "8") == "argument 3 of vadd must be a RemoteArray or a number, got str"
-    assert refused("BAD_ARGUMENTS", vadd, a, b, c, n, timeout=0) == "timeout of vadd must be in (0, 4294967] seconds, got 0"
+    assert (
+        refused("INVALID_ARGUMENT", vadd, a, b, c, n, timeout=0)
+        == "call timeout must be a number of seconds in [0.001, 4294967.295] (the call's timeout on the board), got 0"
+    )
     assert refused("UNKNOWN_FUNCTION", lambda: loaded["vsub"]) == f'module {loaded.id} has no function "vsub"; it has: vadd, scale, nop'
     assert refused("UNKNOWN_FUNCTION", loaded.time_evaluator, "vsub").startswith(f'module {loaded.id} has no function "vsub"')
+    # Every numeric option, from the one table both SDKs check (contract.json "optionLimits"): refused when the
+    # evaluator is made, before anything is sent, naming the option, the value and the range.
     for bad, what in (
-        (0, "number must be an integer in [1, 4294967295], got 0"),
-        (-1, "number must be an integer in [1, 4294967295], got -1"),
+        (0, "number must be an integer in [1, 4294967295] (calls per repeat), got 0"),
+        (-1, "number must be an integer in [1, 4294967295] (calls per repeat), got -1"),
     ):
-        assert refused("BAD_ARGUMENTS", loaded.time_evaluator("vadd", number=bad), a, b, c, n) == f"time_evaluator {what}"
+        assert refused("INVALID_ARGUMENT", loaded.time_evaluator, "vadd", number=bad) == f"time_evaluator {what}"
     assert (
-        refused("BAD_ARGUMENTS", loaded.time_evaluator("vadd", min_repeat_ms=math.nan), a, b, c, n)
-        == "time_evaluator min_repeat_ms must be a finite number ≥ 0, got nan"
+        refused("INVALID_ARGUMENT", loaded.time_evaluator, "vadd", repeat=-1)
+        == "time_evaluator repeat must be an integer in [1, 4294967295] (repeats, each one result), got -1"
     )
+    assert (
+        refused("INVALID_ARGUMENT", loaded.time_evaluator, "vadd", min_repeat_ms=math.nan)
+        == "time_evaluator min_repeat_ms must be a number in [0, 4294967295] (grow number until one repeat lasts this long), got nan"
+    )
+    for option, limit in OPTION_LIMITS["time_evaluator"].items():
+        for bad in (limit.min / (1000 if limit.unit == "s" else 1) - 1, limit.max + 1 if limit.unit != "s" else 1e10, math.inf, "1"):
+            expected = f"time_evaluator {option} must be {describe_limit(limit)} ({limit.doc}), got {bad!r}"
+            assert refused("INVALID_ARGUMENT", loaded.time_evaluator, "vadd", **{option: bad}) == expected
     # The session served every refusal and still computes.
     vadd(a, b, c, n)
     np.testing.assert_array_equal(c.numpy(), np.full(n, 2, np.float32))
@@ -172,9 +187,15 @@ def test_requests_with_bad_options(tracker):
         == "request(): route must be one of auto, direct, relay, grpc, got 'fast'"
     )
     assert (
-        refused("INVALID_ARGUMENT", tracker.request, "cpu", priority="high") == "request(): priority must be a 32-bit integer, got 'high'"
+        refused("INVALID_ARGUMENT", tracker.request, "cpu", priority="high")
+        == "request priority must be an integer in [-2147483648, 2147483647] (larger is served first), got 'high'"
     )
-    assert refused("INVALID_ARGUMENT", tracker.request, "cpu", deadline=-1) == "request(): deadline must be a number of seconds ≥ 0, got -1"
+    assert (
+        refused("INVALID_ARGUMENT", tracker.request, "cpu", deadline=-1)
+        == "request deadline must be a number of seconds in [0, 4294967.295] "
+        "(the longest wait for a board of the key, queued or attaching), got -1"
+    )
+    assert refused("INVALID_ARGUMENT", tracker.request, "cpu", session_timeout=math.nan).startswith("request session_timeout must be")
     assert (
         refused("INVALID_ARGUMENT", tracker.request, "cpu", labels={"n": 1})
         == "request(): labels must map strings to strings, got {'n': 1}"

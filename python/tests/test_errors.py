@@ -7,6 +7,7 @@ from __future__ import annotations
 import signal
 import socket
 import threading
+import time
 
 import pytest
 
@@ -64,6 +65,30 @@ def test_a_tracker_that_is_not_there():
         assert e.value.code == "INVALID_ARGUMENT" and e.value.message == f"address must be HOST:PORT, got {bad!r}"
 
 
+def test_the_trackers_http_and_tvm_ports_are_named_with_the_port_to_use():
+    t = TrackerProcess(["--metrics-port", "0", "--tvm-port", "0"])
+    try:
+        http = t.wait_for_line(r"http on http://(\S+?)/", "the tracker's HTTP line").group(1)
+        tvm = t.wait_for_line(r"tvm port (\S+) ", "the tracker's TVM line").group(1)
+        cases = [
+            (http, "answered in HTTP/1.1, not gRPC: it is an HTTP port (the tracker's --metrics-port"),
+            (tvm, "answered with TVM's tracker magic (0x2f271), not gRPC: it is a TVM tracker port (the tracker's --tvm-port"),
+        ]
+        for address, what in cases:
+            started = time.monotonic()
+            with pytest.raises(FarmError) as e:
+                kernelfarm.connect_tracker(address, connect_timeout=20)
+            took = time.monotonic() - started
+            assert e.value.code == "UNAVAILABLE"
+            assert e.value.message.startswith(f"{address} {what}"), e.value.message
+            use = 'connect to the tracker\'s gRPC port instead: the one `kfarm tracker` prints as "listening on"'
+            assert e.value.message.endswith(f"{use} (its --port, 9190 unless set)")
+            assert took < 5, f"told after {took:.1f} s: another protocol is known at the first attempt, not at the 20 s timeout"
+        kernelfarm.connect_tracker(t.address).close()
+    finally:
+        t.stop()
+
+
 def test_a_tracker_that_went_away_is_named():
     t = TrackerProcess()
     client = kernelfarm.connect_tracker(t.address)
@@ -77,6 +102,42 @@ def test_a_tracker_that_went_away_is_named():
             client.request("cpu", deadline=1)
         assert e.value.code == "UNAVAILABLE" and e.value.message.startswith(f"cannot reach the tracker at {t.address}: ")
     finally:
+        client.close()
+        t.stop()
+
+
+def test_a_request_with_a_deadline_waits_for_its_key_to_attach():
+    t = TrackerProcess()
+    client = kernelfarm.connect_tracker(t.address)
+    agent = None
+    try:
+        # Without a deadline of its own: NO_BOARD at once, saying how to wait.
+        with pytest.raises(FarmError) as e:
+            client.request("late")
+        assert e.value.code == "NO_BOARD"
+        assert (
+            'to wait for a board of "late" to attach, give it one' in e.value.message
+            and "request(key, deadline=SECONDS)" in e.value.message
+        )
+        got: list[object] = []
+
+        def waiting() -> None:
+            try:
+                got.append(client.request("late", deadline=20))
+            except BaseException as err:  # noqa: BLE001 - the test reads it
+                got.append(err)
+
+        th = threading.Thread(target=waiting)
+        th.start()
+        wait_for("the request to queue", lambda: any(q.key == "late" and q.pending == 1 for q in client.summary().queues))
+        agent = AgentProcess(t.address, ["cpu:key=late,name=l0"], ["--name", "late"])
+        th.join(timeout=30)
+        assert got and isinstance(got[0], kernelfarm.Session), got
+        assert got[0].board.id == "late/l0"
+        got[0].close()
+    finally:
+        if agent:
+            agent.stop()
         client.close()
         t.stop()
 
