@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { componentLogger } from "../runtime/index.ts";
 import { FarmEvents } from "./events.ts";
-import { countBoards, installMetrics, REPORTED_BOARD_STATES, TrackerMetrics, type BoardRow, type MetricsSources } from "./metrics.ts";
+import { countBoards, installMetrics, REPORTED_BOARD_STATES, MAX_UNSERVED_KEYS, TrackerMetrics, type BoardRow, type MetricsSources } from "./metrics.ts";
 import type { Board } from "./registry.ts";
 import type { TrackerHttp, HttpHandler } from "./http-server.ts";
 import { parseExposition, Scrape } from "../tests/helpers/metrics.ts";
@@ -81,6 +81,20 @@ describe("tracker metrics", () => {
     src.events.emit({ ...base, change: "granted", queuedMs: 1 });
     assert.equal(await value(m, "kernelfarm_sessions_started_total", { key: "cpu" }), 2, "closed: no longer counting");
     assert.equal(src.events.listenerCount, 0);
+  });
+
+  it("keeps at most MAX_UNSERVED_KEYS keys no board serves, forgetting the oldest idle ones (a TVM client may name any key)", async () => {
+    const pending: Record<string, number> = {};
+    const m = new TrackerMetrics(sources(pending), { processMetrics: false });
+    for (let i = 0; i < MAX_UNSERVED_KEYS + 100; i++) pending[`k${i}`] = 1;
+    await m.scrape();
+    for (const k of Object.keys(pending)) pending[k] = 0;
+    pending.waiting = 2;
+    const series = (await m.scrape()).split("\n").filter((l) => l.startsWith("kernelfarm_queue_pending{")).length;
+    assert.equal(series, MAX_UNSERVED_KEYS);
+    assert.equal(await value(m, "kernelfarm_queue_pending", { key: "waiting" }), 2);
+    assert.equal(await value(m, "kernelfarm_queue_pending", { key: `k${MAX_UNSERVED_KEYS + 99}` }), 0, "the newest idle keys stay");
+    assert.equal(await value(m, "kernelfarm_queue_pending", { key: "k0" }), undefined, "the oldest idle keys go");
   });
 
   it("reads queue lengths at scrape time, and keeps reporting a key once its queue is empty", async () => {

@@ -93,10 +93,13 @@ export function countBoards(rows: Iterable<BoardRow>, states: Iterable<string>):
   return out;
 }
 
+/** Keys no board serves whose queue gauge stays reported: a bound, since TVM's clients may name any key and wait for it. */
+export const MAX_UNSERVED_KEYS = 1024;
+
 export class TrackerMetrics {
   readonly register = new PromRegistry();
   private readonly unsubscribe: () => void;
-  /** Keys that ever had a board or a queue: their pending gauge stays reported (0) once empty. */
+  /** Keys that had a board or a queue: their pending gauge stays reported (0) once empty (keys no board serves: the last MAX_UNSERVED_KEYS). */
   private readonly keysSeen = new Set<string>();
 
   private readonly sessionsStarted: Counter<"key">;
@@ -144,8 +147,18 @@ export class TrackerMetrics {
       collect() {
         this.reset();
         const { scheduler, registry } = metrics.sources;
+        const served = new Set<string>();
+        for (const board of registry.boards()) served.add(board.key);
+        for (const key of served) metrics.keysSeen.add(key);
         for (const key of scheduler.queuedKeys()) metrics.keysSeen.add(key);
-        for (const board of registry.boards()) metrics.keysSeen.add(board.key);
+        // Keys no board serves (a TVM client may name any) are kept up to MAX_UNSERVED_KEYS, the oldest idle ones forgotten first.
+        let over = metrics.keysSeen.size - served.size - MAX_UNSERVED_KEYS;
+        for (const key of metrics.keysSeen) {
+          if (over <= 0) break;
+          if (served.has(key) || scheduler.pendingOf(key) > 0) continue;
+          metrics.keysSeen.delete(key);
+          over--;
+        }
         for (const key of metrics.keysSeen) this.set({ key }, scheduler.pendingOf(key));
       },
     });

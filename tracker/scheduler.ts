@@ -118,6 +118,8 @@ export class Scheduler {
   ) {}
 
   private queueChanged(key: string): void {
+    // An empty queue of a key no board serves goes: TVM's clients wait for any key they name, and each would stay.
+    if (this.queues.get(key)?.size === 0 && this.registry.boardsWithKey(key).size === 0) this.queues.delete(key);
     this.events.emit({ type: "queue", at: Date.now(), key, pending: this.pendingOf(key) });
   }
 
