@@ -233,9 +233,10 @@ except Exception as err:
   it("the client's session_timeout ends the session as TVM's server does, and the lease with it", { skip: MISSING }, async () => {
     const run = python(`${prelude()}
 import time
+import sys
 remote = t.request("${KEY}", priority=1, session_timeout=2)
 print("connected", remote.cpu(0).exist, flush=True)
-time.sleep(4)
+sys.stdin.readline()  # the test says when the lease has ended
 try:
     # A call that reaches the server (a device's attributes may be answered from the client's cache).
     tvm.nd.array(np.ones(4, dtype="float32"), remote.cpu(0))
@@ -243,11 +244,13 @@ try:
 except Exception as err:
     print("expired", "RPCSessionTimeoutError" in str(err))
 `);
+    await waitFor("the client connected", () => /connected True/.test(run.output()), 60_000);
+    await freeAgain("the board free after the client's session timed out");
+    run.child.stdin?.end("go\n");
     const { code, out } = await run.done;
     assert.equal(code, 0, out);
     assert.match(out, /connected True/);
     assert.match(out, /expired True/, out);
-    await freeAgain("the board free after the client's session timed out");
   });
 
   it("a kernelfarm host is not granted a tvm board: told it serves TVM clients", { skip: MISSING }, async () => {
@@ -350,12 +353,14 @@ describe("a tvm board beside a cpu board, on a tracker with a session cap", () =
   });
 
   it("a client still connected at the cap loses its session; the board returns", { skip: MISSING }, async () => {
-    const run = python(heldSession(tvm, 5));
+    const run = python(heldSession(tvm));
+    await waitFor("the client connected", () => /connected True/.test(run.output()), 60_000);
+    await waitFor("the board free after the cap", async () => (await client.summary()).boards.some((b) => b.key === KEY && b.state === "free"), 30_000);
+    run.child.stdin?.end("go\n");
     const { code, out } = await run.done;
     assert.equal(code, 0, out);
     assert.match(out, /connected True/);
     assert.match(out, /cut off/);
-    await waitFor("the board free after the cap", async () => (await client.summary()).boards.some((b) => b.key === KEY && b.state === "free"), 30_000);
   });
 
   it("a kernelfarm host's session on the cpu board opens at the same port", { skip: MISSING }, async () => {
@@ -374,10 +379,11 @@ describe("a tvm board beside a cpu board, on a tracker with a session cap", () =
 
   // Last: the agent goes.
   it("an agent that stops mid-session cuts its TVM client off, and no server loop outlives it", { skip: MISSING }, async () => {
-    const run = python(heldSession(tvm, 3));
+    const run = python(heldSession(tvm));
     await waitFor("the client connected", () => /connected True/.test(run.output()), 60_000);
     assert.equal((await client.summary()).boards.find((b) => b.key === KEY)?.state, "busy");
     await agent.stop();
+    run.child.stdin?.end("go\n");
     const { code, out } = await run.done;
     assert.equal(code, 0, out);
     // Its socket closed: no process holds it any more, the server loop's child included.
@@ -467,15 +473,15 @@ function readMaps(pid: number): string {
   }
 }
 
-/** A TVM client that takes a session on the board, holds it `seconds`, then calls once: "still served" or "cut off". */
-function heldSession(tvm: { host: string; port: number }, seconds: number): string {
+/** A TVM client that takes a session on the board, holds it until the test writes a line, then calls once: "still served" or "cut off". */
+function heldSession(tvm: { host: string; port: number }): string {
   return `
-import time
+import sys
 import numpy as np, tvm
 from tvm import rpc
 remote = rpc.connect_tracker("${tvm.host}", ${tvm.port}).request("${KEY}", priority=1)
 print("connected", remote.cpu(0).exist, flush=True)
-time.sleep(${seconds})
+sys.stdin.readline()  # the test says when
 try:
     tvm.nd.array(np.ones(4, dtype="float32"), remote.cpu(0))
     print("still served")
