@@ -10,11 +10,9 @@
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
+import { DEFAULT_PYTHON, TVM_HOME_VARIABLE } from "../../device-agent/backends/tvm/backend.ts";
 
-export const PYTHON = "/usr/bin/python3";
-
-/** The environment variable that names a TVM build. */
-export const TVM_HOME_VARIABLE = "KFARM_TVM_HOME";
+export const PYTHON = DEFAULT_PYTHON;
 
 /** The environment for a Python process that imports TVM: the caller's, plus TVM's paths where KFARM_TVM_HOME names a build. */
 export function tvmEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
