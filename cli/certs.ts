@@ -361,6 +361,8 @@ function nextSteps(dir: string): string {
     `            (mutual TLS: add --tls-client-ca ${d("ca.crt")})`,
     `  agent:    kfarm agent --tracker HOST:9190 --tls-ca ${d("ca.crt")} --board cpu:key=cpu`,
     `            (mutual TLS: add --tls-cert ${d("client.crt")} --tls-key ${d("client.key")})`,
+    `            its direct lane needs a certificate of its own: kfarm certs issue ${dir} --server AGENT --host AGENT-HOST,`,
+    `            then --data-tls-cert AGENT.crt --data-tls-key AGENT.key --data-advertise AGENT-HOST (else its sessions take the relay)`,
     `  host:     KFARM_TLS_CA=${d("ca.crt")} (and KFARM_TLS_CERT / KFARM_TLS_KEY for mutual TLS), or connectTracker(addr, { tls: { caFile } })`,
     `  rotate:   kfarm certs issue ${dir} --server server   (the tracker re-reads it within a second)`,
     "  copy ca.crt to every machine; keep ca.key off the network (it signs new certificates).",

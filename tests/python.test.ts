@@ -14,6 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
+import { PYTHON_SUITE_PACKAGES } from "./helpers/python-suite.ts";
 
 const PYTHON = "/usr/bin/python3";
 const REPO = fileURLToPath(new URL("..", import.meta.url));
@@ -22,7 +23,7 @@ const SUITE_TIMEOUT_MS = 15 * 60_000;
 
 /** Why the suite cannot run here, or undefined. */
 function missingPython(): string | undefined {
-  const modules = { grpc: "python3-grpcio", "google.protobuf": "python3-protobuf", numpy: "python3-numpy", pytest: "python3-pytest" };
+  const modules = PYTHON_SUITE_PACKAGES;
   const probe = spawnSync(
     PYTHON,
     [

@@ -1,11 +1,13 @@
 /**
- * A VTA program as readable text: per function and run, one line per
- * instruction (kind, fields, dependency flags), DRAM addresses named by the
- * buffer they point into, and the micro-ops each LOAD UOP brings in.
+ * A VTA program as readable text: a legend of the dependency flags, then per
+ * function and run one line per instruction (kind, fields, dependency flags),
+ * DRAM addresses named by the buffer they point into, and the micro-ops each
+ * LOAD UOP brings in. The legend is in the output because the two-letter
+ * flags (`Pp`, `pn`) are unreadable without it.
  */
 import { DEFAULT_VTA_HARDWARE, type VtaHardware } from "./config.ts";
 import type { VtaBinary } from "./program.ts";
-import { formatInsn, runToStream } from "./stream-text.ts";
+import { FLAG_MEANINGS, formatInsn, runToStream } from "./stream-text.ts";
 
 export interface DisasmOptions {
   /** Only this function. */
@@ -19,7 +21,12 @@ export interface DisasmOptions {
 
 export function disassemble(binary: VtaBinary, opts: DisasmOptions = {}): string {
   const hw = opts.hardware ?? DEFAULT_VTA_HARDWARE;
-  const out: string[] = [`; VTA program for ${binary.hardware}`];
+  const out: string[] = [
+    `; VTA program for ${binary.hardware}`,
+    '; columns: index, instruction, its fields (docs/vta-compiler.md, "Reading a disassembly"), dependency flags:',
+    ...Object.entries(FLAG_MEANINGS).map(([flag, meaning]) => `;   ${flag}  ${meaning}`),
+    ";   modules: load (LOAD INP/WGT) → compute (GEMM, ALU, LOAD UOP/ACC) → store (STORE)",
+  ];
   const names = Object.keys(binary.functions).filter((n) => !opts.functionName || n === opts.functionName);
   if (names.length === 0) {
     throw new RangeError(`no function "${opts.functionName}" in this program; it has: ${Object.keys(binary.functions).join(", ")}`);

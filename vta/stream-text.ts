@@ -53,6 +53,18 @@ const FLAG_ORDER = [
   ["pushNext", "Pn"],
 ] as const;
 
+/**
+ * What each dependency flag of a line means, for a reader of the disassembly
+ * (docs/vta-isa.md §3: the modules are load, compute and store, in that
+ * order; "prev" and "next" are the neighbouring modules of the instruction's own).
+ */
+export const FLAG_MEANINGS: Readonly<Record<(typeof FLAG_ORDER)[number][1], string>> = {
+  pp: "pop_prev: waits for, and takes, a token from the previous module",
+  pn: "pop_next: waits for, and takes, a token from the next module",
+  Pp: "push_prev: gives the previous module a token when done",
+  Pn: "push_next: gives the next module a token when done",
+};
+
 /** The kind of an instruction in the golden-file vocabulary. */
 export function insnKind(insn: Insn): string {
   switch (insn.opcode) {

@@ -69,7 +69,7 @@ async function stopProcess(proc: ChildProcess, signal: NodeJS.Signals = "SIGTERM
 }
 
 /** Waits for a stdout line matching `re`, or fails when the process exits first. */
-function waitForLine(proc: ChildProcess, re: RegExp, what: string, stderr: () => string, timeoutMs = 20_000): Promise<RegExpMatchArray> {
+export function waitForLine(proc: ChildProcess, re: RegExp, what: string, stderr: () => string, timeoutMs = 20_000): Promise<RegExpMatchArray> {
   return new Promise((resolve, reject) => {
     let out = "";
     const onData = (c: Buffer) => {
