@@ -143,6 +143,18 @@ describe("VTA compiler × simulator: other shapes and schedules", () => {
     checkConv({ ...base, height: 3, width: 3, padH: 0, padW: 0 }, { virtualThreads: 1, ocBlock: 2 }, 38);
   });
 
+  it("unpadded input tiles loaded as TVM folds them (one row, blocks at an even stride, rows at an even stride) compute the same", () => {
+    const w = { ...base, batch: 2, inChannels: 48, outChannels: 32, height: 10, width: 10, padH: 0, padW: 0 };
+    const s = { ocBlock: 1, icBlock: 3, virtualThreads: 2, storeGranularity: "row" } as const;
+    for (const [hBlock, wBlock, seed] of [
+      [8, 8, 71],
+      [4, 8, 72],
+      [8, 4, 73],
+      [4, 4, 74],
+    ] as const)
+      checkConv(w, { ...s, hBlock, wBlock }, seed);
+  });
+
   it("GEMM kernels too large to share the uop buffer are evicted and reloaded, and still compute the right thing", () => {
     // Two threads' 7×7 kernels of 5978 uops each cannot both stay in the 8192-entry uop buffer.
     const w: VtaConv2dWorkload = {
@@ -176,6 +188,16 @@ describe("VTA compiler × simulator: other shapes and schedules", () => {
       41,
     );
     checkMatmul({ kind: "matmul", workload: { batch: 3, inFeatures: 48, outFeatures: 32 } }, 1, 42);
+    // TVM's GEMM order, the batch in the outer uop loop.
+    checkMatmul(
+      {
+        kind: "matmul",
+        workload: { batch: 4, inFeatures: 32, outFeatures: 64, shift: 3, clip: [-50, 90] },
+        schedule: { batchBlock: 4, inBlock: 1, outBlock: 2, virtualThreads: 2, storeGranularity: "tile" },
+      },
+      2,
+      43,
+    );
   });
 
   it("element-wise chains with immediates, int8 inputs and several tiles", () => {

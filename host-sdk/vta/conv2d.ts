@@ -19,7 +19,7 @@
 import { FarmError, type ParamSpec } from "../../protos/index.ts";
 import { MEM, type VtaHardware } from "../../vta/index.ts";
 import { divisible, divisorsDesc, firstFitting, fitsBuffer, nonNegativeInt, oneOf, positiveInt } from "./checks.ts";
-import { dma2d } from "./dma.ts";
+import { dma2d, fold2d, type DmaDim } from "./dma.ts";
 import { checkEpilogue, type VtaEpilogue } from "./epilogue.ts";
 import { epilogueScope, gemmScope, type GemmKernelSites } from "./gemm-scopes.ts";
 import { loop, scope, seq, type ExecContext, type Stmt } from "./stmt.ts";
@@ -334,6 +334,20 @@ export function lowerConv2d(r: ResolvedConv2d, hw: VtaHardware): Stmt {
   const sites: GemmKernelSites = { kernel: "conv2d", base, signature: (ctx) => (vt > 1 ? ctx.thread : undefined) };
   const reset = gemmScope(sites, "reset", gemmNest(w, s, t, ["oc", "y", "x"]));
 
+  // TVM folds an input copy's contiguous dimensions only when it has no padding: a workload with any
+  // padding reads through pad's if_then_else, which makes every tile's copy a padded one, y and x as they are.
+  const inputRegion = (blocks: number): DmaDim[] => [
+    { extent: blocks, stride: H * W },
+    { extent: t.inpH, stride: W },
+    { extent: t.inpW, stride: 1 },
+  ];
+  const unpadded = w.padH === 0 && w.padW === 0;
+  const wholeTile = unpadded ? fold2d(inputRegion(s.icBlock)) : undefined;
+  // A tile whose channel blocks make no 2-D pattern (TVM refuses it), or whose folded stride overflows
+  // the 16-bit field, loads one channel block at a time.
+  const tileLoad = wholeTile && wholeTile.xStride < 2 ** 16 ? wholeTile : undefined;
+  const blockLoad = unpadded ? fold2d(inputRegion(1))! : undefined;
+
   const load = scope(1, "load", (ctx) => {
     const { cmd } = ctx;
     const { b, ocTile, y0, x0 } = tileAt(ctx);
@@ -342,10 +356,15 @@ export function lowerConv2d(r: ResolvedConv2d, hw: VtaHardware): Stmt {
     const c0 = x0 * w.strideW - w.padW;
     const [yp0, yp1, ys] = edgePads(r0, t.inpH, H);
     const [xp0, xp1, xs] = edgePads(c0, t.inpW, W);
-    for (let ici = 0; ici < s.icBlock; ici++) {
-      const ic = ico * s.icBlock + ici;
-      const off = ((b * Cb + ic) * H + r0 + yp0) * W + c0 + xp0;
-      cmd.loadBuffer2D(BUFFER_DATA, off, xs, ys, W, xp0, yp0, xp1, yp1, base(ctx).inp + ici * t.inpH * t.inpW, MEM.INP);
+    const blockOffset = (ici: number) => ((b * Cb + ico * s.icBlock + ici) * H + r0 + yp0) * W + c0 + xp0;
+    if (tileLoad) {
+      cmd.loadBuffer2D(BUFFER_DATA, blockOffset(0), tileLoad.xSize, tileLoad.ySize, tileLoad.xStride, 0, 0, 0, 0, base(ctx).inp, MEM.INP);
+    } else {
+      for (let ici = 0; ici < s.icBlock; ici++) {
+        const sram = base(ctx).inp + ici * t.inpH * t.inpW;
+        if (blockLoad) cmd.loadBuffer2D(BUFFER_DATA, blockOffset(ici), blockLoad.xSize, blockLoad.ySize, blockLoad.xStride, 0, 0, 0, 0, sram, MEM.INP);
+        else cmd.loadBuffer2D(BUFFER_DATA, blockOffset(ici), xs, ys, W, xp0, yp0, xp1, yp1, sram, MEM.INP);
+      }
     }
     const wOff = (ocTile * s.ocBlock * Cb + ico * s.icBlock) * kk;
     const d = dma2d(

@@ -20,7 +20,8 @@ export interface Dma2d {
   xStride: number;
 }
 
-export function dma2d(dims: readonly DmaDim[], what: string): Dma2d {
+/** The 2-D pattern of a region; undefined when it has none (more than one stride between rows). */
+export function fold2d(dims: readonly DmaDim[]): Dma2d | undefined {
   let x = 1;
   let y = 1;
   let yStride = 0;
@@ -37,11 +38,18 @@ export function dma2d(dims: readonly DmaDim[], what: string): Dma2d {
     } else if (d.stride === yStride * y) {
       y *= d.extent;
     } else {
-      throw new FarmError(
-        "COMPILE_ERROR",
-        `${what}: the region is not a 2-D pattern (dimensions ${dims.map((q) => `${q.extent}@${q.stride}`).join(", ")}); VTA DMA moves rows of contiguous elements at one stride`,
-      );
+      return undefined;
     }
   }
   return { xSize: x, ySize: y, xStride: inY ? yStride : x };
+}
+
+/** fold2d, for regions the template guarantees to be 2-D; COMPILE_ERROR otherwise. */
+export function dma2d(dims: readonly DmaDim[], what: string): Dma2d {
+  const d = fold2d(dims);
+  if (d) return d;
+  throw new FarmError(
+    "COMPILE_ERROR",
+    `${what}: the region is not a 2-D pattern (dimensions ${dims.map((q) => `${q.extent}@${q.stride}`).join(", ")}); VTA DMA moves rows of contiguous elements at one stride`,
+  );
 }

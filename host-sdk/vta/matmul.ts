@@ -9,7 +9,8 @@
  *   [compute] reset the ACC tile
  *   for ic_out:
  *     [load]    LOAD INP tile, LOAD WGT tile
- *     [compute] GEMM: loops (oc, ic) × uops (b)
+ *     [compute] GEMM: loops (b, oc) × uops (ic), as TVM's schedules order it
+ *               (loops (oc, ic) × uops (b) where VerifyDep refuses that)
  *   [compute] epilogue ALU ops
  *   [store]   STORE the tile
  * ```
@@ -53,7 +54,13 @@ export interface VtaMatmulSchedule {
 export interface ResolvedMatmul {
   workload: Required<Omit<VtaMatmulWorkload, "clip">> & { clip: readonly [number, number] | null };
   schedule: VtaMatmulSchedule;
-  tile: { inp: number; wgt: number; acc: number };
+  tile: {
+    inp: number;
+    wgt: number;
+    acc: number;
+    /** Loop order of the GEMM kernel (see GEMM_ORDERS). */
+    gemmOrder: readonly Axis[];
+  };
 }
 
 const BUFFER_A = 0;
@@ -88,12 +95,27 @@ export function resolveMatmul(w: VtaMatmulWorkload, schedule: Partial<VtaMatmulS
   return { workload, schedule: full, tile: checkSchedule(workload, full, hw) };
 }
 
-function gemmNest(s: VtaMatmulSchedule): IndexLoop[] {
-  return [
-    { extent: s.outBlock, dst: 1, src: 0, wgt: s.inBlock },
-    { extent: s.inBlock, dst: 0, src: 1, wgt: 1 },
-    { extent: s.batchBlock, dst: s.outBlock, src: s.inBlock, wgt: 0 },
-  ];
+type Axis = "b" | "oc" | "ic";
+
+/**
+ * GEMM kernel loop orders, tried in turn. The first is TVM's (the tutorials
+ * reorder the GEMM to `b_inn, oc_inn, ic_inn`): FoldUopLoop makes batch and
+ * output channels the instruction's loops and the input blocks its uops, which
+ * then all write one accumulator, so VerifyDep refuses it when batch, output
+ * and input blocks are all > 1; the second (uops over the batch) serves that.
+ */
+const GEMM_ORDERS: readonly (readonly Axis[])[] = [
+  ["b", "oc", "ic"],
+  ["oc", "ic", "b"],
+];
+
+function gemmNest(s: VtaMatmulSchedule, order: readonly Axis[]): IndexLoop[] {
+  const loops: Record<Axis, IndexLoop> = {
+    b: { extent: s.batchBlock, dst: s.outBlock, src: s.inBlock, wgt: 0 },
+    oc: { extent: s.outBlock, dst: 1, src: 0, wgt: s.inBlock },
+    ic: { extent: s.inBlock, dst: 0, src: 1, wgt: 1 },
+  };
+  return order.map((a) => loops[a]);
 }
 
 function accNest(s: VtaMatmulSchedule): IndexLoop[] {
@@ -118,12 +140,15 @@ function checkSchedule(w: Workload, s: VtaMatmulSchedule, hw: VtaHardware): Reso
   fitsBuffer(hw, "INP", vt * tile.inp, `the input tile (${per}${s.batchBlock} batch × ${s.inBlock} feature blocks)`);
   fitsBuffer(hw, "WGT", vt * tile.wgt, `the weight tile (${per}${s.outBlock} × ${s.inBlock} blocks)`);
   fitsBuffer(hw, "ACC", vt * tile.acc, `the accumulator tile (${per}${s.batchBlock} batch × ${s.outBlock} feature blocks)`);
-  const kernel = foldGemmNest(gemmNest(s), { dst: 0, src: 0, wgt: 0 });
+  const kernels = GEMM_ORDERS.map((order) => ({ order, kernel: foldGemmNest(gemmNest(s, order), { dst: 0, src: 0, wgt: 0 }) }));
+  const fits = kernels.find(({ kernel }) => kernel.uops.length <= hw.uopDepth && verifyDepViolation(kernel.uops) === undefined);
+  if (fits) return { ...tile, gemmOrder: fits.order };
+  const { kernel } = kernels[kernels.length - 1]!;
   fitsBuffer(hw, "UOP", kernel.uops.length, "the GEMM micro-op kernel");
-  const bad = verifyDepViolation(kernel.uops);
-  if (bad !== undefined)
-    throw new FarmError("COMPILE_ERROR", `matmul schedule: GEMM uop ${bad} repeats an accumulator of the two uops before it (the runtime's VerifyDep)`);
-  return tile;
+  throw new FarmError(
+    "COMPILE_ERROR",
+    `matmul schedule: GEMM uop ${verifyDepViolation(kernel.uops)} repeats an accumulator of the two uops before it (the runtime's VerifyDep)`,
+  );
 }
 
 function autoSchedule(w: Workload, given: Partial<VtaMatmulSchedule>, hw: VtaHardware): VtaMatmulSchedule {
@@ -201,7 +226,7 @@ export function lowerMatmul(r: ResolvedMatmul, hw: VtaHardware): Stmt {
     cmd.loadBuffer2D(BUFFER_W, oc0 * ib + ic0, d.xSize, d.ySize, d.xStride, 0, 0, 0, 0, base(ctx).wgt, MEM.WGT);
   });
 
-  const gemm = gemmScope(sites, "gemm", gemmNest(s));
+  const gemm = gemmScope(sites, "gemm", gemmNest(s, t.gemmOrder));
   const alu = epilogueScope(sites, w, accNest(s));
 
   const store = scope(3, "store", (ctx) => {
