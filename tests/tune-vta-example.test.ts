@@ -14,7 +14,15 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { after, it } from "node:test";
-import { MEASURE_OUTCOMES, compileVta, conv2dOutputSize, vtaConv2d, type MeasureResult, type VtaConv2dSchedule, type VtaConv2dWorkload } from "../host-sdk/index.ts";
+import {
+  MEASURE_OUTCOMES,
+  compileVta,
+  conv2dOutputSize,
+  vtaConv2d,
+  type MeasureResult,
+  type VtaConv2dSchedule,
+  type VtaConv2dWorkload,
+} from "../host-sdk/index.ts";
 import { runVtaFunction } from "../device-agent/backends/vta-sim/index.ts";
 
 const run = promisify(execFile);
@@ -63,7 +71,19 @@ it("examples/tune-vta-conv2d.ts tunes 24 schedules on an embedded farm, checks t
 
 it("no schedule in the example's space beats the default on its CI workload (the sweep behind its verdict)", () => {
   // The example's `--workload small` and knob space (examples/tune-vta-conv2d.ts).
-  const w: VtaConv2dWorkload = { batch: 1, inChannels: 64, outChannels: 64, height: 14, width: 14, kernelH: 3, kernelW: 3, padH: 1, padW: 1, shift: 8, clip: [0, 127] };
+  const w: VtaConv2dWorkload = {
+    batch: 1,
+    inChannels: 64,
+    outChannels: 64,
+    height: 14,
+    width: 14,
+    kernelH: 3,
+    kernelW: 3,
+    padH: 1,
+    padW: 1,
+    shift: 8,
+    clip: [0, 127],
+  };
   const { outHeight, outWidth } = conv2dOutputSize(w);
   const divisors = (n: number) => Array.from({ length: n }, (_, i) => i + 1).filter((d) => n % d === 0);
   const def = vtaConv2d(w);

@@ -42,7 +42,10 @@ describe("VTA compiler: input loads fold contiguous dimensions as TVM's InjectDM
 
   it("a padded workload loads each block as a padded 2-D region, rows unfolded, as TVM's pad copy does", () => {
     const padded = conv({ ...w, padH: 1, padW: 1 }, { hBlock: 10, wBlock: 10 });
-    assert.deepEqual(padded, [0, 144, 288].map((sram) => `sram ${sram} y 10 x 10 s 10 pad y[1,1] x[1,1]`));
+    assert.deepEqual(
+      padded,
+      [0, 144, 288].map((sram) => `sram ${sram} y 10 x 10 s 10 pad y[1,1] x[1,1]`),
+    );
     // Without channel blocks to fold, an unpadded full-width tile still folds its rows.
     assert.deepEqual(conv({ ...w, inChannels: 16 }, { icBlock: 1, hBlock: 4, wBlock: 8 }), ["sram 0 y 1 x 60 s 60", "sram 0 y 1 x 60 s 60"]);
   });
