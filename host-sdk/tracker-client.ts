@@ -255,6 +255,7 @@ function onFirstFailure(channel: ReturnType<HostServiceClient["getChannel"]>, de
  */
 export async function connectTracker(address: string, opts: ConnectOptions = {}): Promise<TrackerClient> {
   parseAddress(address);
+  checkOptions("connectTracker", opts);
   const env = process.env;
   const tls = opts.tls ?? (env.KFARM_TLS_CA ? { caFile: env.KFARM_TLS_CA, certFile: env.KFARM_TLS_CERT, keyFile: env.KFARM_TLS_KEY } : undefined);
   const security = clientSecurity(

@@ -42,8 +42,10 @@ export interface Contract {
 /** One API's numeric options (contract.json "optionLimits"): TypeScript's names, Python's, the range in TypeScript's unit. */
 export interface OptionLimitsApi {
   api: string;
-  python: string;
-  options: Array<Documented & { option: string; python: string; min: number; max: number; integer?: boolean; maxExclusive?: boolean; pythonUnit?: "s" }>;
+  /** Python's name of the API; absent for one Python does not have. */
+  python?: string;
+  /** `python` absent: an option Python's API does not have (TypeScript's only). */
+  options: Array<Documented & { option: string; python?: string; min: number; max: number; integer?: boolean; maxExclusive?: boolean; pythonUnit?: "s" }>;
 }
 
 /** The declaration, checked: a mistake in it fails here, naming the entry, not later in one language. */
@@ -87,16 +89,18 @@ export function readContract(text = readFileSync(REPO + CONTRACT_JSON, "utf8")):
   names(c.boardKinds, "kind", /^[a-z][a-z0-9-]*$/);
   if (!Array.isArray(c.optionLimits?.apis)) fail(`"optionLimits" must hold a list "apis"`);
   names(
-    c.optionLimits.apis.map((a) => ({ ...a, doc: a.python })),
+    c.optionLimits.apis.map((a) => ({ ...a, doc: a.api })),
     "api",
     /^[a-z][A-Za-z]*$/,
   );
+  const snake = (name: unknown) => name === undefined || (typeof name === "string" && /^[a-z][a-z_]*$/.test(name));
   for (const a of c.optionLimits.apis) {
-    if (typeof a.python !== "string" || !/^[a-z][a-z_]*$/.test(a.python)) fail(`optionLimits ${a.api}: python ${JSON.stringify(a.python)} must be snake_case`);
+    if (!snake(a.python)) fail(`optionLimits ${a.api}: python ${JSON.stringify(a.python)} must be snake_case (or absent: TypeScript's only)`);
     names(a.options, "option", /^[a-z][A-Za-z]*$/);
     for (const o of a.options) {
       const at = `optionLimits ${a.api}.${o.option}`;
-      if (typeof o.python !== "string" || !/^[a-z][a-z_]*$/.test(o.python)) fail(`${at}: python ${JSON.stringify(o.python)} must be snake_case`);
+      if (!snake(o.python)) fail(`${at}: python ${JSON.stringify(o.python)} must be snake_case (or absent: TypeScript's only)`);
+      if (o.python !== undefined && a.python === undefined) fail(`${at}: a Python option of an API Python does not have (${a.api} has no python name)`);
       if (!Number.isSafeInteger(o.min) && !Number.isFinite(o.min)) fail(`${at}: min must be a number`);
       if (!Number.isFinite(o.max) || !(o.max > o.min)) fail(`${at}: max must be a number above min`);
       if (o.pythonUnit !== undefined && o.pythonUnit !== "s") fail(`${at}: pythonUnit is "s" (seconds for milliseconds) or absent`);
@@ -147,6 +151,7 @@ export function renderTs(c: Contract): string {
   out.push("", "/** One numeric option's limits: inclusive unless maxExclusive, in TypeScript's unit; pythonUnit \"s\": Python's option takes seconds. */");
   out.push(
     "export interface OptionLimit {",
+    "  /** Python's name of the option; \"\" where Python's API has no such option. */",
     "  readonly python: string;",
     "  readonly min: number;",
     "  readonly max: number;",
@@ -163,7 +168,7 @@ export function renderTs(c: Contract): string {
     out.push(`  ${a.api}: {`);
     for (const o of a.options) {
       const limit = {
-        python: o.python,
+        python: o.python ?? "",
         min: o.min,
         max: o.max,
         maxExclusive: o.maxExclusive ?? false,
@@ -269,8 +274,10 @@ export function renderPy(c: Contract): string {
   );
   const pyBool = (b: boolean | undefined) => (b ? "True" : "False");
   for (const a of c.optionLimits.apis) {
+    if (a.python === undefined) continue;
     out.push(`    ${js(a.python)}: {`);
     for (const o of a.options) {
+      if (o.python === undefined) continue;
       const args = `${js(o.option)}, ${o.min}, ${o.max}, ${pyBool(o.maxExclusive)}, ${pyBool(o.integer)}, ${js(o.pythonUnit ?? "")}, ${js(o.doc)}`;
       const line = `        ${js(o.python)}: OptionLimit(${args}),`;
       // As black writes it: one line where it fits, else the arguments on a line of their own.

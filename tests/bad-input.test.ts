@@ -10,10 +10,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { decodeBundle, describeLimit, encodeBundle, type FarmError, type ModuleBundle } from "../protos/index.ts";
-import { OPTION_LIMITS } from "../protos/gen/contract.ts";
+import { OPTION_LIMITS, type OptionLimit } from "../protos/gen/contract.ts";
 import { encodeBundleUnchecked } from "../protos/bundle.ts";
 import { hostCpuTarget } from "../domain/index.ts";
-import { compileCpu, connectTracker, type CompiledModule, type Session, type TimeEvaluatorOptions, type TrackerClient } from "../host-sdk/index.ts";
+import { compileCpu, connectTracker, measure, type CompiledModule, type Session, type TimeEvaluatorOptions, type TrackerClient } from "../host-sdk/index.ts";
 import { compileVadd } from "./helpers/kernels.ts";
 import { startAgentProcess, startFarm, startTrackerProcess, waitFor, waitForFreeBoards } from "./helpers/processes.ts";
 import { names, refused } from "./helpers/assertions.ts";
@@ -134,6 +134,26 @@ describe("requests the farm cannot serve", () => {
     const err = await refused(connectTracker("127.0.0.1:1", { connectTimeoutMs: 500 }), "UNAVAILABLE");
     assert.ok(performance.now() - t0 < 3000, "connectTimeoutMs bounds the wait");
     names(err, "127.0.0.1:1");
+  });
+
+  it("measure()'s and connectTracker's numeric options outside contract.json's limits are INVALID_ARGUMENT before anything runs", async () => {
+    const t0 = performance.now();
+    const badValues = (limit: OptionLimit) => [limit.min - 1, limit.max + 1, Number.NaN, ...(limit.integer ? [limit.min + 0.5] : [])];
+    for (const [option, limit] of Object.entries(OPTION_LIMITS.measure)) {
+      for (const bad of badValues(limit)) {
+        const err = await refused(measure(farm.client, [], { key: "cpu", [option]: bad }), "INVALID_ARGUMENT");
+        assert.equal(err.message, `measure ${option} must be ${describeLimit(limit)} (${limit.doc}), got ${bad}`);
+      }
+    }
+    names(await refused(measure(farm.client, [], { key: "cpu", remeasure: { times: -1 } }), "INVALID_ARGUMENT"), "remeasure times must be an integer in [0, ");
+    for (const [option, limit] of Object.entries(OPTION_LIMITS.connectTracker)) {
+      for (const bad of badValues(limit)) {
+        const err = await refused(connectTracker(farm.tracker.address, { [option]: bad }), "INVALID_ARGUMENT");
+        assert.equal(err.message, `connectTracker ${option} must be ${describeLimit(limit)} (${limit.doc}), got ${bad}`);
+      }
+    }
+    assert.ok(performance.now() - t0 < 2000, "refused at once, not after a wait");
+    await assertNothingLost(farm.client, BOARDS, "cpu");
   });
 
   it("a tracker that goes away after connecting is UNAVAILABLE naming its address", async () => {

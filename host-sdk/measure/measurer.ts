@@ -10,7 +10,7 @@
  * request, a result measured while the GPU was throttled (or flagged by the
  * caller's own test) is measured again on the same session.
  */
-import { FarmError } from "../../protos/index.ts";
+import { FarmError, checkOptions } from "../../protos/index.ts";
 import type { TrackerClient } from "../tracker-client.ts";
 import { boardCount } from "./board-count.ts";
 import type { BoardSession } from "./board-session.ts";
@@ -90,6 +90,9 @@ export class Measurer {
       if (new Set(ids).size !== ids.length) throw new FarmError("INVALID_ARGUMENT", "measure: candidate ids must be unique");
       list.forEach((c, i) => checkCandidate(c, ids[i]!));
     }
+    // Every numeric option against contract.json's one table, before anything runs (protos/option-limits.ts).
+    checkOptions("measure", opts);
+    checkOptions("timeEvaluator", opts.timeEvaluator ?? {});
     const remeasure = resolveRemeasure(opts.remeasure);
     const file = ResultsFile.open(opts.resultsFile);
     const total = list?.length ?? (candidates as CandidateSource).total;

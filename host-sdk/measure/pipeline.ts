@@ -15,7 +15,7 @@
  */
 import { setMaxListeners } from "node:events";
 import { availableParallelism } from "node:os";
-import { FarmError, checkOption, checkOptions, type AnyTypedArray } from "../../protos/index.ts";
+import { FarmError, type AnyTypedArray } from "../../protos/index.ts";
 import type { CompiledModule } from "../compiled-module.ts";
 import { Limiter } from "../limiter.ts";
 import type { TrackerClient } from "../tracker-client.ts";
@@ -116,17 +116,12 @@ export class Pipeline {
   ) {
     // Every board's request or backoff listens for the batch's end: one listener per board, however many boards.
     setMaxListeners(0, this.finished.signal);
-    this.compileParallelism = positive(opts.compileParallelism, "compileParallelism") ?? availableParallelism();
-    this.inFlight = positive(opts.inFlightPerBoard, "inFlightPerBoard") ?? DEFAULT_IN_FLIGHT_PER_BOARD;
-    this.depth = positive(opts.queueDepth, "queueDepth") ?? initialQueueDepth(this.compileParallelism, slots, this.inFlight);
-    // Before anything is sent: the same limits a session's timeEvaluator keeps (protos/option-limits.ts).
-    if (opts.timeoutMs !== undefined) checkOption("measure", "timeoutMs", opts.timeoutMs);
-    checkOptions("timeEvaluator", opts.timeEvaluator ?? {});
+    // The options were checked against contract.json's limits before the batch began (Measurer).
+    this.compileParallelism = opts.compileParallelism ?? availableParallelism();
+    this.inFlight = opts.inFlightPerBoard ?? DEFAULT_IN_FLIGHT_PER_BOARD;
+    this.depth = opts.queueDepth ?? initialQueueDepth(this.compileParallelism, slots, this.inFlight);
     this.retries = opts.retries ?? DEFAULT_RETRIES;
-    if (!Number.isInteger(this.retries) || this.retries < 0)
-      throw new FarmError("INVALID_ARGUMENT", `measure: retries must be an integer ≥ 0, got ${opts.retries}`);
     this.infraDeadlineMs = opts.infraDeadlineMs ?? DEFAULT_INFRA_DEADLINE_MS;
-    if (!(this.infraDeadlineMs >= 0)) throw new FarmError("INVALID_ARGUMENT", `measure: infraDeadlineMs must be ≥ 0, got ${opts.infraDeadlineMs}`);
     this.compiles = new Limiter(this.compileParallelism);
     this.remeasure = remeasure;
   }
@@ -489,10 +484,4 @@ export class Pipeline {
       inFlight: this.inFlight,
     });
   }
-}
-
-function positive(v: number | undefined, name: string): number | undefined {
-  if (v === undefined) return undefined;
-  if (!Number.isInteger(v) || v < 1) throw new FarmError("INVALID_ARGUMENT", `measure: ${name} must be an integer ≥ 1, got ${v}`);
-  return v;
 }

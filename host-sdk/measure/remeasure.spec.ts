@@ -30,8 +30,11 @@ describe("resolveRemeasure", () => {
   });
 
   it("refuses a count that is not a whole number ≥ 0, and a test that is not a function", () => {
-    assert.throws(() => resolveRemeasure({ times: -1 }), /measure: remeasure\.times must be an integer ≥ 0, got -1/);
-    assert.throws(() => resolveRemeasure({ times: 1.5 }), /remeasure\.times must be an integer ≥ 0, got 1\.5/);
+    assert.throws(
+      () => resolveRemeasure({ times: -1 }),
+      /remeasure times must be an integer in \[0, 4294967295\] \(measure's remeasure\.times: re-measurements at most per flagged candidate\), got -1/,
+    );
+    assert.throws(() => resolveRemeasure({ times: 1.5 }), /remeasure times must be an integer in \[0, 4294967295\] .*, got 1\.5/);
     assert.throws(() => resolveRemeasure({ when: "throttled" as never }), /remeasure\.when must be a function of a result/);
   });
 });

@@ -3,7 +3,7 @@
  * are measured again on the same session, and how often at most. Checked
  * before anything runs, so a script's mistake costs no board time.
  */
-import { FarmError } from "../../protos/index.ts";
+import { FarmError, checkOption } from "../../protos/index.ts";
 import { DEFAULT_REMEASURE_TIMES, type MeasureOptions, type MeasureResult, type RemeasureOptions } from "./types.ts";
 
 /** remeasure's default test. */
@@ -15,7 +15,7 @@ export function measuredWhileThrottled(r: MeasureResult): boolean {
 export function resolveRemeasure(o: MeasureOptions["remeasure"]): Required<RemeasureOptions> | undefined {
   if (!o) return undefined;
   const { when = measuredWhileThrottled, times = DEFAULT_REMEASURE_TIMES } = o === true ? {} : o;
-  if (!Number.isInteger(times) || times < 0) throw new FarmError("INVALID_ARGUMENT", `measure: remeasure.times must be an integer ≥ 0, got ${times}`);
+  checkOption("remeasure", "times", times);
   if (typeof when !== "function") throw new FarmError("INVALID_ARGUMENT", "measure: remeasure.when must be a function of a result");
   return { when, times };
 }

@@ -81,6 +81,7 @@ export const BOARD_KINDS = ["cpu", "cuda", "vta-sim", "vta", "tvm"] as const;
 
 /** One numeric option's limits: inclusive unless maxExclusive, in TypeScript's unit; pythonUnit "s": Python's option takes seconds. */
 export interface OptionLimit {
+  /** Python's name of the option; "" where Python's API has no such option. */
   readonly python: string;
   readonly min: number;
   readonly max: number;
@@ -90,7 +91,7 @@ export interface OptionLimit {
   readonly doc: string;
 }
 
-/** The numeric options of the SDKs' APIs and the values each takes: both SDKs check them before anything is sent, and refuse a bad one with INVALID_ARGUMENT naming the option, the value and the range (protos/option-limits.ts, python/kernelfarm/option_limits.py). `option` is TypeScript's name, `python` Python's; min and max are inclusive (max exclusive with maxExclusive), in TypeScript's unit; `pythonUnit` "s": Python takes seconds where TypeScript takes milliseconds; `integer`: whole numbers only. */
+/** The numeric options of the SDKs' APIs and the values each takes: both SDKs check them before anything is sent, and refuse a bad one with INVALID_ARGUMENT naming the option, the value and the range (protos/option-limits.ts, python/kernelfarm/option_limits.py). `option` is TypeScript's name, `python` Python's (absent: an API or option TypeScript's alone has); min and max are inclusive (max exclusive with maxExclusive), in TypeScript's unit; `pythonUnit` "s": Python takes seconds where TypeScript takes milliseconds; `integer`: whole numbers only. */
 export const OPTION_LIMITS = {
   timeEvaluator: {
     number: { python: "number", min: 1, max: 4294967295, maxExclusive: false, integer: true, pythonUnit: "", doc: "calls per repeat" },
@@ -114,6 +115,20 @@ export const OPTION_LIMITS = {
   },
   measure: {
     timeoutMs: { python: "timeout", min: 1, max: 4294967295, maxExclusive: false, integer: true, pythonUnit: "s", doc: "each candidate's timeout on the board, for every call and the timing" },
+    boards: { python: "boards", min: 1, max: 4294967295, maxExclusive: false, integer: true, pythonUnit: "", doc: "boards to use at most" },
+    deadlineMs: { python: "deadline", min: 0, max: 4294967295, maxExclusive: false, integer: true, pythonUnit: "s", doc: "how long a session request waits for a free board, and a batch for its key" },
+    retries: { python: "retries", min: 0, max: 4294967295, maxExclusive: false, integer: true, pythonUnit: "", doc: "times a candidate is measured again after its session failed under it" },
+    infraDeadlineMs: { python: "infra_deadline", min: 0, max: 4294967295, maxExclusive: false, integer: true, pythonUnit: "s", doc: "how long infrastructure failures are waited out before INFRA_ERROR" },
+    compileParallelism: { python: "", min: 1, max: 4294967295, maxExclusive: false, integer: true, pythonUnit: "", doc: "host compiles at once" },
+    queueDepth: { python: "", min: 1, max: 4294967295, maxExclusive: false, integer: true, pythonUnit: "", doc: "candidates compiled ahead of the boards" },
+    inFlightPerBoard: { python: "", min: 1, max: 4294967295, maxExclusive: false, integer: true, pythonUnit: "", doc: "candidates sent to one board before the previous one's answer" },
+  },
+  remeasure: {
+    times: { python: "", min: 0, max: 4294967295, maxExclusive: false, integer: true, pythonUnit: "", doc: "measure's remeasure.times: re-measurements at most per flagged candidate" },
+  },
+  connectTracker: {
+    connectTimeoutMs: { python: "connect_timeout", min: 1, max: 4294967295, maxExclusive: false, integer: true, pythonUnit: "s", doc: "how long connecting to the tracker may take" },
+    rpcTimeoutMs: { python: "rpc_timeout", min: 1, max: 4294967295, maxExclusive: false, integer: true, pythonUnit: "s", doc: "each tracker call's deadline (summary, tokens, board commands)" },
   },
 } as const satisfies Record<string, Record<string, OptionLimit>>;
 

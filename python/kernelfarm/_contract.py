@@ -205,8 +205,9 @@ class OptionLimit(NamedTuple):
 
 #: The numeric options of the SDKs' APIs and the values each takes: both SDKs check them before anything is sent, and refuse a bad one with
 #: INVALID_ARGUMENT naming the option, the value and the range (protos/option-limits.ts, python/kernelfarm/option_limits.py). `option` is
-#: TypeScript's name, `python` Python's; min and max are inclusive (max exclusive with maxExclusive), in TypeScript's unit; `pythonUnit`
-#: "s": Python takes seconds where TypeScript takes milliseconds; `integer`: whole numbers only.
+#: TypeScript's name, `python` Python's (absent: an API or option TypeScript's alone has); min and max are inclusive (max exclusive with
+#: maxExclusive), in TypeScript's unit; `pythonUnit` "s": Python takes seconds where TypeScript takes milliseconds; `integer`: whole numbers
+#: only.
 OPTION_LIMITS: Final[dict[str, dict[str, OptionLimit]]] = {
     "time_evaluator": {
         "number": OptionLimit("number", 1, 4294967295, False, True, "", "calls per repeat"),
@@ -243,6 +244,22 @@ OPTION_LIMITS: Final[dict[str, dict[str, OptionLimit]]] = {
     "measure": {
         "timeout": OptionLimit(
             "timeoutMs", 1, 4294967295, False, True, "s", "each candidate's timeout on the board, for every call and the timing"
+        ),
+        "boards": OptionLimit("boards", 1, 4294967295, False, True, "", "boards to use at most"),
+        "deadline": OptionLimit(
+            "deadlineMs", 0, 4294967295, False, True, "s", "how long a session request waits for a free board, and a batch for its key"
+        ),
+        "retries": OptionLimit(
+            "retries", 0, 4294967295, False, True, "", "times a candidate is measured again after its session failed under it"
+        ),
+        "infra_deadline": OptionLimit(
+            "infraDeadlineMs", 0, 4294967295, False, True, "s", "how long infrastructure failures are waited out before INFRA_ERROR"
+        ),
+    },
+    "connect_tracker": {
+        "connect_timeout": OptionLimit("connectTimeoutMs", 1, 4294967295, False, True, "s", "how long connecting to the tracker may take"),
+        "rpc_timeout": OptionLimit(
+            "rpcTimeoutMs", 1, 4294967295, False, True, "s", "each tracker call's deadline (summary, tokens, board commands)"
         ),
     },
 }

@@ -435,18 +435,9 @@ def _resolve(o: _Given) -> _Options:
     timeout = DEFAULT_TIMEOUT_S if o.timeout is None else o.timeout
     check_option("measure", "timeout", timeout)
     retries = DEFAULT_RETRIES if o.retries is None else o.retries
-    if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
-        raise FarmError(
-            "INVALID_ARGUMENT",
-            "measure: retries must be an integer ≥ 0 (sessions that may fail under one candidate before it is INFRA_ERROR), "
-            f"got {retries!r}",
-        )
+    check_option("measure", "retries", retries)
     deadline = DEFAULT_INFRA_DEADLINE_S if o.infra_deadline is None else o.infra_deadline
-    if not isinstance(deadline, numbers.Real) or isinstance(deadline, bool) or not math.isfinite(deadline) or deadline < 0:
-        raise FarmError(
-            "INVALID_ARGUMENT",
-            f"measure: infra_deadline must be a finite number of seconds ≥ 0 (how long a farm outage is waited out), got {deadline!r}",
-        )
+    check_option("measure", "infra_deadline", deadline)
     return _Options(
         te,
         TimeOptions(**te, timeout=timeout),
@@ -508,6 +499,9 @@ class Measurer:
         progress: Optional[bool] = None,
     ):
         self._tracker = tracker
+        if boards is not None:
+            check_option("measure", "boards", boards)
+        check_option("measure", "deadline", deadline)
         self._key, self._labels, self._boards, self._deadline = key, dict(labels or {}), boards, deadline
         self._options = _Given(time_evaluator, timeout, retries, infra_deadline, results_file, on_result, progress)
         _resolve(self._options)

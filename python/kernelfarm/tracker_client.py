@@ -215,6 +215,8 @@ def connect_tracker(
     and saying what answered (and which port to use) when it is the
     tracker's HTTP or TVM port — at once, not at the timeout."""
     host, port = parse_address(address)
+    check_option("connect_tracker", "connect_timeout", connect_timeout)
+    check_option("connect_tracker", "rpc_timeout", rpc_timeout)
     security = env_security(token, tls_ca, tls_cert, tls_key, tls_server_name)
     channel = grpc_channel(address, security)
     ready, hint = _wait_ready(channel, host, port, connect_timeout)

@@ -204,6 +204,17 @@ def test_requests_with_bad_options(tracker):
     assert refused("NO_BOARD", tracker.request, "tpu")
 
 
+def test_connect_tracker_with_bad_timeouts(farm):
+    assert (
+        refused("INVALID_ARGUMENT", kernelfarm.connect_tracker, farm.address, connect_timeout=0)
+        == "connect_tracker connect_timeout must be a number of seconds in [0.001, 4294967.295] "
+        "(how long connecting to the tracker may take), got 0"
+    )
+    assert refused("INVALID_ARGUMENT", kernelfarm.connect_tracker, farm.address, rpc_timeout=-1).startswith(
+        "connect_tracker rpc_timeout must be a number of seconds in [0.001, "
+    )
+
+
 def test_a_closed_client_and_its_sessions(farm):
     client = kernelfarm.connect_tracker(farm.address)
     s = client.request("cpu")

@@ -227,24 +227,25 @@ def test_backoff_is_exponential_with_full_jitter():
     assert all(0 <= w < 0.25 for w in waits) and len(set(waits)) > 100, "uniform in [0, 0.25) for the first wait"
 
 
+RETRIES = "measure retries must be an integer in [0, 4294967295] (times a candidate is measured again after its session failed under it)"
+INFRA = (
+    "measure infra_deadline must be a number of seconds in [0, 4294967.295] "
+    "(how long infrastructure failures are waited out before INFRA_ERROR)"
+)
+
+
 @pytest.mark.parametrize(
     "options, message",
     [
+        ({"retries": -1}, f"{RETRIES}, got -1"),
+        ({"retries": 1.5}, f"{RETRIES}, got 1.5"),
+        ({"infra_deadline": float("inf")}, f"{INFRA}, got inf"),
+        ({"infra_deadline": "10m"}, f"{INFRA}, got '10m'"),
+        ({"boards": 0}, "measure boards must be an integer in [1, 4294967295] (boards to use at most), got 0"),
         (
-            {"retries": -1},
-            "measure: retries must be an integer ≥ 0 (sessions that may fail under one candidate before it is INFRA_ERROR), got -1",
-        ),
-        (
-            {"retries": 1.5},
-            "measure: retries must be an integer ≥ 0 (sessions that may fail under one candidate before it is INFRA_ERROR), got 1.5",
-        ),
-        (
-            {"infra_deadline": float("inf")},
-            "measure: infra_deadline must be a finite number of seconds ≥ 0 (how long a farm outage is waited out), got inf",
-        ),
-        (
-            {"infra_deadline": "10m"},
-            "measure: infra_deadline must be a finite number of seconds ≥ 0 (how long a farm outage is waited out), got '10m'",
+            {"deadline": -1},
+            "measure deadline must be a number of seconds in [0, 4294967.295] (how long a session request waits for a free board, "
+            "and a batch for its key), got -1",
         ),
     ],
 )
