@@ -328,6 +328,8 @@ addClientSecurityFlags(program.command("agent"), "agent")
     },
   );
 
+type StatusFlags = ClientSecurityFlags & { tracker?: string; json?: boolean; width?: number; key?: string; watch?: boolean; http?: string; history?: boolean };
+
 addTrackerFlag(addClientSecurityFlags(program.command("status"), "client or operator"))
   .description("print the tracker's summary: queues per key, boards and their sessions (--watch: then every change, live)")
   .option("--json", "print JSON instead of a table, every value whole (with --watch: one feed message per line)")
@@ -341,30 +343,28 @@ addTrackerFlag(addClientSecurityFlags(program.command("status"), "client or oper
   .option("--watch", "follow the tracker's live feed: the table, then one line per event, until Ctrl-C (needs --http)")
   .option("--http <host:port>", "the tracker's HTTP address (its --metrics-port), for --watch")
   .option("--history", "also each board's last health changes (when, from, to, why; kept across tracker restarts with --state-dir)")
-  .action(
-    async (o: ClientSecurityFlags & { tracker?: string; json?: boolean; width?: number; key?: string; watch?: boolean; http?: string; history?: boolean }) => {
-      if (o.watch) {
-        if (o.key) throw new FarmError("INVALID_ARGUMENT", "kfarm status --watch follows the whole farm; --key is for the one-shot summary");
-        if (!o.http) {
-          throw new FarmError(
-            "INVALID_ARGUMENT",
-            'kfarm status --watch needs --http HOST:PORT, the tracker\'s HTTP address: start the tracker with --metrics-port and use the address it prints ("kfarm tracker http on http://HOST:PORT/")',
-          );
-        }
-        const stop = new AbortController();
-        untilSignal(() => stop.abort());
-        await watchFarm({ http: o.http, json: o.json, width: outputWidth(o.width), signal: stop.signal, security: clientSecurity(o, "kfarm status --watch") });
-        return;
+  .action(async (o: StatusFlags) => {
+    if (o.watch) {
+      if (o.key) throw new FarmError("INVALID_ARGUMENT", "kfarm status --watch follows the whole farm; --key is for the one-shot summary");
+      if (!o.http) {
+        throw new FarmError(
+          "INVALID_ARGUMENT",
+          'kfarm status --watch needs --http HOST:PORT, the tracker\'s HTTP address: start the tracker with --metrics-port and use the address it prints ("kfarm tracker http on http://HOST:PORT/")',
+        );
       }
-      const client = await connectTracker(o.tracker, connectOptionsOf(o, "kfarm status"));
-      try {
-        const summary = await client.summary({ key: o.key, healthHistory: o.history });
-        console.log(o.json ? JSON.stringify(summary, null, 2) : formatSummary(summary, client.address, { width: outputWidth(o.width) }));
-      } finally {
-        client.close();
-      }
-    },
-  );
+      const stop = new AbortController();
+      untilSignal(() => stop.abort());
+      await watchFarm({ http: o.http, json: o.json, width: outputWidth(o.width), signal: stop.signal, security: clientSecurity(o, "kfarm status --watch") });
+      return;
+    }
+    const client = await connectTracker(o.tracker, connectOptionsOf(o, "kfarm status"));
+    try {
+      const summary = await client.summary({ key: o.key, healthHistory: o.history });
+      console.log(o.json ? JSON.stringify(summary, null, 2) : formatSummary(summary, client.address, { width: outputWidth(o.width) }));
+    } finally {
+      client.close();
+    }
+  });
 
 addTrackerFlag(addClientSecurityFlags(program.command("board"), "operator"))
   .description("operator commands on one board: drain (no new sessions), quarantine, restore; a tracker with a state directory keeps them across its restarts")

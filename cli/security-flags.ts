@@ -9,8 +9,9 @@ import { Option, type Command } from "commander";
 import { DEFAULT_TRACKER_ADDRESS } from "../host-sdk/index.ts";
 import { clientSecurity, type ClientTls } from "../runtime/index.ts";
 
-/** --tracker's help: left out, connectTracker() dials KFARM_TRACKER, else DEFAULT_TRACKER_ADDRESS, and says so when nothing answers there. */
-export const TRACKER_FLAG_HELP = `the tracker's address, its gRPC port (default: $KFARM_TRACKER, else ${DEFAULT_TRACKER_ADDRESS}, where \`kfarm tracker\` listens by default)`;
+/** Where a command dials when --tracker is left out: connectTracker() dials KFARM_TRACKER, else DEFAULT_TRACKER_ADDRESS, and says so when nothing answers. */
+export const TRACKER_DEFAULT_HELP = `$KFARM_TRACKER, else ${DEFAULT_TRACKER_ADDRESS}, where \`kfarm tracker\` listens by default`;
+export const TRACKER_FLAG_HELP = `the tracker's address, its gRPC port (default: ${TRACKER_DEFAULT_HELP})`;
 
 export function addTrackerFlag(cmd: Command): Command {
   return cmd.option("--tracker <host:port>", TRACKER_FLAG_HELP);

@@ -11,7 +11,7 @@ import { type Command, InvalidArgumentError } from "commander";
 import { FarmError } from "../protos/index.ts";
 import { connectTracker } from "../host-sdk/index.ts";
 import { TOKEN_KINDS, TokenFile, type Identity, type TokenKind } from "../tracker/index.ts";
-import { TRACKER_FLAG_HELP, addClientSecurityFlags, connectOptionsOf, type ClientSecurityFlags } from "./security-flags.ts";
+import { TRACKER_DEFAULT_HELP, addClientSecurityFlags, connectOptionsOf, type ClientSecurityFlags } from "./security-flags.ts";
 
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
@@ -27,10 +27,7 @@ type Where = ClientSecurityFlags & { tokens?: string; tracker?: string };
 function where(cmd: Command): Command {
   return addClientSecurityFlags(cmd, "operator")
     .option("--tokens <file>", "the tracker's tokens file, changed directly (on the tracker's machine)")
-    .option(
-      "--tracker <host:port>",
-      `change tokens through this tracker, with an operator --token (without --tokens: ${TRACKER_FLAG_HELP.replace(/^the tracker's address, /, "")})`,
-    );
+    .option("--tracker <host:port>", `change tokens through this tracker, with an operator --token (neither flag: ${TRACKER_DEFAULT_HELP})`);
 }
 
 /** Runs `local` on the file or `remote` through the tracker, as the flags say. */
