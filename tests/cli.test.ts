@@ -11,8 +11,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { describe, it } from "node:test";
-import { compileCpu, vtaMatmul } from "../host-sdk/index.ts";
-import { freePort, startFarm, startTrackerProcess } from "./helpers/processes.ts";
+import { compileCpu, connectTracker, vtaMatmul } from "../host-sdk/index.ts";
+import { freePort, startFarm, startProgram, startTrackerProcess, waitFor } from "./helpers/processes.ts";
 
 const run = promisify(execFile);
 const KFARM = fileURLToPath(new URL("../bin/kfarm.mjs", import.meta.url));
@@ -173,6 +173,28 @@ describe("kfarm", () => {
       const help = (await kfarm(...command, "--help")).stdout.replace(/\s+/g, " ");
       assert.match(help, /--tracker <host:port> .*(default|neither flag): \$KFARM_TRACKER, else 127\.0\.0\.1:9190/, command.join(" "));
     }
+    // An agent started with KFARM_TRACKER and no --tracker attaches there.
+    const tracker = await startTrackerProcess();
+    try {
+      const agent = await startProgram(process.execPath, [KFARM, "agent", "--board", "cpu:key=from-env,name=e0", "--name", "envy"], {
+        env: { ...USER_ENV, KFARM_LOG: "error", KFARM_TRACKER: tracker.address },
+        ready: new RegExp(`kfarm agent envy serving e0 \\(cpu, key from-env\\) for tracker ${tracker.address.replace(/\./g, "\\.")}`),
+        what: "kfarm agent",
+      });
+      try {
+        const client = await connectTracker(tracker.address);
+        try {
+          await waitFor("the agent's board at KFARM_TRACKER's tracker", async () => (await client.summary()).boards.some((b) => b.id === "envy/e0"));
+        } finally {
+          client.close();
+        }
+      } finally {
+        await agent.stop();
+      }
+    } finally {
+      await tracker.stop();
+    }
+
     const nobody = `127.0.0.1:${await freePort()}`;
     const e = await kfarmWith({ KFARM_TRACKER: nobody }, "status").then(
       () => assert.fail("a status with nothing at KFARM_TRACKER succeeded"),
