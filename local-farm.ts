@@ -1,12 +1,15 @@
 /**
  * The embedded default farm: a tracker and an agent with built-in boards in
  * this process (session workers are still separate processes), for the
- * quick start, examples and benchmarks.
+ * quick start, examples and benchmarks. Their logs (JSON lines on stderr)
+ * are at EMBEDDED_LOG_LEVEL, warn, unless KFARM_LOG asks for another: the
+ * process's stdout and stderr are the user's.
  */
 import type { Tracker, TrackerOptions } from "./tracker/index.ts";
 import type { Agent, AgentOptions } from "./device-agent/index.ts";
 import { connectTracker, type TrackerClient } from "./host-sdk/index.ts";
 import { FarmError } from "./protos/index.ts";
+import { EMBEDDED_LOG_LEVEL, componentLogger } from "./runtime/index.ts";
 
 export interface LocalFarmOptions {
   /** `--board` style declarations; default two CPU boards of key "cpu". */
@@ -32,9 +35,23 @@ export async function startLocalFarm(opts: LocalFarmOptions = {}): Promise<Local
   // Loaded here, not at the top: `import "kernelfarm"` must not load the
   // tracker and the agent into every host script that never starts a farm.
   const [{ Tracker }, { Agent, parseBoardFlag }] = await Promise.all([import("./tracker/index.ts"), import("./device-agent/index.ts")]);
-  const tracker = await new Tracker({ heartbeatIntervalMs: 1000, maxMissedHeartbeats: 15, ...opts.tracker, port: 0 }).listen();
+  const quiet = { defaultLevel: EMBEDDED_LOG_LEVEL };
+  const tracker = await new Tracker({
+    heartbeatIntervalMs: 1000,
+    maxMissedHeartbeats: 15,
+    logger: componentLogger("tracker", {}, quiet),
+    ...opts.tracker,
+    port: 0,
+  }).listen();
   const flags = opts.boards ?? ["cpu:key=cpu,name=cpu0", "cpu:key=cpu,name=cpu1"];
-  const agent = await new Agent({ ...opts.agent, name: opts.agent?.name ?? "local", tracker: tracker.address, boards: flags.map(parseBoardFlag) }).start();
+  const name = opts.agent?.name ?? "local";
+  const agent = await new Agent({
+    logger: componentLogger("agent", { agent: name }, quiet),
+    ...opts.agent,
+    name,
+    tracker: tracker.address,
+    boards: flags.map(parseBoardFlag),
+  }).start();
   const client = await connectTracker(tracker.address, { clientId: "local-farm" });
   const farm: LocalFarm = {
     address: tracker.address,

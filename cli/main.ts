@@ -4,14 +4,15 @@
 import { hostname, userInfo } from "node:os";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { FARM_VERSION, FarmError } from "../protos/index.ts";
-import { clientSecurity } from "../runtime/index.ts";
+import { DEFAULT_TRACKER_PORT, clientSecurity } from "../runtime/index.ts";
 import { DEFAULT_MAX_CANARY_DRIFT, startTracker, formatSummary } from "../tracker/index.ts";
 import { startAgent, parseBoardFlag, parseBytes, readAgentConfigFile, type BoardConfig } from "../device-agent/index.ts";
-import { connectTracker } from "../host-sdk/index.ts";
+import { connectTracker, defaultTracker } from "../host-sdk/index.ts";
 import { runDemo } from "./demo.ts";
 import { watchFarm } from "./watch.ts";
 import { TUTORIAL_NAMES, vtaDisasm, vtaProgram } from "./vta.ts";
-import { addClientSecurityFlags, connectOptionsOf, type ClientSecurityFlags } from "./security-flags.ts";
+import { TRACKER_FLAG_HELP, addClientSecurityFlags, addTrackerFlag, connectOptionsOf, type ClientSecurityFlags } from "./security-flags.ts";
+import { PIPE_WIDTH, outputWidth } from "./terminal-width.ts";
 import { addTokenCommand } from "./token.ts";
 import { addCertsCommand } from "./certs.ts";
 
@@ -68,7 +69,11 @@ program
   .command("tracker")
   .description("run the tracker: agents attach to it, hosts request sessions from it")
   .option("--host <host>", "interface to bind", "127.0.0.1")
-  .addOption(new Option("--port <port>", "port to bind (0: any free port)").default(9190).argParser(integer))
+  .addOption(
+    new Option("--port <port>", "gRPC port to bind, for hosts and agents (0: any free port); where clients that name no tracker look")
+      .default(DEFAULT_TRACKER_PORT)
+      .argParser(integer),
+  )
   .addOption(new Option("--heartbeat-ms <ms>", "agent heartbeat interval").default(500).argParser(integer))
   .addOption(new Option("--missed-heartbeats <n>", "heartbeats an agent may miss before it is lost").default(3).argParser(integer))
   .addOption(
@@ -196,7 +201,7 @@ program
 
 addClientSecurityFlags(program.command("agent"), "agent")
   .description("run a device agent: dial the tracker and serve boards")
-  .option("--tracker <host:port>", "tracker address")
+  .option("--tracker <host:port>", `${TRACKER_FLAG_HELP}; \`tracker:\` in --config comes before the environment`)
   .option(
     "--board <spec>",
     "a board, KIND[:DEVICE][:key=K,name=N,label=V...], repeatable (e.g. cpu:key=cpu, cuda:0:key=h100; DEVICE: CUDA only)",
@@ -288,8 +293,7 @@ addClientSecurityFlags(program.command("agent"), "agent")
       const file = o.config ? readAgentConfigFile(o.config) : undefined;
       if (o.metricsTlsCert && (o.metricsPort ?? file?.settings.metricsPort) === undefined)
         throw new FarmError("INVALID_ARGUMENT", "kfarm agent: --metrics-tls-cert serves /metrics over HTTPS, which needs --metrics-port");
-      const tracker = o.tracker ?? file?.tracker;
-      if (!tracker) throw new FarmError("INVALID_ARGUMENT", "kfarm agent needs --tracker HOST:PORT (or `tracker:` in --config)");
+      const tracker = o.tracker ?? file?.tracker ?? defaultTracker().address;
       const boards: BoardConfig[] = [...(file?.boards ?? []), ...o.board.map((b, i) => parseBoardFlag(b, i + (file?.boards.length ?? 0)))];
       if (boards.length === 0) throw new FarmError("INVALID_ARGUMENT", "kfarm agent needs at least one --board (e.g. --board cpu:key=cpu) or a --config file");
       const agent = await startAgent({
@@ -324,15 +328,22 @@ addClientSecurityFlags(program.command("agent"), "agent")
     },
   );
 
-addClientSecurityFlags(program.command("status"), "client or operator")
+type StatusFlags = ClientSecurityFlags & { tracker?: string; json?: boolean; width?: number; key?: string; watch?: boolean; http?: string; history?: boolean };
+
+addTrackerFlag(addClientSecurityFlags(program.command("status"), "client or operator"))
   .description("print the tracker's summary: queues per key, boards and their sessions (--watch: then every change, live)")
-  .option("--tracker <host:port>", "tracker address (gRPC)")
-  .option("--json", "print JSON instead of a table (with --watch: one feed message per line)")
+  .option("--json", "print JSON instead of a table, every value whole (with --watch: one feed message per line)")
+  .addOption(
+    new Option(
+      "--width <columns>",
+      `the table's widest line: longer cells (health reasons, labels…) are cut with "…" to fit (0: none). Default: $COLUMNS, else the terminal's width, else ${PIPE_WIDTH} when stdout is not a terminal`,
+    ).argParser(integer),
+  )
   .option("--key <key>", "only this key's boards and queue")
   .option("--watch", "follow the tracker's live feed: the table, then one line per event, until Ctrl-C (needs --http)")
   .option("--http <host:port>", "the tracker's HTTP address (its --metrics-port), for --watch")
   .option("--history", "also each board's last health changes (when, from, to, why; kept across tracker restarts with --state-dir)")
-  .action(async (o: ClientSecurityFlags & { tracker?: string; json?: boolean; key?: string; watch?: boolean; http?: string; history?: boolean }) => {
+  .action(async (o: StatusFlags) => {
     if (o.watch) {
       if (o.key) throw new FarmError("INVALID_ARGUMENT", "kfarm status --watch follows the whole farm; --key is for the one-shot summary");
       if (!o.http) {
@@ -343,27 +354,25 @@ addClientSecurityFlags(program.command("status"), "client or operator")
       }
       const stop = new AbortController();
       untilSignal(() => stop.abort());
-      await watchFarm({ http: o.http, json: o.json, signal: stop.signal, security: clientSecurity(o, "kfarm status --watch") });
+      await watchFarm({ http: o.http, json: o.json, width: outputWidth(o.width), signal: stop.signal, security: clientSecurity(o, "kfarm status --watch") });
       return;
     }
-    if (!o.tracker) throw new FarmError("INVALID_ARGUMENT", "kfarm status needs --tracker HOST:PORT (or --watch --http HOST:PORT)");
     const client = await connectTracker(o.tracker, connectOptionsOf(o, "kfarm status"));
     try {
       const summary = await client.summary({ key: o.key, healthHistory: o.history });
-      console.log(o.json ? JSON.stringify(summary, null, 2) : formatSummary(summary, o.tracker));
+      console.log(o.json ? JSON.stringify(summary, null, 2) : formatSummary(summary, client.address, { width: outputWidth(o.width) }));
     } finally {
       client.close();
     }
   });
 
-addClientSecurityFlags(program.command("board"), "operator")
+addTrackerFlag(addClientSecurityFlags(program.command("board"), "operator"))
   .description("operator commands on one board: drain (no new sessions), quarantine, restore; a tracker with a state directory keeps them across its restarts")
   .argument("<action>", "drain | quarantine | restore")
   .argument("<board>", "the board's id as `kfarm status` shows it: AGENT/BOARD")
-  .requiredOption("--tracker <host:port>", "tracker address")
   .option("--by <name>", "who asks (shown as the reason); default user@host (with tokens: the token's name)")
   .option("--reason <text>", 'why, shown after who asked: "quarantined by alice: fan failing" (one line, at most 200 characters)')
-  .action(async (action: string, board: string, o: ClientSecurityFlags & { tracker: string; by?: string; reason?: string }) => {
+  .action(async (action: string, board: string, o: ClientSecurityFlags & { tracker?: string; by?: string; reason?: string }) => {
     if (!["drain", "quarantine", "restore"].includes(action)) {
       throw new FarmError("INVALID_ARGUMENT", `unknown board command "${action}"; commands: drain, quarantine, restore`);
     }
@@ -382,15 +391,14 @@ addTokenCommand(program);
 addCertsCommand(program);
 
 const vta = program.command("vta").description("the VTA toolchain, and VTA boards");
-addClientSecurityFlags(vta.command("program"), "client")
+addTrackerFlag(addClientSecurityFlags(vta.command("program"), "client"))
   .description(
     "load a bitstream into a VTA board's FPGA (TVM's program_fpga): its companion vta_config.json must describe the board's VTA configuration; the board's `bitstream` label becomes the bitstream's SHA-256",
   )
   .argument("<board>", "the board's id as `kfarm status` shows it: AGENT/BOARD")
   .argument("<bitstream>", "the bitstream file (the .bin form Zynq's FPGA manager loads)")
-  .requiredOption("--tracker <host:port>", "tracker address")
   .option("--config <file>", "its companion JSON, TVM's vta_config.json (default: the bitstream's name with .json)")
-  .action(async (board: string, bitstream: string, o: ClientSecurityFlags & { tracker: string; config?: string }) => {
+  .action(async (board: string, bitstream: string, o: ClientSecurityFlags & { tracker?: string; config?: string }) => {
     console.log(await vtaProgram(board, bitstream, o.config, o.tracker, connectOptionsOf(o, "kfarm vta program")));
   });
 vta

@@ -1,11 +1,21 @@
 /**
- * The security flags every `kfarm` command that dials a farm port takes,
- * with environment defaults so scripts and services need not repeat them:
- * `--token` ($KFARM_TOKEN), `--tls-ca` ($KFARM_TLS_CA), `--tls-cert`
+ * The flags every `kfarm` command that dials a farm port takes, with
+ * environment defaults so scripts and services need not repeat them:
+ * `--tracker` ($KFARM_TRACKER, else 127.0.0.1:9190), `--token`
+ * ($KFARM_TOKEN), `--tls-ca` ($KFARM_TLS_CA), `--tls-cert`
  * ($KFARM_TLS_CERT), `--tls-key` ($KFARM_TLS_KEY), `--tls-server-name`.
  */
 import { Option, type Command } from "commander";
+import { DEFAULT_TRACKER_ADDRESS } from "../host-sdk/index.ts";
 import { clientSecurity, type ClientTls } from "../runtime/index.ts";
+
+/** Where a command dials when --tracker is left out: connectTracker() dials KFARM_TRACKER, else DEFAULT_TRACKER_ADDRESS, and says so when nothing answers. */
+export const TRACKER_DEFAULT_HELP = `$KFARM_TRACKER, else ${DEFAULT_TRACKER_ADDRESS}, where \`kfarm tracker\` listens by default`;
+export const TRACKER_FLAG_HELP = `the tracker's address, its gRPC port (default: ${TRACKER_DEFAULT_HELP})`;
+
+export function addTrackerFlag(cmd: Command): Command {
+  return cmd.option("--tracker <host:port>", TRACKER_FLAG_HELP);
+}
 
 export interface ClientSecurityFlags {
   token?: string;

@@ -2,7 +2,8 @@
  * `kfarm token create | list | revoke`: on the tokens file directly
  * (`--tokens FILE`, on the tracker's machine, as the tracker's user — how the
  * first operator token is made), or through a running tracker with an
- * operator token (`--tracker HOST:PORT --token …`). Either way the tracker
+ * operator token (`--tracker HOST:PORT --token …`; neither flag: the
+ * tracker at $KFARM_TRACKER, else 127.0.0.1:9190). Either way the tracker
  * sees the change within a second; a new token is printed once and exists
  * nowhere else.
  */
@@ -10,7 +11,7 @@ import { type Command, InvalidArgumentError } from "commander";
 import { FarmError } from "../protos/index.ts";
 import { connectTracker } from "../host-sdk/index.ts";
 import { TOKEN_KINDS, TokenFile, type Identity, type TokenKind } from "../tracker/index.ts";
-import { addClientSecurityFlags, connectOptionsOf, type ClientSecurityFlags } from "./security-flags.ts";
+import { TRACKER_DEFAULT_HELP, addClientSecurityFlags, connectOptionsOf, type ClientSecurityFlags } from "./security-flags.ts";
 
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
@@ -26,18 +27,18 @@ type Where = ClientSecurityFlags & { tokens?: string; tracker?: string };
 function where(cmd: Command): Command {
   return addClientSecurityFlags(cmd, "operator")
     .option("--tokens <file>", "the tracker's tokens file, changed directly (on the tracker's machine)")
-    .option("--tracker <host:port>", "change tokens through this tracker (needs an operator --token)");
+    .option("--tracker <host:port>", `change tokens through this tracker, with an operator --token (neither flag: ${TRACKER_DEFAULT_HELP})`);
 }
 
 /** Runs `local` on the file or `remote` through the tracker, as the flags say. */
 async function withTarget<T>(o: Where, local: (file: TokenFile) => T, remote: (client: Awaited<ReturnType<typeof connectTracker>>) => Promise<T>): Promise<T> {
-  if (!!o.tokens === !!o.tracker)
+  if (o.tokens && o.tracker)
     throw new FarmError(
       "INVALID_ARGUMENT",
-      "kfarm token: give either --tokens FILE (on the tracker's machine) or --tracker HOST:PORT with an operator --token",
+      "kfarm token: give either --tokens FILE (on the tracker's machine) or --tracker HOST:PORT with an operator --token, not both",
     );
   if (o.tokens) return local(new TokenFile(o.tokens));
-  const client = await connectTracker(o.tracker!, connectOptionsOf(o, "kfarm token"));
+  const client = await connectTracker(o.tracker, connectOptionsOf(o, "kfarm token"));
   try {
     return await remote(client);
   } finally {

@@ -38,11 +38,17 @@ export async function vtaDisasm(file: string | undefined, opts: { tutorial?: str
  * which the bitstream and its companion JSON are uploaded and loaded
  * (Session.programFpga). Returns the line to print.
  */
-export async function vtaProgram(boardId: string, bitstream: string, config: string | undefined, tracker: string, opts: ConnectOptions): Promise<string> {
+export async function vtaProgram(
+  boardId: string,
+  bitstream: string,
+  config: string | undefined,
+  tracker: string | undefined,
+  opts: ConnectOptions,
+): Promise<string> {
   const client = await connectTracker(tracker, opts);
   try {
     const board = (await client.summary()).boards.find((b) => b.id === boardId);
-    if (!board) throw new FarmError("NO_BOARD", `no board ${boardId} at ${tracker}; \`kfarm status --tracker ${tracker}\` lists them`);
+    if (!board) throw new FarmError("NO_BOARD", `no board ${boardId} at ${client.address}; \`kfarm status --tracker ${client.address}\` lists them`);
     if (board.kind !== "vta")
       throw new FarmError("BAD_ARGUMENTS", `board ${boardId} is a ${board.kind} board; only vta boards (an FPGA board or its device model) take a bitstream`);
     const session = await client.request(board.key, { board: boardId });

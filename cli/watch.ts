@@ -21,6 +21,8 @@ export interface WatchOptions {
   http: string;
   /** Print JSON lines (the feed's messages, samples left out) instead of text. */
   json?: boolean;
+  /** The summary table's widest line (formatSummary's `width`); 0 or none: any. */
+  width?: number;
   /** Where lines go; default stdout. */
   write?: (line: string) => void;
   /** Stops watching. */
@@ -92,7 +94,7 @@ function watchOnce(url: string, opts: WatchOptions, write: (line: string) => voi
         return;
       }
       if (msg.kind === "snapshot") gotSnapshot = true;
-      for (const line of opts.json ? jsonLines(msg) : textLines(msg, opts.http)) write(line);
+      for (const line of opts.json ? jsonLines(msg) : textLines(msg, opts.http, opts.width)) write(line);
     });
     ws.on("close", (code, reason) => finish(`feed disconnected (${code}${reason.length ? ` ${reason.toString()}` : ""})`));
     ws.on("error", (err) => finish(`cannot reach ${url}: ${(err as NodeJS.ErrnoException).code ?? err.message}`));
@@ -103,10 +105,10 @@ function jsonLines(msg: FeedMessage): string[] {
   return msg.kind === "sample" || msg.kind === "pong" ? [] : [JSON.stringify(msg)];
 }
 
-function textLines(msg: FeedMessage, http: string): string[] {
+function textLines(msg: FeedMessage, http: string, width: number | undefined): string[] {
   switch (msg.kind) {
     case "snapshot":
-      return snapshotLines(msg, http);
+      return snapshotLines(msg, http, width);
     case "event":
       return [formatEvent(msg.event)];
     case "events":
@@ -118,10 +120,10 @@ function textLines(msg: FeedMessage, http: string): string[] {
   }
 }
 
-function snapshotLines(s: FeedSnapshot, http: string): string[] {
+function snapshotLines(s: FeedSnapshot, http: string, width: number | undefined): string[] {
   const failed = s.sessions.filter((x) => x.reason !== "OK").length;
   return [
-    formatSummary(s.summary, `${http} (live feed)`),
+    formatSummary(s.summary, `${http} (live feed)`, { width }),
     "",
     `Recent sessions: ${s.sessions.length} ended${failed ? `, ${failed} failed` : ""}; ${s.feed.clients} feed client(s)`,
     `${stamp(s.at)}  watching farm events (Ctrl-C to stop)`,

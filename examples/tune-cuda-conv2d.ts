@@ -67,7 +67,7 @@ import {
   winogradThreads,
   type WinogradConfig,
 } from "./lib/cuda-winograd-template.ts";
-import { boardsOf } from "./lib/boards.ts";
+import { boardsOf, exitWithFarmError } from "./lib/boards.ts";
 import { writeBestSoFarSvg } from "./lib/plot.ts";
 import { TUNING_OPTIONS, numberArg, pipelineArgs, searchArg } from "./lib/args.ts";
 import { Searcher, configKey, countOutcomes, formatTable, outcomeLine, spaceSize, type KnobSpace } from "./lib/search.ts";
@@ -156,7 +156,7 @@ const client = await connectTracker(args.tracker);
 const reports: LayerReport[] = [];
 let exitCode = 0;
 try {
-  const boards = await boardsOf(client, args.key!);
+  const boards = await boardsOf(client, args.key!, { kinds: ["cuda"] }).catch(exitWithFarmError);
   const gpu = boards[0]!.capabilities.name ?? boards[0]!.id;
   console.log(`${boards.length} board(s) of key ${args.key}: ${boards.map((b) => b.id).join(", ")} (${gpu}); results in ${resultsFile}`);
   const measurer = new Measurer(client, {

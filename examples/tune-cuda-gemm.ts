@@ -51,7 +51,7 @@ import {
   type GemmConfig,
   type GemmProblem,
 } from "./lib/cuda-gemm-template.ts";
-import { boardsOf } from "./lib/boards.ts";
+import { boardsOf, exitWithFarmError } from "./lib/boards.ts";
 import { writeBestSoFarSvg } from "./lib/plot.ts";
 import { Searcher, configKey, outcomeLine, formatTable, ranked, spaceSize, type KnobSpace } from "./lib/search.ts";
 import { tuneArms } from "./lib/tune-loop.ts";
@@ -132,7 +132,7 @@ const gflops = (r: MeasureResult | undefined) => (r?.outcome === "OK" && r.timin
 const client = await connectTracker(args.tracker);
 let exitCode = 0;
 try {
-  const boards = await boardsOf(client, args.key!);
+  const boards = await boardsOf(client, args.key!, { kinds: ["cuda"] }).catch(exitWithFarmError);
   console.log(
     `${spaceSize(GEMM_SPACE).toLocaleString("en-US")} configurations in the space; measuring ${total} (and the naive baseline) on ${boards.length} board(s): ${boards.map((x) => x.id).join(", ")}`,
   );

@@ -56,9 +56,7 @@ import { TUNING_OPTIONS, numberArg, pipelineArgs, searchArg } from "./lib/args.t
 import { Searcher, configKey, outcomeLine, formatTable, ranked, seededRandom, spaceSize, type Config, type KnobSpace } from "./lib/search.ts";
 import { tuneArms } from "./lib/tune-loop.ts";
 import { VtaCompilePool } from "./lib/vta-compile-pool.ts";
-
-// The embedded farm's session log would bury the tables: warnings only, unless KFARM_LOG says otherwise.
-process.env.KFARM_LOG ??= "warn";
+import { boardsOf, exitWithFarmError } from "./lib/boards.ts";
 
 const { values: args } = parseArgs({
   options: {
@@ -154,7 +152,7 @@ const farm = args.tracker ? undefined : await startLocalFarm({ boards: Array.fro
 const client: TrackerClient = farm ? farm.client : await connectTracker(args.tracker!);
 let exitCode = 0;
 try {
-  await farm?.ready();
+  await (farm ? farm.ready() : boardsOf(client, args.key!, { kinds: ["vta-sim", "vta"] }).catch(exitWithFarmError));
   const t0 = Date.now();
   // This process's CPU over the search: proposals, the cost model, compiles and checks all run here.
   const cpu0 = process.cpuUsage();

@@ -1,5 +1,5 @@
 /** The host SDK: what host scripts use to reach boards and build kernels. */
-export { connectTracker, TrackerClient, type ConnectOptions, type RequestOptions } from "./tracker-client.ts";
+export { connectTracker, defaultTracker, DEFAULT_TRACKER_ADDRESS, TrackerClient, type ConnectOptions, type RequestOptions } from "./tracker-client.ts";
 export { Session, RemoteArray, RemoteModule, type RemoteFunction, type TimeEvaluatorOptions, type CallArg, type CallOptions } from "./session.ts";
 export { BenchmarkResult, type StoppedBy } from "./benchmark-result.ts";
 export { compileCpu, functionTable, parseParam, type CompileCpuOptions, type ParamDecl } from "./compile-cpu.ts";

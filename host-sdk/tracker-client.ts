@@ -22,7 +22,16 @@ import {
   type HostServiceClient,
   type Route,
 } from "../protos/index.ts";
-import { callMetadata, clientSecurity, diagnoseTransport, makeClient, parseAddress, type ClientSecurity, type ClientTls } from "../runtime/index.ts";
+import {
+  DEFAULT_TRACKER_PORT,
+  callMetadata,
+  clientSecurity,
+  diagnoseTransport,
+  makeClient,
+  parseAddress,
+  type ClientSecurity,
+  type ClientTls,
+} from "../runtime/index.ts";
 import type { SummaryReply__Output } from "../protos/index.ts";
 import { SessionChannel, connectionFailed, type SessionStream } from "./frame-channel.ts";
 import { Session } from "./session.ts";
@@ -69,6 +78,17 @@ export interface RequestOptions {
   board?: string;
   /** Gives up waiting (CANCELLED): the request leaves the tracker's queue, or a grant still opening its lane goes back. */
   signal?: AbortSignal;
+}
+
+/** The tracker a client dials when it names none and KFARM_TRACKER is not set: where a default `kfarm tracker` listens. */
+export const DEFAULT_TRACKER_ADDRESS = `127.0.0.1:${DEFAULT_TRACKER_PORT}`;
+
+/** The tracker meant when none is named: KFARM_TRACKER, else DEFAULT_TRACKER_ADDRESS; `why` says which, for error messages. */
+export function defaultTracker(env: NodeJS.ProcessEnv = process.env): { address: string; why: string } {
+  const fromEnv = env.KFARM_TRACKER?.trim();
+  return fromEnv
+    ? { address: fromEnv, why: "KFARM_TRACKER's value" }
+    : { address: DEFAULT_TRACKER_ADDRESS, why: "the default: no tracker address was given and KFARM_TRACKER is not set" };
 }
 
 export const DEFAULT_CONNECT_TIMEOUT_MS = 5000;
@@ -248,14 +268,28 @@ function onFirstFailure(channel: ReturnType<HostServiceClient["getChannel"]>, de
 }
 
 /**
- * Connects to a tracker at HOST:PORT; fails with UNAVAILABLE naming the
- * address if nothing answers, saying so when the reason is TLS on one side
- * only, and saying what answered (and which port to use) when it is the
- * tracker's HTTP or TVM port — at once, not at the timeout.
+ * Connects to a tracker at HOST:PORT (none: KFARM_TRACKER, else
+ * 127.0.0.1:9190, as TVM's query_rpc_tracker); fails with UNAVAILABLE naming
+ * the address (and where it came from, when not from the caller) if nothing
+ * answers, saying so when the reason is TLS on one side only, and saying
+ * what answered (and which port to use) when it is the tracker's HTTP or TVM
+ * port — at once, not at the timeout.
  */
-export async function connectTracker(address: string, opts: ConnectOptions = {}): Promise<TrackerClient> {
-  parseAddress(address);
+export async function connectTracker(address?: string, opts: ConnectOptions = {}): Promise<TrackerClient> {
   checkOptions("connectTracker", opts);
+  const implied = address === undefined ? defaultTracker() : undefined;
+  if (implied) address = implied.address;
+  try {
+    parseAddress(address!);
+    return await dial(address!, opts);
+  } catch (err) {
+    if (!implied) throw err;
+    const e = FarmError.from(err);
+    throw new FarmError(e.code, `${e.message} (the address ${address} is ${implied.why})`, { details: e.details, cause: err });
+  }
+}
+
+async function dial(address: string, opts: ConnectOptions): Promise<TrackerClient> {
   const env = process.env;
   const tls = opts.tls ?? (env.KFARM_TLS_CA ? { caFile: env.KFARM_TLS_CA, certFile: env.KFARM_TLS_CERT, keyFile: env.KFARM_TLS_KEY } : undefined);
   const security = clientSecurity(

@@ -4,7 +4,7 @@
  */
 import * as grpc from "@grpc/grpc-js";
 import { FarmError, KEEPALIVE_TIME_MS, KEEPALIVE_TIMEOUT_MS, MAX_MESSAGE_BYTES } from "../protos/index.ts";
-import { componentLogger } from "./log.ts";
+import { componentLogger, type Logger } from "./log.ts";
 
 export const CHANNEL_OPTIONS: grpc.ChannelOptions = {
   "grpc.max_receive_message_length": MAX_MESSAGE_BYTES,
@@ -40,9 +40,18 @@ export const SERVER_OPTIONS: grpc.ServerOptions = {
  * the user asked grpc-js for them with GRPC_VERBOSITY or GRPC_TRACE.
  */
 if (!process.env.GRPC_VERBOSITY && !process.env.GRPC_TRACE) {
-  const log = componentLogger("grpc-js");
-  grpc.setLogger({ error: (...args: unknown[]) => log.debug({}, args.map(String).join(" ")) } as unknown as Partial<Console>);
+  // Made at grpc-js's first line, not at import: the level is read when the first logger is made (runtime/log.ts).
+  let log: Logger | undefined;
+  grpc.setLogger({ error: (...args: unknown[]) => (log ??= componentLogger("grpc-js")).debug({}, args.map(String).join(" ")) } as unknown as Partial<Console>);
 }
+
+/**
+ * Where `kfarm tracker` listens for hosts and agents unless told otherwise
+ * (its --port), and where a client that names no tracker looks (with
+ * 127.0.0.1, or KFARM_TRACKER): TVM's tracker port, as TVM's
+ * query_rpc_tracker assumes.
+ */
+export const DEFAULT_TRACKER_PORT = 9190;
 
 /** "host:port" with a clear error for anything else. */
 export function parseAddress(address: string): { host: string; port: number } {

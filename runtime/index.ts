@@ -5,7 +5,7 @@
  * timers of the lifecycle machines' shells.
  */
 export { LaneSocket, framed, acceptHello, welcome, refuse, awaitWelcome, HELLO_TIMEOUT_MS, type AcceptedHello } from "./lane.ts";
-export { rootLogger, componentLogger, type Logger } from "./log.ts";
+export { rootLogger, componentLogger, DEFAULT_LOG_LEVEL, EMBEDDED_LOG_LEVEL, type Logger, type LogLevel, type ComponentLoggerOptions } from "./log.ts";
 export { LIVENESS_PATH, READINESS_PATH, isProbePath, answerProbe, type Readiness } from "./probes.ts";
 export {
   AUTHORIZATION_HEADER,
@@ -30,6 +30,6 @@ export {
   type ServerTls,
   type SecurityFlags,
 } from "./credentials.ts";
-export { CHANNEL_OPTIONS, SERVER_OPTIONS, parseAddress } from "./grpc-options.ts";
+export { CHANNEL_OPTIONS, SERVER_OPTIONS, DEFAULT_TRACKER_PORT, parseAddress } from "./grpc-options.ts";
 export { NamedTimers } from "./named-timers.ts";
 export { LongTimer, MAX_TIMER_MS } from "./long-timer.ts";

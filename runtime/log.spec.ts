@@ -37,6 +37,31 @@ describe("log lines", () => {
     assert.deepEqual([c!.agent, c!.board, c!.msg], ["rack-a", "c1", "grandchild call"]);
   });
 
+  it("an embedded farm's loggers default to warn; KFARM_LOG wins, read when the first logger is made, after the script's imports", () => {
+    const GRPC_OPTIONS = fileURLToPath(new URL("./grpc-options.ts", import.meta.url));
+    const script = (before: string) => `
+      const { componentLogger } = await import(${JSON.stringify(LOG)});
+      await import(${JSON.stringify(GRPC_OPTIONS)});
+      ${before}
+      const quiet = componentLogger("tracker", {}, { defaultLevel: "warn" });
+      quiet.info({}, "quiet info");
+      quiet.child({ component: "tvm-port" }).info({}, "quiet child info");
+      quiet.warn({ component: "tvm-port" }, "quiet warn");
+      componentLogger("server").info({}, "server info");`;
+    const messages = (before: string, env: Record<string, string>) => {
+      const { KFARM_LOG: _, ...rest } = process.env;
+      const run = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script(before)], { encoding: "utf8", env: { ...rest, ...env } });
+      assert.equal(run.status, 0, run.stderr);
+      return run.stderr
+        .split("\n")
+        .filter((l) => l.startsWith("{"))
+        .map((l) => (JSON.parse(l) as { msg: string }).msg);
+    };
+    assert.deepEqual(messages("", {}), ["quiet warn", "server info"]);
+    assert.deepEqual(messages("", { KFARM_LOG: "info" }), ["quiet info", "quiet child info", "quiet warn", "server info"]);
+    assert.deepEqual(messages('process.env.KFARM_LOG = "error";', {}), [], "set after the imports, before the first logger");
+  });
+
   it("topLevelKeys sees duplicates JSON.parse would hide", () => {
     assert.deepEqual(topLevelKeys('{"a":1,"b":{"a":2,"c":[{"d":"}"}]},"a":"x\\"y"}'), ["a", "b", "a"]);
   });

@@ -1,7 +1,10 @@
 /**
  * The Logger every part takes: structured fields plus a `component`.
- * pino behind it, JSON lines on stderr; level from KFARM_LOG (default "info"),
- * "silent" to switch off.
+ * pino behind it, JSON lines on stderr; level from KFARM_LOG (default "info";
+ * an embedded farm's tracker and agent default to "warn", since their
+ * process's output is for a person), "silent" to switch off. KFARM_LOG is
+ * read when the first logger is made, not when this module loads: a script
+ * may set it after its imports.
  */
 import { pino } from "pino";
 
@@ -15,6 +18,12 @@ export interface Logger {
 
 type Pino = ReturnType<typeof pino>;
 type Level = "debug" | "info" | "warn" | "error";
+export type LogLevel = Level | "silent";
+
+/** A server's level when KFARM_LOG names none. */
+export const DEFAULT_LOG_LEVEL: LogLevel = "info";
+/** The level of a farm embedded in a user's program (startLocalFarm) when KFARM_LOG names none: its stdout is the user's. */
+export const EMBEDDED_LOG_LEVEL: LogLevel = "warn";
 
 let root: Pino | undefined;
 
@@ -30,7 +39,7 @@ function wrap(p: Pino): Logger {
   const at = (level: Level) => (fields: Record<string, unknown>, msg: string) => {
     if (!p.isLevelEnabled(level)) return;
     if (Object.keys(fields).some((k) => k in bound)) {
-      const child = rootPino().child({ ...bound, ...fields });
+      const child = rootPino().child({ ...bound, ...fields }, { level: p.level });
       child[level](msg);
     } else p[level](fields, msg);
   };
@@ -40,12 +49,12 @@ function wrap(p: Pino): Logger {
     warn: at("warn"),
     error: at("error"),
     // From the root, whose own base (the pid) is not a binding: `bound` with `fields` over it.
-    child: (fields) => wrap(Object.keys(fields).some((k) => k in bound) ? rootPino().child({ ...bound, ...fields }) : p.child(fields)),
+    child: (fields) => wrap(Object.keys(fields).some((k) => k in bound) ? rootPino().child({ ...bound, ...fields }, { level: p.level }) : p.child(fields)),
   };
 }
 
 function rootPino(): Pino {
-  root ??= pino({ level: process.env.KFARM_LOG ?? "info", base: { pid: process.pid } }, pino.destination(2));
+  root ??= pino({ level: process.env.KFARM_LOG || DEFAULT_LOG_LEVEL, base: { pid: process.pid } }, pino.destination(2));
   return root;
 }
 
@@ -53,6 +62,13 @@ export function rootLogger(): Logger {
   return wrap(rootPino());
 }
 
-export function componentLogger(component: string, fields: Record<string, unknown> = {}): Logger {
-  return rootLogger().child({ component, ...fields });
+export interface ComponentLoggerOptions {
+  /** The level when KFARM_LOG names none (default DEFAULT_LOG_LEVEL): KFARM_LOG, when set, always wins. */
+  defaultLevel?: LogLevel;
+}
+
+export function componentLogger(component: string, fields: Record<string, unknown> = {}, opts: ComponentLoggerOptions = {}): Logger {
+  const p = rootPino();
+  const level = process.env.KFARM_LOG || opts.defaultLevel;
+  return wrap(level && level !== p.level ? p.child({ component, ...fields }, { level }) : p.child({ component, ...fields }));
 }

@@ -96,7 +96,7 @@ describe("operator board commands", () => {
     const q = run("board", "quarantine", ids[1]!, "--tracker", farm.tracker.address, "--by", "eve");
     assert.equal(q.status, 0, q.stderr);
     assert.match(q.stdout, new RegExp(`${ids[1]}: state quarantined, health quarantined \\(quarantined by eve\\)`));
-    const status = run("status", "--tracker", farm.tracker.address);
+    const status = run("status", "--tracker", farm.tracker.address, "--width", "0");
     assert.match(status.stdout, /quarantined: quarantined by eve/);
     const bad = run("board", "reboot", ids[1]!, "--tracker", farm.tracker.address);
     assert.notEqual(bad.status, 0);

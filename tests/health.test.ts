@@ -207,7 +207,7 @@ describe("board health: canary drift", () => {
     );
 
     // The same in `kfarm status` and the metrics.
-    const status = await runCli(["status", "--tracker", tracker.address, "--history"]);
+    const status = await runCli(["status", "--tracker", tracker.address, "--history", "--width", "0"]);
     assert.equal(status.code, 0, status.stderr);
     assert.match(status.stdout, /d\/slow .*suspect: canary \d+\.\d\d× slower than its baseline: .* \(\d+\.\d\d×\)/);
     assert.match(status.stdout, /Canary Times[\s\S]*d\/slow +[\d.]+ [nµm]?s +[\d.]+ [nµm]?s +\d+\.\d\d×/);

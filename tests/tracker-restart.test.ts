@@ -133,12 +133,12 @@ describe("a tracker that restarts without forgetting", () => {
     }
 
     // kfarm status, with and without the history.
-    const status = await runCli(["status", "--tracker", tracker.address]);
+    const status = await runCli(["status", "--tracker", tracker.address, "--width", "0"]);
     assert.equal(status.code, 0, status.stderr);
     assert.match(status.stdout, /keeper\/c0 .* quarantined .* quarantined: quarantined by alice: fan failing/);
     assert.match(status.stdout, /keeper\/c1 .* draining: drained by bob: new fan on Tuesday/);
     assert.doesNotMatch(status.stdout, /Health History/);
-    const history = await runCli(["status", "--tracker", tracker.address, "--history"]);
+    const history = await runCli(["status", "--tracker", tracker.address, "--history", "--width", "0"]);
     assert.match(history.stdout, /Health History/);
     assert.match(history.stdout, /keeper\/bad +\S+Z +healthy → suspect +canary failed: vadd\[3\]/);
 

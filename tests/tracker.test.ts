@@ -213,7 +213,7 @@ describe("label selectors and the summary", () => {
   it("kfarm status prints the summary as a table and as JSON", async () => {
     const s = await client.request("cpu", { labels: { tier: "fast" } });
     try {
-      const table = (await run(process.execPath, ["--import", "tsx", CLI, "status", "--tracker", tracker.address])).stdout;
+      const table = (await run(process.execPath, ["--import", "tsx", CLI, "status", "--tracker", tracker.address, "--width", "0"])).stdout;
       assert.match(table, new RegExp(`Tracker address ${tracker.address.replace(/\./g, "\\.")}`));
       // The canary column: "-" before a timed canary, then "3.08 µs (baseline 1/5)" while the baseline is learned, "3.1 µs (1.02×)" after.
       const canary = String.raw`(-|[\d.]+ [nµm]?s \((baseline \d+/\d+|[\d.]+×)\))`;

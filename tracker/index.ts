@@ -1,7 +1,7 @@
 /** The tracker part: start one with startTracker(). */
 export { Tracker, startTracker } from "./tracker.ts";
 export { resolveTrackerOptions, type TrackerOptions, type ResolvedTrackerOptions } from "./options.ts";
-export { formatSummary } from "./summary.ts";
+export { formatSummary, type FormatSummaryOptions } from "./summary.ts";
 export { DEFAULT_MAX_CANARY_DRIFT } from "./canary-drift.ts";
 export type { FarmEvent } from "./events.ts";
 export type { FeedMessage, FeedSnapshot } from "./live/protocol.ts";

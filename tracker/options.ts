@@ -1,6 +1,6 @@
 import { join, dirname } from "node:path";
 import { FarmError, SESSION_END_GRACE_MS } from "../protos/index.ts";
-import { componentLogger, isLoopbackHost, type Logger, type ServerTls } from "../runtime/index.ts";
+import { DEFAULT_TRACKER_PORT, componentLogger, isLoopbackHost, type Logger, type ServerTls } from "../runtime/index.ts";
 import { DEFAULT_MAX_CANARY_DRIFT } from "./canary-drift.ts";
 import { FAIRNESS, type Fairness } from "./queue.ts";
 import { DEFAULT_TVM_ALLOW } from "./tvm/admission.ts";
@@ -78,7 +78,7 @@ export const DEFAULT_MAX_SESSION_TIMEOUT_MS = 24 * 3600_000;
 export function resolveTrackerOptions(opts: TrackerOptions = {}): ResolvedTrackerOptions {
   const resolved: ResolvedTrackerOptions = {
     host: opts.host ?? "127.0.0.1",
-    port: opts.port ?? 9190,
+    port: opts.port ?? DEFAULT_TRACKER_PORT,
     metricsPort: opts.metricsPort,
     heartbeatIntervalMs: opts.heartbeatIntervalMs ?? DEFAULT_HEARTBEAT_INTERVAL_MS,
     maxMissedHeartbeats: opts.maxMissedHeartbeats ?? DEFAULT_MAX_MISSED_HEARTBEATS,

@@ -6,10 +6,11 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { HostService, toWireMessage } from "../protos/index.ts";
+import { HostService, fromWireMessage, toWireMessage } from "../protos/index.ts";
 import { newBoard, Registry, type BoardLease, type TvmAgent } from "./registry.ts";
 import type { Scheduler } from "./scheduler.ts";
-import { SummaryEncoder, buildSummary } from "./summary.ts";
+import { SummaryEncoder, buildSummary, formatSummary } from "./summary.ts";
+import type { SummaryReply__Output } from "../protos/index.ts";
 
 const method = (HostService as unknown as { service: { Summary: { responseSerialize(v: unknown): Buffer; responseDeserialize(b: Buffer): unknown } } }).service
   .Summary;
@@ -96,5 +97,29 @@ describe("the Summary reply", () => {
       { key: "b", total: 1, free: 0, pending: 2 },
       { key: "waiting", total: 0, free: 0, pending: 0 },
     ]);
+  });
+
+  it("as a table, fits the width it is given: long reasons cut with an ellipsis, board ids whole, a line saying so", () => {
+    const registry = new Registry();
+    registry.add(agent("rack-a-host-17", [{ name: "cpu0", key: "cpu" }]));
+    const board = [...registry.boardsById()][0]!;
+    const reason = `fan failing: ${"the left fan spins at 900 rpm ".repeat(8)}`;
+    board.health.apply({ kind: "canary_failed", reason });
+    const wire = method.responseDeserialize(
+      method.responseSerialize(toWireMessage("farm.v1.SummaryReply", buildSummary(registry, scheduler, STARTED, "", true))),
+    );
+    const summary: SummaryReply__Output = fromWireMessage("farm.v1.SummaryReply", wire as never, "the summary", "PROTOCOL_ERROR");
+    const whole = formatSummary(summary, "127.0.0.1:9190");
+    assert.ok(whole.includes(reason.trimEnd()), "no width: every cell whole");
+    assert.ok(Math.max(...whole.split("\n").map((l) => l.length)) > 200);
+    for (const width of [100, 80, 40, 12]) {
+      const text = formatSummary(summary, "127.0.0.1:9190", { width });
+      const long = text.split("\n").filter((l) => l.length > width);
+      assert.deepEqual(long, [], `width ${width}`);
+      assert.match(text, /…/);
+      assert.match(text, new RegExp(`\\(cells cut to fit ${width} columns`.slice(0, width)));
+    }
+    const at80 = formatSummary(summary, "127.0.0.1:9190", { width: 80 });
+    assert.match(at80, /\nrack-a-host-17\/cpu0 +cpu +cpu +starting +suspect: ca[a-z ]*… +- /, "identity columns whole; the reason cut");
   });
 });

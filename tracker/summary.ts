@@ -112,11 +112,64 @@ function sameFacts(a: readonly unknown[], b: readonly unknown[]): boolean {
 /** `kfarm status --history` shows each board's last few canary times (the summary holds up to 50). */
 const CANARY_TIMES_SHOWN = 8;
 
-function table(headers: string[], rows: string[][]): string[] {
-  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+/** A cell cut to `width` characters, an ellipsis at its end. */
+function cut(text: string, width: number): string {
+  return text.length <= width ? text : width <= 0 ? "" : `${text.slice(0, width - 1)}…`;
+}
+
+/**
+ * Column widths that fit `budget` characters: the largest cap every column
+ * can take (the widest give up room first), none below its floor. Floors
+ * that do not fit are kept: the line is cut after.
+ */
+function fitWidths(natural: readonly number[], floors: readonly number[], budget: number): number[] {
+  const at = (cap: number) => natural.map((w, i) => Math.max(floors[i]!, Math.min(w, cap)));
+  const total = (cap: number) => at(cap).reduce((a, w) => a + w, 0);
+  if (total(Infinity) <= budget) return [...natural];
+  let lo = 0;
+  let hi = Math.max(...natural);
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (total(mid) <= budget) lo = mid;
+    else hi = mid - 1;
+  }
+  return at(lo);
+}
+
+/** How the tables are laid out: `width` their longest line (0: any). */
+interface Layout {
+  width: number;
+  /** Set when a cell was cut. */
+  cut: boolean;
+}
+
+/**
+ * A table within `layout.width`: the columns of `shrink` may be cut to fit,
+ * down to their header's width, group by group (the first group's columns
+ * give up all they can before the next group's give up any); the others
+ * keep their width.
+ */
+function table(headers: string[], rows: string[][], layout: Layout, shrink: readonly (readonly number[])[] = []): string[] {
+  const natural = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+  const budget = layout.width - 2 * (headers.length - 1);
+  let widths = natural;
+  if (layout.width > 0) {
+    // A group that could not make the table fit stays at its floors while the next one gives up room.
+    const room = [...natural];
+    const floors = [...natural];
+    for (const group of shrink) {
+      for (const i of group) floors[i] = Math.min(natural[i]!, headers[i]!.length);
+      widths = fitWidths(room, floors, budget);
+      if (widths.reduce((a, w) => a + w, 0) <= budget) break;
+      for (const i of group) room[i] = floors[i]!;
+    }
+  }
   const line = (cells: string[]) =>
     cells
-      .map((c, i) => c.padEnd(widths[i]!))
+      .map((c, i) => {
+        if (c.length > widths[i]!) layout.cut = true;
+        return cut(c, widths[i]!).padEnd(widths[i]!);
+      })
       .join("  ")
       .trimEnd();
   const rule = "-".repeat(widths.reduce((a, w) => a + w + 2, -2));
@@ -130,8 +183,19 @@ function canaryCell(b: BoardInfo__Output): string {
   return `${formatNs(b.canary_ns)} (${against})`;
 }
 
+export interface FormatSummaryOptions {
+  /**
+   * The longest line, in characters (a terminal's width); 0 or none: any.
+   * Long cells (health and drain reasons, sessions, labels, canary times)
+   * are cut with an ellipsis to fit, and a last line says so; the summary's
+   * JSON has them whole.
+   */
+  width?: number;
+}
+
 /** The summary as `kfarm status` prints it: boards, then queues (as TVM lays them out). */
-export function formatSummary(summary: SummaryReply__Output, address: string): string {
+export function formatSummary(summary: SummaryReply__Output, address: string, opts: FormatSummaryOptions = {}): string {
+  const layout: Layout = { width: opts.width ?? 0, cut: false };
   const version = summary.tracker_version ? ` (kernelfarm ${summary.tracker_version}, up ${Math.round(summary.uptime_ms / 1000)} s)` : "";
   const out = [`Tracker address ${address}${version}`, ""];
   out.push("Board List");
@@ -150,13 +214,19 @@ export function formatSummary(summary: SummaryReply__Output, address: string): s
           .map(([k, v]) => `${k}=${v}`)
           .join(",") || "-",
       ]),
+      layout,
+      // Canary times, sessions and labels give up room first; then the state and health, whose reasons are what was cut.
+      [
+        [5, 6, 7],
+        [3, 4],
+      ],
     ),
   );
   out.push("", "Queue Status");
   const rows = summary.queues.filter((q) => q.total > 0 || q.pending > 0).map((q) => [q.key, String(q.total), String(q.free), String(q.pending)]);
-  out.push(...table(["key", "total", "free", "pending"], rows));
+  out.push(...table(["key", "total", "free", "pending"], rows, layout));
   const changes = summary.boards.flatMap((b) => b.health_history.map((c) => [b.id, new Date(c.at_ms).toISOString(), `${c.from} → ${c.to}`, c.reason]));
-  if (changes.length > 0) out.push("", "Health History", ...table(["board", "at", "change", "reason"], changes));
+  if (changes.length > 0) out.push("", "Health History", ...table(["board", "at", "change", "reason"], changes, layout, [[3]]));
   const timed = summary.boards.filter((b) => b.canary_timings.length > 0);
   if (timed.length > 0) {
     const rows = timed.map((b) => [
@@ -169,7 +239,9 @@ export function formatSummary(summary: SummaryReply__Output, address: string): s
         .map((t) => formatNs(t.kernel_ns))
         .join(", "),
     ]);
-    out.push("", "Canary Times", ...table(["board", "baseline", "recent", "drift", `last ${CANARY_TIMES_SHOWN} runs, oldest first`], rows));
+    out.push("", "Canary Times", ...table(["board", "baseline", "recent", "drift", `last ${CANARY_TIMES_SHOWN} runs, oldest first`], rows, layout, [[4]]));
   }
-  return out.join("\n");
+  if (layout.cut) out.push("", `(cells cut to fit ${layout.width} columns: --json or --width 0 shows them whole)`);
+  // What no column can give up (a long board id, the address) is cut last, line by line.
+  return (layout.width > 0 ? out.map((l) => cut(l, layout.width)) : out).join("\n");
 }
