@@ -8,6 +8,7 @@ import { readFile } from "node:fs/promises";
 import { basename } from "node:path";
 import {
   CHUNK_BYTES,
+  DTYPES,
   FarmError,
   checkOption,
   checkOptions,
@@ -34,6 +35,7 @@ import { Multiplexer, type Op } from "./multiplexer.ts";
 import type { CompiledModule } from "./compiled-module.ts";
 import { hashTree } from "./tree-hasher.ts";
 import { dedupePlan, noteHash, noteTransfer } from "./dedupe-plan.ts";
+import { shown } from "./options.ts";
 
 /**
  * TVM's time_evaluator options. Each numeric one takes the range that
@@ -424,8 +426,7 @@ export class Session {
   /** A remote array: from host data (copied in), empty of a shape and dtype, or filled on the board from a seed (`random`, see RemoteArray.fill). */
   async array(init: AnyTypedArray | { shape: readonly number[]; dtype: Dtype; random?: RandomFill }, shape?: readonly number[]): Promise<RemoteArray> {
     const isData = ArrayBuffer.isView(init);
-    const dtype = isData ? dtypeOf(init as AnyTypedArray) : (init as { dtype: Dtype }).dtype;
-    if (!isDtype(dtype)) throw new FarmError("BAD_ARGUMENTS", `unknown dtype ${JSON.stringify(dtype)}`);
+    const dtype = arrayDtype(init);
     const dims = [...(shape ?? (isData ? [(init as AnyTypedArray).length] : (init as { shape: readonly number[] }).shape))];
     // Dimensions travel as uint32: a larger one would silently wrap.
     const bad = dims.find((d) => !Number.isInteger(d) || d < 0 || d > 0xffff_ffff);
@@ -493,6 +494,28 @@ export class Session {
     })();
     return this.closing;
   }
+}
+
+const TYPED_ARRAYS = Object.values(DTYPES)
+  .map((d) => d.array.name)
+  .join(", ");
+const ARRAY_INIT = `a typed array of the data (new Float32Array([1, 2, 3]); ${TYPED_ARRAYS}), or { shape, dtype } for an empty one (dtype: ${Object.keys(DTYPES).join(", ")})`;
+
+/** The dtype of what `array()` was given; BAD_ARGUMENTS saying what it takes when it is neither of the two. */
+function arrayDtype(init: unknown): Dtype {
+  if (ArrayBuffer.isView(init)) {
+    const kind = Object.values(DTYPES).find((d) => init instanceof d.array);
+    if (kind) return dtypeOf(init as AnyTypedArray);
+    throw new FarmError("BAD_ARGUMENTS", `array(): a ${init.constructor.name} holds no dtype a board holds; give it ${ARRAY_INIT}`);
+  }
+  if (Array.isArray(init)) throw new FarmError("BAD_ARGUMENTS", `array(): a plain array has no dtype; give it ${ARRAY_INIT}`);
+  if (typeof init !== "object" || init === null) throw new FarmError("BAD_ARGUMENTS", `array(): got ${shown(init)}; give it ${ARRAY_INIT}`);
+  const { dtype } = init as { dtype?: unknown };
+  if (!isDtype(dtype)) {
+    const got = dtype === undefined ? "no dtype" : `dtype ${shown(dtype)}, not one a board holds`;
+    throw new FarmError("BAD_ARGUMENTS", `array(): { shape, dtype } with ${got}; give it ${ARRAY_INIT}`);
+  }
+  return dtype;
 }
 
 /** A file of this host to upload, its failures as FarmErrors naming the path and what to do. */

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numbers
 import os
 import re
-from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional, Sequence
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional, Sequence, Union
 
 import numpy as np
 from numpy.typing import NDArray
@@ -47,8 +47,15 @@ class FpgaProgrammed(NamedTuple):
 class Stats(NamedTuple):
     """The board's counters (VTA: TVM's simulator statistics and cycles; CUDA: registers, …) and facts."""
 
-    counters: dict[str, float]
+    #: Integer counts as int (board_counters).
+    counters: dict[str, Union[int, float]]
     info: dict[str, str]
+
+
+def board_counters(counters: Mapping[str, float]) -> dict[str, Union[int, float]]:
+    """A board's counters as Python numbers: they travel as doubles (map<string, double>), and a count
+    read as 3.0 is not a count; integers (exact in a double, up to 2**53) are ints, the rest floats."""
+    return {k: int(v) if v.is_integer() and abs(v) <= 2**53 else v for k, v in counters.items()}
 
 
 def _uint32(value: Any, what: str, minimum: int = 0) -> int:
@@ -477,7 +484,7 @@ class Session:
 
     def stats(self) -> Stats:
         s = self._mux.request(stats=session_pb2.Stats()).stats
-        return Stats(dict(s.counters), dict(s.info))
+        return Stats(board_counters(s.counters), dict(s.info))
 
     def clear_stats(self) -> None:
         self._mux.request(clear_stats=session_pb2.ClearStats())
@@ -533,10 +540,10 @@ class Session:
         )
 
 
-def measured(reply: session_pb2.BoardFrame) -> tuple[Optional[BenchmarkResult], str, dict[str, float]]:
+def measured(reply: session_pb2.BoardFrame) -> tuple[Optional[BenchmarkResult], str, dict[str, Union[int, float]]]:
     """A Measure reply: the timing (None when a check failed before it), the first mismatch, the counters."""
     m = reply.measured
-    return (_benchmark(m.time) if m.HasField("time") else None), m.wrong, dict(m.counters)
+    return (_benchmark(m.time) if m.HasField("time") else None), m.wrong, board_counters(m.counters)
 
 
 def _sendable_name(name: str) -> str:
