@@ -34,7 +34,7 @@ import type { FrameChannel } from "./frame-channel.ts";
 import { Multiplexer, type Op } from "./multiplexer.ts";
 import type { CompiledModule } from "./compiled-module.ts";
 import { hashTree } from "./tree-hasher.ts";
-import { dedupePlan, noteHash, noteTransfer } from "./dedupe-plan.ts";
+import { SessionUploads, dedupePlan, noteHash, noteTransfer } from "./dedupe-plan.ts";
 import { shown } from "./options.ts";
 
 /**
@@ -191,6 +191,8 @@ export class Session {
   private readonly mux: Multiplexer;
   private closing: Promise<void> | undefined;
   private readonly modules: RemoteModule[] = [];
+  /** What this session put on its board by digest: the same bytes again are taken from there. */
+  private readonly uploads = new SessionUploads();
 
   /** How the session's frames travel: direct | relay | grpc (local: in process). */
   readonly lane: Lane | "local";
@@ -265,17 +267,20 @@ export class Session {
     }
     sendableName(target);
     const link = `${this.board.id}|${this.lane}`;
+    const size = bytes.byteLength;
     // Bytes to dedupe on a lane faster than hashing: sent now, hashed meanwhile, the digest on the last frame.
     let late: Promise<{ tree_sha256: string }> | undefined;
     if (opts.dedupe && !digest) {
       const hashing = this.timedHash(link, bytes);
-      if (bytes.byteLength > CHUNK_BYTES && dedupePlan(link, bytes.byteLength) === "send") late = hashing;
+      if (size > CHUNK_BYTES && !this.uploads.mayHold(size) && dedupePlan(link, size) === "send") late = hashing;
       else digest = await hashing;
     }
-    // More than one frame of bytes: ask first whether the board holds them (one round trip against the transfer).
-    if (digest && bytes.byteLength > CHUNK_BYTES) {
+    // Ask first whether the board holds them: for more than one frame of bytes (one round trip against the
+    // transfer), and for any this session put there.
+    if (digest && (size > CHUNK_BYTES || this.uploads.holds(digestKey(digest)))) {
       try {
-        await this.request({ upload: { name: target, total_bytes: bytes.byteLength, data: new Uint8Array(0), done: true, ...digest, probe: true } });
+        await this.request({ upload: { name: target, total_bytes: size, data: new Uint8Array(0), done: true, ...digest, probe: true } });
+        this.uploads.placed(digestKey(digest), size);
         return target;
       } catch (err) {
         if (!(err instanceof FarmError && err.code === "NOT_FOUND")) throw err;
@@ -287,7 +292,9 @@ export class Session {
     });
     // Synchronous but for a last frame that waits for its digest: the first frame must go out before upload() yields.
     await this.sendChunked(bytes, (chunk, offset, done) => (done && late ? late.then((d) => frame(chunk, offset, done, d)) : frame(chunk, offset, done)));
-    noteTransfer(link, bytes.byteLength, performance.now() - t0);
+    noteTransfer(link, size, performance.now() - t0);
+    const sent = digest ?? (await late);
+    if (sent) this.uploads.placed(digestKey(sent), size);
     return target;
   }
 
@@ -516,6 +523,11 @@ function arrayDtype(init: unknown): Dtype {
     throw new FarmError("BAD_ARGUMENTS", `array(): { shape, dtype } with ${got}; give it ${ARRAY_INIT}`);
   }
   return dtype;
+}
+
+/** How SessionUploads names bytes: the two digests are kept apart, as the agent's store keeps them. */
+function digestKey(digest: { sha256: string } | { tree_sha256: string }): string {
+  return "sha256" in digest ? digest.sha256 : `tree-${digest.tree_sha256}`;
 }
 
 /** A file of this host to upload, its failures as FarmErrors naming the path and what to do. */
