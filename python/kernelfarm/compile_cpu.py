@@ -31,6 +31,7 @@ from .bundle import (
     host_cpu_target,
     param_problem,
 )
+from .elf_exports import elf_exports
 from .errors import FarmError
 
 #: A parameter: "float32*" / "float32* a" (a buffer), "int32 n" (a scalar), or a
@@ -167,6 +168,8 @@ def compile_cpu(
             raise FarmError(
                 "COMPILE_ERROR", f"{compiler} wrote no shared object for {file_name}: do the flags stop before linking (-c, -E, -S)?"
             ) from None
+        _check_exports(binary, table, compiler, file_name)
+        _check_params(tmp, table, compiler, extra, file_name)
     data = encode_bundle(
         {
             "format": BUNDLE_FORMAT,
@@ -181,6 +184,116 @@ def compile_cpu(
     )
     digest = bundle_digest(data)
     return CompiledModule(data, bundle_name(digest), digest, "cpu", table)
+
+
+#: Names a message lists before it says how many more there are.
+_LISTED = 20
+
+#: The C type of each dtype's scalars, in DTYPES' order (protos/dtype.ts).
+_C_TYPES = {
+    "int8": "int8_t",
+    "uint8": "uint8_t",
+    "int16": "int16_t",
+    "uint16": "uint16_t",
+    "int32": "int32_t",
+    "uint32": "uint32_t",
+    "int64": "int64_t",
+    "uint64": "uint64_t",
+    "float32": "float",
+    "float64": "double",
+}
+
+
+def _listed(names: Sequence[str]) -> str:
+    if not names:
+        return "none"
+    more = len(names) - _LISTED
+    return ", ".join(names[:_LISTED]) + (f", … ({more} more)" if more > 0 else "")
+
+
+def _check_exports(binary: bytes, table: Sequence[Mapping[str, Any]], compiler: str, file_name: str) -> None:
+    """COMPILE_ERROR when a function of `functions` is not among those the shared
+    object exports (checkExports): the board would find no such function at
+    load. Nothing is checked where the binary is not ELF."""
+    exports = elf_exports(binary)
+    if exports is None:
+        return
+    if not exports.shared:
+        raise FarmError(
+            "COMPILE_ERROR", f"{compiler} built no shared object from {file_name}: do the flags stop before linking (-c, -E, -S)?"
+        )
+    found = {*exports.functions, *exports.untyped}
+    missing = [f["name"] for f in table if f["name"] not in found]
+    if not missing:
+        return
+    names = ", ".join(f'"{n}"' for n in missing)
+    lines = [f"{file_name} exports no function {names} of `functions`; the shared object exports: {_listed(exports.functions)}"]
+    for name in missing:
+        mangled = next((e for e in exports.functions if e.startswith("_Z") and f"{len(name)}{name}" in e), None)
+        if mangled:
+            lines.append(f'"{mangled}" is {name} with a C++ mangled name: declare it extern "C" so that its name stays "{name}"')
+    lines.append(
+        "define each function of `functions` in the source under that name, with external linkage "
+        "(not static, not hidden by -fvisibility=hidden), or take it out of `functions`"
+    )
+    raise FarmError("COMPILE_ERROR", "\n".join(lines), {"missing": missing, "exports": exports.functions})
+
+
+def _params_check_name(file_name: str) -> str:
+    """The name of the file that checks the parameters; another where the source has that name."""
+    ext = os.path.splitext(file_name)[1] or ".c"
+    return f"kfarm-functions-check{ext}" if f"kfarm-functions{ext}" == file_name else f"kfarm-functions{ext}"
+
+
+def params_check_source(file_name: str, table: Sequence[Mapping[str, Any]]) -> str:
+    """A translation unit that calls each function of `functions` as a board
+    calls it, after the source itself, so that the compiler holds each call to
+    the function's prototype (paramsCheckSource, which writes the same bytes):
+    a different number of parameters, or a pointer where the C function takes
+    a number (or the reverse), is its error. Pointee types are not checked,
+    nor which number type a scalar is."""
+    scalars = ", ".join(f"{c} kfarm_{dtype}" for dtype, c in _C_TYPES.items())
+    calls = []
+    for f in table:
+        args = ", ".join("kfarm_buffer_arg" if p["kind"] == "buffer" else f"kfarm_{p['dtype']}" for p in f["params"])
+        decls = ", ".join(f"{p['dtype']}{'*' if p['kind'] == 'buffer' else ''}" for p in f["params"])
+        calls.append(f"  {f['name']}({args}); /* functions.{f['name']}: {decls or 'no parameters'} */")
+    return "\n".join(
+        [
+            "/* kernelfarm: each function of `functions`, called as a board calls it (a pointer per buffer, a value per scalar). */",
+            f'#include "{file_name}"',
+            "#include <stdint.h>",
+            "#ifdef __cplusplus",
+            "struct kfarm_buffer { template <class T> operator T *() const { return 0; } };",
+            "#else",
+            "typedef void *kfarm_buffer;",
+            '#pragma GCC diagnostic error "-Wint-conversion"',
+            "#endif",
+            f"__attribute__((unused)) static void kfarm_functions(kfarm_buffer kfarm_buffer_arg, {scalars}) {{",
+            *calls,
+            "}",
+            "",
+        ]
+    )
+
+
+def _check_params(tmp: str, table: Sequence[Mapping[str, Any]], compiler: str, extra: Sequence[str], file_name: str) -> None:
+    """COMPILE_ERROR when `functions` declares parameters that its C functions do not take, where the compiler can tell."""
+    check = _params_check_name(file_name)
+    with open(os.path.join(tmp, check), "wb") as f:
+        f.write(params_check_source(file_name, table).encode("utf-8"))
+    result = subprocess.run([compiler, *CPU_BASE_FLAGS, *extra, "-fsyntax-only", check], cwd=tmp, capture_output=True)
+    if result.returncode == 0:
+        return
+    diagnostics = result.stderr.decode("utf-8", "replace").replace(tmp + "/", "").strip()
+    raise FarmError(
+        "COMPILE_ERROR",
+        f"{file_name}: its functions do not take the parameters that `functions` declares ({compiler} checked {check}, "
+        f"which calls each function of `functions` as a board calls it):\n{diagnostics}\n"
+        "list each function's parameters in `functions` in the order its C definition takes them: "
+        '"DTYPE* name" for a pointer, "DTYPE name" for a number',
+        {"diagnostics": diagnostics},
+    )
 
 
 def source_bytes(source: str, where: str) -> bytes:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import shutil
 import tempfile
 
@@ -11,7 +12,7 @@ import pytest
 from ts_reference import run_ts, ts_value
 
 from kernelfarm.bundle import bundle_digest, decode_bundle, host_cpu_target
-from kernelfarm.compile_cpu import compile_cpu, function_table, parse_param
+from kernelfarm.compile_cpu import compile_cpu, function_table, params_check_source, parse_param
 from kernelfarm.errors import FarmError
 
 GOOD = """#include <stdint.h>
@@ -73,6 +74,45 @@ CASES = [
     ("seventeen functions", MANY, {f"f{i}": ["float32* a"] for i in range(17)}, {}),
 ]
 
+CHECKED = """#include <stdint.h>
+void fill(int32_t* out, int32_t n, int32_t v) { for (int32_t i = 0; i < n; i++) out[i] = v; }
+static void helper(float* a) { a[0] = 0; }
+void scale(float* a, float s) { helper(a); a[0] *= s; }
+"""
+
+# `functions` that the source does not bear out: (name, source, functions, options, what the message says).
+MISMATCHES = [
+    (
+        "a function the object does not export",
+        CHECKED,
+        {"fill": ["int32* out", "int32 n", "int32 v"], "vfill": ["int32* out"], "helper": ["float32* a"]},
+        {},
+        r'^kernel\.c exports no function "vfill", "helper" of `functions`; the shared object exports: fill, scale\n',
+    ),
+    (
+        "a C++ function without extern C",
+        'extern "C" void ok(float* a) { a[0] = 1; }\nvoid scale(float* a, float s) { a[0] *= s; }\n',
+        {"ok": ["float32* a"], "scale": ["float32* a", "float32 s"]},
+        {"file_name": "kernel.cc"},
+        r'"_Z5scalePff" is scale with a C\+\+ mangled name: declare it extern "C"',
+    ),
+    (
+        "too few parameters",
+        CHECKED,
+        {"fill": ["int32* out", "int32 n"]},
+        {},
+        r"(?s)^kernel\.c: its functions do not take the parameters that `functions` declares .*"
+        r"kfarm-functions\.c:\d+:\d+: error: too few arguments to function .fill.",
+    ),
+    (
+        "a number where the function takes a pointer",
+        CHECKED,
+        {"fill": ["int32 n", "int32* out", "int32 v"]},
+        {"flags": ["-Wall"]},
+        r"error: passing argument 1 of .fill. makes pointer from integer without a cast",
+    ),
+]
+
 PARAM_DECLS = [
     "float32* a",
     "float32 *a",
@@ -120,8 +160,10 @@ def ts_compiled(compiler):
             "options": {"functions": {"f": []}, "fileName": "gemm_tile.c"},
         },
     ]
+    jobs += [{"op": "compileCpu", "source": src, "options": {"functions": fns, **ts_options(opts)}} for _, src, fns, opts, _ in MISMATCHES]
     results = run_ts(jobs)
-    return {"cases": results[: len(CASES)], "broken": results[-2], "file_name": results[-1]}
+    n = len(CASES)
+    return {"cases": results[:n], "broken": results[n], "file_name": results[n + 1], "mismatches": results[n + 2 :]}
 
 
 @pytest.fixture(scope="module")
@@ -283,3 +325,37 @@ def test_function_table_keeps_the_dict_order():
         {"name": "f", "params": [{"name": "n", "kind": "scalar", "dtype": "int32"}]},
         {"name": "g", "params": []},
     ]
+
+
+@pytest.mark.parametrize("index", range(len(MISMATCHES)), ids=[m[0] for m in MISMATCHES])
+def test_functions_the_source_does_not_bear_out_are_compile_error_as_in_typescript(ts_compiled, private_tmp, index):
+    """A declared function the object lacks, or parameters its C function does not take, failed only on the board."""
+    _, source, functions, options, message = MISMATCHES[index]
+    with pytest.raises(FarmError) as info:
+        compile_cpu(source, functions, **options)
+    err = info.value
+    expected = ts_compiled["mismatches"][index]
+    assert (err.code, err.message, err.details) == (expected["code"], expected["message"], expected["details"])
+    assert err.code == "COMPILE_ERROR"
+    assert re.search(message, err.message), err.message
+    assert "kfarm-cc-" not in err.message, "the message leaks the build directory"
+    assert list(private_tmp.iterdir()) == [], "the build directory was left behind"
+
+
+def test_the_parameter_check_takes_what_a_board_passes_alike(compiler):
+    source = """#include <stdint.h>
+void f(const float* a, void* b, long long* c, double x, int n) { (void)a; (void)b; (void)c; (void)x; (void)n; }
+void g(void) {}
+"""
+    m = compile_cpu(source, {"f": ["float32* a", "uint8* b", "int64* c", "float32 x", "int64 n"], "g": []})
+    assert [f["name"] for f in m.functions] == ["f", "g"]
+    compile_cpu(source, {"g": []}, file_name="kfarm-functions.c")
+    with pytest.raises(FarmError, match=r"\S+ built no shared object from kernel\.c: do the flags stop before linking") as info:
+        compile_cpu(source, {"g": []}, flags=["-c"])
+    assert info.value.code == "COMPILE_ERROR"
+
+
+def test_the_check_file_is_the_typescript_ones():
+    table = function_table({"f": ["float32* a", "uint8* b", "int64 n"], "g": []})
+    [expected] = run_ts([{"op": "paramsCheckSource", "fileName": "gemm.c", "functions": table}])
+    assert params_check_source("gemm.c", table) == ts_value(expected)
