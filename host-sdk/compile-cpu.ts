@@ -1,7 +1,10 @@
 /**
  * The CPU compiler: the local C compiler (`cc -O2 -shared -fPIC`) turns C
  * source into a shared object, packed into a module bundle with a function
- * table declaring each function's parameters.
+ * table declaring each function's parameters. The table is checked against
+ * what was built: each function exported (checkExports), and its parameters
+ * those the C function takes where the compiler can tell (checkParams), so
+ * that a mismatch is COMPILE_ERROR here, not a failure on the board.
  */
 import { execFile } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
@@ -185,19 +188,32 @@ export function paramsCheckSource(fileName: string, functions: readonly Function
   ].join("\n");
 }
 
-/** COMPILE_ERROR when `functions` declares parameters that its C functions do not take, where the compiler can tell. */
-async function checkParams(dir: string, functions: readonly FunctionSpec[], cc: string, flags: readonly string[], fileName: string): Promise<void> {
+/**
+ * Runs the parameter check (paramsCheckSource); resolves to COMPILE_ERROR when
+ * `functions` declares parameters that its C functions do not take, where the
+ * compiler can tell, else to undefined. It never rejects: it runs beside the
+ * build, which may fail first (then `signal` stops it).
+ */
+async function checkParams(
+  dir: string,
+  functions: readonly FunctionSpec[],
+  cc: string,
+  flags: readonly string[],
+  fileName: string,
+  signal: AbortSignal,
+): Promise<FarmError | undefined> {
   const check = paramsCheckName(fileName);
-  await writeFile(join(dir, check), paramsCheckSource(fileName, functions));
   try {
-    await run(cc, [...CPU_BASE_FLAGS, ...flags, "-fsyntax-only", check], { cwd: dir, maxBuffer: 16 << 20 });
+    await writeFile(join(dir, check), paramsCheckSource(fileName, functions));
+    await run(cc, [...CPU_BASE_FLAGS, ...flags, "-fsyntax-only", check], { cwd: dir, maxBuffer: 16 << 20, signal });
+    return undefined;
   } catch (err) {
     const e = err as NodeJS.ErrnoException & { stderr?: string };
     const diagnostics = (e.stderr ?? e.message)
       .split(dir + "/")
       .join("")
       .trim();
-    throw new FarmError(
+    return new FarmError(
       "COMPILE_ERROR",
       `${fileName}: its functions do not take the parameters that \`functions\` declares (${cc} checked ${check}, which calls each function of \`functions\` as a board calls it):\n${diagnostics}\n` +
         'list each function\'s parameters in `functions` in the order its C definition takes them: "DTYPE* name" for a pointer, "DTYPE name" for a number',
@@ -225,9 +241,14 @@ export async function compileCpu(source: string, opts: CompileCpuOptions): Promi
     const src = join(dir, fileName);
     const out = join(dir, "module.so");
     await writeFile(src, source);
+    // The check runs beside the build (a second compiler process: on two cores it costs next to nothing).
+    const stopChecking = new AbortController();
+    const checking = checkParams(dir, functions, cc, flags, fileName, stopChecking.signal);
     try {
       await run(cc, [...CPU_BASE_FLAGS, ...flags, "-o", out, fileName], { cwd: dir, maxBuffer: 16 << 20 });
     } catch (err) {
+      stopChecking.abort();
+      await checking;
       const e = err as NodeJS.ErrnoException & { stderr?: string };
       if (e.code === "ENOENT") {
         throw new FarmError("TOOLCHAIN_MISSING", `no C compiler "${cc}" on this host: install one (Debian: apt-get install gcc) or set CC`);
@@ -238,9 +259,16 @@ export async function compileCpu(source: string, opts: CompileCpuOptions): Promi
         .trim();
       throw new FarmError("COMPILE_ERROR", `${cc} failed to compile ${fileName}:\n${diagnostics}`, { details: { diagnostics } });
     }
-    const binary = await readFile(out);
-    checkExports(binary, functions, cc, fileName);
-    await checkParams(dir, functions, cc, flags, fileName);
+    let binary: Buffer;
+    try {
+      binary = await readFile(out);
+      checkExports(binary, functions, cc, fileName);
+    } catch (err) {
+      await checking; // before the build directory goes
+      throw err;
+    }
+    const mismatch = await checking;
+    if (mismatch) throw mismatch;
     const bytes = encodeBundle({
       format: BUNDLE_FORMAT,
       version: BUNDLE_VERSION,

@@ -133,7 +133,9 @@ def compile_cpu(
     file_name: the source's name, shown in diagnostics.
 
     Errors: INVALID_ARGUMENT (options, checked before the compiler runs),
-    COMPILE_ERROR (the compiler's diagnostics, or no compiler).
+    COMPILE_ERROR (the compiler's diagnostics; a function of `functions` the
+    shared object does not export; parameters its C function does not take,
+    as the compiler checks a call of each as a board makes it).
     """
     table = function_table(functions)
     extra = check_flags(flags, "compile_cpu")
@@ -149,27 +151,18 @@ def compile_cpu(
         out = os.path.join(tmp, "module.so")
         with open(os.path.join(tmp, file_name), "wb") as f:
             f.write(source_bytes(source, "compile_cpu"))
+        # The parameter check runs beside the build (a second compiler process), and ends before the directory goes.
+        checking = _start_params_check(tmp, table, compiler, extra, file_name)
         try:
-            result = subprocess.run([compiler, *all_flags, "-o", out, file_name], cwd=tmp, capture_output=True)
-        except FileNotFoundError:
-            raise FarmError(
-                "TOOLCHAIN_MISSING", f'no C compiler "{compiler}" on this host: install one (Debian: apt-get install gcc) or set CC'
-            ) from None
-        except OSError as err:
-            raise FarmError("COMPILE_ERROR", f"{compiler} failed to compile {file_name}:\n{err}", {"diagnostics": str(err)}) from err
-        if result.returncode != 0:
-            # Paths in the compiler's text are made relative to the build directory: the user sees kernel.c:4:5.
-            diagnostics = result.stderr.decode("utf-8", "replace").replace(tmp + "/", "").strip()
-            raise FarmError("COMPILE_ERROR", f"{compiler} failed to compile {file_name}:\n{diagnostics}", {"diagnostics": diagnostics})
-        try:
-            with open(out, "rb") as f:
-                binary = f.read()
-        except FileNotFoundError:
-            raise FarmError(
-                "COMPILE_ERROR", f"{compiler} wrote no shared object for {file_name}: do the flags stop before linking (-c, -E, -S)?"
-            ) from None
-        _check_exports(binary, table, compiler, file_name)
-        _check_params(tmp, table, compiler, extra, file_name)
+            binary = _build(tmp, compiler, all_flags, out, file_name)
+            _check_exports(binary, table, compiler, file_name)
+            mismatch = _params_mismatch(checking, tmp, compiler, file_name)
+            if mismatch:
+                raise mismatch
+        finally:
+            if checking and checking.poll() is None:
+                checking.kill()
+                checking.communicate()
     data = encode_bundle(
         {
             "format": BUNDLE_FORMAT,
@@ -277,23 +270,61 @@ def params_check_source(file_name: str, table: Sequence[Mapping[str, Any]]) -> s
     )
 
 
-def _check_params(tmp: str, table: Sequence[Mapping[str, Any]], compiler: str, extra: Sequence[str], file_name: str) -> None:
-    """COMPILE_ERROR when `functions` declares parameters that its C functions do not take, where the compiler can tell."""
+def _start_params_check(
+    tmp: str, table: Sequence[Mapping[str, Any]], compiler: str, extra: Sequence[str], file_name: str
+) -> Optional["subprocess.Popen[bytes]"]:
+    """Starts the compiler on params_check_source; None where it cannot start (the build then says why)."""
     check = _params_check_name(file_name)
     with open(os.path.join(tmp, check), "wb") as f:
         f.write(params_check_source(file_name, table).encode("utf-8"))
-    result = subprocess.run([compiler, *CPU_BASE_FLAGS, *extra, "-fsyntax-only", check], cwd=tmp, capture_output=True)
-    if result.returncode == 0:
-        return
-    diagnostics = result.stderr.decode("utf-8", "replace").replace(tmp + "/", "").strip()
-    raise FarmError(
+    try:
+        return subprocess.Popen(
+            [compiler, *CPU_BASE_FLAGS, *extra, "-fsyntax-only", check], cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+    except OSError:
+        return None
+
+
+def _params_mismatch(checking: Optional["subprocess.Popen[bytes]"], tmp: str, compiler: str, file_name: str) -> Optional[FarmError]:
+    """COMPILE_ERROR when `functions` declares parameters that its C functions do not take, where the compiler can tell."""
+    if checking is None:
+        return None
+    _, stderr = checking.communicate()
+    if checking.returncode == 0:
+        return None
+    diagnostics = stderr.decode("utf-8", "replace").replace(tmp + "/", "").strip()
+    return FarmError(
         "COMPILE_ERROR",
-        f"{file_name}: its functions do not take the parameters that `functions` declares ({compiler} checked {check}, "
-        f"which calls each function of `functions` as a board calls it):\n{diagnostics}\n"
+        f"{file_name}: its functions do not take the parameters that `functions` declares "
+        f"({compiler} checked {_params_check_name(file_name)}, which calls each function of `functions` as a board calls it):\n"
+        f"{diagnostics}\n"
         "list each function's parameters in `functions` in the order its C definition takes them: "
         '"DTYPE* name" for a pointer, "DTYPE name" for a number',
         {"diagnostics": diagnostics},
     )
+
+
+def _build(tmp: str, compiler: str, all_flags: Sequence[str], out: str, file_name: str) -> bytes:
+    """Runs the compiler in `tmp`; the shared object's bytes, or TOOLCHAIN_MISSING / COMPILE_ERROR."""
+    try:
+        result = subprocess.run([compiler, *all_flags, "-o", out, file_name], cwd=tmp, capture_output=True)
+    except FileNotFoundError:
+        raise FarmError(
+            "TOOLCHAIN_MISSING", f'no C compiler "{compiler}" on this host: install one (Debian: apt-get install gcc) or set CC'
+        ) from None
+    except OSError as err:
+        raise FarmError("COMPILE_ERROR", f"{compiler} failed to compile {file_name}:\n{err}", {"diagnostics": str(err)}) from err
+    if result.returncode != 0:
+        # Paths in the compiler's text are made relative to the build directory: the user sees kernel.c:4:5.
+        diagnostics = result.stderr.decode("utf-8", "replace").replace(tmp + "/", "").strip()
+        raise FarmError("COMPILE_ERROR", f"{compiler} failed to compile {file_name}:\n{diagnostics}", {"diagnostics": diagnostics})
+    try:
+        with open(out, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        raise FarmError(
+            "COMPILE_ERROR", f"{compiler} wrote no shared object for {file_name}: do the flags stop before linking (-c, -E, -S)?"
+        ) from None
 
 
 def source_bytes(source: str, where: str) -> bytes:
