@@ -196,3 +196,107 @@ describe("compileCpu", () => {
     }
   });
 });
+
+describe("compileCpu checks `functions` against the source", () => {
+  const compileError = async (
+    source: string,
+    functions: Record<string, readonly string[]>,
+    opts: { fileName?: string; cc?: string; flags?: string[] } = {},
+  ) => {
+    const err = await compileCpu(source, { functions, ...opts }).then(
+      () => assert.fail(`compiled with functions ${JSON.stringify(functions)}`),
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof FarmError, String(err));
+    assert.equal(err.code, "COMPILE_ERROR", err.message);
+    assert.ok(!err.message.includes("kfarm-cc-"), `the message leaks the temp dir:\n${err.message}`);
+    return err;
+  };
+  const SOURCE = `#include <stdint.h>
+void fill(int32_t* out, int32_t n, int32_t v) { for (int32_t i = 0; i < n; i++) out[i] = v; }
+static void helper(float* a) { a[0] = 0; }
+void scale(float* a, float s) { helper(a); a[0] *= s; }
+`;
+
+  it("a declared function the object does not export is COMPILE_ERROR naming it and the functions it exports", async () => {
+    const err = await compileError(SOURCE, { fill: ["int32* out", "int32 n", "int32 v"], vfill: ["int32* out"], helper: ["float32* a"] });
+    assert.match(err.message, /^kernel\.c exports no function "vfill", "helper" of `functions`; the shared object exports: fill, scale\n/);
+    assert.match(err.message, /not static, not hidden by -fvisibility=hidden\), or take it out of `functions`$/);
+    assert.deepEqual(err.details, { missing: ["vfill", "helper"], exports: ["fill", "scale"] });
+  });
+
+  it("a function hidden by -fvisibility=hidden is not exported", async () => {
+    const err = await compileCpu(SOURCE, { functions: { fill: ["int32* out", "int32 n", "int32 v"] }, flags: ["-fvisibility=hidden"] }).catch(
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof FarmError && err.code === "COMPILE_ERROR");
+    assert.match(err.message, /exports no function "fill" of `functions`; the shared object exports: none/);
+  });
+
+  it('a C++ function without extern "C" is named with its mangled name and the fix', async () => {
+    const err = await compileError(
+      'extern "C" void ok(float* a) { a[0] = 1; }\nvoid scale(float* a, float s) { a[0] *= s; }\n',
+      { ok: ["float32* a"], scale: ["float32* a", "float32 s"] },
+      { fileName: "kernel.cc" },
+    );
+    assert.match(err.message, /^kernel\.cc exports no function "scale" of `functions`; the shared object exports: .*_Z5scalePff/);
+    assert.match(err.message, /"_Z5scalePff" is scale with a C\+\+ mangled name: declare it extern "C" so that its name stays "scale"/);
+  });
+
+  it("a different number of parameters is COMPILE_ERROR with the compiler's words and what to do", async () => {
+    for (const fill of [
+      ["int32* out", "int32 n"],
+      ["int32* out", "int32 n", "int32 v", "int32 w"],
+    ]) {
+      const err = await compileError(SOURCE, { scale: ["float32* a", "float32 s"], fill });
+      assert.match(err.message, /^kernel\.c: its functions do not take the parameters that `functions` declares \(cc checked kfarm-functions\.c, /);
+      assert.match(err.message, /kfarm-functions\.c:\d+:\d+: error: too (few|many) arguments to function .fill./);
+      assert.match(err.message, /functions\.fill: int32\*, int32(, int32, int32)? \*\//, "the declaration, as the check file's line shows it");
+      assert.match(err.message, /kernel\.c:2:6: note: declared here/);
+      assert.match(
+        err.message,
+        /list each function's parameters in `functions` in the order its C definition takes them: "DTYPE\* name" for a pointer, "DTYPE name" for a number$/,
+      );
+      assert.equal(typeof err.details?.diagnostics, "string");
+    }
+  });
+
+  it("a pointer where the function takes a number, or a number where it takes a pointer, is COMPILE_ERROR", async () => {
+    // int32 and int32*: a warning in C by default (int-conversion), an error here.
+    const err = await compileError(SOURCE, { fill: ["int32 n", "int32* out", "int32 v"] });
+    assert.match(err.message, /error: passing argument 1 of .fill. makes pointer from integer without a cast/);
+    assert.match(err.message, /error: passing argument 2 of .fill. makes integer from pointer without a cast/);
+    const floats = await compileError(SOURCE, { scale: ["float32 s", "float32* a"] });
+    assert.match(floats.message, /error: incompatible type for argument 1 of .scale./);
+  });
+
+  it("takes what the board passes alike: const and void pointers, any pointee type, numbers of another type", async () => {
+    const source = `#include <stdint.h>
+void f(const float* a, void* b, long long* c, double x, int n) { (void)a; (void)b; (void)c; (void)x; (void)n; }
+void g(void) {}
+`;
+    const m = await compileCpu(source, { functions: { f: ["float32* a", "uint8* b", "int64* c", "float32 x", "int64 n"], g: [] } });
+    assert.deepEqual(
+      m.functions.map((f) => f.name),
+      ["f", "g"],
+    );
+    // The check file compiles beside a source of its own name too.
+    await compileCpu(source, { functions: { g: [] }, fileName: "kfarm-functions.c" });
+  });
+
+  it("checks a cross compiler's object the same way", async (t) => {
+    const cross = "aarch64-linux-gnu-gcc";
+    const probe = await compileCpu("void g(void) {}", { functions: { g: [] }, cc: cross }).catch((e: unknown) => e);
+    if (probe instanceof FarmError && probe.code === "TOOLCHAIN_MISSING") return t.skip(`no ${cross} (Debian: apt-get install gcc-aarch64-linux-gnu)`);
+    assert.ok(!(probe instanceof Error), String(probe));
+    const err = await compileError(SOURCE, { scale: ["float32* a", "float32 s"], vfill: [] }, { cc: cross });
+    assert.match(err.message, /exports no function "vfill" of `functions`; the shared object exports: fill, scale/);
+    const arity = await compileError(SOURCE, { fill: ["int32* out"] }, { cc: cross });
+    assert.match(arity.message, /too few arguments to function .fill./);
+  });
+
+  it("flags that stop before linking are COMPILE_ERROR saying so", async () => {
+    const stopped = await compileError(SOURCE, { fill: ["int32* out", "int32 n", "int32 v"] }, { flags: ["-c"] });
+    assert.match(stopped.message, /^\S+ built no shared object from kernel\.c: do the flags stop before linking \(-c, -E, -S\)\?$/);
+  });
+});

@@ -1,7 +1,7 @@
-/** The dedupe plan: ask first until the lane and the hash are known, then send at once where the lane outruns the hash. */
+/** The dedupe plan: ask first until the lane and the hash are known, then send at once where the lane outruns the hash; what a session placed. */
 import assert from "node:assert/strict";
 import { beforeEach, describe, it } from "node:test";
-import { RATE_MIN_BYTES, dedupePlan, noteHash, noteTransfer, resetDedupeRates } from "./dedupe-plan.ts";
+import { RATE_MIN_BYTES, SessionUploads, dedupePlan, noteHash, noteTransfer, resetDedupeRates } from "./dedupe-plan.ts";
 
 const MiB = 1 << 20;
 
@@ -32,5 +32,20 @@ describe("dedupePlan", () => {
     assert.equal(dedupePlan("b|relay", 64 * MiB), "send");
     for (let i = 0; i < 3; i++) noteTransfer("b|relay", 64 * MiB, 400);
     assert.equal(dedupePlan("b|relay", 64 * MiB), "probe");
+  });
+});
+
+describe("SessionUploads", () => {
+  it("holds the digests a session placed, and the sizes that may be them again", () => {
+    const uploads = new SessionUploads();
+    assert.equal(uploads.holds("tree-ab"), false);
+    assert.equal(uploads.mayHold(3 * MiB), false);
+    uploads.placed("tree-ab", 3 * MiB);
+    uploads.placed("cd", 100);
+    assert.equal(uploads.holds("tree-ab"), true);
+    assert.equal(uploads.holds("ab"), false, "a tree digest and a sha256 are told apart");
+    assert.equal(uploads.holds("cd"), true);
+    assert.equal(uploads.mayHold(3 * MiB), true);
+    assert.equal(uploads.mayHold(3 * MiB + 1), false);
   });
 });

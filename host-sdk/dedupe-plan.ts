@@ -57,3 +57,32 @@ export function dedupePlan(link: string, bytes: number): "probe" | "send" {
 export function resetDedupeRates(): void {
   rates.clear();
 }
+
+/**
+ * What one session has put on its board by digest (a module's sha256, or the
+ * tree digest of `dedupe` bytes). Its agent keeps those bytes, so the same
+ * bytes again in the session are taken from the board's store, whatever
+ * their name: asked for even when one frame would carry them, and hashed
+ * before they are sent when bytes of their size went before, though the lane
+ * outruns the hash (a bet that costs the hash where it loses).
+ */
+export class SessionUploads {
+  private readonly digests = new Set<string>();
+  private readonly sizes = new Set<number>();
+
+  /** `bytes` bytes of `digest` are on the board (sent with it, or taken from its store). */
+  placed(digest: string, bytes: number): void {
+    this.digests.add(digest);
+    this.sizes.add(bytes);
+  }
+
+  /** Whether this session put bytes of `digest` on its board. */
+  holds(digest: string): boolean {
+    return this.digests.has(digest);
+  }
+
+  /** Whether this session put bytes of this size on its board: these may be the same. */
+  mayHold(bytes: number): boolean {
+    return this.sizes.has(bytes);
+  }
+}

@@ -8,6 +8,7 @@ import { readFile } from "node:fs/promises";
 import { basename } from "node:path";
 import {
   CHUNK_BYTES,
+  DTYPES,
   FarmError,
   checkOption,
   checkOptions,
@@ -33,7 +34,8 @@ import type { FrameChannel } from "./frame-channel.ts";
 import { Multiplexer, type Op } from "./multiplexer.ts";
 import type { CompiledModule } from "./compiled-module.ts";
 import { hashTree } from "./tree-hasher.ts";
-import { dedupePlan, noteHash, noteTransfer } from "./dedupe-plan.ts";
+import { SessionUploads, dedupePlan, noteHash, noteTransfer } from "./dedupe-plan.ts";
+import { shown } from "./options.ts";
 
 /**
  * TVM's time_evaluator options. Each numeric one takes the range that
@@ -189,6 +191,8 @@ export class Session {
   private readonly mux: Multiplexer;
   private closing: Promise<void> | undefined;
   private readonly modules: RemoteModule[] = [];
+  /** What this session put on its board by digest: the same bytes again are taken from there. */
+  private readonly uploads = new SessionUploads();
 
   /** How the session's frames travel: direct | relay | grpc (local: in process). */
   readonly lane: Lane | "local";
@@ -263,17 +267,20 @@ export class Session {
     }
     sendableName(target);
     const link = `${this.board.id}|${this.lane}`;
+    const size = bytes.byteLength;
     // Bytes to dedupe on a lane faster than hashing: sent now, hashed meanwhile, the digest on the last frame.
     let late: Promise<{ tree_sha256: string }> | undefined;
     if (opts.dedupe && !digest) {
       const hashing = this.timedHash(link, bytes);
-      if (bytes.byteLength > CHUNK_BYTES && dedupePlan(link, bytes.byteLength) === "send") late = hashing;
+      if (size > CHUNK_BYTES && !this.uploads.mayHold(size) && dedupePlan(link, size) === "send") late = hashing;
       else digest = await hashing;
     }
-    // More than one frame of bytes: ask first whether the board holds them (one round trip against the transfer).
-    if (digest && bytes.byteLength > CHUNK_BYTES) {
+    // Ask first whether the board holds them: for more than one frame of bytes (one round trip against the
+    // transfer), and for any this session put there.
+    if (digest && (size > CHUNK_BYTES || this.uploads.holds(digestKey(digest)))) {
       try {
-        await this.request({ upload: { name: target, total_bytes: bytes.byteLength, data: new Uint8Array(0), done: true, ...digest, probe: true } });
+        await this.request({ upload: { name: target, total_bytes: size, data: new Uint8Array(0), done: true, ...digest, probe: true } });
+        this.uploads.placed(digestKey(digest), size);
         return target;
       } catch (err) {
         if (!(err instanceof FarmError && err.code === "NOT_FOUND")) throw err;
@@ -285,7 +292,9 @@ export class Session {
     });
     // Synchronous but for a last frame that waits for its digest: the first frame must go out before upload() yields.
     await this.sendChunked(bytes, (chunk, offset, done) => (done && late ? late.then((d) => frame(chunk, offset, done, d)) : frame(chunk, offset, done)));
-    noteTransfer(link, bytes.byteLength, performance.now() - t0);
+    noteTransfer(link, size, performance.now() - t0);
+    const sent = digest ?? (await late);
+    if (sent) this.uploads.placed(digestKey(sent), size);
     return target;
   }
 
@@ -424,8 +433,7 @@ export class Session {
   /** A remote array: from host data (copied in), empty of a shape and dtype, or filled on the board from a seed (`random`, see RemoteArray.fill). */
   async array(init: AnyTypedArray | { shape: readonly number[]; dtype: Dtype; random?: RandomFill }, shape?: readonly number[]): Promise<RemoteArray> {
     const isData = ArrayBuffer.isView(init);
-    const dtype = isData ? dtypeOf(init as AnyTypedArray) : (init as { dtype: Dtype }).dtype;
-    if (!isDtype(dtype)) throw new FarmError("BAD_ARGUMENTS", `unknown dtype ${JSON.stringify(dtype)}`);
+    const dtype = arrayDtype(init);
     const dims = [...(shape ?? (isData ? [(init as AnyTypedArray).length] : (init as { shape: readonly number[] }).shape))];
     // Dimensions travel as uint32: a larger one would silently wrap.
     const bad = dims.find((d) => !Number.isInteger(d) || d < 0 || d > 0xffff_ffff);
@@ -493,6 +501,33 @@ export class Session {
     })();
     return this.closing;
   }
+}
+
+const TYPED_ARRAYS = Object.values(DTYPES)
+  .map((d) => d.array.name)
+  .join(", ");
+const ARRAY_INIT = `a typed array of the data (new Float32Array([1, 2, 3]); ${TYPED_ARRAYS}), or { shape, dtype } for an empty one (dtype: ${Object.keys(DTYPES).join(", ")})`;
+
+/** The dtype of what `array()` was given; BAD_ARGUMENTS saying what it takes when it is neither of the two. */
+function arrayDtype(init: unknown): Dtype {
+  if (ArrayBuffer.isView(init)) {
+    const kind = Object.values(DTYPES).find((d) => init instanceof d.array);
+    if (kind) return dtypeOf(init as AnyTypedArray);
+    throw new FarmError("BAD_ARGUMENTS", `array(): a ${init.constructor.name} holds no dtype a board holds; give it ${ARRAY_INIT}`);
+  }
+  if (Array.isArray(init)) throw new FarmError("BAD_ARGUMENTS", `array(): a plain array has no dtype; give it ${ARRAY_INIT}`);
+  if (typeof init !== "object" || init === null) throw new FarmError("BAD_ARGUMENTS", `array(): got ${shown(init)}; give it ${ARRAY_INIT}`);
+  const { dtype } = init as { dtype?: unknown };
+  if (!isDtype(dtype)) {
+    const got = dtype === undefined ? "no dtype" : `dtype ${shown(dtype)}, not one a board holds`;
+    throw new FarmError("BAD_ARGUMENTS", `array(): { shape, dtype } with ${got}; give it ${ARRAY_INIT}`);
+  }
+  return dtype;
+}
+
+/** How SessionUploads names bytes: the two digests are kept apart, as the agent's store keeps them. */
+function digestKey(digest: { sha256: string } | { tree_sha256: string }): string {
+  return "sha256" in digest ? digest.sha256 : `tree-${digest.tree_sha256}`;
 }
 
 /** A file of this host to upload, its failures as FarmErrors naming the path and what to do. */

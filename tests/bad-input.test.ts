@@ -540,6 +540,22 @@ describe("bad input inside a session", () => {
     await assertNothingLost(farm.client, BOARDS, "small");
   });
 
+  it("array() of something that is neither data nor { shape, dtype } is BAD_ARGUMENTS saying what it takes", async () => {
+    await withSession("cpu", async (s) => {
+      const takes = ["typed array", "new Float32Array([1, 2, 3])", "Float64Array", "{ shape, dtype }", "int8, uint8", "float64"];
+      // TVM's tvm.nd.array takes a list; "unknown dtype undefined" said nothing of what array() takes.
+      const plain = await refused(s.array([1, 2, 3] as never), "BAD_ARGUMENTS");
+      names(plain, "array(): a plain array has no dtype", ...takes);
+      assert.doesNotMatch(plain.message, /undefined/);
+      names(await refused(s.array({ shape: [3] } as never), "BAD_ARGUMENTS"), "{ shape, dtype } with no dtype", ...takes);
+      names(await refused(s.array({ shape: [3], dtype: "half" } as never), "BAD_ARGUMENTS"), 'dtype "half", not one a board holds', ...takes);
+      names(await refused(s.array(new Uint8ClampedArray(3) as never), "BAD_ARGUMENTS"), "a Uint8ClampedArray holds no dtype", ...takes);
+      names(await refused(s.array(new DataView(new ArrayBuffer(4)) as never), "BAD_ARGUMENTS"), "a DataView", ...takes);
+      names(await refused(s.array(3 as never), "BAD_ARGUMENTS"), "array(): got 3", ...takes);
+      assert.deepEqual([...((await (await s.array(new Float32Array([1, 2, 3]))).toArray()) as Float32Array)], [1, 2, 3]);
+    });
+  });
+
   it("anything after close is SESSION_CLOSED", async () => {
     const s = await farm.client.request("cpu", { deadlineMs: 15_000 });
     await s.upload(vadd);

@@ -164,6 +164,39 @@ describe("uploads by digest (the agent's content store)", () => {
     });
   });
 
+  it("within one session, bytes it uploaded by digest are taken from the board again, not sent, whatever their name and size", async () => {
+    const big = Buffer.alloc(3 * (1 << 20) + 11);
+    for (let i = 0; i < big.length; i++) big[i] = (i * 31 + 13) & 0xff;
+    const small = Buffer.from(big.subarray(0, 100_000)).reverse();
+    const module = await compileVadd();
+    await withSession(async (s) => {
+      // This host has "seen" the lane outrun the hash: bytes it has not seen in this session are sent at once.
+      const link = `${s.board.id}|${s.lane}`;
+      noteHash(link, 64 << 20, 1000);
+      noteTransfer(link, 64 << 20, 10);
+      assert.equal(dedupePlan(link, big.length), "send");
+      await s.upload(big, "first.bin", { dedupe: true });
+      await s.upload(small, "small.bin", { dedupe: true });
+      await s.upload(module);
+      assert.deepEqual(await reused(s), [0, 0], "the first time, the bytes travel");
+      // Sent again before: the lane's plan ("send") for the large bytes, one frame for the small ones and the module.
+      await s.upload(big, "again.bin", { dedupe: true });
+      await s.upload(small, "small-again.bin", { dedupe: true });
+      await s.upload(module, "vadd-again.kfm");
+      assert.deepEqual(await reused(s), [3, big.length + small.length + module.bytes.byteLength], "taken from the board, not sent");
+      assert.ok((await s.download("again.bin")).equals(big));
+      assert.ok((await s.download("small-again.bin")).equals(small));
+      const nop = (await s.loadModule("vadd-again.kfm")).getFunction("nop");
+      await nop();
+      // Other bytes of a size the session sent are hashed first, asked for, and sent: the board does not hold them.
+      const other = Buffer.from(big).fill(7, 0, 10);
+      await s.upload(other, "again.bin", { dedupe: true });
+      assert.deepEqual((await reused(s))[0], 3);
+      assert.ok((await s.download("again.bin")).equals(other));
+    });
+    resetDedupeRates();
+  });
+
   it("a burst of uploads by digest keeps every one: the worker queues its requests to the agent past the agent's limit", async () => {
     // Each upload with a digest asks the agent to keep the bytes, without waiting; the agent ends a worker with more
     // than WORKER_MAX_PENDING_REQUESTS of them unanswered (a broken or hostile one): an honest worker must queue.

@@ -14,6 +14,8 @@
 
 See python/README.md.
 """
+# First: it names the packages this Python lacks (protobuf, grpcio, numpy) before any module fails to import one.
+from . import protos  # noqa: F401
 from .benchmark_result import BenchmarkResult
 from .bundle import DTYPES, CompiledModule, bundle_digest, decode_bundle, encode_bundle, validate_bundle
 from .compile_cpu import compile_cpu

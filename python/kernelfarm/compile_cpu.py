@@ -31,6 +31,7 @@ from .bundle import (
     host_cpu_target,
     param_problem,
 )
+from .elf_exports import elf_exports
 from .errors import FarmError
 
 #: A parameter: "float32*" / "float32* a" (a buffer), "int32 n" (a scalar), or a
@@ -132,7 +133,9 @@ def compile_cpu(
     file_name: the source's name, shown in diagnostics.
 
     Errors: INVALID_ARGUMENT (options, checked before the compiler runs),
-    COMPILE_ERROR (the compiler's diagnostics, or no compiler).
+    COMPILE_ERROR (the compiler's diagnostics; a function of `functions` the
+    shared object does not export; parameters its C function does not take,
+    as the compiler checks a call of each as a board makes it).
     """
     table = function_table(functions)
     extra = check_flags(flags, "compile_cpu")
@@ -148,25 +151,18 @@ def compile_cpu(
         out = os.path.join(tmp, "module.so")
         with open(os.path.join(tmp, file_name), "wb") as f:
             f.write(source_bytes(source, "compile_cpu"))
+        # The parameter check runs beside the build (a second compiler process), and ends before the directory goes.
+        checking = _start_params_check(tmp, table, compiler, extra, file_name)
         try:
-            result = subprocess.run([compiler, *all_flags, "-o", out, file_name], cwd=tmp, capture_output=True)
-        except FileNotFoundError:
-            raise FarmError(
-                "TOOLCHAIN_MISSING", f'no C compiler "{compiler}" on this host: install one (Debian: apt-get install gcc) or set CC'
-            ) from None
-        except OSError as err:
-            raise FarmError("COMPILE_ERROR", f"{compiler} failed to compile {file_name}:\n{err}", {"diagnostics": str(err)}) from err
-        if result.returncode != 0:
-            # Paths in the compiler's text are made relative to the build directory: the user sees kernel.c:4:5.
-            diagnostics = result.stderr.decode("utf-8", "replace").replace(tmp + "/", "").strip()
-            raise FarmError("COMPILE_ERROR", f"{compiler} failed to compile {file_name}:\n{diagnostics}", {"diagnostics": diagnostics})
-        try:
-            with open(out, "rb") as f:
-                binary = f.read()
-        except FileNotFoundError:
-            raise FarmError(
-                "COMPILE_ERROR", f"{compiler} wrote no shared object for {file_name}: do the flags stop before linking (-c, -E, -S)?"
-            ) from None
+            binary = _build(tmp, compiler, all_flags, out, file_name)
+            _check_exports(binary, table, compiler, file_name)
+            mismatch = _params_mismatch(checking, tmp, compiler, file_name)
+            if mismatch:
+                raise mismatch
+        finally:
+            if checking and checking.poll() is None:
+                checking.kill()
+                checking.communicate()
     data = encode_bundle(
         {
             "format": BUNDLE_FORMAT,
@@ -181,6 +177,154 @@ def compile_cpu(
     )
     digest = bundle_digest(data)
     return CompiledModule(data, bundle_name(digest), digest, "cpu", table)
+
+
+#: Names a message lists before it says how many more there are.
+_LISTED = 20
+
+#: The C type of each dtype's scalars, in DTYPES' order (protos/dtype.ts).
+_C_TYPES = {
+    "int8": "int8_t",
+    "uint8": "uint8_t",
+    "int16": "int16_t",
+    "uint16": "uint16_t",
+    "int32": "int32_t",
+    "uint32": "uint32_t",
+    "int64": "int64_t",
+    "uint64": "uint64_t",
+    "float32": "float",
+    "float64": "double",
+}
+
+
+def _listed(names: Sequence[str]) -> str:
+    if not names:
+        return "none"
+    more = len(names) - _LISTED
+    return ", ".join(names[:_LISTED]) + (f", … ({more} more)" if more > 0 else "")
+
+
+def _check_exports(binary: bytes, table: Sequence[Mapping[str, Any]], compiler: str, file_name: str) -> None:
+    """COMPILE_ERROR when a function of `functions` is not among those the shared
+    object exports (checkExports): the board would find no such function at
+    load. Nothing is checked where the binary is not ELF."""
+    exports = elf_exports(binary)
+    if exports is None:
+        return
+    if not exports.shared:
+        raise FarmError(
+            "COMPILE_ERROR", f"{compiler} built no shared object from {file_name}: do the flags stop before linking (-c, -E, -S)?"
+        )
+    found = {*exports.functions, *exports.untyped}
+    missing = [f["name"] for f in table if f["name"] not in found]
+    if not missing:
+        return
+    names = ", ".join(f'"{n}"' for n in missing)
+    lines = [f"{file_name} exports no function {names} of `functions`; the shared object exports: {_listed(exports.functions)}"]
+    for name in missing:
+        mangled = next((e for e in exports.functions if e.startswith("_Z") and f"{len(name)}{name}" in e), None)
+        if mangled:
+            lines.append(f'"{mangled}" is {name} with a C++ mangled name: declare it extern "C" so that its name stays "{name}"')
+    lines.append(
+        "define each function of `functions` in the source under that name, with external linkage "
+        "(not static, not hidden by -fvisibility=hidden), or take it out of `functions`"
+    )
+    raise FarmError("COMPILE_ERROR", "\n".join(lines), {"missing": missing, "exports": exports.functions})
+
+
+def _params_check_name(file_name: str) -> str:
+    """The name of the file that checks the parameters; another where the source has that name."""
+    ext = os.path.splitext(file_name)[1] or ".c"
+    return f"kfarm-functions-check{ext}" if f"kfarm-functions{ext}" == file_name else f"kfarm-functions{ext}"
+
+
+def params_check_source(file_name: str, table: Sequence[Mapping[str, Any]]) -> str:
+    """A translation unit that calls each function of `functions` as a board
+    calls it, after the source itself, so that the compiler holds each call to
+    the function's prototype (paramsCheckSource, which writes the same bytes):
+    a different number of parameters, or a pointer where the C function takes
+    a number (or the reverse), is its error. Pointee types are not checked,
+    nor which number type a scalar is."""
+    scalars = ", ".join(f"{c} kfarm_{dtype}" for dtype, c in _C_TYPES.items())
+    calls = []
+    for f in table:
+        args = ", ".join("kfarm_buffer_arg" if p["kind"] == "buffer" else f"kfarm_{p['dtype']}" for p in f["params"])
+        decls = ", ".join(f"{p['dtype']}{'*' if p['kind'] == 'buffer' else ''}" for p in f["params"])
+        calls.append(f"  {f['name']}({args}); /* functions.{f['name']}: {decls or 'no parameters'} */")
+    return "\n".join(
+        [
+            "/* kernelfarm: each function of `functions`, called as a board calls it (a pointer per buffer, a value per scalar). */",
+            f'#include "{file_name}"',
+            "#include <stdint.h>",
+            "#ifdef __cplusplus",
+            "struct kfarm_buffer { template <class T> operator T *() const { return 0; } };",
+            "#else",
+            "typedef void *kfarm_buffer;",
+            '#pragma GCC diagnostic error "-Wint-conversion"',
+            "#endif",
+            f"__attribute__((unused)) static void kfarm_functions(kfarm_buffer kfarm_buffer_arg, {scalars}) {{",
+            *calls,
+            "}",
+            "",
+        ]
+    )
+
+
+def _start_params_check(
+    tmp: str, table: Sequence[Mapping[str, Any]], compiler: str, extra: Sequence[str], file_name: str
+) -> Optional["subprocess.Popen[bytes]"]:
+    """Starts the compiler on params_check_source; None where it cannot start (the build then says why)."""
+    check = _params_check_name(file_name)
+    with open(os.path.join(tmp, check), "wb") as f:
+        f.write(params_check_source(file_name, table).encode("utf-8"))
+    try:
+        return subprocess.Popen(
+            [compiler, *CPU_BASE_FLAGS, *extra, "-fsyntax-only", check], cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+    except OSError:
+        return None
+
+
+def _params_mismatch(checking: Optional["subprocess.Popen[bytes]"], tmp: str, compiler: str, file_name: str) -> Optional[FarmError]:
+    """COMPILE_ERROR when `functions` declares parameters that its C functions do not take, where the compiler can tell."""
+    if checking is None:
+        return None
+    _, stderr = checking.communicate()
+    if checking.returncode == 0:
+        return None
+    diagnostics = stderr.decode("utf-8", "replace").replace(tmp + "/", "").strip()
+    return FarmError(
+        "COMPILE_ERROR",
+        f"{file_name}: its functions do not take the parameters that `functions` declares "
+        f"({compiler} checked {_params_check_name(file_name)}, which calls each function of `functions` as a board calls it):\n"
+        f"{diagnostics}\n"
+        "list each function's parameters in `functions` in the order its C definition takes them: "
+        '"DTYPE* name" for a pointer, "DTYPE name" for a number',
+        {"diagnostics": diagnostics},
+    )
+
+
+def _build(tmp: str, compiler: str, all_flags: Sequence[str], out: str, file_name: str) -> bytes:
+    """Runs the compiler in `tmp`; the shared object's bytes, or TOOLCHAIN_MISSING / COMPILE_ERROR."""
+    try:
+        result = subprocess.run([compiler, *all_flags, "-o", out, file_name], cwd=tmp, capture_output=True)
+    except FileNotFoundError:
+        raise FarmError(
+            "TOOLCHAIN_MISSING", f'no C compiler "{compiler}" on this host: install one (Debian: apt-get install gcc) or set CC'
+        ) from None
+    except OSError as err:
+        raise FarmError("COMPILE_ERROR", f"{compiler} failed to compile {file_name}:\n{err}", {"diagnostics": str(err)}) from err
+    if result.returncode != 0:
+        # Paths in the compiler's text are made relative to the build directory: the user sees kernel.c:4:5.
+        diagnostics = result.stderr.decode("utf-8", "replace").replace(tmp + "/", "").strip()
+        raise FarmError("COMPILE_ERROR", f"{compiler} failed to compile {file_name}:\n{diagnostics}", {"diagnostics": diagnostics})
+    try:
+        with open(out, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        raise FarmError(
+            "COMPILE_ERROR", f"{compiler} wrote no shared object for {file_name}: do the flags stop before linking (-c, -E, -S)?"
+        ) from None
 
 
 def source_bytes(source: str, where: str) -> bytes:

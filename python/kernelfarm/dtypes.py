@@ -52,7 +52,11 @@ def wire_array(value: Any, what: str) -> np.ndarray:
     of a supported dtype. Non-contiguous arrays (slices, transposes) and other
     byte orders are copied into that form, as numpy's own `tobytes()` would."""
     if not isinstance(value, np.ndarray):
-        raise FarmError("BAD_ARGUMENTS", f"{what} must be a numpy array, got {type(value).__name__}")
+        raise FarmError(
+            "BAD_ARGUMENTS",
+            f"{what} must be a numpy array, got {type(value).__name__}: np.asarray(value, dtype=np.float32) makes one"
+            f" (dtypes boards hold: {', '.join(DTYPES)})",
+        )
     name = dtype_name(value.dtype, what)
     return np.ascontiguousarray(value, dtype=DTYPES[name])
 

@@ -107,7 +107,7 @@ class MeasureResult:
     attempts: int
     message: Optional[str] = None
     timing: Optional[dict[str, Any]] = None
-    stats: Optional[dict[str, float]] = None
+    stats: Optional[dict[str, Union[int, float]]] = None
     board: Optional[str] = None
     conditions: Optional[dict[str, str]] = None
     throttled: Optional[bool] = None

@@ -2,7 +2,37 @@
 missing or were made from other .proto files than the checkout's."""
 from __future__ import annotations
 
+import importlib
+import sys
+
 from . import _build_stubs
+
+#: What the SDK imports beyond the standard library: (module, Debian's package, pip's package).
+REQUIRED = (("google.protobuf", "python3-protobuf", "protobuf"), ("grpc", "python3-grpcio", "grpcio"), ("numpy", "python3-numpy", "numpy"))
+
+
+def _missing_packages() -> list[tuple[str, str, str]]:
+    missing = []
+    for module, debian, pip in REQUIRED:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            missing.append((module, debian, pip))
+    return missing
+
+
+# Checked before the stubs, which import google.protobuf: without it, their import failed as "stubs are not generated".
+_missing = _missing_packages()
+if _missing:
+    _pip = " ".join(pip for _, _, pip in _missing)
+    _debian = " ".join(debian for _, debian, _ in _missing)
+    raise ModuleNotFoundError(
+        f"kernelfarm needs {', '.join(pip for _, _, pip in _missing)}, which {sys.executable} "
+        f"(Python {sys.version_info[0]}.{sys.version_info[1]}) cannot import: `apt-get install {_debian}` installs "
+        f"{'it' if len(_missing) == 1 else 'them'} for Debian's /usr/bin/python3, `{sys.executable} -m pip install {_pip}` "
+        "for this Python (`pip install ./python` installs kernelfarm with them)",
+        name=_missing[0][0],
+    )
 
 try:
     from ._proto import PROTO_DIGEST

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numbers
 import os
 import re
-from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional, Sequence
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional, Sequence, Union
 
 import numpy as np
 from numpy.typing import NDArray
@@ -47,8 +47,15 @@ class FpgaProgrammed(NamedTuple):
 class Stats(NamedTuple):
     """The board's counters (VTA: TVM's simulator statistics and cycles; CUDA: registers, …) and facts."""
 
-    counters: dict[str, float]
+    #: Integer counts as int (board_counters).
+    counters: dict[str, Union[int, float]]
     info: dict[str, str]
+
+
+def board_counters(counters: Mapping[str, float]) -> dict[str, Union[int, float]]:
+    """A board's counters as Python numbers: they travel as doubles (map<string, double>), and a count
+    read as 3.0 is not a count; integers (exact in a double, up to 2**53) are ints, the rest floats."""
+    return {k: int(v) if v.is_integer() and abs(v) <= 2**53 else v for k, v in counters.items()}
 
 
 def _uint32(value: Any, what: str, minimum: int = 0) -> int:
@@ -323,6 +330,9 @@ class Session:
         #: Why an auto-routed session did not get the direct lane, when it fell back.
         self.lane_note = lane_note
         self._closed_once = False
+        # What this session put on its board by digest (as the agent's store names it): its agent keeps those bytes,
+        # so the same bytes again in the session, under any name, are asked for even when one frame would carry them.
+        self._placed: set[str] = set()
 
     def __repr__(self) -> str:
         return f"<Session {self.id} on {self.board.id} ({self.lane} lane{', closed' if self.is_closed else ''})>"
@@ -353,7 +363,9 @@ class Session:
         with its digest, so a board whose agent has held those bytes before
         takes them from its store; `dedupe=True` does the same for other bytes,
         at the price of hashing them here, by their tree digest
-        (kernelfarm.tree_digest: a MiB per thread at a time)."""
+        (kernelfarm.tree_digest: a MiB per thread at a time). Bytes this
+        session put on the board so already are taken from there again,
+        whatever their name and size."""
         sha256: Optional[str] = None
         tree: Optional[str] = None
         if isinstance(source, (str, os.PathLike)):
@@ -382,11 +394,14 @@ class Session:
         if dedupe and sha256 is None:
             tree = tree_digest(view)
         digest = {"sha256": sha256} if sha256 else {"tree_sha256": tree} if tree else {}
+        stored_as = sha256 or f"tree-{tree}"
         total = len(view)
-        # More than one frame of bytes: ask first whether the board holds them (one round trip against the transfer).
-        if digest and total > CHUNK_BYTES:
+        # Ask first whether the board holds them: for more than one frame of bytes (one round trip against the
+        # transfer), and for any this session put there.
+        if digest and (total > CHUNK_BYTES or stored_as in self._placed):
             try:
                 self._mux.request(upload=session_pb2.Upload(name=target, total_bytes=total, done=True, probe=True, **digest))
+                self._placed.add(stored_as)
                 return target
             except FarmError as err:
                 if err.code != "NOT_FOUND":
@@ -398,6 +413,8 @@ class Session:
             )
 
         self._mux.send_chunked(view, "upload", head).result()
+        if digest:
+            self._placed.add(stored_as)
         return target
 
     def download(self, name: str) -> bytearray:
@@ -477,7 +494,7 @@ class Session:
 
     def stats(self) -> Stats:
         s = self._mux.request(stats=session_pb2.Stats()).stats
-        return Stats(dict(s.counters), dict(s.info))
+        return Stats(board_counters(s.counters), dict(s.info))
 
     def clear_stats(self) -> None:
         self._mux.request(clear_stats=session_pb2.ClearStats())
@@ -533,10 +550,10 @@ class Session:
         )
 
 
-def measured(reply: session_pb2.BoardFrame) -> tuple[Optional[BenchmarkResult], str, dict[str, float]]:
+def measured(reply: session_pb2.BoardFrame) -> tuple[Optional[BenchmarkResult], str, dict[str, Union[int, float]]]:
     """A Measure reply: the timing (None when a check failed before it), the first mismatch, the counters."""
     m = reply.measured
-    return (_benchmark(m.time) if m.HasField("time") else None), m.wrong, dict(m.counters)
+    return (_benchmark(m.time) if m.HasField("time") else None), m.wrong, board_counters(m.counters)
 
 
 def _sendable_name(name: str) -> str:

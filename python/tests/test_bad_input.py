@@ -63,7 +63,10 @@ def test_arrays_of_dtypes_boards_do_not_hold(remote, value, names):
 
 
 def test_arrays_that_are_not_numpy_arrays_or_have_bad_shapes(remote):
-    assert refused("BAD_ARGUMENTS", remote.array, [1.0, 2.0]) == "array() must be a numpy array, got list"
+    assert refused("BAD_ARGUMENTS", remote.array, [1.0, 2.0]) == (
+        "array() must be a numpy array, got list: np.asarray(value, dtype=np.float32) makes one"
+        " (dtypes boards hold: int8, uint8, int16, uint16, int32, uint32, int64, uint64, float32, float64)"
+    )
     assert (
         refused("BAD_ARGUMENTS", remote.empty, (2, -1))
         == "empty(): shape [2, -1]: -1 is not a dimension (integers 0 … 4294967295; split a larger one)"

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import shutil
+import struct
 import tempfile
 
 import pytest
 from ts_reference import run_ts, ts_value
 
 from kernelfarm.bundle import bundle_digest, decode_bundle, host_cpu_target
-from kernelfarm.compile_cpu import compile_cpu, function_table, parse_param
+from kernelfarm.elf_exports import ElfExports, elf_exports
+from kernelfarm.compile_cpu import compile_cpu, function_table, params_check_source, parse_param
 from kernelfarm.errors import FarmError
 
 GOOD = """#include <stdint.h>
@@ -73,6 +76,45 @@ CASES = [
     ("seventeen functions", MANY, {f"f{i}": ["float32* a"] for i in range(17)}, {}),
 ]
 
+CHECKED = """#include <stdint.h>
+void fill(int32_t* out, int32_t n, int32_t v) { for (int32_t i = 0; i < n; i++) out[i] = v; }
+static void helper(float* a) { a[0] = 0; }
+void scale(float* a, float s) { helper(a); a[0] *= s; }
+"""
+
+# `functions` that the source does not bear out: (name, source, functions, options, what the message says).
+MISMATCHES = [
+    (
+        "a function the object does not export",
+        CHECKED,
+        {"fill": ["int32* out", "int32 n", "int32 v"], "vfill": ["int32* out"], "helper": ["float32* a"]},
+        {},
+        r'^kernel\.c exports no function "vfill", "helper" of `functions`; the shared object exports: fill, scale\n',
+    ),
+    (
+        "a C++ function without extern C",
+        'extern "C" void ok(float* a) { a[0] = 1; }\nvoid scale(float* a, float s) { a[0] *= s; }\n',
+        {"ok": ["float32* a"], "scale": ["float32* a", "float32 s"]},
+        {"file_name": "kernel.cc"},
+        r'"_Z5scalePff" is scale with a C\+\+ mangled name: declare it extern "C"',
+    ),
+    (
+        "too few parameters",
+        CHECKED,
+        {"fill": ["int32* out", "int32 n"]},
+        {},
+        r"(?s)^kernel\.c: its functions do not take the parameters that `functions` declares .*"
+        r"kfarm-functions\.c:\d+:\d+: error: too few arguments to function .fill.",
+    ),
+    (
+        "a number where the function takes a pointer",
+        CHECKED,
+        {"fill": ["int32 n", "int32* out", "int32 v"]},
+        {"flags": ["-Wall"]},
+        r"error: passing argument 1 of .fill. makes pointer from integer without a cast",
+    ),
+]
+
 PARAM_DECLS = [
     "float32* a",
     "float32 *a",
@@ -120,8 +162,10 @@ def ts_compiled(compiler):
             "options": {"functions": {"f": []}, "fileName": "gemm_tile.c"},
         },
     ]
+    jobs += [{"op": "compileCpu", "source": src, "options": {"functions": fns, **ts_options(opts)}} for _, src, fns, opts, _ in MISMATCHES]
     results = run_ts(jobs)
-    return {"cases": results[: len(CASES)], "broken": results[-2], "file_name": results[-1]}
+    n = len(CASES)
+    return {"cases": results[:n], "broken": results[n], "file_name": results[n + 1], "mismatches": results[n + 2 :]}
 
 
 @pytest.fixture(scope="module")
@@ -283,3 +327,100 @@ def test_function_table_keeps_the_dict_order():
         {"name": "f", "params": [{"name": "n", "kind": "scalar", "dtype": "int32"}]},
         {"name": "g", "params": []},
     ]
+
+
+@pytest.mark.parametrize("index", range(len(MISMATCHES)), ids=[m[0] for m in MISMATCHES])
+def test_functions_the_source_does_not_bear_out_are_compile_error_as_in_typescript(ts_compiled, private_tmp, index):
+    """A declared function the object lacks, or parameters its C function does not take, failed only on the board."""
+    _, source, functions, options, message = MISMATCHES[index]
+    with pytest.raises(FarmError) as info:
+        compile_cpu(source, functions, **options)
+    err = info.value
+    expected = ts_compiled["mismatches"][index]
+    assert (err.code, err.message, err.details) == (expected["code"], expected["message"], expected["details"])
+    assert err.code == "COMPILE_ERROR"
+    assert re.search(message, err.message), err.message
+    assert "kfarm-cc-" not in err.message, "the message leaks the build directory"
+    assert list(private_tmp.iterdir()) == [], "the build directory was left behind"
+
+
+def test_the_parameter_check_takes_what_a_board_passes_alike(compiler):
+    source = """#include <stdint.h>
+void f(const float* a, void* b, long long* c, double x, int n) { (void)a; (void)b; (void)c; (void)x; (void)n; }
+void g(void) {}
+"""
+    m = compile_cpu(source, {"f": ["float32* a", "uint8* b", "int64* c", "float32 x", "int64 n"], "g": []})
+    assert [f["name"] for f in m.functions] == ["f", "g"]
+    compile_cpu(source, {"g": []}, file_name="kfarm-functions.c")
+    with pytest.raises(FarmError, match=r"\S+ built no shared object from kernel\.c: do the flags stop before linking") as info:
+        compile_cpu(source, {"g": []}, flags=["-c"])
+    assert info.value.code == "COMPILE_ERROR"
+
+
+def test_the_check_file_is_the_typescript_ones():
+    table = function_table({"f": ["float32* a", "uint8* b", "int64 n"], "g": []})
+    [expected] = run_ts([{"op": "paramsCheckSource", "fileName": "gemm.c", "functions": table}])
+    assert params_check_source("gemm.c", table) == ts_value(expected)
+
+
+def _elf(wide: bool, little: bool, symbols: list, elf_type: int = 3, sections: bool = True) -> bytes:
+    """A minimal ELF (host-sdk/elf-exports.spec.ts builds the same): a header and three sections (none, .dynsym, .dynstr)."""
+    o = "<" if little else ">"
+    ehsize, symsize, shsize = (64, 24, 64) if wide else (52, 16, 40)
+    strtab, names = b"\0", []
+    for s in symbols:
+        names.append(len(strtab))
+        strtab += s[0].encode() + b"\0"
+    str_off = ehsize
+    sym_off = str_off + len(strtab)
+    sym_bytes = (len(symbols) + 1) * symsize
+    sh_off = sym_off + sym_bytes
+    out = bytearray(sh_off + 3 * shsize)
+    word = "Q" if wide else "I"
+    out[:7] = bytes([0x7F, 0x45, 0x4C, 0x46, 2 if wide else 1, 1 if little else 2, 1])
+    struct.pack_into(o + "HHI", out, 16, elf_type, 62 if wide else 3, 1)
+    if sections:
+        struct.pack_into(o + word, out, 0x28 if wide else 0x20, sh_off)
+        struct.pack_into(o + "H", out, 0x3A if wide else 0x2E, shsize)
+        struct.pack_into(o + "H", out, 0x3C if wide else 0x30, 3)
+    out[str_off : str_off + len(strtab)] = strtab
+    for i, (_, bind, kind, visibility, defined) in enumerate(symbols):
+        at = sym_off + (i + 1) * symsize
+        struct.pack_into(o + "I", out, at, names[i])
+        out[at + (4 if wide else 12)] = (bind << 4) | kind
+        out[at + (5 if wide else 13)] = visibility
+        struct.pack_into(o + "H", out, at + (6 if wide else 14), 9 if defined else 0)
+    for i, kind, offset, size, link, entsize in [(1, 11, sym_off, sym_bytes, 2, symsize), (2, 3, str_off, len(strtab), 0, 0)]:
+        at = sh_off + i * shsize
+        struct.pack_into(o + "I", out, at + 4, kind)
+        struct.pack_into(o + word, out, at + (0x18 if wide else 0x10), offset)
+        struct.pack_into(o + word, out, at + (0x20 if wide else 0x14), size)
+        struct.pack_into(o + "I", out, at + (0x28 if wide else 0x18), link)
+        struct.pack_into(o + word, out, at + (0x38 if wide else 0x24), entsize)
+    return bytes(out)
+
+
+# (name, bind, type, visibility, defined), as in host-sdk/elf-exports.spec.ts.
+ELF_SYMBOLS = [
+    ("vadd", 1, 2, 0, True),
+    ("resolved", 1, 10, 0, True),
+    ("weak", 2, 2, 0, True),
+    ("protected", 1, 2, 3, True),
+    ("label", 1, 0, 0, True),
+    ("imported", 1, 2, 0, False),
+    ("local", 0, 2, 0, True),
+    ("hidden", 1, 2, 2, True),
+    ("table", 1, 1, 0, True),
+]
+
+
+@pytest.mark.parametrize("wide, little", [(True, True), (True, False), (False, True), (False, False)])
+def test_elf_exports_reads_either_class_and_byte_order(wide, little):
+    assert elf_exports(_elf(wide, little, ELF_SYMBOLS)) == ElfExports(True, ["vadd", "resolved", "weak", "protected"], ["label"])
+
+
+def test_elf_exports_says_what_it_cannot_read():
+    assert elf_exports(_elf(True, True, [], elf_type=1)) == ElfExports(False, [], [])
+    assert elf_exports(_elf(True, True, ELF_SYMBOLS, sections=False)) is None
+    assert elf_exports(bytes([0xCF, 0xFA, 0xED, 0xFE, 7, 0, 0, 1])) is None
+    assert elf_exports(_elf(True, True, ELF_SYMBOLS)[:300]) is None

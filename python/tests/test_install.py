@@ -110,3 +110,47 @@ def test_pip_install_builds_the_stubs_and_the_installed_package_runs_a_session(f
     where, result = run.stdout.splitlines()
     assert where.startswith(str(venv)), where
     assert result == "[0.0, 2.0, 4.0, 6.0]"
+
+
+# Makes `module` (and what is under it) unimportable, as on a Python without its package, then imports kernelfarm.
+_WITHOUT = """
+import sys
+blocked = sys.argv[1:]
+class Without:
+    def find_spec(self, name, path=None, target=None):
+        if any(name == b or name.startswith(b + ".") for b in blocked):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+for b in blocked:
+    for loaded in [m for m in sys.modules if m == b or m.startswith(b + ".")]:
+        del sys.modules[loaded]
+sys.meta_path.insert(0, Without())
+import kernelfarm
+"""
+
+
+@pytest.mark.parametrize(
+    "blocked, names",
+    [
+        (["google.protobuf"], ["kernelfarm needs protobuf,", "apt-get install python3-protobuf` installs it", "-m pip install protobuf`"]),
+        (["grpc"], ["kernelfarm needs grpcio,", "apt-get install python3-grpcio` installs it", "-m pip install grpcio`"]),
+        (
+            ["google.protobuf", "grpc"],
+            [
+                "kernelfarm needs protobuf, grpcio,",
+                "apt-get install python3-protobuf python3-grpcio` installs them",
+                "pip install protobuf grpcio`",
+            ],
+        ),
+    ],
+    ids=["protobuf", "grpcio", "both"],
+)
+def test_importing_without_a_dependency_names_the_package_to_install(blocked, names):
+    """Without protobuf the stubs' import failed, and the message said "stubs are not generated"."""
+    r = subprocess.run([sys.executable, "-c", _WITHOUT, *blocked], cwd=REPO / "python", capture_output=True, text=True)
+    assert r.returncode != 0
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("ModuleNotFoundError: "), r.stderr
+    for name in [*names, sys.executable]:
+        assert name in last, f"{name!r} is not in: {last}"
+    assert "stubs" not in last

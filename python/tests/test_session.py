@@ -47,6 +47,26 @@ def test_dedupe_upload_is_taken_from_the_boards_store(tracker):
         assert s.download("second.bin") == payload
 
 
+def test_bytes_a_session_uploaded_are_not_sent_again_in_it_whatever_their_size_and_name(tracker, vadd_module):
+    """One frame's bytes (here 100 KB and a module) were sent again: only more than one frame was asked for first."""
+    small = np.random.default_rng(31).integers(0, 256, 100_000, dtype=np.uint8).tobytes()
+    with tracker.request("cpu") as s:
+        s.upload(small, "first.bin", dedupe=True)
+        s.upload(vadd_module)
+        assert (s.stats().counters["uploads_reused"], s.stats().counters["upload_bytes_reused"]) == (0, 0), "the first time they travel"
+        s.upload(small, "again.bin", dedupe=True)
+        s.upload(vadd_module, "vadd-again.kfm")
+        counters = s.stats().counters
+        assert (counters["uploads_reused"], counters["upload_bytes_reused"]) == (2, len(small) + len(vadd_module.bytes)), "taken, not sent"
+        assert s.download("again.bin") == small
+        assert s.load_module("vadd-again.kfm")["nop"]() is None
+        # Other bytes of the same size are other bytes: sent.
+        other = bytes(255 - b for b in small)
+        s.upload(other, "again.bin", dedupe=True)
+        assert s.stats().counters["uploads_reused"] == 2
+        assert s.download("again.bin") == other
+
+
 @pytest.mark.parametrize("dtype", list(DTYPES))
 def test_arrays_of_every_dtype_round_trip(remote, dtype):
     info = np.iinfo(dtype) if np.dtype(dtype).kind in "iu" else np.finfo(dtype)

@@ -5,7 +5,9 @@ contract fails here until the SDK carries it too."""
 from __future__ import annotations
 
 import dataclasses
+import typing
 
+import numpy as np
 import pytest
 
 import kernelfarm
@@ -72,3 +74,41 @@ def test_every_value_is_carried_over_as_a_python_value():
     assert board_info(common_pb2.BoardInfo(id="a1/cpu0")).cuda_limits is None, "no limits on another kind of board"
     with pytest.raises(dataclasses.FrozenInstanceError):
         b.state = "free"  # type: ignore[misc]
+
+
+def _fields_of_their_declared_types(obj) -> list[str]:
+    """The fields of a summary object (and of those it holds) whose value is not of the type declared for it,
+    by `type(...) is`: an integer field holding 3.0 compares equal to 3, and would pass an `==`."""
+    wrong = []
+    hints = typing.get_type_hints(type(obj))
+    for f in dataclasses.fields(obj):
+        value, declared = getattr(obj, f.name), hints[f.name]
+        if declared in (int, float, str, bool) and type(value) is not declared:
+            wrong.append(f"{type(obj).__name__}.{f.name} = {value!r}, not {declared.__name__}")
+        items = value if isinstance(value, (list, tuple)) else [value]
+        for item in items:
+            if dataclasses.is_dataclass(item):
+                wrong += _fields_of_their_declared_types(item)
+    return wrong
+
+
+def test_a_real_farms_summary_is_python_objects_with_integers_as_int(tracker):
+    s = tracker.summary()
+    assert type(s) is kernelfarm.FarmSummary, "not the protobuf message"
+    assert s.boards and s.queues and s.agents
+    assert _fields_of_their_declared_types(s) == []
+    assert type(s.queues[0].total) is int and type(s.agents[0].boards) is int
+
+
+def test_a_boards_counters_that_count_are_ints(remote, vadd_module):
+    """The counters travel as doubles: a count came back as 3.0."""
+    remote.upload(vadd_module)
+    vadd = remote.load_module(vadd_module.name)["vadd"]
+    a, b, c = (remote.array(np.ones(4, np.float32)) for _ in range(3))
+    for _ in range(3):
+        vadd(a, b, c, 4)
+    counters = remote.stats().counters
+    assert counters["calls"] == 3 and counters["arrays"] == 3 and counters["array_bytes"] == 48
+    counts = ("calls", "call_ns_total", "array_bytes", "arrays", "modules", "uploads_reused", "upload_bytes_reused")
+    assert {k: type(counters[k]) for k in counts} == {k: int for k in counts}
+    assert all(type(v) in (int, float) for v in counters.values())

@@ -15,13 +15,14 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import {
   DTYPES, FarmError, decodeBundle, encodeBundle, toLaunchConfig, validateBundle,
-  type LaunchDecl, type ModuleBundle,
+  type FunctionSpec, type LaunchDecl, type ModuleBundle,
 } from "../../protos/index.ts";
 import { hostCpuTarget, medianRse, throttledOf } from "../../domain/index.ts";
 import { compileCpu, compileCuda, compileCudaMany, parseParam, type CompileCpuOptions, type CompileCudaOptions, type CompiledModule, type ParamDecl } from "../../host-sdk/index.ts";
 import { cacheKey } from "../../host-sdk/cuda/cache.ts";
 import { cleanDiagnostics } from "../../host-sdk/cuda/nvcc.ts";
 import { parsePtxasInfo } from "../../host-sdk/cuda/ptxas-info.ts";
+import { paramsCheckSource } from "../../host-sdk/compile-cpu.ts";
 
 type Job = Record<string, unknown> & { op: string };
 
@@ -68,6 +69,8 @@ async function run(job: Job): Promise<unknown> {
       return parseParam(j.decl as ParamDecl, j.index as number, j.fn as string);
     case "compileCpu":
       return moduleJson(await compileCpu(j.source as string, j.options as CompileCpuOptions));
+    case "paramsCheckSource":
+      return paramsCheckSource(j.fileName as string, j.functions as FunctionSpec[]);
     case "compileCuda":
       return moduleJson(await compileCuda(j.source as string, j.options as CompileCudaOptions));
     case "compileCudaMany":
