@@ -41,7 +41,7 @@
  * | `serving`           | says "foreign_code" (tainted)                  | `serving`      | never serves again; fill (its successor boots while it serves) |
  * | `serving`           | says "lane_opened" (first)                     | `serving`      | `laneOpened` to the tracker |
  * | `serving`           | says "counters"                                | `serving`      | count them |
- * | `serving`           | says store_keep / store_take / program_fpga    | `serving`      | `serveRequest` (at most WORKER_MAX_PENDING_REQUESTS at once) |
+ * | `serving`           | says store_keep / store_take / program_fpga / output_read | `serving` | `serveRequest` (at most WORKER_MAX_PENDING_REQUESTS at once) |
  * | any                 | `requestDone`                                  | same           | the reply is sent if it serves |
  * | `serving`           | says "ended", reusable, no native code, fewer than `warm` idle, not closed | `idle` | cancel the grace; count; `sessionEnded` (its reason); a waiting session takes it, else fill and `boardReady`; remove the folder |
  * | `serving`           | says "ended", reusable, enough idle (or closed) | `exiting`     | as above, but SIGTERM; fill; `boardReady` if one is idle; remove the folder (with uids of their own: at its exit) |
@@ -137,7 +137,7 @@ export interface WorkerRecord {
   readonly nativeCode: boolean;
   /** It was asked to run the canary (at start, or `canary`) and has not answered. */
   readonly canaryAsked: boolean;
-  /** Store and FPGA requests in flight. */
+  /** Store, FPGA and output requests in flight. */
   readonly pending: number;
   /** Its current session's lane was reported open to the tracker. */
   readonly laneOpened: boolean;
@@ -165,8 +165,8 @@ export interface PoolMachineState {
   readonly canaryArmed: boolean;
 }
 
-/** A worker's request to the agent, served by the shell (content store, FPGA). */
-export type WorkerRequest = Extract<WorkerMessage, { kind: "store_keep" | "store_take" | "program_fpga" }>;
+/** A worker's request to the agent, served by the shell (content store, FPGA, its session's output). */
+export type WorkerRequest = Extract<WorkerMessage, { kind: "store_keep" | "store_take" | "program_fpga" | "output_read" }>;
 
 export type PoolEvent =
   /** Start workers until `warm` are starting or idle (the agent, at start). */
@@ -474,6 +474,7 @@ function judge(state: PoolMachineState, id: WorkerId, msg: WorkerMessage): PoolS
     case "store_keep":
     case "store_take":
     case "program_fpga":
+    case "output_read":
       if (!serving) return out(`${msg.kind} from a ${w.state} worker`);
       if (msg.kind === "program_fpga" && state.config.kind !== "vta") return out(`program_fpga on a ${state.config.kind} board`);
       if (w.pending >= WORKER_MAX_PENDING_REQUESTS) return out(`more than ${WORKER_MAX_PENDING_REQUESTS} requests to the agent at once`);

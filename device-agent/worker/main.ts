@@ -24,6 +24,7 @@ import { serveTvm, startTvmServer, type TvmLane, type TvmServerChild } from "./t
 import { TvmBackend } from "../backends/tvm/backend.ts";
 import type { CanaryResult } from "../backends/backend.ts";
 import { Watchdog } from "./watchdog.ts";
+import { blockingStdio, flushCStdio } from "./c-stdio.ts";
 
 const config = JSON.parse(process.env.KFARM_WORKER ?? "null") as WorkerConfig | null;
 if (!config) {
@@ -106,6 +107,26 @@ const programFpga =
         return { sha256: r.sha256, hardware: r.hardware };
       }
     : undefined;
+/**
+ * What this worker printed since its session began, for the session's host:
+ * the agent reads the worker's pipes and keeps it (device-agent/agent/session-output.ts),
+ * so the worker asks for it piece by piece, up to what had been printed when
+ * the host asked.
+ */
+async function sessionOutput(): Promise<Uint8Array> {
+  flushCStdio();
+  const parts: Uint8Array[] = [];
+  let from = 0;
+  let until: number | undefined;
+  for (;;) {
+    const r = (await ask((id) => ({ output_read: { id, from } }))).output;
+    if (!r) throw new FarmError("INTERNAL", "the agent answered output_read with another message");
+    until ??= r.end;
+    parts.push(r.data);
+    from = r.start + r.data.byteLength;
+    if (r.data.byteLength === 0 || from >= until) return Buffer.concat(parts);
+  }
+}
 const watchdog = new Watchdog();
 let serving: string | undefined;
 // From process start to ready: runtime and backend (a CUDA context).
@@ -155,7 +176,7 @@ function fromAgent({ msg, socket, server }: FromAgent): void {
   } else if (msg.run_canary) {
     canary().catch(die);
   } else {
-    const id = msg.store_took?.id ?? msg.store_kept?.id ?? msg.fpga_programmed?.id;
+    const id = msg.store_took?.id ?? msg.store_kept?.id ?? msg.fpga_programmed?.id ?? msg.output?.id;
     if (id !== undefined) requests.answered(id, msg);
   }
 }
@@ -249,10 +270,15 @@ async function serve(sessionId: string, workdir: string): Promise<void> {
     watchdog,
     // In the channel before the first native code runs: from then on the agent believes this process nothing
     // beyond this session, and starts the board's next worker now, while this session runs.
-    beforeNativeCode: () => tell({ foreign_code: { session_id: sessionId } }),
+    beforeNativeCode: () => {
+      tell({ foreign_code: { session_id: sessionId } });
+      blockingStdio();
+    },
     info: { worker_start_ms: startMs },
     counters,
     store,
+    output: sessionOutput,
+    flushOutput: flushCStdio,
     ...(programFpga ? { programFpga } : {}),
   });
   const reporter = setInterval(reportCounters, COUNTERS_REPORT_MS);
