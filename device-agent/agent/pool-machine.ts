@@ -32,7 +32,7 @@
  * | `starting`          | `standbyOpened` (its port; 0: none)            | `idle`         | a waiting session takes it (as `assign`); else `boardReady` unless a session runs |
  * | `idle`              | `assign` (the grant named its standby lane, or it is the first idle one) | `serving` | `makeSessionFolder` |
  * | (none idle)         | `assign`                                       | —              | the session waits, its lanes with it (replacing one that waited: its lanes dropped); fill (closed: ended INTERNAL, counted) |
- * | `serving` (folder)  | `folderMade`                                   | `serving`      | `sendAssign` |
+ * | `serving` (folder)  | `folderMade`                                   | `serving`      | `sendAssign` (with the lease the assignment carried) |
  * | `serving` (folder)  | `folderFailed`                                 | `idle`         | count INTERNAL, `sessionEnded` with the error, drop its lanes; `boardReady` unless another session runs |
  * | `serving` (message) | `assignSent`, delivered                        | `serving`      | `boardReady` if another worker is idle; hand it the lanes that came meanwhile |
  * | `serving` (message) | `assignSent`, not delivered                    | `exiting`      | count RUNTIME_CRASH, kill, `sessionEnded` RUNTIME_CRASH ("went away before it took the session"), drop its lanes |
@@ -124,7 +124,9 @@ export interface WorkerRecord {
    * being made, or the assignment sent; the lanes that came for the session
    * meanwhile wait for it.
    */
-  readonly assigning: { readonly phase: "folder" | "message"; readonly token: string; readonly route: Route; readonly lanes: readonly LaneId[] } | undefined;
+  readonly assigning:
+    | { readonly phase: "folder" | "message"; readonly token: string; readonly route: Route; readonly lanes: readonly LaneId[]; readonly lease?: SessionLease }
+    | undefined;
   /** The session whose folder it holds (made for it, not removed yet). */
   readonly folder: string | undefined;
   /** The agent killed it or told it to go: its exit is not news. */
@@ -151,6 +153,17 @@ export interface WaitingSession {
   readonly token: string;
   readonly route: Route;
   readonly lanes: readonly LaneId[];
+  readonly lease?: SessionLease;
+}
+
+/**
+ * The session's lease as the tracker granted it: its timeout, and when it
+ * ends by the shell's clock (opaque here: carried from `assign` to
+ * `sendAssign`, where the shell tells the worker how long its calls have).
+ */
+export interface SessionLease {
+  readonly timeoutMs: number;
+  readonly endsAt: number;
 }
 
 export interface PoolMachineState {
@@ -185,8 +198,15 @@ export type PoolEvent =
   | { readonly kind: "laneBroken"; readonly sessionId: string; readonly error: FarmError }
   /** A worker's process exited and its channel drained; `death` is the shell's account of it, as a session would hear it. */
   | { readonly kind: "exited"; readonly worker: WorkerId; readonly code: number | null; readonly signal: NodeJS.Signals | null; readonly death: FarmError }
-  /** The tracker's AssignSession; `lanePort`: the standby lane its grant named (0: none). */
-  | { readonly kind: "assign"; readonly sessionId: string; readonly token: string; readonly route: Route; readonly lanePort: number }
+  /** The tracker's AssignSession; `lanePort`: the standby lane its grant named (0: none); `lease`: its timeout (none: no timeout). */
+  | {
+      readonly kind: "assign";
+      readonly sessionId: string;
+      readonly token: string;
+      readonly route: Route;
+      readonly lanePort: number;
+      readonly lease?: SessionLease;
+    }
   /** `makeSessionFolder`'s outcome: made (and its tmpfs mounted). */
   | { readonly kind: "folderMade"; readonly worker: WorkerId }
   /** `makeSessionFolder`'s outcome: it could not be; `error` is what the session's host hears. */
@@ -218,8 +238,15 @@ export type PoolEffect =
   | { readonly kind: "makeSessionFolder"; readonly worker: WorkerId; readonly sessionId: string }
   /** Remove a session's folder (detach its tmpfs), now. */
   | { readonly kind: "removeSessionFolder"; readonly sessionId: string }
-  /** Send the worker its session (with the folder's path); the shell feeds `assignSent`. */
-  | { readonly kind: "sendAssign"; readonly worker: WorkerId; readonly sessionId: string; readonly token: string; readonly route: Route }
+  /** Send the worker its session (with the folder's path and what is left of its lease); the shell feeds `assignSent`. */
+  | {
+      readonly kind: "sendAssign";
+      readonly worker: WorkerId;
+      readonly sessionId: string;
+      readonly token: string;
+      readonly route: Route;
+      readonly lease?: SessionLease;
+    }
   /** Send the worker a message that needs no answer from the machine (end, run_canary, a request's reply). */
   | { readonly kind: "send"; readonly worker: WorkerId; readonly msg: AgentToWorker }
   /** Hand the session's lane to its worker; the agent's copy of the socket goes. */
@@ -350,7 +377,8 @@ export function step(state: PoolMachineState, event: PoolEvent): PoolStep {
       const w = find(state, event.worker);
       if (w?.assigning?.phase !== "folder") return ignored(state, `worker ${event.worker} awaits no session folder`);
       const c = new Change(state).update(w, { assigning: { ...w.assigning, phase: "message" } });
-      return applied(...c.effect({ kind: "sendAssign", worker: w.id, sessionId: w.sessionId!, token: w.assigning.token, route: w.assigning.route }).done());
+      const { token, route, lease } = w.assigning;
+      return applied(...c.effect({ kind: "sendAssign", worker: w.id, sessionId: w.sessionId!, token, route, ...(lease ? { lease } : {}) }).done());
     }
     case "folderFailed": {
       const w = find(state, event.worker);
@@ -597,7 +625,8 @@ function exited(state: PoolMachineState, e: Extract<PoolEvent, { kind: "exited" 
 
 function assign(c: Change, a: Extract<PoolEvent, { kind: "assign" }>): [PoolMachineState, PoolEffect[]] {
   const w = nextIdle(c.state, a.lanePort);
-  if (w) return serve(c, w, { sessionId: a.sessionId, token: a.token, route: a.route, lanes: [] });
+  const session: WaitingSession = { sessionId: a.sessionId, token: a.token, route: a.route, lanes: [], ...(a.lease ? { lease: a.lease } : {}) };
+  if (w) return serve(c, w, session);
   const { boardName } = c.state.config;
   if (c.state.closed) {
     return c
@@ -615,7 +644,7 @@ function assign(c: Change, a: Extract<PoolEvent, { kind: "assign" }>): [PoolMach
   // exit, seen before the grant arrived): the session takes the next worker that is ready, one being started
   // now if none is. The tracker's open timeout bounds the wait.
   for (const lane of c.state.waiting?.lanes ?? []) c.effect({ kind: "dropLane", lane });
-  c.state = { ...c.state, waiting: { sessionId: a.sessionId, token: a.token, route: a.route, lanes: [] } };
+  c.state = { ...c.state, waiting: session };
   fill(c);
   return c.effect({ kind: "sessionWaits", sessionId: a.sessionId }).done();
 }
@@ -628,7 +657,7 @@ function serve(c: Change, w: WorkerRecord, s: WaitingSession): [PoolMachineState
     folder: s.sessionId,
     counted: false,
     laneOpened: false,
-    assigning: { phase: "folder", token: s.token, route: s.route, lanes: s.lanes },
+    assigning: { phase: "folder", token: s.token, route: s.route, lanes: s.lanes, ...(s.lease ? { lease: s.lease } : {}) },
   });
   return c.effect({ kind: "makeSessionFolder", worker: w.id, sessionId: s.sessionId }).done();
 }

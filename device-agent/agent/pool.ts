@@ -65,6 +65,7 @@ import {
   type PoolMachineState,
   type PoolStep,
   type PoolTimer,
+  type SessionLease,
   type WorkerId,
   type WorkerRequest,
   type WorkerState,
@@ -217,9 +218,13 @@ export class BoardPool {
     this.feed({ kind: "fill" });
   }
 
-  /** `lanePort`: the standby lane the grant named; its worker takes the session if it is idle. */
-  assign(sessionId: string, token: string, route: Route, lanePort = 0): void {
-    this.feed({ kind: "assign", sessionId, token, route, lanePort });
+  /**
+   * `lanePort`: the standby lane the grant named; its worker takes the session if it is idle. `sessionTimeoutMs`: the
+   * lease's (0: none), counted from now — the tracker sends the assignment as it grants.
+   */
+  assign(sessionId: string, token: string, route: Route, lanePort = 0, sessionTimeoutMs = 0): void {
+    const lease = sessionTimeoutMs > 0 ? { lease: { timeoutMs: sessionTimeoutMs, endsAt: performance.now() + sessionTimeoutMs } } : {};
+    this.feed({ kind: "assign", sessionId, token, route, lanePort, ...lease });
   }
 
   /** Gives the worker serving `sessionId` its lane (or keeps it for the worker it waits for); false when none does. */
@@ -305,7 +310,9 @@ export class BoardPool {
             this.logOutput(effect.worker, p);
             p.sessionOutput = new SessionOutput(SESSION_OUTPUT_BYTES);
           }
-          const delivered = p?.channel.send({ assign: { session_id: effect.sessionId, token: effect.token, dir, route: effect.route } }) ?? false;
+          const delivered =
+            p?.channel.send({ assign: { session_id: effect.sessionId, token: effect.token, dir, route: effect.route, ...this.callBound(effect.lease) } }) ??
+            false;
           this.feed({ kind: "assignSent", worker: effect.worker, delivered });
           break;
         }
@@ -475,6 +482,19 @@ export class BoardPool {
     });
     child.on("error", (err) => this.log.error({ board: this.boardName, err: err.message }, "session worker failed to start"));
     this.feed({ kind: "spawned", worker: id, pid: child.pid });
+  }
+
+  /**
+   * How long a session's calls have (WorkerAssign): until its lease ends,
+   * less the end grace, so that a hung call's TIMEOUT — the kill, the
+   * agent's report — reaches the tracker before the lease's own end would
+   * say SESSION_TIMEOUT. Unbounded where less than a grace is left: the
+   * session's end ends such a call.
+   */
+  private callBound(lease: SessionLease | undefined): { session_timeout_ms?: number; calls_end_in_ms?: number } {
+    if (!lease) return {};
+    const left = Math.floor(lease.endsAt - performance.now() - this.endGraceMs);
+    return { session_timeout_ms: lease.timeoutMs, ...(left > 0 ? { calls_end_in_ms: left } : {}) };
   }
 
   /** The session worker `id` serves (or is being assigned), if any. */

@@ -16,7 +16,7 @@ import { AgentChannel, type FromAgent } from "./agent-channel.ts";
 import { AgentRequests } from "./agent-requests.ts";
 import type { WorkerConfig } from "../common/worker-spawn.ts";
 import type { SessionStore } from "./files.ts";
-import { RequestCounters, SessionServer } from "./session-server.ts";
+import { RequestCounters, SessionServer, type SessionHooks } from "./session-server.ts";
 import { socketLane, type WorkerLane } from "./lane.ts";
 import { dieWithParent } from "./parent-death.ts";
 import { StandbyLane } from "./standby.ts";
@@ -147,7 +147,9 @@ function fromAgent({ msg, socket, server }: FromAgent): void {
     }
     serving = a.session_id;
     standby?.tickets.expect(a.session_id, a.token, a.route);
-    serve(a.session_id, a.dir).catch(die);
+    // By this process's clock, as the watchdog reads it (Date.now()).
+    const callsEnd = a.calls_end_in_ms > 0 ? { at: Date.now() + a.calls_end_in_ms, sessionTimeoutMs: a.session_timeout_ms } : undefined;
+    serve(a.session_id, a.dir, callsEnd).catch(die);
   } else if (msg.lane) {
     const { kind, rest } = msg.lane;
     if (current?.sessionId !== msg.lane.session_id || !socket) socket?.destroy();
@@ -248,7 +250,7 @@ function enter(dir: string | undefined): void {
   }
 }
 
-async function serve(sessionId: string, workdir: string): Promise<void> {
+async function serve(sessionId: string, workdir: string, callsEnd: SessionHooks["callsEnd"]): Promise<void> {
   // The folder is the agent's to make and remove (its parent is closed to workers); the worker empties it.
   enter(workdir);
   let ended = false;
@@ -277,6 +279,7 @@ async function serve(sessionId: string, workdir: string): Promise<void> {
     info: { worker_start_ms: startMs },
     counters,
     store,
+    ...(callsEnd ? { callsEnd } : {}),
     output: sessionOutput,
     flushOutput: flushCStdio,
     ...(programFpga ? { programFpga } : {}),
