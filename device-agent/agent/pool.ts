@@ -224,6 +224,14 @@ export class BoardPool {
    */
   assign(sessionId: string, token: string, route: Route, lanePort = 0, sessionTimeoutMs = 0): void {
     const lease = sessionTimeoutMs > 0 ? { lease: { timeoutMs: sessionTimeoutMs, endsAt: performance.now() + sessionTimeoutMs } } : {};
+    // What idle workers printed so far goes into the log as no session's, before one of them takes this one.
+    for (const w of this.machine.workers) {
+      const p = w.state === "idle" ? this.procs.get(w.id) : undefined;
+      if (p) {
+        this.drainOutput(w.id, p);
+        this.logOutput(w.id, p);
+      }
+    }
     this.feed({ kind: "assign", sessionId, token, route, lanePort, ...lease });
   }
 
@@ -305,10 +313,9 @@ export class BoardPool {
           const dir = this.folders.get(effect.sessionId) ?? "";
           const p = this.procs.get(effect.worker);
           if (p) {
-            // What it printed before is no business of this session's, in the log either.
-            this.drainOutput(effect.worker, p);
-            this.logOutput(effect.worker, p);
+            // What it printed before (logged as no session's: assign()) is no business of this session's.
             p.sessionOutput = new SessionOutput(SESSION_OUTPUT_BYTES);
+            p.timedOut = undefined;
           }
           const delivered =
             p?.channel.send({ assign: { session_id: effect.sessionId, token: effect.token, dir, route: effect.route, ...this.callBound(effect.lease) } }) ??
