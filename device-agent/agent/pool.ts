@@ -90,6 +90,8 @@ const STDERR_TAIL_BYTES = 2048;
 const LOG_GATHER_MS = 100;
 /** The most of a session's output one output_read answer carries: well within WORKER_MESSAGE_MAX_BYTES. */
 const OUTPUT_READ_BYTES = 48 << 10;
+/** Where drainOutput reads a pipe (printed() copies what it keeps). */
+const DRAIN_BUFFER = Buffer.allocUnsafe(64 << 10);
 /** After a worker's exit, how long its last messages may take to arrive (a kernel's leftover child can hold the channel open). */
 const CHANNEL_DRAIN_MS = 250;
 
@@ -116,7 +118,7 @@ interface WorkerProcess {
   readonly home: string;
   /** performance.now() at fork, for the start-time histogram. */
   readonly forkedAt: number;
-  /** The end of what the worker printed (stdout and stderr), for a crash's report (its session's host reads it). */
+  /** The end of what the worker printed (stdout and stderr), for a crash's report to its session's host. */
   stderrTail: string;
   /** What the watchdog's marker said: a call ran past its timeout (worker/watchdog.ts). */
   timedOut: string | undefined;
@@ -224,13 +226,10 @@ export class BoardPool {
    */
   assign(sessionId: string, token: string, route: Route, lanePort = 0, sessionTimeoutMs = 0): void {
     const lease = sessionTimeoutMs > 0 ? { lease: { timeoutMs: sessionTimeoutMs, endsAt: performance.now() + sessionTimeoutMs } } : {};
-    // What idle workers printed so far goes into the log as no session's, before one of them takes this one.
+    // What idle workers printed and the log has not shown yet is no session's: shown now, before one of them takes this one.
     for (const w of this.machine.workers) {
       const p = w.state === "idle" ? this.procs.get(w.id) : undefined;
-      if (p) {
-        this.drainOutput(w.id, p);
-        this.logOutput(w.id, p);
-      }
+      if (p?.logTimer) this.logOutput(w.id, p);
     }
     this.feed({ kind: "assign", sessionId, token, route, lanePort, ...lease });
   }
@@ -563,7 +562,7 @@ export class BoardPool {
    * promised order. Bounded: a leftover process of a kernel may print on.
    */
   private drainOutput(id: WorkerId, p: WorkerProcess): void {
-    const buf = Buffer.allocUnsafe(64 << 10);
+    const buf = DRAIN_BUFFER;
     for (const stream of ["stdout", "stderr"] as const) {
       const pipe = p.child[stream] as Readable | null;
       let fd: number;
