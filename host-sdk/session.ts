@@ -461,6 +461,16 @@ export class Session {
     await this.request({ clear_stats: {} });
   }
 
+  /**
+   * What this session's kernels printed (stdout and stderr, as the board's
+   * agent read them from the session's worker): the last 1 MiB since the
+   * session began, as UTF-8 (bytes that are not become U+FFFD). Only this
+   * session's own output; the agent's log shows it bounded and escaped.
+   */
+  async output(): Promise<string> {
+    return new TextDecoder().decode(await this.fetchChunked({ output: {} }));
+  }
+
   // --- the board itself
 
   /**

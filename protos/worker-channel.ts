@@ -167,6 +167,7 @@ const CHECKS: { [K in keyof Bodies]: (m: Bodies[K]) => void } = {
     plainName("program_fpga's bitstream", m.bitstream);
     plainName("program_fpga's config", m.config);
   },
+  output_read: (m) => count("output_read's from", m.from),
   ended: (m) => {
     id("ended's session id", m.session_id);
     wireError("ended's error", m.error);

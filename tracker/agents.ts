@@ -346,6 +346,8 @@ export class AgentLinks {
             client_id: lease.clientId,
             route: ROUTE.toWire(lease.route),
             lane_port: lease.lanePort,
+            // The worker ends a call before the lease ends: a hung kernel's end is the call's TIMEOUT, not SESSION_TIMEOUT.
+            session_timeout_ms: lease.timeouts.sessionTimeoutMs,
           },
         }),
       // An auto-routed host fell back to the data port: the agent dials it for the session's worker.

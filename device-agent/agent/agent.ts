@@ -216,7 +216,7 @@ export class Agent {
           }
           const route = ROUTE.fromWire(a.route, `the tracker's assignment of session ${a.session_id}`, "PROTOCOL_ERROR");
           this.lanes?.expect(a.session_id, a.token, route);
-          pool.assign(a.session_id, a.token, route, a.lane_port);
+          pool.assign(a.session_id, a.token, route, a.lane_port, a.session_timeout_ms);
         },
         end: (sessionId, reason) => {
           this.lanes?.forget(sessionId);

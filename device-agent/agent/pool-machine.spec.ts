@@ -220,6 +220,18 @@ describe("pool machine: assign (AssignSession)", () => {
     assert.deepEqual(c.take(), [{ kind: "sendAssign", worker: 0, sessionId: "s1", token: "t", route: "relay" }]);
   });
 
+  it("folderMade sends the lease the assignment carried, also after the session waited for a worker", () => {
+    const lease = { timeoutMs: 5000, endsAt: 12_345 };
+    const c = warmPool();
+    c.feed({ kind: "assign", sessionId: "s1", token: "t", route: "direct", lanePort: 0, lease });
+    c.take();
+    c.feed({ kind: "folderMade", worker: 0 });
+    assert.deepEqual(c.take(), [{ kind: "sendAssign", worker: 0, sessionId: "s1", token: "t", route: "direct", lease }]);
+    // A second session finds no idle worker: it waits, its lease with it.
+    c.feed({ kind: "assign", sessionId: "s2", token: "u", route: "relay", lanePort: 0, lease });
+    assert.deepEqual(c.state.waiting, { sessionId: "s2", token: "u", route: "relay", lanes: [], lease });
+  });
+
   it("folderFailed ends the session with the error (counted INTERNAL); the worker is idle again and the board ready", () => {
     const c = warmPool();
     c.feed({ kind: "assign", sessionId: "s1", token: "t", route: "direct", lanePort: 0 });

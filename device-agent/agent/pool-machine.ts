@@ -32,7 +32,7 @@
  * | `starting`          | `standbyOpened` (its port; 0: none)            | `idle`         | a waiting session takes it (as `assign`); else `boardReady` unless a session runs |
  * | `idle`              | `assign` (the grant named its standby lane, or it is the first idle one) | `serving` | `makeSessionFolder` |
  * | (none idle)         | `assign`                                       | —              | the session waits, its lanes with it (replacing one that waited: its lanes dropped); fill (closed: ended INTERNAL, counted) |
- * | `serving` (folder)  | `folderMade`                                   | `serving`      | `sendAssign` |
+ * | `serving` (folder)  | `folderMade`                                   | `serving`      | `sendAssign` (with the lease the assignment carried) |
  * | `serving` (folder)  | `folderFailed`                                 | `idle`         | count INTERNAL, `sessionEnded` with the error, drop its lanes; `boardReady` unless another session runs |
  * | `serving` (message) | `assignSent`, delivered                        | `serving`      | `boardReady` if another worker is idle; hand it the lanes that came meanwhile |
  * | `serving` (message) | `assignSent`, not delivered                    | `exiting`      | count RUNTIME_CRASH, kill, `sessionEnded` RUNTIME_CRASH ("went away before it took the session"), drop its lanes |
@@ -41,7 +41,7 @@
  * | `serving`           | says "foreign_code" (tainted)                  | `serving`      | never serves again; fill (its successor boots while it serves) |
  * | `serving`           | says "lane_opened" (first)                     | `serving`      | `laneOpened` to the tracker |
  * | `serving`           | says "counters"                                | `serving`      | count them |
- * | `serving`           | says store_keep / store_take / program_fpga    | `serving`      | `serveRequest` (at most WORKER_MAX_PENDING_REQUESTS at once) |
+ * | `serving`           | says store_keep / store_take / program_fpga / output_read | `serving` | `serveRequest` (at most WORKER_MAX_PENDING_REQUESTS at once) |
  * | any                 | `requestDone`                                  | same           | the reply is sent if it serves |
  * | `serving`           | says "ended", reusable, no native code, fewer than `warm` idle, not closed | `idle` | cancel the grace; count; `sessionEnded` (its reason); a waiting session takes it, else fill and `boardReady`; remove the folder |
  * | `serving`           | says "ended", reusable, enough idle (or closed) | `exiting`     | as above, but SIGTERM; fill; `boardReady` if one is idle; remove the folder (with uids of their own: at its exit) |
@@ -124,7 +124,9 @@ export interface WorkerRecord {
    * being made, or the assignment sent; the lanes that came for the session
    * meanwhile wait for it.
    */
-  readonly assigning: { readonly phase: "folder" | "message"; readonly token: string; readonly route: Route; readonly lanes: readonly LaneId[] } | undefined;
+  readonly assigning:
+    | { readonly phase: "folder" | "message"; readonly token: string; readonly route: Route; readonly lanes: readonly LaneId[]; readonly lease?: SessionLease }
+    | undefined;
   /** The session whose folder it holds (made for it, not removed yet). */
   readonly folder: string | undefined;
   /** The agent killed it or told it to go: its exit is not news. */
@@ -137,7 +139,7 @@ export interface WorkerRecord {
   readonly nativeCode: boolean;
   /** It was asked to run the canary (at start, or `canary`) and has not answered. */
   readonly canaryAsked: boolean;
-  /** Store and FPGA requests in flight. */
+  /** Store, FPGA and output requests in flight. */
   readonly pending: number;
   /** Its current session's lane was reported open to the tracker. */
   readonly laneOpened: boolean;
@@ -151,6 +153,17 @@ export interface WaitingSession {
   readonly token: string;
   readonly route: Route;
   readonly lanes: readonly LaneId[];
+  readonly lease?: SessionLease;
+}
+
+/**
+ * The session's lease as the tracker granted it: its timeout, and when it
+ * ends by the shell's clock (opaque here: carried from `assign` to
+ * `sendAssign`, where the shell tells the worker how long its calls have).
+ */
+export interface SessionLease {
+  readonly timeoutMs: number;
+  readonly endsAt: number;
 }
 
 export interface PoolMachineState {
@@ -165,8 +178,8 @@ export interface PoolMachineState {
   readonly canaryArmed: boolean;
 }
 
-/** A worker's request to the agent, served by the shell (content store, FPGA). */
-export type WorkerRequest = Extract<WorkerMessage, { kind: "store_keep" | "store_take" | "program_fpga" }>;
+/** A worker's request to the agent, served by the shell (content store, FPGA, its session's output). */
+export type WorkerRequest = Extract<WorkerMessage, { kind: "store_keep" | "store_take" | "program_fpga" | "output_read" }>;
 
 export type PoolEvent =
   /** Start workers until `warm` are starting or idle (the agent, at start). */
@@ -185,8 +198,15 @@ export type PoolEvent =
   | { readonly kind: "laneBroken"; readonly sessionId: string; readonly error: FarmError }
   /** A worker's process exited and its channel drained; `death` is the shell's account of it, as a session would hear it. */
   | { readonly kind: "exited"; readonly worker: WorkerId; readonly code: number | null; readonly signal: NodeJS.Signals | null; readonly death: FarmError }
-  /** The tracker's AssignSession; `lanePort`: the standby lane its grant named (0: none). */
-  | { readonly kind: "assign"; readonly sessionId: string; readonly token: string; readonly route: Route; readonly lanePort: number }
+  /** The tracker's AssignSession; `lanePort`: the standby lane its grant named (0: none); `lease`: its timeout (none: no timeout). */
+  | {
+      readonly kind: "assign";
+      readonly sessionId: string;
+      readonly token: string;
+      readonly route: Route;
+      readonly lanePort: number;
+      readonly lease?: SessionLease;
+    }
   /** `makeSessionFolder`'s outcome: made (and its tmpfs mounted). */
   | { readonly kind: "folderMade"; readonly worker: WorkerId }
   /** `makeSessionFolder`'s outcome: it could not be; `error` is what the session's host hears. */
@@ -218,8 +238,15 @@ export type PoolEffect =
   | { readonly kind: "makeSessionFolder"; readonly worker: WorkerId; readonly sessionId: string }
   /** Remove a session's folder (detach its tmpfs), now. */
   | { readonly kind: "removeSessionFolder"; readonly sessionId: string }
-  /** Send the worker its session (with the folder's path); the shell feeds `assignSent`. */
-  | { readonly kind: "sendAssign"; readonly worker: WorkerId; readonly sessionId: string; readonly token: string; readonly route: Route }
+  /** Send the worker its session (with the folder's path and what is left of its lease); the shell feeds `assignSent`. */
+  | {
+      readonly kind: "sendAssign";
+      readonly worker: WorkerId;
+      readonly sessionId: string;
+      readonly token: string;
+      readonly route: Route;
+      readonly lease?: SessionLease;
+    }
   /** Send the worker a message that needs no answer from the machine (end, run_canary, a request's reply). */
   | { readonly kind: "send"; readonly worker: WorkerId; readonly msg: AgentToWorker }
   /** Hand the session's lane to its worker; the agent's copy of the socket goes. */
@@ -350,7 +377,8 @@ export function step(state: PoolMachineState, event: PoolEvent): PoolStep {
       const w = find(state, event.worker);
       if (w?.assigning?.phase !== "folder") return ignored(state, `worker ${event.worker} awaits no session folder`);
       const c = new Change(state).update(w, { assigning: { ...w.assigning, phase: "message" } });
-      return applied(...c.effect({ kind: "sendAssign", worker: w.id, sessionId: w.sessionId!, token: w.assigning.token, route: w.assigning.route }).done());
+      const { token, route, lease } = w.assigning;
+      return applied(...c.effect({ kind: "sendAssign", worker: w.id, sessionId: w.sessionId!, token, route, ...(lease ? { lease } : {}) }).done());
     }
     case "folderFailed": {
       const w = find(state, event.worker);
@@ -474,6 +502,7 @@ function judge(state: PoolMachineState, id: WorkerId, msg: WorkerMessage): PoolS
     case "store_keep":
     case "store_take":
     case "program_fpga":
+    case "output_read":
       if (!serving) return out(`${msg.kind} from a ${w.state} worker`);
       if (msg.kind === "program_fpga" && state.config.kind !== "vta") return out(`program_fpga on a ${state.config.kind} board`);
       if (w.pending >= WORKER_MAX_PENDING_REQUESTS) return out(`more than ${WORKER_MAX_PENDING_REQUESTS} requests to the agent at once`);
@@ -596,7 +625,8 @@ function exited(state: PoolMachineState, e: Extract<PoolEvent, { kind: "exited" 
 
 function assign(c: Change, a: Extract<PoolEvent, { kind: "assign" }>): [PoolMachineState, PoolEffect[]] {
   const w = nextIdle(c.state, a.lanePort);
-  if (w) return serve(c, w, { sessionId: a.sessionId, token: a.token, route: a.route, lanes: [] });
+  const session: WaitingSession = { sessionId: a.sessionId, token: a.token, route: a.route, lanes: [], ...(a.lease ? { lease: a.lease } : {}) };
+  if (w) return serve(c, w, session);
   const { boardName } = c.state.config;
   if (c.state.closed) {
     return c
@@ -614,7 +644,7 @@ function assign(c: Change, a: Extract<PoolEvent, { kind: "assign" }>): [PoolMach
   // exit, seen before the grant arrived): the session takes the next worker that is ready, one being started
   // now if none is. The tracker's open timeout bounds the wait.
   for (const lane of c.state.waiting?.lanes ?? []) c.effect({ kind: "dropLane", lane });
-  c.state = { ...c.state, waiting: { sessionId: a.sessionId, token: a.token, route: a.route, lanes: [] } };
+  c.state = { ...c.state, waiting: session };
   fill(c);
   return c.effect({ kind: "sessionWaits", sessionId: a.sessionId }).done();
 }
@@ -627,7 +657,7 @@ function serve(c: Change, w: WorkerRecord, s: WaitingSession): [PoolMachineState
     folder: s.sessionId,
     counted: false,
     laneOpened: false,
-    assigning: { phase: "folder", token: s.token, route: s.route, lanes: s.lanes },
+    assigning: { phase: "folder", token: s.token, route: s.route, lanes: s.lanes, ...(s.lease ? { lease: s.lease } : {}) },
   });
   return c.effect({ kind: "makeSessionFolder", worker: w.id, sessionId: s.sessionId }).done();
 }

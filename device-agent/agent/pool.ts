@@ -22,14 +22,22 @@
  * | counters      | the serving worker                              | counts (bounded, known codes only)     |
  * | lane_opened   | the serving worker, for its session             | tells the tracker                      |
  * | store_keep / store_take / program_fpga | the serving worker, a few at a time | acts in its session's folder only, on names it chose or checked |
+ * | output_read   | the serving worker, a few at a time             | answers with what that worker printed since its session began (session-output.ts), one bounded piece |
  * | ended         | the serving worker, for its session             | reuses it only if it never loaded native code and offers to serve again |
+ *
+ * What a worker prints (stdout, stderr) is its tenant's: the agent reads its
+ * pipes, keeps the serving session's last 1 MiB for that session's host
+ * (`remote.output()`, through output_read), and logs it only as a bounded,
+ * escaped field of its own JSON lines (worker-output.ts); the watchdog's
+ * TIMEOUT marker it reads and never shows.
  *
  * Anything else — bytes that do not decode, a message out of its state or
  * naming another session — kills that worker's processes and ends only its
  * own session: PROTOCOL_ERROR, logged with the worker's pid and uid.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { rmSync } from "node:fs";
+import { readSync, rmSync } from "node:fs";
+import type { Readable } from "node:stream";
 import { basename, join } from "node:path";
 import { createServer, type AddressInfo, type Socket } from "node:net";
 import { FarmError, SESSION_END_GRACE_MS, type AgentToWorker, type Route } from "../../protos/index.ts";
@@ -41,8 +49,10 @@ import { readSessionFile, type SessionFile } from "../common/session-file.ts";
 import { workerNode, type WorkerEntry } from "./worker-entry.ts";
 import type { ContentStore } from "./content-store.ts";
 import type { WorkerConfig } from "../common/worker-spawn.ts";
-import { TIMEOUT_MARKER } from "../common/worker-spawn.ts";
 import { WORKER_STDIO, WorkerChannel } from "./worker-channel.ts";
+import { descriptorOf } from "../common/handle-passing.ts";
+import { SESSION_OUTPUT_BYTES, SessionOutput } from "./session-output.ts";
+import { OutputBudget, PendingOutput, takeTimeoutMarker } from "./worker-output.ts";
 import {
   begin,
   nextIdle,
@@ -55,6 +65,7 @@ import {
   type PoolMachineState,
   type PoolStep,
   type PoolTimer,
+  type SessionLease,
   type WorkerId,
   type WorkerRequest,
   type WorkerState,
@@ -75,39 +86,14 @@ export interface WorkerSandbox {
 
 /** How much of a dead worker's stderr goes into the error message. */
 const STDERR_TAIL_BYTES = 2048;
-/** What a worker may print through the agent's stderr: a burst, then a rate (OutputBudget). */
-const OUTPUT_BURST_BYTES = 1 << 20;
-const OUTPUT_BYTES_PER_S = 64 << 10;
+/** How long the agent gathers a worker's output into one log line. */
+const LOG_GATHER_MS = 100;
+/** The most of a session's output one output_read answer carries: well within WORKER_MESSAGE_MAX_BYTES. */
+const OUTPUT_READ_BYTES = 48 << 10;
+/** Where drainOutput reads a pipe (printed() copies what it keeps). */
+const DRAIN_BUFFER = Buffer.allocUnsafe(64 << 10);
 /** After a worker's exit, how long its last messages may take to arrive (a kernel's leftover child can hold the channel open). */
 const CHANNEL_DRAIN_MS = 250;
-
-/**
- * What a worker may print through the agent: a kernel that floods stdout must
- * not flood the agent's log, nor block its event loop (stderr to a pipe is a
- * synchronous write on Linux). A bucket of OUTPUT_BURST_BYTES refilled at
- * OUTPUT_BYTES_PER_S; what does not fit is dropped, said once per flood.
- */
-class OutputBudget {
-  private bytes = OUTPUT_BURST_BYTES;
-  private at = performance.now();
-  private dropped = 0;
-
-  constructor(private readonly onDrop: (dropped: number) => void) {}
-
-  take(n: number): boolean {
-    const now = performance.now();
-    this.bytes = Math.min(OUTPUT_BURST_BYTES, this.bytes + ((now - this.at) / 1000) * OUTPUT_BYTES_PER_S);
-    this.at = now;
-    if (n <= this.bytes) {
-      this.bytes -= n;
-      this.dropped = 0;
-      return true;
-    }
-    if (this.dropped === 0) this.onDrop(n);
-    this.dropped += n;
-    return false;
-  }
-}
 
 export interface PoolEvents {
   /** The board has an idle worker and no session: it may be granted (`standbyPort` names that worker's standby lane). */
@@ -132,12 +118,19 @@ interface WorkerProcess {
   readonly home: string;
   /** performance.now() at fork, for the start-time histogram. */
   readonly forkedAt: number;
-  /** The end of what the worker printed (stdout and stderr). */
+  /** The end of what the worker printed (stdout and stderr), for a crash's report to its session's host. */
   stderrTail: string;
+  /** What the watchdog's marker said: a call ran past its timeout (worker/watchdog.ts). */
+  timedOut: string | undefined;
+  /** What the worker printed since its current session's assignment, for that session's host (output_read). */
+  sessionOutput: SessionOutput | undefined;
   /** Names of stored files handed to its sessions (agent-chosen, never the worker's). */
   storeSeq: number;
-  /** How much of what it prints the agent still forwards to its own stderr. */
-  readonly output: OutputBudget;
+  /** How much of what it prints the agent's log may still show. */
+  readonly logBudget: OutputBudget;
+  /** What it printed since the agent's last "worker output" line, per stream; `logTimer`: that line is due. */
+  readonly unlogged: Record<"stdout" | "stderr", PendingOutput>;
+  logTimer: NodeJS.Timeout | undefined;
 }
 
 /** A lane the agent holds for a session's worker: the socket and the bytes read past its hello. */
@@ -227,9 +220,18 @@ export class BoardPool {
     this.feed({ kind: "fill" });
   }
 
-  /** `lanePort`: the standby lane the grant named; its worker takes the session if it is idle. */
-  assign(sessionId: string, token: string, route: Route, lanePort = 0): void {
-    this.feed({ kind: "assign", sessionId, token, route, lanePort });
+  /**
+   * `lanePort`: the standby lane the grant named; its worker takes the session if it is idle. `sessionTimeoutMs`: the
+   * lease's (0: none), counted from now — the tracker sends the assignment as it grants.
+   */
+  assign(sessionId: string, token: string, route: Route, lanePort = 0, sessionTimeoutMs = 0): void {
+    const lease = sessionTimeoutMs > 0 ? { lease: { timeoutMs: sessionTimeoutMs, endsAt: performance.now() + sessionTimeoutMs } } : {};
+    // What idle workers printed and the log has not shown yet is no session's: shown now, before one of them takes this one.
+    for (const w of this.machine.workers) {
+      const p = w.state === "idle" ? this.procs.get(w.id) : undefined;
+      if (p?.logTimer) this.logOutput(w.id, p);
+    }
+    this.feed({ kind: "assign", sessionId, token, route, lanePort, ...lease });
   }
 
   /** Gives the worker serving `sessionId` its lane (or keeps it for the worker it waits for); false when none does. */
@@ -262,6 +264,11 @@ export class BoardPool {
 
   /** Kills every worker (sessions included) and whatever its kernels started. */
   close(): void {
+    // What its workers printed and the log has not shown yet, before they go.
+    for (const [id, p] of this.procs) {
+      this.drainOutput(id, p);
+      this.logOutput(id, p);
+    }
     this.feed({ kind: "close" });
     // Those still being detached on libuv's threads: the agent removes its scratch folder next, which cannot go while
     // a tmpfs is mounted in it (a second detach of one is harmless).
@@ -303,8 +310,15 @@ export class BoardPool {
           break;
         case "sendAssign": {
           const dir = this.folders.get(effect.sessionId) ?? "";
+          const p = this.procs.get(effect.worker);
+          if (p) {
+            // What it printed before (logged as no session's: assign()) is no business of this session's.
+            p.sessionOutput = new SessionOutput(SESSION_OUTPUT_BYTES);
+            p.timedOut = undefined;
+          }
           const delivered =
-            this.procs.get(effect.worker)?.channel.send({ assign: { session_id: effect.sessionId, token: effect.token, dir, route: effect.route } }) ?? false;
+            p?.channel.send({ assign: { session_id: effect.sessionId, token: effect.token, dir, route: effect.route, ...this.callBound(effect.lease) } }) ??
+            false;
           this.feed({ kind: "assignSent", worker: effect.worker, delivered });
           break;
         }
@@ -441,22 +455,22 @@ export class BoardPool {
       home,
       forkedAt: performance.now(),
       stderrTail: "",
+      timedOut: undefined,
+      sessionOutput: undefined,
       storeSeq: 0,
-      output: new OutputBudget((dropped) =>
+      unlogged: { stdout: new PendingOutput(), stderr: new PendingOutput() },
+      logTimer: undefined,
+      logBudget: new OutputBudget(() =>
         this.log.warn(
-          { board: this.boardName, pid: child.pid, dropped },
-          "a session worker prints faster than the agent forwards: its output is dropped (its last lines still go into a crash report)",
+          { board: this.boardName, session: this.sessionOf(id) ?? null, pid: child.pid },
+          "a session worker prints faster than the agent logs: its output is left out of the log (its session's host still reads it; the next line says how much was left out)",
         ),
       ),
     };
     this.procs.set(id, p);
     this.metrics?.workerSpawned();
-    const output = (chunk: Buffer) => {
-      if (p.output.take(chunk.length)) process.stderr.write(chunk);
-      p.stderrTail = (p.stderrTail + chunk.toString()).slice(-STDERR_TAIL_BYTES);
-    };
-    child.stdout!.on("data", output);
-    child.stderr!.on("data", output);
+    child.stdout!.on("data", (chunk: Buffer) => this.printed(id, p, "stdout", chunk));
+    child.stderr!.on("data", (chunk: Buffer) => this.printed(id, p, "stderr", chunk));
     child.on("exit", (code, signal) => {
       // Its last messages (an "ended" just before a tainted worker's exit) may still be in the channel.
       let timer: NodeJS.Timeout | undefined;
@@ -464,6 +478,9 @@ export class BoardPool {
       void Promise.race([channel.ended, drained]).then(() => {
         clearTimeout(timer);
         channel.stop();
+        // Its last words (the watchdog's marker) may still wait in its pipes; what it printed is logged now.
+        this.drainOutput(id, p);
+        this.logOutput(id, p);
         // Looked at before the session's tmpfs goes: a full one tells why the worker died.
         this.feed({ kind: "exited", worker: id, code, signal, death: this.deathReason(id, p, code, signal) });
         this.procs.delete(id);
@@ -471,6 +488,101 @@ export class BoardPool {
     });
     child.on("error", (err) => this.log.error({ board: this.boardName, err: err.message }, "session worker failed to start"));
     this.feed({ kind: "spawned", worker: id, pid: child.pid });
+  }
+
+  /**
+   * How long a session's calls have (WorkerAssign): until its lease ends,
+   * less the end grace, so that a hung call's TIMEOUT — the kill, the
+   * agent's report — reaches the tracker before the lease's own end would
+   * say SESSION_TIMEOUT. Unbounded where less than a grace is left: the
+   * session's end ends such a call.
+   */
+  private callBound(lease: SessionLease | undefined): { session_timeout_ms?: number; calls_end_in_ms?: number } {
+    if (!lease) return {};
+    const left = Math.floor(lease.endsAt - performance.now() - this.endGraceMs);
+    return { session_timeout_ms: lease.timeoutMs, ...(left > 0 ? { calls_end_in_ms: left } : {}) };
+  }
+
+  /** The session worker `id` serves (or is being assigned), if any. */
+  private sessionOf(id: WorkerId): string | undefined {
+    return this.machine.workers.find((w) => w.id === id)?.sessionId;
+  }
+
+  /**
+   * A piece of what a worker printed: its session's (kept for the host), a
+   * crash report's last lines, and a bounded, escaped excerpt in the log —
+   * never the raw bytes. The watchdog's marker is taken out of stderr first.
+   */
+  private printed(id: WorkerId, p: WorkerProcess, stream: "stdout" | "stderr", chunk: Buffer): void {
+    let text = chunk.toString();
+    let bytes: Uint8Array = chunk;
+    if (stream === "stderr") {
+      const marked = takeTimeoutMarker(text);
+      if (marked.timeout !== undefined) {
+        p.timedOut ??= marked.timeout;
+        text = marked.text;
+        bytes = Buffer.from(text);
+      }
+    }
+    p.sessionOutput?.append(bytes);
+    p.stderrTail = (p.stderrTail + text).slice(-STDERR_TAIL_BYTES);
+    p.unlogged[stream].add(text, bytes.byteLength);
+    // A kernel's output comes in pieces (unbuffered: a byte a write): one line for what came within LOG_GATHER_MS.
+    p.logTimer ??= setTimeout(() => this.logOutput(id, p), LOG_GATHER_MS).unref();
+  }
+
+  /** The worker's output since the last such line, one "worker output" line per stream, within its budget. */
+  private logOutput(id: WorkerId, p: WorkerProcess): void {
+    clearTimeout(p.logTimer);
+    p.logTimer = undefined;
+    for (const stream of ["stdout", "stderr"] as const) {
+      const excerpt = p.unlogged[stream].take();
+      if (!excerpt || !p.logBudget.take(Buffer.byteLength(excerpt.output), excerpt.bytes)) continue;
+      const dropped = p.logBudget.dropped();
+      this.log.info(
+        {
+          board: this.boardName,
+          session: this.sessionOf(id) ?? null,
+          pid: p.child.pid,
+          stream,
+          output: excerpt.output,
+          bytes: excerpt.bytes,
+          ...(excerpt.cut ? { cut: excerpt.cut } : {}),
+          ...(dropped ? { dropped } : {}),
+        },
+        "worker output",
+      );
+    }
+  }
+
+  /**
+   * Reads what is waiting in a worker's pipes now, before its events would:
+   * a worker asks for its output after it printed (the bytes are in the
+   * pipe by then), but the two arrive on different descriptors, in no
+   * promised order. Bounded: a leftover process of a kernel may print on.
+   */
+  private drainOutput(id: WorkerId, p: WorkerProcess): void {
+    const buf = DRAIN_BUFFER;
+    for (const stream of ["stdout", "stderr"] as const) {
+      const pipe = p.child[stream] as Readable | null;
+      let fd: number;
+      try {
+        fd = descriptorOf(pipe ?? {});
+      } catch {
+        continue; // closed: everything it carried was read
+      }
+      for (let total = 0; total < SESSION_OUTPUT_BYTES;) {
+        let n: number;
+        try {
+          n = readSync(fd, buf, 0, buf.length, null);
+        } catch {
+          break; // EAGAIN: nothing more waits
+        }
+        if (n <= 0) break;
+        total += n;
+        this.printed(id, p, stream, Buffer.from(buf.subarray(0, n)));
+      }
+    }
   }
 
   /** Made by the agent: the workers' root is closed to them (device-agent/agent/sandbox.ts). */
@@ -588,9 +700,23 @@ export class BoardPool {
   private serveRequest(id: WorkerId, r: WorkerRequest): Promise<AgentToWorker> {
     const p = this.procs.get(id)!;
     const dir = this.folderOf(id);
+    if (r.kind === "output_read") return this.outputRead(id, p, r.m.id, r.m.from);
     if (r.kind === "store_keep") return this.storeKeep(p, dir, r.m.id, r.m.name, r.m.sha256);
     if (r.kind === "store_take") return this.storeTake(p, dir, r.m.id, r.m.sha256, r.m.size);
     return this.programFpga(p, dir, r.m.id, r.m.bitstream, r.m.config);
+  }
+
+  /**
+   * A worker asks, for its session's host, what it printed since its session
+   * began: one piece from `from` on. Answered once the agent's earlier
+   * messages have left for the worker, so that one that asks and never reads
+   * holds at most one answer in the agent (its requests in flight are bounded).
+   */
+  private async outputRead(id: WorkerId, p: WorkerProcess, reqId: number, from: number): Promise<AgentToWorker> {
+    this.drainOutput(id, p);
+    const { start, data, end } = p.sessionOutput?.read(from, OUTPUT_READ_BYTES) ?? { start: 0, data: Buffer.alloc(0), end: 0 };
+    await p.channel.drained();
+    return { output: { id: reqId, data, start, end } };
   }
 
   /** A worker asks for a stored file in its session's folder (agent/content-store.ts), under a name the agent picks. */
@@ -645,14 +771,7 @@ export class BoardPool {
 
   /** How a worker's death reads to its session's host, from what it printed and how it went. */
   private deathReason(id: WorkerId, p: WorkerProcess, code: number | null, signal: NodeJS.Signals | null): FarmError {
-    const marker = p.stderrTail.lastIndexOf(TIMEOUT_MARKER);
-    if (marker >= 0) {
-      const line = p.stderrTail
-        .slice(marker + TIMEOUT_MARKER.length)
-        .split("\n")[0]!
-        .trim();
-      return new FarmError("TIMEOUT", `${line}; the session worker was killed and the board returned to the pool`);
-    }
+    if (p.timedOut !== undefined) return new FarmError("TIMEOUT", `${p.timedOut}; the session worker was killed and the board returned to the pool`);
     if (signal === "SIGXFSZ") {
       // Node ignores SIGXFSZ (a write past the limit fails with EFBIG); a kernel that restored it died of it.
       const limit = effectiveLimits(this.sandbox.plan, this.config.kind).fsize;

@@ -82,6 +82,21 @@ export class WorkerChannel {
     this.dead = true;
   }
 
+  /** Resolves once everything sent so far has left the agent for the worker (or the channel is gone). */
+  drained(): Promise<void> {
+    const out = this.toWorker;
+    if (out.destroyed || out.writableLength === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        out.off("drain", done);
+        out.off("close", done);
+        resolve();
+      };
+      out.on("drain", done);
+      out.on("close", done);
+    });
+  }
+
   /**
    * Sends `msg`, with `handle` (a socket or listening server) passed first on
    * fd 5 when the message announces one. The agent's copy of the handle is

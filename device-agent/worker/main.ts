@@ -16,7 +16,7 @@ import { AgentChannel, type FromAgent } from "./agent-channel.ts";
 import { AgentRequests } from "./agent-requests.ts";
 import type { WorkerConfig } from "../common/worker-spawn.ts";
 import type { SessionStore } from "./files.ts";
-import { RequestCounters, SessionServer } from "./session-server.ts";
+import { RequestCounters, SessionServer, type SessionHooks } from "./session-server.ts";
 import { socketLane, type WorkerLane } from "./lane.ts";
 import { dieWithParent } from "./parent-death.ts";
 import { StandbyLane } from "./standby.ts";
@@ -24,6 +24,7 @@ import { serveTvm, startTvmServer, type TvmLane, type TvmServerChild } from "./t
 import { TvmBackend } from "../backends/tvm/backend.ts";
 import type { CanaryResult } from "../backends/backend.ts";
 import { Watchdog } from "./watchdog.ts";
+import { blockingStdio, flushCStdio } from "./c-stdio.ts";
 
 const config = JSON.parse(process.env.KFARM_WORKER ?? "null") as WorkerConfig | null;
 if (!config) {
@@ -106,6 +107,26 @@ const programFpga =
         return { sha256: r.sha256, hardware: r.hardware };
       }
     : undefined;
+/**
+ * What this worker printed since its session began, for the session's host:
+ * the agent reads the worker's pipes and keeps it (device-agent/agent/session-output.ts),
+ * so the worker asks for it piece by piece, up to what had been printed when
+ * the host asked.
+ */
+async function sessionOutput(): Promise<Uint8Array> {
+  flushCStdio();
+  const parts: Uint8Array[] = [];
+  let from = 0;
+  let until: number | undefined;
+  for (;;) {
+    const r = (await ask((id) => ({ output_read: { id, from } }))).output;
+    if (!r) throw new FarmError("INTERNAL", "the agent answered output_read with another message");
+    until ??= r.end;
+    parts.push(r.data);
+    from = r.start + r.data.byteLength;
+    if (r.data.byteLength === 0 || from >= until) return Buffer.concat(parts);
+  }
+}
 const watchdog = new Watchdog();
 let serving: string | undefined;
 // From process start to ready: runtime and backend (a CUDA context).
@@ -126,7 +147,9 @@ function fromAgent({ msg, socket, server }: FromAgent): void {
     }
     serving = a.session_id;
     standby?.tickets.expect(a.session_id, a.token, a.route);
-    serve(a.session_id, a.dir).catch(die);
+    // By this process's clock, as the watchdog reads it (Date.now()).
+    const callsEnd = a.calls_end_in_ms > 0 ? { at: Date.now() + a.calls_end_in_ms, sessionTimeoutMs: a.session_timeout_ms } : undefined;
+    serve(a.session_id, a.dir, callsEnd).catch(die);
   } else if (msg.lane) {
     const { kind, rest } = msg.lane;
     if (current?.sessionId !== msg.lane.session_id || !socket) socket?.destroy();
@@ -155,7 +178,7 @@ function fromAgent({ msg, socket, server }: FromAgent): void {
   } else if (msg.run_canary) {
     canary().catch(die);
   } else {
-    const id = msg.store_took?.id ?? msg.store_kept?.id ?? msg.fpga_programmed?.id;
+    const id = msg.store_took?.id ?? msg.store_kept?.id ?? msg.fpga_programmed?.id ?? msg.output?.id;
     if (id !== undefined) requests.answered(id, msg);
   }
 }
@@ -227,7 +250,7 @@ function enter(dir: string | undefined): void {
   }
 }
 
-async function serve(sessionId: string, workdir: string): Promise<void> {
+async function serve(sessionId: string, workdir: string, callsEnd: SessionHooks["callsEnd"]): Promise<void> {
   // The folder is the agent's to make and remove (its parent is closed to workers); the worker empties it.
   enter(workdir);
   let ended = false;
@@ -249,10 +272,16 @@ async function serve(sessionId: string, workdir: string): Promise<void> {
     watchdog,
     // In the channel before the first native code runs: from then on the agent believes this process nothing
     // beyond this session, and starts the board's next worker now, while this session runs.
-    beforeNativeCode: () => tell({ foreign_code: { session_id: sessionId } }),
+    beforeNativeCode: () => {
+      tell({ foreign_code: { session_id: sessionId } });
+      blockingStdio();
+    },
     info: { worker_start_ms: startMs },
     counters,
     store,
+    ...(callsEnd ? { callsEnd } : {}),
+    output: sessionOutput,
+    flushOutput: flushCStdio,
     ...(programFpga ? { programFpga } : {}),
   });
   const reporter = setInterval(reportCounters, COUNTERS_REPORT_MS);

@@ -129,6 +129,9 @@ export class SessionServer {
           if (done) await done;
         } catch (err) {
           this.fail(frame, err);
+        } finally {
+          // What the tenant's code printed reaches the agent in step with the answers (worker/c-stdio.ts).
+          if (this.session.nativeCodeLoaded && frame.op && OPERATIONS[frame.op].runsTenantCode) this.session.hooks.flushOutput?.();
         }
       }
     } finally {

@@ -24,6 +24,16 @@ export interface SessionHooks {
   counters?: RequestCounters;
   /** The agent's store of uploaded files by digest (none: every upload is sent in full). */
   store?: SessionStore;
+  /**
+   * When the session's calls end (Date.now() time; its agent set it one end
+   * grace before the lease's end) and the lease's timeout: a call's limit is
+   * never past it (ops/calls.ts). None: the session has no timeout here.
+   */
+  callsEnd?: { at: number; sessionTimeoutMs: number };
+  /** What this session's worker printed, as its agent kept it (C's stdio flushed first); none: nothing is kept (a LocalSession). */
+  output?: () => Promise<Uint8Array>;
+  /** Hands what the session's native code printed through C's stdio to the pipes (worker/c-stdio.ts). */
+  flushOutput?: () => void;
   /** Loads a bitstream into the board's FPGA (VTA boards only: the agent does it); names of session files. */
   programFpga?: (bitstream: string, config: string) => Promise<{ sha256: string; hardware: string }>;
 }

@@ -9,6 +9,8 @@ import { Worker } from "node:worker_threads";
 import { TIMEOUT_MARKER } from "../common/worker-spawn.ts";
 
 const POLL_MS = 20;
+/** Room for what ran past what (ops/calls.ts says the limit, where it came from and how to change it). */
+const LABEL_BYTES = 1024;
 
 const WATCHER = `
 const { workerData } = require("node:worker_threads");
@@ -29,7 +31,7 @@ for (;;) {
 `;
 
 export class Watchdog {
-  private readonly shared = new SharedArrayBuffer(16 + 256);
+  private readonly shared = new SharedArrayBuffer(16 + LABEL_BYTES);
   private readonly deadline = new Float64Array(this.shared, 0, 1);
   private readonly label = new Uint8Array(this.shared, 16);
   private readonly thread: Worker;
@@ -39,9 +41,9 @@ export class Watchdog {
     this.thread.unref();
   }
 
-  /** Arms the deadline; `what` says what ran past it ("call vadd ran past 5000 ms"). */
+  /** Arms the deadline; `what` says what ran past it ("call vadd ran past its 5000 ms timeout …"). */
   arm(timeoutMs: number, what: string): void {
-    const bytes = Buffer.from(what.slice(0, 200));
+    const bytes = Buffer.from(what).subarray(0, LABEL_BYTES - 1);
     this.label.fill(0);
     this.label.set(bytes);
     this.deadline[0] = Date.now() + timeoutMs;

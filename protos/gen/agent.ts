@@ -47,6 +47,7 @@ import type { MeasureResult as _farm_v1_MeasureResult, MeasureResult__Output as 
 import type { ModuleInfo as _farm_v1_ModuleInfo, ModuleInfo__Output as _farm_v1_ModuleInfo__Output } from './farm/v1/ModuleInfo';
 import type { Ok as _farm_v1_Ok, Ok__Output as _farm_v1_Ok__Output } from './farm/v1/Ok';
 import type { OpenRelay as _farm_v1_OpenRelay, OpenRelay__Output as _farm_v1_OpenRelay__Output } from './farm/v1/OpenRelay';
+import type { Output as _farm_v1_Output, Output__Output as _farm_v1_Output__Output } from './farm/v1/Output';
 import type { OutputCheck as _farm_v1_OutputCheck, OutputCheck__Output as _farm_v1_OutputCheck__Output } from './farm/v1/OutputCheck';
 import type { ParamInfo as _farm_v1_ParamInfo, ParamInfo__Output as _farm_v1_ParamInfo__Output } from './farm/v1/ParamInfo';
 import type { Ping as _farm_v1_Ping, Ping__Output as _farm_v1_Ping__Output } from './farm/v1/Ping';
@@ -125,6 +126,7 @@ export interface ProtoGrpcType {
       ModuleInfo: MessageTypeDefinition<_farm_v1_ModuleInfo, _farm_v1_ModuleInfo__Output>
       Ok: MessageTypeDefinition<_farm_v1_Ok, _farm_v1_Ok__Output>
       OpenRelay: MessageTypeDefinition<_farm_v1_OpenRelay, _farm_v1_OpenRelay__Output>
+      Output: MessageTypeDefinition<_farm_v1_Output, _farm_v1_Output__Output>
       OutputCheck: MessageTypeDefinition<_farm_v1_OutputCheck, _farm_v1_OutputCheck__Output>
       ParamInfo: MessageTypeDefinition<_farm_v1_ParamInfo, _farm_v1_ParamInfo__Output>
       Ping: MessageTypeDefinition<_farm_v1_Ping, _farm_v1_Ping__Output>

@@ -35,6 +35,7 @@ import type { Measure as _farm_v1_Measure, Measure__Output as _farm_v1_Measure__
 import type { MeasureResult as _farm_v1_MeasureResult, MeasureResult__Output as _farm_v1_MeasureResult__Output } from './farm/v1/MeasureResult';
 import type { ModuleInfo as _farm_v1_ModuleInfo, ModuleInfo__Output as _farm_v1_ModuleInfo__Output } from './farm/v1/ModuleInfo';
 import type { Ok as _farm_v1_Ok, Ok__Output as _farm_v1_Ok__Output } from './farm/v1/Ok';
+import type { Output as _farm_v1_Output, Output__Output as _farm_v1_Output__Output } from './farm/v1/Output';
 import type { OutputCheck as _farm_v1_OutputCheck, OutputCheck__Output as _farm_v1_OutputCheck__Output } from './farm/v1/OutputCheck';
 import type { ParamInfo as _farm_v1_ParamInfo, ParamInfo__Output as _farm_v1_ParamInfo__Output } from './farm/v1/ParamInfo';
 import type { ProgramFpga as _farm_v1_ProgramFpga, ProgramFpga__Output as _farm_v1_ProgramFpga__Output } from './farm/v1/ProgramFpga';
@@ -92,6 +93,7 @@ export interface ProtoGrpcType {
       MeasureResult: MessageTypeDefinition<_farm_v1_MeasureResult, _farm_v1_MeasureResult__Output>
       ModuleInfo: MessageTypeDefinition<_farm_v1_ModuleInfo, _farm_v1_ModuleInfo__Output>
       Ok: MessageTypeDefinition<_farm_v1_Ok, _farm_v1_Ok__Output>
+      Output: MessageTypeDefinition<_farm_v1_Output, _farm_v1_Output__Output>
       OutputCheck: MessageTypeDefinition<_farm_v1_OutputCheck, _farm_v1_OutputCheck__Output>
       ParamInfo: MessageTypeDefinition<_farm_v1_ParamInfo, _farm_v1_ParamInfo__Output>
       ProgramFpga: MessageTypeDefinition<_farm_v1_ProgramFpga, _farm_v1_ProgramFpga__Output>

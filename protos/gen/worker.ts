@@ -17,6 +17,8 @@ import type { WorkerFpgaRequest as _farm_v1_WorkerFpgaRequest, WorkerFpgaRequest
 import type { WorkerFpgaResult as _farm_v1_WorkerFpgaResult, WorkerFpgaResult__Output as _farm_v1_WorkerFpgaResult__Output } from './farm/v1/WorkerFpgaResult';
 import type { WorkerLane as _farm_v1_WorkerLane, WorkerLane__Output as _farm_v1_WorkerLane__Output } from './farm/v1/WorkerLane';
 import type { WorkerLaneOpened as _farm_v1_WorkerLaneOpened, WorkerLaneOpened__Output as _farm_v1_WorkerLaneOpened__Output } from './farm/v1/WorkerLaneOpened';
+import type { WorkerOutput as _farm_v1_WorkerOutput, WorkerOutput__Output as _farm_v1_WorkerOutput__Output } from './farm/v1/WorkerOutput';
+import type { WorkerOutputRead as _farm_v1_WorkerOutputRead, WorkerOutputRead__Output as _farm_v1_WorkerOutputRead__Output } from './farm/v1/WorkerOutputRead';
 import type { WorkerReady as _farm_v1_WorkerReady, WorkerReady__Output as _farm_v1_WorkerReady__Output } from './farm/v1/WorkerReady';
 import type { WorkerRunCanary as _farm_v1_WorkerRunCanary, WorkerRunCanary__Output as _farm_v1_WorkerRunCanary__Output } from './farm/v1/WorkerRunCanary';
 import type { WorkerStandby as _farm_v1_WorkerStandby, WorkerStandby__Output as _farm_v1_WorkerStandby__Output } from './farm/v1/WorkerStandby';
@@ -54,6 +56,8 @@ export interface ProtoGrpcType {
       WorkerFpgaResult: MessageTypeDefinition<_farm_v1_WorkerFpgaResult, _farm_v1_WorkerFpgaResult__Output>
       WorkerLane: MessageTypeDefinition<_farm_v1_WorkerLane, _farm_v1_WorkerLane__Output>
       WorkerLaneOpened: MessageTypeDefinition<_farm_v1_WorkerLaneOpened, _farm_v1_WorkerLaneOpened__Output>
+      WorkerOutput: MessageTypeDefinition<_farm_v1_WorkerOutput, _farm_v1_WorkerOutput__Output>
+      WorkerOutputRead: MessageTypeDefinition<_farm_v1_WorkerOutputRead, _farm_v1_WorkerOutputRead__Output>
       WorkerReady: MessageTypeDefinition<_farm_v1_WorkerReady, _farm_v1_WorkerReady__Output>
       WorkerRunCanary: MessageTypeDefinition<_farm_v1_WorkerRunCanary, _farm_v1_WorkerRunCanary__Output>
       WorkerStandby: MessageTypeDefinition<_farm_v1_WorkerStandby, _farm_v1_WorkerStandby__Output>

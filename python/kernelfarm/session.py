@@ -499,6 +499,12 @@ class Session:
     def clear_stats(self) -> None:
         self._mux.request(clear_stats=session_pb2.ClearStats())
 
+    def output(self) -> str:
+        """What this session's kernels printed (stdout and stderr, as the board's agent
+        read them from the session's worker): the last 1 MiB since the session began,
+        as UTF-8 (bytes that are not become U+FFFD). Only this session's own output."""
+        return bytes(self._mux.fetch_chunked(output=session_pb2.Output())).decode("utf-8", "replace")
+
     def program_fpga(self, bitstream: Any, config: Any = None) -> FpgaProgrammed:
         """Loads a bitstream into this VTA board's FPGA: TVM's `vta.program_fpga(remote, bitstream)`.
 

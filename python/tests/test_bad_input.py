@@ -5,6 +5,7 @@ agent go on working."""
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import pytest
@@ -247,3 +248,19 @@ def test_the_farm_works_after_all_of_it(tracker, vadd_module):
         vadd(a, a, c, 4)
         assert c.numpy().tolist() == [0, 2, 4, 6]
     assert {b.health for b in tracker.summary().boards} == {"healthy"}
+
+
+def test_a_hung_kernel_ends_within_its_session_with_a_timeout_that_says_why(tracker):
+    """Issue 31, item 11: the board's default is 60 s, but a call never waits past what its session has left."""
+    mod = build_cpu(BAD_SOURCE, BAD_FUNCTIONS)
+    with tracker.request("cpu", session_timeout=4) as s:
+        s.upload(mod)
+        spin = s.load_module(mod.name)["spin"]
+        t0 = time.monotonic()
+        with pytest.raises(FarmError) as e:
+            spin()
+        took = time.monotonic() - t0
+    assert e.value.code == "TIMEOUT", e.value.message
+    assert "all its session had left: its sessionTimeoutMs of 4000 ms" in e.value.message
+    assert "session_timeout= in Python" in e.value.message
+    assert took < 4, f"ended within the session's 4 s, well before the board's 60 s default: {took:.1f} s"

@@ -13,6 +13,7 @@ import kernelfarm
 from kernelfarm import FarmError
 from kernelfarm.dtypes import DTYPES
 from farm import wait_for
+from modules import build_cpu
 
 MIB = 1 << 20
 
@@ -192,6 +193,30 @@ def test_stats_count_calls_and_clear(remote, vadd_module):
     assert stats.info["kind"] == "cpu"
     remote.clear_stats()
     assert remote.stats().counters["calls"] == 0
+
+
+PRINT_SOURCE = r"""
+#include <stdint.h>
+#include <stdio.h>
+void shout(int32_t k) {
+  printf("tenant says %d\n\n{\"level\":60}\n\xff\n", k);
+  fprintf(stderr, "tenant stderr %d\n", k);
+}
+"""
+
+
+def test_output_is_what_the_sessions_kernels_printed_and_no_other_sessions(tracker):
+    module = build_cpu(PRINT_SOURCE, {"shout": ["int32 k"]})
+    with tracker.request("cpu") as s:
+        assert s.output() == ""
+        s.upload(module)
+        s.load_module(module.name)["shout"](5)
+        out = s.output()
+        assert 'tenant says 5\n\n{"level":60}\n\ufffd\n' in out and "tenant stderr 5\n" in out
+        board = s.board.id
+    wait_for(f"board {board} free again", lambda: any(b.id == board and b.state == "free" for b in tracker.summary().boards))
+    with tracker.request("cpu", board=board) as nxt:
+        assert nxt.output() == ""
 
 
 def test_a_closed_session_refuses_later_calls_and_its_board_returns(tracker, vadd_module):

@@ -218,9 +218,9 @@ export async function waitForFreeBoards(client: TrackerClient, n: number, key?: 
 }
 
 /** A tracker, one agent with `boards`, and a connected client. */
-export async function startFarm(boards: string[], opts: { trackerArgs?: string[]; agentArgs?: string[] } = {}) {
+export async function startFarm(boards: string[], opts: { trackerArgs?: string[]; agentArgs?: string[]; agentEnv?: Record<string, string> } = {}) {
   const tracker = await startTrackerProcess(opts.trackerArgs);
-  const agent = await startAgentProcess(tracker.address, boards, opts.agentArgs);
+  const agent = await startAgentProcess(tracker.address, boards, opts.agentArgs, opts.agentEnv ? { env: opts.agentEnv } : {});
   const client = await connectTracker(tracker.address);
   await waitForFreeBoards(client, boards.length);
   return {

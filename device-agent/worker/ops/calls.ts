@@ -5,7 +5,7 @@
 import { FarmError, decodeBundle, integerRange, launchProblem } from "../../../protos/index.ts";
 import type { Call__Output } from "../../../protos/gen/farm/v1/Call.ts";
 import type { ArgValue, CallSettings, LoadedFunction } from "../../backends/index.ts";
-import type { SessionState } from "../session-state.ts";
+import type { SessionHooks, SessionState } from "../session-state.ts";
 import { arrayOf } from "./arrays.ts";
 import type { Handler } from "./operation.ts";
 
@@ -89,10 +89,10 @@ export function prepare(s: SessionState, c: Call__Output): { fn: LoadedFunction;
   return { fn, args };
 }
 
-/** Runs `run` under the watchdog with the call's timeout; a non-FarmError it throws is the call's RUNTIME_ERROR. */
+/** Runs `run` under the watchdog with the call's limit (callLimit); a non-FarmError it throws is the call's RUNTIME_ERROR. */
 export function guarded<T>(s: SessionState, c: Call__Output, what: string, run: () => T): T {
-  const timeoutMs = c.timeout_ms || s.limits.callTimeoutMs;
-  s.hooks.watchdog?.arm(timeoutMs, `${what} ${c.function} ran past its ${timeoutMs} ms timeout`);
+  const limit = callLimit(c.timeout_ms, s.limits.callTimeoutMs, s.hooks.callsEnd, Date.now());
+  s.hooks.watchdog?.arm(limit.ms, `${what} ${c.function} ran past its ${limit.ms} ms timeout ${limit.why}`);
   try {
     return run();
   } catch (err) {
@@ -101,6 +101,33 @@ export function guarded<T>(s: SessionState, c: Call__Output, what: string, run: 
   } finally {
     s.hooks.watchdog?.disarm();
   }
+}
+
+/**
+ * A call's time limit at `now`, and the words of its TIMEOUT that say where
+ * it came from and how to change it: the call's own timeoutMs, else the
+ * board's default (its agent's --call-timeout-ms); never past what the
+ * session has left for calls (SessionHooks.callsEnd), so that a hung kernel
+ * ends as the call's TIMEOUT rather than the session's.
+ */
+export function callLimit(timeoutMs: number, boardDefaultMs: number, callsEnd: SessionHooks["callsEnd"], now: number): { ms: number; why: string } {
+  const left = callsEnd ? Math.floor(callsEnd.at - now) : Infinity;
+  const asked = timeoutMs || boardDefaultMs;
+  if (left > 0 && left < asked) {
+    return {
+      ms: left,
+      why:
+        `(all its session had left: its sessionTimeoutMs of ${callsEnd!.sessionTimeoutMs} ms, less the end grace the board needs to report this); ` +
+        "if the kernel needs longer, ask for a longer session: request(key, { sessionTimeoutMs }), session_timeout= in Python",
+    };
+  }
+  if (timeoutMs) return { ms: timeoutMs, why: "(the call's own timeoutMs; timeout= in seconds in Python)" };
+  return {
+    ms: asked,
+    why:
+      `(the board's default: its agent's --call-timeout-ms, ${asked} ms); ` +
+      "a call sets its own with timeoutMs (fn.withOptions({ timeoutMs }), timeEvaluator's and measure's timeoutMs; timeout= in seconds in Python)",
+  };
 }
 
 /** The call's board-specific settings; refused on boards that have no such thing. */

@@ -8,6 +8,7 @@ import { call, loadModule } from "./calls.ts";
 import { download, listdir, remove, upload } from "./files.ts";
 import { programFpga } from "./fpga.ts";
 import { measure } from "./measure.ts";
+import { output } from "./output.ts";
 import type { Op, Operation } from "./operation.ts";
 import { clearStats, stats } from "./stats.ts";
 import { timeEvaluate } from "./timing.ts";
@@ -31,6 +32,7 @@ export const OPERATIONS: { readonly [K in Op]: Operation<K> } = {
   stats: { handle: stats },
   clear_stats: { handle: clearStats },
   program_fpga: { handle: programFpga },
+  output: { handle: output },
   // Closing is the multiplexer's own state: after it, every request is refused.
   close: { handle: (_s, id, _, mux) => mux.close(id) },
 };

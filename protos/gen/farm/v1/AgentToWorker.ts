@@ -8,6 +8,7 @@ import type { WorkerStoreTook as _farm_v1_WorkerStoreTook, WorkerStoreTook__Outp
 import type { WorkerStoreKept as _farm_v1_WorkerStoreKept, WorkerStoreKept__Output as _farm_v1_WorkerStoreKept__Output } from '../../farm/v1/WorkerStoreKept';
 import type { WorkerFpgaResult as _farm_v1_WorkerFpgaResult, WorkerFpgaResult__Output as _farm_v1_WorkerFpgaResult__Output } from '../../farm/v1/WorkerFpgaResult';
 import type { WorkerRunCanary as _farm_v1_WorkerRunCanary, WorkerRunCanary__Output as _farm_v1_WorkerRunCanary__Output } from '../../farm/v1/WorkerRunCanary';
+import type { WorkerOutput as _farm_v1_WorkerOutput, WorkerOutput__Output as _farm_v1_WorkerOutput__Output } from '../../farm/v1/WorkerOutput';
 
 export interface AgentToWorker {
   'assign'?: (_farm_v1_WorkerAssign | null);
@@ -18,7 +19,8 @@ export interface AgentToWorker {
   'store_kept'?: (_farm_v1_WorkerStoreKept | null);
   'fpga_programmed'?: (_farm_v1_WorkerFpgaResult | null);
   'run_canary'?: (_farm_v1_WorkerRunCanary | null);
-  'msg'?: "assign"|"lane"|"standby"|"end"|"store_took"|"store_kept"|"fpga_programmed"|"run_canary";
+  'output'?: (_farm_v1_WorkerOutput | null);
+  'msg'?: "assign"|"lane"|"standby"|"end"|"store_took"|"store_kept"|"fpga_programmed"|"run_canary"|"output";
 }
 
 export interface AgentToWorker__Output {
@@ -30,5 +32,6 @@ export interface AgentToWorker__Output {
   'store_kept'?: (_farm_v1_WorkerStoreKept__Output | null);
   'fpga_programmed'?: (_farm_v1_WorkerFpgaResult__Output | null);
   'run_canary'?: (_farm_v1_WorkerRunCanary__Output | null);
-  'msg'?: "assign"|"lane"|"standby"|"end"|"store_took"|"store_kept"|"fpga_programmed"|"run_canary";
+  'output'?: (_farm_v1_WorkerOutput__Output | null);
+  'msg'?: "assign"|"lane"|"standby"|"end"|"store_took"|"store_kept"|"fpga_programmed"|"run_canary"|"output";
 }

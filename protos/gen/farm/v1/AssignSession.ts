@@ -18,6 +18,10 @@ export interface AssignSession {
    * the grant's: auto (direct, relay if the host asks for it), direct, relay or grpc
    */
   'route'?: (_farm_v1_Route);
+  /**
+   * the lease ends this long after the grant (0: never): the worker ends a call before it (a call's TIMEOUT, not the session's)
+   */
+  'session_timeout_ms'?: (number);
 }
 
 export interface AssignSession__Output {
@@ -36,4 +40,8 @@ export interface AssignSession__Output {
    * the grant's: auto (direct, relay if the host asks for it), direct, relay or grpc
    */
   'route': (_farm_v1_Route__Output);
+  /**
+   * the lease ends this long after the grant (0: never): the worker ends a call before it (a call's TIMEOUT, not the session's)
+   */
+  'session_timeout_ms': (number);
 }

@@ -17,6 +17,7 @@ import type { Close as _farm_v1_Close, Close__Output as _farm_v1_Close__Output }
 import type { Measure as _farm_v1_Measure, Measure__Output as _farm_v1_Measure__Output } from '../../farm/v1/Measure';
 import type { ArrayFill as _farm_v1_ArrayFill, ArrayFill__Output as _farm_v1_ArrayFill__Output } from '../../farm/v1/ArrayFill';
 import type { ProgramFpga as _farm_v1_ProgramFpga, ProgramFpga__Output as _farm_v1_ProgramFpga__Output } from '../../farm/v1/ProgramFpga';
+import type { Output as _farm_v1_Output, Output__Output as _farm_v1_Output__Output } from '../../farm/v1/Output';
 
 export interface HostFrame {
   'id'?: (number);
@@ -37,7 +38,8 @@ export interface HostFrame {
   'measure'?: (_farm_v1_Measure | null);
   'array_fill'?: (_farm_v1_ArrayFill | null);
   'program_fpga'?: (_farm_v1_ProgramFpga | null);
-  'op'?: "upload"|"download"|"listdir"|"remove"|"load_module"|"array_alloc"|"array_write"|"array_read"|"array_free"|"call"|"time_evaluate"|"stats"|"clear_stats"|"close"|"measure"|"array_fill"|"program_fpga";
+  'output'?: (_farm_v1_Output | null);
+  'op'?: "upload"|"download"|"listdir"|"remove"|"load_module"|"array_alloc"|"array_write"|"array_read"|"array_free"|"call"|"time_evaluate"|"stats"|"clear_stats"|"close"|"measure"|"array_fill"|"program_fpga"|"output";
 }
 
 export interface HostFrame__Output {
@@ -59,5 +61,6 @@ export interface HostFrame__Output {
   'measure'?: (_farm_v1_Measure__Output | null);
   'array_fill'?: (_farm_v1_ArrayFill__Output | null);
   'program_fpga'?: (_farm_v1_ProgramFpga__Output | null);
-  'op'?: "upload"|"download"|"listdir"|"remove"|"load_module"|"array_alloc"|"array_write"|"array_read"|"array_free"|"call"|"time_evaluate"|"stats"|"clear_stats"|"close"|"measure"|"array_fill"|"program_fpga";
+  'output'?: (_farm_v1_Output__Output | null);
+  'op'?: "upload"|"download"|"listdir"|"remove"|"load_module"|"array_alloc"|"array_write"|"array_read"|"array_free"|"call"|"time_evaluate"|"stats"|"clear_stats"|"close"|"measure"|"array_fill"|"program_fpga"|"output";
 }

@@ -13,6 +13,14 @@ export interface WorkerAssign {
   'token'?: (string);
   'dir'?: (string);
   'route'?: (_farm_v1_Route);
+  /**
+   * the lease's session timeout (0: none), for the words of a call's TIMEOUT
+   */
+  'session_timeout_ms'?: (number);
+  /**
+   * the session's calls end (TIMEOUT) this long from now: the worker's report then reaches the tracker before the lease's own end; 0: no bound
+   */
+  'calls_end_in_ms'?: (number);
 }
 
 /**
@@ -26,4 +34,12 @@ export interface WorkerAssign__Output {
   'token': (string);
   'dir': (string);
   'route': (_farm_v1_Route__Output);
+  /**
+   * the lease's session timeout (0: none), for the words of a call's TIMEOUT
+   */
+  'session_timeout_ms': (number);
+  /**
+   * the session's calls end (TIMEOUT) this long from now: the worker's report then reaches the tracker before the lease's own end; 0: no bound
+   */
+  'calls_end_in_ms': (number);
 }

@@ -9,6 +9,7 @@ import type { WorkerStoreKeep as _farm_v1_WorkerStoreKeep, WorkerStoreKeep__Outp
 import type { WorkerStoreTake as _farm_v1_WorkerStoreTake, WorkerStoreTake__Output as _farm_v1_WorkerStoreTake__Output } from '../../farm/v1/WorkerStoreTake';
 import type { WorkerFpgaRequest as _farm_v1_WorkerFpgaRequest, WorkerFpgaRequest__Output as _farm_v1_WorkerFpgaRequest__Output } from '../../farm/v1/WorkerFpgaRequest';
 import type { WorkerEnded as _farm_v1_WorkerEnded, WorkerEnded__Output as _farm_v1_WorkerEnded__Output } from '../../farm/v1/WorkerEnded';
+import type { WorkerOutputRead as _farm_v1_WorkerOutputRead, WorkerOutputRead__Output as _farm_v1_WorkerOutputRead__Output } from '../../farm/v1/WorkerOutputRead';
 
 export interface WorkerToAgent {
   'ready'?: (_farm_v1_WorkerReady | null);
@@ -20,7 +21,8 @@ export interface WorkerToAgent {
   'store_take'?: (_farm_v1_WorkerStoreTake | null);
   'program_fpga'?: (_farm_v1_WorkerFpgaRequest | null);
   'ended'?: (_farm_v1_WorkerEnded | null);
-  'msg'?: "ready"|"lane_opened"|"canary"|"foreign_code"|"counters"|"store_keep"|"store_take"|"program_fpga"|"ended";
+  'output_read'?: (_farm_v1_WorkerOutputRead | null);
+  'msg'?: "ready"|"lane_opened"|"canary"|"foreign_code"|"counters"|"store_keep"|"store_take"|"program_fpga"|"ended"|"output_read";
 }
 
 export interface WorkerToAgent__Output {
@@ -33,5 +35,6 @@ export interface WorkerToAgent__Output {
   'store_take'?: (_farm_v1_WorkerStoreTake__Output | null);
   'program_fpga'?: (_farm_v1_WorkerFpgaRequest__Output | null);
   'ended'?: (_farm_v1_WorkerEnded__Output | null);
-  'msg'?: "ready"|"lane_opened"|"canary"|"foreign_code"|"counters"|"store_keep"|"store_take"|"program_fpga"|"ended";
+  'output_read'?: (_farm_v1_WorkerOutputRead__Output | null);
+  'msg'?: "ready"|"lane_opened"|"canary"|"foreign_code"|"counters"|"store_keep"|"store_take"|"program_fpga"|"ended"|"output_read";
 }
