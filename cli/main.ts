@@ -3,8 +3,8 @@
  */
 import { hostname, userInfo } from "node:os";
 import { Command, InvalidArgumentError, Option } from "commander";
-import { FARM_VERSION, FarmError } from "../protos/index.ts";
-import { DEFAULT_TRACKER_PORT, clientSecurity } from "../runtime/index.ts";
+import { DEFAULT_TRACKER_PORT, FARM_VERSION, FarmError } from "../protos/index.ts";
+import { clientSecurity } from "../runtime/index.ts";
 import { DEFAULT_MAX_CANARY_DRIFT, startTracker, formatSummary } from "../tracker/index.ts";
 import { startAgent, parseBoardFlag, parseBytes, readAgentConfigFile, type BoardConfig } from "../device-agent/index.ts";
 import { connectTracker, defaultTracker } from "../host-sdk/index.ts";

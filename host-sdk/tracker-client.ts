@@ -9,6 +9,7 @@ import { hostname } from "node:os";
 import { connectivityState, type Metadata } from "@grpc/grpc-js";
 import {
   BOARD_ACTION,
+  DEFAULT_TRACKER_PORT,
   FarmError,
   checkOptions,
   HostService,
@@ -22,16 +23,7 @@ import {
   type HostServiceClient,
   type Route,
 } from "../protos/index.ts";
-import {
-  DEFAULT_TRACKER_PORT,
-  callMetadata,
-  clientSecurity,
-  diagnoseTransport,
-  makeClient,
-  parseAddress,
-  type ClientSecurity,
-  type ClientTls,
-} from "../runtime/index.ts";
+import { callMetadata, clientSecurity, diagnoseTransport, makeClient, parseAddress, type ClientSecurity, type ClientTls } from "../runtime/index.ts";
 import type { SummaryReply__Output } from "../protos/index.ts";
 import { SessionChannel, connectionFailed, type SessionStream } from "./frame-channel.ts";
 import { Session } from "./session.ts";

@@ -10,7 +10,7 @@
 import { fileURLToPath } from "node:url";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
-import { CHUNK_BYTES, KEEPALIVE_TIME_MS, KEEPALIVE_TIMEOUT_MS, MAX_MESSAGE_BYTES } from "./gen/contract.ts";
+import { CHUNK_BYTES, DEFAULT_TRACKER_PORT, KEEPALIVE_TIME_MS, KEEPALIVE_TIMEOUT_MS, MAX_MESSAGE_BYTES } from "./gen/contract.ts";
 import type { ProtoGrpcType as AgentProto } from "./gen/agent.ts";
 import type { ProtoGrpcType as HostProto } from "./gen/host.ts";
 
@@ -22,7 +22,7 @@ export const PROTO_DIR = fileURLToPath(new URL(".", import.meta.url));
  * a chunk plus generous framing. Declared once for both SDKs, with the
  * keepalive below, in protos/farm/v1/contract.json.
  */
-export { CHUNK_BYTES, MAX_MESSAGE_BYTES };
+export { CHUNK_BYTES, DEFAULT_TRACKER_PORT, MAX_MESSAGE_BYTES };
 
 /** Metadata keys on the session streams. */
 export const SESSION_ID_HEADER = "farm-session-id";

@@ -45,14 +45,6 @@ if (!process.env.GRPC_VERBOSITY && !process.env.GRPC_TRACE) {
   grpc.setLogger({ error: (...args: unknown[]) => (log ??= componentLogger("grpc-js")).debug({}, args.map(String).join(" ")) } as unknown as Partial<Console>);
 }
 
-/**
- * Where `kfarm tracker` listens for hosts and agents unless told otherwise
- * (its --port), and where a client that names no tracker looks (with
- * 127.0.0.1, or KFARM_TRACKER): TVM's tracker port, as TVM's
- * query_rpc_tracker assumes.
- */
-export const DEFAULT_TRACKER_PORT = 9190;
-
 /** "host:port" with a clear error for anything else. */
 export function parseAddress(address: string): { host: string; port: number } {
   const i = address.lastIndexOf(":");

@@ -30,6 +30,6 @@ export {
   type ServerTls,
   type SecurityFlags,
 } from "./credentials.ts";
-export { CHANNEL_OPTIONS, SERVER_OPTIONS, DEFAULT_TRACKER_PORT, parseAddress } from "./grpc-options.ts";
+export { CHANNEL_OPTIONS, SERVER_OPTIONS, parseAddress } from "./grpc-options.ts";
 export { NamedTimers } from "./named-timers.ts";
 export { LongTimer, MAX_TIMER_MS } from "./long-timer.ts";

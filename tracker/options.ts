@@ -1,6 +1,6 @@
 import { join, dirname } from "node:path";
-import { FarmError, SESSION_END_GRACE_MS } from "../protos/index.ts";
-import { DEFAULT_TRACKER_PORT, componentLogger, isLoopbackHost, type Logger, type ServerTls } from "../runtime/index.ts";
+import { DEFAULT_TRACKER_PORT, FarmError, SESSION_END_GRACE_MS } from "../protos/index.ts";
+import { componentLogger, isLoopbackHost, type Logger, type ServerTls } from "../runtime/index.ts";
 import { DEFAULT_MAX_CANARY_DRIFT } from "./canary-drift.ts";
 import { FAIRNESS, type Fairness } from "./queue.ts";
 import { DEFAULT_TVM_ALLOW } from "./tvm/admission.ts";

@@ -132,6 +132,9 @@ export const OPTION_LIMITS = {
   },
 } as const satisfies Record<string, Record<string, OptionLimit>>;
 
+/** The tracker's gRPC port by default, and where a client that names no tracker dials (127.0.0.1, unless KFARM_TRACKER says otherwise): TVM's tracker port, as query_rpc_tracker assumes. */
+export const DEFAULT_TRACKER_PORT = 9190;
+
 /** Session data is chunked to this size (1 MiB was best in every measurement). */
 export const CHUNK_BYTES = 1048576;
 

@@ -264,6 +264,10 @@ OPTION_LIMITS: Final[dict[str, dict[str, OptionLimit]]] = {
     },
 }
 
+#: The tracker's gRPC port by default, and where a client that names no tracker dials (127.0.0.1, unless KFARM_TRACKER says otherwise):
+#: TVM's tracker port, as query_rpc_tracker assumes.
+DEFAULT_TRACKER_PORT: Final = 9190
+
 #: Session data is chunked to this size (1 MiB was best in every measurement).
 CHUNK_BYTES: Final = 1048576
 

@@ -13,7 +13,7 @@ from typing import Mapping, Optional
 
 import grpc
 
-from ._contract import ROUTES, SESSION_REQUEST_HEADER
+from ._contract import DEFAULT_TRACKER_PORT, ROUTES, SESSION_REQUEST_HEADER
 from .channel import SessionStream, connection_failed, open_lane
 from .credentials import ClientSecurity, call_metadata, diagnose_transport, env_security, grpc_channel
 from .errors import FarmError
@@ -191,8 +191,20 @@ class TrackerClient:
         self._channel.close()
 
 
+#: Where connect_tracker() dials when it is given no address and KFARM_TRACKER is not set (TypeScript's DEFAULT_TRACKER_ADDRESS).
+DEFAULT_TRACKER_ADDRESS = f"127.0.0.1:{DEFAULT_TRACKER_PORT}"
+
+
+def default_tracker() -> tuple[str, str]:
+    """The address a client that names no tracker dials, and why: $KFARM_TRACKER, else DEFAULT_TRACKER_ADDRESS."""
+    from_env = os.environ.get("KFARM_TRACKER", "").strip()
+    if from_env:
+        return from_env, "KFARM_TRACKER's value"
+    return DEFAULT_TRACKER_ADDRESS, "the default: no tracker address was given and KFARM_TRACKER is not set"
+
+
 def connect_tracker(
-    address: str,
+    address: Optional[str] = None,
     token: Optional[str] = None,
     tls_ca: Optional[str] = None,
     tls_cert: Optional[str] = None,
@@ -213,10 +225,33 @@ def connect_tracker(
     UNAVAILABLE naming the address if nothing answers within
     `connect_timeout` seconds, saying so when the reason is TLS on one side,
     and saying what answered (and which port to use) when it is the
-    tracker's HTTP or TVM port — at once, not at the timeout."""
-    host, port = parse_address(address)
+    tracker's HTTP or TVM port — at once, not at the timeout. Without an
+    `address`, $KFARM_TRACKER, else 127.0.0.1:9190 (where `kfarm tracker`
+    listens by default, as TVM's query_rpc_tracker assumes); an error then
+    says where the address came from."""
     check_option("connect_tracker", "connect_timeout", connect_timeout)
     check_option("connect_tracker", "rpc_timeout", rpc_timeout)
+    if address is not None:
+        return _dial(address, token, tls_ca, tls_cert, tls_key, tls_server_name, client_id, connect_timeout, rpc_timeout)
+    address, why = default_tracker()
+    try:
+        return _dial(address, token, tls_ca, tls_cert, tls_key, tls_server_name, client_id, connect_timeout, rpc_timeout)
+    except FarmError as e:
+        raise FarmError(e.code, f"{e.message} (the address {address} is {why})", e.details) from None
+
+
+def _dial(
+    address: str,
+    token: Optional[str],
+    tls_ca: Optional[str],
+    tls_cert: Optional[str],
+    tls_key: Optional[str],
+    tls_server_name: Optional[str],
+    client_id: Optional[str],
+    connect_timeout: float,
+    rpc_timeout: float,
+) -> TrackerClient:
+    host, port = parse_address(address)
     security = env_security(token, tls_ca, tls_cert, tls_key, tls_server_name)
     channel = grpc_channel(address, security)
     ready, hint = _wait_ready(channel, host, port, connect_timeout)

@@ -219,6 +219,19 @@ def test_connect_tracker_with_bad_timeouts(farm):
     )
 
 
+def test_connect_tracker_without_an_address_dials_kfarm_tracker_and_says_so(farm, monkeypatch):
+    monkeypatch.setenv("KFARM_TRACKER", farm.address)
+    client = kernelfarm.connect_tracker()
+    try:
+        assert client.address == farm.address
+        assert client.summary().tracker_version, "a summary from the tracker at KFARM_TRACKER"
+    finally:
+        client.close()
+    monkeypatch.setenv("KFARM_TRACKER", "127.0.0.1:1")
+    message = refused("UNAVAILABLE", kernelfarm.connect_tracker, connect_timeout=0.5)
+    assert "127.0.0.1:1" in message and message.endswith("(the address 127.0.0.1:1 is KFARM_TRACKER's value)"), message
+
+
 def test_a_closed_client_and_its_sessions(farm):
     client = kernelfarm.connect_tracker(farm.address)
     s = client.request("cpu")
