@@ -600,8 +600,14 @@ describe("measure()", () => {
       });
       const m = new Measurer(client, { key: "keep", timeEvaluator: { number: 1, repeat: 1 }, progress: false });
       const keepBoards = async () => (await client.summary()).boards.filter((b) => b.key === "keep");
+      // The first batch's module is ready once both boards are the Measurer's: on a loaded machine one board's
+      // session could otherwise come after the other board had measured all four.
+      const bothHeld = async () => {
+        await waitFor("both boards held by the Measurer", async () => ((await keepBoards()).every((b) => b.state === "busy") ? true : undefined), 30_000);
+        return module;
+      };
       try {
-        const first = await m.measure(["a", "b", "c", "d"].map(seeded));
+        const first = await m.measure(["a", "b", "c", "d"].map((id) => ({ ...seeded(id), module: bothHeld })));
         assert.deepEqual(
           first.map((r) => r.outcome),
           ["OK", "OK", "OK", "OK"],
