@@ -144,18 +144,29 @@ describe("the README's Security quick start, on machines of their own", { skip: 
     for (const d of Object.values(dirs)) mkdirSync(d);
   });
   after(async () => {
-    for (const p of running) p.kill("SIGTERM");
-    await Promise.all(running.map((p) => (p.exitCode === null && p.signalCode === null ? new Promise((r) => p.once("exit", r)) : undefined)));
+    const exited = running.map((p) => (p.exitCode === null && p.signalCode === null ? new Promise((r) => p.once("exit", r)) : undefined));
+    for (const p of running) {
+      try {
+        process.kill(-p.pid!, "SIGTERM");
+      } catch {
+        // the group is gone already
+      }
+    }
+    await Promise.all(exited);
     await bed?.destroy();
     for (const d of etc) rmSync(d, { recursive: true, force: true });
     rmSync(root, { recursive: true, force: true });
   });
 
-  /** A command line of the README in a machine's namespace and folder, with `kfarm` on the PATH. */
-  function shell(machine: keyof typeof MACHINES, line: string): [string, string[], { cwd: string; env: NodeJS.ProcessEnv }] {
+  /**
+   * A command line of the README in a machine's namespace and folder, with `kfarm` on the PATH. `exec env` makes
+   * the command (through the kfarm script, which execs node) the spawned process itself, so that stopping it
+   * stops the tracker or agent, not a shell above it; the process group goes too (after()).
+   */
+  function shell(machine: keyof typeof MACHINES, line: string): [string, string[], { cwd: string; env: NodeJS.ProcessEnv; detached: true }] {
     const env: NodeJS.ProcessEnv = { ...process.env, PATH: `${join(root, "bin")}:${process.env.PATH}`, KFARM_LOG: "error" };
     for (const k of ["KFARM_TOKEN", "KFARM_TLS_CA", "KFARM_TLS_CERT", "KFARM_TLS_KEY", "KFARM_TRACKER"]) delete env[k];
-    return [IP, ["netns", "exec", bed.host(MACHINES[machine]).ns, "sh", "-c", line], { cwd: dirs[machine], env }];
+    return [IP, ["netns", "exec", bed.host(MACHINES[machine]).ns, "sh", "-c", `exec env ${line}`], { cwd: dirs[machine], env, detached: true }];
   }
 
   it("every machine's commands run as written, and the user's session gets a direct lane over TLS", async () => {
