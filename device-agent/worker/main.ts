@@ -24,7 +24,7 @@ import { serveTvm, startTvmServer, type TvmLane, type TvmServerChild } from "./t
 import { TvmBackend } from "../backends/tvm/backend.ts";
 import type { CanaryResult } from "../backends/backend.ts";
 import { Watchdog } from "./watchdog.ts";
-import { blockingStdio, flushCStdio } from "./c-stdio.ts";
+import { bindCStdio, blockingStdio, flushCStdio } from "./c-stdio.ts";
 
 const config = JSON.parse(process.env.KFARM_WORKER ?? "null") as WorkerConfig | null;
 if (!config) {
@@ -214,9 +214,9 @@ await canary(tvmServer?.canary, canaryFrom);
 tell({ ready: {} });
 
 // What a fresh worker's first session would otherwise pay on its critical path (grant to first call 42 → 15 ms on
-// a 2-vCPU VM, bench/ab/phases.ts): each codec's first run (protos/warm.ts). One step per turn while idle, so no
-// assignment waits for more than one.
-const warmups = workerCodecWarmups();
+// a 2-vCPU VM, bench/ab/phases.ts): each codec's first run (protos/warm.ts), and binding C's stdio (c-stdio.ts,
+// before the first module loads). One step per turn while idle, so no assignment waits for more than one.
+const warmups = [...workerCodecWarmups(), bindCStdio];
 (function warmNext(): void {
   if (serving === undefined && warmups.length > 0) {
     warmups.shift()!();
