@@ -49,13 +49,13 @@ import {
   type MeasureResult,
   type TrackerClient,
   type VtaConv2dSchedule,
-  type VtaConv2dWorkload,
 } from "kernelfarm";
 import { writeBestSoFarSvg } from "./lib/plot.ts";
 import { TUNING_OPTIONS, numberArg, pipelineArgs, searchArg } from "./lib/args.ts";
 import { Searcher, configKey, outcomeLine, formatTable, ranked, seededRandom, spaceSize, type Config, type KnobSpace } from "./lib/search.ts";
 import { tuneArms } from "./lib/tune-loop.ts";
 import { VtaCompilePool } from "./lib/vta-compile-pool.ts";
+import { VTA_CONV2D_WORKLOADS, vtaConv2dSpace } from "./lib/vta-conv2d-space.ts";
 import { boardsOf, exitWithFarmError } from "./lib/boards.ts";
 
 const { values: args } = parseArgs({
@@ -82,27 +82,12 @@ const resultsFile = join(outDir, "tune-vta-conv2d.jsonl");
 const svgFile = join(outDir, "tune-vta-conv2d.svg");
 const summaryFile = join(outDir, "tune-vta-conv2d-summary.json");
 
-const WORKLOADS: Record<string, VtaConv2dWorkload> = {
-  small: { batch: 1, inChannels: 64, outChannels: 64, height: 14, width: 14, kernelH: 3, kernelW: 3, padH: 1, padW: 1, shift: 8, clip: [0, 127] },
-  tutorial: VTA_TUTORIALS.convolution_opt.workload,
-};
+const WORKLOADS = VTA_CONV2D_WORKLOADS;
 const workload = WORKLOADS[args.workload ?? "small"];
 if (!workload) throw new Error(`--workload must be one of ${Object.keys(WORKLOADS).join(", ")}`);
 
-// --- The knob space: each tile size a divisor of its dimension (BLOCK = 16 on the default hardware).
-// Whether ocBlock × virtualThreads divides the channel blocks, and whether the tiles fit the on-chip
-// buffers and the micro-op cache, is for the compiler to say (COMPILE_ERROR).
-const BLOCK = 16;
 const { outHeight, outWidth } = conv2dOutputSize(workload);
-const divisors = (n: number) => Array.from({ length: n }, (_, i) => i + 1).filter((d) => n % d === 0);
-const SPACE = {
-  ocBlock: divisors(workload.outChannels / BLOCK),
-  icBlock: divisors(workload.inChannels / BLOCK),
-  hBlock: divisors(outHeight),
-  wBlock: divisors(outWidth),
-  virtualThreads: [1, 2],
-  storeGranularity: ["element", "row", "channel"],
-} as const satisfies Record<keyof VtaConv2dSchedule, readonly (number | string)[]>;
+const SPACE = vtaConv2dSpace(workload);
 type Schedule = Config<typeof SPACE>;
 const asSchedule = (c: Schedule) => c as VtaConv2dSchedule;
 

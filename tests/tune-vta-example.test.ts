@@ -17,13 +17,12 @@ import { after, it } from "node:test";
 import {
   MEASURE_OUTCOMES,
   compileVta,
-  conv2dOutputSize,
   vtaConv2d,
   type MeasureResult,
   type VtaConv2dSchedule,
-  type VtaConv2dWorkload,
 } from "../host-sdk/index.ts";
 import { runVtaFunction } from "../device-agent/backends/vta-sim/index.ts";
+import { VTA_CONV2D_WORKLOADS, vtaConv2dSpace } from "../examples/lib/vta-conv2d-space.ts";
 
 const run = promisify(execFile);
 const out = mkdtempSync(join(tmpdir(), "kfarm-tune-vta-test-"));
@@ -70,22 +69,9 @@ it("examples/tune-vta-conv2d.ts tunes 24 schedules on an embedded farm, checks t
 });
 
 it("no schedule in the example's space beats the default on its CI workload (the sweep behind its verdict)", () => {
-  // The example's `--workload small` and knob space (examples/tune-vta-conv2d.ts).
-  const w: VtaConv2dWorkload = {
-    batch: 1,
-    inChannels: 64,
-    outChannels: 64,
-    height: 14,
-    width: 14,
-    kernelH: 3,
-    kernelW: 3,
-    padH: 1,
-    padW: 1,
-    shift: 8,
-    clip: [0, 127],
-  };
-  const { outHeight, outWidth } = conv2dOutputSize(w);
-  const divisors = (n: number) => Array.from({ length: n }, (_, i) => i + 1).filter((d) => n % d === 0);
+  // The example's `--workload small` and knob space (examples/lib/vta-conv2d-space.ts).
+  const w = VTA_CONV2D_WORKLOADS.small!;
+  const space = vtaConv2dSpace(w);
   const def = vtaConv2d(w);
   const fn = def.functions[0]!;
   const args = fn.params.map((p) => new Uint8Array(p.shape!.reduce((a, b) => a * b, 1)));
@@ -93,12 +79,12 @@ it("no schedule in the example's space beats the default on its CI workload (the
   const defaultCycles = cycles(def);
   let valid = 0;
   const faster: string[] = [];
-  for (const ocBlock of divisors(w.outChannels / 16))
-    for (const icBlock of divisors(w.inChannels / 16))
-      for (const hBlock of divisors(outHeight))
-        for (const wBlock of divisors(outWidth))
-          for (const virtualThreads of [1, 2] as const)
-            for (const storeGranularity of ["element", "row", "channel"] as const) {
+  for (const ocBlock of space.ocBlock)
+    for (const icBlock of space.icBlock)
+      for (const hBlock of space.hBlock)
+        for (const wBlock of space.wBlock)
+          for (const virtualThreads of space.virtualThreads)
+            for (const storeGranularity of space.storeGranularity) {
               const s: VtaConv2dSchedule = { ocBlock, icBlock, hBlock, wBlock, virtualThreads, storeGranularity };
               let mod;
               try {
