@@ -14,13 +14,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { after, it } from "node:test";
-import {
-  MEASURE_OUTCOMES,
-  compileVta,
-  vtaConv2d,
-  type MeasureResult,
-  type VtaConv2dSchedule,
-} from "../host-sdk/index.ts";
+import { MEASURE_OUTCOMES, compileVta, vtaConv2d, type MeasureResult, type VtaConv2dSchedule } from "../host-sdk/index.ts";
 import { runVtaFunction } from "../device-agent/backends/vta-sim/index.ts";
 import { VTA_CONV2D_WORKLOADS, vtaConv2dSpace } from "../examples/lib/vta-conv2d-space.ts";
 
