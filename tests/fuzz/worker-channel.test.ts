@@ -40,6 +40,7 @@ const message: fc.Arbitrary<WorkerToAgent> = fc.oneof(
   fc.record({ id: fc.nat(), name: fc.string(), sha256: fc.oneof(fc.stringMatching(/^[0-9a-f]{64}$/), fc.string()) }).map((store_keep) => ({ store_keep })),
   fc.record({ id: fc.nat(), sha256: fc.string(), size: fc.double() }).map((store_take) => ({ store_take })),
   fc.record({ id: fc.nat(), bitstream: fc.string(), config: fc.string() }).map((program_fpga) => ({ program_fpga })),
+  fc.record({ id: fc.nat(), from: fc.oneof(fc.nat(), fc.double()) }).map((output_read) => ({ output_read })),
   fc
     .record({
       session_id: fc.string(),
