@@ -5,7 +5,7 @@ import { hostname, userInfo } from "node:os";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { DEFAULT_TRACKER_PORT, FARM_VERSION, FarmError } from "../protos/index.ts";
 import { clientSecurity } from "../runtime/index.ts";
-import { DEFAULT_MAX_CANARY_DRIFT, startTracker, formatSummary } from "../tracker/index.ts";
+import { DEFAULT_MAX_CANARY_DRIFT, DEFAULT_OPEN_TIMEOUT_MS, startTracker, formatSummary } from "../tracker/index.ts";
 import { startAgent, parseBoardFlag, parseBytes, readAgentConfigFile, type BoardConfig } from "../device-agent/index.ts";
 import { connectTracker, defaultTracker } from "../host-sdk/index.ts";
 import { runDemo } from "./demo.ts";
@@ -100,6 +100,14 @@ program
   )
   .addOption(
     new Option(
+      "--open-timeout-ms <ms>",
+      "how long a granted session's lane may take to open (hosts on slow links may need more); its ticket expires then, and the lease ends CANCELLED",
+    )
+      .default(DEFAULT_OPEN_TIMEOUT_MS)
+      .argParser(integer),
+  )
+  .addOption(
+    new Option(
       "--tvm-port <port>",
       "also speak Apache TVM's tracker protocol on this port: TVM's rpc_server --tracker and request() work unchanged (0: any free port; default: none; docs/tvm-tracker.md)",
     ).argParser(integer),
@@ -149,6 +157,7 @@ program
       maxCanaryDrift: number;
       dataPort: number;
       endGraceMs: number;
+      openTimeoutMs: number;
       host: string;
       port: number;
       heartbeatMs: number;
@@ -183,6 +192,7 @@ program
         insecure: o.insecure,
         dataPort: o.dataPort,
         endGraceMs: o.endGraceMs,
+        openTimeoutMs: o.openTimeoutMs,
         tvmPort: o.tvmPort,
         tvmAllow: o.tvmAllow,
         tvmKeys: o.tvmKeys,

@@ -12,6 +12,7 @@ import type { WireError } from "./errors.ts";
 import type { Grant as GrantMessage, Grant__Output as GrantMessage__Output } from "./gen/farm/v1/Grant.ts";
 import type { LaneHello as LaneHelloMessage, LaneHello__Output as LaneHelloMessage__Output } from "./gen/farm/v1/LaneHello.ts";
 import type { LaneWelcome, LaneWelcome__Output } from "./gen/farm/v1/LaneWelcome.ts";
+import type { SessionTicket__Output as SessionTicketMessage } from "./gen/farm/v1/SessionTicket.ts";
 import type { SessionRequest as SessionRequestMessage, SessionRequest__Output as SessionRequestMessage__Output } from "./gen/farm/v1/SessionRequest.ts";
 import { fromWireMessage, toEncodable, type LaneRoleName } from "./enums.ts";
 // Below SPLIT_MIN_BYTES of data one buffer is cheaper than two writes (declared for both SDKs).
@@ -24,6 +25,7 @@ const boardFrameType = root.lookupType("farm.v1.BoardFrame");
 const sessionRequestType = root.lookupType("farm.v1.SessionRequest");
 const laneHelloType = root.lookupType("farm.v1.LaneHello");
 const laneWelcomeType = root.lookupType("farm.v1.LaneWelcome");
+const sessionTicketType = root.lookupType("farm.v1.SessionTicket");
 
 export type { HostFrame, HostFrame__Output, BoardFrame, BoardFrame__Output };
 
@@ -174,6 +176,22 @@ export function encodeLaneHello(hello: LaneHello): Uint8Array {
 export function decodeLaneHello(bytes: Uint8Array): LaneHello__Output {
   const hello = laneHelloType.toObject(laneHelloType.decode(bytes), { defaults: true, enums: String });
   return fromWireMessage<LaneHello__Output>("farm.v1.LaneHello", hello, "the lane hello", "PROTOCOL_ERROR");
+}
+
+/** Longer than any ticket the tracker signs (its ids are bounded): a ticket past this is no ticket. */
+export const MAX_TICKET_CHARS = 1024;
+
+/** What a session's ticket says (its route by name): signed and checked by runtime/session-tickets.ts. */
+export type SessionTicketFields = Omit<SessionTicketMessage, "route"> & { route: Route };
+
+export function encodeSessionTicket(ticket: SessionTicketFields): Uint8Array {
+  return sessionTicketType.encode(toEncodable("farm.v1.SessionTicket", ticket)).finish();
+}
+
+/** Throws what protobufjs throws for bytes that do not decode, and a FarmError for a route the enum lacks. */
+export function decodeSessionTicket(bytes: Uint8Array): SessionTicketFields {
+  const t = sessionTicketType.toObject(sessionTicketType.decode(bytes), { defaults: true, enums: String });
+  return fromWireMessage<SessionTicketFields>("farm.v1.SessionTicket", t, "the session ticket", "PERMISSION_DENIED");
 }
 
 export function encodeLaneWelcome(welcome: LaneWelcome): Uint8Array {

@@ -38,7 +38,7 @@ export function workerCodecWarmups(): Array<() => void> {
     ...[...types].map((type) => () => warmType(type)),
     () => decodeToWorker(encodeToWorker({ assign: { session_id: "warm", token: "warm", dir: "/", route: "direct" } })),
     () => decodeToWorker(encodeToWorker({ lane: { session_id: "warm", kind: "direct", rest: new Uint8Array(0) } })),
-    () => encodeToAgent({ lane_opened: { session_id: "warm" } }),
+    () => encodeToAgent({ lane_opened: { session_id: "warm", ticket: "" } }),
     () => decodeLaneHello(encodeLaneHello({ session_id: "warm", ticket: "warm", role: "host" })),
     () => encodeLaneWelcome({}),
     () => decodeHostFrame(encodeHostFrame({ id: 1, listdir: {} })),

@@ -11,6 +11,7 @@
  */
 import { root } from "./contract-root.ts";
 import { FarmError, type WireError } from "./errors.ts";
+import { MAX_TICKET_CHARS } from "./frames.ts";
 import type { AgentToWorker as AgentToWorkerMessage, AgentToWorker__Output as AgentToWorkerMessage__Output } from "./gen/farm/v1/AgentToWorker.ts";
 import type { WorkerAssign, WorkerAssign__Output } from "./gen/farm/v1/WorkerAssign.ts";
 import type { WorkerLane, WorkerLane__Output } from "./gen/farm/v1/WorkerLane.ts";
@@ -142,7 +143,10 @@ function wireError(field: string, e: WireError | null | undefined): void {
 
 const CHECKS: { [K in keyof Bodies]: (m: Bodies[K]) => void } = {
   ready: () => {},
-  lane_opened: (m) => id("lane_opened's session id", m.session_id),
+  lane_opened: (m) => {
+    id("lane_opened's session id", m.session_id);
+    text("lane_opened's ticket", m.ticket, MAX_TICKET_CHARS);
+  },
   canary: (m) => {
     text("the canary's detail", m.detail, MAX_TEXT_CHARS);
     count("the canary's duration_ms", m.duration_ms);

@@ -33,3 +33,14 @@ export {
 export { CHANNEL_OPTIONS, SERVER_OPTIONS, parseAddress } from "./grpc-options.ts";
 export { NamedTimers } from "./named-timers.ts";
 export { LongTimer, MAX_TIMER_MS } from "./long-timer.ts";
+export {
+  TicketSigner,
+  ticketKey,
+  checkTicket,
+  expiredFor,
+  readClaims,
+  warmTickets,
+  TICKET_KEY_BYTES,
+  type TicketClaims,
+  type TicketExpectation,
+} from "./session-tickets.ts";

@@ -10,9 +10,9 @@ import { createHash } from "node:crypto";
 import { createServer, connect, type Server, type Socket } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { FarmError, decodeBoardFrame, encodeHostFrame } from "../protos/index.ts";
-import { parseAddress } from "../runtime/index.ts";
+import { TicketSigner, parseAddress, readClaims } from "../runtime/index.ts";
 import { connectTracker, type TrackerClient } from "../host-sdk/index.ts";
-import { rawHello, rawSession } from "./helpers/raw-session.ts";
+import { rawHello, rawSession, type RawSession } from "./helpers/raw-session.ts";
 import { startAgentProcess, startFarm, startTrackerProcess, waitFor, waitForFreeBoards, type AgentProcess, type TrackerProcess } from "./helpers/processes.ts";
 
 const host = (address: string) => parseAddress(address).host;
@@ -80,9 +80,10 @@ describe("session lanes", () => {
         raw.close();
       }
       await waitForFreeBoards(farm.client, 1);
-      // Expired: the session is over, its ticket opens nothing.
-      const expired = await rawHello(dHost, dPort, { session_id: raw.grant.session_id, ticket: raw.grant.ticket, role: "host" });
-      assert.equal(expired.error?.code, "NOT_FOUND");
+      // The session is over: its ticket, shown again while it is still in date, opens nothing.
+      const replayed = await rawHello(dHost, dPort, { session_id: raw.grant.session_id, ticket: raw.grant.ticket, role: "host" });
+      assert.equal(replayed.error?.code, "PERMISSION_DENIED");
+      assert.match(replayed.error!.message, /had its lane here already; its ticket is used/);
     });
   }
 
@@ -302,6 +303,121 @@ describe("an agent killed while a direct lane is open", () => {
       assert.ok(Date.now() - t0 < 3000, `AGENT_LOST took ${Date.now() - t0} ms`);
     } finally {
       await farm.stop();
+    }
+  });
+});
+
+/**
+ * The worker's door alone (docs/architecture.md, "Tickets"): a worker at its
+ * standby lane takes a session by the tracker's signature on its ticket,
+ * before its assignment, so it must refuse on its own what the tracker did
+ * not sign, a ticket for another worker, one that expired and one used.
+ */
+describe("tickets at the worker's standby lane, checked by the worker alone", () => {
+  let farm: Awaited<ReturnType<typeof startFarm>>;
+  before(async () => {
+    // Two boards: a worker of each. A short open timeout: a ticket that expires within the test.
+    farm = await startFarm(["cpu:key=a", "cpu:key=b"], { trackerArgs: ["--open-timeout-ms", "1500"] });
+  });
+  after(() => farm.stop());
+
+  /**
+   * A session of board `key` opened at its worker's standby lane and closed
+   * cleanly: that worker is idle there again (a worker whose session ended
+   * before it took it is killed). Its lane's address and the session's grant.
+   */
+  async function sessionAt(key: string): Promise<{ host: string; port: number; grant: RawSession["grant"] }> {
+    const raw = await rawSession(farm.tracker.address, { key, route: "direct" });
+    const w = { host: host(raw.grant.worker_address), port: parseAddress(raw.grant.worker_address).port };
+    try {
+      const opened = await rawHello(w.host, w.port, { session_id: raw.grant.session_id, ticket: raw.grant.ticket, role: "host" });
+      assert.equal(opened.error, undefined);
+      opened.lane.send(encodeHostFrame({ id: 1, close: {} }));
+      await new Promise((resolve) => opened.lane.onClose(resolve));
+    } finally {
+      raw.close();
+    }
+    await waitForFreeBoards(farm.client, 2);
+    return { ...w, grant: raw.grant };
+  }
+
+  it("a ticket it did not sign, a changed one and one signed by another key are refused; the real one opens the session", async () => {
+    const raw = await rawSession(farm.tracker.address, { key: "a", route: "direct" });
+    try {
+      const w = { host: host(raw.grant.worker_address), port: parseAddress(raw.grant.worker_address).port };
+      const id = raw.grant.session_id;
+      const [payload, signature] = raw.grant.ticket.split(".") as [string, string];
+      const claims = readClaims(raw.grant.ticket)!;
+      assert.equal(claims.session_id, id, "the ticket says its session");
+      assert.notEqual(claims.worker_id, "", "the ticket names the worker whose standby lane the grant names");
+      // The same claims signed by a key that is not the tracker's, and the real claims with a longer life under the real signature.
+      const otherKey = new TicketSigner().issue({ ...claims });
+      const bytes = Buffer.from(payload, "base64url");
+      bytes.writeUInt8(bytes.readUInt8(bytes.length - 1) ^ 1, bytes.length - 1);
+      const changed = `${bytes.toString("base64url")}.${signature}`;
+      for (const ticket of [otherKey, changed]) {
+        const refused = await rawHello(w.host, w.port, { session_id: id, ticket, role: "host" });
+        // Refused by the signature, or (its assignment came meanwhile) by the ticket it holds.
+        assert.equal(refused.error?.code, "PERMISSION_DENIED");
+        assert.match(refused.error!.message, /wrong ticket|does not carry this farm's tracker's signature/);
+        refused.lane.fail(new FarmError("CANCELLED", "done"));
+      }
+      const real = await rawHello(w.host, w.port, { session_id: id, ticket: raw.grant.ticket, role: "host" });
+      assert.equal(real.error, undefined);
+      real.lane.send(encodeHostFrame({ id: 1, listdir: {} }));
+      assert.deepEqual(decodeBoardFrame(await new Promise<Buffer>((resolve) => real.lane.onFrame(resolve))).listing?.entries, []);
+      real.lane.send(encodeHostFrame({ id: 2, close: {} }));
+      await new Promise((resolve) => real.lane.onClose(resolve));
+    } finally {
+      raw.close();
+    }
+    await waitForFreeBoards(farm.client, 2);
+  });
+
+  it("before any assignment, the worker refuses on its own: forged, for another worker, expired, used", async () => {
+    const b = await sessionAt("b");
+    // A ticket for board a's worker, shown at board b's: signed by the tracker, for another worker.
+    const raw = await rawSession(farm.tracker.address, { key: "a", route: "direct" });
+    const forAnother = await rawHello(b.host, b.port, { session_id: raw.grant.session_id, ticket: raw.grant.ticket, role: "host" });
+    assert.equal(forAnother.error?.code, "PERMISSION_DENIED");
+    assert.match(forAnother.error!.message, /opens another worker's standby lane, not this one/);
+    // No session of b's was touched: a's session opens at its own worker, and b still serves.
+    const a = { host: host(raw.grant.worker_address), port: parseAddress(raw.grant.worker_address).port };
+    const real = await rawHello(a.host, a.port, { session_id: raw.grant.session_id, ticket: raw.grant.ticket, role: "host" });
+    assert.equal(real.error, undefined);
+    real.lane.send(encodeHostFrame({ id: 2, close: {} }));
+    await new Promise((resolve) => real.lane.onClose(resolve));
+    raw.close();
+    await waitForFreeBoards(farm.client, 2);
+
+    // Forged from scratch: a session id the tracker never granted, with claims for b's worker, signed by another key.
+    const bClaims = readClaims(b.grant.ticket)!;
+    const forged = new TicketSigner().issue({ ...bClaims, session_id: "s424242-abcdef", expires_ms: Date.now() + 60_000 });
+    const f = await rawHello(b.host, b.port, { session_id: "s424242-abcdef", ticket: forged, role: "host" });
+    assert.equal(f.error?.code, "PERMISSION_DENIED");
+    assert.match(f.error!.message, /does not carry this farm's tracker's signature/);
+
+    // Used, then expired: a session of b's opened at its worker by the ticket and closed. Shown again while in date
+    // (the open timeout, 1.5 s), the door remembers it; later the ticket's own time says no.
+    const once = await sessionAt("b");
+    assert.equal(once.port, b.port, "the same worker takes b's next session");
+    const used = await rawHello(b.host, b.port, { session_id: once.grant.session_id, ticket: once.grant.ticket, role: "host" });
+    assert.equal(used.error?.code, "PERMISSION_DENIED");
+    assert.match(used.error!.message, /its ticket is used/);
+    const expiresMs = readClaims(once.grant.ticket)!.expires_ms;
+    // The worker reads the tracker's clock as the agent saw it at registration, late by that message's trip (tens
+    // of ms while the agent starts): lenient by that much, never strict.
+    await waitFor("the ticket's expiry to pass", () => Promise.resolve(Date.now() > expiresMs + 1000));
+    const expired = await rawHello(b.host, b.port, { session_id: once.grant.session_id, ticket: once.grant.ticket, role: "host" });
+    assert.equal(expired.error?.code, "PERMISSION_DENIED");
+    assert.match(expired.error!.message, /expired \d+ ms ago/);
+
+    // Both boards still serve, through the SDK.
+    for (const key of ["a", "b"]) {
+      const s = await farm.client.request(key);
+      assert.equal(s.lane, "direct");
+      assert.deepEqual(await s.listdir(), []);
+      await s.close();
     }
   });
 });

@@ -10,6 +10,7 @@ import { type Logger } from "../runtime/index.ts";
 import type { AgentMessage__Output } from "../protos/gen/farm/v1/AgentMessage.ts";
 import type { Register__Output } from "../protos/gen/farm/v1/Register.ts";
 import type { BoardHealthReport__Output } from "../protos/gen/farm/v1/BoardHealthReport.ts";
+import type { BoardReady__Output } from "../protos/gen/farm/v1/BoardReady.ts";
 import type { AuditLog } from "./audit.ts";
 import type { Authorizer, Caller } from "./auth.ts";
 import type { FarmEvents } from "./events.ts";
@@ -27,6 +28,9 @@ import {
 } from "./registry.ts";
 import type { Scheduler } from "./scheduler.ts";
 
+/** A worker's name as an agent reports it (the agent makes 16 random characters): longer is no name of ours. */
+const MAX_WORKER_ID_CHARS = 64;
+
 export interface AgentLinkOptions {
   heartbeatIntervalMs: number;
   maxMissedHeartbeats: number;
@@ -35,6 +39,8 @@ export interface AgentLinkOptions {
   maxCanaryDrift: number;
   /** The tracker's data port, once it listens. */
   relayPort(): number;
+  /** The public key that checks the tickets the tracker signs (runtime/session-tickets.ts), for its agents' workers. */
+  ticketKey: Uint8Array;
 }
 
 /**
@@ -102,7 +108,7 @@ export class AgentLinks {
         agent.lastSeen = Date.now();
         this.heard(agent, true);
         if (msg.heartbeat) call.write({ heartbeat_ack: { seq: msg.heartbeat.seq } });
-        else if (msg.board_ready) this.boardReady(agent, msg.board_ready.board_name, msg.board_ready.lane_port);
+        else if (msg.board_ready) this.boardReady(agent, msg.board_ready);
         else if (msg.session_ended) this.sessionEnded(agent, msg.session_ended.session_id, msg.session_ended.reason);
         else if (msg.lane_opened) this.laneOpened(agent, msg.lane_opened.session_id);
         else if (msg.board_health) this.boardHealth(agent, msg.board_health);
@@ -205,6 +211,8 @@ export class AgentLinks {
         max_missed_heartbeats: this.opts.maxMissedHeartbeats,
         end_grace_ms: this.opts.endGraceMs,
         relay_port: this.opts.relayPort(),
+        ticket_key: this.opts.ticketKey,
+        now_ms: Date.now(),
       },
     });
     this.log.info(
@@ -270,10 +278,13 @@ export class AgentLinks {
     if (waiting) for (const done of [...waiting]) done(heard);
   }
 
-  private boardReady(agent: FarmAgent, name: string, lanePort: number): void {
+  private boardReady(agent: FarmAgent, { board_name: name, lane_port: lanePort, worker_id: workerId }: BoardReady__Output): void {
     const board = agent.boards.get(name);
     if (!board) throw new FarmError("NOT_FOUND", `agent ${agent.name} has no board "${name}"`);
+    if (workerId.length > MAX_WORKER_ID_CHARS)
+      throw new FarmError("INVALID_ARGUMENT", `board ${name}'s worker id is ${workerId.length} characters long (at most ${MAX_WORKER_ID_CHARS})`);
     board.lanePort = lanePort;
+    board.workerId = workerId;
     if (!board.ready) {
       this.registry.setReady(board, true);
       if (!board.lease) this.events.emit({ type: "board", at: Date.now(), board: describeBoard(board), change: "changed" });

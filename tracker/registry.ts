@@ -120,6 +120,8 @@ export interface Board {
   readonly ready: boolean;
   /** That worker's standby lane (BoardReady.lane_port): named by the next grant, then spent; 0: none. */
   lanePort: number;
+  /** That worker's name (BoardReady.worker_id): the grant's ticket is signed for it alone. */
+  workerId: string;
   /** Why an operator drained it ("drained by alice: new fan"); "" while it is not drained. Remembered with its health (tracker/board-memory.ts). */
   drain: string;
   lease: BoardLease | undefined;
@@ -132,7 +134,7 @@ export type BoardLease = Lease<Board>;
 
 /** A board as it attaches: not ready, not drained, no lease, a healthy health machine (recalled memory may replace both). */
 export function newBoard(agent: Agent, fields: Pick<Board, "id" | "name" | "key" | "kind" | "labels" | "capabilities" | "cudaLimits">): Board {
-  return { ...fields, agent, ready: false, lanePort: 0, drain: "", lease: undefined, health: new BoardHealth() };
+  return { ...fields, agent, ready: false, lanePort: 0, workerId: "", drain: "", lease: undefined, health: new BoardHealth() };
 }
 
 export function boardState(board: Board): BoardState {

@@ -4,7 +4,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { FarmError, type Route } from "../protos/index.ts";
-import { LongTimer, type Logger } from "../runtime/index.ts";
+import { LongTimer, type Logger, type TicketSigner } from "../runtime/index.ts";
 import type { SessionRequest__Output } from "../protos/index.ts";
 import { Lease, type LeaseTimeouts } from "./lease.ts";
 import { labelsMatch, RequestQueue, type Fairness, type PendingRequest } from "./queue.ts";
@@ -115,6 +115,8 @@ export class Scheduler {
     private readonly hooks: SchedulerHooks,
     private readonly log: Logger,
     private readonly events: FarmEvents,
+    /** Signs each grant's ticket (runtime/session-tickets.ts). */
+    private readonly tickets: TicketSigner,
   ) {}
 
   private queueChanged(key: string): void {
@@ -319,16 +321,29 @@ export class Scheduler {
 
   private grant(board: Board, waiter: Waiter): void {
     const id = `s${this.nextSession++}-${randomBytes(3).toString("hex")}`;
-    const token = randomBytes(16).toString("hex");
     // auto: direct where the board's agent serves a direct lane (relay as the host's fallback), else relay.
     const route = waiter.route === "auto" && !board.agent.data ? "relay" : waiter.route;
-    const lease = new Lease(id, token, board, waiter.clientId, waiter.owner, route, { ...this.timeouts, sessionTimeoutMs: waiter.sessionTimeoutMs }, (l) =>
-      this.onLeaseEnded(l),
+    // The worker that will take it listens already (its standby lane): the grant names it, once, and its ticket opens it alone.
+    const standby = (route === "direct" || route === "auto") && board.agent.data && !board.agent.data.tls && board.lanePort > 0;
+    const timeouts = { ...this.timeouts, sessionTimeoutMs: waiter.sessionTimeoutMs };
+    const now = Date.now();
+    const token = this.tickets.issue(
+      {
+        session_id: id,
+        agent_id: board.agent.id,
+        board_name: board.name,
+        worker_id: standby ? board.workerId : "",
+        route,
+        expires_ms: now + Math.max(timeouts.openTimeoutMs, board.agent.control.minOpenTimeoutMs ?? 0),
+        session_timeout_ms: timeouts.sessionTimeoutMs,
+      },
+      now,
     );
+    const lease = new Lease(id, token, board, waiter.clientId, waiter.owner, route, timeouts, (l) => this.onLeaseEnded(l));
     lease.whenActive(() => this.events.emit({ type: "board", at: Date.now(), board: describeBoard(board), change: "changed" }));
-    // The worker that will take it listens already (its standby lane): the grant names it, once.
-    if ((route === "direct" || route === "auto") && board.agent.data && !board.agent.data.tls) lease.lanePort = board.lanePort;
+    if (standby) lease.lanePort = board.lanePort;
     board.lanePort = 0;
+    board.workerId = "";
     board.lease = lease;
     this.registry.setReady(board, false);
     this.leases.set(id, lease);

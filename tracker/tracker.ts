@@ -19,7 +19,7 @@ import {
   type Route,
   type SessionRequest__Output,
 } from "../protos/index.ts";
-import { SERVER_OPTIONS, grpcServerCredentials, isLoopbackHost } from "../runtime/index.ts";
+import { SERVER_OPTIONS, TicketSigner, grpcServerCredentials, isLoopbackHost } from "../runtime/index.ts";
 import { BOARD_ACTION, fromWireMessage, toWireMessage, type BoardInfo, type TokensReply, type TokensRequest__Output } from "../protos/index.ts";
 import { AgentLinks } from "./agents.ts";
 import { AuditLog } from "./audit.ts";
@@ -86,6 +86,8 @@ export class Tracker {
     this.audit = new AuditLog(this.options.auditLog, log);
     this.auth = new Authorizer(this.options.tokensFile, this.audit, log);
     this.events = new FarmEvents(log);
+    // One key pair per tracker process: its agents' workers check the tickets it signs (docs/architecture.md, "Tickets").
+    const tickets = new TicketSigner();
     this.scheduler = new Scheduler(
       this.registry,
       { openTimeoutMs: this.options.openTimeoutMs, endGraceMs: this.options.endGraceMs },
@@ -100,6 +102,7 @@ export class Tracker {
       },
       log,
       this.events,
+      tickets,
     );
     this.relayLanes = new DataPort(
       this.options.tls,
@@ -122,7 +125,7 @@ export class Tracker {
     this.agents = new AgentLinks(
       this.registry,
       this.scheduler,
-      { ...this.options, relayPort: () => this.relayLanes.port },
+      { ...this.options, relayPort: () => this.relayLanes.port, ticketKey: tickets.publicKey },
       log,
       this.events,
       this.auth,

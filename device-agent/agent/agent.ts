@@ -6,7 +6,7 @@ import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { BOARD_KIND, FarmError, HEALTH_REPORT_KIND, ROUTE } from "../../protos/index.ts";
 import { cudaLaunchLimitsToWire } from "../../domain/index.ts";
-import { parseAddress } from "../../runtime/index.ts";
+import { parseAddress, warmTickets } from "../../runtime/index.ts";
 import { DEFAULT_VTA_HARDWARE } from "../../vta/index.ts";
 import type { BoardHealthReport } from "../../protos/gen/farm/v1/BoardHealthReport.ts";
 import type { BoardSpec } from "../../protos/gen/farm/v1/BoardSpec.ts";
@@ -160,7 +160,8 @@ export class Agent {
         o.warmWorkers,
         {
           ready: (name) => {
-            if (!this.draining.has(name)) this.link?.send({ board_ready: { board_name: name, lane_port: this.pools.get(name)?.standbyPort ?? 0 } });
+            const pool = this.pools.get(name);
+            if (pool && !this.draining.has(name)) this.link?.send({ board_ready: boardReady(pool) });
           },
           laneOpened: (sessionId) => this.laneOpened(sessionId),
           sessionEnded: (sessionId, reason) => {
@@ -183,6 +184,8 @@ export class Agent {
       this.pools.set(board.name, pool);
       pool.fill();
     }
+    // A worker's first "lane_opened" with a ticket is checked on the way to the tracker's LaneOpened: not the first use of Ed25519.
+    warmTickets();
     const direct = await this.openLanes();
     this.link = new TrackerLink(
       o.tracker,
@@ -193,14 +196,17 @@ export class Agent {
           this.metrics?.trackerConnected(true);
           if (this.lanes) this.lanes.relayPort = registered.relay_port;
           this.lanes?.trackerAttached();
-          for (const pool of this.pools.values()) pool.endGraceMs = registered.end_grace_ms || pool.endGraceMs;
+          // The tracker's clock, less the one-way delay of this message: a ticket's few seconds of life are read by it.
+          const trackerClockOffsetMs = registered.now_ms > 0 ? registered.now_ms - Date.now() : 0;
+          for (const pool of this.pools.values()) {
+            pool.endGraceMs = registered.end_grace_ms || pool.endGraceMs;
+            pool.setTicketKey(registered.ticket_key, trackerClockOffsetMs);
+          }
           // A tracker without memory of these boards starts them healthy: tell it what the canaries last saw (one that remembers knows the result by its time).
           for (const [name, r] of this.lastCanary) {
             this.link?.send({ board_health: healthMessage(name, r, r.atMs) });
           }
-          for (const pool of this.pools.values())
-            if (pool.hasIdle && !this.draining.has(pool.boardName))
-              this.link?.send({ board_ready: { board_name: pool.boardName, lane_port: pool.standbyPort } });
+          for (const pool of this.pools.values()) if (pool.hasIdle && !this.draining.has(pool.boardName)) this.link?.send({ board_ready: boardReady(pool) });
         },
         detached: (why) => {
           this.detachedWhy = why;
@@ -337,4 +343,9 @@ function tvmBackendOptions(board: BoardConfig, capabilities: Record<string, stri
 
 export async function startAgent(opts: AgentOptions): Promise<Agent> {
   return new Agent(opts).start();
+}
+
+/** A board's readiness: the standby lane of the worker that takes its next session, and that worker's name for its ticket. */
+function boardReady(pool: BoardPool): { board_name: string; lane_port: number; worker_id: string } {
+  return { board_name: pool.boardName, lane_port: pool.standbyPort, worker_id: pool.standbyWorkerId };
 }

@@ -136,12 +136,12 @@ describe("pool machine: starting (forked, warming up)", () => {
     assert.equal(c.state.workers.length, 0);
   });
 
-  it('"ready" counts its start and makes it idle; the board is ready', () => {
+  it('"ready" counts its start and makes it idle; the board is ready, then its next session\'s folder is prepared', () => {
     const c = new Clock();
     c.feed({ kind: "fill" });
     spawnAll(c, c.take());
     c.say(0, ready);
-    assert.deepEqual(c.take(), [{ kind: "countReady", worker: 0 }, { kind: "boardReady" }]);
+    assert.deepEqual(c.take(), [{ kind: "countReady", worker: 0 }, { kind: "boardReady" }, { kind: "prepareFolder", worker: 0 }]);
     assert.equal(c.worker(0).state, "idle");
     assert.equal(c.worker(0).canaryAsked, false, "its start-up canary came before ready");
   });
@@ -157,7 +157,7 @@ describe("pool machine: starting (forked, warming up)", () => {
     ]);
     assert.equal(c.worker(0).state, "starting");
     c.feed({ kind: "standbyOpened", worker: 0, port: 4100 });
-    assert.deepEqual(c.take(), [{ kind: "boardReady" }]);
+    assert.deepEqual(c.take(), [{ kind: "boardReady" }, { kind: "prepareFolder", worker: 0 }]);
     assert.equal(c.worker(0).state, "idle");
     assert.equal(nextIdle(c.state)?.lanePort, 4100, "BoardReady names its lane");
   });
@@ -181,7 +181,10 @@ describe("pool machine: starting (forked, warming up)", () => {
     assert.deepEqual(spawned, { kind: "spawn", worker: 1 });
     c.feed({ kind: "spawned", worker: 1, pid: 101 });
     c.say(1, ready);
-    assert.deepEqual(c.take(), [{ kind: "countReady", worker: 1 }]);
+    assert.deepEqual(c.take(), [
+      { kind: "countReady", worker: 1 },
+      { kind: "prepareFolder", worker: 1 },
+    ]);
     assert.equal(c.worker(1).state, "idle");
   });
 });
@@ -346,6 +349,66 @@ describe("pool machine: assign (AssignSession)", () => {
   });
 });
 
+describe("pool machine: a session taken by its ticket (claimed)", () => {
+  it("an idle worker that took a session by its ticket serves it: its prepared folder is the session's, the tracker hears the lane; the assignment that follows is ignored", () => {
+    const c = warmPool({ warm: 2 });
+    c.feed({ kind: "claimed", worker: 0, sessionId: "s1" });
+    assert.deepEqual(c.take(), [{ kind: "adoptFolder", worker: 0, sessionId: "s1" }, { kind: "laneOpened", sessionId: "s1" }, { kind: "boardReady" }]);
+    assert.equal(c.worker(0).state, "serving");
+    assert.equal(c.worker(0).sessionId, "s1");
+    assert.equal(c.worker(0).folder, "s1");
+    assert.equal(c.worker(0).laneOpened, true);
+    assert.match(ignoredWhy(c.feed({ kind: "assign", sessionId: "s1", token: "t", route: "direct", lanePort: 0 })), /took it by its ticket already/);
+    // It ends as any session does: idle again, its next folder prepared.
+    c.say(0, ended("s1", true));
+    assert.deepEqual(kinds(c.take()), ["countEnd", "sessionEnded", "boardReady", "prepareFolder", "removeSessionFolder"]);
+  });
+
+  it("a claim whose assignment came first is its lane's opening, once", () => {
+    const c = warmPool();
+    serve(c, "s1");
+    c.take();
+    c.feed({ kind: "claimed", worker: 0, sessionId: "s1" });
+    assert.deepEqual(c.take(), [{ kind: "laneOpened", sessionId: "s1" }]);
+    assert.match(ignoredWhy(c.feed({ kind: "claimed", worker: 0, sessionId: "s1" })), /reported open already/);
+  });
+
+  it("a claim with a ticket the agent refuses, for another session, or from a worker not idle is a breach", () => {
+    const refused = warmPool();
+    refused.feed({ kind: "claimed", worker: 0, sessionId: "s1", error: new FarmError("PERMISSION_DENIED", "the ticket for session s1 is forged") });
+    const [cut] = refused.take();
+    assert.equal(
+      cut?.kind === "cutOff" && cut.error.message,
+      "the session's worker broke the agent's protocol: it took session s1 by a ticket that does not open it: the ticket for session s1 is forged",
+    );
+    assert.equal(refused.worker(0).state, "exiting");
+
+    const other = warmPool();
+    serve(other, "s1");
+    other.take();
+    other.feed({ kind: "claimed", worker: 0, sessionId: "s2" });
+    assert.deepEqual(kinds(other.take()), ["cutOff", "countEnd", "kill", "sessionEnded"]);
+
+    const starting = new Clock({ standby: true });
+    starting.feed({ kind: "fill" });
+    spawnAll(starting, starting.take());
+    starting.feed({ kind: "claimed", worker: 0, sessionId: "s1" });
+    const [cutS] = starting.take();
+    assert.equal(
+      cutS?.kind === "cutOff" && cutS.error.message,
+      "the session's worker broke the agent's protocol: it took session s1 by its ticket while starting",
+    );
+  });
+
+  it("a claim from a worker being killed or gone is ignored", () => {
+    const c = warmPool();
+    c.say(0, ready);
+    c.take();
+    assert.match(ignoredWhy(c.feed({ kind: "claimed", worker: 0, sessionId: "s1" })), /being killed/);
+    assert.match(ignoredWhy(c.feed({ kind: "claimed", worker: 9, sessionId: "s1" })), /has gone/);
+  });
+});
+
 describe("pool machine: serving (its session runs)", () => {
   it("laneArrived for its session hands the lane to it", () => {
     const c = warmPool();
@@ -368,9 +431,9 @@ describe("pool machine: serving (its session runs)", () => {
     const c = warmPool();
     serve(c, "s1");
     c.take();
-    c.say(0, { kind: "lane_opened", m: { session_id: "s1" } });
+    c.say(0, { kind: "lane_opened", m: { session_id: "s1", ticket: "" } });
     assert.deepEqual(c.take(), [{ kind: "laneOpened", sessionId: "s1" }]);
-    assert.match(ignoredWhy(c.say(0, { kind: "lane_opened", m: { session_id: "s1" } })), /reported open already/);
+    assert.match(ignoredWhy(c.say(0, { kind: "lane_opened", m: { session_id: "s1", ticket: "" } })), /reported open already/);
   });
 
   it('"counters" are counted', () => {
@@ -411,7 +474,7 @@ describe("pool machine: serving (its session runs)", () => {
     assert.deepEqual(c.take(), []);
   });
 
-  it('"ended", reusable, no native code, fewer than `warm` idle: idle again, the board ready, then the folder removed', () => {
+  it('"ended", reusable, no native code, fewer than `warm` idle: idle again, the board ready, its next folder prepared, then the old one removed', () => {
     const c = warmPool();
     serve(c, "s1");
     c.take();
@@ -420,6 +483,7 @@ describe("pool machine: serving (its session runs)", () => {
       { kind: "countEnd", reason: "OK" },
       { kind: "sessionEnded", sessionId: "s1", reason: null },
       { kind: "boardReady" },
+      { kind: "prepareFolder", worker: 0 },
       { kind: "removeSessionFolder", sessionId: "s1" },
     ]);
     assert.equal(c.worker(0).state, "idle");
@@ -664,7 +728,7 @@ describe("pool machine: breaches (a worker says what it may not, or its channel 
   it("every message out of its scope is a breach", () => {
     const cases: Array<[WorkerMessage, string]> = [
       [{ kind: "foreign_code", m: { session_id: "s1" } }, "foreign_code for session s1, which it does not serve"],
-      [{ kind: "lane_opened", m: { session_id: "s1" } }, "lane_opened for session s1, which it does not serve"],
+      [{ kind: "lane_opened", m: { session_id: "s1", ticket: "" } }, "lane_opened for session s1, which it does not serve"],
       [{ kind: "counters", m: { calls: 1, time_evaluations: 0, errors: {} } }, "counters from a idle worker"],
       [{ kind: "store_keep", m: { id: 1, name: "f", sha256: "c".repeat(64) } }, "store_keep from a idle worker"],
       [ended("s1", true), "ended for session s1, which it does not serve"],
@@ -768,7 +832,7 @@ describe("pool machine: exits", () => {
     c.take();
     c.feed({ kind: "spawned", worker: 1, pid: 101 });
     c.say(1, ready);
-    assert.deepEqual(c.take(), [{ kind: "countReady", worker: 1 }, { kind: "boardReady" }]);
+    assert.deepEqual(c.take(), [{ kind: "countReady", worker: 1 }, { kind: "boardReady" }, { kind: "prepareFolder", worker: 1 }]);
     c.feed({ kind: "exited", worker: 0, code: null, signal: "SIGKILL", death: crash });
     assert.deepEqual(c.take(), [{ kind: "reap", worker: 0, folder: "s1" }, { kind: "boardReady" }]);
   });

@@ -29,8 +29,12 @@
  * | `starting`          | `spawned` (its pid)                            | `starting`     | — |
  * | `starting`          | `spawnFailed` (no uid, no home)                | (gone)         | — (no new spawn: it would fail the same way, again and again) |
  * | `starting`          | says "ready"                                   | `starting`     | count its start time; `openStandby` where workers have standby lanes, else as `standbyOpened` |
- * | `starting`          | `standbyOpened` (its port; 0: none)            | `idle`         | a waiting session takes it (as `assign`); else `boardReady` unless a session runs |
- * | `idle`              | `assign` (the grant named its standby lane, or it is the first idle one) | `serving` | `makeSessionFolder` |
+ * | `starting`          | `standbyOpened` (its port; 0: none)            | `idle`         | a waiting session takes it (as `assign`); else `boardReady` unless a session runs, then `prepareFolder` |
+ * | `idle`              | `assign` (the grant named its standby lane, or it is the first idle one) | `serving` | `makeSessionFolder` (the shell gives it the folder prepared while it was idle, if it has one) |
+ * | `idle`              | `claimed` (it admitted a host by the ticket alone, the ticket checked by the shell too) | `serving` | `adoptFolder`, `laneOpened` to the tracker; `boardReady` if another worker is idle |
+ * | `serving` its session | `claimed` (its assignment was on its way)    | `serving`      | as "lane_opened" |
+ * | any other           | `claimed` (the ticket does not open it, or for a session it does not serve) | `exiting` | the breach row below |
+ * | `serving` by ticket | `assign` of its session                        | `serving`      | — (ignored: it took the session already) |
  * | (none idle)         | `assign`                                       | —              | the session waits, its lanes with it (replacing one that waited: its lanes dropped); fill (closed: ended INTERNAL, counted) |
  * | `serving` (folder)  | `folderMade`                                   | `serving`      | `sendAssign` (with the lease the assignment carried) |
  * | `serving` (folder)  | `folderFailed`                                 | `idle`         | count INTERNAL, `sessionEnded` with the error, drop its lanes; `boardReady` unless another session runs |
@@ -43,7 +47,7 @@
  * | `serving`           | says "counters"                                | `serving`      | count them |
  * | `serving`           | says store_keep / store_take / program_fpga / output_read | `serving` | `serveRequest` (at most WORKER_MAX_PENDING_REQUESTS at once) |
  * | any                 | `requestDone`                                  | same           | the reply is sent if it serves |
- * | `serving`           | says "ended", reusable, no native code, fewer than `warm` idle, not closed | `idle` | cancel the grace; count; `sessionEnded` (its reason); a waiting session takes it, else fill and `boardReady`; remove the folder |
+ * | `serving`           | says "ended", reusable, no native code, fewer than `warm` idle, not closed | `idle` | cancel the grace; count; `sessionEnded` (its reason); a waiting session takes it, else fill, `boardReady` and `prepareFolder`; remove the folder |
  * | `serving`           | says "ended", reusable, enough idle (or closed) | `exiting`     | as above, but SIGTERM; fill; `boardReady` if one is idle; remove the folder (with uids of their own: at its exit) |
  * | `serving`           | says "ended", not reusable (or tainted)        | `exiting`      | as above, but SIGKILL |
  * | `serving`           | `endSession` with a reason                     | `exiting`      | count the reason, kill |
@@ -207,6 +211,13 @@ export type PoolEvent =
       readonly lanePort: number;
       readonly lease?: SessionLease;
     }
+  /**
+   * A worker said "lane_opened" with the session's ticket: it admitted the
+   * host by the ticket alone, at its standby lane. `error`: the shell's
+   * check of the ticket (signed by the tracker for this board and this
+   * worker) failed, and why.
+   */
+  | { readonly kind: "claimed"; readonly worker: WorkerId; readonly sessionId: string; readonly error?: FarmError }
   /** `makeSessionFolder`'s outcome: made (and its tmpfs mounted). */
   | { readonly kind: "folderMade"; readonly worker: WorkerId }
   /** `makeSessionFolder`'s outcome: it could not be; `error` is what the session's host hears. */
@@ -236,6 +247,10 @@ export type PoolEffect =
   | { readonly kind: "openStandby"; readonly worker: WorkerId }
   /** Make the session's folder for the worker's uid (and mount its tmpfs); the shell feeds `folderMade` or `folderFailed`. */
   | { readonly kind: "makeSessionFolder"; readonly worker: WorkerId; readonly sessionId: string }
+  /** Make the next session's folder for an idle worker now (and mount its tmpfs), and tell the worker: the session that comes takes it. */
+  | { readonly kind: "prepareFolder"; readonly worker: WorkerId }
+  /** The worker took `sessionId` by its ticket: the folder prepared for it is that session's now. */
+  | { readonly kind: "adoptFolder"; readonly worker: WorkerId; readonly sessionId: string }
   /** Remove a session's folder (detach its tmpfs), now. */
   | { readonly kind: "removeSessionFolder"; readonly sessionId: string }
   /** Send the worker its session (with the folder's path and what is left of its lease); the shell feeds `assignSent`. */
@@ -372,7 +387,10 @@ export function step(state: PoolMachineState, event: PoolEvent): PoolStep {
     case "exited":
       return exited(state, event);
     case "assign":
+      if (servingOf(state, event.sessionId)) return ignored(state, `session ${event.sessionId}'s worker took it by its ticket already`);
       return applied(...assign(new Change(state), event));
+    case "claimed":
+      return claimed(state, event);
     case "folderMade": {
       const w = find(state, event.worker);
       if (w?.assigning?.phase !== "folder") return ignored(state, `worker ${event.worker} awaits no session folder`);
@@ -518,6 +536,21 @@ function judge(state: PoolMachineState, id: WorkerId, msg: WorkerMessage): PoolS
   }
 }
 
+/** A worker admitted a session's host by the ticket alone: the session is its own now, if the ticket opens it. */
+function claimed(state: PoolMachineState, e: Extract<PoolEvent, { kind: "claimed" }>): PoolStep {
+  const w = find(state, e.worker);
+  if (!w) return ignored(state, `worker ${e.worker} has gone`);
+  if (w.state === "exiting") return ignored(state, `worker ${e.worker} is being killed: nothing it says matters`);
+  const c = new Change(state);
+  if (e.error) return applied(...breach(c, w, workerProtocolError(`it took session ${e.sessionId} by a ticket that does not open it: ${e.error.message}`)));
+  if (w.state === "serving" && w.sessionId === e.sessionId) return judge(state, w.id, { kind: "lane_opened", m: { session_id: e.sessionId, ticket: "" } });
+  if (w.state !== "idle") return applied(...breach(c, w, workerProtocolError(`it took session ${e.sessionId} by its ticket while ${w.state}`)));
+  c.update(w, { state: "serving", sessionId: e.sessionId, folder: e.sessionId, counted: false, laneOpened: true, assigning: undefined });
+  c.effect({ kind: "adoptFolder", worker: w.id, sessionId: e.sessionId }, { kind: "laneOpened", sessionId: e.sessionId });
+  if (nextIdle(c.state)) c.effect({ kind: "boardReady" });
+  return applied(...c.done());
+}
+
 /** The serving worker reported its session's end: it serves again, or goes. */
 function ended(c: Change, w: WorkerRecord, error: FarmError | null, reusable: boolean): [PoolMachineState, PoolEffect[]] {
   const sessionId = w.sessionId!;
@@ -532,7 +565,8 @@ function ended(c: Change, w: WorkerRecord, error: FarmError | null, reusable: bo
   let exiting = false;
   if (again && idleCount(c.state) < config.warm && !closed) {
     const idle = c.update(w, { state: "idle" }).get(w.id)!;
-    if (!serveWaiting(c, idle)) readyAfter(c, true);
+    // Its next session's folder after the readiness is on its way (a tmpfs to mount), and long before a host can reach it.
+    if (!serveWaiting(c, idle)) readyAfter(c, true).effect({ kind: "prepareFolder", worker: w.id });
   } else {
     // An extra clean one is told to go; any other is not waited for to exit by itself: it may be its tenant's now.
     kill(c, c.get(w.id)!, again ? "SIGTERM" : "SIGKILL");
@@ -547,9 +581,10 @@ function ended(c: Change, w: WorkerRecord, error: FarmError | null, reusable: bo
 }
 
 /** Fill, then tell the tracker the board may be granted: if a worker is idle (and, `evenServing` false, no session runs). */
-function readyAfter(c: Change, evenServing: boolean): void {
+function readyAfter(c: Change, evenServing: boolean): Change {
   fill(c);
   if (nextIdle(c.state) && (evenServing || !anyServing(c.state))) c.effect({ kind: "boardReady" });
+  return c;
 }
 
 function endSession(state: PoolMachineState, sessionId: string, reason: FarmError | null): PoolStep {
@@ -675,6 +710,7 @@ function becameIdle(c: Change, w: WorkerRecord): [PoolMachineState, PoolEffect[]
   const idle = c.update(w, { state: "idle" }).get(w.id)!;
   if (serveWaiting(c, idle)) return c.done();
   if (!anyServing(c.state)) c.effect({ kind: "boardReady" });
+  c.effect({ kind: "prepareFolder", worker: w.id });
   return c.done();
 }
 

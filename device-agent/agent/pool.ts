@@ -20,7 +20,7 @@
  * | canary        | a worker that never loaded native code, asked to run one (at start, or `run_canary` while idle) | reports the board's health |
  * | foreign_code  | the serving worker, for its session             | never gives that process another session |
  * | counters      | the serving worker                              | counts (bounded, known codes only)     |
- * | lane_opened   | the serving worker, for its session             | tells the tracker                      |
+ * | lane_opened   | the serving worker, for its session; or an idle one with the session's ticket, which the agent checks too (signed by the tracker for this board and this very worker) | tells the tracker; a ticket's session is that worker's now |
  * | store_keep / store_take / program_fpga | the serving worker, a few at a time | acts in its session's folder only, on names it chose or checked |
  * | output_read   | the serving worker, a few at a time             | answers with what that worker printed since its session began (session-output.ts), one bounded piece |
  * | ended         | the serving worker, for its session             | reuses it only if it never loaded native code and offers to serve again |
@@ -36,12 +36,13 @@
  * own session: PROTOCOL_ERROR, logged with the worker's pid and uid.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes, type KeyObject } from "node:crypto";
 import { readSync, rmSync } from "node:fs";
 import type { Readable } from "node:stream";
 import { basename, join } from "node:path";
 import { createServer, type AddressInfo, type Socket } from "node:net";
-import { FarmError, SESSION_END_GRACE_MS, type AgentToWorker, type Route } from "../../protos/index.ts";
-import { NamedTimers, type Logger } from "../../runtime/index.ts";
+import { FarmError, SESSION_END_GRACE_MS, type AgentToWorker, type Route, type WorkerMessage } from "../../protos/index.ts";
+import { NamedTimers, checkTicket, ticketKey, type Logger } from "../../runtime/index.ts";
 import type { BoardMetrics } from "./metrics.ts";
 import { effectiveLimits, workerCommand, workerEnv, type SandboxPlan, type UidAllocator, type WorkerDirs } from "./sandbox.ts";
 import { quotaError, type SessionDisk } from "../common/session-disk.ts";
@@ -110,6 +111,10 @@ export interface PoolEvents {
 
 /** A worker's process and what the agent holds of it; its state is the machine's (pool-machine.ts WorkerRecord). */
 interface WorkerProcess {
+  /** Its name in the tickets the tracker signs for it (BoardReady.worker_id): random, never reused. */
+  readonly workerId: string;
+  /** Its next session's folder, made while it is idle (prepareFolder); the session that comes takes it. */
+  prepared: string | undefined;
   readonly child: ChildProcess;
   readonly channel: WorkerChannel;
   /** Its own uid (the agent runs as root), held until every process it ran is dead. */
@@ -162,6 +167,8 @@ export class BoardPool {
   private started = 0;
   /** Session folders of exited workers waiting for their uid's last processes to die (reap()), with that uid. */
   private readonly lateRemovals = new Map<string, number>();
+  /** The tracker's ticket key as the agent last registered (setTicketKey); undefined: workers wait for their assignments. */
+  private tickets: { key: KeyObject; message: AgentToWorker } | undefined;
 
   constructor(
     private readonly config: WorkerConfig,
@@ -213,6 +220,32 @@ export class BoardPool {
   /** The standby lane's port of the worker that takes the next session; 0 when it has none. */
   get standbyPort(): number {
     return nextIdle(this.machine)?.lanePort ?? 0;
+  }
+
+  /** That worker's name, for the ticket the tracker signs for it (BoardReady.worker_id); "" when none is idle. */
+  get standbyWorkerId(): string {
+    const w = nextIdle(this.machine);
+    return (w && this.procs.get(w.id)?.workerId) ?? "";
+  }
+
+  /**
+   * The tracker's ticket key (Registered.ticket_key) and how far its clock is
+   * ahead of this one: every worker with a standby lane gets them, and admits
+   * its sessions' hosts by their tickets from now on.
+   */
+  setTicketKey(raw: Uint8Array, trackerClockOffsetMs: number): void {
+    let key: KeyObject;
+    try {
+      key = ticketKey(raw);
+    } catch (err) {
+      // A tracker of another version: its workers wait for their assignments, as before.
+      this.tickets = undefined;
+      this.log.warn({ board: this.boardName, err: (err as Error).message }, "the tracker sent no ticket key this agent reads: hosts wait for each assignment");
+      return;
+    }
+    const message: AgentToWorker = { ticket_key: { public_key: raw, tracker_clock_offset_ms: trackerClockOffsetMs, end_grace_ms: this.endGraceMs } };
+    this.tickets = { key, message };
+    for (const w of this.machine.workers) if (w.lanePort) this.procs.get(w.id)?.channel.send(message);
   }
 
   /** Starts workers until `warm` are idle or starting. */
@@ -305,6 +338,19 @@ export class BoardPool {
         case "makeSessionFolder":
           this.makeSessionFolder(effect.worker, effect.sessionId);
           break;
+        case "prepareFolder":
+          this.prepareFolder(effect.worker);
+          break;
+        case "adoptFolder": {
+          const p = this.procs.get(effect.worker);
+          if (p?.prepared) this.folders.set(effect.sessionId, p.prepared);
+          if (p) {
+            p.prepared = undefined;
+            p.sessionOutput = new SessionOutput(SESSION_OUTPUT_BYTES);
+            p.timedOut = undefined;
+          }
+          break;
+        }
         case "removeSessionFolder":
           this.removeDir(this.takeFolder(effect.sessionId));
           break;
@@ -445,10 +491,12 @@ export class BoardPool {
       detached: true,
     });
     const channel = new WorkerChannel(child, {
-      message: (msg) => this.feed({ kind: "message", worker: id, msg }),
+      message: (msg) => this.fromWorker(id, msg),
       broken: (error) => this.feed({ kind: "channelBroken", worker: id, error }),
     });
     const p: WorkerProcess = {
+      workerId: randomBytes(12).toString("base64url"),
+      prepared: undefined,
       child,
       channel,
       uid,
@@ -585,27 +633,74 @@ export class BoardPool {
     }
   }
 
-  /** Made by the agent: the workers' root is closed to them (device-agent/agent/sandbox.ts). */
-  private makeSessionFolder(id: WorkerId, sessionId: string): void {
-    const uid = this.procs.get(id)?.uid;
-    let dir: string;
+  /**
+   * A worker's message, fed to the machine. A "lane_opened" with a ticket
+   * says the worker took a session by its ticket alone: the agent checks
+   * that ticket as the worker should have (signed by this tracker, for this
+   * board and this worker) before the machine hears of it.
+   */
+  private fromWorker(id: WorkerId, msg: WorkerMessage): void {
+    if (msg.kind !== "lane_opened" || msg.m.ticket === "") return void this.feed({ kind: "message", worker: id, msg });
+    const sessionId = msg.m.session_id;
+    const workerId = this.procs.get(id)?.workerId ?? "";
+    let error: FarmError | undefined;
     try {
-      dir = this.sandbox.dirs.session(sessionId, uid);
-      // Its bounded filesystem, before the worker hears of it: every file the session writes counts.
-      if (this.sandbox.disk && uid !== undefined) {
-        try {
-          this.sandbox.disk.mount(dir, uid);
-        } catch (err) {
-          rmSync(dir, { recursive: true, force: true });
-          throw err;
-        }
-      }
+      if (!this.tickets) throw new FarmError("PERMISSION_DENIED", "this agent has no ticket key from its tracker");
+      checkTicket(msg.m.ticket, sessionId, { key: this.tickets.key, boardName: this.boardName, workerId });
+    } catch (err) {
+      error = FarmError.from(err);
+    }
+    this.feed({ kind: "claimed", worker: id, sessionId, ...(error ? { error } : {}) });
+  }
+
+  /** Made by the agent: the workers' root is closed to them (device-agent/agent/sandbox.ts). One prepared while the worker was idle is taken. */
+  private makeSessionFolder(id: WorkerId, sessionId: string): void {
+    const p = this.procs.get(id);
+    let dir = p?.prepared;
+    if (p) p.prepared = undefined;
+    try {
+      dir ??= this.newFolder(sessionId, p?.uid);
     } catch (err) {
       this.feed({ kind: "folderFailed", worker: id, error: FarmError.from(err) });
       return;
     }
     this.folders.set(sessionId, dir);
     this.feed({ kind: "folderMade", worker: id });
+  }
+
+  /**
+   * An idle worker's next session's folder, made now, off any grant's path
+   * (a tmpfs to mount); the worker hears of it, and a host that comes with
+   * its ticket finds everything ready. Not made: the session's folder is
+   * made when its assignment comes, as it was.
+   */
+  private prepareFolder(id: WorkerId): void {
+    const p = this.procs.get(id);
+    if (!p || p.prepared) return;
+    try {
+      p.prepared = this.newFolder(`next-${randomBytes(6).toString("hex")}`, p.uid);
+    } catch (err) {
+      this.log.warn(
+        { board: this.boardName, err: (err as Error).message },
+        "cannot prepare an idle worker's next session folder: it is made when the session comes",
+      );
+      return;
+    }
+    p.channel.send({ prepared: { dir: p.prepared } });
+  }
+
+  /** A session's folder named `name` for `uid`, its bounded filesystem mounted before the worker hears of it: every file the session writes counts. */
+  private newFolder(name: string, uid: number | undefined): string {
+    const dir = this.sandbox.dirs.session(name, uid);
+    if (this.sandbox.disk && uid !== undefined) {
+      try {
+        this.sandbox.disk.mount(dir, uid);
+      } catch (err) {
+        rmSync(dir, { recursive: true, force: true });
+        throw err;
+      }
+    }
+    return dir;
   }
 
   private handLane(id: WorkerId, sessionId: string, lane: LaneId): void {
@@ -639,20 +734,23 @@ export class BoardPool {
   /** What a dead worker leaves: its session's folder, its processes (a kernel's children), its uid, its home. */
   private reap(id: WorkerId, folder: string | undefined): void {
     const p = this.procs.get(id);
-    const dir = this.takeFolder(folder);
-    if (!p) return this.removeDir(dir);
+    // Its session's folder, and the one prepared for its next (an idle worker's).
+    const dirs = [this.takeFolder(folder), this.takePrepared(p)].filter((d) => d !== undefined);
+    if (!p) return dirs.forEach((d) => this.removeDir(d));
     // As root, the folder waits until nothing of its uid runs: root's recursive removal could otherwise follow a link
     // a leftover process of the kernel swaps in for a subfolder meanwhile (the agent's sweep of dead agents' folders
     // keeps the same order, leftovers.ts).
-    const late = dir !== undefined && p.uid !== undefined;
-    if (late) this.lateRemovals.set(dir, p.uid!);
-    else this.removeDir(dir);
+    const late = p.uid !== undefined;
+    for (const d of dirs) {
+      if (late) this.lateRemovals.set(d, p.uid!);
+      else this.removeDir(d);
+    }
     if (p.uid === undefined) killGroup(p);
     // As root: every process of its uid, whatever group it moved to; then the uid is free again.
     void this.sandbox.uids.release(p.uid).then(() => {
       rmSync(p.home, { recursive: true, force: true });
-      // Unless close() removed it meanwhile.
-      if (late && this.lateRemovals.delete(dir)) this.removeDir(dir);
+      // Unless close() removed them meanwhile.
+      for (const d of dirs) if (late && this.lateRemovals.delete(d)) this.removeDir(d);
     });
   }
 
@@ -663,6 +761,14 @@ export class BoardPool {
     else if (p) killGroup(p);
     // Now too, once nothing of it runs: the agent removes its scratch folder next, which cannot go while a session's tmpfs is mounted in it.
     this.removeDir(this.takeFolder(folder), true);
+    this.removeDir(this.takePrepared(p), true);
+  }
+
+  /** The folder prepared for a worker's next session, no longer its. */
+  private takePrepared(p: WorkerProcess | undefined): string | undefined {
+    const dir = p?.prepared;
+    if (p) p.prepared = undefined;
+    return dir;
   }
 
   /**
@@ -759,7 +865,9 @@ export class BoardPool {
         server.listen(0, this.standbyHost, resolve);
       });
       const port = (server.address() as AddressInfo).port;
-      if (!this.procs.get(id)?.channel.send({ standby: {} }, server)) throw new Error("the worker is gone");
+      const p = this.procs.get(id);
+      if (!p?.channel.send({ standby: { worker_id: p.workerId } }, server)) throw new Error("the worker is gone");
+      if (this.tickets) p.channel.send(this.tickets.message);
       return port;
     } catch (err) {
       this.log.warn({ board: this.boardName, err: (err as Error).message }, "no standby lane for a session worker: its hosts use the agent's data port");

@@ -2,14 +2,26 @@
  * Who may open a session's direct lane: the tickets of the sessions assigned
  * here, checked in constant time, each opening one lane once. The agent holds
  * one set (its data port, device-agent/agent/lanes.ts) and each worker another (its
- * standby lane, device-agent/worker/standby.ts): the grant and the
- * assignment race, so a host that arrives before its session's assignment is
- * waited for, briefly.
+ * standby lane, device-agent/worker/standby.ts).
+ *
+ * A worker need not wait for its assignment: a door given a `claim` lets it
+ * take a session by its ticket alone (signed by the tracker for this very
+ * worker: runtime/session-tickets.ts), and the agent learns of the session
+ * in parallel. Without a claim (the agent's port, a worker with no ticket
+ * key or no folder ready), or when the claim refuses the ticket (a tracker
+ * key this worker has not heard of yet), the grant and the assignment race,
+ * so a host that arrives before its session's assignment is waited for,
+ * briefly; the claim's refusal is the answer if none comes.
+ *
+ * Replay: a ticket opens one lane once. A door remembers each session whose
+ * ticket it admitted until that ticket expires (by the tracker's clock,
+ * `trackerNow`), so that a ticket shown again after its session ended opens
+ * nothing.
  */
 import { timingSafeEqual } from "node:crypto";
 import type { Socket } from "node:net";
 import { FarmError } from "../../protos/index.ts";
-import { LaneSocket, acceptHello, refuse, type Logger } from "../../runtime/index.ts";
+import { LaneSocket, acceptHello, readClaims, refuse, type Logger } from "../../runtime/index.ts";
 import type { LaneHello__Output } from "../../protos/index.ts";
 
 /**
@@ -26,10 +38,23 @@ interface Expected {
   taken: boolean;
 }
 
+/**
+ * A door's way to let its worker take a session by the ticket alone: true
+ * when it did (the session is then expected, its ticket this one), false
+ * when it cannot here (wait for the assignment); throws the FarmError that
+ * says why the ticket opens nothing.
+ */
+export type Claim = (hello: LaneHello__Output) => boolean;
+
 export class Tickets {
   private readonly expected = new Map<string, Expected>();
   /** Hosts that arrived before their session's assignment: resolved by expect(). */
   private readonly early = new Map<string, Set<() => void>>();
+  /** Sessions whose tickets opened their lanes here, until those tickets expire (tracker's clock). */
+  private readonly spent = new Map<string, number>();
+
+  /** `trackerNow`: the tracker's clock as this process reads it; undefined: none known (tickets are remembered until they expire by this clock). */
+  constructor(private readonly trackerNow: () => number = Date.now) {}
 
   /** A session was assigned here: its ticket will open its lane. */
   expect(sessionId: string, ticket: string, route: string): void {
@@ -39,7 +64,12 @@ export class Tickets {
 
   /** The session ended: its ticket opens nothing any more. */
   forget(sessionId: string): void {
+    const e = this.expected.get(sessionId);
     this.expected.delete(sessionId);
+    const now = this.trackerNow();
+    for (const [id, until] of this.spent) if (until <= now) this.spent.delete(id);
+    const expires = e?.taken ? readClaims(e.ticket.toString())?.expires_ms : undefined;
+    if (expires !== undefined && expires > now) this.spent.set(sessionId, expires);
   }
 
   /** The ticket of a session whose lane nobody opened yet, now spent (the agent dials the relay with it); undefined otherwise. */
@@ -55,11 +85,23 @@ export class Tickets {
    * or throws the FarmError to refuse it with. `wait`: whether a session not
    * assigned yet may still be (false: refuse it at once).
    */
-  async admit(hello: LaneHello__Output, wait = true): Promise<void> {
+  async admit(hello: LaneHello__Output, wait = true, claim?: Claim): Promise<void> {
     const sessionId = hello.session_id;
     if (hello.role !== "host") throw new FarmError("PROTOCOL_ERROR", "only hosts connect to a direct lane");
-    const expected = this.expected.get(sessionId) ?? (wait ? await this.arrival(sessionId) : undefined);
-    if (!expected) throw new FarmError("NOT_FOUND", `no session "${sessionId}" here (it ended, never was, or went to another worker)`);
+    // Past its ticket's expiry the tombstone is stale: the ticket's own time refuses it (the claim), or no assignment comes.
+    if ((this.spent.get(sessionId) ?? 0) > this.trackerNow())
+      throw new FarmError("PERMISSION_DENIED", `session ${sessionId} had its lane here already; its ticket is used`);
+    let expected = this.expected.get(sessionId);
+    let refusal: FarmError | undefined;
+    if (!expected && claim) {
+      try {
+        if (claim(hello)) expected = this.expected.get(sessionId);
+      } catch (err) {
+        refusal = FarmError.from(err);
+      }
+    }
+    expected ??= wait ? await this.arrival(sessionId) : undefined;
+    if (!expected) throw refusal ?? new FarmError("NOT_FOUND", `no session "${sessionId}" here (it ended, never was, or went to another worker)`);
     if (expected.route !== "direct" && expected.route !== "auto")
       throw new FarmError("PERMISSION_DENIED", `session ${sessionId} travels on the ${expected.route} route, not on a direct lane`);
     const given = Buffer.from(hello.ticket);
@@ -100,6 +142,7 @@ export async function admitHost(
   log: Logger,
   open: (sessionId: string, lane: LaneSocket) => Promise<void> | void,
   wait: (sessionId: string) => boolean = () => true,
+  claim?: Claim,
 ): Promise<void> {
   const peer = `${socket.remoteAddress}:${socket.remotePort}`;
   const lane = new LaneSocket(socket, `the ${door} from ${peer}`);
@@ -107,7 +150,7 @@ export async function admitHost(
   try {
     const hello = await acceptHello(lane);
     sessionId = hello.session_id;
-    await tickets.admit(hello, wait(sessionId));
+    await tickets.admit(hello, wait(sessionId), claim);
     await open(sessionId, lane);
   } catch (err) {
     const e = FarmError.from(err);

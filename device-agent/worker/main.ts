@@ -1,15 +1,19 @@
 /**
  * A session worker process. It warms up (its backend), says "ready", runs
- * its codecs once while it waits (protos/warm.ts), and then serves the
- * sessions the agent assigns to it, one at a time, each in its own working
- * directory, on the lane socket the agent hands it (it has no way to the
- * tracker of its own). A worker that loaded foreign code serves no
- * further session: it exits after that one.
+ * its codecs once while it waits (protos/warm.ts), and then serves its
+ * sessions one at a time, each in its own working directory: those the
+ * agent assigns to it, on the lane socket the agent hands it (it has no way
+ * to the tracker of its own), and those whose hosts come to its standby lane
+ * with a ticket the tracker signed for it, which it takes at once, in the
+ * folder the agent made for its next session while it was idle (the agent
+ * hears of it from the worker and checks the ticket too). A worker that
+ * loaded foreign code serves no further session: it exits after that one.
  */
 import { readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { FarmError, workerCodecWarmups } from "../../protos/index.ts";
-import { componentLogger } from "../../runtime/index.ts";
+import type { KeyObject } from "node:crypto";
+import { FarmError, workerCodecWarmups, type LaneHello__Output, type Route } from "../../protos/index.ts";
+import { checkTicket, componentLogger, expiredFor, ticketKey, warmTickets } from "../../runtime/index.ts";
 import { createBackend } from "../backends/index.ts";
 import type { WorkerToAgent } from "../../protos/index.ts";
 import { AgentChannel, type FromAgent } from "./agent-channel.ts";
@@ -136,20 +140,74 @@ const startMs = performance.now().toFixed(1);
 let current: { sessionId: string; lane: (lane: WorkerLane | TvmLane) => void; end: () => void } | undefined;
 /** This worker's own port, where its sessions' hosts connect straight to it (direct lanes). */
 let standby: StandbyLane | undefined;
+/** Its name in the tickets the tracker signs for it (WorkerStandby.worker_id). */
+let workerId = "";
+/** The tracker's ticket key and clock, and the session end grace, as the agent last registered (WorkerTicketKey). */
+let ticketing: { key: KeyObject; offsetMs: number; endGraceMs: number } | undefined;
+/** The folder the agent made for this worker's next session while it was idle (WorkerPrepared). */
+let nextDir: string | undefined;
+/** The session this worker took by its ticket, and that ticket: the agent hears it with lane_opened and checks it too. */
+let claimed: { sessionId: string; ticket: string } | undefined;
+const trackerNow = () => Date.now() + (ticketing?.offsetMs ?? 0);
+
+/** Takes a session: its lane is then awaited (the host's, at the standby lane, or one the agent hands over). */
+function begin(sessionId: string, ticket: string, route: Route, dir: string, callsEnd: SessionHooks["callsEnd"]): void {
+  serving = sessionId;
+  standby?.tickets.expect(sessionId, ticket, route);
+  serve(sessionId, dir, callsEnd).catch(die);
+}
+
+/**
+ * A host at the standby lane with a ticket, before any assignment: taken by
+ * the ticket alone (Tickets.admit's claim) when this worker is idle, knows
+ * the tracker's key and has its next folder; PERMISSION_DENIED for a ticket
+ * that is not the tracker's, not for this worker, or expired (a used one the
+ * door refused already).
+ */
+function claim(hello: LaneHello__Output): boolean {
+  if (serving !== undefined || !ticketing || nextDir === undefined || !workerId) return false;
+  const claims = checkTicket(hello.ticket, hello.session_id, { key: ticketing.key, boardName: config!.boardName, workerId });
+  const late = expiredFor(claims, trackerNow());
+  if (late > 0)
+    throw new FarmError(
+      "PERMISSION_DENIED",
+      `the ticket for session ${claims.session_id} expired ${late} ms ago: a lane must open within the lease's open timeout; request a new session`,
+    );
+  const dir = nextDir;
+  nextDir = undefined;
+  claimed = { sessionId: claims.session_id, ticket: hello.ticket };
+  // As the agent bounds an assigned session's calls (its lease's end less the end grace), by the tracker's clock.
+  const left = Math.floor(claims.issued_ms + claims.session_timeout_ms - trackerNow() - ticketing.endGraceMs);
+  const callsEnd = claims.session_timeout_ms > 0 && left > 0 ? { at: Date.now() + left, sessionTimeoutMs: claims.session_timeout_ms } : undefined;
+  begin(claims.session_id, hello.ticket, claims.route, dir, callsEnd);
+  return true;
+}
 
 /** What the agent says. Sockets come with the message that announces them (worker/agent-channel.ts). */
 function fromAgent({ msg, socket, server }: FromAgent): void {
   if (msg.assign) {
     const a = msg.assign;
+    // Taken by its ticket already: the assignment was on its way as the host came.
+    if (serving === a.session_id) return;
     if (serving) {
       log.error({ session: a.session_id, serving }, "assigned a session while serving another");
       return;
     }
-    serving = a.session_id;
-    standby?.tickets.expect(a.session_id, a.token, a.route);
+    // The agent gave it the folder it prepared, if it had one.
+    nextDir = undefined;
     // By this process's clock, as the watchdog reads it (Date.now()).
     const callsEnd = a.calls_end_in_ms > 0 ? { at: Date.now() + a.calls_end_in_ms, sessionTimeoutMs: a.session_timeout_ms } : undefined;
-    serve(a.session_id, a.dir, callsEnd).catch(die);
+    begin(a.session_id, a.token, a.route, a.dir, callsEnd);
+  } else if (msg.prepared) {
+    nextDir = msg.prepared.dir;
+  } else if (msg.ticket_key) {
+    const k = msg.ticket_key;
+    try {
+      ticketing = { key: ticketKey(k.public_key), offsetMs: k.tracker_clock_offset_ms, endGraceMs: k.end_grace_ms };
+    } catch (err) {
+      ticketing = undefined;
+      log.warn({ err: (err as Error).message }, "a ticket key this worker cannot read: its hosts wait for each assignment");
+    }
   } else if (msg.lane) {
     const { kind, rest } = msg.lane;
     if (current?.sessionId !== msg.lane.session_id || !socket) socket?.destroy();
@@ -160,6 +218,7 @@ function fromAgent({ msg, socket, server }: FromAgent): void {
     } else current.lane(socketLane(socket, Buffer.from(rest), kind));
   } else if (msg.standby && server) {
     // Sent once per worker (device-agent/agent/pool.ts), when it is ready.
+    workerId = msg.standby.worker_id;
     standby = new StandbyLane(
       server,
       {
@@ -167,11 +226,13 @@ function fromAgent({ msg, socket, server }: FromAgent): void {
         open: (sessionId, laneSocket, rest) => {
           if (current?.sessionId !== sessionId) return false;
           current.lane(socketLane(laneSocket, rest, "direct"));
-          tell({ lane_opened: { session_id: sessionId } });
+          tell({ lane_opened: { session_id: sessionId, ticket: claimed?.sessionId === sessionId ? claimed.ticket : "" } });
           return true;
         },
+        claim,
       },
       log,
+      trackerNow,
     );
   } else if (msg.end) {
     if (current?.sessionId === msg.end.session_id) current.end();
@@ -214,9 +275,9 @@ await canary(tvmServer?.canary, canaryFrom);
 tell({ ready: {} });
 
 // What a fresh worker's first session would otherwise pay on its critical path (grant to first call 42 → 15 ms on
-// a 2-vCPU VM, bench/ab/phases.ts): each codec's first run (protos/warm.ts), and binding C's stdio (c-stdio.ts,
+// a 2-vCPU VM, bench/ab/phases.ts): each codec's first run (protos/warm.ts), a ticket's check, and binding C's stdio (c-stdio.ts,
 // before the first module loads). One step per turn while idle, so no assignment waits for more than one.
-const warmups = [...workerCodecWarmups(), bindCStdio];
+const warmups = [...workerCodecWarmups(), warmTickets, bindCStdio];
 (function warmNext(): void {
   if (serving === undefined && warmups.length > 0) {
     warmups.shift()!();
@@ -323,6 +384,7 @@ async function serveTvmSession(sessionId: string, workdir: string, lane: TvmLane
 /** After a session, served or not: last counters, the folder emptied, "ended" with whether this worker may serve again. */
 async function finishSession(sessionId: string, workdir: string, error: FarmError | undefined): Promise<void> {
   current = undefined;
+  claimed = undefined;
   standby?.tickets.forget(sessionId);
   // Uploads asked the agent to keep their bytes without waiting: those keeps finish before the folder is emptied.
   await requests.settled(ASKS_AT_END_MS);

@@ -56,6 +56,7 @@ import type { Register as _farm_v1_Register, Register__Output as _farm_v1_Regist
 import type { Registered as _farm_v1_Registered, Registered__Output as _farm_v1_Registered__Output } from './farm/v1/Registered';
 import type { Remove as _farm_v1_Remove, Remove__Output as _farm_v1_Remove__Output } from './farm/v1/Remove';
 import type { SessionEnd as _farm_v1_SessionEnd, SessionEnd__Output as _farm_v1_SessionEnd__Output } from './farm/v1/SessionEnd';
+import type { SessionTicket as _farm_v1_SessionTicket, SessionTicket__Output as _farm_v1_SessionTicket__Output } from './farm/v1/SessionTicket';
 import type { Stats as _farm_v1_Stats, Stats__Output as _farm_v1_Stats__Output } from './farm/v1/Stats';
 import type { StatsResult as _farm_v1_StatsResult, StatsResult__Output as _farm_v1_StatsResult__Output } from './farm/v1/StatsResult';
 import type { TimeEvaluate as _farm_v1_TimeEvaluate, TimeEvaluate__Output as _farm_v1_TimeEvaluate__Output } from './farm/v1/TimeEvaluate';
@@ -136,6 +137,7 @@ export interface ProtoGrpcType {
       Remove: MessageTypeDefinition<_farm_v1_Remove, _farm_v1_Remove__Output>
       Route: EnumTypeDefinition
       SessionEnd: MessageTypeDefinition<_farm_v1_SessionEnd, _farm_v1_SessionEnd__Output>
+      SessionTicket: MessageTypeDefinition<_farm_v1_SessionTicket, _farm_v1_SessionTicket__Output>
       Stats: MessageTypeDefinition<_farm_v1_Stats, _farm_v1_Stats__Output>
       StatsResult: MessageTypeDefinition<_farm_v1_StatsResult, _farm_v1_StatsResult__Output>
       TimeEvaluate: MessageTypeDefinition<_farm_v1_TimeEvaluate, _farm_v1_TimeEvaluate__Output>

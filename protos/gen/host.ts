@@ -49,6 +49,7 @@ import type { ReleaseRequest as _farm_v1_ReleaseRequest, ReleaseRequest__Output 
 import type { Remove as _farm_v1_Remove, Remove__Output as _farm_v1_Remove__Output } from './farm/v1/Remove';
 import type { SessionEnd as _farm_v1_SessionEnd, SessionEnd__Output as _farm_v1_SessionEnd__Output } from './farm/v1/SessionEnd';
 import type { SessionRequest as _farm_v1_SessionRequest, SessionRequest__Output as _farm_v1_SessionRequest__Output } from './farm/v1/SessionRequest';
+import type { SessionTicket as _farm_v1_SessionTicket, SessionTicket__Output as _farm_v1_SessionTicket__Output } from './farm/v1/SessionTicket';
 import type { Stats as _farm_v1_Stats, Stats__Output as _farm_v1_Stats__Output } from './farm/v1/Stats';
 import type { StatsResult as _farm_v1_StatsResult, StatsResult__Output as _farm_v1_StatsResult__Output } from './farm/v1/StatsResult';
 import type { SummaryReply as _farm_v1_SummaryReply, SummaryReply__Output as _farm_v1_SummaryReply__Output } from './farm/v1/SummaryReply';
@@ -125,6 +126,7 @@ export interface ProtoGrpcType {
       Route: EnumTypeDefinition
       SessionEnd: MessageTypeDefinition<_farm_v1_SessionEnd, _farm_v1_SessionEnd__Output>
       SessionRequest: MessageTypeDefinition<_farm_v1_SessionRequest, _farm_v1_SessionRequest__Output>
+      SessionTicket: MessageTypeDefinition<_farm_v1_SessionTicket, _farm_v1_SessionTicket__Output>
       Stats: MessageTypeDefinition<_farm_v1_Stats, _farm_v1_Stats__Output>
       StatsResult: MessageTypeDefinition<_farm_v1_StatsResult, _farm_v1_StatsResult__Output>
       SummaryReply: MessageTypeDefinition<_farm_v1_SummaryReply, _farm_v1_SummaryReply__Output>

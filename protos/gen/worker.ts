@@ -19,6 +19,7 @@ import type { WorkerLane as _farm_v1_WorkerLane, WorkerLane__Output as _farm_v1_
 import type { WorkerLaneOpened as _farm_v1_WorkerLaneOpened, WorkerLaneOpened__Output as _farm_v1_WorkerLaneOpened__Output } from './farm/v1/WorkerLaneOpened';
 import type { WorkerOutput as _farm_v1_WorkerOutput, WorkerOutput__Output as _farm_v1_WorkerOutput__Output } from './farm/v1/WorkerOutput';
 import type { WorkerOutputRead as _farm_v1_WorkerOutputRead, WorkerOutputRead__Output as _farm_v1_WorkerOutputRead__Output } from './farm/v1/WorkerOutputRead';
+import type { WorkerPrepared as _farm_v1_WorkerPrepared, WorkerPrepared__Output as _farm_v1_WorkerPrepared__Output } from './farm/v1/WorkerPrepared';
 import type { WorkerReady as _farm_v1_WorkerReady, WorkerReady__Output as _farm_v1_WorkerReady__Output } from './farm/v1/WorkerReady';
 import type { WorkerRunCanary as _farm_v1_WorkerRunCanary, WorkerRunCanary__Output as _farm_v1_WorkerRunCanary__Output } from './farm/v1/WorkerRunCanary';
 import type { WorkerStandby as _farm_v1_WorkerStandby, WorkerStandby__Output as _farm_v1_WorkerStandby__Output } from './farm/v1/WorkerStandby';
@@ -26,6 +27,7 @@ import type { WorkerStoreKeep as _farm_v1_WorkerStoreKeep, WorkerStoreKeep__Outp
 import type { WorkerStoreKept as _farm_v1_WorkerStoreKept, WorkerStoreKept__Output as _farm_v1_WorkerStoreKept__Output } from './farm/v1/WorkerStoreKept';
 import type { WorkerStoreTake as _farm_v1_WorkerStoreTake, WorkerStoreTake__Output as _farm_v1_WorkerStoreTake__Output } from './farm/v1/WorkerStoreTake';
 import type { WorkerStoreTook as _farm_v1_WorkerStoreTook, WorkerStoreTook__Output as _farm_v1_WorkerStoreTook__Output } from './farm/v1/WorkerStoreTook';
+import type { WorkerTicketKey as _farm_v1_WorkerTicketKey, WorkerTicketKey__Output as _farm_v1_WorkerTicketKey__Output } from './farm/v1/WorkerTicketKey';
 import type { WorkerToAgent as _farm_v1_WorkerToAgent, WorkerToAgent__Output as _farm_v1_WorkerToAgent__Output } from './farm/v1/WorkerToAgent';
 
 type SubtypeConstructor<Constructor extends new (...args: any) => any, Subtype> = {
@@ -58,6 +60,7 @@ export interface ProtoGrpcType {
       WorkerLaneOpened: MessageTypeDefinition<_farm_v1_WorkerLaneOpened, _farm_v1_WorkerLaneOpened__Output>
       WorkerOutput: MessageTypeDefinition<_farm_v1_WorkerOutput, _farm_v1_WorkerOutput__Output>
       WorkerOutputRead: MessageTypeDefinition<_farm_v1_WorkerOutputRead, _farm_v1_WorkerOutputRead__Output>
+      WorkerPrepared: MessageTypeDefinition<_farm_v1_WorkerPrepared, _farm_v1_WorkerPrepared__Output>
       WorkerReady: MessageTypeDefinition<_farm_v1_WorkerReady, _farm_v1_WorkerReady__Output>
       WorkerRunCanary: MessageTypeDefinition<_farm_v1_WorkerRunCanary, _farm_v1_WorkerRunCanary__Output>
       WorkerStandby: MessageTypeDefinition<_farm_v1_WorkerStandby, _farm_v1_WorkerStandby__Output>
@@ -65,6 +68,7 @@ export interface ProtoGrpcType {
       WorkerStoreKept: MessageTypeDefinition<_farm_v1_WorkerStoreKept, _farm_v1_WorkerStoreKept__Output>
       WorkerStoreTake: MessageTypeDefinition<_farm_v1_WorkerStoreTake, _farm_v1_WorkerStoreTake__Output>
       WorkerStoreTook: MessageTypeDefinition<_farm_v1_WorkerStoreTook, _farm_v1_WorkerStoreTook__Output>
+      WorkerTicketKey: MessageTypeDefinition<_farm_v1_WorkerTicketKey, _farm_v1_WorkerTicketKey__Output>
       WorkerToAgent: MessageTypeDefinition<_farm_v1_WorkerToAgent, _farm_v1_WorkerToAgent__Output>
     }
   }

@@ -9,6 +9,8 @@ import type { WorkerStoreKept as _farm_v1_WorkerStoreKept, WorkerStoreKept__Outp
 import type { WorkerFpgaResult as _farm_v1_WorkerFpgaResult, WorkerFpgaResult__Output as _farm_v1_WorkerFpgaResult__Output } from '../../farm/v1/WorkerFpgaResult';
 import type { WorkerRunCanary as _farm_v1_WorkerRunCanary, WorkerRunCanary__Output as _farm_v1_WorkerRunCanary__Output } from '../../farm/v1/WorkerRunCanary';
 import type { WorkerOutput as _farm_v1_WorkerOutput, WorkerOutput__Output as _farm_v1_WorkerOutput__Output } from '../../farm/v1/WorkerOutput';
+import type { WorkerTicketKey as _farm_v1_WorkerTicketKey, WorkerTicketKey__Output as _farm_v1_WorkerTicketKey__Output } from '../../farm/v1/WorkerTicketKey';
+import type { WorkerPrepared as _farm_v1_WorkerPrepared, WorkerPrepared__Output as _farm_v1_WorkerPrepared__Output } from '../../farm/v1/WorkerPrepared';
 
 export interface AgentToWorker {
   'assign'?: (_farm_v1_WorkerAssign | null);
@@ -20,7 +22,9 @@ export interface AgentToWorker {
   'fpga_programmed'?: (_farm_v1_WorkerFpgaResult | null);
   'run_canary'?: (_farm_v1_WorkerRunCanary | null);
   'output'?: (_farm_v1_WorkerOutput | null);
-  'msg'?: "assign"|"lane"|"standby"|"end"|"store_took"|"store_kept"|"fpga_programmed"|"run_canary"|"output";
+  'ticket_key'?: (_farm_v1_WorkerTicketKey | null);
+  'prepared'?: (_farm_v1_WorkerPrepared | null);
+  'msg'?: "assign"|"lane"|"standby"|"end"|"store_took"|"store_kept"|"fpga_programmed"|"run_canary"|"output"|"ticket_key"|"prepared";
 }
 
 export interface AgentToWorker__Output {
@@ -33,5 +37,7 @@ export interface AgentToWorker__Output {
   'fpga_programmed'?: (_farm_v1_WorkerFpgaResult__Output | null);
   'run_canary'?: (_farm_v1_WorkerRunCanary__Output | null);
   'output'?: (_farm_v1_WorkerOutput__Output | null);
-  'msg'?: "assign"|"lane"|"standby"|"end"|"store_took"|"store_kept"|"fpga_programmed"|"run_canary"|"output";
+  'ticket_key'?: (_farm_v1_WorkerTicketKey__Output | null);
+  'prepared'?: (_farm_v1_WorkerPrepared__Output | null);
+  'msg'?: "assign"|"lane"|"standby"|"end"|"store_took"|"store_kept"|"fpga_programmed"|"run_canary"|"output"|"ticket_key"|"prepared";
 }

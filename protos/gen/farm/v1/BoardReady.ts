@@ -10,6 +10,10 @@ export interface BoardReady {
    * the standby lane of the worker that takes the next session: a port of its own on the direct lane's host, listening already (0: none; the data port hands lanes over)
    */
   'lane_port'?: (number);
+  /**
+   * that worker's random name: the session's ticket is signed for it, and no other worker admits it
+   */
+  'worker_id'?: (string);
 }
 
 /**
@@ -21,4 +25,8 @@ export interface BoardReady__Output {
    * the standby lane of the worker that takes the next session: a port of its own on the direct lane's host, listening already (0: none; the data port hands lanes over)
    */
   'lane_port': (number);
+  /**
+   * that worker's random name: the session's ticket is signed for it, and no other worker admits it
+   */
+  'worker_id': (string);
 }

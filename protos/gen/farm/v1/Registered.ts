@@ -13,6 +13,14 @@ export interface Registered {
    * the tracker's data port (relay lanes); its host is the tracker's
    */
   'relay_port'?: (number);
+  /**
+   * the tracker's Ed25519 public key (32 bytes): it signs every session's ticket (SessionTicket), which a worker checks alone at its standby lane
+   */
+  'ticket_key'?: (Buffer | Uint8Array | string);
+  /**
+   * the tracker's clock (ms since the epoch) as it sent this: a ticket's expiry is by that clock
+   */
+  'now_ms'?: (number | string);
 }
 
 export interface Registered__Output {
@@ -27,4 +35,12 @@ export interface Registered__Output {
    * the tracker's data port (relay lanes); its host is the tracker's
    */
   'relay_port': (number);
+  /**
+   * the tracker's Ed25519 public key (32 bytes): it signs every session's ticket (SessionTicket), which a worker checks alone at its standby lane
+   */
+  'ticket_key': (Buffer);
+  /**
+   * the tracker's clock (ms since the epoch) as it sent this: a ticket's expiry is by that clock
+   */
+  'now_ms': (number);
 }

@@ -6,6 +6,10 @@
  */
 export interface WorkerLaneOpened {
   'session_id'?: (string);
+  /**
+   * the host's ticket when the worker took the session by it, before its assignment (the agent checks it too)
+   */
+  'ticket'?: (string);
 }
 
 /**
@@ -13,4 +17,8 @@ export interface WorkerLaneOpened {
  */
 export interface WorkerLaneOpened__Output {
   'session_id': (string);
+  /**
+   * the host's ticket when the worker took the session by it, before its assignment (the agent checks it too)
+   */
+  'ticket': (string);
 }
