@@ -37,7 +37,7 @@ import {
   type Lane,
   type Route,
 } from "../protos/index.ts";
-import { LaneSocket, LongTimer, NamedTimers, awaitWelcome, connectSocket, framed, parseAddress, type ClientSecurity } from "../runtime/index.ts";
+import { LaneSocket, LongTimer, NamedTimers, awaitWelcome, connectSocket, framed, parseAddress, traceGrant, type ClientSecurity } from "../runtime/index.ts";
 import { status as grpcStatus } from "@grpc/grpc-js";
 import {
   begin,
@@ -101,6 +101,7 @@ export function awaitGrant(stream: SessionStream, timeoutMs?: number): Promise<G
         reject(new FarmError("PROTOCOL_ERROR", "the tracker's first message on a Session stream was not a grant"));
         return;
       }
+      traceGrant("host: grant read");
       resolve(decodeGrantFrame(frame));
     };
     const onError = (err: unknown) => {
@@ -390,10 +391,13 @@ async function dial(
     role: "host",
     ...(kind === "relay" && opts.security.token ? { token: opts.security.token } : {}),
   });
+  traceGrant("host: lane dialled");
   const socket = await connectSocket(host, port, security, timeoutMs, what, { first: framed(hello) });
+  traceGrant("host: lane connected, hello sent");
   const lane = new LaneSocket(socket, `the ${kind} lane of session ${grant.session_id}`);
   try {
     await awaitWelcome(lane, Math.max(1, timeoutMs - (Date.now() - started)));
+    traceGrant("host: welcome read");
   } catch (err) {
     lane.fail(FarmError.from(err));
     throw new FarmError(FarmError.from(err).code, `${what} at ${host}:${port}: ${(err as Error).message}`, { cause: err });

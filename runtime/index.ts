@@ -44,3 +44,4 @@ export {
   type TicketClaims,
   type TicketExpectation,
 } from "./session-tickets.ts";
+export { traceGrant } from "./grant-trace.ts";

@@ -19,6 +19,7 @@ import { compileCpu, type CompiledModule, type RemoteModule, type Session } from
 import type { FarmError } from "../protos/index.ts";
 import { compileVadd } from "./helpers/kernels.ts";
 import { startFarm, waitFor, waitForFreeBoards } from "./helpers/processes.ts";
+import { cwdOf } from "./helpers/procfs.ts";
 
 const IS_ROOT = process.getuid?.() === 0;
 const NETNS = IS_ROOT && spawnSync("unshare", ["--net", "--", "true"]).status === 0;
@@ -260,7 +261,8 @@ describe("session workers under attack", () => {
     ]);
     try {
       await victim.upload(Buffer.from("the victim's weights"), "secret.bin");
-      const victimDir = join(workRoot, victim.id);
+      // The session's folder (made while its worker was idle, so not named for the session): the worker's working directory.
+      const victimDir = cwdOf(Number((await victim.stats()).info.worker_pid));
       // The file is there (the test runs as root and can see it): only the attacker cannot.
       assert.deepEqual(readdirSync(victimDir), ["secret.bin"]);
       const mod = await loaded(attacker, attacks);
@@ -277,7 +279,10 @@ describe("session workers under attack", () => {
       await denied("try_open", `/proc/${vPid}/environ`);
       // Its own folder it can use, of course.
       await attacker.upload(Buffer.from("mine"), "mine.bin");
-      assert.equal((await probe(attacker, mod, "try_open", await cstr(attacker, join(workRoot, attacker.id, "mine.bin"))))[0], 0);
+      assert.equal(
+        (await probe(attacker, mod, "try_open", await cstr(attacker, join(cwdOf(Number((await attacker.stats()).info.worker_pid)), "mine.bin"))))[0],
+        0,
+      );
       // The victim's session is untouched.
       assert.equal((await victim.download("secret.bin")).toString(), "the victim's weights");
     } finally {
@@ -377,7 +382,6 @@ describe("a kernel that fills its session's disk quota", () => {
   let farm: Awaited<ReturnType<typeof startFarm>>;
   let attacks: CompiledModule;
   let vadd: CompiledModule;
-  let workRoot: string;
   const QUOTA = 8 << 20;
 
   before(async () => {
@@ -387,7 +391,6 @@ describe("a kernel that fills its session's disk quota", () => {
       compileAttacks(),
       compileVadd(),
     ]);
-    workRoot = join(tmpdir(), `kfarm-agent-${farm.agent.proc.pid}`);
   });
   after(() => farm?.stop());
 
@@ -407,7 +410,7 @@ describe("a kernel that fills its session's disk quota", () => {
     { skip: NO_TMPFS },
     async () => {
       const s = await farm.client.request("cpu");
-      const dir = join(workRoot, s.id);
+      const dir = cwdOf(Number((await s.stats()).info.worker_pid));
       try {
         // After a call, not at the grant: the tracker answers the host while the agent mounts (before the worker hears of the session).
         const mod = await loaded(s, attacks);

@@ -18,13 +18,14 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { existsSync, lstatSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { after, afterEach, before, beforeEach, describe, it } from "node:test";
 import { compileCpu, type CompiledModule, type RemoteModule, type Session } from "../host-sdk/index.ts";
 import { FarmError, encodeToAgent, type WorkerToAgent } from "../protos/index.ts";
 import { framed } from "../runtime/index.ts";
 import { compileVadd } from "./helpers/kernels.ts";
 import { startFarm, waitFor } from "./helpers/processes.ts";
+import { cwdOf } from "./helpers/procfs.ts";
 
 const IS_ROOT = process.getuid?.() === 0;
 
@@ -316,7 +317,9 @@ describe(
           fd4: frames({ store_keep: { id: 1, name: "payload.bin", sha256 } }, { store_take: { id: 2, sha256, size: payload.length } }),
         });
         // The agent took the request as far as its hand-out (a link in its own store), and then refused the name.
-        const handed = join(tmpdir(), `kfarm-agent-${farm.agent.proc.pid}`, "store", "handed", s.id, sha256);
+        // Hand-outs are kept by session folder (its name: the folder was made while the worker was idle).
+        const folder = basename(cwdOf(Number((await s.stats()).info.worker_pid)));
+        const handed = join(tmpdir(), `kfarm-agent-${farm.agent.proc.pid}`, "store", "handed", folder, sha256);
         await waitFor("the agent handled the store requests", async () => existsSync(handed) || readFileSync(target, "utf8") !== "original");
         await s.listdir(); // one more round trip through the worker, after the agent's answer
         assert.equal(readFileSync(target, "utf8"), "original", "the root agent wrote the kernel's bytes outside the session");

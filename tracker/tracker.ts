@@ -19,7 +19,7 @@ import {
   type Route,
   type SessionRequest__Output,
 } from "../protos/index.ts";
-import { SERVER_OPTIONS, TicketSigner, grpcServerCredentials, isLoopbackHost } from "../runtime/index.ts";
+import { SERVER_OPTIONS, TicketSigner, grpcServerCredentials, isLoopbackHost, traceGrant } from "../runtime/index.ts";
 import { BOARD_ACTION, fromWireMessage, toWireMessage, type BoardInfo, type TokensReply, type TokensRequest__Output } from "../protos/index.ts";
 import { AgentLinks } from "./agents.ts";
 import { AuditLog } from "./audit.ts";
@@ -394,6 +394,7 @@ export class Tracker {
    * stream then lives as long as the lease (tracker/lease.ts).
    */
   private session(call: SessionStream): void {
+    traceGrant("tracker: Session stream handled");
     let settled = false;
     let caller: Caller;
     let req: SessionRequest__Output;
@@ -470,6 +471,7 @@ export class Tracker {
             lane_tls: data?.tls ?? false,
             end_grace_ms: lease.timeouts.endGraceMs,
           });
+          traceGrant("tracker: grant written");
         },
         fail: (err) => {
           release();

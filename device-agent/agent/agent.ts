@@ -6,7 +6,7 @@ import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { BOARD_KIND, FarmError, HEALTH_REPORT_KIND, ROUTE } from "../../protos/index.ts";
 import { cudaLaunchLimitsToWire } from "../../domain/index.ts";
-import { parseAddress, warmTickets } from "../../runtime/index.ts";
+import { parseAddress, traceGrant, warmTickets } from "../../runtime/index.ts";
 import { DEFAULT_VTA_HARDWARE } from "../../vta/index.ts";
 import type { BoardHealthReport } from "../../protos/gen/farm/v1/BoardHealthReport.ts";
 import type { BoardSpec } from "../../protos/gen/farm/v1/BoardSpec.ts";
@@ -215,6 +215,7 @@ export class Agent {
           for (const pool of this.pools.values()) pool.abandonSessions();
         },
         assign: (a) => {
+          traceGrant("agent: assignment read");
           const pool = this.pools.get(a.board_name);
           if (!pool) {
             o.logger.error({ board: a.board_name }, "assignment for a board this agent does not have");

@@ -12,6 +12,7 @@ import { describe, it } from "node:test";
 import { FarmError, WORKER_MAX_PENDING_REQUESTS, type WorkerMessage } from "../../protos/index.ts";
 import {
   armedTimers,
+  ENDED_KEPT,
   begin,
   nextIdle,
   step,
@@ -362,6 +363,23 @@ describe("pool machine: a session taken by its ticket (claimed)", () => {
     // It ends as any session does: idle again, its next folder prepared.
     c.say(0, ended("s1", true));
     assert.deepEqual(kinds(c.take()), ["countEnd", "sessionEnded", "boardReady", "prepareFolder", "removeSessionFolder"]);
+  });
+
+  it("an assignment that comes after its session, taken by its ticket, ended here starts nothing", () => {
+    const c = warmPool();
+    c.feed({ kind: "claimed", worker: 0, sessionId: "s1" });
+    c.say(0, ended("s1", true));
+    c.take();
+    assert.match(ignoredWhy(c.feed({ kind: "assign", sessionId: "s1", token: "t", route: "direct", lanePort: 0 })), /ended before its assignment came/);
+    assert.equal(c.worker(0).state, "idle");
+    // Only the last ENDED_KEPT are remembered.
+    for (let i = 2; i <= ENDED_KEPT + 1; i++) {
+      c.feed({ kind: "claimed", worker: 0, sessionId: `s${i}` });
+      c.say(0, ended(`s${i}`, true));
+    }
+    c.take();
+    assert.equal(c.state.ended.length, ENDED_KEPT);
+    assert.equal(c.state.ended.includes("s1"), false);
   });
 
   it("a claim whose assignment came first is its lane's opening, once", () => {

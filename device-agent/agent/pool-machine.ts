@@ -35,6 +35,7 @@
  * | `serving` its session | `claimed` (its assignment was on its way)    | `serving`      | as "lane_opened" |
  * | any other           | `claimed` (the ticket does not open it, or for a session it does not serve) | `exiting` | the breach row below |
  * | `serving` by ticket | `assign` of its session                        | `serving`      | — (ignored: it took the session already) |
+ * | —                   | `assign` of a session that ended here (taken by its ticket and over before its assignment came; the last ENDED_KEPT) | — | — (ignored: never started again) |
  * | (none idle)         | `assign`                                       | —              | the session waits, its lanes with it (replacing one that waited: its lanes dropped); fill (closed: ended INTERNAL, counted) |
  * | `serving` (folder)  | `folderMade`                                   | `serving`      | `sendAssign` (with the lease the assignment carried) |
  * | `serving` (folder)  | `folderFailed`                                 | `idle`         | count INTERNAL, `sessionEnded` with the error, drop its lanes; `boardReady` unless another session runs |
@@ -178,6 +179,12 @@ export interface PoolMachineState {
   readonly waiting: WaitingSession | undefined;
   /** The pool is closing: nothing is started again. */
   readonly closed: boolean;
+  /**
+   * The last sessions that ended here (at most ENDED_KEPT): a session taken
+   * by its ticket can be over before its assignment comes, which then must
+   * not start it again.
+   */
+  readonly ended: readonly string[];
   readonly nextWorker: WorkerId;
   readonly canaryArmed: boolean;
 }
@@ -317,7 +324,7 @@ export type PoolStep =
 export function begin(config: PoolConfig): { state: PoolMachineState; effects: PoolEffect[] } {
   const canary = config.canaryIntervalMs > 0;
   return {
-    state: { config, endGraceMs: config.endGraceMs, workers: [], waiting: undefined, closed: false, nextWorker: 0, canaryArmed: canary },
+    state: { config, endGraceMs: config.endGraceMs, workers: [], waiting: undefined, closed: false, ended: [], nextWorker: 0, canaryArmed: canary },
     effects: canary ? [{ kind: "startTimer", timer: { name: "canary" }, ms: config.canaryIntervalMs }] : [],
   };
 }
@@ -388,6 +395,8 @@ export function step(state: PoolMachineState, event: PoolEvent): PoolStep {
       return exited(state, event);
     case "assign":
       if (servingOf(state, event.sessionId)) return ignored(state, `session ${event.sessionId}'s worker took it by its ticket already`);
+      if (state.ended.includes(event.sessionId))
+        return ignored(state, `session ${event.sessionId} was taken by its ticket and ended before its assignment came`);
       return applied(...assign(new Change(state), event));
     case "claimed":
       return claimed(state, event);
@@ -813,7 +822,12 @@ class Change {
   }
 }
 
+/** How many ended sessions a pool remembers: an assignment is never more than a session or two behind its board's ends. */
+export const ENDED_KEPT = 16;
+
 function applied(state: PoolMachineState, effects: readonly PoolEffect[]): PoolStep {
+  const ended = effects.flatMap((e) => (e.kind === "sessionEnded" ? [e.sessionId] : []));
+  if (ended.length > 0) state = { ...state, ended: [...state.ended, ...ended].slice(-ENDED_KEPT) };
   return { outcome: "applied", state, effects };
 }
 

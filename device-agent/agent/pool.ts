@@ -42,7 +42,7 @@ import type { Readable } from "node:stream";
 import { basename, join } from "node:path";
 import { createServer, type AddressInfo, type Socket } from "node:net";
 import { FarmError, SESSION_END_GRACE_MS, type AgentToWorker, type Route, type WorkerMessage } from "../../protos/index.ts";
-import { NamedTimers, checkTicket, ticketKey, type Logger } from "../../runtime/index.ts";
+import { NamedTimers, checkTicket, ticketKey, traceGrant, type Logger } from "../../runtime/index.ts";
 import type { BoardMetrics } from "./metrics.ts";
 import { effectiveLimits, workerCommand, workerEnv, type SandboxPlan, type UidAllocator, type WorkerDirs } from "./sandbox.ts";
 import { quotaError, type SessionDisk } from "../common/session-disk.ts";
@@ -434,6 +434,7 @@ export class BoardPool {
           this.events.sessionEnded(effect.sessionId, effect.reason);
           break;
         case "laneOpened":
+          traceGrant("agent: LaneOpened sent");
           this.events.laneOpened(effect.sessionId);
           break;
         case "health":
@@ -641,6 +642,7 @@ export class BoardPool {
    */
   private fromWorker(id: WorkerId, msg: WorkerMessage): void {
     if (msg.kind !== "lane_opened" || msg.m.ticket === "") return void this.feed({ kind: "message", worker: id, msg });
+    traceGrant("agent: the worker's claim read");
     const sessionId = msg.m.session_id;
     const workerId = this.procs.get(id)?.workerId ?? "";
     let error: FarmError | undefined;

@@ -99,6 +99,8 @@ export const WORKER_ENV: readonly (string | RegExp)[] = [
   "TZ",
   "NODE_OPTIONS",
   "KFARM_LOG",
+  // bench/ab/timeline.ts: a grant's timestamps, each process's own (runtime/grant-trace.ts).
+  "KFARM_TRACE_DIR",
   "LD_LIBRARY_PATH",
   // An ARM agent bundle run under qemu-user: the worker's launcher starts node under it too (docs/agent-bundle.md).
   "KFARM_EMULATOR",

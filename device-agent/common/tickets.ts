@@ -21,7 +21,7 @@
 import { timingSafeEqual } from "node:crypto";
 import type { Socket } from "node:net";
 import { FarmError } from "../../protos/index.ts";
-import { LaneSocket, acceptHello, readClaims, refuse, type Logger } from "../../runtime/index.ts";
+import { LaneSocket, acceptHello, readClaims, refuse, traceGrant, type Logger } from "../../runtime/index.ts";
 import type { LaneHello__Output } from "../../protos/index.ts";
 
 /**
@@ -149,8 +149,10 @@ export async function admitHost(
   let sessionId = "";
   try {
     const hello = await acceptHello(lane);
+    traceGrant(`${door}: hello read`);
     sessionId = hello.session_id;
     await tickets.admit(hello, wait(sessionId), claim);
+    traceGrant(`${door}: admitted`);
     await open(sessionId, lane);
   } catch (err) {
     const e = FarmError.from(err);

@@ -10,7 +10,7 @@
  */
 import type { Socket } from "node:net";
 import { CLEAN_END_FRAME, FarmError, decodeLaneWelcome, type Lane } from "../../protos/index.ts";
-import { LaneSocket, welcome } from "../../runtime/index.ts";
+import { LaneSocket, traceGrant, welcome } from "../../runtime/index.ts";
 import type { FrameSink } from "./session-server.ts";
 
 export interface WorkerLane extends FrameSink {
@@ -45,7 +45,7 @@ export function socketLane(socket: Socket, rest: Buffer, kind: Lane): WorkerLane
           const w = decodeLaneWelcome(bytes);
           if (w.error) throw FarmError.fromWire(w.error);
         })
-      : Promise.resolve(kind === "direct" ? welcome(lane) : undefined);
+      : Promise.resolve(kind === "direct" ? (welcome(lane), traceGrant("worker: welcome written")) : undefined);
   const over = new Promise<FarmError | undefined>((resolve) => {
     opened.catch((err) => {
       lane.fail(FarmError.from(err));

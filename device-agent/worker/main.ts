@@ -13,7 +13,7 @@ import { readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { KeyObject } from "node:crypto";
 import { FarmError, workerCodecWarmups, type LaneHello__Output, type Route } from "../../protos/index.ts";
-import { checkTicket, componentLogger, expiredFor, ticketKey, warmTickets } from "../../runtime/index.ts";
+import { checkTicket, componentLogger, expiredFor, ticketKey, traceGrant, warmTickets } from "../../runtime/index.ts";
 import { createBackend } from "../backends/index.ts";
 import type { WorkerToAgent } from "../../protos/index.ts";
 import { AgentChannel, type FromAgent } from "./agent-channel.ts";
@@ -146,6 +146,14 @@ let workerId = "";
 let ticketing: { key: KeyObject; offsetMs: number; endGraceMs: number } | undefined;
 /** The folder the agent made for this worker's next session while it was idle (WorkerPrepared). */
 let nextDir: string | undefined;
+/**
+ * The last sessions this worker served. A session taken by its ticket can be
+ * over before the worker reads its assignment (the agent sent it as the host
+ * came, and the lane's frames were read first): that assignment is not a
+ * new session.
+ */
+const served: string[] = [];
+const SERVED_KEPT = 16;
 /** The session this worker took by its ticket, and that ticket: the agent hears it with lane_opened and checks it too. */
 let claimed: { sessionId: string; ticket: string } | undefined;
 const trackerNow = () => Date.now() + (ticketing?.offsetMs ?? 0);
@@ -187,8 +195,9 @@ function claim(hello: LaneHello__Output): boolean {
 function fromAgent({ msg, socket, server }: FromAgent): void {
   if (msg.assign) {
     const a = msg.assign;
-    // Taken by its ticket already: the assignment was on its way as the host came.
-    if (serving === a.session_id) return;
+    traceGrant("worker: assignment read");
+    // Taken by its ticket already: the assignment was on its way as the host came (and may be read after its end).
+    if (serving === a.session_id || served.includes(a.session_id)) return;
     if (serving) {
       log.error({ session: a.session_id, serving }, "assigned a session while serving another");
       return;
@@ -385,6 +394,8 @@ async function serveTvmSession(sessionId: string, workdir: string, lane: TvmLane
 async function finishSession(sessionId: string, workdir: string, error: FarmError | undefined): Promise<void> {
   current = undefined;
   claimed = undefined;
+  served.push(sessionId);
+  if (served.length > SERVED_KEPT) served.shift();
   standby?.tickets.forget(sessionId);
   // Uploads asked the agent to keep their bytes without waiting: those keeps finish before the folder is emptied.
   await requests.settled(ASKS_AT_END_MS);

@@ -4,6 +4,11 @@
  */
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 
+/** Its working directory: a session worker's is its session's folder while it serves (as root, another uid's too). */
+export function cwdOf(pid: number): string {
+  return readlinkSync(`/proc/${pid}/cwd`);
+}
+
 export function exeOf(pid: number): string {
   return readlinkSync(`/proc/${pid}/exe`);
 }
