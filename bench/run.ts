@@ -6,6 +6,7 @@
  *   npm run bench -- --pin NAME   run under `taskset -c 0` (every process on CPU 0)
  *   npm run bench -- --list       names and what each measures
  *   npm run bench -- farm-scale --agents 10 --boards 10 --hosts 50   a benchmark's own flags (bench/farm-scale.ts)
+ *   npm run bench -- vta-sim --processes 5                          (bench/vta-sim.ts)
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -21,7 +22,7 @@ import { benchMemory } from "./memory.ts";
 import { benchMetrics } from "./metrics.ts";
 import { allowedCpus, hasTaskset, loadAverage, machineBusy, stealMeter } from "./lib/procs.ts";
 import { benchUpload } from "./upload.ts";
-import { benchVtaSim } from "./vta-sim.ts";
+import { benchVtaSim, VTA_SIM_VALUE_FLAGS } from "./vta-sim.ts";
 
 process.env.KFARM_LOG ??= "error";
 process.env.KFARM_TEST_LOG ??= process.env.KFARM_LOG;
@@ -37,7 +38,10 @@ const BENCHMARKS: Record<string, { what: string; run: () => Promise<void> }> = {
   "live-view": { what: "tracker CPU per session with 10 open live-view feed clients vs none, sessions back to back", run: benchLiveView },
   metrics: { what: "tracker /metrics scrape p50/p99 with 1,000 attached boards vs the Summary RPC", run: benchMetrics },
   cuda: { what: "CUDA board on a real GPU: timing fidelity vs a native event harness, copy bandwidth, worker start (skipped without a GPU)", run: benchCuda },
-  "vta-sim": { what: "VTA simulator: simulated int8 MAC/s on the conv2d tutorial vs a typed-array dot loop; cycles 1 vs 2 virtual threads", run: benchVtaSim },
+  "vta-sim": {
+    what: "VTA simulator: simulated int8 MAC/s on the conv2d tutorial vs a typed-array dot loop; cycles 1 vs 2 virtual threads; the spread between fresh processes and fresh farms (--processes N)",
+    run: () => benchVtaSim(args),
+  },
   "vta-mmio": {
     what: "VTA mmio driver on the register-level device model: overhead per run (flush, relocation, registers, done poll) for the tutorials vs a call on the simulator board",
     run: async () => (await import("./vta-mmio.ts")).benchVtaMmio(),
@@ -115,7 +119,7 @@ if (args.includes("--pin") && allowedCpus() !== "0") {
 }
 
 // A benchmark's flags that take a value (`--agents 10`): the value is no benchmark name.
-const VALUE_FLAGS = new Set(FARM_SCALE_VALUE_FLAGS);
+const VALUE_FLAGS = new Set<string>([...FARM_SCALE_VALUE_FLAGS, ...VTA_SIM_VALUE_FLAGS]);
 const names = args.filter((a, i) => !a.startsWith("--") && !(i > 0 && VALUE_FLAGS.has(args[i - 1]!)));
 const unknown = names.filter((n) => !(n in BENCHMARKS));
 if (unknown.length > 0) {
