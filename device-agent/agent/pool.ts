@@ -21,6 +21,7 @@
  * | foreign_code  | the serving worker, for its session             | never gives that process another session |
  * | counters      | the serving worker                              | counts (bounded, known codes only)     |
  * | lane_opened   | the serving worker, for its session             | tells the tracker                      |
+ * | lane_bytes    | the serving worker, for its session, within what a lane carries (lane-bytes.ts) | tells the tracker (SessionBytes) |
  * | store_keep / store_take / program_fpga | the serving worker, a few at a time | acts in its session's folder only, on names it chose or checked |
  * | output_read   | the serving worker, a few at a time             | answers with what that worker printed since its session began (session-output.ts), one bounded piece |
  * | ended         | the serving worker, for its session             | reuses it only if it never loaded native code and offers to serve again |
@@ -40,7 +41,7 @@ import { readSync, rmSync } from "node:fs";
 import type { Readable } from "node:stream";
 import { basename, join } from "node:path";
 import { createServer, type AddressInfo, type Socket } from "node:net";
-import { FarmError, SESSION_END_GRACE_MS, type AgentToWorker, type Route } from "../../protos/index.ts";
+import { FarmError, SESSION_END_GRACE_MS, workerProtocolError, type AgentToWorker, type Route } from "../../protos/index.ts";
 import { NamedTimers, type Logger } from "../../runtime/index.ts";
 import type { BoardMetrics } from "./metrics.ts";
 import { effectiveLimits, workerCommand, workerEnv, type SandboxPlan, type UidAllocator, type WorkerDirs } from "./sandbox.ts";
@@ -52,6 +53,7 @@ import type { WorkerConfig } from "../common/worker-spawn.ts";
 import { WORKER_STDIO, WorkerChannel } from "./worker-channel.ts";
 import { descriptorOf } from "../common/handle-passing.ts";
 import { SESSION_OUTPUT_BYTES, SessionOutput } from "./session-output.ts";
+import { LaneByteCounts } from "./lane-bytes.ts";
 import { OutputBudget, PendingOutput, takeTimeoutMarker } from "./worker-output.ts";
 import {
   begin,
@@ -100,6 +102,8 @@ export interface PoolEvents {
   ready(boardName: string): void;
   /** A host reached a session's worker at its standby lane. */
   laneOpened(sessionId: string): void;
+  /** A session's lane carried this much so far (totals), as its worker counted them and the agent believed (lane-bytes.ts). */
+  laneBytes?(sessionId: string, toBoard: number, fromBoard: number): void;
   /** A session ended on this side: closed cleanly (null), or the worker died / timed out. */
   sessionEnded(sessionId: string, reason: FarmError | null): void;
   /** A canary ran, or the board's infrastructure failed (a worker died or did not start outside any session). */
@@ -152,6 +156,8 @@ export class BoardPool {
   /** Each session folder that exists, by session id. */
   private readonly folders = new Map<string, string>();
   private readonly lanes = new Map<LaneId, HeldLane>();
+  /** What each serving worker said its session's lane carried, as far as it is believed. */
+  private readonly laneBytes = new LaneByteCounts();
   private nextLane = 0;
   /** The last lane handed over, and whether its worker's channel took it (giveLane's answer). */
   private lastHanded: { lane: LaneId; sent: boolean } | undefined;
@@ -316,6 +322,7 @@ export class BoardPool {
             p.sessionOutput = new SessionOutput(SESSION_OUTPUT_BYTES);
             p.timedOut = undefined;
           }
+          this.laneBytes.begin(effect.sessionId, performance.now());
           const delivered =
             p?.channel.send({ assign: { session_id: effect.sessionId, token: effect.token, dir, route: effect.route, ...this.callBound(effect.lease) } }) ??
             false;
@@ -385,11 +392,19 @@ export class BoardPool {
           this.events.ready(this.boardName);
           break;
         case "sessionEnded":
+          this.laneBytes.forget(effect.sessionId);
           this.events.sessionEnded(effect.sessionId, effect.reason);
           break;
         case "laneOpened":
           this.events.laneOpened(effect.sessionId);
           break;
+        case "laneBytes": {
+          const refusal = this.laneBytes.report(effect.sessionId, effect.toBoard, effect.fromBoard, performance.now());
+          // Out of what a lane carries: a breach of the channel's protocol, as any other (its session ends PROTOCOL_ERROR).
+          if (refusal) this.laneBroken(effect.sessionId, workerProtocolError(refusal));
+          else this.events.laneBytes?.(effect.sessionId, effect.toBoard, effect.fromBoard);
+          break;
+        }
         case "health":
           this.events.health(this.boardName, effect.report);
           break;
