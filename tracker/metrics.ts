@@ -19,8 +19,8 @@
  * included (read at scrape time).
  *
  * Labels are bounded: key, kind, state, reason (a FarmError code or "OK"),
- * direction; board ids only on the per-board gauges, whose series count is the
- * number of boards. Never session or client ids.
+ * direction, lane; board ids only on the per-board series, whose count is the
+ * number of boards attached. Never session or client ids.
  *
  * The registry is this tracker's own prom-client `Registry`, never the global
  * one: two trackers in one process (tests) keep separate figures.
