@@ -25,27 +25,29 @@ export const MAX_LANE_BYTES_PER_S = 25e9;
 export const LANE_BYTES_SLACK_MS = 1000;
 
 interface Ledger {
+  sessionId: string;
   toBoard: number;
   fromBoard: number;
   /** When the last report was believed (or the session assigned): performance.now(). */
   at: number;
 }
 
-export class LaneByteCounts {
-  private readonly sessions = new Map<string, Ledger>();
+/** Per worker (the pool's id for it): what its current session's lane carried, as far as it is believed. */
+export class LaneByteCounts<W = number> {
+  private readonly workers = new Map<W, Ledger>();
 
-  /** A session was assigned at `now`: its worker's counts start from 0. */
-  begin(sessionId: string, now: number): void {
-    this.sessions.set(sessionId, { toBoard: 0, fromBoard: 0, at: now });
+  /** `worker` was assigned `sessionId` at `now`: its counts start from 0 (a session before it is forgotten). */
+  begin(worker: W, sessionId: string, now: number): void {
+    this.workers.set(worker, { sessionId, toBoard: 0, fromBoard: 0, at: now });
   }
 
   /**
-   * The serving worker's totals for `sessionId` at `now`: undefined when
-   * believed (and kept as the session's), else what is wrong with them.
+   * `worker`'s totals for `sessionId` at `now`: undefined when believed (and
+   * kept as the session's), else what is wrong with them.
    */
-  report(sessionId: string, toBoard: number, fromBoard: number, now: number): string | undefined {
-    const last = this.sessions.get(sessionId);
-    if (!last) return `lane_bytes for session ${sessionId}, which was never assigned to it`;
+  report(worker: W, sessionId: string, toBoard: number, fromBoard: number, now: number): string | undefined {
+    const last = this.workers.get(worker);
+    if (last?.sessionId !== sessionId) return `lane_bytes for session ${sessionId}, not the session it was assigned last`;
     const most = Math.floor((MAX_LANE_BYTES_PER_S * (Math.max(0, now - last.at) + LANE_BYTES_SLACK_MS)) / 1e3);
     for (const [name, value, before] of [
       ["to_board", toBoard, last.toBoard],
@@ -56,12 +58,12 @@ export class LaneByteCounts {
       if (value - before > most)
         return `lane_bytes' ${name} grew by ${value - before} bytes in ${Math.round(now - last.at)} ms (no lane carries more than ${most})`;
     }
-    this.sessions.set(sessionId, { toBoard, fromBoard, at: now });
+    this.workers.set(worker, { sessionId, toBoard, fromBoard, at: now });
     return undefined;
   }
 
-  /** The session is over on this side: a later report for it is refused. */
-  forget(sessionId: string): void {
-    this.sessions.delete(sessionId);
+  /** The worker is gone. */
+  forget(worker: W): void {
+    this.workers.delete(worker);
   }
 }

@@ -156,7 +156,7 @@ export class BoardPool {
   /** Each session folder that exists, by session id. */
   private readonly folders = new Map<string, string>();
   private readonly lanes = new Map<LaneId, HeldLane>();
-  /** What each serving worker said its session's lane carried, as far as it is believed. */
+  /** What each worker said its current session's lane carried, as far as it is believed. */
   private readonly laneBytes = new LaneByteCounts();
   private nextLane = 0;
   /** The last lane handed over, and whether its worker's channel took it (giveLane's answer). */
@@ -322,7 +322,7 @@ export class BoardPool {
             p.sessionOutput = new SessionOutput(SESSION_OUTPUT_BYTES);
             p.timedOut = undefined;
           }
-          this.laneBytes.begin(effect.sessionId, performance.now());
+          this.laneBytes.begin(effect.worker, effect.sessionId, performance.now());
           const delivered =
             p?.channel.send({ assign: { session_id: effect.sessionId, token: effect.token, dir, route: effect.route, ...this.callBound(effect.lease) } }) ??
             false;
@@ -392,14 +392,13 @@ export class BoardPool {
           this.events.ready(this.boardName);
           break;
         case "sessionEnded":
-          this.laneBytes.forget(effect.sessionId);
           this.events.sessionEnded(effect.sessionId, effect.reason);
           break;
         case "laneOpened":
           this.events.laneOpened(effect.sessionId);
           break;
         case "laneBytes": {
-          const refusal = this.laneBytes.report(effect.sessionId, effect.toBoard, effect.fromBoard, performance.now());
+          const refusal = this.laneBytes.report(effect.worker, effect.sessionId, effect.toBoard, effect.fromBoard, performance.now());
           // Out of what a lane carries: a breach of the channel's protocol, as any other (its session ends PROTOCOL_ERROR).
           if (refusal) this.laneBroken(effect.sessionId, workerProtocolError(refusal));
           else this.events.laneBytes?.(effect.sessionId, effect.toBoard, effect.fromBoard);
@@ -499,6 +498,7 @@ export class BoardPool {
         // Looked at before the session's tmpfs goes: a full one tells why the worker died.
         this.feed({ kind: "exited", worker: id, code, signal, death: this.deathReason(id, p, code, signal) });
         this.procs.delete(id);
+        this.laneBytes.forget(id);
       });
     });
     child.on("error", (err) => this.log.error({ board: this.boardName, err: err.message }, "session worker failed to start"));
