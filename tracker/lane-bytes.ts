@@ -12,13 +12,8 @@
  * so its board's.
  */
 import type { SessionBytes__Output } from "../protos/gen/farm/v1/SessionBytes.ts";
+import type { LaneBytes } from "./lease.ts";
 import type { Agent, Board, BoardLease } from "./registry.ts";
-
-/** Bytes a lane carried: host → board and board → host. */
-export interface LaneBytes {
-  toBoard: number;
-  fromBoard: number;
-}
 
 /**
  * Applies agent `agent`'s SessionBytes to `lease` (the session it names, if

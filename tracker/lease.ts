@@ -41,7 +41,6 @@ import {
   type TimerName,
 } from "./lease-machine.ts";
 import { Relay } from "./relay.ts";
-import type { LaneBytes } from "./lane-bytes.ts";
 
 export type { LeaseLane, LeaseState, LeaseTimeouts } from "./lease-machine.ts";
 export type SessionStream = ServerDuplexStream<Buffer, Buffer>;
@@ -64,6 +63,12 @@ export interface LeasedBoard {
   readonly id: string;
   /** What a lease whose lane never opened lacked, in the words of its agent's clients (registry.ts AgentControl). */
   readonly agent: { readonly control: { readonly laneMissing?: string; readonly minOpenTimeoutMs?: number } };
+}
+
+/** Bytes a lane carried: host → board and board → host (tracker/lane-bytes.ts). */
+export interface LaneBytes {
+  toBoard: number;
+  fromBoard: number;
 }
 
 export class Lease<B extends LeasedBoard = LeasedBoard> {

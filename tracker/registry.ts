@@ -17,8 +17,7 @@ import type { TrackerMessage } from "../protos/gen/farm/v1/TrackerMessage.ts";
 import type { BoardInfo, BoardKindName } from "../protos/index.ts";
 import type { CudaLaunchLimitsMessage__Output } from "../protos/index.ts";
 import { BoardHealth } from "./health.ts";
-import type { Lease } from "./lease.ts";
-import type { LaneBytes } from "./lane-bytes.ts";
+import type { LaneBytes, Lease } from "./lease.ts";
 
 export type AttachCall = ServerDuplexStream<AgentMessage__Output, TrackerMessage>;
 
