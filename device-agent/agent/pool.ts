@@ -258,7 +258,7 @@ export class BoardPool {
     return this.lastHanded?.lane === lane ? this.lastHanded.sent : undefined;
   }
 
-  /** The worker serving `sessionId` broke its lane's framing (the agent's grpc bridge cut it): it is cut off and killed, its session ends with `error`. */
+  /** The worker serving `sessionId` broke its lane's framing (the agent's grpc bridge cut it), or counted its lane's bytes beyond what a lane carries (lane-bytes.ts): it is cut off and killed, its session ends with `error`. */
   laneBroken(sessionId: string, error: FarmError): void {
     this.feed({ kind: "laneBroken", sessionId, error });
   }
