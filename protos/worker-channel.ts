@@ -134,6 +134,11 @@ function count(field: string, value: number, max = Number.MAX_SAFE_INTEGER): voi
   if (!Number.isFinite(value) || value < 0 || value > max) throw violation(`${field} is ${value} (a number from 0 to ${max})`);
 }
 
+/** A byte count: a whole number from 0 on (a double on the wire, exact up to 2^53). */
+function byteCount(field: string, value: number): void {
+  if (!Number.isSafeInteger(value) || value < 0) throw violation(`${field} ${value} is not a byte count (a whole number from 0 to ${Number.MAX_SAFE_INTEGER})`);
+}
+
 function wireError(field: string, e: WireError | null | undefined): void {
   if (!e) return;
   if (!FarmError.isCode(e.code)) throw violation(`${field} has the unknown code ${JSON.stringify(e.code.slice(0, 40))}`);
@@ -172,6 +177,11 @@ const CHECKS: { [K in keyof Bodies]: (m: Bodies[K]) => void } = {
     plainName("program_fpga's config", m.config);
   },
   output_read: (m) => count("output_read's from", m.from),
+  lane_bytes: (m) => {
+    id("lane_bytes' session id", m.session_id);
+    byteCount("lane_bytes' to_board", m.to_board);
+    byteCount("lane_bytes' from_board", m.from_board);
+  },
   ended: (m) => {
     id("ended's session id", m.session_id);
     wireError("ended's error", m.error);

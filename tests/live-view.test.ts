@@ -352,6 +352,15 @@ describe("live view page in Chromium", () => {
       `session ${id} in recent sessions, with its lane`,
       `document.querySelector('#sessions tr[data-session="${id}"][data-reason="OK"][data-lane="direct"]') !== null`,
     );
+    // A direct lane's bytes, as its worker reported them: in its recent-sessions row, and under its board's session cell.
+    await page.waitFor(
+      `session ${id}'s bytes to and from its board`,
+      `((tds) => tds.length === 3 && tds.slice(1).every((td) => /^[\\d.]+ (B|KiB|MiB)$/.test(td.textContent) && td.textContent !== "0 B"))([...document.querySelectorAll('#sessions tr[data-session="${id}"] td.num')])`,
+    );
+    await page.waitFor(
+      "a board's bytes under its session cell",
+      `[...document.querySelectorAll("#boards div[data-to-board]")].some((d) => Number(d.dataset.toBoard) > 0 && Number(d.dataset.fromBoard) > 0)`,
+    );
     // An open session's board shows its lane.
     const relayed = await client.request("cpu-large", { route: "relay" });
     await page.waitFor("the relayed session's board", `document.querySelector('#boards tr[data-lane="relay"]') !== null`);

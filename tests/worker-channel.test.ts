@@ -238,6 +238,29 @@ describe(
       brokeProtocol(end, /ended for session \S+, which it does not serve/);
     });
 
+    it("a kernel's lane bytes that lie end only its own session: another session's, beyond any lane, not a count, going down (issue 32)", async () => {
+      brokeProtocol(
+        (await run((_, victim) => ({ fd4: frames({ lane_bytes: { session_id: victim.id, to_board: 1, from_board: 1 } }) }))).end,
+        /lane_bytes for session \S+, which it does not serve/,
+      );
+      brokeProtocol((await run((self) => ({ fd4: frames({ lane_bytes: { session_id: self.id, to_board: 1e15, from_board: 0 } }) }))).end, /to_board grew by/);
+      brokeProtocol(
+        (await run((self) => ({ fd4: frames({ lane_bytes: { session_id: self.id, to_board: 0, from_board: Number.NaN } }) }))).end,
+        /from_board NaN is not a byte count/,
+      );
+      brokeProtocol(
+        (
+          await run((self) => ({
+            fd4: frames(
+              { lane_bytes: { session_id: self.id, to_board: 1 << 30, from_board: 0 } },
+              { lane_bytes: { session_id: self.id, to_board: 1, from_board: 0 } },
+            ),
+          }))
+        ).end,
+        /to_board went down from 1073741824 to 1/,
+      );
+    });
+
     it("a kernel cannot fake canary verdicts: the board is not quarantined (item 4)", async () => {
       const verdict = { t: "canary", ok: false, detail: "the attacker says this board is broken", durationMs: 1 };
       const end = (

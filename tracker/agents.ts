@@ -11,6 +11,7 @@ import type { AgentMessage__Output } from "../protos/gen/farm/v1/AgentMessage.ts
 import type { Register__Output } from "../protos/gen/farm/v1/Register.ts";
 import type { BoardHealthReport__Output } from "../protos/gen/farm/v1/BoardHealthReport.ts";
 import type { BoardReady__Output } from "../protos/gen/farm/v1/BoardReady.ts";
+import type { SessionBytes__Output } from "../protos/gen/farm/v1/SessionBytes.ts";
 import type { AuditLog } from "./audit.ts";
 import type { Authorizer, Caller } from "./auth.ts";
 import type { FarmEvents } from "./events.ts";
@@ -27,6 +28,7 @@ import {
   type Registry,
 } from "./registry.ts";
 import type { Scheduler } from "./scheduler.ts";
+import { applySessionBytes } from "./lane-bytes.ts";
 
 /** A worker's name as an agent reports it (the agent makes 16 random characters): longer is no name of ours. */
 const MAX_WORKER_ID_CHARS = 64;
@@ -113,6 +115,7 @@ export class AgentLinks {
         else if (msg.lane_opened) this.laneOpened(agent, msg.lane_opened.session_id);
         else if (msg.board_health) this.boardHealth(agent, msg.board_health);
         else if (msg.board_labels) this.boardLabels(agent, msg.board_labels.board_name, msg.board_labels.labels);
+        else if (msg.session_bytes) this.sessionBytes(agent, msg.session_bytes);
       } catch (err) {
         refuse(err);
       }
@@ -335,6 +338,12 @@ export class AgentLinks {
     const lease = this.scheduler.leases.get(sessionId);
     if (!lease || lease.board.agent !== agent) return; // already over on our side
     lease.end(reason ? FarmError.fromWire(reason) : null);
+  }
+
+  /** A direct lane's bytes so far, as its worker counted them: a bad report is logged and changes nothing (tracker/lane-bytes.ts). */
+  private sessionBytes(agent: FarmAgent, report: SessionBytes__Output): void {
+    const refused = applySessionBytes(agent, this.scheduler.leases.get(report.session_id), report);
+    if (refused) this.log.warn({ agent: agent.id, session: report.session_id }, `an agent's session bytes were refused: ${refused}`);
   }
 
   /** The host reached the session's worker directly. */

@@ -29,7 +29,7 @@ export type FarmEvent =
       durationMs?: number;
       /** ended: the lane it had (direct | relay | grpc), or "none" when it never opened one. */
       lane?: string;
-      /** ended: bytes relayed host → board and board → host. */
+      /** ended: bytes its lane carried host → board and board → host (relay, grpc: as relayed; direct: as its worker reported them; tracker/lane-bytes.ts). */
       bytesToBoard?: number;
       bytesFromBoard?: number;
     }

@@ -65,6 +65,12 @@ export interface LeasedBoard {
   readonly agent: { readonly control: { readonly laneMissing?: string; readonly minOpenTimeoutMs?: number } };
 }
 
+/** Bytes a lane carried: host → board and board → host (tracker/lane-bytes.ts). */
+export interface LaneBytes {
+  toBoard: number;
+  fromBoard: number;
+}
+
 export class Lease<B extends LeasedBoard = LeasedBoard> {
   readonly grantedAt = Date.now();
   readonly timeouts: LeaseTimeouts;
@@ -72,6 +78,8 @@ export class Lease<B extends LeasedBoard = LeasedBoard> {
   lanePort = 0;
   /** When it ended (ms since the epoch). */
   endedAt = 0;
+  /** A direct lane's bytes so far, as its worker reported them through its agent (tracker/lane-bytes.ts): the tracker carries none of them. */
+  directBytes: LaneBytes | undefined;
   private machine: LeaseMachineState;
   private host: SessionStream | undefined;
   private grantFrame: Grant | undefined;
@@ -177,8 +185,9 @@ export class Lease<B extends LeasedBoard = LeasedBoard> {
     this.feed({ kind: "end", reason });
   }
 
-  /** Bytes relayed so far, host → board and board → host (relay and grpc lanes; a direct lane's bytes never reach the tracker). */
-  get relayed(): { toBoard: number; fromBoard: number } {
+  /** Bytes the lane carried so far, host → board and board → host: relayed (relay and grpc lanes), or as reported (direct: `directBytes`). */
+  get relayed(): LaneBytes {
+    if (this.lane === "direct") return this.directBytes ?? { toBoard: 0, fromBoard: 0 };
     if (this.relay) return { toBoard: this.relay.stats.hostToBoardBytes, fromBoard: this.relay.stats.boardToHostBytes };
     const { host, worker } = this.sockets;
     return { toBoard: host?.socket.bytesRead ?? 0, fromBoard: worker?.socket.bytesRead ?? 0 };

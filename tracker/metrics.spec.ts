@@ -4,7 +4,7 @@ import { describe, it } from "node:test";
 import { componentLogger } from "../runtime/index.ts";
 import { FarmEvents } from "./events.ts";
 import { countBoards, installMetrics, REPORTED_BOARD_STATES, MAX_UNSERVED_KEYS, TrackerMetrics, type BoardRow, type MetricsSources } from "./metrics.ts";
-import type { Board } from "./registry.ts";
+import { newBoard, type Agent, type Board, type BoardLease } from "./registry.ts";
 import type { TrackerHttp, HttpHandler } from "./http-server.ts";
 import { parseExposition, Scrape } from "../tests/helpers/metrics.ts";
 
@@ -48,6 +48,32 @@ describe("tracker metrics", () => {
     assert.equal(counts.get("cpu\0cpu\0free")?.count, 0);
   });
 
+  it("a direct lane's bytes (its worker's report) are session bytes, not the tracker's relayed ones", async () => {
+    const src = sources();
+    const m = new TrackerMetrics(src, { processMetrics: false });
+    const base = { type: "session" as const, at: Date.now(), session: "s1-abc", board: "a/0", key: "cpu", client: "me" };
+    src.events.emit({ ...base, change: "ended", reason: "OK", durationMs: 10, bytesToBoard: 3000, bytesFromBoard: 40, lane: "direct" });
+    assert.equal(await value(m, "kernelfarm_session_bytes_total", { direction: "to_board", lane: "direct" }), 3000);
+    assert.equal(await value(m, "kernelfarm_session_bytes_total", { direction: "from_board", lane: "direct" }), 40);
+    assert.equal(await value(m, "kernelfarm_relay_bytes_total", { direction: "to_board" }), 0);
+    assert.equal(await value(m, "kernelfarm_relay_bytes_total", { direction: "from_board" }), 0);
+    m.close();
+  });
+
+  it("per board: its ended sessions' bytes and its running session's so far, at scrape time", async () => {
+    const src = sources();
+    const agent = { name: "a" } as unknown as Agent;
+    const boards = ["a/0", "a/1"].map((id) => newBoard(agent, { id, name: id.slice(2), key: "cpu", kind: "cpu", labels: {}, capabilities: {} }));
+    boards[0]!.bytes.toBoard = 100;
+    boards[0]!.bytes.fromBoard = 200;
+    boards[0]!.lease = { id: "s9", relayed: { toBoard: 5, fromBoard: 6 } } as unknown as BoardLease;
+    const m = new TrackerMetrics({ ...src, registry: { agents: new Map(), boards: () => boards } }, { processMetrics: false });
+    assert.equal(await value(m, "kernelfarm_board_bytes_total", { board: "a/0", direction: "to_board" }), 105);
+    assert.equal(await value(m, "kernelfarm_board_bytes_total", { board: "a/0", direction: "from_board" }), 206);
+    assert.equal(await value(m, "kernelfarm_board_bytes_total", { board: "a/1", direction: "to_board" }), 0);
+    m.close();
+  });
+
   it("turns session, agent and heartbeat events into counters and histograms", async () => {
     const src = sources();
     const m = new TrackerMetrics(src, { processMetrics: false });
@@ -68,6 +94,9 @@ describe("tracker metrics", () => {
     assert.equal(await value(m, "kernelfarm_sessions_ended_total", { key: "cpu", reason: "RUNTIME_CRASH", lane: "none" }), 1);
     assert.equal(await value(m, "kernelfarm_relay_bytes_total", { direction: "to_board" }), 1005);
     assert.equal(await value(m, "kernelfarm_relay_bytes_total", { direction: "from_board" }), 10);
+    assert.equal(await value(m, "kernelfarm_session_bytes_total", { direction: "to_board", lane: "relay" }), 1000);
+    assert.equal(await value(m, "kernelfarm_session_bytes_total", { direction: "to_board", lane: "none" }), 5);
+    assert.equal(await value(m, "kernelfarm_session_bytes_total", { direction: "from_board", lane: "direct" }), 0, "every lane's series from the start");
     assert.equal(await value(m, "kernelfarm_queue_wait_seconds_count", { key: "cpu" }), 2);
     assert.equal(await value(m, "kernelfarm_queue_wait_seconds_sum", { key: "cpu" }), 0.25);
     assert.equal(await value(m, "kernelfarm_queue_wait_seconds_bucket", { key: "cpu", le: "0.1" }), 1);

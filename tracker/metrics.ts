@@ -8,12 +8,19 @@
  *   always exact, whatever events a listener may have missed.
  * * **farm events** (tracker/events.ts): counters and histograms of what
  *   happened — sessions started and ended, queue waits, session durations,
- *   relayed bytes (counted when a session ends), agents attached and lost,
+ *   session bytes (counted when a session ends), agents attached and lost,
  *   heartbeats missed.
  *
+ * Session bytes come from the tracker's own count on the relay and grpc
+ * lanes, and from the session's worker on the direct lane, which the
+ * tracker does not carry (tracker/lane-bytes.ts): `kernelfarm_relay_bytes_total`
+ * stays the tracker's own, `kernelfarm_session_bytes_total` has every lane,
+ * and `kernelfarm_board_bytes_total` each board's, its running session's
+ * included (read at scrape time).
+ *
  * Labels are bounded: key, kind, state, reason (a FarmError code or "OK"),
- * direction; board ids only on the per-board gauges, whose series count is the
- * number of boards. Never session or client ids.
+ * direction, lane; board ids only on the per-board series, whose count is the
+ * number of boards attached. Never session or client ids.
  *
  * The registry is this tracker's own prom-client `Registry`, never the global
  * one: two trackers in one process (tests) keep separate figures.
@@ -24,6 +31,8 @@ import { HEALTH_STATES } from "./health.ts";
 import type { TrackerHttp } from "./http-server.ts";
 import { boardState, type Board, type BoardState, type Registry } from "./registry.ts";
 import type { Scheduler } from "./scheduler.ts";
+import { boardBytes } from "./lane-bytes.ts";
+import { LANES } from "../protos/index.ts";
 import type { TvmPort } from "./tvm/port.ts";
 
 /** What the metrics read: a Tracker passes itself. */
@@ -107,6 +116,7 @@ export class TrackerMetrics {
   private readonly queueWait: Histogram<"key">;
   private readonly sessionDuration: Histogram<"key">;
   private readonly relayBytes: Counter<"direction">;
+  private readonly sessionBytes: Counter<"direction" | "lane">;
   private readonly agentAttaches: Counter;
   private readonly agentLosses: Counter;
   private readonly heartbeatMisses: Counter;
@@ -190,6 +200,20 @@ export class TrackerMetrics {
       collect() {
         this.reset();
         for (const b of sources.registry.boards()) for (const h of HEALTH_STATES) this.set({ board: b.id, health: h }, h === b.health.state ? 1 : 0);
+      },
+    });
+    new Counter({
+      name: "kernelfarm_board_bytes_total",
+      help: "Per board: bytes its sessions' lanes carried since it attached, to_board (host → board) or from_board, its running session's so far included (direct lanes: as their workers reported them, about once a second).",
+      labelNames: ["board", "direction"] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const b of sources.registry.boards()) {
+          const { toBoard, fromBoard } = boardBytes(b);
+          this.inc({ board: b.id, direction: "to_board" }, toBoard);
+          this.inc({ board: b.id, direction: "from_board" }, fromBoard);
+        }
       },
     });
     // Canary drift (tracker/canary-drift.ts): one series each per board from its attach on, 0 until known, so an alert's expression never misses a board.
@@ -278,6 +302,12 @@ export class TrackerMetrics {
       labelNames: ["direction"] as const,
       registers,
     });
+    this.sessionBytes = new Counter({
+      name: "kernelfarm_session_bytes_total",
+      help: "Session bytes, to_board (host → board) or from_board, by lane: relay and grpc as the tracker carried them, direct as each session's worker reported them; counted when each session ends.",
+      labelNames: ["direction", "lane"] as const,
+      registers,
+    });
     this.agentAttaches = new Counter({ name: "kernelfarm_agent_attaches_total", help: "Agents that registered (re-attaches included).", registers });
     this.agentLosses = new Counter({
       name: "kernelfarm_agent_losses_total",
@@ -299,6 +329,7 @@ export class TrackerMetrics {
     // Both directions exist from the start: rate() needs a series before the first session ends.
     this.relayBytes.inc({ direction: "to_board" }, 0);
     this.relayBytes.inc({ direction: "from_board" }, 0);
+    for (const lane of LANES) for (const direction of ["to_board", "from_board"]) this.sessionBytes.inc({ direction, lane }, 0);
 
     if (opts.processMetrics ?? true) collectDefaultMetrics({ register: this.register, prefix: PROCESS_METRICS_PREFIX });
     this.unsubscribe = sources.events.subscribe((e) => this.onEvent(e));
@@ -332,6 +363,11 @@ export class TrackerMetrics {
         } else {
           this.sessionsEnded.inc({ key: e.key, reason: e.reason ?? "OK", lane: e.lane ?? "none" });
           if (e.durationMs !== undefined) this.sessionDuration.observe({ key: e.key }, e.durationMs / 1e3);
+          const lane = e.lane ?? "none";
+          if (e.bytesToBoard) this.sessionBytes.inc({ direction: "to_board", lane }, e.bytesToBoard);
+          if (e.bytesFromBoard) this.sessionBytes.inc({ direction: "from_board", lane }, e.bytesFromBoard);
+          // The tracker's own: a direct lane's bytes never passed through it.
+          if (lane === "direct") return;
           if (e.bytesToBoard) this.relayBytes.inc({ direction: "to_board" }, e.bytesToBoard);
           if (e.bytesFromBoard) this.relayBytes.inc({ direction: "from_board" }, e.bytesFromBoard);
         }

@@ -17,7 +17,7 @@ import type { TrackerMessage } from "../protos/gen/farm/v1/TrackerMessage.ts";
 import type { BoardInfo, BoardKindName } from "../protos/index.ts";
 import type { CudaLaunchLimitsMessage__Output } from "../protos/index.ts";
 import { BoardHealth } from "./health.ts";
-import type { Lease } from "./lease.ts";
+import type { LaneBytes, Lease } from "./lease.ts";
 
 export type AttachCall = ServerDuplexStream<AgentMessage__Output, TrackerMessage>;
 
@@ -127,6 +127,8 @@ export interface Board {
   lease: BoardLease | undefined;
   /** Its health, the same machine across its agent's re-attaches (tracker/board-memory.ts). */
   health: BoardHealth;
+  /** Bytes its ended sessions' lanes carried since it attached (tracker/lane-bytes.ts boardBytes adds the running one's). */
+  readonly bytes: LaneBytes;
 }
 
 /** A lease on one of the registry's boards. */
@@ -134,7 +136,17 @@ export type BoardLease = Lease<Board>;
 
 /** A board as it attaches: not ready, not drained, no lease, a healthy health machine (recalled memory may replace both). */
 export function newBoard(agent: Agent, fields: Pick<Board, "id" | "name" | "key" | "kind" | "labels" | "capabilities" | "cudaLimits">): Board {
-  return { ...fields, agent, ready: false, lanePort: 0, workerId: "", drain: "", lease: undefined, health: new BoardHealth() };
+  return {
+    ...fields,
+    agent,
+    ready: false,
+    lanePort: 0,
+    workerId: "",
+    drain: "",
+    lease: undefined,
+    health: new BoardHealth(),
+    bytes: { toBoard: 0, fromBoard: 0 },
+  };
 }
 
 export function boardState(board: Board): BoardState {

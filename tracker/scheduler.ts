@@ -361,6 +361,8 @@ export class Scheduler {
     this.log.info({ session: lease.id, board: lease.board.id, reason: lease.reason?.code ?? "CLOSED", detail: lease.reason?.message }, "session ended");
     this.hooks.ended(lease);
     const { toBoard, fromBoard } = lease.relayed;
+    lease.board.bytes.toBoard += toBoard;
+    lease.board.bytes.fromBoard += fromBoard;
     this.events.emit({
       type: "session",
       at: lease.endedAt,

@@ -164,6 +164,8 @@ export class Agent {
             if (pool && !this.draining.has(name)) this.link?.send({ board_ready: boardReady(pool) });
           },
           laneOpened: (sessionId) => this.laneOpened(sessionId),
+          // Before its session_ended on the same stream: the tracker has a session's last figures when it ends it.
+          laneBytes: (sessionId, toBoard, fromBoard) => this.link?.send({ session_bytes: { session_id: sessionId, to_board: toBoard, from_board: fromBoard } }),
           sessionEnded: (sessionId, reason) => {
             this.lanes?.forget(sessionId);
             this.link?.send({ session_ended: { session_id: sessionId, reason: reason?.toWire() ?? null } });

@@ -462,6 +462,21 @@ describe("pool machine: serving (its session runs)", () => {
     assert.deepEqual(c.take(), [{ kind: "countCalls", calls: 3, timeEvaluations: 1, errors: { TIMEOUT: 1 } }]);
   });
 
+  it('"lane_bytes" for its own session go to the shell; for another session they are a breach', () => {
+    const c = warmPool();
+    serve(c, "s1");
+    c.take();
+    c.say(0, { kind: "lane_bytes", m: { session_id: "s1", to_board: 10, from_board: 20 } });
+    assert.deepEqual(c.take(), [{ kind: "laneBytes", worker: 0, sessionId: "s1", toBoard: 10, fromBoard: 20 }]);
+    c.say(0, { kind: "lane_bytes", m: { session_id: "s2", to_board: 1, from_board: 1 } });
+    const [cut] = c.take();
+    assert.equal(
+      cut?.kind === "cutOff" && cut.error.message,
+      "the session's worker broke the agent's protocol: lane_bytes for session s2, which it does not serve",
+    );
+    assert.equal(c.worker(0).state, "exiting");
+  });
+
   it("store and FPGA requests are served, a few at a time; one more is a breach", () => {
     const c = warmPool({ kind: "vta" });
     serve(c, "s1");
@@ -748,6 +763,7 @@ describe("pool machine: breaches (a worker says what it may not, or its channel 
       [{ kind: "foreign_code", m: { session_id: "s1" } }, "foreign_code for session s1, which it does not serve"],
       [{ kind: "lane_opened", m: { session_id: "s1", ticket: "" } }, "lane_opened for session s1, which it does not serve"],
       [{ kind: "counters", m: { calls: 1, time_evaluations: 0, errors: {} } }, "counters from a idle worker"],
+      [{ kind: "lane_bytes", m: { session_id: "s1", to_board: 0, from_board: 0 } }, "lane_bytes for session s1, which it does not serve"],
       [{ kind: "store_keep", m: { id: 1, name: "f", sha256: "c".repeat(64) } }, "store_keep from a idle worker"],
       [ended("s1", true), "ended for session s1, which it does not serve"],
     ];

@@ -46,6 +46,7 @@
  * | `serving`           | says "foreign_code" (tainted)                  | `serving`      | never serves again; fill (its successor boots while it serves) |
  * | `serving`           | says "lane_opened" (first)                     | `serving`      | `laneOpened` to the tracker |
  * | `serving`           | says "counters"                                | `serving`      | count them |
+ * | `serving`           | says "lane_bytes" for its session              | `serving`      | `laneBytes` (the shell checks them against what a lane can carry: lane-bytes.ts) |
  * | `serving`           | says store_keep / store_take / program_fpga / output_read | `serving` | `serveRequest` (at most WORKER_MAX_PENDING_REQUESTS at once) |
  * | any                 | `requestDone`                                  | same           | the reply is sent if it serves |
  * | `serving`           | says "ended", reusable, no native code, fewer than `warm` idle, not closed | `idle` | cancel the grace; count; `sessionEnded` (its reason); a waiting session takes it, else fill, `boardReady` and `prepareFolder`; remove the folder |
@@ -296,6 +297,8 @@ export type PoolEffect =
   | { readonly kind: "sessionEnded"; readonly sessionId: string; readonly reason: FarmError | null }
   /** Tell the tracker a host reached the session's worker (LaneOpened, direct). */
   | { readonly kind: "laneOpened"; readonly sessionId: string }
+  /** The serving worker's count of its session's lane bytes (totals): the shell checks them (lane-bytes.ts) and tells the tracker. */
+  | { readonly kind: "laneBytes"; readonly worker: WorkerId; readonly sessionId: string; readonly toBoard: number; readonly fromBoard: number }
   /** Tell the tracker the board's health (a canary's verdict). */
   | { readonly kind: "health"; readonly report: HealthReport }
   /** A worker no session ran in died: log it, and tell the tracker the board's infrastructure failed. */
@@ -526,6 +529,9 @@ function judge(state: PoolMachineState, id: WorkerId, msg: WorkerMessage): PoolS
       // Once a session: the tracker hears of a lane once, however often a worker says it.
       if (w.laneOpened) return ignored(state, `session ${msg.m.session_id}'s lane was reported open already`);
       return applied(...c.update(w, { laneOpened: true }).effect({ kind: "laneOpened", sessionId: msg.m.session_id }).done());
+    case "lane_bytes":
+      if (!ownSession(msg.m.session_id)) return out(`lane_bytes for session ${msg.m.session_id}, which it does not serve`);
+      return applied(...c.effect({ kind: "laneBytes", worker: id, sessionId: msg.m.session_id, toBoard: msg.m.to_board, fromBoard: msg.m.from_board }).done());
     case "store_keep":
     case "store_take":
     case "program_fpga":

@@ -21,6 +21,7 @@
  * | foreign_code  | the serving worker, for its session             | never gives that process another session |
  * | counters      | the serving worker                              | counts (bounded, known codes only)     |
  * | lane_opened   | the serving worker, for its session; or an idle one with the session's ticket, which the agent checks too (signed by the tracker for this board and this very worker) | tells the tracker; a ticket's session is that worker's now |
+ * | lane_bytes    | the serving worker, for its session, within what a lane carries (lane-bytes.ts) | tells the tracker (SessionBytes) |
  * | store_keep / store_take / program_fpga | the serving worker, a few at a time | acts in its session's folder only, on names it chose or checked |
  * | output_read   | the serving worker, a few at a time             | answers with what that worker printed since its session began (session-output.ts), one bounded piece |
  * | ended         | the serving worker, for its session             | reuses it only if it never loaded native code and offers to serve again |
@@ -41,7 +42,7 @@ import { readSync, rmSync } from "node:fs";
 import type { Readable } from "node:stream";
 import { basename, join } from "node:path";
 import { createServer, type AddressInfo, type Socket } from "node:net";
-import { FarmError, SESSION_END_GRACE_MS, type AgentToWorker, type Route, type WorkerMessage } from "../../protos/index.ts";
+import { FarmError, SESSION_END_GRACE_MS, workerProtocolError, type AgentToWorker, type Route, type WorkerMessage } from "../../protos/index.ts";
 import { NamedTimers, checkTicket, ticketKey, traceGrant, type Logger } from "../../runtime/index.ts";
 import type { BoardMetrics } from "./metrics.ts";
 import { effectiveLimits, workerCommand, workerEnv, type SandboxPlan, type UidAllocator, type WorkerDirs } from "./sandbox.ts";
@@ -53,6 +54,7 @@ import type { WorkerConfig } from "../common/worker-spawn.ts";
 import { WORKER_STDIO, WorkerChannel } from "./worker-channel.ts";
 import { descriptorOf } from "../common/handle-passing.ts";
 import { SESSION_OUTPUT_BYTES, SessionOutput } from "./session-output.ts";
+import { LaneByteCounts } from "./lane-bytes.ts";
 import { OutputBudget, PendingOutput, takeTimeoutMarker } from "./worker-output.ts";
 import {
   begin,
@@ -101,6 +103,8 @@ export interface PoolEvents {
   ready(boardName: string): void;
   /** A host reached a session's worker at its standby lane. */
   laneOpened(sessionId: string): void;
+  /** A session's lane carried this much so far (totals), as its worker counted them and the agent believed (lane-bytes.ts). */
+  laneBytes?(sessionId: string, toBoard: number, fromBoard: number): void;
   /** A session ended on this side: closed cleanly (null), or the worker died / timed out. */
   sessionEnded(sessionId: string, reason: FarmError | null): void;
   /** A canary ran, or the board's infrastructure failed (a worker died or did not start outside any session). */
@@ -157,6 +161,8 @@ export class BoardPool {
   /** Each session folder that exists, by session id. */
   private readonly folders = new Map<string, string>();
   private readonly lanes = new Map<LaneId, HeldLane>();
+  /** What each worker said its current session's lane carried, as far as it is believed. */
+  private readonly laneBytes = new LaneByteCounts();
   private nextLane = 0;
   /** The last lane handed over, and whether its worker's channel took it (giveLane's answer). */
   private lastHanded: { lane: LaneId; sent: boolean } | undefined;
@@ -285,7 +291,7 @@ export class BoardPool {
     return this.lastHanded?.lane === lane ? this.lastHanded.sent : undefined;
   }
 
-  /** The worker serving `sessionId` broke its lane's framing (the agent's grpc bridge cut it): it is cut off and killed, its session ends with `error`. */
+  /** The worker serving `sessionId` broke its lane's framing (the agent's grpc bridge cut it), or counted its lane's bytes beyond what a lane carries (lane-bytes.ts): it is cut off and killed, its session ends with `error`. */
   laneBroken(sessionId: string, error: FarmError): void {
     this.feed({ kind: "laneBroken", sessionId, error });
   }
@@ -349,6 +355,7 @@ export class BoardPool {
             p.sessionOutput = new SessionOutput(SESSION_OUTPUT_BYTES);
             p.timedOut = undefined;
           }
+          this.laneBytes.begin(effect.worker, effect.sessionId, performance.now());
           break;
         }
         case "removeSessionFolder":
@@ -362,6 +369,7 @@ export class BoardPool {
             p.sessionOutput = new SessionOutput(SESSION_OUTPUT_BYTES);
             p.timedOut = undefined;
           }
+          this.laneBytes.begin(effect.worker, effect.sessionId, performance.now());
           const delivered =
             p?.channel.send({ assign: { session_id: effect.sessionId, token: effect.token, dir, route: effect.route, ...this.callBound(effect.lease) } }) ??
             false;
@@ -437,6 +445,13 @@ export class BoardPool {
           traceGrant("agent: LaneOpened sent");
           this.events.laneOpened(effect.sessionId);
           break;
+        case "laneBytes": {
+          const refusal = this.laneBytes.report(effect.worker, effect.sessionId, effect.toBoard, effect.fromBoard, performance.now());
+          // Out of what a lane carries: a breach of the channel's protocol, as any other (its session ends PROTOCOL_ERROR).
+          if (refusal) this.laneBroken(effect.sessionId, workerProtocolError(refusal));
+          else this.events.laneBytes?.(effect.sessionId, effect.toBoard, effect.fromBoard);
+          break;
+        }
         case "health":
           this.events.health(this.boardName, effect.report);
           break;
@@ -533,6 +548,7 @@ export class BoardPool {
         // Looked at before the session's tmpfs goes: a full one tells why the worker died.
         this.feed({ kind: "exited", worker: id, code, signal, death: this.deathReason(id, p, code, signal) });
         this.procs.delete(id);
+        this.laneBytes.forget(id);
       });
     });
     child.on("error", (err) => this.log.error({ board: this.boardName, err: err.message }, "session worker failed to start"));

@@ -12,6 +12,7 @@ import type { Socket } from "node:net";
 import { CLEAN_END_FRAME, FarmError, decodeLaneWelcome, type Lane } from "../../protos/index.ts";
 import { LaneSocket, traceGrant, welcome } from "../../runtime/index.ts";
 import type { FrameSink } from "./session-server.ts";
+import type { LaneByteTotals } from "./lane-bytes.ts";
 
 export interface WorkerLane extends FrameSink {
   onFrame(handler: (frame: Uint8Array) => void): void;
@@ -22,6 +23,12 @@ export interface WorkerLane extends FrameSink {
    * end. Resolves once both have left this process (or the socket is gone).
    */
   finish(): Promise<void>;
+  /**
+   * Bytes this end of the lane read (host → board) and wrote (board → host)
+   * so far, the socket's own counts (lane-bytes.ts); undefined on a relay or
+   * grpc lane, whose bytes the tracker counts as it carries them.
+   */
+  bytes(): LaneByteTotals | undefined;
 }
 
 /**
@@ -71,6 +78,7 @@ export function socketLane(socket: Socket, rest: Buffer, kind: Lane): WorkerLane
         () => {},
       ),
     over,
+    bytes: () => (kind === "direct" ? { toBoard: socket.bytesRead, fromBoard: socket.bytesWritten ?? 0 } : undefined),
     finish: () => {
       finished = true;
       lane.send(CLEAN_END_FRAME);

@@ -22,6 +22,7 @@ import type { WorkerConfig } from "../common/worker-spawn.ts";
 import type { SessionStore } from "./files.ts";
 import { RequestCounters, SessionServer, type SessionHooks } from "./session-server.ts";
 import { socketLane, type WorkerLane } from "./lane.ts";
+import { LaneBytesReporter } from "./lane-bytes.ts";
 import { dieWithParent } from "./parent-death.ts";
 import { StandbyLane } from "./standby.ts";
 import { serveTvm, startTvmServer, type TvmLane, type TvmServerChild } from "./tvm-session.ts";
@@ -355,6 +356,7 @@ async function serve(sessionId: string, workdir: string, callsEnd: SessionHooks[
     ...(programFpga ? { programFpga } : {}),
   });
   const reporter = setInterval(reportCounters, COUNTERS_REPORT_MS);
+  const laneBytes = new LaneBytesReporter(sessionId, () => lane.bytes(), tell);
   lane.onFrame((bytes) => server.receive(bytes));
 
   // Over when the host closed (Close answered), when the tracker released the
@@ -372,6 +374,8 @@ async function serve(sessionId: string, workdir: string, callsEnd: SessionHooks[
   clearInterval(reporter);
   server.dispose();
   if (laneEnded) await within(laneEnded, LANE_END_MS);
+  // Before "ended" on the channel: the agent, and the tracker after it, have the session's last figures when it ends.
+  laneBytes.finish();
   await finishSession(sessionId, workdir, error);
 }
 

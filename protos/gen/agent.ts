@@ -55,6 +55,7 @@ import type { ProgramFpga as _farm_v1_ProgramFpga, ProgramFpga__Output as _farm_
 import type { Register as _farm_v1_Register, Register__Output as _farm_v1_Register__Output } from './farm/v1/Register';
 import type { Registered as _farm_v1_Registered, Registered__Output as _farm_v1_Registered__Output } from './farm/v1/Registered';
 import type { Remove as _farm_v1_Remove, Remove__Output as _farm_v1_Remove__Output } from './farm/v1/Remove';
+import type { SessionBytes as _farm_v1_SessionBytes, SessionBytes__Output as _farm_v1_SessionBytes__Output } from './farm/v1/SessionBytes';
 import type { SessionEnd as _farm_v1_SessionEnd, SessionEnd__Output as _farm_v1_SessionEnd__Output } from './farm/v1/SessionEnd';
 import type { SessionTicket as _farm_v1_SessionTicket, SessionTicket__Output as _farm_v1_SessionTicket__Output } from './farm/v1/SessionTicket';
 import type { Stats as _farm_v1_Stats, Stats__Output as _farm_v1_Stats__Output } from './farm/v1/Stats';
@@ -136,6 +137,7 @@ export interface ProtoGrpcType {
       Registered: MessageTypeDefinition<_farm_v1_Registered, _farm_v1_Registered__Output>
       Remove: MessageTypeDefinition<_farm_v1_Remove, _farm_v1_Remove__Output>
       Route: EnumTypeDefinition
+      SessionBytes: MessageTypeDefinition<_farm_v1_SessionBytes, _farm_v1_SessionBytes__Output>
       SessionEnd: MessageTypeDefinition<_farm_v1_SessionEnd, _farm_v1_SessionEnd__Output>
       SessionTicket: MessageTypeDefinition<_farm_v1_SessionTicket, _farm_v1_SessionTicket__Output>
       Stats: MessageTypeDefinition<_farm_v1_Stats, _farm_v1_Stats__Output>

@@ -16,6 +16,7 @@ import type { WorkerForeignCode as _farm_v1_WorkerForeignCode, WorkerForeignCode
 import type { WorkerFpgaRequest as _farm_v1_WorkerFpgaRequest, WorkerFpgaRequest__Output as _farm_v1_WorkerFpgaRequest__Output } from './farm/v1/WorkerFpgaRequest';
 import type { WorkerFpgaResult as _farm_v1_WorkerFpgaResult, WorkerFpgaResult__Output as _farm_v1_WorkerFpgaResult__Output } from './farm/v1/WorkerFpgaResult';
 import type { WorkerLane as _farm_v1_WorkerLane, WorkerLane__Output as _farm_v1_WorkerLane__Output } from './farm/v1/WorkerLane';
+import type { WorkerLaneBytes as _farm_v1_WorkerLaneBytes, WorkerLaneBytes__Output as _farm_v1_WorkerLaneBytes__Output } from './farm/v1/WorkerLaneBytes';
 import type { WorkerLaneOpened as _farm_v1_WorkerLaneOpened, WorkerLaneOpened__Output as _farm_v1_WorkerLaneOpened__Output } from './farm/v1/WorkerLaneOpened';
 import type { WorkerOutput as _farm_v1_WorkerOutput, WorkerOutput__Output as _farm_v1_WorkerOutput__Output } from './farm/v1/WorkerOutput';
 import type { WorkerOutputRead as _farm_v1_WorkerOutputRead, WorkerOutputRead__Output as _farm_v1_WorkerOutputRead__Output } from './farm/v1/WorkerOutputRead';
@@ -57,6 +58,7 @@ export interface ProtoGrpcType {
       WorkerFpgaRequest: MessageTypeDefinition<_farm_v1_WorkerFpgaRequest, _farm_v1_WorkerFpgaRequest__Output>
       WorkerFpgaResult: MessageTypeDefinition<_farm_v1_WorkerFpgaResult, _farm_v1_WorkerFpgaResult__Output>
       WorkerLane: MessageTypeDefinition<_farm_v1_WorkerLane, _farm_v1_WorkerLane__Output>
+      WorkerLaneBytes: MessageTypeDefinition<_farm_v1_WorkerLaneBytes, _farm_v1_WorkerLaneBytes__Output>
       WorkerLaneOpened: MessageTypeDefinition<_farm_v1_WorkerLaneOpened, _farm_v1_WorkerLaneOpened__Output>
       WorkerOutput: MessageTypeDefinition<_farm_v1_WorkerOutput, _farm_v1_WorkerOutput__Output>
       WorkerOutputRead: MessageTypeDefinition<_farm_v1_WorkerOutputRead, _farm_v1_WorkerOutputRead__Output>

@@ -41,6 +41,14 @@ const message: fc.Arbitrary<WorkerToAgent> = fc.oneof(
   fc.record({ id: fc.nat(), sha256: fc.string(), size: fc.double() }).map((store_take) => ({ store_take })),
   fc.record({ id: fc.nat(), bitstream: fc.string(), config: fc.string() }).map((program_fpga) => ({ program_fpga })),
   fc.record({ id: fc.nat(), from: fc.oneof(fc.nat(), fc.double()) }).map((output_read) => ({ output_read })),
+  // Lane bytes that lie: any session, negative, fractional, NaN, past 2^53 or beyond what a lane carries (issue 32).
+  fc
+    .record({
+      session_id: fc.string(),
+      to_board: fc.oneof(fc.nat(), fc.double(), fc.constant(1e15)),
+      from_board: fc.oneof(fc.nat(), fc.double(), fc.constant(2 ** 53)),
+    })
+    .map((lane_bytes) => ({ lane_bytes })),
   fc
     .record({
       session_id: fc.string(),

@@ -22,6 +22,7 @@ import type { TrackerHttp } from "../http-server.ts";
 import type { Registry } from "../registry.ts";
 import type { Scheduler } from "../scheduler.ts";
 import { buildSummary } from "../summary.ts";
+import { bytesNow } from "../lane-bytes.ts";
 import { LiveHistory } from "./history.ts";
 import { FEED_PATH, type FeedMessage, type FeedSnapshot, type FeedStats } from "./protocol.ts";
 
@@ -176,6 +177,7 @@ export class LiveView {
       boardIssues: this.history.boardIssues(),
       series: { intervalMs: this.options.sampleIntervalMs, samples: this.history.series() },
       feed: this.stats,
+      bytes: bytesNow(this.source.registry.boards()),
     };
   }
 
@@ -286,7 +288,7 @@ export class LiveView {
 
   private onSample(): void {
     const sample = this.history.sample();
-    if (this.clients.size > 0) this.broadcast(this.encode({ kind: "sample", sample, feed: this.stats }));
+    if (this.clients.size > 0) this.broadcast(this.encode({ kind: "sample", sample, feed: this.stats, bytes: bytesNow(this.source.registry.boards()) }));
   }
 
   private pingAll(): void {

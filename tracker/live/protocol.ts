@@ -13,6 +13,7 @@
  */
 import type { SummaryReply__Output } from "../../protos/index.ts";
 import type { FarmEvent } from "../events.ts";
+import type { BytesNow } from "../lane-bytes.ts";
 
 export const FEED_PATH = "/feed";
 
@@ -77,6 +78,8 @@ export interface FeedSnapshot {
   boardIssues: Record<string, BoardIssue>;
   series: { intervalMs: number; samples: SeriesSample[] };
   feed: FeedStats;
+  /** Bytes per attached board since it attached and per running session so far (tracker/lane-bytes.ts); a session's final figures are in its `ended` event. */
+  bytes: BytesNow;
 }
 
 export type FeedMessage =
@@ -84,7 +87,7 @@ export type FeedMessage =
   | { kind: "event"; event: FarmEvent }
   /** Several events of one flush window, in order (superseded board/queue states coalesced). */
   | { kind: "events"; events: FarmEvent[] }
-  | { kind: "sample"; sample: SeriesSample; feed: FeedStats }
+  | { kind: "sample"; sample: SeriesSample; feed: FeedStats; bytes: BytesNow }
   | { kind: "pong"; at: number }
   | { kind: "error"; message: string };
 

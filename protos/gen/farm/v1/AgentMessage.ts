@@ -7,6 +7,7 @@ import type { SessionEnd as _farm_v1_SessionEnd, SessionEnd__Output as _farm_v1_
 import type { BoardHealthReport as _farm_v1_BoardHealthReport, BoardHealthReport__Output as _farm_v1_BoardHealthReport__Output } from '../../farm/v1/BoardHealthReport';
 import type { LaneOpened as _farm_v1_LaneOpened, LaneOpened__Output as _farm_v1_LaneOpened__Output } from '../../farm/v1/LaneOpened';
 import type { BoardLabels as _farm_v1_BoardLabels, BoardLabels__Output as _farm_v1_BoardLabels__Output } from '../../farm/v1/BoardLabels';
+import type { SessionBytes as _farm_v1_SessionBytes, SessionBytes__Output as _farm_v1_SessionBytes__Output } from '../../farm/v1/SessionBytes';
 
 export interface AgentMessage {
   'register'?: (_farm_v1_Register | null);
@@ -16,7 +17,8 @@ export interface AgentMessage {
   'board_health'?: (_farm_v1_BoardHealthReport | null);
   'lane_opened'?: (_farm_v1_LaneOpened | null);
   'board_labels'?: (_farm_v1_BoardLabels | null);
-  'msg'?: "register"|"heartbeat"|"board_ready"|"session_ended"|"board_health"|"lane_opened"|"board_labels";
+  'session_bytes'?: (_farm_v1_SessionBytes | null);
+  'msg'?: "register"|"heartbeat"|"board_ready"|"session_ended"|"board_health"|"lane_opened"|"board_labels"|"session_bytes";
 }
 
 export interface AgentMessage__Output {
@@ -27,5 +29,6 @@ export interface AgentMessage__Output {
   'board_health'?: (_farm_v1_BoardHealthReport__Output | null);
   'lane_opened'?: (_farm_v1_LaneOpened__Output | null);
   'board_labels'?: (_farm_v1_BoardLabels__Output | null);
-  'msg'?: "register"|"heartbeat"|"board_ready"|"session_ended"|"board_health"|"lane_opened"|"board_labels";
+  'session_bytes'?: (_farm_v1_SessionBytes__Output | null);
+  'msg'?: "register"|"heartbeat"|"board_ready"|"session_ended"|"board_health"|"lane_opened"|"board_labels"|"session_bytes";
 }

@@ -10,6 +10,7 @@ import type { WorkerStoreTake as _farm_v1_WorkerStoreTake, WorkerStoreTake__Outp
 import type { WorkerFpgaRequest as _farm_v1_WorkerFpgaRequest, WorkerFpgaRequest__Output as _farm_v1_WorkerFpgaRequest__Output } from '../../farm/v1/WorkerFpgaRequest';
 import type { WorkerEnded as _farm_v1_WorkerEnded, WorkerEnded__Output as _farm_v1_WorkerEnded__Output } from '../../farm/v1/WorkerEnded';
 import type { WorkerOutputRead as _farm_v1_WorkerOutputRead, WorkerOutputRead__Output as _farm_v1_WorkerOutputRead__Output } from '../../farm/v1/WorkerOutputRead';
+import type { WorkerLaneBytes as _farm_v1_WorkerLaneBytes, WorkerLaneBytes__Output as _farm_v1_WorkerLaneBytes__Output } from '../../farm/v1/WorkerLaneBytes';
 
 export interface WorkerToAgent {
   'ready'?: (_farm_v1_WorkerReady | null);
@@ -22,7 +23,8 @@ export interface WorkerToAgent {
   'program_fpga'?: (_farm_v1_WorkerFpgaRequest | null);
   'ended'?: (_farm_v1_WorkerEnded | null);
   'output_read'?: (_farm_v1_WorkerOutputRead | null);
-  'msg'?: "ready"|"lane_opened"|"canary"|"foreign_code"|"counters"|"store_keep"|"store_take"|"program_fpga"|"ended"|"output_read";
+  'lane_bytes'?: (_farm_v1_WorkerLaneBytes | null);
+  'msg'?: "ready"|"lane_opened"|"canary"|"foreign_code"|"counters"|"store_keep"|"store_take"|"program_fpga"|"ended"|"output_read"|"lane_bytes";
 }
 
 export interface WorkerToAgent__Output {
@@ -36,5 +38,6 @@ export interface WorkerToAgent__Output {
   'program_fpga'?: (_farm_v1_WorkerFpgaRequest__Output | null);
   'ended'?: (_farm_v1_WorkerEnded__Output | null);
   'output_read'?: (_farm_v1_WorkerOutputRead__Output | null);
-  'msg'?: "ready"|"lane_opened"|"canary"|"foreign_code"|"counters"|"store_keep"|"store_take"|"program_fpga"|"ended"|"output_read";
+  'lane_bytes'?: (_farm_v1_WorkerLaneBytes__Output | null);
+  'msg'?: "ready"|"lane_opened"|"canary"|"foreign_code"|"counters"|"store_keep"|"store_take"|"program_fpga"|"ended"|"output_read"|"lane_bytes";
 }
