@@ -1,6 +1,6 @@
 /** A session's files: plain upload names, and the caps per file and per session. */
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, it } from "node:test";
@@ -93,6 +93,15 @@ describe("SessionFiles", () => {
     const data = new Uint8Array(64 * 1000).map((_, i) => (i * 7 + (i >> 10)) & 0xff);
     await put(files, "many.bin", data, 1000);
     assert.deepEqual(readFileSync(join(dir, "many.bin")), Buffer.from(data));
+  });
+
+  it("replaces a large file by a new one, the old unlinked before the new one's first write", async () => {
+    const files = new SessionFiles(dir, { maxUploadBytes: 4 << 20, maxSessionBytes: 4 << 20 });
+    await put(files, "big.bin", bytes(2 << 20, 1), 1 << 20);
+    await put(files, "big.bin", bytes(2 << 20, 2), 1 << 20);
+    assert.deepEqual(readdirSync(dir), ["big.bin"]);
+    assert.ok(readFileSync(join(dir, "big.bin")).every((b) => b === 2));
+    assert.deepEqual(files.list(), [{ name: "big.bin", size: 2 << 20 }]);
   });
 
   it("deletes an abandoned upload at once, its writes still in flight", async () => {
