@@ -37,7 +37,7 @@ import {
   type Lane,
   type Route,
 } from "../protos/index.ts";
-import { LaneSocket, LongTimer, NamedTimers, awaitWelcome, connectSocket, framed, parseAddress, type ClientSecurity } from "../runtime/index.ts";
+import { LaneReads, LaneSocket, LongTimer, NamedTimers, awaitWelcome, connectSocket, framed, parseAddress, type ClientSecurity } from "../runtime/index.ts";
 import { status as grpcStatus } from "@grpc/grpc-js";
 import {
   begin,
@@ -390,8 +390,10 @@ async function dial(
     role: "host",
     ...(kind === "relay" && opts.security.token ? { token: opts.security.token } : {}),
   });
-  const socket = await connectSocket(host, port, security, timeoutMs, what, { first: framed(hello) });
-  const lane = new LaneSocket(socket, `the ${kind} lane of session ${grant.session_id}`);
+  // A plaintext lane reads a download's chunks straight into their frames' buffers (LaneReads).
+  const reads = security.tls ? undefined : new LaneReads();
+  const socket = await connectSocket(host, port, security, timeoutMs, what, { first: framed(hello), ...(reads ? { onread: reads.onread } : {}) });
+  const lane = new LaneSocket(socket, `the ${kind} lane of session ${grant.session_id}`, undefined, reads);
   try {
     await awaitWelcome(lane, Math.max(1, timeoutMs - (Date.now() - started)));
   } catch (err) {
