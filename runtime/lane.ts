@@ -37,7 +37,7 @@ export function framed(frame: Uint8Array): Buffer {
 
 /**
  * A socket's reads for a LaneSocket, into buffers it chooses (net's
- * `onread`, given to the socket when it is made: connectSocket's `reads`).
+ * `onread`, given to the socket when it is made: connectSocket's `onread`).
  * Once a large frame's header has come, the rest of that frame is read by
  * the kernel straight into the buffer the frame is delivered in, in reads as
  * large as what remains of it: no 64 KiB pieces joined, nor allocated. The
@@ -102,8 +102,10 @@ export class LaneSocket {
   /** The largest frame accepted now; the handshake's is small. */
   private limit: number;
 
-  /** `maxFrameBytes`: the largest frame accepted after the handshake; a larger one fails the lane (PROTOCOL_ERROR). */
-  /** `reads`: the socket was made to read through them (connectSocket's `reads`), not by 'data' events. */
+  /**
+   * `maxFrameBytes`: the largest frame accepted after the handshake; a larger one fails the lane (PROTOCOL_ERROR).
+   * `reads`: the socket was made to read through them (its `onread`: connectSocket's), not by 'data' events.
+   */
   constructor(
     readonly socket: Socket,
     private readonly what: string,
