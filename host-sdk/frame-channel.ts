@@ -37,7 +37,18 @@ import {
   type Lane,
   type Route,
 } from "../protos/index.ts";
-import { LaneSocket, LongTimer, NamedTimers, awaitWelcome, connectSocket, framed, parseAddress, traceGrant, type ClientSecurity } from "../runtime/index.ts";
+import {
+  LaneReads,
+  LaneSocket,
+  LongTimer,
+  NamedTimers,
+  awaitWelcome,
+  connectSocket,
+  framed,
+  parseAddress,
+  traceGrant,
+  type ClientSecurity,
+} from "../runtime/index.ts";
 import { status as grpcStatus } from "@grpc/grpc-js";
 import {
   begin,
@@ -391,10 +402,12 @@ async function dial(
     role: "host",
     ...(kind === "relay" && opts.security.token ? { token: opts.security.token } : {}),
   });
+  // A plaintext lane reads a download's chunks straight into their frames' buffers (LaneReads).
+  const reads = security.tls ? undefined : new LaneReads();
   traceGrant("host: lane dialled");
-  const socket = await connectSocket(host, port, security, timeoutMs, what, { first: framed(hello) });
+  const socket = await connectSocket(host, port, security, timeoutMs, what, { first: framed(hello), ...(reads ? { onread: reads.onread } : {}) });
   traceGrant("host: lane connected, hello sent");
-  const lane = new LaneSocket(socket, `the ${kind} lane of session ${grant.session_id}`);
+  const lane = new LaneSocket(socket, `the ${kind} lane of session ${grant.session_id}`, undefined, reads);
   try {
     await awaitWelcome(lane, Math.max(1, timeoutMs - (Date.now() - started)));
     traceGrant("host: welcome read");

@@ -18,7 +18,7 @@
 import { readFileSync, watchFile, unwatchFile } from "node:fs";
 import { createServer as createHttpServer, type IncomingMessage, type RequestListener, type Server } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
-import { connect as netConnect, createServer as createNetServer, isIP, type Server as NetServer, type Socket } from "node:net";
+import { connect as netConnect, createServer as createNetServer, isIP, type OnReadOpts, type Server as NetServer, type Socket } from "node:net";
 import {
   checkServerIdentity,
   connect as tlsConnect,
@@ -341,7 +341,8 @@ export function socketServer(tls: ServerTls | undefined, onSocket: (socket: Sock
  * A TCP (or TLS) connection to `what` at host:port. `first`: bytes written at
  * once, before the connection is up (sent with the handshake's end, saving
  * this process a wake-up); `unread`: nothing is read here (the socket goes to
- * another process).
+ * another process); `onread`: a plaintext socket reads into the buffers it
+ * names (runtime/lane.ts LaneReads) instead of emitting 'data'.
  */
 export function connectSocket(
   host: string,
@@ -349,12 +350,15 @@ export function connectSocket(
   security: ClientSecurity,
   timeoutMs: number,
   what: string,
-  opts: { unread?: boolean; first?: Uint8Array } = {},
+  opts: { unread?: boolean; first?: Uint8Array; onread?: OnReadOpts } = {},
 ): Promise<Socket> {
   return new Promise((resolve, reject) => {
     let socket: Socket;
     try {
-      socket = security.tls ? tlsConnect({ host, port, ...tlsClientOptions(security.tls, host) }) : netConnect({ host, port });
+      if (opts.onread && security.tls) throw new FarmError("INTERNAL", "a TLS socket reads into its own buffers: no onread");
+      socket = security.tls
+        ? tlsConnect({ host, port, ...tlsClientOptions(security.tls, host) })
+        : netConnect({ host, port, ...(opts.onread ? { onread: opts.onread } : {}) });
       // Paused before it connects, a net.Socket never starts reading its handle.
       if (opts.unread && !security.tls) socket.pause();
       if (opts.first) socket.write(opts.first);

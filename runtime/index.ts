@@ -4,7 +4,7 @@
  * socket lanes' framing and handshakes, logging, health probes, the named
  * timers of the lifecycle machines' shells.
  */
-export { LaneSocket, framed, acceptHello, welcome, refuse, awaitWelcome, HELLO_TIMEOUT_MS, type AcceptedHello } from "./lane.ts";
+export { LaneSocket, LaneReads, framed, acceptHello, welcome, refuse, awaitWelcome, HELLO_TIMEOUT_MS, type AcceptedHello } from "./lane.ts";
 export { rootLogger, componentLogger, DEFAULT_LOG_LEVEL, EMBEDDED_LOG_LEVEL, type Logger, type LogLevel, type ComponentLoggerOptions } from "./log.ts";
 export { LIVENESS_PATH, READINESS_PATH, isProbePath, answerProbe, type Readiness } from "./probes.ts";
 export {

@@ -20,6 +20,8 @@ const HEADER_BYTES = 4;
 /** Frames up to this size are copied behind their header into one write; larger ones go as two (corked). */
 const COPY_LIMIT = 64 << 10;
 const EMPTY = Buffer.alloc(0);
+/** Where a socket reads into its own buffers (LaneReads): between frames, this much at a time, as net itself reads. */
+const READ_BYTES = 64 << 10;
 /** How long an accepted connection may take to say who it is (declared for both SDKs in contract.json). */
 export { HELLO_TIMEOUT_MS };
 /** A hello is a session id, a ticket, a role and at most a token: anything larger is not one. */
@@ -33,6 +35,64 @@ export function framed(frame: Uint8Array): Buffer {
   return out;
 }
 
+/**
+ * A socket's reads for a LaneSocket, into buffers it chooses (net's
+ * `onread`, given to the socket when it is made: connectSocket's `onread`).
+ * Once a large frame's header has come, the rest of that frame is read by
+ * the kernel straight into the buffer the frame is delivered in, in reads as
+ * large as what remains of it: no 64 KiB pieces joined, nor allocated. The
+ * frame's length is checked against the lane's limit before its buffer is
+ * made. Bytes read before the LaneSocket takes over wait here.
+ */
+export class LaneReads {
+  private lane: LaneSocket | undefined;
+  private readonly early: Buffer[] = [];
+  /** A frame being read into its own buffer (header included): `got` bytes of it are in. */
+  private into: { frame: Buffer; got: number } | undefined;
+  /** What net's `onread` takes. */
+  readonly onread = {
+    buffer: (): Uint8Array => (this.into ? this.into.frame.subarray(this.into.got) : Buffer.allocUnsafe(READ_BYTES)),
+    // true: go on reading (a lane that must not read pauses its socket).
+    callback: (n: number, buf: Uint8Array): boolean => {
+      this.read(n, buf);
+      return true;
+    },
+  };
+
+  private read(n: number, buf: Uint8Array): void {
+    let chunk = Buffer.from(buf.buffer, buf.byteOffset, n);
+    const into = this.into;
+    if (into) {
+      const { frame } = into;
+      const inPlace = buf.buffer === frame.buffer && buf.byteOffset === frame.byteOffset + into.got;
+      // A buffer handed out before the frame's began (the lane took a frame's start outside a read): copied in.
+      const used = inPlace ? n : chunk.copy(frame, into.got);
+      into.got += used;
+      if (into.got < frame.length) return;
+      this.into = undefined;
+      this.lane!.received(frame);
+      if (used === n) return;
+      chunk = chunk.subarray(used);
+    }
+    if (this.lane) this.lane.received(chunk);
+    else this.early.push(chunk);
+  }
+
+  /** @internal The LaneSocket reading through this: it gets what came before it. */
+  attach(lane: LaneSocket): void {
+    this.lane = lane;
+    for (const c of this.early.splice(0)) lane.received(c);
+  }
+
+  /** @internal Reads the rest of a frame of `length` bytes (header included) into one buffer that starts with `have`. */
+  readFrameInto(have: readonly Buffer[], length: number): void {
+    const frame = Buffer.allocUnsafe(length);
+    let got = 0;
+    for (const c of have) got += c.copy(frame, got);
+    this.into = { frame, got };
+  }
+}
+
 export class LaneSocket {
   private readonly chunks: Buffer[] = [];
   private buffered = 0;
@@ -42,15 +102,20 @@ export class LaneSocket {
   /** The largest frame accepted now; the handshake's is small. */
   private limit: number;
 
-  /** `maxFrameBytes`: the largest frame accepted after the handshake; a larger one fails the lane (PROTOCOL_ERROR). */
+  /**
+   * `maxFrameBytes`: the largest frame accepted after the handshake; a larger one fails the lane (PROTOCOL_ERROR).
+   * `reads`: the socket was made to read through them (its `onread`: connectSocket's), not by 'data' events.
+   */
   constructor(
     readonly socket: Socket,
     private readonly what: string,
     private readonly maxFrameBytes = MAX_MESSAGE_BYTES,
+    private readonly reads?: LaneReads,
   ) {
     this.limit = maxFrameBytes;
     socket.setNoDelay(true);
-    socket.on("data", this.onData);
+    if (reads) reads.attach(this);
+    else socket.on("data", this.onData);
     socket.on("error", this.onError);
     socket.on("close", this.onSocketClose);
     socket.on("end", this.onEnd);
@@ -63,6 +128,11 @@ export class LaneSocket {
     if (!this.socket.writableEnded) this.socket.end();
   };
 
+  /** @internal Bytes its LaneReads read: a piece, or a whole frame read into its own buffer. */
+  received(chunk: Buffer): void {
+    this.onData(chunk);
+  }
+
   private readonly onData = (chunk: Buffer): void => {
     this.chunks.push(chunk);
     this.buffered += chunk.length;
@@ -72,7 +142,15 @@ export class LaneSocket {
         this.fail(new FarmError("PROTOCOL_ERROR", `${this.what}: a frame of ${length} bytes is over the limit of ${this.limit}`));
         return;
       }
-      if (this.buffered < HEADER_BYTES + length) return;
+      if (this.buffered < HEADER_BYTES + length) {
+        if (this.reads && length > READ_BYTES) {
+          // The rest of it is read straight into its own buffer, which comes back here whole.
+          this.reads.readFrameInto(this.chunks, HEADER_BYTES + length);
+          this.chunks.length = 0;
+          this.buffered = 0;
+        }
+        return;
+      }
       const frame = this.take(HEADER_BYTES + length).subarray(HEADER_BYTES);
       this.frameHandler(frame);
     }
@@ -217,7 +295,8 @@ export class LaneSocket {
    * Stops reading and hands back the socket with the bytes read past the
    * last frame, for someone else to carry on from: this process (the
    * tracker's relay pipes it on), or, with `toAnotherProcess`, a session
-   * worker the socket is sent to.
+   * worker the socket is sent to. Not for a lane that reads through
+   * LaneReads (the host's own lanes, never handed on).
    */
   detach(opts: { toAnotherProcess?: boolean } = {}): { socket: Socket; rest: Buffer } {
     this.socket.pause();

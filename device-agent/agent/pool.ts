@@ -48,7 +48,7 @@ import type { BoardMetrics } from "./metrics.ts";
 import { effectiveLimits, workerCommand, workerEnv, type SandboxPlan, type UidAllocator, type WorkerDirs } from "./sandbox.ts";
 import { quotaError, type SessionDisk } from "../common/session-disk.ts";
 import { readSessionFile, type SessionFile } from "../common/session-file.ts";
-import { workerNode, type WorkerEntry } from "./worker-entry.ts";
+import { workerDebugArgs, workerNode, type WorkerEntry } from "./worker-entry.ts";
 import type { ContentStore } from "./content-store.ts";
 import type { WorkerConfig } from "../common/worker-spawn.ts";
 import { WORKER_STDIO, WorkerChannel } from "./worker-channel.ts";
@@ -494,7 +494,7 @@ export class BoardPool {
       this.feed({ kind: "spawnFailed", worker: id });
       return;
     }
-    const argv = workerCommand(this.sandbox.plan, this.config.kind, uid, [workerNode(), ...this.entry.execArgv, this.entry.script]);
+    const argv = workerCommand(this.sandbox.plan, this.config.kind, uid, [workerNode(), ...this.entry.execArgv, ...workerDebugArgs(), this.entry.script]);
     const child = spawn(argv[0]!, argv.slice(1), {
       // Never the agent's environment (its tokens, its secrets): only what a worker needs.
       env: workerEnv(process.env, { KFARM_WORKER: JSON.stringify(this.config), HOME: home, TMPDIR: home }),

@@ -49,6 +49,16 @@ export function workerNode(): string {
   return process.env.KFARM_NODE || process.execPath;
 }
 
+/**
+ * Debug only: node flags for every session worker, space-separated, from the
+ * agent's KFARM_WORKER_NODE_ARGS — for those Node refuses in NODE_OPTIONS,
+ * say `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile workers
+ * (BENCHMARKS.md §26). The agent's operator sets it, never a tenant.
+ */
+export function workerDebugArgs(env: NodeJS.ProcessEnv = process.env): string[] {
+  return (env.KFARM_WORKER_NODE_ARGS ?? "").split(" ").filter((a) => a !== "");
+}
+
 function tsxEntry(): WorkerEntry {
   return { script: WORKER_SOURCE, execArgv: ["--import", import.meta.resolve("tsx")], bundled: false };
 }

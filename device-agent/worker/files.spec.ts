@@ -1,6 +1,6 @@
 /** A session's files: plain upload names, and the caps per file and per session. */
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, it } from "node:test";
@@ -67,7 +67,7 @@ describe("SessionFiles", () => {
       files.abandon(up);
       throw err;
     }
-    files.finish(up);
+    await files.finish(up);
   }
 
   it("writes, lists, reads and removes files", async () => {
@@ -86,6 +86,49 @@ describe("SessionFiles", () => {
     );
     assert.throws(() => files.read("b.bin"), code("NOT_FOUND", /no file "b\.bin"/));
     assert.throws(() => files.remove("b.bin"), code("NOT_FOUND", /b\.bin/));
+  });
+
+  it("writes an upload's chunks at their own offsets, several at once, and closes it only once all are written", async () => {
+    const files = new SessionFiles(dir, { maxUploadBytes: 1 << 20, maxSessionBytes: 1 << 20 });
+    const data = new Uint8Array(64 * 1000).map((_, i) => (i * 7 + (i >> 10)) & 0xff);
+    await put(files, "many.bin", data, 1000);
+    assert.deepEqual(readFileSync(join(dir, "many.bin")), Buffer.from(data));
+  });
+
+  it("replaces a large file by a new one, the old unlinked before the new one's first write", async () => {
+    const files = new SessionFiles(dir, { maxUploadBytes: 4 << 20, maxSessionBytes: 4 << 20 });
+    await put(files, "big.bin", bytes(2 << 20, 1), 1 << 20);
+    await put(files, "big.bin", bytes(2 << 20, 2), 1 << 20);
+    assert.deepEqual(readdirSync(dir), ["big.bin"]);
+    assert.ok(readFileSync(join(dir, "big.bin")).every((b) => b === 2));
+    assert.deepEqual(files.list(), [{ name: "big.bin", size: 2 << 20 }]);
+  });
+
+  it("deletes an abandoned upload at once, its writes still in flight", async () => {
+    const files = new SessionFiles(dir, { maxUploadBytes: 1 << 20, maxSessionBytes: 1 << 20 });
+    const up = files.begin("gone.bin", 3000);
+    for (let i = 0; i < 3; i++) await files.append(up, bytes(1000, i));
+    files.abandon(up);
+    assert.deepEqual(files.list(), []);
+    // Its name is free for the next upload, which the late writes of the abandoned one do not touch.
+    await put(files, "gone.bin", bytes(10, 9));
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual([...readFileSync(join(dir, "gone.bin"))], Array(10).fill(9));
+  });
+
+  it("reads a file for a download a range at a time, from its size when opened", async () => {
+    const files = new SessionFiles(dir, { maxUploadBytes: 1000, maxSessionBytes: 1000 });
+    writeFileSync(join(dir, "d.bin"), Buffer.from([1, 2, 3, 4, 5, 6, 7]));
+    const src = files.openRead("d.bin");
+    assert.equal(src.size, 7);
+    assert.deepEqual([...src.read(0, 3)], [1, 2, 3]);
+    assert.deepEqual([...src.read(3, 4)], [4, 5, 6, 7]);
+    // Shrunk under the download (a kernel still writing it): an error, not short or stale bytes.
+    writeFileSync(join(dir, "d.bin"), Buffer.from([1, 2]));
+    assert.throws(() => src.read(0, 7), code("RUNTIME_ERROR", /"d\.bin" shrank while it was downloaded/));
+    src.close?.();
+    assert.throws(() => files.openRead("nope.bin"), code("NOT_FOUND", /no file "nope\.bin"/));
+    assert.throws(() => files.openRead("../x"), code("INVALID_NAME"));
   });
 
   it("checks names on every operation", async () => {

@@ -20,6 +20,7 @@ import { withoutAgentPaths } from "./file-errors.ts";
 import { OPERATIONS, type Assembly, type Chunk, type Multiplexer, type Op } from "./ops/index.ts";
 import { SessionState, type SessionHooks } from "./session-state.ts";
 import type { SessionLimits } from "../common/worker-spawn.ts";
+import type { ChunkSource } from "./files.ts";
 
 export { RequestCounters, type RequestCounts } from "../common/request-counters.ts";
 export type { SessionHooks } from "./session-state.ts";
@@ -174,16 +175,21 @@ export class SessionServer {
     return this.sink.send(encodeBoardFrame(frame));
   }
 
-  private async sendChunks(id: number, bytes: Uint8Array): Promise<void> {
-    const total = bytes.byteLength;
-    let offset = 0;
-    do {
-      const end = Math.min(total, offset + CHUNK_BYTES);
-      const frame = { id, data: { data: bytes.subarray(offset, end), offset, total_bytes: total, done: end === total } };
-      const ok = this.sink.sendParts ? this.sink.sendParts(encodeBoardFrameParts(frame)) : this.reply(frame);
-      offset = end;
-      if (!ok) await this.sink.drained();
-    } while (offset < total);
+  private async sendChunks(id: number, from: Uint8Array | ChunkSource): Promise<void> {
+    const source: ChunkSource = from instanceof Uint8Array ? { size: from.byteLength, read: (offset, length) => from.subarray(offset, offset + length) } : from;
+    try {
+      const total = source.size;
+      let offset = 0;
+      do {
+        const end = Math.min(total, offset + CHUNK_BYTES);
+        const frame = { id, data: { data: source.read(offset, end - offset), offset, total_bytes: total, done: end === total } };
+        const ok = this.sink.sendParts ? this.sink.sendParts(encodeBoardFrameParts(frame)) : this.reply(frame);
+        offset = end;
+        if (!ok) await this.sink.drained();
+      } while (offset < total);
+    } finally {
+      source.close?.();
+    }
   }
 
   private assemble<B extends Chunk, S>(id: number, frame: B, how: Assembly<B, S>): void | Promise<void> {

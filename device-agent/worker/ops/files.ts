@@ -20,8 +20,8 @@ const UPLOAD: Assembly<Body<"upload">, ReturnType<SessionFiles["begin"]>> = {
     return u.data.byteLength > 0 ? s.files.append(upload, u.data) : undefined;
   },
   // With a digest, the agent is asked to keep the file; a later take of it waits for that.
-  finish: (s, upload, id, mux) => {
-    s.files.finish(upload);
+  finish: async (s, upload, id, mux) => {
+    await s.files.finish(upload);
     mux.reply({ id, ok: {} });
   },
   abandon: (s, upload) => s.files.abandon(upload),
@@ -46,7 +46,7 @@ async function adopt(s: SessionState, id: number, u: Body<"upload">, digest: str
   mux.reply({ id, ok: {} });
 }
 
-export const download: Handler<"download"> = (s, id, d, mux) => mux.sendChunks(id, s.files.read(d.name));
+export const download: Handler<"download"> = (s, id, d, mux) => mux.sendChunks(id, s.files.openRead(d.name));
 
 export const listdir: Handler<"listdir"> = (s, id, _, mux) => {
   mux.reply({ id, listing: { entries: s.files.list() } });

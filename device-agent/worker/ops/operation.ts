@@ -4,6 +4,7 @@
  * request's id and body, and the multiplexer for its replies.
  */
 import type { BoardFrame, HostFrame__Output } from "../../../protos/index.ts";
+import type { ChunkSource } from "../files.ts";
 import type { SessionState } from "../session-state.ts";
 
 /** The name of a HostFrame's operation (session.proto's `oneof op`). */
@@ -30,8 +31,12 @@ export interface Operation<K extends Op> {
 export interface Multiplexer {
   /** One reply; false when the sink is full (`sendChunks` waits for it). */
   reply(frame: BoardFrame): boolean;
-  /** `bytes` as Data replies of at most CHUNK_BYTES, the last one `done`, waiting whenever the sink is full. */
-  sendChunks(id: number, bytes: Uint8Array): Promise<void>;
+  /**
+   * `bytes` (or a file's, read as they go: SessionFiles.openRead) as Data
+   * replies of at most CHUNK_BYTES, the last one `done`, waiting whenever
+   * the sink is full.
+   */
+  sendChunks(id: number, bytes: Uint8Array | ChunkSource): Promise<void>;
   /** Whether request `id` is being assembled: it had frames before, none of them `done`. */
   assembling(id: number): boolean;
   /** Adds one frame of a chunked request to those that came before under its id. */
