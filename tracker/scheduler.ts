@@ -347,12 +347,14 @@ export class Scheduler {
     board.lease = lease;
     this.registry.setReady(board, false);
     this.leases.set(id, lease);
-    this.hooks.assigned(lease);
     const queuedMs = Date.now() - waiter.enqueuedAt;
     const at = Date.now();
     this.events.emit({ type: "session", at, session: id, board: board.id, key: board.key, client: waiter.clientId, change: "granted", queuedMs });
     this.events.emit({ type: "board", at, board: describeBoard(board), change: "changed" });
+    // The host first: its worker takes the session by the ticket alone, and the assignment travels in parallel.
     waiter.grant(lease, queuedMs);
+    // A request that had ended meanwhile ends its lease at once: the agent hears only that end.
+    if (lease.state !== "ended") this.hooks.assigned(lease);
   }
 
   private onLeaseEnded(lease: BoardLease): void {
