@@ -13,7 +13,7 @@ import { PassThrough } from "node:stream";
 import { once } from "node:events";
 import { Metadata, status } from "@grpc/grpc-js";
 import { CLEAN_END_FRAME, FarmError, encodeBoardFrame, encodeEndFrame, encodeGrantFrame, type Route } from "../protos/index.ts";
-import { LaneSocket, acceptHello, welcome } from "../runtime/index.ts";
+import { LaneSocket, acceptHello, refuse, welcome } from "../runtime/index.ts";
 import { SessionChannel, type SessionStream } from "./frame-channel.ts";
 import { Multiplexer } from "./multiplexer.ts";
 
@@ -53,12 +53,13 @@ async function agent(opts: { hold?: boolean } = {}): Promise<{ address: string; 
   return { address: `127.0.0.1:${port}`, port, worker, release, server };
 }
 
-function grantFrame(route: Route, directAddress: string, relayPort = 0): Uint8Array {
+function grantFrame(route: Route, directAddress: string, relayPort = 0, workerAddress = ""): Uint8Array {
   return encodeGrantFrame({
     session_id: "s1",
     ticket: "t1",
     route,
     direct_address: directAddress,
+    worker_address: workerAddress,
     relay_port: relayPort,
     board: { id: "b1" },
     end_grace_ms: 10,
@@ -130,6 +131,116 @@ describe("SessionChannel: opening", () => {
     assert.equal(stream.cancelled, 1);
   });
 });
+
+/**
+ * A loopback standby lane: reads the hello and every frame the host sends
+ * before its answer (`holdMs`), then welcomes it or refuses it with `refusal`.
+ */
+async function standby(refusal?: FarmError): Promise<{ address: string; before: Promise<Buffer[]>; server: Server; lane: Promise<LaneSocket> }> {
+  let resolveBefore!: (frames: Buffer[]) => void;
+  const before = new Promise<Buffer[]>((resolve) => (resolveBefore = resolve));
+  let resolveLane!: (lane: LaneSocket) => void;
+  const laneP = new Promise<LaneSocket>((resolve) => (resolveLane = resolve));
+  const server = createServer((socket) => {
+    const lane = new LaneSocket(socket, "the test standby lane");
+    void acceptHello(lane).then(() => {
+      // The host does not wait for the welcome: its first frames follow the hello.
+      const frames: Buffer[] = [];
+      lane.onFrame((f) => {
+        frames.push(f);
+        if (frames.length === 2) {
+          resolveBefore(frames);
+          if (refusal) refuse(lane, refusal);
+          else {
+            welcome(lane);
+            resolveLane(lane);
+          }
+        }
+      });
+    });
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  return { address: `127.0.0.1:${(server.address() as { port: number }).port}`, before, server, lane: laneP };
+}
+
+describe("SessionChannel: a standby lane used before its welcome", () => {
+  it("is open once connected: the first frames go out with the hello, and the worker's answers arrive after its welcome", async () => {
+    const w = await standby();
+    const a = await agent();
+    const stream = new FakeStream();
+    const channel = new SessionChannel(stream as unknown as SessionStream, { tracker: "127.0.0.1:1", security: {}, directTimeoutMs: 1000 });
+    stream.say(grantFrame("direct", a.address, 0, w.address));
+    assert.equal((await channel.opened).lane, "direct");
+    const answers: Buffer[] = [];
+    channel.onFrame((f) => answers.push(Buffer.from(f)));
+    channel.send(Buffer.from("one"));
+    channel.send(Buffer.from("two"));
+    assert.deepEqual((await w.before).map(String), ["one", "two"], "both frames reached the worker before it welcomed the host");
+    const lane = await w.lane;
+    lane.send(Buffer.from("answer"));
+    await waitUntil(() => answers.length === 1);
+    assert.equal(String(answers[0]), "answer");
+    channel.abort();
+    lane.socket.destroy();
+    w.server.close();
+    a.server.close();
+  });
+
+  it("a worker that moved on refuses after the frames: they go again, in order, on the agent's port, and the session goes on there", async () => {
+    const w = await standby(new FarmError("NOT_FOUND", 'no session "s1" here'));
+    const a = await agent();
+    const stream = new FakeStream();
+    const channel = new SessionChannel(stream as unknown as SessionStream, { tracker: "127.0.0.1:1", security: {}, directTimeoutMs: 1000 });
+    stream.say(grantFrame("direct", a.address, 0, w.address));
+    await channel.opened;
+    channel.send(Buffer.from("one"));
+    channel.send(Buffer.from("two"));
+    await w.before;
+    const worker = await a.worker;
+    const got: string[] = [];
+    worker.onFrame((f) => got.push(String(f)));
+    channel.send(Buffer.from("three"));
+    await waitUntil(() => got.length === 3);
+    assert.deepEqual(got, ["one", "two", "three"]);
+    const answers: string[] = [];
+    channel.onFrame((f) => answers.push(String(f)));
+    worker.send(Buffer.from("answer"));
+    await waitUntil(() => answers.length === 1);
+    assert.equal(channel.phase, "open");
+    channel.abort();
+    worker.socket.destroy();
+    w.server.close();
+    a.server.close();
+  });
+
+  it("a refusal that is not a worker moved on closes the lane with it", async () => {
+    const w = await standby(new FarmError("PERMISSION_DENIED", "the ticket for session s1 expired 5 ms ago"));
+    const a = await agent();
+    const stream = new FakeStream();
+    const channel = new SessionChannel(stream as unknown as SessionStream, { tracker: "127.0.0.1:1", security: {}, directTimeoutMs: 1000 });
+    stream.say(grantFrame("direct", a.address, 0, w.address));
+    await channel.opened;
+    channel.send(Buffer.from("one"));
+    channel.send(Buffer.from("two"));
+    await w.before;
+    await waitUntil(() => channel.phase !== "open");
+    assert.equal(channel.phase, "closing", "the lane closed without the worker's clean end: the tracker's end is awaited");
+    stream.say(encodeEndFrame(new FarmError("CANCELLED", "session s1's lane did not open").toWire()));
+    await waitUntil(() => channel.phase === "closed");
+    w.server.close();
+    a.server.close();
+  });
+});
+
+/** Polls `ok` on the event loop (real sockets): each turn lets I/O through. */
+async function waitUntil(ok: () => boolean, timeoutMs = 5000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!ok()) {
+    if (Date.now() > until) throw new Error("timed out");
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
 
 describe("SessionChannel: a socket lane's end", () => {
   it("the worker's clean end and the lane's close end the session at once, without the tracker's end", async () => {

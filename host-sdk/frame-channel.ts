@@ -173,6 +173,8 @@ export class SessionChannel implements FrameChannel {
   private machine: ChannelMachineState;
   private grant: Grant__Output | undefined;
   private lane: LaneSocket | undefined;
+  /** A standby lane used before its welcome: what was sent on it, until the welcome (dialDirect). */
+  private unconfirmed: Unconfirmed | undefined;
   private frameHandler: ((frame: Uint8Array) => void) | undefined;
   private closeHandler: ((reason: FarmError | null) => void) | undefined;
   private readonly timers = new NamedTimers<TimerName>();
@@ -211,15 +213,17 @@ export class SessionChannel implements FrameChannel {
   }
 
   send(frame: Uint8Array): boolean {
-    return this.lane ? this.lane.send(frame) : this.stream.write(frame);
+    return this.sendParts([frame]);
   }
 
   sendParts(parts: readonly Uint8Array[]): boolean {
+    if (this.unconfirmed) return this.unconfirmed.send(parts);
     if (this.lane) return this.lane.sendParts(parts);
     return this.stream.write(parts.length === 1 ? parts[0]! : Buffer.concat(parts));
   }
 
   drained(): Promise<void> {
+    if (this.unconfirmed?.holding) return this.unconfirmed.settled;
     if (this.lane) return this.lane.drained();
     return new Promise((resolve) => this.stream.once("drain", resolve));
   }
@@ -321,17 +325,30 @@ export class SessionChannel implements FrameChannel {
   /** Opens one lane; what came of it is the machine's next event. */
   private async dial(kind: DialedLane, timeoutMs: number): Promise<void> {
     const grant = this.grant!;
-    let lane: LaneSocket;
+    let dialed: Awaited<ReturnType<typeof dialDirect>>;
     try {
-      lane =
+      dialed =
         kind === "direct"
           ? await dialDirect(grant, this.opts, timeoutMs)
-          : await dial(grant, "relay", [parseAddress(this.opts.tracker).host, grant.relay_port], "the tracker's data port (relay lane)", this.opts, timeoutMs);
+          : {
+              lane: await dial(
+                grant,
+                "relay",
+                [parseAddress(this.opts.tracker).host, grant.relay_port],
+                "the tracker's data port (relay lane)",
+                this.opts,
+                timeoutMs,
+              ),
+            };
     } catch (err) {
       this.feed({ kind: "dialFailed", lane: kind, error: FarmError.from(err) });
       return;
     }
-    this.feed({ kind: "dialed", lane: kind }, () => (this.lane = lane));
+    const { lane, welcome, fallback } = dialed;
+    this.feed({ kind: "dialed", lane: kind }, () => {
+      this.lane = lane;
+      if (welcome && fallback) this.unconfirmed = new Unconfirmed(lane, welcome, fallback);
+    });
   }
 
   /** The Session stream after the grant: the frames (grpc lane) and the tracker's end, then its status. */
@@ -346,9 +363,30 @@ export class SessionChannel implements FrameChannel {
     stream.resume();
   }
 
-  /** A socket lane: its frames, the worker's end frame (on a clean close) and its close. */
+  /**
+   * A socket lane: its frames, the worker's end frame (on a clean close) and
+   * its close — after its welcome, where it was used before it (a refusal
+   * then moves the session to the agent's port, or closes the lane with why).
+   */
   private readLane(): void {
-    const lane = this.lane!;
+    const unconfirmed = this.unconfirmed;
+    if (!unconfirmed) return this.listen(this.lane!);
+    const standby = this.lane!;
+    void unconfirmed
+      .confirm((lane) => {
+        // The session may have closed while the agent's port was dialled: then that lane goes too.
+        if (this.lane === standby && this.machine.phase === "open") this.lane = lane;
+        else lane.end();
+      })
+      .then(
+        (lane) => {
+          if (this.lane === lane) this.listen(lane);
+        },
+        (error: unknown) => this.feed({ kind: "laneClosed", error: FarmError.from(error) }),
+      );
+  }
+
+  private listen(lane: LaneSocket): void {
     lane.onFrame((frame) => {
       if (isEndFrame(frame)) this.feed({ kind: "workerEnd", reason: endOf(frame) });
       else this.frameHandler?.(frame);
@@ -361,8 +399,18 @@ export class SessionChannel implements FrameChannel {
  * The direct lane: at the standby lane of the worker that takes the session,
  * when the grant names one, else (or if that worker has moved on: it is gone,
  * or serves another session) at the agent's data port, which hands it over.
+ *
+ * The standby lane is used as soon as it is connected, its welcome not
+ * awaited (`welcome`): the worker reads the host's first frames right after
+ * its hello, so the grant costs one round trip less. If that worker refuses
+ * (it moved on), `fallback` opens the agent's port, where the frames sent
+ * meanwhile go again (SessionChannel keeps them until the welcome).
  */
-async function dialDirect(grant: Grant__Output, opts: LaneOptions, timeoutMs: number): Promise<LaneSocket> {
+async function dialDirect(
+  grant: Grant__Output,
+  opts: LaneOptions,
+  timeoutMs: number,
+): Promise<{ lane: LaneSocket; welcome?: Promise<void>; fallback?: () => Promise<LaneSocket> }> {
   const started = Date.now();
   const agent = () =>
     dial(
@@ -373,18 +421,53 @@ async function dialDirect(grant: Grant__Output, opts: LaneOptions, timeoutMs: nu
       opts,
       Math.max(1, timeoutMs - (Date.now() - started)),
     );
-  if (!grant.worker_address) return agent();
+  if (!grant.worker_address) return { lane: await agent() };
+  const address = splitHostPort(grant.worker_address);
+  const what = `the session worker of board ${grant.board?.id} (standby lane)`;
+  let lane: LaneSocket;
   try {
-    return await dial(grant, "direct", splitHostPort(grant.worker_address), `the session worker of board ${grant.board?.id} (standby lane)`, opts, timeoutMs);
+    lane = await connectLane(grant, "direct", address, what, opts, timeoutMs);
   } catch (err) {
-    const code = FarmError.from(err).code;
-    if (code !== "UNAVAILABLE" && code !== "NOT_FOUND") throw err;
-    return agent();
+    if (!movedOn(err)) throw err;
+    return { lane: await agent() };
   }
+  return { lane, welcome: welcomeOf(lane, address, what, Math.max(1, timeoutMs - (Date.now() - started))), fallback: agent };
+}
+
+/** A standby lane's worker that is gone (refused connection) or serves another session: the agent's port serves instead. */
+function movedOn(err: unknown): boolean {
+  const code = FarmError.from(err).code;
+  return code === "UNAVAILABLE" || code === "NOT_FOUND";
 }
 
 /** Connects one lane, its hello sent with the connection; a refusal or silence within `timeoutMs` is an UNAVAILABLE naming the lane. */
 async function dial(
+  grant: Grant__Output,
+  kind: "direct" | "relay",
+  address: [string, number],
+  what: string,
+  opts: LaneOptions,
+  timeoutMs: number,
+): Promise<LaneSocket> {
+  const started = Date.now();
+  const lane = await connectLane(grant, kind, address, what, opts, timeoutMs);
+  await welcomeOf(lane, address, what, Math.max(1, timeoutMs - (Date.now() - started)));
+  return lane;
+}
+
+/** The lane's welcome read, within `timeoutMs`; a refusal (the lane then closed) or silence is the error, naming the lane. */
+async function welcomeOf(lane: LaneSocket, [host, port]: [string, number], what: string, timeoutMs: number): Promise<void> {
+  try {
+    await awaitWelcome(lane, timeoutMs);
+    traceGrant("host: welcome read");
+  } catch (err) {
+    lane.fail(FarmError.from(err));
+    throw new FarmError(FarmError.from(err).code, `${what} at ${host}:${port}: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+/** Connects one lane and sends its hello with the connection; its welcome is the caller's to read. */
+async function connectLane(
   grant: Grant__Output,
   kind: "direct" | "relay",
   [host, port]: [string, number],
@@ -392,7 +475,6 @@ async function dial(
   opts: LaneOptions,
   timeoutMs: number,
 ): Promise<LaneSocket> {
-  const started = Date.now();
   // The direct lane is the agent's certificate, named by its own address; the relay is the tracker's.
   const security: ClientSecurity =
     kind === "direct" ? { ...(grant.lane_tls && opts.security.tls ? { tls: { ...opts.security.tls, serverName: undefined } } : {}) } : opts.security;
@@ -407,18 +489,81 @@ async function dial(
   traceGrant("host: lane dialled");
   const socket = await connectSocket(host, port, security, timeoutMs, what, { first: framed(hello), ...(reads ? { onread: reads.onread } : {}) });
   traceGrant("host: lane connected, hello sent");
-  const lane = new LaneSocket(socket, `the ${kind} lane of session ${grant.session_id}`, undefined, reads);
-  try {
-    await awaitWelcome(lane, Math.max(1, timeoutMs - (Date.now() - started)));
-    traceGrant("host: welcome read");
-  } catch (err) {
-    lane.fail(FarmError.from(err));
-    throw new FarmError(FarmError.from(err).code, `${what} at ${host}:${port}: ${(err as Error).message}`, { cause: err });
-  }
-  return lane;
+  return new LaneSocket(socket, `the ${kind} lane of session ${grant.session_id}`, undefined, reads);
 }
 
 function splitHostPort(address: string): [string, number] {
   const i = address.lastIndexOf(":");
   return [address.slice(0, i).replace(/^\[(.*)\]$/, "$1"), Number(address.slice(i + 1))];
+}
+
+/** The most a session sends on a standby lane before its welcome; more waits for it (SessionChannel.drained). */
+export const UNCONFIRMED_MAX_BYTES = 4 << 20;
+
+/**
+ * A standby lane in use before its welcome: every frame goes through here.
+ * Those sent before the welcome are kept (up to UNCONFIRMED_MAX_BYTES; more
+ * are held back, not written) so that, if its worker refuses because it
+ * moved on, they go again, in order, on the agent's port; after the welcome
+ * (or that fallback) frames go straight to the lane that serves.
+ */
+class Unconfirmed {
+  private readonly kept: (readonly Uint8Array[])[] = [];
+  /** How many of `kept` were written on the standby lane; the rest are held back. */
+  private written = 0;
+  private bytes = 0;
+  /** The lane that serves, once known. */
+  private serving: LaneSocket | undefined;
+  private falling = false;
+  private settle!: () => void;
+  /** Resolves once the lane that serves is known and what was held back is written on it. */
+  readonly settled = new Promise<void>((resolve) => (this.settle = resolve));
+
+  constructor(
+    private readonly standby: LaneSocket,
+    private readonly welcome: Promise<void>,
+    private readonly fallback: () => Promise<LaneSocket>,
+  ) {
+    // Read by confirm(); not an unhandled rejection before that.
+    welcome.catch(() => {});
+  }
+
+  /** Frames are held back (the multiplexer awaits `settled` before sending more). */
+  get holding(): boolean {
+    return !this.serving && (this.falling || this.bytes > UNCONFIRMED_MAX_BYTES);
+  }
+
+  /** Sends one frame: on the lane that serves, or kept (written on the standby lane unless held back); false: wait for `settled`. */
+  send(parts: readonly Uint8Array[]): boolean {
+    if (this.serving) return this.serving.sendParts(parts);
+    const hold = this.holding;
+    this.kept.push(parts);
+    for (const p of parts) this.bytes += p.byteLength;
+    if (hold) return false;
+    this.written++;
+    return this.standby.sendParts(parts) && !this.holding;
+  }
+
+  /**
+   * The lane that serves: the standby lane once welcomed, or, if its worker
+   * moved on, the agent's port's (`replaced` is told at once), with every
+   * frame kept sent again on it; rejects with why neither serves.
+   */
+  async confirm(replaced: (lane: LaneSocket) => void): Promise<LaneSocket> {
+    try {
+      await this.welcome;
+      for (const parts of this.kept.slice(this.written)) this.standby.sendParts(parts);
+      return (this.serving = this.standby);
+    } catch (err) {
+      if (!movedOn(err)) throw err;
+      this.falling = true;
+      const lane = await this.fallback();
+      replaced(lane);
+      for (const parts of this.kept) lane.sendParts(parts);
+      return (this.serving = lane);
+    } finally {
+      this.kept.length = 0;
+      this.settle();
+    }
+  }
 }
