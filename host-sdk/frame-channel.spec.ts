@@ -164,19 +164,25 @@ async function standby(refusal?: FarmError): Promise<{ address: string; before: 
   return { address: `127.0.0.1:${(server.address() as { port: number }).port}`, before, server, lane: laneP };
 }
 
+/** A channel granted `w`'s standby lane (an agent behind it), open, with two frames sent on it and read by `w`. */
+async function sentTwo(w: Awaited<ReturnType<typeof standby>>) {
+  const a = await agent();
+  const stream = new FakeStream();
+  const channel = new SessionChannel(stream as unknown as SessionStream, { tracker: "127.0.0.1:1", security: {}, directTimeoutMs: 1000 });
+  stream.say(grantFrame("direct", a.address, 0, w.address));
+  assert.equal((await channel.opened).lane, "direct");
+  channel.send(Buffer.from("one"));
+  channel.send(Buffer.from("two"));
+  assert.deepEqual((await w.before).map(String), ["one", "two"], "both frames reached the worker before it answered the hello");
+  return { a, stream, channel };
+}
+
 describe("SessionChannel: a standby lane used before its welcome", () => {
   it("is open once connected: the first frames go out with the hello, and the worker's answers arrive after its welcome", async () => {
     const w = await standby();
-    const a = await agent();
-    const stream = new FakeStream();
-    const channel = new SessionChannel(stream as unknown as SessionStream, { tracker: "127.0.0.1:1", security: {}, directTimeoutMs: 1000 });
-    stream.say(grantFrame("direct", a.address, 0, w.address));
-    assert.equal((await channel.opened).lane, "direct");
+    const { a, channel } = await sentTwo(w);
     const answers: Buffer[] = [];
     channel.onFrame((f) => answers.push(Buffer.from(f)));
-    channel.send(Buffer.from("one"));
-    channel.send(Buffer.from("two"));
-    assert.deepEqual((await w.before).map(String), ["one", "two"], "both frames reached the worker before it welcomed the host");
     const lane = await w.lane;
     lane.send(Buffer.from("answer"));
     await waitUntil(() => answers.length === 1);
@@ -189,14 +195,7 @@ describe("SessionChannel: a standby lane used before its welcome", () => {
 
   it("a worker that moved on refuses after the frames: they go again, in order, on the agent's port, and the session goes on there", async () => {
     const w = await standby(new FarmError("NOT_FOUND", 'no session "s1" here'));
-    const a = await agent();
-    const stream = new FakeStream();
-    const channel = new SessionChannel(stream as unknown as SessionStream, { tracker: "127.0.0.1:1", security: {}, directTimeoutMs: 1000 });
-    stream.say(grantFrame("direct", a.address, 0, w.address));
-    await channel.opened;
-    channel.send(Buffer.from("one"));
-    channel.send(Buffer.from("two"));
-    await w.before;
+    const { a, stream, channel } = await sentTwo(w);
     const worker = await a.worker;
     const got: string[] = [];
     worker.onFrame((f) => got.push(String(f)));
@@ -216,14 +215,7 @@ describe("SessionChannel: a standby lane used before its welcome", () => {
 
   it("a refusal that is not a worker moved on closes the lane with it", async () => {
     const w = await standby(new FarmError("PERMISSION_DENIED", "the ticket for session s1 expired 5 ms ago"));
-    const a = await agent();
-    const stream = new FakeStream();
-    const channel = new SessionChannel(stream as unknown as SessionStream, { tracker: "127.0.0.1:1", security: {}, directTimeoutMs: 1000 });
-    stream.say(grantFrame("direct", a.address, 0, w.address));
-    await channel.opened;
-    channel.send(Buffer.from("one"));
-    channel.send(Buffer.from("two"));
-    await w.before;
+    const { a, stream, channel } = await sentTwo(w);
     await waitUntil(() => channel.phase !== "open");
     assert.equal(channel.phase, "closing", "the lane closed without the worker's clean end: the tracker's end is awaited");
     stream.say(encodeEndFrame(new FarmError("CANCELLED", "session s1's lane did not open").toWire()));
