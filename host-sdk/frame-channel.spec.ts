@@ -195,7 +195,7 @@ describe("SessionChannel: a standby lane used before its welcome", () => {
 
   it("a worker that moved on refuses after the frames: they go again, in order, on the agent's port, and the session goes on there", async () => {
     const w = await standby(new FarmError("NOT_FOUND", 'no session "s1" here'));
-    const { a, stream, channel } = await sentTwo(w);
+    const { a, channel } = await sentTwo(w);
     const worker = await a.worker;
     const got: string[] = [];
     worker.onFrame((f) => got.push(String(f)));
