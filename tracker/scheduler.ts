@@ -347,14 +347,13 @@ export class Scheduler {
     board.lease = lease;
     this.registry.setReady(board, false);
     this.leases.set(id, lease);
+    // Before the grant: a TVM server's board gives the lease the key its client is then told (tracker/tvm/server.ts).
+    this.hooks.assigned(lease);
     const queuedMs = Date.now() - waiter.enqueuedAt;
     const at = Date.now();
     this.events.emit({ type: "session", at, session: id, board: board.id, key: board.key, client: waiter.clientId, change: "granted", queuedMs });
     this.events.emit({ type: "board", at, board: describeBoard(board), change: "changed" });
-    // The host first: its worker takes the session by the ticket alone, and the assignment travels in parallel.
     waiter.grant(lease, queuedMs);
-    // A request that had ended meanwhile ends its lease at once: the agent hears only that end.
-    if (lease.state !== "ended") this.hooks.assigned(lease);
   }
 
   private onLeaseEnded(lease: BoardLease): void {

@@ -18,6 +18,7 @@ import { FarmError } from "../../protos/index.ts";
 import { fuzz } from "../helpers/fuzz.ts";
 import { checkVadd } from "../helpers/kernels.ts";
 import { startAgentProcess, startTrackerProcess, waitForFreeBoards, type AgentProcess, type TrackerProcess } from "../helpers/processes.ts";
+import { cwdOf } from "../helpers/procfs.ts";
 
 const FRAGMENTS = [
   "../",
@@ -121,7 +122,8 @@ describe("fuzz: upload names", () => {
     // Nothing outside the session's folder: the agent's TMPDIR and scratch folder hold what they held.
     assert.deepEqual(readdirSync(root).sort(), rootBefore);
     assert.deepEqual(readdirSync(scratch).sort(), scratchBefore);
-    assert.deepEqual(readdirSync(join(scratch, s.id)), []);
+    // The session's folder (made while its worker was idle, so not named for the session): its worker's working directory.
+    assert.deepEqual(readdirSync(cwdOf(Number((await s.stats()).info.worker_pid))), []);
     assert.equal(agent.proc.exitCode, null);
     await checkVadd(s);
   });
