@@ -14,14 +14,25 @@ function handshake(key: string): Buffer {
   return Buffer.concat([head, k]);
 }
 
+/** A ticket's shape: a payload and a 64-byte Ed25519 signature, each base64url (runtime/session-tickets.ts). */
+const TICKET = `CgpzMy1hMWIyYzM.${"A_-z".repeat(21)}Bw`;
+
 describe("parseTvmClientKey", () => {
   it("reads the session, its ticket and TVM's -timeout=", () => {
-    assert.deepEqual(parseTvmClientKey("client:s3-a1b2c3:00ff -timeout=60"), { sessionId: "s3-a1b2c3", ticket: "00ff", timeoutS: 60 });
-    assert.deepEqual(parseTvmClientKey("client:s3-a1b2c3:00ff"), { sessionId: "s3-a1b2c3", ticket: "00ff", timeoutS: 0 });
+    assert.deepEqual(parseTvmClientKey(`client:s3-a1b2c3:${TICKET} -timeout=60`), { sessionId: "s3-a1b2c3", ticket: TICKET, timeoutS: 60 });
+    assert.deepEqual(parseTvmClientKey(`client:s3-a1b2c3:${TICKET}`), { sessionId: "s3-a1b2c3", ticket: TICKET, timeoutS: 0 });
   });
 
   it("refuses a key this agent never gave out (a TVM server's K:random, a bare key, a server's key)", () => {
-    for (const key of ["client:rasp4:ABCD", "client:", "server:s1-aa:00", "client:s1-aa", "client:s1-aa:00:11"]) {
+    for (const key of [
+      "client:rasp4:ABCD",
+      "client:rasp4:0.4561234",
+      "client:",
+      `server:s1-aa:${TICKET}`,
+      "client:s1-aa",
+      `client:s1-aa:${TICKET}:11`,
+      `client:s1-aa:${TICKET}x`,
+    ]) {
       assert.throws(
         () => parseTvmClientKey(key),
         (e: unknown) => e instanceof FarmError && e.code === "PERMISSION_DENIED",

@@ -89,7 +89,9 @@ export interface TvmClientKey {
 /** Parses `client:<session id>:<ticket>[ -timeout=N]`; PERMISSION_DENIED for any other key (TVM's MISMATCH). */
 export function parseTvmClientKey(key: string): TvmClientKey {
   const [matchkey = "", ...opts] = key.split(" ").filter((w) => w !== "");
-  const m = /^client:([^:]+):([0-9a-f]+)$/.exec(matchkey);
+  // The ticket: base64url(SessionTicket) "." base64url(its 64-byte signature) (runtime/session-tickets.ts); a TVM
+  // server's own match key (K:0.123…) is not one.
+  const m = /^client:([^:]+):([A-Za-z0-9_-]+\.[A-Za-z0-9_-]{86})$/.exec(matchkey);
   if (!m) throw new FarmError("PERMISSION_DENIED", `the key ${JSON.stringify(matchkey.slice(0, 80))} is no match key this agent gave out`);
   let timeoutS = 0;
   for (const opt of opts) {
