@@ -169,12 +169,13 @@ function begin(sessionId: string, ticket: string, route: Route, dir: string, cal
 /**
  * A host at the standby lane with a ticket, before any assignment: taken by
  * the ticket alone (Tickets.admit's claim) when this worker is idle, knows
- * the tracker's key and has its next folder; PERMISSION_DENIED for a ticket
- * that is not the tracker's, not for this worker, or expired (a used one the
- * door refused already).
+ * the tracker's key and has its next folder (without one, a good ticket
+ * waits for its assignment); PERMISSION_DENIED for a ticket that is not the
+ * tracker's, not for this worker, or expired (a used one the door refused
+ * already), whatever the folder.
  */
 function claim(hello: LaneHello__Output): boolean {
-  if (serving !== undefined || !ticketing || nextDir === undefined || !workerId) return false;
+  if (serving !== undefined || !ticketing || !workerId) return false;
   const claims = checkTicket(hello.ticket, hello.session_id, { key: ticketing.key, boardName: config!.boardName, workerId });
   const late = expiredFor(claims, trackerNow());
   if (late > 0)
@@ -182,6 +183,8 @@ function claim(hello: LaneHello__Output): boolean {
       "PERMISSION_DENIED",
       `the ticket for session ${claims.session_id} expired ${late} ms ago: a lane must open within the lease's open timeout; request a new session`,
     );
+  // A good ticket, and no folder ready yet (the agent is making it): the assignment brings one.
+  if (nextDir === undefined) return false;
   const dir = nextDir;
   nextDir = undefined;
   claimed = { sessionId: claims.session_id, ticket: hello.ticket };
