@@ -38,6 +38,7 @@ import {
   type Route,
 } from "../protos/index.ts";
 import {
+  HELLO_TIMEOUT_MS,
   LaneReads,
   LaneSocket,
   LongTimer,
@@ -431,7 +432,9 @@ async function dialDirect(
     if (!movedOn(err)) throw err;
     return { lane: await agent() };
   }
-  return { lane, welcome: welcomeOf(lane, address, what, Math.max(1, timeoutMs - (Date.now() - started))), fallback: agent };
+  // Connected, the lane is in use: its welcome gets a handshake's time (the worker may wait up to a second for its
+  // assignment), not auto's budget for choosing a lane, which a slow welcome would turn into a lost session.
+  return { lane, welcome: welcomeOf(lane, address, what, HELLO_TIMEOUT_MS), fallback: agent };
 }
 
 /** A standby lane's worker that is gone (refused connection) or serves another session: the agent's port serves instead. */
