@@ -76,15 +76,14 @@ export interface TicketExpectation {
 /**
  * The claims of `ticket` if the tracker whose key this is signed it for
  * `sessionId` on this board, opening this worker; PERMISSION_DENIED naming
- * what is wrong otherwise. No clock is read here: `expired` says whether a
- * checked ticket is past its time (a door judges by the tracker's clock).
+ * what is wrong otherwise. No clock is read here: `expiredFor` says whether
+ * a checked ticket is past its time (a door judges by the tracker's clock).
  */
 export function checkTicket(ticket: string, sessionId: string, expect: TicketExpectation): SessionTicketFields {
   const denied = (why: string) => new FarmError("PERMISSION_DENIED", `the ticket for session ${sessionId} ${why}`);
-  const dot = ticket.indexOf(".");
-  if (ticket.length > MAX_TICKET_CHARS || dot < 0) throw denied("is not a ticket this farm's tracker signs");
-  const payload = Buffer.from(ticket.slice(0, dot), "base64url");
-  const signature = Buffer.from(ticket.slice(dot + 1), "base64url");
+  const parts = split(ticket);
+  if (!parts) throw denied("is not a ticket this farm's tracker signs");
+  const { payload, signature } = parts;
   if (!verify(null, payload, expect.key, signature)) throw denied("does not carry this farm's tracker's signature (forged, changed, or from another tracker)");
   let claims: SessionTicketFields;
   try {
@@ -106,10 +105,10 @@ export function checkTicket(ticket: string, sessionId: string, expect: TicketExp
  * that does not read.
  */
 export function readClaims(ticket: string): SessionTicketFields | undefined {
-  const dot = ticket.indexOf(".");
-  if (dot < 0 || ticket.length > MAX_TICKET_CHARS) return undefined;
+  const parts = split(ticket);
+  if (!parts) return undefined;
   try {
-    return decodeSessionTicket(Buffer.from(ticket.slice(0, dot), "base64url"));
+    return decodeSessionTicket(parts.payload);
   } catch {
     return undefined;
   }
@@ -138,4 +137,11 @@ export function warmTickets(): void {
 /** How long ago `claims` expired by the tracker's clock `trackerNow`; 0: it has not. */
 export function expiredFor(claims: SessionTicketFields, trackerNow: number): number {
   return Math.max(0, Math.floor(trackerNow - claims.expires_ms));
+}
+
+/** A ticket's payload and signature, undecoded; undefined for a string of another shape (or past MAX_TICKET_CHARS). */
+function split(ticket: string): { payload: Buffer; signature: Buffer } | undefined {
+  const dot = ticket.indexOf(".");
+  if (dot < 0 || ticket.length > MAX_TICKET_CHARS) return undefined;
+  return { payload: Buffer.from(ticket.slice(0, dot), "base64url"), signature: Buffer.from(ticket.slice(dot + 1), "base64url") };
 }
