@@ -41,6 +41,7 @@ export {
   readClaims,
   warmTickets,
   TICKET_KEY_BYTES,
+  TICKET_SOURCE,
   type TicketClaims,
   type TicketExpectation,
 } from "./session-tickets.ts";

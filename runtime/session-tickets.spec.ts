@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { FarmError, MAX_TICKET_CHARS } from "../protos/index.ts";
-import { TicketSigner, checkTicket, expiredFor, readClaims, ticketKey, type TicketClaims } from "./session-tickets.ts";
+import { TICKET_SOURCE, TicketSigner, checkTicket, expiredFor, readClaims, ticketKey, type TicketClaims } from "./session-tickets.ts";
 
 const CLAIMS: TicketClaims = {
   session_id: "s1-aa",
@@ -22,6 +22,7 @@ describe("session tickets", () => {
     assert.equal(claims.issued_ms, 1000);
     assert.equal(claims.worker_id, "w1");
     assert.equal(claims.nonce.length, 16);
+    assert.match(signer.issue(CLAIMS), new RegExp(`^${TICKET_SOURCE}$`), "the shape a TVM client's match key is parsed by (tvm-door.ts)");
     assert.equal(expiredFor(claims, 9_999), 0);
     assert.equal(expiredFor(claims, 10_250), 250);
   });

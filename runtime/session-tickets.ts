@@ -17,6 +17,9 @@
 import { createPublicKey, generateKeyPairSync, randomBytes, sign, verify, type KeyObject } from "node:crypto";
 import { FarmError, MAX_TICKET_CHARS, decodeSessionTicket, encodeSessionTicket, type SessionTicketFields } from "../protos/index.ts";
 
+/** A ticket's shape as text: a base64url payload, ".", the base64url of a 64-byte Ed25519 signature (86 characters). */
+export const TICKET_SOURCE = "[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]{86}";
+
 /** An Ed25519 public key's raw bytes (Registered.ticket_key). */
 export const TICKET_KEY_BYTES = 32;
 const NONCE_BYTES = 16;

@@ -17,6 +17,7 @@
  */
 import type { Socket } from "node:net";
 import { FarmError } from "../../protos/index.ts";
+import { TICKET_SOURCE } from "../../runtime/index.ts";
 
 /** TVM's RPC magic (python/tvm/rpc/base.py RPC_MAGIC); +1: the key is in use, +2: no server has it. */
 export const TVM_RPC_MAGIC = 0xff271;
@@ -86,12 +87,13 @@ export interface TvmClientKey {
   timeoutS: number;
 }
 
+const CLIENT_KEY = new RegExp(`^client:([^:]+):(${TICKET_SOURCE})$`);
+
 /** Parses `client:<session id>:<ticket>[ -timeout=N]`; PERMISSION_DENIED for any other key (TVM's MISMATCH). */
 export function parseTvmClientKey(key: string): TvmClientKey {
   const [matchkey = "", ...opts] = key.split(" ").filter((w) => w !== "");
-  // The ticket: base64url(SessionTicket) "." base64url(its 64-byte signature) (runtime/session-tickets.ts); a TVM
-  // server's own match key (K:0.123…) is not one.
-  const m = /^client:([^:]+):([A-Za-z0-9_-]+\.[A-Za-z0-9_-]{86})$/.exec(matchkey);
+  // The ticket is a signed one's shape (runtime/session-tickets.ts); a TVM server's own match key (K:0.123…) is not.
+  const m = CLIENT_KEY.exec(matchkey);
   if (!m) throw new FarmError("PERMISSION_DENIED", `the key ${JSON.stringify(matchkey.slice(0, 80))} is no match key this agent gave out`);
   let timeoutS = 0;
   for (const opt of opts) {
